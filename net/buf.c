@@ -1,0 +1,115 @@
+/*
+ * buf.c -- growable byte buffer (see buf.h for the contract).
+ *
+ * Growth doubles the capacity (minimum 256 bytes) so that appending n bytes
+ * one at a time costs O(n) amortised, and never passes cap_max.
+ */
+#include "net/buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void buf_init(struct buf *b, size_t cap_max)
+{
+	memset(b, 0, sizeof(*b));
+	b->cap_max = cap_max ? cap_max : BUF_DEFAULT_MAX;
+}
+
+void buf_free(struct buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+	b->overflow = 0;
+}
+
+int buf_reserve(struct buf *b, size_t extra)
+{
+	size_t max = b->cap_max ? b->cap_max : BUF_DEFAULT_MAX;
+	if (extra > max || b->len > max - extra) {
+		b->overflow = 1;
+		return -1;
+	}
+	size_t need = b->len + extra;
+	if (need <= b->cap)
+		return 0;
+	size_t ncap = b->cap ? b->cap : 256;
+	while (ncap < need)
+		ncap = ncap > max / 2 ? max : ncap * 2;
+	char *p = realloc(b->data, ncap);
+	if (!p)
+		return -1;
+	b->data = p;
+	b->cap = ncap;
+	return 0;
+}
+
+int buf_append(struct buf *b, const void *p, size_t n)
+{
+	if (n == 0)
+		return 0;
+	if (buf_reserve(b, n))
+		return -1;
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+int buf_puts(struct buf *b, const char *s) { return buf_append(b, s, strlen(s)); }
+
+int buf_putc(struct buf *b, char c) { return buf_append(b, &c, 1); }
+
+int buf_printf(struct buf *b, const char *fmt, ...)
+{
+	char small[256];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(small, sizeof(small), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -1;
+	if ((size_t)n < sizeof(small))
+		return buf_append(b, small, (size_t)n);
+	if (buf_reserve(b, (size_t)n + 1))
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+int buf_put_u8(struct buf *b, uint8_t v) { return buf_append(b, &v, 1); }
+
+int buf_put_u16(struct buf *b, uint16_t v)
+{
+	uint8_t t[2];
+	wr_u16(t, v);
+	return buf_append(b, t, 2);
+}
+
+int buf_put_u32(struct buf *b, uint32_t v)
+{
+	uint8_t t[4];
+	wr_u32(t, v);
+	return buf_append(b, t, 4);
+}
+
+int buf_put_u64(struct buf *b, uint64_t v)
+{
+	uint8_t t[8];
+	wr_u64(t, v);
+	return buf_append(b, t, 8);
+}
+
+void buf_consume(struct buf *b, size_t n)
+{
+	if (n >= b->len) {
+		b->len = 0;
+		return;
+	}
+	memmove(b->data, b->data + n, b->len - n);
+	b->len -= n;
+}

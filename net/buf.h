@@ -1,0 +1,68 @@
+/*
+ * buf.h -- growable byte buffer with explicit ownership and a hard cap.
+ *
+ * Every place that accumulates bytes (connection input and output, WAL
+ * transaction images, JSON output, snapshot records) uses this one type so
+ * that the growth policy and the size bound live in exactly one spot.
+ *
+ * Ownership: a struct buf owns `data`.  buf_free() releases it.  A buffer
+ * never grows beyond `cap_max` (0 = BUF_DEFAULT_MAX); an append that would
+ * exceed it fails with -1 and sets `overflow`, leaving the contents intact,
+ * so the caller can answer 413 instead of crashing or truncating silently.
+ */
+#ifndef WM_BUF_H
+#define WM_BUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BUF_DEFAULT_MAX ((size_t)256 << 20) /* 256 MiB hard ceiling */
+
+struct buf {
+	char *data;     /* owned; NULL until first growth */
+	size_t len;     /* bytes in use */
+	size_t cap;     /* bytes allocated */
+	size_t cap_max; /* bound on cap; 0 means BUF_DEFAULT_MAX */
+	int overflow;   /* set once an append hit cap_max */
+};
+
+/* Initialise an empty buffer bounded by cap_max (0 = default). */
+void buf_init(struct buf *b, size_t cap_max);
+/* Release the storage; the buffer is empty and reusable afterwards. */
+void buf_free(struct buf *b);
+/* Make room for `extra` more bytes.  Returns 0, or -1 on bound/OOM. */
+int buf_reserve(struct buf *b, size_t extra);
+/* Append bytes.  Returns 0, or -1 (contents unchanged) on bound/OOM. */
+int buf_append(struct buf *b, const void *p, size_t n);
+/* Append a NUL-terminated string (without the NUL). */
+int buf_puts(struct buf *b, const char *s);
+/* Append one byte. */
+int buf_putc(struct buf *b, char c);
+/* printf-style append.  Returns 0 or -1. */
+int buf_printf(struct buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Little-endian fixed-width integer appends (for binary formats). */
+int buf_put_u8(struct buf *b, uint8_t v);
+int buf_put_u16(struct buf *b, uint16_t v);
+int buf_put_u32(struct buf *b, uint32_t v);
+int buf_put_u64(struct buf *b, uint64_t v);
+/* Drop the first n bytes (n <= len), shifting the rest down. */
+void buf_consume(struct buf *b, size_t n);
+/* Forget the contents but keep the storage. */
+static inline void buf_reset(struct buf *b) { b->len = 0; b->overflow = 0; }
+
+/* Little-endian readers for decoding binary formats from raw bytes. */
+static inline uint16_t rd_u16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint32_t rd_u32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t rd_u64(const uint8_t *p) { return (uint64_t)rd_u32(p) | (uint64_t)rd_u32(p + 4) << 32; }
+static inline void wr_u16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static inline void wr_u32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
+}
+static inline void wr_u64(uint8_t *p, uint64_t v) { wr_u32(p, (uint32_t)v); wr_u32(p + 4, (uint32_t)(v >> 32)); }
+
+#endif

@@ -1,0 +1,38 @@
+#include "tests/wm_test.h"
+#include "net/buf.h"
+#include <string.h>
+
+WM_TEST(buf, append_and_bound)
+{
+	struct buf b;
+	buf_init(&b, 16);
+	cr_assert_eq(buf_puts(&b, "0123456789"), 0);
+	cr_assert_eq(buf_puts(&b, "abcdef"), 0); /* exactly 16: at the bound */
+	cr_assert_eq(b.len, 16);
+	cr_assert_eq(buf_putc(&b, 'x'), -1); /* one past the bound */
+	cr_assert(b.overflow);
+	cr_assert_eq(b.len, 16);
+	cr_assert_eq(memcmp(b.data, "0123456789abcdef", 16), 0);
+	buf_consume(&b, 10);
+	cr_assert_eq(b.len, 6);
+	cr_assert_eq(memcmp(b.data, "abcdef", 6), 0);
+	buf_free(&b);
+}
+
+WM_TEST(buf, printf_long_and_le_ints)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	char big[1000];
+	memset(big, 'q', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	cr_assert_eq(buf_printf(&b, "%s-%d", big, 42), 0);
+	cr_assert_eq(b.len, 999 + 3);
+	buf_reset(&b);
+	buf_put_u64(&b, 0x0102030405060708ULL);
+	buf_put_u32(&b, 0xa1b2c3d4u);
+	cr_assert_eq(rd_u64((const uint8_t *)b.data), 0x0102030405060708ULL);
+	cr_assert_eq((uint8_t)b.data[0], 0x08);
+	cr_assert_eq(rd_u32((const uint8_t *)b.data + 8), 0xa1b2c3d4u);
+	buf_free(&b);
+}

@@ -1,0 +1,101 @@
+/*
+ * index.h -- the two index kinds every table is served from.
+ *
+ *  hidx: hash index, open addressing with linear probing, keyed by byte
+ *        strings hashed with XXH3-64.  Used for lookup by id and for
+ *        uniqueness (slug, GTIN, natural key, ...).  Keys are NOT copied: the
+ *        caller guarantees that the key bytes live as long as the entry
+ *        (normally they live inside the row the entry points to).
+ *
+ *  oidx: ordered index (B+tree) keyed by byte strings compared with memcmp
+ *        then length (shorter first), serving cursor pagination and ranges:
+ *        seek to the first key >= k, then walk forward (or backward) in
+ *        order.  Keys ARE copied into the tree (composite keys such as
+ *        country|id are built on the fly by callers).  Keys are unique; a
+ *        secondary index makes them unique by appending the row id.
+ *
+ * Both map a key to an opaque `void *` (the row).  Neither allocates on a
+ * lookup or a walk.  Both have explicit bounds: key length <= IDX_MAX_KEY.
+ * Single-threaded: the event loop owns them.  Snapshots use fork(), so no
+ * read-view machinery is needed here.
+ */
+#ifndef WM_INDEX_H
+#define WM_INDEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define IDX_MAX_KEY 255u
+
+/* ---- hash index ------------------------------------------------------- */
+
+struct hidx_slot {
+	uint64_t hash;       /* 0 = empty; real hashes are forced non-zero */
+	const char *key;
+	uint32_t key_len;
+	void *val;
+};
+
+struct hidx {
+	struct hidx_slot *slots;
+	size_t cap;          /* power of two */
+	size_t count;
+	size_t tombstones;
+};
+
+void hidx_init(struct hidx *h);
+void hidx_free(struct hidx *h);
+/* Insert; returns 0, 1 if the key already exists (nothing changed), -1 on
+ * OOM or key too long. */
+int hidx_put(struct hidx *h, const char *key, uint32_t key_len, void *val);
+/* Insert or replace the value (and the key pointer, which must compare
+ * equal).  Returns 0 or -1. */
+int hidx_set(struct hidx *h, const char *key, uint32_t key_len, void *val);
+void *hidx_get(const struct hidx *h, const char *key, uint32_t key_len);
+/* Remove; returns the old value or NULL. */
+void *hidx_del(struct hidx *h, const char *key, uint32_t key_len);
+static inline size_t hidx_count(const struct hidx *h) { return h->count; }
+/* Iterate all entries in unspecified order: *pos starts at 0; returns the
+ * value and sets *key/*key_len, or NULL at the end. */
+void *hidx_next(const struct hidx *h, size_t *pos, const char **key, uint32_t *key_len);
+
+/* ---- ordered index ---------------------------------------------------- */
+
+struct oidx_node;
+
+struct oidx {
+	struct oidx_node *root;
+	size_t count;
+	uint32_t height;
+};
+
+/* A position in the tree; invalid once the tree is modified. */
+struct oidx_iter {
+	struct oidx_node *leaf;
+	uint32_t pos;
+};
+
+void oidx_init(struct oidx *t);
+void oidx_free(struct oidx *t);
+/* Insert (key copied); 0, 1 if present (nothing changed), -1 OOM/too long. */
+int oidx_put(struct oidx *t, const void *key, uint32_t key_len, void *val);
+/* Replace the value of an existing key, or insert.  0 or -1. */
+int oidx_set(struct oidx *t, const void *key, uint32_t key_len, void *val);
+void *oidx_get(const struct oidx *t, const void *key, uint32_t key_len);
+/* Remove; returns the old value or NULL. */
+void *oidx_del(struct oidx *t, const void *key, uint32_t key_len);
+static inline size_t oidx_count(const struct oidx *t) { return t->count; }
+
+/* Position at the first key >= key (key NULL/len 0: the first key).
+ * Returns 1 if positioned on an entry, 0 if past the end. */
+int oidx_seek_ge(const struct oidx *t, const void *key, uint32_t key_len, struct oidx_iter *it);
+/* Position at the last key <= key (key NULL: the last key).  1 or 0. */
+int oidx_seek_le(const struct oidx *t, const void *key, uint32_t key_len, struct oidx_iter *it);
+/* Current entry; valid only after a seek/next/prev returned 1. */
+void *oidx_iter_val(const struct oidx_iter *it);
+const void *oidx_iter_key(const struct oidx_iter *it, uint32_t *key_len);
+/* Step; returns 1 if on an entry, 0 when walked off the end. */
+int oidx_next(struct oidx_iter *it);
+int oidx_prev(struct oidx_iter *it);
+
+#endif

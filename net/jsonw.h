@@ -1,0 +1,64 @@
+/*
+ * jsonw.h -- streaming JSON writer.
+ *
+ * Writes straight into a struct buf (usually a connection's output buffer),
+ * with no intermediate tree.  Commas are managed by a small per-depth state
+ * stack, so callers only say begin/key/value/end.  Strings are escaped
+ * completely: '"', '\\', and every control character U+0000..U+001F (as
+ * \b \f \n \r \t or \u00XX), plus U+007F as \u007f; valid UTF-8 passes
+ * through unchanged and each invalid UTF-8 byte is replaced by U+FFFD, so
+ * the output is always valid JSON in valid UTF-8.
+ *
+ * Errors (bound exceeded, OOM, nesting past JW_MAX_DEPTH) are sticky: the
+ * first one sets w->err and later calls do nothing; check once at the end.
+ */
+#ifndef WM_JSONW_H
+#define WM_JSONW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "net/buf.h"
+#include "net/json.h"
+
+#define JW_MAX_DEPTH 64
+
+struct jw {
+	struct buf *out;
+	uint32_t depth;
+	uint8_t first[JW_MAX_DEPTH + 1]; /* 1 = nothing written yet at this depth */
+	uint8_t after_key;               /* a key was just written */
+	int err;
+};
+
+void jw_init(struct jw *w, struct buf *out);
+void jw_obj_begin(struct jw *w);
+void jw_obj_end(struct jw *w);
+void jw_arr_begin(struct jw *w);
+void jw_arr_end(struct jw *w);
+/* Object key (escaped like a string). */
+void jw_key(struct jw *w, const char *key);
+void jw_keyn(struct jw *w, const char *key, size_t len);
+void jw_str(struct jw *w, const char *s);
+void jw_strn(struct jw *w, const char *s, size_t len);
+void jw_int(struct jw *w, int64_t v);
+void jw_uint(struct jw *w, uint64_t v);
+void jw_bool(struct jw *w, int v);
+void jw_null(struct jw *w);
+/* Fixed-point decimal: jw_fixed(w, 1230, 2) writes 12.30; (-5, 2) -> -0.05;
+ * scale 0 writes an integer.  scale <= 18. */
+void jw_fixed(struct jw *w, int64_t v, unsigned scale);
+/* Pre-validated JSON text inserted as one value (e.g. a stored document). */
+void jw_raw(struct jw *w, const char *json, size_t len);
+/* Re-serialise a parsed value compactly (numbers keep their exact text,
+ * members keep input order). */
+void jw_value(struct jw *w, const struct json_value *v);
+/* Convenience: key + value. */
+void jw_kstr(struct jw *w, const char *key, const char *s);
+void jw_kint(struct jw *w, const char *key, int64_t v);
+void jw_kbool(struct jw *w, const char *key, int v);
+void jw_knull(struct jw *w, const char *key);
+/* Escape `len` bytes as a JSON string (with quotes) into `out`. */
+int jw_escape(struct buf *out, const char *s, size_t len);
+
+#endif

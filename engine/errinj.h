@@ -1,0 +1,24 @@
+/*
+ * errinj.h -- named fault-injection points (as Tarantool's errinj.h).
+ *
+ * In test builds (-DWM_TESTING) ERRINJ("name") is true when the environment
+ * variable WM_ERRINJ lists that name (comma-separated), read once.  Tests
+ * start a real wm-shard with e.g. WM_ERRINJ=wal_crash_after_write to make it
+ * die at that exact point.  In release builds every point compiles to 0.
+ *
+ * Points in use (grep ERRINJ for the full list):
+ *   wal_crash_after_write    WAL thread: _exit after write(2), before fdatasync
+ *   wal_crash_after_sync     WAL thread: _exit after fdatasync, before publishing
+ *   snap_crash_before_rename snapshot: _exit after writing the temp file
+ */
+#ifndef WM_ERRINJ_H
+#define WM_ERRINJ_H
+
+#ifdef WM_TESTING
+int errinj_enabled(const char *name);
+#define ERRINJ(name) errinj_enabled(name)
+#else
+#define ERRINJ(name) 0
+#endif
+
+#endif

@@ -1,0 +1,65 @@
+/*
+ * snapshot.h -- snapshot files: a consistent image of every table at one LSN.
+ *
+ * A snapshot is a sequence of opaque records (engine/record.h PUT records)
+ * written by whoever iterates the tables -- in production a fork()ed child,
+ * so the parent keeps serving writes while the child sees a frozen
+ * copy-on-write view.  This module only knows the file format:
+ *
+ *   header (64 bytes): magic "WMSNAP01", u32 version, u32 reserved,
+ *           u64 salt, u64 lsn, u64 created_unix_ms, reserved, u64 XXH3 of
+ *           bytes 0..55 at offset 56
+ *   body:   zstd stream of (u32 len, record bytes) entries
+ *   trailer (32 bytes): magic "WMSNAPND", u64 record count,
+ *           u64 body length, u64 XXH3-64 of header + body
+ *
+ * Files are <dir>/<20-digit lsn>.snap, written as <name>.inprogress, then
+ * fdatasync'd, renamed, and the directory fsync'd.  A file without a valid
+ * trailer or with a bad checksum is never loaded.
+ */
+#ifndef WM_SNAPSHOT_H
+#define WM_SNAPSHOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SNAP_MAX_RECORD (8u << 20)
+
+struct snap_writer;
+
+/* Start <dir>/<lsn>.snap.inprogress.  NULL with err on failure. */
+struct snap_writer *snap_writer_open(const char *dir, uint64_t lsn, char *err, size_t errlen);
+/* Add one record (copied into the compressed stream).  0 or -1. */
+int snap_writer_add(struct snap_writer *w, const void *rec, size_t len);
+/* Finish: trailer, fdatasync, rename to the final name, fsync dir.
+ * Frees w.  Returns 0 or -1 (temp file removed on failure). */
+int snap_writer_commit(struct snap_writer *w, char *err, size_t errlen);
+/* Abandon: remove the temp file, free w. */
+void snap_writer_abort(struct snap_writer *w);
+
+typedef int (*snap_record_fn)(void *ctx, const void *rec, size_t len);
+
+struct snap_info {
+	char path[256];
+	uint64_t lsn;
+	uint64_t records;
+	uint64_t created_unix_ms;
+	uint64_t file_bytes;
+};
+
+/* Verify the whole file (checksums, trailer, record framing) and then, if
+ * fn is non-NULL, call fn for every record.  Returns 0, -1 on a bad file
+ * (err says why and at which offset), or fn's non-zero return value. */
+int snap_load(const char *path, snap_record_fn fn, void *ctx, struct snap_info *info,
+	      char *err, size_t errlen);
+
+/* Find the newest snapshot in dir that verifies; 1 found, 0 none, -1 error.
+ * Invalid newer files are skipped with a line on stderr. */
+int snap_find_latest(const char *dir, struct snap_info *info);
+
+/* Keep the newest `keep` valid snapshots, delete older ones and stale
+ * *.inprogress files.  Returns the LSN of the oldest snapshot kept (0 if
+ * none), so the caller can prune WAL segments below it. */
+uint64_t snap_prune(const char *dir, unsigned keep);
+
+#endif

@@ -56,7 +56,7 @@ void *hidx_get(const struct hidx *h, const char *key, uint32_t key_len);
 void *hidx_del(struct hidx *h, const char *key, uint32_t key_len);
 static inline size_t hidx_count(const struct hidx *h) { return h->count; }
 /* Iterate all entries in unspecified order: *pos starts at 0; returns the
- * value and sets *key/*key_len, or NULL at the end. */
+ * value and sets *key and *key_len, or NULL at the end. */
 void *hidx_next(const struct hidx *h, size_t *pos, const char **key, uint32_t *key_len);
 
 /* ---- ordered index ---------------------------------------------------- */
@@ -97,5 +97,12 @@ const void *oidx_iter_key(const struct oidx_iter *it, uint32_t *key_len);
 /* Step; returns 1 if on an entry, 0 when walked off the end. */
 int oidx_next(struct oidx_iter *it);
 int oidx_prev(struct oidx_iter *it);
+
+#ifdef WM_TESTING
+/* Test builds only: verify ordering, separator bounds, counts, leaf links
+ * (both ways), equal leaf depth and node fill.  0, or -1 after printing the
+ * first violation to stderr.  O(n). */
+int oidx_check(const struct oidx *t);
+#endif
 
 #endif

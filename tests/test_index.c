@@ -1,0 +1,710 @@
+/*
+ * test_index.c -- hidx (hash index) and oidx (B+tree) from engine/index.h.
+ *
+ * The oidx tests lean on a randomized model test: a seeded PRNG drives ~50k
+ * mixed put/set/del operations against both the tree and a plain sorted
+ * array, comparing every answer (get, count, seek_ge, seek_le, full walks in
+ * both directions) and running oidx_check() periodically.  Keys come from a
+ * 4-letter alphabet that includes 0x00 and 0xff with lengths 0..8, so many
+ * keys are prefixes of each other, plus a stream of ascending keys that
+ * exercises the append split on the rightmost leaf.
+ */
+#include "tests/wm_test.h"
+#include "engine/index.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static uint64_t rng_state;
+
+static uint64_t rng(void)
+{
+	/* splitmix64: deterministic for a given seed */
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static void *tag(uintptr_t v) { return (void *)v; }
+
+static int bytes_cmp(const void *a, uint32_t al, const void *b, uint32_t bl)
+{
+	uint32_t m = al < bl ? al : bl;
+	int r = m ? memcmp(a, b, m) : 0;
+	if (r)
+		return r;
+	return (al > bl) - (al < bl);
+}
+
+/* ---- hidx --------------------------------------------------------------- */
+
+WM_TEST(hidx, put_get_del_set)
+{
+	struct hidx h;
+	hidx_init(&h);
+	cr_assert_null(hidx_get(&h, "a", 1));
+	cr_assert_null(hidx_del(&h, "a", 1));
+	cr_assert_eq(hidx_put(&h, "alpha", 5, tag(1)), 0);
+	cr_assert_eq(hidx_put(&h, "beta", 4, tag(2)), 0);
+	cr_assert_eq(hidx_count(&h), 2);
+	cr_assert_eq(hidx_get(&h, "alpha", 5), tag(1));
+	cr_assert_eq(hidx_get(&h, "beta", 4), tag(2));
+	cr_assert_null(hidx_get(&h, "alph", 4));
+	cr_assert_null(hidx_get(&h, "alphaa", 6));
+
+	/* set replaces value and key pointer */
+	char other[] = "alpha";
+	cr_assert_eq(hidx_set(&h, other, 5, tag(11)), 0);
+	cr_assert_eq(hidx_count(&h), 2);
+	cr_assert_eq(hidx_get(&h, "alpha", 5), tag(11));
+	size_t pos = 0;
+	const char *k;
+	uint32_t kl;
+	int saw = 0;
+	for (void *v; (v = hidx_next(&h, &pos, &k, &kl)) != NULL;)
+		if (v == tag(11)) {
+			cr_assert_eq(k, other);
+			saw++;
+		}
+	cr_assert_eq(saw, 1);
+	/* set inserts when absent */
+	cr_assert_eq(hidx_set(&h, "gamma", 5, tag(3)), 0);
+	cr_assert_eq(hidx_count(&h), 3);
+
+	cr_assert_eq(hidx_del(&h, "alpha", 5), tag(11));
+	cr_assert_null(hidx_del(&h, "alpha", 5));
+	cr_assert_null(hidx_get(&h, "alpha", 5));
+	cr_assert_eq(hidx_count(&h), 2);
+	cr_assert_eq(hidx_get(&h, "gamma", 5), tag(3));
+
+	/* the empty key is a key like any other */
+	cr_assert_eq(hidx_put(&h, NULL, 0, tag(9)), 0);
+	cr_assert_eq(hidx_get(&h, "", 0), tag(9));
+	cr_assert_eq(hidx_put(&h, "", 0, tag(10)), 1);
+	cr_assert_eq(hidx_del(&h, NULL, 0), tag(9));
+	/* NULL bytes with a length is refused */
+	cr_assert_eq(hidx_put(&h, NULL, 3, tag(1)), -1);
+	cr_assert_null(hidx_get(&h, NULL, 3));
+	hidx_free(&h);
+	cr_assert_eq(hidx_count(&h), 0);
+	hidx_free(&h); /* idempotent */
+}
+
+WM_TEST(hidx, duplicate_put_returns_1)
+{
+	struct hidx h;
+	hidx_init(&h);
+	cr_assert_eq(hidx_put(&h, "k", 1, tag(1)), 0);
+	cr_assert_eq(hidx_put(&h, "k", 1, tag(2)), 1);
+	cr_assert_eq(hidx_get(&h, "k", 1), tag(1));
+	cr_assert_eq(hidx_count(&h), 1);
+	hidx_free(&h);
+}
+
+#define GROW_N 100000
+
+WM_TEST(hidx, growth_100k)
+{
+	char *keys = malloc((size_t)GROW_N * 16);
+	cr_assert_not_null(keys);
+	struct hidx h;
+	hidx_init(&h);
+	size_t last_cap = 0, resizes = 0;
+	for (uint32_t i = 0; i < GROW_N; i++) {
+		int n = snprintf(keys + (size_t)i * 16, 16, "key-%u", i);
+		cr_assert_eq(hidx_put(&h, keys + (size_t)i * 16, (uint32_t)n, tag(i + 1)), 0);
+		if (h.cap != last_cap) {
+			cr_assert_eq(h.cap & (h.cap - 1), 0, "cap not a power of two");
+			cr_assert(last_cap == 0 || h.cap == last_cap * 2, "growth is by doubling");
+			last_cap = h.cap;
+			resizes++;
+		}
+		cr_assert_leq((h.count + h.tombstones) * 10, h.cap * 7);
+	}
+	cr_assert_geq(resizes, 10);
+	cr_assert_eq(hidx_count(&h), GROW_N);
+	for (uint32_t i = 0; i < GROW_N; i++) {
+		char tmp[16];
+		int n = snprintf(tmp, sizeof(tmp), "key-%u", i);
+		cr_assert_eq(hidx_get(&h, tmp, (uint32_t)n), tag(i + 1), "key %u", i);
+	}
+	cr_assert_null(hidx_get(&h, "key-100000", 10));
+	hidx_free(&h);
+	free(keys);
+}
+
+WM_TEST(hidx, tombstones_and_reinsert)
+{
+	enum { N = 5000 };
+	static char keys[N][16];
+	struct hidx h;
+	hidx_init(&h);
+	for (int i = 0; i < N; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "t%d", i);
+		cr_assert_eq(hidx_put(&h, keys[i], (uint32_t)strlen(keys[i]), tag((uintptr_t)i + 1)), 0);
+	}
+	for (int i = 0; i < N; i += 2)
+		cr_assert_eq(hidx_del(&h, keys[i], (uint32_t)strlen(keys[i])), tag((uintptr_t)i + 1));
+	cr_assert_eq(hidx_count(&h), N / 2);
+	cr_assert_gt(h.tombstones, 0);
+	for (int i = 0; i < N; i++) {
+		void *want = (i % 2) ? tag((uintptr_t)i + 1) : NULL;
+		cr_assert_eq(hidx_get(&h, keys[i], (uint32_t)strlen(keys[i])), want);
+	}
+	for (int i = 0; i < N; i += 2)
+		cr_assert_eq(hidx_put(&h, keys[i], (uint32_t)strlen(keys[i]), tag((uintptr_t)i + 100000)), 0);
+	cr_assert_eq(hidx_count(&h), N);
+	for (int i = 0; i < N; i++) {
+		void *want = (i % 2) ? tag((uintptr_t)i + 1) : tag((uintptr_t)i + 100000);
+		cr_assert_eq(hidx_get(&h, keys[i], (uint32_t)strlen(keys[i])), want);
+	}
+
+	/* Churn: a steady population of 100 with many deletes and inserts
+	 * must not grow the table (tombstones are reclaimed by rehash). */
+	hidx_free(&h);
+	for (int i = 0; i < 100; i++)
+		cr_assert_eq(hidx_put(&h, keys[i], (uint32_t)strlen(keys[i]), tag((uintptr_t)i + 1)), 0);
+	size_t cap = h.cap;
+	for (int r = 0; r < 20; r++)
+		for (int i = 0; i < N; i++) {
+			int out = (i + r * 7) % N, in = (i + 100 + r * 7) % N;
+			hidx_del(&h, keys[out], (uint32_t)strlen(keys[out]));
+			hidx_set(&h, keys[in], (uint32_t)strlen(keys[in]), tag(1));
+			cr_assert_leq((h.count + h.tombstones) * 10, h.cap * 7);
+		}
+	cr_assert_leq(h.cap, cap * 2, "churn grew the table from %zu to %zu", cap, h.cap);
+	cr_assert_eq(hidx_count(&h), 100);
+	hidx_free(&h);
+}
+
+WM_TEST(hidx, iteration_visits_each_once)
+{
+	enum { N = 3000 };
+	static char keys[N][16];
+	static unsigned char seen[N + 1];
+	memset(seen, 0, sizeof(seen));
+	struct hidx h;
+	hidx_init(&h);
+	size_t pos = 0;
+	cr_assert_null(hidx_next(&h, &pos, NULL, NULL)); /* empty */
+	for (int i = 0; i < N; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "i%d", i);
+		hidx_put(&h, keys[i], (uint32_t)strlen(keys[i]), tag((uintptr_t)i + 1));
+	}
+	for (int i = 0; i < N; i += 3)
+		hidx_del(&h, keys[i], (uint32_t)strlen(keys[i]));
+	pos = 0;
+	const char *k;
+	uint32_t kl;
+	size_t visited = 0;
+	for (void *v; (v = hidx_next(&h, &pos, &k, &kl)) != NULL;) {
+		uintptr_t id = (uintptr_t)v;
+		cr_assert(id >= 1 && id <= N);
+		cr_assert_eq(seen[id], 0, "visited twice");
+		seen[id] = 1;
+		cr_assert_eq(k, keys[id - 1]);
+		cr_assert_eq(kl, strlen(keys[id - 1]));
+		visited++;
+	}
+	cr_assert_eq(visited, hidx_count(&h));
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(seen[i + 1], i % 3 != 0);
+	cr_assert_null(hidx_next(&h, &pos, &k, &kl)); /* stays at the end */
+	hidx_free(&h);
+}
+
+WM_TEST(hidx, key_length_bounds)
+{
+	static char big[IDX_MAX_KEY + 1];
+	memset(big, 'x', sizeof(big));
+	struct hidx h;
+	hidx_init(&h);
+	cr_assert_eq(hidx_put(&h, big, IDX_MAX_KEY, tag(1)), 0);
+	cr_assert_eq(hidx_get(&h, big, IDX_MAX_KEY), tag(1));
+	cr_assert_eq(hidx_put(&h, big, IDX_MAX_KEY + 1, tag(2)), -1);
+	cr_assert_eq(hidx_set(&h, big, IDX_MAX_KEY + 1, tag(2)), -1);
+	cr_assert_null(hidx_get(&h, big, IDX_MAX_KEY + 1));
+	cr_assert_null(hidx_del(&h, big, IDX_MAX_KEY + 1));
+	cr_assert_eq(hidx_count(&h), 1);
+	cr_assert_eq(hidx_del(&h, big, IDX_MAX_KEY), tag(1));
+	hidx_free(&h);
+}
+
+WM_TEST(hidx, embedded_nuls)
+{
+	static const char k1[] = { 'a', 0, 'b' }, k2[] = { 'a', 0, 'c' }, k3[] = { 'a' }, k4[] = { 'a', 0 },
+			  k5[] = { 0 }, k6[] = { 0, 0 };
+	struct hidx h;
+	hidx_init(&h);
+	cr_assert_eq(hidx_put(&h, k1, 3, tag(1)), 0);
+	cr_assert_eq(hidx_put(&h, k2, 3, tag(2)), 0);
+	cr_assert_eq(hidx_put(&h, k3, 1, tag(3)), 0);
+	cr_assert_eq(hidx_put(&h, k4, 2, tag(4)), 0);
+	cr_assert_eq(hidx_put(&h, k5, 1, tag(5)), 0);
+	cr_assert_eq(hidx_put(&h, k6, 2, tag(6)), 0);
+	cr_assert_eq(hidx_count(&h), 6);
+	char q[3] = { 'a', 0, 'b' };
+	cr_assert_eq(hidx_get(&h, q, 3), tag(1));
+	q[2] = 'c';
+	cr_assert_eq(hidx_get(&h, q, 3), tag(2));
+	cr_assert_eq(hidx_get(&h, q, 2), tag(4));
+	cr_assert_eq(hidx_get(&h, q, 1), tag(3));
+	cr_assert_eq(hidx_get(&h, k6, 1), tag(5));
+	cr_assert_eq(hidx_get(&h, k6, 2), tag(6));
+	hidx_free(&h);
+}
+
+/* ---- oidx model test ---------------------------------------------------- */
+
+struct mentry {
+	uint8_t k[24];
+	uint32_t len;
+	uintptr_t val;
+};
+
+struct model {
+	struct mentry **e;
+	size_t n, cap;
+};
+
+/* Index of the first entry >= key; *found if equal. */
+static size_t model_lower(const struct model *m, const void *k, uint32_t len, int *found)
+{
+	size_t lo = 0, hi = m->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (bytes_cmp(m->e[mid]->k, m->e[mid]->len, k, len) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo < m->n && bytes_cmp(m->e[lo]->k, m->e[lo]->len, k, len) == 0;
+	return lo;
+}
+
+static void model_insert(struct model *m, size_t at, const void *k, uint32_t len, uintptr_t val)
+{
+	if (m->n == m->cap) {
+		m->cap = m->cap ? m->cap * 2 : 1024;
+		m->e = realloc(m->e, m->cap * sizeof(m->e[0]));
+		cr_assert_not_null(m->e);
+	}
+	struct mentry *e = malloc(sizeof(*e));
+	cr_assert_not_null(e);
+	memcpy(e->k, k, len);
+	e->len = len;
+	e->val = val;
+	memmove(&m->e[at + 1], &m->e[at], (m->n - at) * sizeof(m->e[0]));
+	m->e[at] = e;
+	m->n++;
+}
+
+static void model_remove(struct model *m, size_t at)
+{
+	free(m->e[at]);
+	memmove(&m->e[at], &m->e[at + 1], (m->n - at - 1) * sizeof(m->e[0]));
+	m->n--;
+}
+
+static void model_free(struct model *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		free(m->e[i]);
+	free(m->e);
+	memset(m, 0, sizeof(*m));
+}
+
+static const uint8_t alphabet[4] = { 0x00, 'a', 'b', 0xff };
+
+/* A random short key; many are prefixes of others. */
+static uint32_t random_key(uint8_t *k)
+{
+	uint32_t len = (uint32_t)(rng() % 9);
+	for (uint32_t i = 0; i < len; i++)
+		k[i] = alphabet[rng() % 4];
+	return len;
+}
+
+/* Ascending keys, all above every random key (9 x 0xff then a counter). */
+static uint32_t append_key(uint8_t *k, uint32_t counter)
+{
+	memset(k, 0xff, 9);
+	k[9] = (uint8_t)(counter >> 24);
+	k[10] = (uint8_t)(counter >> 16);
+	k[11] = (uint8_t)(counter >> 8);
+	k[12] = (uint8_t)counter;
+	return 13;
+}
+
+static void check_seeks(const struct oidx *t, const struct model *m, const uint8_t *k, uint32_t len)
+{
+	struct oidx_iter it;
+	int found;
+	size_t at = model_lower(m, k, len, &found);
+	int r = oidx_seek_ge(t, k, len, &it);
+	if (at == m->n) {
+		cr_assert_eq(r, 0, "seek_ge should be past the end");
+	} else {
+		cr_assert_eq(r, 1, "seek_ge should find an entry");
+		uint32_t kl;
+		const void *kk = oidx_iter_key(&it, &kl);
+		cr_assert_eq(bytes_cmp(kk, kl, m->e[at]->k, m->e[at]->len), 0, "seek_ge key");
+		cr_assert_eq(oidx_iter_val(&it), tag(m->e[at]->val));
+	}
+	/* last <= key: the equal one, or the one before the lower bound */
+	size_t le = found ? at + 1 : at; /* count of entries <= key */
+	r = oidx_seek_le(t, k, len, &it);
+	if (le == 0) {
+		cr_assert_eq(r, 0, "seek_le should be before the start");
+	} else {
+		cr_assert_eq(r, 1, "seek_le should find an entry");
+		uint32_t kl;
+		const void *kk = oidx_iter_key(&it, &kl);
+		cr_assert_eq(bytes_cmp(kk, kl, m->e[le - 1]->k, m->e[le - 1]->len), 0, "seek_le key");
+		cr_assert_eq(oidx_iter_val(&it), tag(m->e[le - 1]->val));
+	}
+}
+
+static void check_walks(const struct oidx *t, const struct model *m)
+{
+	struct oidx_iter it;
+	size_t i = 0;
+	for (int r = oidx_seek_ge(t, NULL, 0, &it); r; r = oidx_next(&it), i++) {
+		cr_assert_lt(i, m->n, "forward walk too long");
+		uint32_t kl;
+		const void *kk = oidx_iter_key(&it, &kl);
+		cr_assert_eq(bytes_cmp(kk, kl, m->e[i]->k, m->e[i]->len), 0, "forward walk key %zu", i);
+		cr_assert_eq(oidx_iter_val(&it), tag(m->e[i]->val));
+	}
+	cr_assert_eq(i, m->n, "forward walk length");
+	i = m->n;
+	for (int r = oidx_seek_le(t, NULL, 0, &it); r; r = oidx_prev(&it)) {
+		cr_assert_gt(i, 0, "backward walk too long");
+		i--;
+		uint32_t kl;
+		const void *kk = oidx_iter_key(&it, &kl);
+		cr_assert_eq(bytes_cmp(kk, kl, m->e[i]->k, m->e[i]->len), 0, "backward walk key %zu", i);
+	}
+	cr_assert_eq(i, 0, "backward walk length");
+}
+
+WM_TEST(oidx, model_randomized)
+{
+	enum { OPS = 50000, PHASE1 = 20000, PHASE2 = 35000 };
+	rng_state = 0x5eed1234u;
+	struct oidx t;
+	struct model m = { 0 };
+	oidx_init(&t);
+	uint32_t appends = 0;
+	uintptr_t next_val = 1;
+	uint32_t max_height = 0;
+	for (int op = 0; op < OPS; op++) {
+		/* Phase 1 grows the tree, phase 2 churns, phase 3 shrinks it. */
+		unsigned ins_pct = op < PHASE1 ? 70 : op < PHASE2 ? 50 : 25;
+		uint8_t k[24];
+		uint32_t len;
+		unsigned dice = (unsigned)(rng() % 100);
+		int found;
+		if (dice < ins_pct) {
+			len = (rng() % 5 == 0) ? append_key(k, appends++) : random_key(k);
+			size_t at = model_lower(&m, k, len, &found);
+			uintptr_t v = next_val++;
+			if (rng() % 4 == 0) {
+				cr_assert_eq(oidx_set(&t, k, len, tag(v)), 0);
+				if (found)
+					m.e[at]->val = v;
+				else
+					model_insert(&m, at, k, len, v);
+			} else {
+				cr_assert_eq(oidx_put(&t, k, len, tag(v)), found ? 1 : 0);
+				if (!found)
+					model_insert(&m, at, k, len, v);
+			}
+		} else {
+			/* delete: usually an existing key, sometimes a random one */
+			if (m.n > 0 && rng() % 4 != 0) {
+				struct mentry *e = m.e[rng() % m.n];
+				len = e->len;
+				memcpy(k, e->k, len);
+			} else {
+				len = random_key(k);
+			}
+			size_t at = model_lower(&m, k, len, &found);
+			void *got = oidx_del(&t, k, len);
+			if (found) {
+				cr_assert_eq(got, tag(m.e[at]->val), "del value at op %d", op);
+				model_remove(&m, at);
+			} else {
+				cr_assert_null(got);
+			}
+		}
+		cr_assert_eq(oidx_count(&t), m.n, "count at op %d", op);
+		/* get of the op key and a random probe; seeks around both */
+		size_t at = model_lower(&m, k, len, &found);
+		cr_assert_eq(oidx_get(&t, k, len), found ? tag(m.e[at]->val) : NULL);
+		check_seeks(&t, &m, k, len);
+		uint8_t q[24];
+		uint32_t ql = random_key(q);
+		at = model_lower(&m, q, ql, &found);
+		cr_assert_eq(oidx_get(&t, q, ql), found ? tag(m.e[at]->val) : NULL);
+		check_seeks(&t, &m, q, ql);
+		if (t.height > max_height)
+			max_height = t.height;
+		if (op % 2500 == 0 || op == OPS - 1) {
+			cr_assert_eq(oidx_check(&t), 0, "oidx_check failed at op %d", op);
+			check_walks(&t, &m);
+		}
+	}
+	cr_assert_geq(max_height, 3, "the model test should reach a 3-level tree");
+	/* Drain everything that is left, in random order. */
+	while (m.n > 0) {
+		size_t at = rng() % m.n;
+		cr_assert_eq(oidx_del(&t, m.e[at]->k, m.e[at]->len), tag(m.e[at]->val));
+		model_remove(&m, at);
+		if (m.n % 1000 == 0)
+			cr_assert_eq(oidx_check(&t), 0);
+	}
+	cr_assert_eq(oidx_count(&t), 0);
+	cr_assert_null(t.root);
+	cr_assert_eq(t.height, 0);
+	cr_assert_eq(oidx_check(&t), 0);
+	oidx_free(&t);
+	model_free(&m);
+}
+
+/* ---- oidx edge cases ---------------------------------------------------- */
+
+WM_TEST(oidx, empty_tree)
+{
+	struct oidx t;
+	struct oidx_iter it;
+	oidx_init(&t);
+	cr_assert_eq(oidx_count(&t), 0);
+	cr_assert_null(oidx_get(&t, "a", 1));
+	cr_assert_null(oidx_get(&t, NULL, 0));
+	cr_assert_null(oidx_del(&t, "a", 1));
+	cr_assert_eq(oidx_seek_ge(&t, NULL, 0, &it), 0);
+	cr_assert_eq(oidx_seek_ge(&t, "a", 1, &it), 0);
+	cr_assert_eq(oidx_seek_le(&t, NULL, 0, &it), 0);
+	cr_assert_eq(oidx_seek_le(&t, "z", 1, &it), 0);
+	cr_assert_eq(oidx_next(&it), 0);
+	cr_assert_eq(oidx_prev(&it), 0);
+	cr_assert_eq(oidx_check(&t), 0);
+	/* one key in, one key out: back to empty */
+	cr_assert_eq(oidx_put(&t, "k", 1, tag(1)), 0);
+	cr_assert_eq(oidx_del(&t, "k", 1), tag(1));
+	cr_assert_null(t.root);
+	cr_assert_eq(oidx_check(&t), 0);
+	oidx_free(&t);
+	oidx_free(&t);
+}
+
+WM_TEST(oidx, prefix_keys)
+{
+	static char buf[IDX_MAX_KEY];
+	memset(buf, 'a', sizeof(buf));
+	struct oidx t;
+	oidx_init(&t);
+	/* "", "a", "aa", ... "a"*255 inserted in reverse, plus "a\0" and "b" */
+	for (int l = IDX_MAX_KEY; l >= 0; l--)
+		cr_assert_eq(oidx_put(&t, buf, (uint32_t)l, tag((uintptr_t)l + 1)), 0);
+	cr_assert_eq(oidx_put(&t, "a\0", 2, tag(1000)), 0);
+	cr_assert_eq(oidx_put(&t, "b", 1, tag(2000)), 0);
+	cr_assert_eq(oidx_count(&t), IDX_MAX_KEY + 3);
+	cr_assert_eq(oidx_check(&t), 0);
+	cr_assert_eq(oidx_get(&t, buf, 0), tag(1));
+	cr_assert_eq(oidx_get(&t, buf, 3), tag(4));
+	cr_assert_eq(oidx_get(&t, "a\0", 2), tag(1000));
+
+	/* order: "" < "a" < "a\0" < "aa" < ... < "a"*255 < "b" */
+	struct oidx_iter it;
+	cr_assert_eq(oidx_seek_ge(&t, NULL, 0, &it), 1);
+	cr_assert_eq(oidx_iter_val(&it), tag(1));
+	cr_assert_eq(oidx_next(&it), 1);
+	cr_assert_eq(oidx_iter_val(&it), tag(2));
+	cr_assert_eq(oidx_next(&it), 1);
+	cr_assert_eq(oidx_iter_val(&it), tag(1000));
+	for (uint32_t l = 2; l <= IDX_MAX_KEY; l++) {
+		cr_assert_eq(oidx_next(&it), 1);
+		uint32_t kl;
+		oidx_iter_key(&it, &kl);
+		cr_assert_eq(kl, l);
+	}
+	cr_assert_eq(oidx_next(&it), 1);
+	cr_assert_eq(oidx_iter_val(&it), tag(2000));
+	cr_assert_eq(oidx_next(&it), 0);
+	cr_assert_eq(oidx_next(&it), 0); /* stays off */
+
+	/* seek_ge between prefixes: "a\x01" lands on "aa" */
+	cr_assert_eq(oidx_seek_ge(&t, "a\x01", 2, &it), 1);
+	cr_assert_eq(oidx_iter_val(&it), tag(3));
+	/* seek_le of "a\x01" lands on "a\0" */
+	cr_assert_eq(oidx_seek_le(&t, "a\x01", 2, &it), 1);
+	cr_assert_eq(oidx_iter_val(&it), tag(1000));
+	/* seek_le of the empty (non-NULL) key is the empty key itself */
+	cr_assert_eq(oidx_seek_le(&t, "", 0, &it), 1);
+	cr_assert_eq(oidx_iter_val(&it), tag(1));
+	cr_assert_eq(oidx_prev(&it), 0);
+
+	/* delete the middle prefixes; neighbours stay reachable */
+	for (int l = 10; l < 200; l++)
+		cr_assert_eq(oidx_del(&t, buf, (uint32_t)l), tag((uintptr_t)l + 1));
+	cr_assert_eq(oidx_check(&t), 0);
+	cr_assert_eq(oidx_seek_ge(&t, buf, 10, &it), 1);
+	cr_assert_eq(oidx_iter_val(&it), tag(201));
+	cr_assert_eq(oidx_prev(&it), 1);
+	cr_assert_eq(oidx_iter_val(&it), tag(10));
+	oidx_free(&t);
+}
+
+WM_TEST(oidx, seek_past_end_and_before_start)
+{
+	struct oidx t;
+	struct oidx_iter it;
+	oidx_init(&t);
+	char k[16];
+	for (unsigned i = 100; i < 1100; i++) {
+		snprintf(k, sizeof(k), "k%04u", i);
+		cr_assert_eq(oidx_put(&t, k, 5, tag((uintptr_t)i)), 0);
+	}
+	cr_assert_eq(oidx_seek_ge(&t, "k9999", 5, &it), 0);
+	cr_assert_eq(oidx_seek_ge(&t, "l", 1, &it), 0);
+	cr_assert_eq(oidx_seek_ge(&t, "k1099", 5, &it), 1);
+	cr_assert_eq(oidx_iter_val(&it), tag(1099));
+	cr_assert_eq(oidx_next(&it), 0);
+	cr_assert_eq(oidx_seek_le(&t, "k0000", 5, &it), 0);
+	cr_assert_eq(oidx_seek_le(&t, "a", 1, &it), 0);
+	cr_assert_eq(oidx_seek_le(&t, "", 0, &it), 0);
+	cr_assert_eq(oidx_seek_le(&t, "k0100", 5, &it), 1);
+	cr_assert_eq(oidx_iter_val(&it), tag(100));
+	cr_assert_eq(oidx_prev(&it), 0);
+	cr_assert_eq(oidx_seek_ge(&t, "a", 1, &it), 1);
+	cr_assert_eq(oidx_iter_val(&it), tag(100));
+	cr_assert_eq(oidx_seek_le(&t, "z", 1, &it), 1);
+	cr_assert_eq(oidx_iter_val(&it), tag(1099));
+	cr_assert_eq(oidx_seek_le(&t, NULL, 0, &it), 1);
+	cr_assert_eq(oidx_iter_val(&it), tag(1099));
+	/* a probe longer than IDX_MAX_KEY still seeks correctly */
+	static char longq[IDX_MAX_KEY + 10];
+	memset(longq, '0', sizeof(longq));
+	memcpy(longq, "k05", 3);
+	cr_assert_eq(oidx_seek_ge(&t, longq, sizeof(longq), &it), 1);
+	cr_assert_eq(oidx_iter_val(&it), tag(501));
+	cr_assert_eq(oidx_seek_le(&t, longq, sizeof(longq), &it), 1);
+	cr_assert_eq(oidx_iter_val(&it), tag(500));
+	/* a 50-step page from the middle */
+	cr_assert_eq(oidx_seek_ge(&t, "k0500", 5, &it), 1);
+	for (int i = 1; i < 50; i++) {
+		cr_assert_eq(oidx_next(&it), 1);
+		cr_assert_eq(oidx_iter_val(&it), tag((uintptr_t)500 + (uintptr_t)i));
+	}
+	oidx_free(&t);
+}
+
+WM_TEST(oidx, key_length_bounds)
+{
+	static char big[IDX_MAX_KEY + 1];
+	memset(big, 'q', sizeof(big));
+	struct oidx t;
+	oidx_init(&t);
+	cr_assert_eq(oidx_put(&t, big, IDX_MAX_KEY, tag(1)), 0);
+	cr_assert_eq(oidx_get(&t, big, IDX_MAX_KEY), tag(1));
+	cr_assert_eq(oidx_put(&t, big, IDX_MAX_KEY + 1, tag(2)), -1);
+	cr_assert_eq(oidx_set(&t, big, IDX_MAX_KEY + 1, tag(2)), -1);
+	cr_assert_null(oidx_get(&t, big, IDX_MAX_KEY + 1));
+	cr_assert_null(oidx_del(&t, big, IDX_MAX_KEY + 1));
+	cr_assert_eq(oidx_put(&t, NULL, 1, tag(3)), -1);
+	cr_assert_eq(oidx_count(&t), 1);
+	struct oidx_iter it;
+	cr_assert_eq(oidx_seek_ge(&t, NULL, 0, &it), 1);
+	uint32_t kl;
+	const char *kk = oidx_iter_key(&it, &kl);
+	cr_assert_eq(kl, IDX_MAX_KEY);
+	cr_assert_eq(memcmp(kk, big, IDX_MAX_KEY), 0);
+	/* many max-length keys sharing a long prefix: separators stay valid */
+	for (int i = 0; i < 2000; i++) {
+		big[IDX_MAX_KEY - 2] = (char)(i >> 8);
+		big[IDX_MAX_KEY - 1] = (char)i;
+		oidx_set(&t, big, IDX_MAX_KEY, tag((uintptr_t)i + 10));
+	}
+	cr_assert_eq(oidx_check(&t), 0);
+	oidx_free(&t);
+}
+
+WM_TEST(oidx, sequential_and_reverse_loads)
+{
+	enum { N = 100000 };
+	struct oidx t;
+	oidx_init(&t);
+	char k[16];
+	for (uint32_t i = 0; i < N; i++) {
+		int n = snprintf(k, sizeof(k), "off_%08u", i);
+		cr_assert_eq(oidx_put(&t, k, (uint32_t)n, tag(i + 1)), 0);
+	}
+	cr_assert_eq(oidx_check(&t), 0);
+	/* append splits keep leaves full: 100k / 64 leaves -> height 3 */
+	cr_assert_leq(t.height, 3);
+	/* insert into the middle of full leaves afterwards */
+	for (uint32_t i = 0; i < N; i += 7) {
+		int n = snprintf(k, sizeof(k), "off_%08u.5", i);
+		cr_assert_eq(oidx_put(&t, k, (uint32_t)n, tag(1)), 0);
+	}
+	cr_assert_eq(oidx_check(&t), 0);
+	/* delete everything from the end backwards (thin right spine) */
+	for (uint32_t i = N; i-- > 0;) {
+		int n = snprintf(k, sizeof(k), "off_%08u", i);
+		cr_assert_eq(oidx_del(&t, k, (uint32_t)n), tag(i + 1));
+		if (i % 10000 == 0)
+			cr_assert_eq(oidx_check(&t), 0);
+	}
+	cr_assert_eq(oidx_count(&t), (N + 6) / 7);
+	oidx_free(&t);
+
+	/* reverse load */
+	for (uint32_t i = N; i-- > 0;) {
+		int n = snprintf(k, sizeof(k), "off_%08u", i);
+		cr_assert_eq(oidx_put(&t, k, (uint32_t)n, tag(i + 1)), 0);
+	}
+	cr_assert_eq(oidx_check(&t), 0);
+	cr_assert_leq(t.height, 4);
+	/* delete from the front: lookups stay logarithmic (height shrinks) */
+	for (uint32_t i = 0; i < N - 10; i++) {
+		int n = snprintf(k, sizeof(k), "off_%08u", i);
+		cr_assert_eq(oidx_del(&t, k, (uint32_t)n), tag(i + 1));
+	}
+	cr_assert_eq(oidx_check(&t), 0);
+	cr_assert_eq(t.height, 1);
+	oidx_free(&t);
+}
+
+WM_TEST(oidx, free_large_tree)
+{
+	enum { N = 200000 };
+	struct oidx t;
+	oidx_init(&t);
+	rng_state = 42;
+	uint8_t k[16];
+	size_t inserted = 0;
+	for (int i = 0; i < N; i++) {
+		uint64_t r = rng();
+		memcpy(k, &r, 8);
+		uint32_t len = 8 + (uint32_t)(r % 8);
+		memset(k + 8, 'z', 8);
+		int rc = oidx_put(&t, k, len, tag(1));
+		cr_assert(rc == 0 || rc == 1);
+		inserted += rc == 0;
+	}
+	cr_assert_eq(oidx_count(&t), inserted);
+	cr_assert_eq(oidx_check(&t), 0);
+	oidx_free(&t);
+	cr_assert_eq(oidx_count(&t), 0);
+	cr_assert_null(t.root);
+	/* reusable after free */
+	cr_assert_eq(oidx_put(&t, "x", 1, tag(1)), 0);
+	oidx_free(&t);
+}

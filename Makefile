@@ -98,6 +98,9 @@ test: test-build
 run: all
 	bin/wm-shard --listen $(LISTEN) --data-dir $(DATA_DIR) --demo
 
+# The OpenAPI document is embedded with .incbin: rebuild when it changes.
+build/rel/engine/openapi_blob.o build/san/engine/openapi_blob.o build/fuzz/engine/openapi_blob.o: api/openapi.json
+
 # ---- fuzzing (clang + libFuzzer) -----------------------------------------
 FUZZ_CFLAGS := -std=c17 -D_GNU_SOURCE -I. -Wall -Wextra -Werror $(PKG_CFLAGS) -g -O1 \
 	-fsanitize=address,undefined -fno-sanitize-recover=all -DWM_TESTING -DWM_FUZZ

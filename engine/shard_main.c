@@ -1,1 +1,152 @@
-int main(void){return 0;}
+/*
+ * shard_main.c -- bin/wm-shard: parse options, recover, serve, drain.
+ *
+ * Signals arrive through a signalfd so that SIGTERM/SIGINT are just another
+ * event on the loop: the server stops accepting, finishes what is in flight,
+ * the WAL is flushed, and the process exits 0.  A second signal during the
+ * drain exits at once (everything acknowledged is durable anyway).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "engine/api.h"
+#include "engine/demo.h"
+#include "engine/log.h"
+#include "engine/shard.h"
+
+static int drain_requested;
+
+static void on_wal_progress(struct ev_loop *loop, struct ev_handle *h, uint32_t events)
+{
+	(void)loop;
+	(void)events;
+	struct shard *sh = h->arg;
+	uint64_t v;
+	ssize_t r = read(h->fd, &v, sizeof(v));
+	(void)r;
+	srv_on_durable(sh->srv);
+}
+
+static void on_signal(struct ev_loop *loop, struct ev_handle *h, uint32_t events)
+{
+	(void)events;
+	struct shard *sh = h->arg;
+	struct signalfd_siginfo si;
+	ssize_t r = read(h->fd, &si, sizeof(si));
+	(void)r;
+	if (drain_requested) {
+		log_warn("msg=\"second signal: stopping now\"");
+		ev_stop(loop);
+		return;
+	}
+	drain_requested = 1;
+	log_info("msg=\"draining\" signal=%u", si.ssi_signo);
+	srv_drain(sh->srv);
+	if (srv_drained(sh->srv))
+		ev_stop(loop);
+}
+
+static void on_tick(struct ev_loop *loop, void *arg)
+{
+	struct shard *sh = arg;
+	srv_tick(sh->srv);
+	shard_snapshot_poll(sh);
+	uint64_t now = ev_now_ms(loop);
+	if (sh->cfg.snapshot_interval_s && now >= sh->snap_next_due_ms) {
+		sh->snap_next_due_ms = now + sh->cfg.snapshot_interval_s * 1000;
+		if (sh->lsn != sh->snap_last_lsn)
+			shard_snapshot_start(sh);
+	}
+	if (drain_requested && srv_drained(sh->srv))
+		ev_stop(loop);
+}
+
+static uint64_t durable_lsn(void *app)
+{
+	struct shard *sh = app;
+	return wal_durable_lsn(sh->wal);
+}
+
+int main(int argc, char **argv)
+{
+	static struct shard sh;
+	struct config cfg;
+	config_defaults(&cfg);
+	int pr = config_parse_args(&cfg, argc, argv, stderr);
+	if (pr)
+		return pr > 0 ? 0 : 2;
+	static const char *const lv[] = {"debug", "info", "warn", "error"};
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(cfg.log_level, lv[i]))
+			log_set_level((enum log_level)i);
+
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	char err[1024] = "";
+	if (shard_open(&sh, &cfg, err, sizeof(err))) {
+		log_error("msg=\"cannot start\" error=\"%s\"", err);
+		fprintf(stderr, "wm-shard: %s\n", err);
+		return 1;
+	}
+	if (cfg.demo && demo_seed_if_empty(&sh)) {
+		log_error("msg=\"demo data could not be seeded\"");
+		shard_close(&sh);
+		return 1;
+	}
+	sh.loop = ev_new();
+	struct srv_config sc = {.listen = cfg.listen, .handler = api_handle, .done = api_done,
+				.durable_lsn = durable_lsn, .app = &sh};
+	srv_limits_default(&sc.lim);
+	sc.lim.max_conns = (uint32_t)cfg.max_conns;
+	sc.lim.header_timeout_ms = (uint32_t)cfg.header_timeout_ms;
+	sc.lim.body_timeout_ms = (uint32_t)cfg.body_timeout_ms;
+	sc.lim.idle_timeout_ms = (uint32_t)cfg.idle_timeout_ms;
+	sc.lim.http.max_body = cfg.max_body_kb << 10;
+	sc.lim.http.max_header_bytes = (uint32_t)(cfg.max_header_kb << 10);
+	sc.lim.http.max_headers = (uint32_t)cfg.max_headers;
+	sh.srv = srv_new(sh.loop, &sc, err, sizeof(err));
+	if (!sh.srv) {
+		log_error("msg=\"cannot listen\" error=\"%s\"", err);
+		fprintf(stderr, "wm-shard: %s\n", err);
+		shard_close(&sh);
+		ev_free(sh.loop);
+		return 1;
+	}
+	sh.wal_h = (struct ev_handle){.fd = wal_event_fd(sh.wal), .fn = on_wal_progress, .arg = &sh};
+	ev_add(sh.loop, &sh.wal_h, EPOLLIN);
+	int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	sh.sig_h = (struct ev_handle){.fd = sfd, .fn = on_signal, .arg = &sh};
+	ev_add(sh.loop, &sh.sig_h, EPOLLIN);
+	ev_set_tick(sh.loop, 250, on_tick, &sh);
+	sh.snap_next_due_ms = ev_clock_us() / 1000 + cfg.snapshot_interval_s * 1000;
+	sh.ready = 1;
+
+	char host[128];
+	snprintf(host, sizeof(host), "%s", cfg.listen);
+	char *colon = strrchr(host, ':');
+	if (colon)
+		*colon = 0;
+	log_info("msg=\"listening\" url=http://%s:%d data_dir=%s wal_mode=%s lsn=%llu", host,
+		 srv_port(sh.srv), cfg.data_dir, cfg.wal_mode, (unsigned long long)sh.lsn);
+	printf("wm-shard listening on http://%s:%d (data in %s)\n", host, srv_port(sh.srv), cfg.data_dir);
+	fflush(stdout);
+
+	int rc = ev_run(sh.loop);
+	srv_free(sh.srv);
+	close(sfd);
+	wal_flush(sh.wal);
+	log_info("msg=\"stopped\" lsn=%llu", (unsigned long long)sh.lsn);
+	shard_close(&sh);
+	ev_free(sh.loop);
+	return rc ? 1 : 0;
+}

@@ -1,0 +1,392 @@
+/*
+ * api.c -- request dispatch and the helpers handlers share (see api.h).
+ *
+ * Routing is a linear walk over a small table of patterns, segment by
+ * segment, with "{name}" matching one non-empty segment.  With a few dozen
+ * routes this costs well under a microsecond and keeps the route table the
+ * single source of truth (the OpenAPI test reads the same table).
+ */
+#include "engine/api.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "engine/log.h"
+
+/* ---- routing ----------------------------------------------------------- */
+
+/* Match path against pattern; fills params.  1 on match. */
+static int route_match(const char *pat, const char *path, uint32_t plen, struct api_ctx *c)
+{
+	const char *p = path, *end = path + plen;
+	unsigned np = 0;
+	while (*pat) {
+		if (*pat == '{') {
+			const char *close = strchr(pat, '}');
+			const char *seg_end = memchr(p, '/', (size_t)(end - p));
+			if (!seg_end)
+				seg_end = end;
+			if (seg_end == p || np >= API_MAX_PARAMS)
+				return 0;
+			c->params[np].p = p;
+			c->params[np].len = (uint32_t)(seg_end - p);
+			np++;
+			p = seg_end;
+			pat = close + 1;
+			continue;
+		}
+		if (p >= end || *p != *pat)
+			return 0;
+		p++;
+		pat++;
+	}
+	if (p != end)
+		return 0;
+	c->n_params = np;
+	return 1;
+}
+
+static const struct route *route_find(struct api_ctx *c, int *path_known)
+{
+	const struct http_request *h = c->http;
+	enum http_method m = h->method == HTTP_M_HEAD ? HTTP_M_GET : h->method;
+	*path_known = 0;
+	for (const struct route *r = api_route_table(); r->pattern; r++) {
+		if (!route_match(r->pattern, h->path, h->path_len, c))
+			continue;
+		*path_known = 1;
+		if (r->method == m)
+			return r;
+	}
+	return NULL;
+}
+
+static void allow_header(struct api_ctx *c)
+{
+	struct buf *hb = &c->rs->headers;
+	buf_puts(hb, "Allow: ");
+	int first = 1;
+	static const char *const names[] = {"", "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"};
+	for (const struct route *r = api_route_table(); r->pattern; r++) {
+		if (!route_match(r->pattern, c->http->path, c->http->path_len, c))
+			continue;
+		buf_printf(hb, "%s%s", first ? "" : ", ", names[r->method]);
+		first = 0;
+	}
+	buf_puts(hb, "\r\n");
+}
+
+void api_handle(void *app, const struct srv_request *rq, struct srv_response *rs)
+{
+	struct shard *sh = app;
+	struct api_ctx c;
+	memset(&c, 0, offsetof(struct api_ctx, errs));
+	c.n_errs = 0;
+	c.sh = sh;
+	c.rq = rq;
+	c.http = rq->http;
+	c.rs = rs;
+	jw_init(&c.w, &rs->body);
+	int known;
+	const struct route *r = route_find(&c, &known);
+	if (!r) {
+		rs->route = known ? "-method" : "-unknown";
+		if (known) {
+			allow_header(&c);
+			api_error(&c, 405, "method_not_allowed", "this path does not support that method");
+		} else {
+			api_error(&c, 404, "not_found", "no such endpoint");
+		}
+	} else {
+		c.route = r;
+		rs->route = r->pattern;
+		r->fn(&c);
+	}
+	json_doc_free(c.body);
+	if (c.w.err) {
+		buf_reset(&rs->body);
+		problem_write(&rs->body, 500, "response_too_large", "Internal Server Error",
+			      "the response could not be built");
+		rs->status = 500;
+		rs->content_type = PROBLEM_CONTENT_TYPE;
+	}
+	rs->lsn = sh->state_lsn;
+}
+
+void api_done(void *app, const struct srv_request *rq, const struct srv_response *rs,
+	      uint64_t latency_us)
+{
+	struct shard *sh = app;
+	metrics_record(&sh->metrics, rs->route, rs->status, latency_us);
+	if (sh->cfg.access_log) {
+		const struct http_request *h = rq->http;
+		log_info("msg=access request_id=%s peer=%s method=%.*s path=\"%.*s\" route=\"%s\" status=%d "
+			 "bytes=%zu us=%llu lsn=%llu",
+			 rq->request_id, rq->peer, h ? (int)h->method_len : 1, h ? h->method_str : "-",
+			 h ? (int)(h->path_len > 200 ? 200 : h->path_len) : 1, h ? h->path : "-",
+			 rs->route ? rs->route : "-", rs->status, rs->body.len,
+			 (unsigned long long)latency_us, (unsigned long long)rs->lsn);
+	}
+}
+
+/* ---- responses --------------------------------------------------------- */
+
+static const char *status_title(int status) { return http_reason(status); }
+
+void api_error(struct api_ctx *c, int status, const char *code, const char *detail)
+{
+	buf_reset(&c->rs->body);
+	jw_init(&c->w, &c->rs->body);
+	c->rs->status = status;
+	c->rs->content_type = PROBLEM_CONTENT_TYPE;
+	problem_begin(&c->w, status, code, status_title(status), detail);
+	problem_end(&c->w);
+}
+
+void api_field_error(struct api_ctx *c, const char *field, const char *rule, const char *fmt, ...)
+{
+	if (c->n_errs >= API_MAX_FIELD_ERRORS)
+		return;
+	unsigned i = c->n_errs++;
+	snprintf(c->err_field[i], sizeof(c->err_field[i]), "%s", field);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->err_msg[i], sizeof(c->err_msg[i]), fmt, ap);
+	va_end(ap);
+	c->errs[i] = (struct problem_field){c->err_field[i], rule, c->err_msg[i]};
+}
+
+void api_validation_failed(struct api_ctx *c)
+{
+	buf_reset(&c->rs->body);
+	jw_init(&c->w, &c->rs->body);
+	c->rs->status = 422;
+	c->rs->content_type = PROBLEM_CONTENT_TYPE;
+	problem_begin(&c->w, 422, "validation_failed", status_title(422),
+		      "one or more fields are invalid; see errors[]");
+	problem_fields(&c->w, c->errs, c->n_errs);
+	problem_end(&c->w);
+}
+
+void api_send_doc(struct api_ctx *c, int status, const char *doc, size_t len)
+{
+	c->rs->status = status;
+	buf_append(&c->rs->body, doc, len);
+}
+
+/* ---- requests ---------------------------------------------------------- */
+
+static int content_type_is_json(const struct http_request *h)
+{
+	const struct http_header *ct = http_find_header(h, "content-type");
+	if (!ct)
+		return 0;
+	static const char *const ok[] = {"application/json", "application/merge-patch+json"};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		size_t n = strlen(ok[i]);
+		if (ct->value_len >= n && strncasecmp(ct->value, ok[i], n) == 0 &&
+		    (ct->value_len == n || ct->value[n] == ';' || ct->value[n] == ' '))
+			return 1;
+	}
+	return 0;
+}
+
+const struct json_value *api_body(struct api_ctx *c)
+{
+	if (c->body)
+		return json_root(c->body);
+	if (c->http->body_len == 0) {
+		api_error(c, 400, "body_required", "this request needs a JSON object body");
+		return NULL;
+	}
+	if (!content_type_is_json(c->http)) {
+		api_error(c, 415, "unsupported_media_type", "send Content-Type: application/json");
+		return NULL;
+	}
+	struct json_error je;
+	c->body = json_parse(c->http->body, c->http->body_len, NULL, &je);
+	if (!c->body) {
+		char detail[256];
+		snprintf(detail, sizeof(detail), "invalid JSON at line %u column %u (byte %zu): %s", je.line,
+			 je.column, je.offset, je.msg);
+		api_error(c, je.too_large ? 413 : 400, je.too_large ? "json_too_large" : "malformed_json", detail);
+		return NULL;
+	}
+	const struct json_value *root = json_root(c->body);
+	if (root->type != JSON_OBJECT) {
+		api_error(c, 400, "malformed_json", "the body must be a JSON object");
+		return NULL;
+	}
+	return root;
+}
+
+int api_query(struct api_ctx *c, const char *key, char *out, size_t out_size)
+{
+	return http_query_get(c->http->query, c->http->query_len, key, out, out_size);
+}
+
+int api_param(struct api_ctx *c, unsigned i, char *out, size_t out_size)
+{
+	if (i >= c->n_params || c->params[i].len >= out_size)
+		return -1;
+	memcpy(out, c->params[i].p, c->params[i].len);
+	out[c->params[i].len] = 0;
+	return (int)c->params[i].len;
+}
+
+/* ---- lists ------------------------------------------------------------- */
+
+static const char b64u[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+int b64url_encode(const uint8_t *in, size_t n, char *out, size_t out_size)
+{
+	size_t need = (n * 4 + 2) / 3;
+	if (need + 1 > out_size)
+		return -1;
+	size_t o = 0;
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)in[i] << 16;
+		if (i + 1 < n)
+			v |= (uint32_t)in[i + 1] << 8;
+		if (i + 2 < n)
+			v |= in[i + 2];
+		out[o++] = b64u[(v >> 18) & 63];
+		out[o++] = b64u[(v >> 12) & 63];
+		if (i + 1 < n)
+			out[o++] = b64u[(v >> 6) & 63];
+		if (i + 2 < n)
+			out[o++] = b64u[v & 63];
+	}
+	out[o] = 0;
+	return (int)o;
+}
+
+int b64url_decode(const char *in, size_t n, uint8_t *out, size_t out_size)
+{
+	if (n % 4 == 1)
+		return -1;
+	size_t o = 0;
+	uint32_t acc = 0;
+	int bits = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *p = memchr(b64u, in[i], 64);
+		if (!p || !in[i])
+			return -1;
+		acc = acc << 6 | (uint32_t)(p - b64u);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			if (o >= out_size)
+				return -1;
+			out[o++] = (uint8_t)(acc >> bits);
+		}
+	}
+	if (bits && (acc & ((1u << bits) - 1)))
+		return -1; /* non-canonical trailing bits */
+	return (int)o;
+}
+
+int api_page_parse(struct api_ctx *c, struct api_page *pg)
+{
+	char v[512];
+	pg->size = API_PAGE_DEFAULT;
+	pg->has_cursor = 0;
+	pg->cursor_len = 0;
+	int n = api_query(c, "page_size", v, sizeof(v));
+	if (n == -2 || n == 0) {
+		api_error(c, 400, "invalid_page_size", "page_size must be an integer from 1 to 200");
+		return -1;
+	}
+	if (n > 0) {
+		char *end;
+		unsigned long x = strtoul(v, &end, 10);
+		if (*end || v[0] == '-' || v[0] == '+' || x < 1 || n > 6) {
+			api_error(c, 400, "invalid_page_size", "page_size must be an integer from 1 to 200");
+			return -1;
+		}
+		if (x > API_PAGE_MAX) {
+			api_error(c, 400, "page_size_too_large", "page_size may be at most 200");
+			return -1;
+		}
+		pg->size = (uint32_t)x;
+	}
+	n = api_query(c, "cursor", v, sizeof(v));
+	if (n == -2 || n == 0) {
+		api_error(c, 400, "invalid_cursor", "cursor is not one this API returned");
+		return -1;
+	}
+	if (n > 0) {
+		int k = b64url_decode(v, (size_t)n, pg->cursor, sizeof(pg->cursor) - 1);
+		if (k <= 0) {
+			api_error(c, 400, "invalid_cursor", "cursor is not one this API returned");
+			return -1;
+		}
+		pg->cursor_len = (uint32_t)k;
+		pg->has_cursor = 1;
+	}
+	return 0;
+}
+
+uint32_t api_list(struct api_ctx *c, const struct oidx *idx, const void *prefix,
+		  uint32_t prefix_len, const struct api_page *pg, api_row_filter filter, void *arg,
+		  api_row_emit emit)
+{
+	struct oidx_iter it;
+	int ok;
+	if (pg->has_cursor) {
+		if (prefix_len && (pg->cursor_len < prefix_len || memcmp(pg->cursor, prefix, prefix_len))) {
+			api_error(c, 400, "invalid_cursor", "cursor does not belong to this list");
+			return 0;
+		}
+		ok = oidx_seek_ge(idx, pg->cursor, pg->cursor_len, &it);
+		uint32_t kl;
+		const void *k;
+		if (ok && (k = oidx_iter_key(&it, &kl)) && kl == pg->cursor_len &&
+		    memcmp(k, pg->cursor, kl) == 0)
+			ok = oidx_next(&it);
+	} else {
+		ok = oidx_seek_ge(idx, prefix, prefix_len, &it);
+	}
+	struct jw *w = &c->w;
+	jw_obj_begin(w);
+	jw_key(w, "data");
+	jw_arr_begin(w);
+	uint32_t n = 0;
+	int more = 0;
+	const void *last_key = NULL;
+	uint32_t last_len = 0;
+	for (; ok; ok = oidx_next(&it)) {
+		uint32_t kl;
+		const void *k = oidx_iter_key(&it, &kl);
+		if (prefix_len && (kl < prefix_len || memcmp(k, prefix, prefix_len)))
+			break;
+		const struct row *r = oidx_iter_val(&it);
+		if (filter && !filter(c, r, arg))
+			continue;
+		if (n == pg->size) {
+			more = 1;
+			break;
+		}
+		if (emit)
+			emit(c, r);
+		else
+			jw_raw(w, r->doc, r->doc_len);
+		n++;
+		last_key = k;
+		last_len = kl;
+	}
+	jw_arr_end(w);
+	char cur[2 * IDX_MAX_KEY];
+	if (more && last_key && b64url_encode(last_key, last_len, cur, sizeof(cur)) > 0)
+		jw_kstr(w, "next_cursor", cur);
+	else
+		jw_knull(w, "next_cursor");
+	jw_kbool(w, "has_more", more);
+	jw_obj_end(w);
+	c->rs->status = 200;
+	return n;
+}

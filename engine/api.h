@@ -1,0 +1,120 @@
+/*
+ * api.h -- the HTTP API of a shard: route table, request context and the
+ * helpers every handler uses (errors, bodies, pagination).
+ *
+ * A handler receives a struct api_ctx, reads the request through it, and
+ * writes its JSON body through ctx->w straight into the response buffer.
+ * Handlers never set the response LSN: api_handle() stamps every response
+ * with the shard's last state-changing LSN, so a read that follows a write
+ * on another connection can never overtake that write's durability.
+ */
+#ifndef WM_API_H
+#define WM_API_H
+
+#include <stdint.h>
+
+#include "engine/shard.h"
+#include "net/http.h"
+#include "net/json.h"
+#include "net/jsonw.h"
+#include "net/problem.h"
+#include "net/server.h"
+
+#define API_MAX_PARAMS 4
+#define API_PAGE_DEFAULT 50u
+#define API_PAGE_MAX 200u
+#define API_MAX_FIELD_ERRORS 32
+
+struct api_ctx;
+typedef void (*route_fn)(struct api_ctx *c);
+
+struct route {
+	enum http_method method;
+	const char *pattern;   /* "/v1/partners/{id}" */
+	route_fn fn;
+	const char *scope;     /* scope a key needs (enforced by the identity layer) */
+	const char *summary;
+};
+
+struct api_param {
+	const char *p;
+	uint32_t len;
+};
+
+struct api_ctx {
+	struct shard *sh;
+	const struct srv_request *rq;
+	const struct http_request *http;
+	struct srv_response *rs;
+	const struct route *route;
+	struct jw w;
+	struct api_param params[API_MAX_PARAMS];
+	unsigned n_params;
+	struct json_doc *body;
+	/* per-field validation errors collected by a handler */
+	struct problem_field errs[API_MAX_FIELD_ERRORS];
+	char err_field[API_MAX_FIELD_ERRORS][64];
+	char err_msg[API_MAX_FIELD_ERRORS][128];
+	unsigned n_errs;
+};
+
+/* The server's handler entry point (app = struct shard *). */
+void api_handle(void *app, const struct srv_request *rq, struct srv_response *rs);
+/* The server's done callback: metrics and the access log. */
+void api_done(void *app, const struct srv_request *rq, const struct srv_response *rs,
+	      uint64_t latency_us);
+
+#define API_MAX_ROUTES 128
+
+/* Every route of the service, NULL-pattern terminated (routes.c). */
+const struct route *api_route_table(void);
+
+/* ---- responses --------------------------------------------------------- */
+void api_error(struct api_ctx *c, int status, const char *code, const char *detail);
+/* Add a per-field error (formatted message); ignored past the bound. */
+void api_field_error(struct api_ctx *c, const char *field, const char *rule, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* 422 with every collected field error. */
+void api_validation_failed(struct api_ctx *c);
+/* Respond with a stored document as the body. */
+void api_send_doc(struct api_ctx *c, int status, const char *doc, size_t len);
+
+/* ---- requests ---------------------------------------------------------- */
+/* Parse the JSON body (must be an object).  On failure the error response
+ * is written and NULL returned. */
+const struct json_value *api_body(struct api_ctx *c);
+/* Query parameter (decoded) into out; -1 absent, -2 malformed, else length. */
+int api_query(struct api_ctx *c, const char *key, char *out, size_t out_size);
+/* Copy path parameter i into out (NUL-terminated); returns length or -1. */
+int api_param(struct api_ctx *c, unsigned i, char *out, size_t out_size);
+
+/* ---- lists ------------------------------------------------------------- */
+struct api_page {
+	uint32_t size;
+	int has_cursor;
+	uint8_t cursor[IDX_MAX_KEY + 1];
+	uint32_t cursor_len;
+};
+
+/* Read page_size and cursor; on bad values writes a 400 and returns -1. */
+int api_page_parse(struct api_ctx *c, struct api_page *pg);
+
+typedef int (*api_row_filter)(struct api_ctx *c, const struct row *r, void *arg);
+typedef void (*api_row_emit)(struct api_ctx *c, const struct row *r);
+
+/*
+ * Write {"data":[...],"next_cursor":...,"has_more":...} from ordered index
+ * `idx`, restricted to keys starting with prefix (may be empty), after the
+ * page's cursor, rows passing `filter` (NULL = all), each written by `emit`
+ * (NULL = its stored document).  Filtered rows never fill the page.
+ * Returns the number of rows written.
+ */
+uint32_t api_list(struct api_ctx *c, const struct oidx *idx, const void *prefix,
+		  uint32_t prefix_len, const struct api_page *pg, api_row_filter filter, void *arg,
+		  api_row_emit emit);
+
+/* base64url without padding; returns output length or -1. */
+int b64url_encode(const uint8_t *in, size_t n, char *out, size_t out_size);
+int b64url_decode(const char *in, size_t n, uint8_t *out, size_t out_size);
+
+#endif

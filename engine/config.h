@@ -1,0 +1,41 @@
+/*
+ * config.h -- the shard's configuration: one table of options (name, type,
+ * bounds, default, help) drives the config file parser, the command-line
+ * parser and --help, so an option exists in exactly one place.
+ *
+ * Precedence: built-in defaults < config file (--config FILE, "key = value"
+ * lines, '#' comments) < command-line flags (--key VALUE or --key=VALUE).
+ */
+#ifndef WM_CONFIG_H
+#define WM_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct config {
+	char listen[128];          /* HOST:PORT */
+	char data_dir[512];
+	char wal_mode[8];          /* fsync | write | none */
+	uint64_t wal_segment_mb;
+	uint64_t snapshot_interval_s; /* 0 = no periodic snapshots */
+	uint64_t snapshot_keep;
+	uint64_t access_log;       /* 0/1 */
+	uint64_t demo;             /* seed demo data on first start */
+	uint64_t max_conns;
+	uint64_t header_timeout_ms;
+	uint64_t body_timeout_ms;
+	uint64_t idle_timeout_ms;
+	uint64_t max_body_kb;
+	uint64_t max_header_kb;
+	uint64_t max_headers;
+	uint64_t salvage;          /* start even if the WAL is corrupt mid-log (loses data) */
+	char log_level[8];         /* debug | info | warn | error */
+};
+
+void config_defaults(struct config *c);
+/* Parse argv (and any --config file it names).  Returns 0 to run, 1 if
+ * --help was printed, -1 on an error (message printed to `err`). */
+int config_parse_args(struct config *c, int argc, char **argv, FILE *err);
+void config_usage(FILE *out, const char *prog);
+
+#endif

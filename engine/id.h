@@ -1,0 +1,36 @@
+/*
+ * id.h -- opaque, type-prefixed, time-ordered identifiers.
+ *
+ *   <prefix>_<10 chars ms time><4 chars sequence><6 chars random>
+ *
+ * in Crockford base32 (0-9, A-Z without I L O U), so that ids sort by
+ * creation time as plain byte strings: the ordered index over ids is also
+ * the creation-time order, which is what cursor pagination walks.  Within
+ * one millisecond the sequence increments; the clock never goes backwards
+ * (it is advanced past every id seen during recovery, see id_observe), so
+ * ids stay unique and ordered across restarts and wall-clock steps.
+ */
+#ifndef WM_ID_H
+#define WM_ID_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ID_BODY_LEN 20
+#define ID_MAX_LEN 40 /* prefix (<= 16) + '_' + body + NUL, with room */
+
+struct id_clock {
+	uint64_t last_ms;
+	uint32_t seq;
+	uint64_t rng;
+};
+
+void id_clock_init(struct id_clock *c);
+/* Write "<prefix>_<body>" into out (>= ID_MAX_LEN bytes); returns length. */
+size_t id_new(struct id_clock *c, const char *prefix, char *out);
+/* Advance the clock past an existing id (any prefix); ignores other text. */
+void id_observe(struct id_clock *c, const char *id, size_t len);
+/* True if `id` has the given prefix and a well-formed body. */
+int id_valid(const char *id, size_t len, const char *prefix);
+
+#endif

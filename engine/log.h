@@ -1,0 +1,25 @@
+/*
+ * log.h -- structured log lines (logfmt) on stderr, one event per line:
+ *   ts=2026-11-21T10:00:00.123Z level=info msg="wal recovered" lsn=42 ...
+ * Operators grep and parse them; every line says what happened and what to
+ * do about it when it is an error.
+ */
+#ifndef WM_LOG_H
+#define WM_LOG_H
+
+enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
+
+void log_set_level(enum log_level lvl);
+/* fmt is the rest of the line after ts/level, already in key=value form. */
+void wm_log(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define log_info(...) wm_log(LOG_INFO, __VA_ARGS__)
+#define log_warn(...) wm_log(LOG_WARN, __VA_ARGS__)
+#define log_error(...) wm_log(LOG_ERROR, __VA_ARGS__)
+
+/* RFC 3339 UTC with milliseconds for a unix-ms time into out (>= 25 bytes). */
+void fmt_rfc3339_ms(char *out, unsigned long long unix_ms);
+/* Wall clock in unix milliseconds. */
+unsigned long long wall_ms(void);
+
+#endif

@@ -1,0 +1,11 @@
+/*
+ * resources.c -- the list of tables a shard has.  Order is irrelevant for
+ * correctness (records name their table); it is the snapshot write order.
+ */
+#include "engine/resources.h"
+
+const struct table_ops *const resource_tables[] = {
+	&partner_table_ops,
+	&event_table_ops,
+	NULL,
+};

@@ -1,0 +1,17 @@
+/*
+ * resources.h -- the registry of resource modules: their tables and routes.
+ * Adding a resource = one table_ops and its routes, listed here and in
+ * routes.c; nothing else in the engine changes.
+ */
+#ifndef WM_RESOURCES_H
+#define WM_RESOURCES_H
+
+#include "engine/table.h"
+
+extern const struct table_ops event_table_ops;
+extern const struct table_ops partner_table_ops;
+
+/* NULL-terminated list of every table the shard has. */
+extern const struct table_ops *const resource_tables[];
+
+#endif

@@ -1,0 +1,34 @@
+/*
+ * routes.c -- the one route table of the service, assembled from each
+ * resource's routes.  The OpenAPI test compares this table with
+ * api/openapi.json in both directions.
+ */
+#include <assert.h>
+
+#include "engine/api.h"
+#include "engine/events.h"
+#include "engine/ops.h"
+#include "engine/partner.h"
+
+static const struct route *const route_groups[] = {
+	ops_routes,
+	partner_routes,
+	event_routes,
+	NULL,
+};
+
+const struct route *api_route_table(void)
+{
+	static struct route table[API_MAX_ROUTES + 1];
+	static int built;
+	if (!built) {
+		unsigned n = 0;
+		for (unsigned g = 0; route_groups[g]; g++)
+			for (const struct route *r = route_groups[g]; r->pattern; r++) {
+				assert(n < API_MAX_ROUTES);
+				table[n++] = *r;
+			}
+		built = 1;
+	}
+	return table;
+}

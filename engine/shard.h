@@ -1,0 +1,90 @@
+/*
+ * shard.h -- one shard: its tables, its WAL, its snapshots, its server.
+ *
+ * All state is owned by the event-loop thread.  A write is a transaction:
+ * the handler validates, then builds records with txn_put()/txn_event(),
+ * and txn_commit() assigns the next LSN, hands the image to the WAL thread
+ * and applies the very same records to memory (through table_put, the
+ * function recovery uses).  The handler's response carries that LSN and is
+ * held by the server until it is durable.
+ */
+#ifndef WM_SHARD_H
+#define WM_SHARD_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "engine/config.h"
+#include "engine/id.h"
+#include "engine/metrics.h"
+#include "engine/record.h"
+#include "engine/table.h"
+#include "net/buf.h"
+#include "net/ev.h"
+#include "net/server.h"
+#include "wal/wal.h"
+
+#define TXN_MAX_BYTES (512u << 10) /* one transaction image; WAL frames hold 1 MiB */
+
+struct shard {
+	struct config cfg;
+	struct table tables[REC_T_COUNT_];
+	struct id_clock ids;
+	uint64_t lsn;          /* last LSN assigned (== applied) */
+	uint64_t state_lsn;    /* last LSN that changed what reads can see */
+	struct wal *wal;
+	struct buf txn;        /* image of the open transaction */
+	int txn_open;
+	struct ev_loop *loop;
+	struct srv *srv;
+	struct ev_handle wal_h;
+	struct ev_handle sig_h;
+	struct metrics metrics;
+	uint64_t started_unix_ms;
+	int ready;
+	/* snapshots */
+	pid_t snap_pid;        /* child writing a snapshot, 0 if none */
+	uint64_t snap_pending_lsn;
+	uint64_t snap_last_lsn;
+	uint64_t snap_last_unix_ms;
+	uint64_t snap_next_due_ms;
+	uint64_t snaps_taken, snaps_failed;
+	char wal_dir[600];
+	char snap_dir[600];
+};
+
+/* Open the data directory, recover (snapshot + WAL tail), start the WAL
+ * writer.  Returns 0, or -1 with a message in err. */
+int shard_open(struct shard *sh, const struct config *cfg, char *err, size_t errlen);
+/* Flush and release everything (after the server is gone). */
+void shard_close(struct shard *sh);
+
+/* ---- transactions ------------------------------------------------------ */
+void txn_begin(struct shard *sh);
+/* Add a row after-image (document is canonical JSON).  0 or -1 (too big). */
+int txn_put(struct shard *sh, uint8_t table, const char *id, size_t id_len, const char *doc,
+	    size_t doc_len);
+int txn_del(struct shard *sh, uint8_t table, const char *id, size_t id_len);
+/*
+ * Append an event in the same transaction: `type` e.g. "partner.created",
+ * `scope_entity` the entity the event belongs to (NULL for platform-wide),
+ * `payload` a JSON value (typically the row document).
+ */
+int txn_event(struct shard *sh, const char *type, const char *scope_entity, const char *payload,
+	      size_t payload_len);
+/* Commit: returns the LSN (> 0), or 0 if the transaction was rejected
+ * (too large) -- then nothing was applied. */
+uint64_t txn_commit(struct shard *sh);
+void txn_abort(struct shard *sh);
+
+/* Apply a transaction image (used by commit and by WAL replay). */
+int shard_apply(struct shard *sh, uint64_t lsn, const void *payload, size_t len, char *why);
+
+/* Take a snapshot now (forks).  0 started, 1 one is already running, -1 failed. */
+int shard_snapshot_start(struct shard *sh);
+/* Reap a finished snapshot child, prune retention.  Called from the tick. */
+void shard_snapshot_poll(struct shard *sh);
+/* Write a snapshot synchronously in this process (CLI, tests). */
+int shard_snapshot_write(struct shard *sh, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,48 @@
+/*
+ * ev.h -- single-threaded epoll event loop.
+ *
+ * One loop per process thread that owns the data.  Each registered fd has a
+ * callback and an opaque pointer; the loop also calls a tick callback at
+ * least every `tick_ms` (used for time-outs and periodic jobs), so no timer
+ * data structure is needed: everything time-based is swept on the tick.
+ */
+#ifndef WM_EV_H
+#define WM_EV_H
+
+#include <stdint.h>
+
+#define EV_MAX_EVENTS 256 /* events fetched per epoll_wait */
+
+struct ev_loop;
+struct ev_handle;
+
+typedef void (*ev_fn)(struct ev_loop *loop, struct ev_handle *h, uint32_t events);
+typedef void (*ev_tick_fn)(struct ev_loop *loop, void *arg);
+
+/* Embedded by whoever owns the fd; must stay valid while registered. */
+struct ev_handle {
+	int fd;
+	ev_fn fn;
+	void *arg;
+	uint32_t events; /* EPOLLIN/EPOLLOUT/... currently registered */
+};
+
+struct ev_loop *ev_new(void);
+void ev_free(struct ev_loop *loop);
+/* Register h->fd for `events`.  0 or -1 (errno set). */
+int ev_add(struct ev_loop *loop, struct ev_handle *h, uint32_t events);
+/* Change the event mask; no-op when unchanged. */
+int ev_mod(struct ev_loop *loop, struct ev_handle *h, uint32_t events);
+/* Unregister (before closing the fd). */
+void ev_del(struct ev_loop *loop, struct ev_handle *h);
+/* Tick callback, called at least every tick_ms while running. */
+void ev_set_tick(struct ev_loop *loop, unsigned tick_ms, ev_tick_fn fn, void *arg);
+/* Run until ev_stop().  Returns 0, or -1 on an epoll failure. */
+int ev_run(struct ev_loop *loop);
+void ev_stop(struct ev_loop *loop);
+/* Monotonic milliseconds, cached per loop iteration. */
+uint64_t ev_now_ms(const struct ev_loop *loop);
+/* Fresh monotonic clock reading in microseconds. */
+uint64_t ev_clock_us(void);
+
+#endif

@@ -1,0 +1,90 @@
+/*
+ * server.h -- the HTTP/1.1 server: connections, limits, time-outs, and the
+ * rule that no response leaves before the state it reveals is durable.
+ *
+ * The application gives one synchronous handler.  It runs on the loop
+ * thread, fills a srv_response (status, headers, body) and sets `lsn`, the
+ * highest WAL LSN the response depends on.  The server queues the bytes on
+ * the connection and releases them only when the durable LSN (asked through
+ * durable_lsn()) has reached it; the application calls srv_on_durable()
+ * whenever the WAL reports progress.  Because responses on one connection
+ * are released in order and their LSNs never decrease, a connection keeps a
+ * small ring of (end offset, lsn) marks and sends the longest durable prefix.
+ */
+#ifndef WM_SERVER_H
+#define WM_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "net/buf.h"
+#include "net/ev.h"
+#include "net/http.h"
+
+struct srv_limits {
+	struct http_limits http;
+	uint32_t max_conns;          /* default 1024; one more gets 503 and is closed */
+	uint32_t header_timeout_ms;  /* a request head must arrive within this; default 10000 */
+	uint32_t body_timeout_ms;    /* the whole request must arrive within this; default 30000 */
+	uint32_t idle_timeout_ms;    /* keep-alive idle / no progress; default 60000 */
+	uint32_t max_inflight;       /* pipelined responses held per connection; default 64, max 256 */
+	uint32_t max_out_bytes;      /* stop reading while more is queued; default 8 MiB */
+	uint32_t drain_timeout_ms;   /* graceful drain deadline; default 10000 */
+};
+
+void srv_limits_default(struct srv_limits *l);
+
+struct srv_request {
+	const struct http_request *http;
+	char request_id[24];         /* "req_" + 16 hex, unique per process run */
+	uint64_t start_us;
+	const char *peer;            /* "ip:port" of the client */
+};
+
+struct srv_response {
+	int status;
+	const char *content_type;    /* default "application/json" */
+	struct buf headers;          /* extra "Name: value\r\n" lines */
+	struct buf body;
+	uint64_t lsn;                /* hold until durable >= lsn; 0 = no dependency */
+	int close;                   /* close the connection after this response */
+	const char *route;           /* route pattern for metrics and the access log */
+};
+
+typedef void (*srv_handler_fn)(void *app, const struct srv_request *rq, struct srv_response *rs);
+/* Called once per response when it is released (after durability), for
+ * metrics and the access log.  latency_us = parse to release. */
+typedef void (*srv_done_fn)(void *app, const struct srv_request *rq,
+			    const struct srv_response *rs, uint64_t latency_us);
+typedef uint64_t (*srv_durable_fn)(void *app);
+
+struct srv_config {
+	const char *listen;          /* "host:port"; port 0 picks a free one */
+	struct srv_limits lim;
+	srv_handler_fn handler;
+	srv_done_fn done;            /* may be NULL */
+	srv_durable_fn durable_lsn;  /* may be NULL: everything is durable */
+	void *app;
+};
+
+struct srv_stats {
+	uint64_t accepted, rejected_full, open, requests, timeouts, parse_errors;
+};
+
+struct srv;
+
+struct srv *srv_new(struct ev_loop *loop, const struct srv_config *cfg, char *err, size_t errlen);
+/* Port actually bound (useful with port 0). */
+int srv_port(const struct srv *s);
+/* Release held responses whose LSN is now durable. */
+void srv_on_durable(struct srv *s);
+/* Stop accepting; close idle connections; finish in-flight ones. */
+void srv_drain(struct srv *s);
+/* True once draining and every connection is gone (or the deadline passed). */
+int srv_drained(const struct srv *s);
+/* Periodic work (time-outs, drain deadline); call from the loop tick. */
+void srv_tick(struct srv *s);
+void srv_get_stats(const struct srv *s, struct srv_stats *st);
+void srv_free(struct srv *s);
+
+#endif

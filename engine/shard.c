@@ -18,6 +18,8 @@
 #include "engine/shard.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +72,8 @@ static int wal_replay_apply(void *ctx, uint64_t lsn, const void *payload, size_t
 {
 	struct shard *sh = ctx;
 	char why[128];
+	if (sh->upto_lsn && lsn > sh->upto_lsn)
+		return WAL_REPLAY_STOP;
 	if (lsn != sh->lsn + 1 && sh->lsn != 0) {
 		log_error("msg=\"WAL LSN out of sequence\" expected=%llu got=%llu",
 			  (unsigned long long)sh->lsn + 1, (unsigned long long)lsn);
@@ -83,7 +87,8 @@ static int wal_replay_apply(void *ctx, uint64_t lsn, const void *payload, size_t
 	return 0;
 }
 
-int shard_open(struct shard *sh, const struct config *cfg, char *err, size_t errlen)
+int shard_load(struct shard *sh, const struct config *cfg, const char *snap_path, uint64_t upto_lsn,
+	       char *err, size_t errlen)
 {
 	memset(sh, 0, sizeof(*sh));
 	sh->cfg = *cfg;
@@ -96,6 +101,17 @@ int shard_open(struct shard *sh, const struct config *cfg, char *err, size_t err
 		snprintf(err, errlen, "cannot create data directory %s: %s", cfg->data_dir, strerror(errno));
 		return -1;
 	}
+	char lock_path[700];
+	snprintf(lock_path, sizeof(lock_path), "%s/LOCK", cfg->data_dir);
+	sh->lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (sh->lock_fd < 0 || flock(sh->lock_fd, LOCK_EX | LOCK_NB)) {
+		snprintf(err, errlen, "data directory %s is in use by another process (lock %s): %s",
+			 cfg->data_dir, lock_path, strerror(errno));
+		if (sh->lock_fd >= 0)
+			close(sh->lock_fd);
+		sh->lock_fd = -1;
+		return -1;
+	}
 	for (size_t i = 0; resource_tables[i]; i++) {
 		const struct table_ops *ops = resource_tables[i];
 		if (table_init(&sh->tables[ops->rec_table], ops)) {
@@ -103,8 +119,14 @@ int shard_open(struct shard *sh, const struct config *cfg, char *err, size_t err
 			return -1;
 		}
 	}
+	sh->upto_lsn = upto_lsn;
 	struct snap_info si;
-	int found = snap_find_latest(sh->snap_dir, &si);
+	memset(&si, 0, sizeof(si));
+	int found = 1;
+	if (snap_path)
+		snprintf(si.path, sizeof(si.path), "%s", snap_path);
+	else
+		found = snap_find_latest(sh->snap_dir, &si);
 	if (found < 0) {
 		snprintf(err, errlen, "cannot read snapshot directory %s", sh->snap_dir);
 		return -1;
@@ -124,6 +146,11 @@ int shard_open(struct shard *sh, const struct config *cfg, char *err, size_t err
 	struct wal_recovery_report rep;
 	memset(&rep, 0, sizeof(rep));
 	int rc = wal_recover(sh->wal_dir, sh->lsn, wal_replay_apply, sh, (int)cfg->salvage, &rep);
+	if (rc == WAL_REPLAY_STOP && upto_lsn) {
+		log_info("msg=\"recovered up to the requested LSN\" lsn=%llu", (unsigned long long)sh->lsn);
+		sh->state_lsn = sh->lsn;
+		return 0;
+	}
 	if (rc) {
 		snprintf(err, errlen, "WAL recovery refused: %s%s", rep.error[0] ? rep.error : "replay failed",
 			 cfg->salvage ? "" : " (start with --salvage 1 to keep the valid prefix and drop the rest)");
@@ -133,11 +160,18 @@ int shard_open(struct shard *sh, const struct config *cfg, char *err, size_t err
 		log_warn("msg=\"WAL torn tail cut\" file=%s offset=%llu bytes=%llu action=\"none needed: "
 			 "unacknowledged writes were discarded\"",
 			 rep.tail_file, (unsigned long long)rep.tail_offset, (unsigned long long)rep.tail_bytes);
-	if (rep.last_lsn > sh->lsn)
+	if (rep.last_lsn > sh->lsn && !upto_lsn)
 		sh->lsn = rep.last_lsn;
 	sh->state_lsn = sh->lsn;
 	log_info("msg=\"recovered\" lsn=%llu wal_txns_replayed=%llu wal_segments=%u",
 		 (unsigned long long)sh->lsn, (unsigned long long)rep.txns_replayed, rep.segments);
+	return 0;
+}
+
+int shard_open(struct shard *sh, const struct config *cfg, char *err, size_t errlen)
+{
+	if (shard_load(sh, cfg, NULL, 0, err, errlen))
+		return -1;
 	enum wal_mode mode = !strcmp(cfg->wal_mode, "none")	 ? WAL_MODE_NONE
 			     : !strcmp(cfg->wal_mode, "write") ? WAL_MODE_WRITE
 							       : WAL_MODE_FSYNC;
@@ -161,6 +195,9 @@ void shard_close(struct shard *sh)
 	for (int i = 0; i < REC_T_COUNT_; i++)
 		table_fini(&sh->tables[i]);
 	buf_free(&sh->txn);
+	if (sh->lock_fd > 0)
+		close(sh->lock_fd);
+	sh->lock_fd = -1;
 }
 
 /* ---- transactions ------------------------------------------------------ */

@@ -49,6 +49,8 @@ struct shard {
 	uint64_t snap_last_unix_ms;
 	uint64_t snap_next_due_ms;
 	uint64_t snaps_taken, snaps_failed;
+	uint64_t upto_lsn;     /* replay stops after this LSN (0 = all) */
+	int lock_fd;           /* flock on <data_dir>/LOCK: one process per data directory */
 	char wal_dir[600];
 	char snap_dir[600];
 };
@@ -56,6 +58,12 @@ struct shard {
 /* Open the data directory, recover (snapshot + WAL tail), start the WAL
  * writer.  Returns 0, or -1 with a message in err. */
 int shard_open(struct shard *sh, const struct config *cfg, char *err, size_t errlen);
+/* Recovery only, no WAL writer: load the snapshot (snap_path, or the
+ * newest valid one if NULL) and replay the WAL up to upto_lsn (0 = all).
+ * Used by shard_open and by the operator CLI (restore, counts). */
+int shard_load(struct shard *sh, const struct config *cfg, const char *snap_path, uint64_t upto_lsn,
+	       char *err, size_t errlen);
+#define WAL_REPLAY_STOP 7 /* replay callback: requested LSN reached */
 /* Flush and release everything (after the server is gone). */
 void shard_close(struct shard *sh);
 

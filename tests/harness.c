@@ -1,0 +1,298 @@
+/*
+ * harness.c -- real processes and raw HTTP for integration tests (see
+ * harness.h).  Deliberately independent of the server's own code: the client
+ * side parses responses itself, so a server bug cannot hide behind a shared
+ * parser.
+ */
+#include "tests/harness.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+void rm_rf(const char *path) { nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
+
+void wm_proc_init(struct wm_proc *p)
+{
+	memset(p, 0, sizeof(*p));
+	snprintf(p->dir, sizeof(p->dir), "/tmp/wm-it-XXXXXX");
+	if (!mkdtemp(p->dir))
+		abort();
+	snprintf(p->data_dir, sizeof(p->data_dir), "%s/data", p->dir);
+}
+
+static const char *bin_path(void)
+{
+	static char path[512];
+	const char *d = getenv("WM_BIN_DIR");
+	snprintf(path, sizeof(path), "%s/wm-shard", d ? d : "build/san/bin");
+	return path;
+}
+
+static pid_t spawn(struct wm_proc *p, const char *const *args, const char *const *env, int *out_fd)
+{
+	int pipefd[2];
+	if (pipe(pipefd))
+		return -1;
+	p->starts++;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		char logp[400];
+		snprintf(logp, sizeof(logp), "%s/shard-%d.log", p->dir, p->starts);
+		int lf = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(pipefd[1], 1);
+		if (lf >= 0)
+			dup2(lf, 2);
+		close(pipefd[0]);
+		const char *argv[64];
+		int n = 0;
+		argv[n++] = bin_path();
+		const char *base[] = {"--listen", "127.0.0.1:0", "--data-dir", p->data_dir, "--access-log", "0",
+				      "--snapshot-interval", "0", "--wal-segment-mb", "1", NULL};
+		for (int i = 0; base[i]; i++)
+			argv[n++] = base[i];
+		for (int i = 0; args && args[i] && n < 62; i++)
+			argv[n++] = args[i];
+		argv[n] = NULL;
+		for (int i = 0; env && env[i]; i++)
+			putenv((char *)env[i]);
+		setenv("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0:exitcode=66", 1);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	*out_fd = pipefd[0];
+	return pid;
+}
+
+int wm_start(struct wm_proc *p, const char *const *args, const char *const *env)
+{
+	int fd;
+	p->pid = spawn(p, args, env, &fd);
+	if (p->pid < 0)
+		return -1;
+	char buf[512];
+	size_t len = 0;
+	p->port = 0;
+	while (len < sizeof(buf) - 1) {
+		struct pollfd pf = {.fd = fd, .events = POLLIN};
+		if (poll(&pf, 1, 20000) <= 0)
+			break;
+		ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		buf[len] = 0;
+		const char *m = strstr(buf, "listening on http://");
+		const char *nl = m ? strchr(m, '\n') : NULL;
+		if (m && nl) {
+			const char *colon = strrchr(m + 20, ':');
+			if (colon && colon < nl)
+				p->port = atoi(colon + 1);
+			break;
+		}
+	}
+	close(fd);
+	if (!p->port) {
+		wm_kill9(p);
+		return -1;
+	}
+	return 0;
+}
+
+int wm_start_expect_fail(struct wm_proc *p, const char *const *args, char *msg, size_t msg_size)
+{
+	int fd;
+	p->pid = spawn(p, args, NULL, &fd);
+	close(fd);
+	int st = wm_wait(p, 20000);
+	char logp[400];
+	snprintf(logp, sizeof(logp), "%s/shard-%d.log", p->dir, p->starts);
+	FILE *f = fopen(logp, "r");
+	msg[0] = 0;
+	if (f) {
+		size_t n = fread(msg, 1, msg_size - 1, f);
+		msg[n] = 0;
+		fclose(f);
+	}
+	return st;
+}
+
+int wm_wait(struct wm_proc *p, int timeout_ms)
+{
+	for (int waited = 0; p->pid > 0 && waited <= timeout_ms; waited += 10) {
+		int st;
+		pid_t r = waitpid(p->pid, &st, WNOHANG);
+		if (r == p->pid) {
+			p->pid = 0;
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		}
+		usleep(10000);
+	}
+	return -1;
+}
+
+void wm_kill9(struct wm_proc *p)
+{
+	if (p->pid > 0) {
+		kill(p->pid, SIGKILL);
+		waitpid(p->pid, NULL, 0);
+		p->pid = 0;
+	}
+}
+
+int wm_stop(struct wm_proc *p)
+{
+	if (p->pid <= 0)
+		return -1;
+	kill(p->pid, SIGTERM);
+	int st = wm_wait(p, 20000);
+	if (st < 0)
+		wm_kill9(p);
+	return st;
+}
+
+void wm_proc_cleanup(struct wm_proc *p)
+{
+	wm_kill9(p);
+	if (!getenv("WM_KEEP_TMP"))
+		rm_rf(p->dir);
+}
+
+int tcp_connect(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int http_read_response(int fd, struct http_resp *out, int timeout_ms)
+{
+	memset(out, 0, sizeof(*out));
+	size_t cap = 1 << 16, len = 0;
+	char *buf = malloc(cap);
+	size_t head_end = 0, want = 0;
+	for (;;) {
+		if (head_end) {
+			if (len >= head_end + want)
+				break;
+		}
+		struct pollfd pf = {.fd = fd, .events = POLLIN};
+		if (poll(&pf, 1, timeout_ms) <= 0)
+			goto fail;
+		if (len + 4096 > cap)
+			buf = realloc(buf, cap *= 2);
+		ssize_t n = read(fd, buf + len, cap - len - 1);
+		if (n <= 0)
+			goto fail;
+		len += (size_t)n;
+		buf[len] = 0;
+		if (!head_end) {
+			char *e = strstr(buf, "\r\n\r\n");
+			if (e) {
+				head_end = (size_t)(e - buf) + 4;
+				char *cl = strcasestr(buf, "\r\nContent-Length:");
+				want = cl && cl < e ? strtoul(cl + 17, NULL, 10) : 0;
+			}
+		}
+	}
+	size_t hl = head_end < sizeof(out->head) ? head_end : sizeof(out->head) - 1;
+	memcpy(out->head, buf, hl);
+	out->head[hl] = 0;
+	out->status = atoi(buf + 9);
+	out->body = malloc(want + 1);
+	memcpy(out->body, buf + head_end, want);
+	out->body[want] = 0;
+	out->body_len = want;
+	/* leftover bytes belong to the next pipelined response: push back is not
+	 * supported, so callers reading pipelined responses use one read each */
+	if (len > head_end + want) {
+		free(buf);
+		return (int)(len - head_end - want); /* >0: extra bytes were read */
+	}
+	free(buf);
+	return 0;
+fail:
+	free(buf);
+	return -1;
+}
+
+int http_do(int port, const char *method, const char *path, const char *headers,
+	    const char *body, struct http_resp *out)
+{
+	int fd = tcp_connect(port);
+	if (fd < 0)
+		return -1;
+	size_t bl = body ? strlen(body) : 0;
+	size_t cap = 1024 + bl + (headers ? strlen(headers) : 0);
+	char *req = malloc(cap);
+	int n = snprintf(req, cap, "%s %s HTTP/1.1\r\nHost: test\r\nConnection: close\r\n%s%s",
+			 method, path, headers ? headers : "",
+			 body ? "Content-Type: application/json\r\n" : "");
+	if (body)
+		n += snprintf(req + n, cap - (size_t)n, "Content-Length: %zu\r\n", bl);
+	n += snprintf(req + n, cap - (size_t)n, "\r\n");
+	if (body) {
+		memcpy(req + n, body, bl);
+		n += (int)bl;
+	}
+	int rc = write(fd, req, (size_t)n) == n ? 0 : -1;
+	free(req);
+	if (rc == 0)
+		rc = http_read_response(fd, out, 30000) < 0 ? -1 : 0;
+	close(fd);
+	return rc;
+}
+
+int http_header(const struct http_resp *r, const char *name, char *out, size_t out_size)
+{
+	char pat[128];
+	snprintf(pat, sizeof(pat), "\r\n%s:", name);
+	const char *h = strcasestr(r->head, pat);
+	if (!h)
+		return -1;
+	h += strlen(pat);
+	while (*h == ' ')
+		h++;
+	const char *e = strstr(h, "\r\n");
+	size_t n = e ? (size_t)(e - h) : strlen(h);
+	if (n >= out_size)
+		n = out_size - 1;
+	memcpy(out, h, n);
+	out[n] = 0;
+	return (int)n;
+}
+
+void http_resp_free(struct http_resp *r)
+{
+	free(r->body);
+	r->body = NULL;
+}

@@ -1,0 +1,63 @@
+/*
+ * harness.h -- integration-test support: start real wm-shard processes on a
+ * free port with a temporary data directory, talk HTTP to them over plain
+ * sockets, kill them with SIGKILL or stop them with SIGTERM.
+ *
+ * The binary is $WM_BIN_DIR/wm-shard (make test sets it to the sanitized
+ * build).  Each process logs to <tmp>/shard-<n>.log, kept for debugging.
+ */
+#ifndef WM_HARNESS_H
+#define WM_HARNESS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct wm_proc {
+	pid_t pid;
+	int port;
+	char dir[256];      /* temporary root; data dir is <dir>/data */
+	char data_dir[300];
+	int starts;
+};
+
+/* Make a fresh temporary root (no process yet). */
+void wm_proc_init(struct wm_proc *p);
+/* Start wm-shard on the same data dir with extra args (NULL-terminated,
+ * may be NULL) and extra environment "K=V" entries (NULL-terminated, may be
+ * NULL).  Returns 0 once it listens, -1 if it exited first. */
+int wm_start(struct wm_proc *p, const char *const *args, const char *const *env);
+/* Like wm_start but expect the process to fail: returns its exit status and
+ * copies the tail of its log into msg. */
+int wm_start_expect_fail(struct wm_proc *p, const char *const *args, char *msg, size_t msg_size);
+void wm_kill9(struct wm_proc *p);
+/* SIGTERM and wait; returns the exit status (or 128+signal). */
+int wm_stop(struct wm_proc *p);
+/* Wait for the process to exit on its own (ms); returns status or -1. */
+int wm_wait(struct wm_proc *p, int timeout_ms);
+/* Stop if running and delete the temporary directory. */
+void wm_proc_cleanup(struct wm_proc *p);
+
+struct http_resp {
+	int status;
+	char head[8192];    /* status line + headers */
+	char *body;         /* malloc'd, NUL-terminated */
+	size_t body_len;
+};
+
+/* One request on a new connection (Connection: close).  `headers` are extra
+ * "Name: value\r\n" lines (may be NULL); body may be NULL.  0 or -1. */
+int http_do(int port, const char *method, const char *path, const char *headers,
+	    const char *body, struct http_resp *out);
+/* Header value from a response (case-insensitive), copied into out; -1 if absent. */
+int http_header(const struct http_resp *r, const char *name, char *out, size_t out_size);
+void http_resp_free(struct http_resp *r);
+
+/* Connected socket to the port (blocking), or -1. */
+int tcp_connect(int port);
+/* Read one full response from a socket (Content-Length framing). 0 or -1. */
+int http_read_response(int fd, struct http_resp *out, int timeout_ms);
+
+/* Recursively delete a directory. */
+void rm_rf(const char *path);
+
+#endif

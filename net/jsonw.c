@@ -1,0 +1,438 @@
+/*
+ * jsonw.c -- streaming JSON writer (see jsonw.h for the contract).
+ *
+ * Why it exists: responses are produced straight into the connection's
+ * output buffer with no intermediate tree, so the writer must get commas,
+ * escaping and number formatting right on its own.
+ *
+ *  - Commas: w->first[d] says whether anything has been written at depth d
+ *    yet; every value or key first calls sep(), which emits the comma when
+ *    needed.  A value right after a key (w->after_key) takes no comma.
+ *
+ *  - Escaping is total, so whatever bytes callers pass (names typed by
+ *    users, bytes read from disk) the output is valid JSON in valid UTF-8:
+ *    '"' and '\\' are escaped, all of U+0000..U+001F use the short forms
+ *    where JSON has them (\b \f \n \r \t) and \u00XX otherwise, U+007F is
+ *    written \u007f (it is legal raw but invisible and trips up log
+ *    viewers), well-formed UTF-8 passes through byte for byte, and every
+ *    byte that does not start a well-formed sequence becomes U+FFFD on its
+ *    own (so a truncated 3-byte sequence yields two replacement characters).
+ *    Runs of plain bytes are appended in one call.
+ *
+ *  - Sticky errors: the first failure (the buffer's bound or OOM, nesting
+ *    past JW_MAX_DEPTH, closing more than was opened, a key at top level or
+ *    right after another key, scale > 18) sets
+ *    w->err and every later call is a no-op, so callers check once at the
+ *    end and answer 500/413 instead of sending half a document.  A failed
+ *    string escape rolls the buffer back to where the string began.
+ *
+ *  - Numbers are formatted by hand from integers (no printf, no double):
+ *    jw_fixed(1230, 2) is "12.30" and jw_fixed(-5, 2) is "-0.05".
+ *
+ *  - jw_value() recurses over a parsed tree; its depth is capped by
+ *    JW_MAX_DEPTH because jw_arr_begin/jw_obj_begin fail past it and the
+ *    walk stops at the first error.
+ */
+#include "net/jsonw.h"
+
+#include <string.h>
+
+enum { JW_ERR_BUF = 1, JW_ERR_DEPTH = 2, JW_ERR_USAGE = 3 };
+
+/* Length of the well-formed UTF-8 sequence at s (n bytes left), 0 if none
+ * (overlongs, surrogates, > U+10FFFF, stray or truncated continuations). */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0];
+	if (c < 0x80)
+		return 1;
+	if (c < 0xC2)
+		return 0;
+	if (c < 0xE0)
+		return n >= 2 && (s[1] & 0xC0) == 0x80 ? 2 : 0;
+	if (c < 0xF0) {
+		unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+		if (n < 3 || s[1] < lo || s[1] > hi || (s[2] & 0xC0) != 0x80)
+			return 0;
+		return 3;
+	}
+	if (c < 0xF5) {
+		unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+		if (n < 4 || s[1] < lo || s[1] > hi || (s[2] & 0xC0) != 0x80 ||
+		    (s[3] & 0xC0) != 0x80)
+			return 0;
+		return 4;
+	}
+	return 0;
+}
+
+/* Bytes that can be copied into a JSON string unchanged. */
+static int plain(unsigned char c)
+{
+	return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+}
+
+/*
+ * Escape `len` bytes of `s` as a quoted JSON string appended to `out`.
+ * Returns 0, or -1 with `out` restored to its previous length.
+ */
+int jw_escape(struct buf *out, const char *s, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)s;
+	size_t mark = out->len;
+	size_t i = 0;
+	if (buf_putc(out, '"'))
+		goto fail;
+	while (i < len) {
+		size_t run = i;
+		while (run < len && plain(p[run]))
+			run++;
+		if (run > i) {
+			if (buf_append(out, p + i, run - i))
+				goto fail;
+			i = run;
+			continue;
+		}
+		unsigned char c = p[i];
+		char esc[6];
+		size_t n = 0;
+		if (c == '"' || c == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)c;
+			n = 2;
+		} else if (c < 0x20 || c == 0x7f) {
+			char sh = 0;
+			switch (c) {
+			case '\b': sh = 'b'; break;
+			case '\f': sh = 'f'; break;
+			case '\n': sh = 'n'; break;
+			case '\r': sh = 'r'; break;
+			case '\t': sh = 't'; break;
+			default: break;
+			}
+			esc[0] = '\\';
+			if (sh) {
+				esc[1] = sh;
+				n = 2;
+			} else {
+				esc[1] = 'u';
+				esc[2] = '0';
+				esc[3] = '0';
+				esc[4] = hex[c >> 4];
+				esc[5] = hex[c & 15];
+				n = 6;
+			}
+		} else {
+			size_t u = utf8_len(p + i, len - i);
+			if (u) {
+				if (buf_append(out, p + i, u))
+					goto fail;
+				i += u;
+				continue;
+			}
+			memcpy(esc, "\xEF\xBF\xBD", 3); /* U+FFFD */
+			n = 3;
+		}
+		if (buf_append(out, esc, n))
+			goto fail;
+		i++;
+	}
+	if (buf_putc(out, '"'))
+		goto fail;
+	return 0;
+fail:
+	out->len = mark;
+	return -1;
+}
+
+/* Start writing into `out` (appending to what is there): depth 0, no error. */
+void jw_init(struct jw *w, struct buf *out)
+{
+	memset(w, 0, sizeof(*w));
+	w->out = out;
+	w->first[0] = 1;
+}
+
+/* Record the first error; later ones are ignored. */
+static void set_err(struct jw *w, int e)
+{
+	if (!w->err)
+		w->err = e;
+}
+
+/* Emit the separator a new key or value needs.  Returns -1 if errored. */
+static int sep(struct jw *w)
+{
+	if (w->err)
+		return -1;
+	if (w->after_key) {
+		w->after_key = 0;
+		return 0;
+	}
+	if (w->depth > 0 && !w->first[w->depth]) {
+		if (buf_putc(w->out, ',')) {
+			set_err(w, JW_ERR_BUF);
+			return -1;
+		}
+	}
+	w->first[w->depth] = 0;
+	return 0;
+}
+
+/* Append raw bytes unless errored; a failure becomes the sticky error. */
+static void put(struct jw *w, const char *s, size_t n)
+{
+	if (!w->err && buf_append(w->out, s, n))
+		set_err(w, JW_ERR_BUF);
+}
+
+/* Open a container: separator, bracket, push a fresh comma state. */
+static void begin(struct jw *w, char c)
+{
+	if (w->err)
+		return;
+	if (w->depth >= JW_MAX_DEPTH) {
+		set_err(w, JW_ERR_DEPTH);
+		return;
+	}
+	if (sep(w))
+		return;
+	put(w, &c, 1);
+	if (w->err)
+		return;
+	w->depth++;
+	w->first[w->depth] = 1;
+}
+
+/* Close the innermost container; closing at depth 0 or after a key is misuse. */
+static void end(struct jw *w, char c)
+{
+	if (w->err)
+		return;
+	if (w->depth == 0 || w->after_key) {
+		set_err(w, JW_ERR_USAGE);
+		return;
+	}
+	put(w, &c, 1);
+	if (!w->err)
+		w->depth--;
+}
+
+/* Start an object as the next value. */
+void jw_obj_begin(struct jw *w) { begin(w, '{'); }
+/* Close the innermost object. */
+void jw_obj_end(struct jw *w) { end(w, '}'); }
+/* Start an array as the next value. */
+void jw_arr_begin(struct jw *w) { begin(w, '['); }
+/* Close the innermost array. */
+void jw_arr_end(struct jw *w) { end(w, ']'); }
+
+/* Write an escaped key and the ':' after it; the next call writes its value. */
+void jw_keyn(struct jw *w, const char *key, size_t len)
+{
+	if (!w->err && (w->after_key || w->depth == 0)) {
+		set_err(w, JW_ERR_USAGE); /* two keys in a row, or a key outside any object */
+		return;
+	}
+	if (sep(w))
+		return;
+	if (jw_escape(w->out, key, len) || buf_putc(w->out, ':')) {
+		set_err(w, JW_ERR_BUF);
+		return;
+	}
+	w->after_key = 1;
+}
+
+/* jw_keyn() on a NUL-terminated key. */
+void jw_key(struct jw *w, const char *key) { jw_keyn(w, key, strlen(key)); }
+
+/* A string value of `len` bytes (may contain NUL), escaped completely. */
+void jw_strn(struct jw *w, const char *s, size_t len)
+{
+	if (sep(w))
+		return;
+	if (jw_escape(w->out, s, len))
+		set_err(w, JW_ERR_BUF);
+}
+
+/* jw_strn() on a NUL-terminated string. */
+void jw_str(struct jw *w, const char *s) { jw_strn(w, s, strlen(s)); }
+
+/* Decimal digits of v, right-aligned ending at end; returns the start. */
+static char *utoa_rev(uint64_t v, char *end)
+{
+	char *p = end;
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return p;
+}
+
+/* An unsigned integer in decimal. */
+void jw_uint(struct jw *w, uint64_t v)
+{
+	char tmp[24];
+	if (sep(w))
+		return;
+	char *p = utoa_rev(v, tmp + sizeof(tmp));
+	put(w, p, (size_t)(tmp + sizeof(tmp) - p));
+}
+
+/* Magnitude of v without overflow for INT64_MIN. */
+static uint64_t mag(int64_t v)
+{
+	return v < 0 ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v;
+}
+
+/* A signed integer in decimal (INT64_MIN included). */
+void jw_int(struct jw *w, int64_t v)
+{
+	char tmp[24];
+	if (sep(w))
+		return;
+	char *p = utoa_rev(mag(v), tmp + sizeof(tmp));
+	if (v < 0)
+		*--p = '-';
+	put(w, p, (size_t)(tmp + sizeof(tmp) - p));
+}
+
+/*
+ * v / 10^scale written exactly with `scale` fractional digits: the
+ * magnitude's digits are left-padded with zeros to at least scale+1 digits
+ * and a '.' is placed before the last `scale`.  Zero is never signed.
+ */
+void jw_fixed(struct jw *w, int64_t v, unsigned scale)
+{
+	if (w->err)
+		return;
+	if (scale > 18) {
+		set_err(w, JW_ERR_USAGE);
+		return;
+	}
+	char digits[24];
+	char *d = utoa_rev(mag(v), digits + sizeof(digits));
+	size_t nd = (size_t)(digits + sizeof(digits) - d);
+	char out[48];
+	size_t o = 0;
+	if (v < 0)
+		out[o++] = '-';
+	if (scale == 0) {
+		memcpy(out + o, d, nd);
+		o += nd;
+	} else {
+		size_t pad = nd < scale + 1 ? scale + 1 - nd : 0;
+		size_t total = nd + pad;
+		for (size_t i = 0; i < total; i++) {
+			if (i == total - scale)
+				out[o++] = '.';
+			out[o++] = i < pad ? '0' : d[i - pad];
+		}
+	}
+	if (sep(w))
+		return;
+	put(w, out, o);
+}
+
+/* true for non-zero, false for zero. */
+void jw_bool(struct jw *w, int v)
+{
+	if (sep(w))
+		return;
+	if (v)
+		put(w, "true", 4);
+	else
+		put(w, "false", 5);
+}
+
+/* The literal null. */
+void jw_null(struct jw *w)
+{
+	if (sep(w))
+		return;
+	put(w, "null", 4);
+}
+
+/* Insert `len` bytes of already valid JSON as one value (not checked). */
+void jw_raw(struct jw *w, const char *json, size_t len)
+{
+	if (sep(w))
+		return;
+	put(w, json, len);
+}
+
+/*
+ * Re-serialise a parsed value compactly: numbers keep their exact text,
+ * strings and keys are re-escaped from their decoded bytes (so the output
+ * is canonical for a given tree), members keep input order.
+ */
+void jw_value(struct jw *w, const struct json_value *v)
+{
+	if (w->err)
+		return;
+	if (!v) {
+		set_err(w, JW_ERR_USAGE);
+		return;
+	}
+	switch (v->type) {
+	case JSON_NULL:
+		jw_null(w);
+		break;
+	case JSON_FALSE:
+		jw_bool(w, 0);
+		break;
+	case JSON_TRUE:
+		jw_bool(w, 1);
+		break;
+	case JSON_NUMBER:
+		jw_raw(w, v->u.num, v->len);
+		break;
+	case JSON_STRING:
+		jw_strn(w, v->u.str, v->len);
+		break;
+	case JSON_ARRAY:
+		jw_arr_begin(w);
+		for (uint32_t i = 0; i < v->len && !w->err; i++)
+			jw_value(w, &v->u.items[i]);
+		jw_arr_end(w);
+		break;
+	case JSON_OBJECT:
+		jw_obj_begin(w);
+		for (uint32_t i = 0; i < v->len && !w->err; i++) {
+			const struct json_member *m = &v->u.members[i];
+			jw_keyn(w, m->key, m->key_len);
+			jw_value(w, &m->value);
+		}
+		jw_obj_end(w);
+		break;
+	default:
+		set_err(w, JW_ERR_USAGE);
+		break;
+	}
+}
+
+/* Key-plus-value conveniences: jw_key() then the value call. */
+void jw_kstr(struct jw *w, const char *key, const char *s)
+{
+	jw_key(w, key);
+	jw_str(w, s);
+}
+
+void jw_kint(struct jw *w, const char *key, int64_t v)
+{
+	jw_key(w, key);
+	jw_int(w, v);
+}
+
+void jw_kbool(struct jw *w, const char *key, int v)
+{
+	jw_key(w, key);
+	jw_bool(w, v);
+}
+
+void jw_knull(struct jw *w, const char *key)
+{
+	jw_key(w, key);
+	jw_null(w);
+}

@@ -1,0 +1,436 @@
+/*
+ * test_jsonw.c -- the streaming JSON writer: escaping, UTF-8 repair,
+ * commas and nesting, fixed-point formatting, sticky errors, and the
+ * parse -> jw_value -> parse round trip.
+ */
+#include "tests/wm_test.h"
+#include "net/buf.h"
+#include "net/json.h"
+#include "net/jsonw.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define L(s) s, sizeof(s) - 1
+
+/* The buffer's contents must equal `want` exactly. */
+static void out_is(const struct buf *b, const char *want, size_t wn)
+{
+	cr_assert_eq(b->len, wn, "got %zu bytes [%.*s], want %zu [%.*s]", b->len, (int)b->len,
+		     b->data ? b->data : "", wn, (int)wn, want);
+	cr_assert_eq(memcmp(b->data, want, wn), 0, "got [%.*s], want [%.*s]", (int)b->len,
+		     b->data, (int)wn, want);
+}
+
+/* jw_strn(in) must produce exactly `want`. */
+static void str_is(const char *in, size_t n, const char *want, size_t wn)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	struct jw w;
+	jw_init(&w, &b);
+	jw_strn(&w, in, n);
+	cr_assert_eq(w.err, 0);
+	out_is(&b, want, wn);
+	buf_free(&b);
+}
+
+WM_TEST(jw, escape_every_control_byte)
+{
+	static const char *want[0x20] = {
+		"\\u0000", "\\u0001", "\\u0002", "\\u0003", "\\u0004", "\\u0005", "\\u0006",
+		"\\u0007", "\\b", "\\t", "\\n", "\\u000b", "\\f", "\\r", "\\u000e", "\\u000f",
+		"\\u0010", "\\u0011", "\\u0012", "\\u0013", "\\u0014", "\\u0015", "\\u0016",
+		"\\u0017", "\\u0018", "\\u0019", "\\u001a", "\\u001b", "\\u001c", "\\u001d",
+		"\\u001e", "\\u001f",
+	};
+	for (unsigned c = 0; c < 0x20; c++) {
+		char in[3] = { 'a', (char)c, 'z' };
+		char exp[16];
+		int n = snprintf(exp, sizeof(exp), "\"a%sz\"", want[c]);
+		str_is(in, 3, exp, (size_t)n);
+	}
+	str_is(L("\x7f"), L("\"\\u007f\""));
+	/* All 33 at once, and the output parses back to the same bytes. */
+	char all[0x21];
+	for (unsigned c = 0; c < 0x20; c++)
+		all[c] = (char)c;
+	all[0x20] = 0x7f;
+	struct buf b;
+	buf_init(&b, 0);
+	cr_assert_eq(jw_escape(&b, all, sizeof(all)), 0);
+	for (size_t i = 0; i < b.len; i++)
+		cr_assert((unsigned char)b.data[i] >= 0x20 && b.data[i] != 0x7f);
+	struct json_doc *d = json_parse(b.data, b.len, NULL, NULL);
+	cr_assert_not_null(d);
+	cr_assert_eq(json_root(d)->len, sizeof(all));
+	cr_assert_eq(memcmp(json_root(d)->u.str, all, sizeof(all)), 0);
+	json_doc_free(d);
+	buf_free(&b);
+}
+
+WM_TEST(jw, escape_quotes_backslashes)
+{
+	str_is(L("say \"hi\""), L("\"say \\\"hi\\\"\""));
+	str_is(L("C:\\dir\\"), L("\"C:\\\\dir\\\\\""));
+	str_is(L("a/b"), L("\"a/b\""));
+	str_is(L(""), L("\"\""));
+	str_is(L("\"\\"), L("\"\\\"\\\\\""));
+}
+
+WM_TEST(jw, utf8_passthrough)
+{
+	str_is(L("Ch\xc3\xa2teau \xe2\x82\xac \xf0\x9f\x8d\xb7"),
+	       L("\"Ch\xc3\xa2teau \xe2\x82\xac \xf0\x9f\x8d\xb7\""));
+	str_is(L("\xc2\x80\xdf\xbf\xe0\xa0\x80\xef\xbf\xbf\xf0\x90\x80\x80\xf4\x8f\xbf\xbf"),
+	       L("\"\xc2\x80\xdf\xbf\xe0\xa0\x80\xef\xbf\xbf\xf0\x90\x80\x80\xf4\x8f\xbf\xbf\""));
+	str_is(L("\xed\x9f\xbf\xee\x80\x80"), L("\"\xed\x9f\xbf\xee\x80\x80\""));
+}
+
+#define FFFD "\xef\xbf\xbd"
+
+WM_TEST(jw, invalid_utf8_replaced)
+{
+	str_is(L("a\xff" "b"), L("\"a" FFFD "b\""));
+	str_is(L("\xc0\x80"), L("\"" FFFD FFFD "\""));             /* overlong */
+	str_is(L("\xe0\x80\x80"), L("\"" FFFD FFFD FFFD "\""));     /* overlong */
+	str_is(L("\xed\xa0\x80"), L("\"" FFFD FFFD FFFD "\""));     /* surrogate */
+	str_is(L("\xf4\x90\x80\x80"), L("\"" FFFD FFFD FFFD FFFD "\"")); /* > U+10FFFF */
+	str_is(L("\xe2\x82"), L("\"" FFFD FFFD "\""));             /* truncated at end */
+	str_is(L("\xe2\x82x"), L("\"" FFFD FFFD "x\""));           /* truncated */
+	str_is(L("\xc3\xc3\xa9"), L("\"" FFFD "\xc3\xa9\""));      /* bad then good */
+	str_is(L("\x80\xbf"), L("\"" FFFD FFFD "\""));             /* stray continuations */
+	for (unsigned c = 0xF5; c <= 0xFF; c++) {
+		char in[1] = { (char)c };
+		str_is(in, 1, L("\"" FFFD "\""));
+	}
+	/* The output is always accepted by the strict parser. */
+	struct buf b;
+	buf_init(&b, 0);
+	char junk[256];
+	for (int i = 0; i < 256; i++)
+		junk[i] = (char)(255 - i);
+	cr_assert_eq(jw_escape(&b, junk, sizeof(junk)), 0);
+	struct json_doc *d = json_parse(b.data, b.len, NULL, NULL);
+	cr_assert_not_null(d);
+	json_doc_free(d);
+	buf_free(&b);
+}
+
+WM_TEST(jw, nesting_and_commas)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	struct jw w;
+	jw_init(&w, &b);
+	jw_obj_begin(&w);
+	jw_kstr(&w, "name", "Margaux");
+	jw_kint(&w, "vintage", 2015);
+	jw_kbool(&w, "organic", 1);
+	jw_knull(&w, "notes");
+	jw_key(&w, "tags");
+	jw_arr_begin(&w);
+	jw_str(&w, "red");
+	jw_arr_begin(&w);
+	jw_arr_end(&w);
+	jw_obj_begin(&w);
+	jw_obj_end(&w);
+	jw_int(&w, -1);
+	jw_uint(&w, UINT64_MAX);
+	jw_bool(&w, 0);
+	jw_null(&w);
+	jw_arr_end(&w);
+	jw_keyn(&w, "a\0b", 3);
+	jw_raw(&w, "{\"x\":[1,2]}", 11);
+	jw_key(&w, "price");
+	jw_fixed(&w, 1230, 2);
+	jw_key(&w, "nested");
+	jw_obj_begin(&w);
+	jw_key(&w, "o");
+	jw_obj_begin(&w);
+	jw_kint(&w, "min", INT64_MIN);
+	jw_kint(&w, "max", INT64_MAX);
+	jw_obj_end(&w);
+	jw_obj_end(&w);
+	jw_obj_end(&w);
+	cr_assert_eq(w.err, 0);
+	cr_assert_eq(w.depth, 0);
+	const char *want =
+		"{\"name\":\"Margaux\",\"vintage\":2015,\"organic\":true,\"notes\":null,"
+		"\"tags\":[\"red\",[],{},-1,18446744073709551615,false,null],"
+		"\"a\\u0000b\":{\"x\":[1,2]},\"price\":12.30,"
+		"\"nested\":{\"o\":{\"min\":-9223372036854775808,\"max\":9223372036854775807}}}";
+	out_is(&b, want, strlen(want));
+	struct json_doc *d = json_parse(b.data, b.len, NULL, NULL);
+	cr_assert_not_null(d);
+	json_doc_free(d);
+	buf_free(&b);
+}
+
+WM_TEST(jw, scalars_at_top_level)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	struct jw w;
+	jw_init(&w, &b);
+	jw_int(&w, 0);
+	out_is(&b, L("0"));
+	buf_reset(&b);
+	jw_init(&w, &b);
+	jw_str(&w, "x");
+	out_is(&b, L("\"x\""));
+	buf_reset(&b);
+	jw_init(&w, &b);
+	jw_arr_begin(&w);
+	jw_arr_end(&w);
+	out_is(&b, L("[]"));
+	buf_free(&b);
+}
+
+/* jw_fixed(v, scale) must produce exactly `want`. */
+static void fixed_is(int64_t v, unsigned scale, const char *want)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	struct jw w;
+	jw_init(&w, &b);
+	jw_fixed(&w, v, scale);
+	cr_assert_eq(w.err, 0);
+	out_is(&b, want, strlen(want));
+	/* And it converts back exactly. */
+	int64_t back;
+	cr_assert_eq(json_text_to_fixed(b.data, b.len, scale, &back), 0, "%s", want);
+	cr_assert_eq(back, v, "%s", want);
+	buf_free(&b);
+}
+
+WM_TEST(jw, fixed)
+{
+	fixed_is(1230, 2, "12.30");
+	fixed_is(-1230, 2, "-12.30");
+	fixed_is(-5, 2, "-0.05");
+	fixed_is(5, 2, "0.05");
+	fixed_is(0, 2, "0.00");
+	fixed_is(0, 0, "0");
+	fixed_is(123, 0, "123");
+	fixed_is(-123, 0, "-123");
+	fixed_is(100, 2, "1.00");
+	fixed_is(1, 1, "0.1");
+	fixed_is(-1, 18, "-0.000000000000000001");
+	fixed_is(INT64_MAX, 18, "9.223372036854775807");
+	fixed_is(INT64_MIN, 18, "-9.223372036854775808");
+	fixed_is(INT64_MIN, 0, "-9223372036854775808");
+	fixed_is(INT64_MAX, 2, "92233720368547758.07");
+	/* In an array, with commas. */
+	struct buf b;
+	buf_init(&b, 0);
+	struct jw w;
+	jw_init(&w, &b);
+	jw_arr_begin(&w);
+	jw_fixed(&w, 1, 2);
+	jw_fixed(&w, -1, 2);
+	jw_arr_end(&w);
+	out_is(&b, L("[0.01,-0.01]"));
+	/* scale > 18 is an error. */
+	buf_reset(&b);
+	jw_init(&w, &b);
+	jw_fixed(&w, 1, 19);
+	cr_assert_neq(w.err, 0);
+	cr_assert_eq(b.len, 0);
+	buf_free(&b);
+}
+
+WM_TEST(jw, sticky_error_on_buffer_bound)
+{
+	struct buf b;
+	buf_init(&b, 16);
+	struct jw w;
+	jw_init(&w, &b);
+	jw_arr_begin(&w);
+	jw_str(&w, "0123456789"); /* [ + 12 = 13 bytes */
+	cr_assert_eq(w.err, 0);
+	jw_str(&w, "abc"); /* , + 5 -> 19 > 16 */
+	cr_assert_neq(w.err, 0);
+	size_t len = b.len;
+	cr_assert_leq(len, 16);
+	int err = w.err;
+	/* Everything after is a no-op, even what would fit. */
+	jw_arr_end(&w);
+	jw_int(&w, 1);
+	jw_null(&w);
+	jw_obj_begin(&w);
+	jw_key(&w, "k");
+	jw_value(&w, NULL);
+	cr_assert_eq(b.len, len);
+	cr_assert_eq(w.err, err);
+	buf_free(&b);
+
+	/* Exactly at the bound is fine; one byte more is not. */
+	buf_init(&b, 7);
+	jw_init(&w, &b);
+	jw_str(&w, "abcde"); /* 7 bytes */
+	cr_assert_eq(w.err, 0);
+	out_is(&b, L("\"abcde\""));
+	jw_init(&w, &b);
+	buf_reset(&b);
+	jw_str(&w, "abcdef"); /* 8 bytes */
+	cr_assert_neq(w.err, 0);
+	cr_assert_eq(b.len, 0); /* a failed string is rolled back */
+	buf_free(&b);
+
+	/* jw_escape rolls back too. */
+	buf_init(&b, 8);
+	buf_puts(&b, "xy");
+	cr_assert_eq(jw_escape(&b, "\x01\x02", 2), -1);
+	out_is(&b, L("xy"));
+	buf_free(&b);
+}
+
+WM_TEST(jw, depth_bound)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	struct jw w;
+	jw_init(&w, &b);
+	for (int i = 0; i < JW_MAX_DEPTH; i++)
+		jw_arr_begin(&w);
+	cr_assert_eq(w.err, 0);
+	for (int i = 0; i < JW_MAX_DEPTH; i++)
+		jw_arr_end(&w);
+	cr_assert_eq(w.err, 0);
+	cr_assert_eq(b.len, 2 * JW_MAX_DEPTH);
+	buf_reset(&b);
+	jw_init(&w, &b);
+	for (int i = 0; i <= JW_MAX_DEPTH; i++)
+		jw_obj_begin(&w);
+	cr_assert_neq(w.err, 0);
+	cr_assert_eq(b.len, JW_MAX_DEPTH);
+	/* Closing more than was opened is an error as well. */
+	buf_reset(&b);
+	jw_init(&w, &b);
+	jw_arr_end(&w);
+	cr_assert_neq(w.err, 0);
+	cr_assert_eq(b.len, 0);
+	buf_free(&b);
+}
+
+WM_TEST(jw, key_misuse)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	struct jw w;
+	jw_init(&w, &b);
+	jw_key(&w, "top"); /* no enclosing object */
+	cr_assert_neq(w.err, 0);
+	cr_assert_eq(b.len, 0);
+	jw_init(&w, &b);
+	jw_obj_begin(&w);
+	jw_key(&w, "a");
+	jw_key(&w, "b"); /* a key where a value is due */
+	cr_assert_neq(w.err, 0);
+	out_is(&b, L("{\"a\":"));
+	buf_reset(&b);
+	jw_init(&w, &b);
+	jw_obj_begin(&w);
+	jw_key(&w, "a");
+	jw_obj_end(&w); /* closing with a dangling key */
+	cr_assert_neq(w.err, 0);
+	buf_free(&b);
+}
+
+/* Deep structural equality of two parsed trees. */
+static void same_value(const struct json_value *a, const struct json_value *b)
+{
+	cr_assert_eq(a->type, b->type);
+	cr_assert_eq(a->len, b->len);
+	switch (a->type) {
+	case JSON_NUMBER:
+		cr_assert_str_eq(a->u.num, b->u.num);
+		break;
+	case JSON_STRING:
+		cr_assert_eq(memcmp(a->u.str, b->u.str, a->len), 0);
+		break;
+	case JSON_ARRAY:
+		for (uint32_t i = 0; i < a->len; i++)
+			same_value(&a->u.items[i], &b->u.items[i]);
+		break;
+	case JSON_OBJECT:
+		for (uint32_t i = 0; i < a->len; i++) {
+			cr_assert_eq(a->u.members[i].key_len, b->u.members[i].key_len);
+			cr_assert_eq(memcmp(a->u.members[i].key, b->u.members[i].key,
+					    a->u.members[i].key_len), 0);
+			same_value(&a->u.members[i].value, &b->u.members[i].value);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+WM_TEST(jw, round_trip)
+{
+	static const struct {
+		const char *s;
+		size_t n;
+		const char *compact; /* expected jw_value output, NULL = same as input */
+	} cases[] = {
+		{ L("null"), NULL },
+		{ L("[true,false,null]"), NULL },
+		{ L("[-0,1e400,0.1,123456789012345678901234567890,1E-7,-1.5e+10]"), NULL },
+		{ L(" { \"a\" : [ 1 , { } , [ ] ] ,\n \"b\" : \"x\" } "),
+		  "{\"a\":[1,{},[]],\"b\":\"x\"}" },
+		{ L("\"\\u0041\\u00e9\\ud83c\\udf77\\/\\u007f\\u0000\\u001f\\b\\f\\n\\r\\t\\\"\\\\\""),
+		  "\"A\xc3\xa9\xf0\x9f\x8d\xb7/\\u007f\\u0000\\u001f\\b\\f\\n\\r\\t\\\"\\\\\"" },
+		{ L("{\"z\":1,\"a\":2,\"m\":{\"k\\u0000\":[[[[\"deep\"]]]]}}"),
+		  "{\"z\":1,\"a\":2,\"m\":{\"k\\u0000\":[[[[\"deep\"]]]]}}" },
+		{ L("[\"Ch\xc3\xa2teau\",\"\x7f\"]"), "[\"Ch\xc3\xa2teau\",\"\\u007f\"]" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct json_doc *d1 = json_parse(cases[i].s, cases[i].n, NULL, NULL);
+		cr_assert_not_null(d1, "%s", cases[i].s);
+		struct buf b1, b2;
+		buf_init(&b1, 0);
+		buf_init(&b2, 0);
+		struct jw w;
+		jw_init(&w, &b1);
+		jw_value(&w, json_root(d1));
+		cr_assert_eq(w.err, 0);
+		const char *want = cases[i].compact ? cases[i].compact : cases[i].s;
+		out_is(&b1, want, strlen(want));
+		struct json_doc *d2 = json_parse(b1.data, b1.len, NULL, NULL);
+		cr_assert_not_null(d2);
+		same_value(json_root(d1), json_root(d2));
+		jw_init(&w, &b2);
+		jw_value(&w, json_root(d2));
+		out_is(&b2, b1.data, b1.len);
+		json_doc_free(d1);
+		json_doc_free(d2);
+		buf_free(&b1);
+		buf_free(&b2);
+	}
+}
+
+WM_TEST(jw, value_inside_writer)
+{
+	/* jw_value as a member value and as an array element. */
+	struct json_doc *d = json_parse(L("{\"q\":[1,2]}"), NULL, NULL);
+	cr_assert_not_null(d);
+	struct buf b;
+	buf_init(&b, 0);
+	struct jw w;
+	jw_init(&w, &b);
+	jw_arr_begin(&w);
+	jw_int(&w, 0);
+	jw_value(&w, json_root(d));
+	jw_obj_begin(&w);
+	jw_key(&w, "doc");
+	jw_value(&w, json_get(json_root(d), "q"));
+	jw_obj_end(&w);
+	jw_arr_end(&w);
+	cr_assert_eq(w.err, 0);
+	out_is(&b, L("[0,{\"q\":[1,2]},{\"doc\":[1,2]}]"));
+	json_doc_free(d);
+	buf_free(&b);
+}

@@ -27,8 +27,11 @@ void fmt_rfc3339_ms(char *out, unsigned long long unix_ms)
 	time_t s = (time_t)(unix_ms / 1000);
 	struct tm tm;
 	gmtime_r(&s, &tm);
-	snprintf(out, 25, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(unix_ms % 1000));
+	char tmp[64];
+	snprintf(tmp, sizeof(tmp), "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", (tm.tm_year + 1900) % 10000,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(unix_ms % 1000));
+	memcpy(out, tmp, 25);
+	out[24] = 0;
 }
 
 void wm_log(enum log_level lvl, const char *fmt, ...)

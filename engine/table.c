@@ -58,7 +58,7 @@ static struct row *row_make(struct table *t, const char *id, size_t id_len, cons
 	struct json_error jerr;
 	struct json_doc *jd = json_parse(doc, doc_len, NULL, &jerr);
 	if (!jd) {
-		snprintf(why, 128, "%s document does not parse: %s at %zu", t->ops->name, jerr.msg, jerr.offset);
+		snprintf(why, 128, "%s document does not parse: %.60s at %zu", t->ops->name, jerr.msg, jerr.offset);
 		return NULL;
 	}
 	size_t sz = t->ops->row_size + id_len + 1 + doc_len + 1;

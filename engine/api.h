@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 
+#include "engine/route.h"
 #include "engine/shard.h"
 #include "net/http.h"
 #include "net/json.h"
@@ -24,17 +25,6 @@
 #define API_PAGE_DEFAULT 50u
 #define API_PAGE_MAX 200u
 #define API_MAX_FIELD_ERRORS 32
-
-struct api_ctx;
-typedef void (*route_fn)(struct api_ctx *c);
-
-struct route {
-	enum http_method method;
-	const char *pattern;   /* "/v1/partners/{id}" */
-	route_fn fn;
-	const char *scope;     /* scope a key needs (enforced by the identity layer) */
-	const char *summary;
-};
 
 struct api_param {
 	const char *p;
@@ -64,10 +54,6 @@ void api_handle(void *app, const struct srv_request *rq, struct srv_response *rs
 void api_done(void *app, const struct srv_request *rq, const struct srv_response *rs,
 	      uint64_t latency_us);
 
-#define API_MAX_ROUTES 128
-
-/* Every route of the service, NULL-pattern terminated (routes.c). */
-const struct route *api_route_table(void);
 
 /* ---- responses --------------------------------------------------------- */
 void api_error(struct api_ctx *c, int status, const char *code, const char *detail);

@@ -132,9 +132,10 @@ int shard_load(struct shard *sh, const struct config *cfg, const char *snap_path
 		return -1;
 	}
 	if (found) {
-		char serr[256];
-		if (snap_load(si.path, snap_record_apply, sh, &si, serr, sizeof(serr))) {
-			snprintf(err, errlen, "snapshot %s failed to load: %s", si.path, serr);
+		char serr[256], path[sizeof(si.path)];
+		memcpy(path, si.path, sizeof(path)); /* snap_load overwrites si */
+		if (snap_load(path, snap_record_apply, sh, &si, serr, sizeof(serr))) {
+			snprintf(err, errlen, "snapshot %s failed to load: %s", path, serr);
 			return -1;
 		}
 		sh->lsn = si.lsn;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <strings.h>
 
-#include "engine/api.h"
+#include "engine/route.h"
 #include "tests/wm_test.h"
 
 static const char *method_name(enum http_method m)

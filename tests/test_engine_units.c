@@ -1,0 +1,163 @@
+/*
+ * test_engine_units.c -- pure engine pieces: ids, ISO tables, records,
+ * cursors (base64url), configuration parsing, metrics rendering.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/api.h"
+#include "engine/config.h"
+#include "engine/id.h"
+#include "engine/iso.h"
+#include "engine/metrics.h"
+#include "engine/record.h"
+#include "tests/wm_test.h"
+
+WM_TEST(ids, time_ordered_unique_and_valid)
+{
+	struct id_clock c;
+	id_clock_init(&c);
+	char prev[ID_MAX_LEN] = "", cur[ID_MAX_LEN];
+	for (int i = 0; i < 20000; i++) {
+		size_t n = id_new(&c, "ptn", cur);
+		cr_assert_eq(n, 4 + ID_BODY_LEN);
+		cr_assert(id_valid(cur, n, "ptn"));
+		cr_assert_gt(strcmp(cur, prev), 0, "ids strictly increase: %s after %s", cur, prev);
+		strcpy(prev, cur);
+	}
+	cr_assert_not(id_valid(cur, strlen(cur), "wine"), "wrong prefix");
+	cur[6] = 'U'; /* not in Crockford base32 */
+	cr_assert_not(id_valid(cur, strlen(cur), "ptn"));
+}
+
+WM_TEST(ids, observe_moves_clock_past_recovered_ids)
+{
+	struct id_clock c;
+	id_clock_init(&c);
+	/* an id from far in the future (clock stepped back since) */
+	const char *future = "ptn_ZZZZZZZZZZ0000000000";
+	id_observe(&c, future, strlen(future));
+	char next[ID_MAX_LEN];
+	id_new(&c, "ptn", next);
+	cr_assert_gt(strcmp(next, future), 0, "%s must sort after %s", next, future);
+	id_observe(&c, "garbage", 7); /* ignored */
+}
+
+WM_TEST(iso, countries_and_currencies)
+{
+	cr_assert_eq(iso_country_count(), 249);
+	cr_assert(iso_country_valid("FR", 2));
+	cr_assert(iso_country_valid("ZW", 2));
+	cr_assert(iso_country_valid("AD", 2));
+	cr_assert_not(iso_country_valid("fr", 2));
+	cr_assert_not(iso_country_valid("UK", 2), "UK is not the ISO code (GB is)");
+	cr_assert_not(iso_country_valid("FRA", 3));
+	cr_assert_eq(iso_currency_minor("EUR", 3), 2);
+	cr_assert_eq(iso_currency_minor("JPY", 3), 0);
+	cr_assert_eq(iso_currency_minor("BHD", 3), 3);
+	cr_assert_eq(iso_currency_minor("EURO", 4), -1);
+	cr_assert_eq(iso_currency_minor("XXX", 3), -1);
+}
+
+WM_TEST(records, round_trip_and_malformed)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	cr_assert_eq(rec_encode(&b, REC_PUT, REC_T_PARTNER, 1, "ptn_1", 5, "{\"a\":1}", 7), 0);
+	cr_assert_eq(rec_encode(&b, REC_DEL, REC_T_EVENT, 1, "evt_1", 5, "", 0), 0);
+	size_t off = 0;
+	struct rec_view rv;
+	cr_assert_eq(rec_decode((const uint8_t *)b.data, b.len, &off, &rv), 1);
+	cr_assert_eq(rv.op, REC_PUT);
+	cr_assert_eq(rv.table, REC_T_PARTNER);
+	cr_assert_eq(rv.val_len, 7);
+	cr_assert_eq(memcmp(rv.val, "{\"a\":1}", 7), 0);
+	cr_assert_eq(rec_decode((const uint8_t *)b.data, b.len, &off, &rv), 1);
+	cr_assert_eq(rv.op, REC_DEL);
+	cr_assert_eq(rec_decode((const uint8_t *)b.data, b.len, &off, &rv), 0, "clean end");
+	for (size_t cut = 1; cut < b.len; cut++) {
+		size_t o = 0;
+		int r;
+		while ((r = rec_decode((const uint8_t *)b.data, cut, &o, &rv)) == 1)
+			;
+		cr_assert(r == 0 || r == -1);
+		if (cut != 22) /* 22 = exactly the first record */
+			cr_assert_eq(r, -1, "a truncated record at %zu is malformed", cut);
+	}
+	b.data[1] = (char)REC_T_COUNT_; /* unknown table */
+	off = 0;
+	cr_assert_eq(rec_decode((const uint8_t *)b.data, b.len, &off, &rv), -1);
+	char big[300];
+	memset(big, 'k', sizeof(big));
+	cr_assert_eq(rec_encode(&b, REC_PUT, 1, 1, big, REC_MAX_KEY + 1, "", 0), -1, "key past the bound");
+	cr_assert_eq(rec_encode(&b, REC_PUT, 1, 1, big, REC_MAX_KEY, "", 0), 0, "key at the bound");
+	buf_free(&b);
+}
+
+WM_TEST(cursor, base64url_round_trip_and_rejects)
+{
+	uint8_t in[256], out[256];
+	char enc[400];
+	for (int n = 0; n < 256; n++) {
+		for (int i = 0; i < n; i++)
+			in[i] = (uint8_t)(i * 37 + n);
+		int e = b64url_encode(in, (size_t)n, enc, sizeof(enc));
+		cr_assert_geq(e, 0);
+		cr_assert_null(strpbrk(enc, "+/="), "url-safe, unpadded");
+		int d = b64url_decode(enc, (size_t)e, out, sizeof(out));
+		cr_assert_eq(d, n);
+		cr_assert_eq(memcmp(in, out, (size_t)n), 0);
+	}
+	cr_assert_eq(b64url_decode("a", 1, out, sizeof(out)), -1);
+	cr_assert_eq(b64url_decode("ab!d", 4, out, sizeof(out)), -1);
+	cr_assert_eq(b64url_decode("QR", 2, out, sizeof(out)), -1, "non-canonical trailing bits");
+	cr_assert_eq(b64url_decode("QUJD", 4, out, 2), -1, "output bound");
+}
+
+WM_TEST(config, flags_file_and_bounds)
+{
+	struct config c;
+	config_defaults(&c);
+	cr_assert_str_eq(c.data_dir, "./var");
+	char path[] = "/tmp/wm-cfg-XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f = fdopen(fd, "w");
+	fprintf(f, "# comment\nwal_mode = write\nmax-conns = 7\nlisten = 0.0.0.0:9\n");
+	fclose(f);
+	char *argv1[] = {"wm", "--config", path, "--max-conns", "9", "--demo", NULL};
+	FILE *err = fopen("/dev/null", "w");
+	cr_assert_eq(config_parse_args(&c, 6, argv1, err), 0);
+	cr_assert_str_eq(c.wal_mode, "write", "file applies");
+	cr_assert_eq(c.max_conns, 9, "flags override the file");
+	cr_assert_eq(c.demo, 1, "bare boolean flag");
+	cr_assert_str_eq(c.listen, "0.0.0.0:9");
+	char *bad[][3] = {{"wm", "--max-conns", "0"},       {"wm", "--max-conns", "100001"},
+			  {"wm", "--wal-mode", "sometimes"}, {"wm", "--nonsense", "1"},
+			  {"wm", "--max-conns", "-1"},       {"wm", "--max-conns", "12x"}};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		config_defaults(&c);
+		cr_assert_eq(config_parse_args(&c, 3, bad[i], err), -1, "%s %s accepted", bad[i][1], bad[i][2]);
+	}
+	char *edge[] = {"wm", "--max-conns", "100000"};
+	cr_assert_eq(config_parse_args(&c, 3, edge, err), 0, "upper bound itself is fine");
+	fclose(err);
+	remove(path);
+}
+
+WM_TEST(metrics, counts_by_route_and_status)
+{
+	static struct metrics m;
+	memset(&m, 0, sizeof(m));
+	metrics_record(&m, "/v1/partners", 201, 300);
+	metrics_record(&m, "/v1/partners", 201, 300);
+	metrics_record(&m, "/v1/partners", 599, 5000000);
+	struct buf b;
+	buf_init(&b, 0);
+	metrics_render(&m, &b);
+	buf_putc(&b, 0);
+	cr_assert(strstr(b.data, "wm_http_requests_total{route=\"/v1/partners\",status=\"201\"} 2"), "%s", b.data);
+	cr_assert(strstr(b.data, "status=\"other\"} 1"));
+	cr_assert(strstr(b.data, "wm_http_request_duration_seconds_bucket{le=\"0.0005\"} 2"), "%s", b.data);
+	cr_assert(strstr(b.data, "wm_http_request_duration_seconds_count 3"));
+	buf_free(&b);
+}

@@ -148,4 +148,14 @@ typedef void (*wal_segment_fn)(void *ctx, const struct wal_segment_info *info);
 /* Walk every segment in order, verifying every frame; returns 0 if all ok. */
 int wal_inspect(const char *dir, wal_segment_fn fn, void *ctx);
 
+/*
+ * (Addition.)  Where wal_recover/wal_prune/wal_inspect send their log lines
+ * (torn tail cut, salvage, stale temp file removed, I/O trouble): one line
+ * without the trailing newline per call.  NULL restores the default,
+ * stderr.  Process-wide; set it at start-up.  Fatal errors of the writer
+ * thread always go to stderr, right before the process exits.
+ */
+typedef void (*wal_log_fn)(const char *line);
+void wal_set_recovery_log(wal_log_fn fn);
+
 #endif

@@ -55,4 +55,58 @@ enum wal_frame_status wal_frame_decode(const uint8_t *p, size_t avail, uint64_t 
 int wal_txn_next(const struct buf *raw, size_t *off, uint64_t *lsn,
 		 const uint8_t **payload, uint32_t *len);
 
+/* ---- additions beyond the original contract (encoder side, segment
+ * header, explicit decompression context) -------------------------------- */
+
+struct ZSTD_CCtx_s; /* zstd's ZSTD_CCtx */
+struct ZSTD_DCtx_s; /* zstd's ZSTD_DCtx */
+
+/*
+ * Append one transaction (u64 lsn, u32 len, payload) to a raw block.
+ * Returns 0, or -1 (raw unchanged) if the buffer bound or memory ran out.
+ */
+int wal_txn_put(struct buf *raw, uint64_t lsn, const void *payload, uint32_t len);
+
+/*
+ * Encode one frame from a raw block raw[0..raw_len) that holds at least one
+ * well-formed transaction with LSNs contiguous from >= 1, raw_len <=
+ * WAL_FRAME_MAX_RAW.  Compresses with the given (reused) context at `level`
+ * and appends header + compressed bytes to `out`.  Fills fv (may be NULL).
+ * Returns 0, or -1 (out unchanged) on a malformed block, bound or zstd error.
+ */
+int wal_frame_encode(struct ZSTD_CCtx_s *cctx, int level, uint64_t salt,
+		     const uint8_t *raw, size_t raw_len, struct buf *out,
+		     struct wal_frame_view *fv);
+
+/*
+ * wal_frame_decode() with an explicit, caller-owned decompression context
+ * (recovery reuses one for a whole log).  wal_frame_decode() itself uses a
+ * per-thread context created on first use and kept for the thread's life.
+ */
+enum wal_frame_status wal_frame_decode_dctx(struct ZSTD_DCtx_s *dctx, const uint8_t *p,
+					    size_t avail, uint64_t expected_salt,
+					    struct wal_frame_view *fv, struct buf *raw,
+					    char *why);
+
+/* Segment file names: "<20-digit first LSN>.wal", created first under that
+ * name plus WAL_SEG_TMP_SUFFIX. */
+#define WAL_SEG_SUFFIX      ".wal"
+#define WAL_SEG_TMP_SUFFIX  ".inprogress"
+#define WAL_SEG_NAME_LEN    24u /* 20 digits + ".wal" */
+
+/* 1 and *lsn if `name` is exactly a segment file name (20 digits, ".wal",
+ * LSN >= 1), 0 otherwise. */
+int wal_seg_name_parse(const char *name, uint64_t *lsn);
+
+/* Write a segment header (WAL_SEG_HEADER_SIZE bytes) for salt/first_lsn. */
+void wal_seg_header_encode(uint8_t *out, uint64_t salt, uint64_t first_lsn);
+
+/*
+ * Validate the segment header at p[0..avail): magic, version, reserved
+ * bytes zero, checksum.  Returns 0 and fills salt/first_lsn, or -1 with a
+ * reason in `why` (may be NULL, >= 96 bytes).
+ */
+int wal_seg_header_decode(const uint8_t *p, size_t avail, uint64_t *salt,
+			  uint64_t *first_lsn, char *why);
+
 #endif

@@ -1,0 +1,718 @@
+/*
+ * wal.c -- the WAL writer: one background thread, group commit, segments.
+ *
+ * Why a thread: DESIGN.md section 3 forbids blocking work on the event-loop
+ * thread, and fdatasync costs ~100 us here.  The loop calls wal_append(),
+ * which only memcpy's the transaction into the "open" batch under a mutex
+ * and signals a condition variable.  The WAL thread swaps the open batch
+ * with its own (so the loop never waits for I/O), cuts it into frames of at
+ * most max_batch_bytes raw bytes, compresses each with one reused zstd
+ * context, writes each frame with pwrite(2) into the current segment,
+ * issues ONE fdatasync for the whole batch (mode fsync), and only then
+ * publishes the batch's last LSN as durable (atomic store, release) and
+ * bumps the eventfd so the loop can release the responses waiting on it.
+ * While the thread is inside fdatasync new transactions pile up in the
+ * other buffer: that is the group commit -- batch size adapts to the sync
+ * latency by itself, with no timer.  Back-pressure only starts when more
+ * than WAL_QUEUE_MAX_BYTES are queued.
+ *
+ * The queued batch is kept directly in the frame's raw format (u64 lsn,
+ * u32 len, payload), so cutting frames needs no second copy.
+ *
+ * Segments (c-toolchain.md: syncs on a pre-zeroed file are ~40% cheaper
+ * than on an appended one, because no metadata has to be committed): a new
+ * segment is created as <name>.inprogress with O_EXCL, gets its header and
+ * is filled with zeros to segment_size, fsync'd, renamed to its final name
+ * and the directory is fsync'd -- so a segment that has a final name always
+ * has a valid header and zeros behind its frames.  Rotation happens when the
+ * next frame would not fit; the old segment is fdatasync'd first (also in
+ * mode write), so only the newest segment can ever hold an unsynced tail --
+ * recovery relies on that.  A frame bigger than a whole segment gets a
+ * segment of its own sized to fit.  wal_open() always starts a new segment
+ * at next_lsn, so a tail that recovery cut is never appended to.
+ *
+ * Failures: a failed write is zeroed back to the last good offset (or the
+ * file truncated there), logged, and the process exits; an fdatasync
+ * failure is logged and the process exits.  fsync is never retried: after a
+ * failed fsync the kernel may have dropped the dirty pages, and only a
+ * restart with recovery from what is really on disk is safe.
+ *
+ * Locking: `mu` protects the open batch, appended LSN, stop flag and the
+ * stats.  Everything under "WAL thread only" is touched by the WAL thread
+ * alone after wal_open() returns.
+ */
+#include "wal/wal.h"
+
+#include <assert.h>
+#include <dirent.h>
+#include <stdarg.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zstd.h>
+
+#include "engine/errinj.h"
+#include "wal/wal_format.h"
+
+#define WAL_DEFAULT_SEGMENT_SIZE ((uint64_t)64 << 20)
+#define WAL_MIN_SEGMENT_SIZE     ((uint64_t)64 << 10)
+#define WAL_DEFAULT_BATCH_BYTES  (1u << 20)
+#define WAL_MIN_BATCH_BYTES      64u                /* room for a tiny txn */
+#define WAL_DEFAULT_ZSTD_LEVEL   1
+#define WAL_QUEUE_MAX_BYTES      ((size_t)64 << 20) /* back-pressure beyond this */
+#define WAL_ZERO_CHUNK           (64u << 10)        /* preallocation write size */
+
+const uint32_t wal_lat_bounds_us[WAL_LAT_BUCKETS] = {
+	50, 100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 51200, 102400,
+};
+
+static const uint8_t zero_chunk[WAL_ZERO_CHUNK];
+
+struct wal {
+	/* immutable after wal_open */
+	char *dir;
+	enum wal_mode mode;
+	uint64_t segment_size;
+	uint32_t max_batch_bytes;
+	int level;
+	int efd;
+
+	pthread_mutex_t mu;
+	pthread_cond_t work;  /* WAL thread: open batch non-empty, or stop */
+	pthread_cond_t done;  /* flushers / back-pressured appenders: a batch finished */
+	struct buf open;      /* under mu: queued txns in raw frame format */
+	size_t inflight;      /* under mu: bytes the WAL thread is writing now */
+	uint64_t appended;    /* under mu: last LSN accepted by wal_append */
+	int stop;             /* under mu */
+	int have_thread;
+	struct wal_stats st;  /* under mu; durable/appended filled in by wal_stats */
+	_Atomic uint64_t durable;
+
+	/* WAL thread only (and wal_open before the thread starts) */
+	pthread_t thr;
+	struct buf mine;      /* the batch being written */
+	struct buf frame;     /* one encoded frame */
+	ZSTD_CCtx *cctx;
+	int seg_fd;
+	int seg_dirty;        /* written since the last fdatasync */
+	uint64_t seg_off;     /* end of the last good frame */
+	uint64_t seg_cap;     /* preallocated size */
+	uint64_t salt;
+};
+
+/* Per-batch figures, merged into w->st under the lock. */
+struct batch_stats {
+	uint64_t frames, txns, bytes_raw, bytes_written, syncs, sync_us, segments;
+	uint64_t lat[WAL_LAT_BUCKETS + 1];
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* printf into err[0..errlen) when the caller gave a buffer. */
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (!err || !errlen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* Fatal I/O condition in the WAL thread: log and leave (never retry fsync). */
+static _Noreturn void die(const char *what, int err)
+{
+	fprintf(stderr, "wal: FATAL: %s: %s -- exiting, recovery will start from what is on disk\n",
+		what, strerror(err));
+	exit(EXIT_FAILURE);
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* fsync a directory so renames/unlinks in it are durable.  0 or -1 (errno). */
+static int fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int rc = fsync(fd);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
+/* mkdir -p.  0 or -1 (errno). */
+static int mkdir_p(const char *dir)
+{
+	char tmp[PATH_MAX];
+	size_t n = strlen(dir);
+	if (n == 0 || n >= sizeof(tmp)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(tmp, dir, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (tmp[i] != '/' && tmp[i] != 0)
+			continue;
+		char c = tmp[i];
+		tmp[i] = 0;
+		if (mkdir(tmp, 0755) && errno != EEXIST)
+			return -1;
+		tmp[i] = c;
+	}
+	struct stat sb;
+	if (stat(dir, &sb))
+		return -1;
+	if (!S_ISDIR(sb.st_mode)) {
+		errno = ENOTDIR;
+		return -1;
+	}
+	return 0;
+}
+
+/* A random salt, never 0 (an all-zero header must never match). */
+static uint64_t new_salt(void)
+{
+	uint64_t s = 0;
+	while (s == 0) {
+		ssize_t r = getrandom(&s, sizeof(s), 0);
+		if (r != (ssize_t)sizeof(s))
+			s = (uint64_t)now_us() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+	}
+	return s;
+}
+
+/* Write all n bytes at off; 0 or -1 (errno), *done = bytes written. */
+static int pwrite_all(int fd, const void *p, size_t n, uint64_t off, size_t *done)
+{
+	size_t d = 0;
+	while (d < n) {
+		ssize_t r = pwrite(fd, (const uint8_t *)p + d, n - d, (off_t)(off + d));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			if (r == 0)
+				errno = EIO;
+			if (done)
+				*done = d;
+			return -1;
+		}
+		d += (size_t)r;
+	}
+	if (done)
+		*done = d;
+	return 0;
+}
+
+/*
+ * 1 if the existing segment file `path` holds no frame (only a header and
+ * zeros, or nothing after the header): wal_open may then replace it.
+ * 0 if it holds data or cannot be judged.
+ */
+static int segment_is_empty(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	uint8_t b[WAL_SEG_HEADER_SIZE + WAL_FRAME_HEADER_SIZE];
+	ssize_t r = pread(fd, b, sizeof(b), 0);
+	close(fd);
+	if (r < (ssize_t)WAL_SEG_HEADER_SIZE)
+		return r == 0; /* an empty file holds nothing */
+	for (ssize_t i = WAL_SEG_HEADER_SIZE; i < r; i++)
+		if (b[i])
+			return 0;
+	return 1;
+}
+
+/*
+ * Check the directory before starting a segment at next_lsn: no segment may
+ * start after next_lsn, and one starting exactly there must be empty (left
+ * by a wal_open that crashed before its first write); it is then replaced.
+ * 0 or -1 with err.
+ */
+static int check_existing(const char *dir, uint64_t next_lsn, char *err, size_t errlen)
+{
+	DIR *d = opendir(dir);
+	if (!d) {
+		set_err(err, errlen, "wal: cannot read %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	int rc = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		uint64_t lsn;
+		if (!wal_seg_name_parse(de->d_name, &lsn) || lsn < next_lsn)
+			continue;
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (lsn > next_lsn || !segment_is_empty(path)) {
+			set_err(err, errlen,
+				"wal: segment %s already holds LSNs at or after next_lsn %" PRIu64
+				" (run recovery first, or pass the right next_lsn)",
+				path, next_lsn);
+			rc = -1;
+			break;
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
+/*
+ * Create, preallocate, sync and publish a new segment starting at first_lsn
+ * with at least `size` bytes, and make it current (the old one is closed).
+ * The caller has synced the old segment.  Replacing an existing empty
+ * segment of the same name is atomic (rename over it).  0 or -1 with err.
+ */
+static int seg_create(struct wal *w, uint64_t first_lsn, uint64_t size, char *err, size_t errlen)
+{
+	char fin[PATH_MAX], tmp[PATH_MAX];
+	int n1 = snprintf(fin, sizeof(fin), "%s/%020" PRIu64 WAL_SEG_SUFFIX, w->dir, first_lsn);
+	int n2 = snprintf(tmp, sizeof(tmp), "%s" WAL_SEG_TMP_SUFFIX, fin);
+	if (n1 < 0 || n2 < 0 || (size_t)n2 >= sizeof(tmp)) {
+		set_err(err, errlen, "wal: path too long under %s", w->dir);
+		return -1;
+	}
+	assert(size >= WAL_SEG_HEADER_SIZE);
+	int fd = open(tmp, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0644);
+	if (fd < 0 && errno == EEXIST) {
+		/* A stale temp file from a crash during creation: never published, drop it. */
+		unlink(tmp);
+		fd = open(tmp, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0644);
+	}
+	if (fd < 0) {
+		set_err(err, errlen, "wal: create %s: %s", tmp, strerror(errno));
+		return -1;
+	}
+	uint64_t salt = new_salt();
+	uint8_t hdr[WAL_SEG_HEADER_SIZE];
+	wal_seg_header_encode(hdr, salt, first_lsn);
+	const char *step = "write header";
+	if (pwrite_all(fd, hdr, sizeof(hdr), 0, NULL))
+		goto fail;
+	step = "preallocate";
+	for (uint64_t off = WAL_SEG_HEADER_SIZE; off < size;) {
+		size_t n = size - off < WAL_ZERO_CHUNK ? (size_t)(size - off) : WAL_ZERO_CHUNK;
+		if (pwrite_all(fd, zero_chunk, n, off, NULL))
+			goto fail;
+		off += n;
+	}
+	step = "fsync";
+	if (fsync(fd))
+		goto fail;
+	step = "rename";
+	if (rename(tmp, fin))
+		goto fail;
+	if (fsync_dir(w->dir)) {
+		/* The segment is published but maybe not durably: same class of
+		 * failure as a failed fsync. */
+		set_err(err, errlen, "wal: fsync directory %s: %s", w->dir, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (w->seg_fd >= 0)
+		close(w->seg_fd);
+	w->seg_fd = fd;
+	w->seg_dirty = 0;
+	w->seg_off = WAL_SEG_HEADER_SIZE;
+	w->seg_cap = size;
+	w->salt = salt;
+	return 0;
+fail:
+	set_err(err, errlen, "wal: %s %s: %s", step, tmp, strerror(errno));
+	close(fd);
+	unlink(tmp);
+	return -1;
+}
+
+/* fdatasync the current segment if it has unsynced writes; record latency. */
+static void seg_sync(struct wal *w, struct batch_stats *bs)
+{
+	if (!w->seg_dirty || w->seg_fd < 0)
+		return;
+	uint64_t t0 = now_us();
+	if (fdatasync(w->seg_fd))
+		die("fdatasync", errno);
+	uint64_t us = now_us() - t0;
+	w->seg_dirty = 0;
+	bs->syncs++;
+	bs->sync_us += us;
+	size_t b = 0;
+	while (b < WAL_LAT_BUCKETS && us > wal_lat_bounds_us[b])
+		b++;
+	bs->lat[b]++;
+}
+
+/*
+ * A write at the segment's good end failed after `done` bytes: restore the
+ * clean end (the file is pre-zeroed, so zeros; if even that fails, cut the
+ * file there) so no partial frame is left behind for recovery to judge.
+ */
+static void cut_back(struct wal *w, size_t done)
+{
+	uint64_t off = w->seg_off, end = w->seg_off + done;
+	while (off < end) {
+		size_t n = end - off < WAL_ZERO_CHUNK ? (size_t)(end - off) : WAL_ZERO_CHUNK;
+		if (pwrite_all(w->seg_fd, zero_chunk, n, off, NULL))
+			break;
+		off += n;
+	}
+	if (off < end && ftruncate(w->seg_fd, (off_t)w->seg_off))
+		fprintf(stderr, "wal: cannot cut back to offset %" PRIu64 ": %s\n", w->seg_off,
+			strerror(errno));
+}
+
+/* Start a new segment for a frame of frame_len bytes starting at `first`:
+ * sync the old one, create the new one (sized to fit if the frame is larger
+ * than a whole segment).  Exits the process on failure. */
+static void rotate(struct wal *w, uint64_t first, size_t frame_len, struct batch_stats *bs)
+{
+	seg_sync(w, bs); /* only the newest segment may hold an unsynced tail */
+	uint64_t size = w->segment_size;
+	if ((uint64_t)frame_len + WAL_SEG_HEADER_SIZE > size)
+		size = ((uint64_t)frame_len + WAL_SEG_HEADER_SIZE + 4095) & ~(uint64_t)4095;
+	char err[PATH_MAX + 128];
+	errno = 0;
+	if (seg_create(w, first, size, err, sizeof(err))) {
+		int e = errno ? errno : EIO;
+		fprintf(stderr, "%s\n", err);
+		die("segment rotation", e);
+	}
+	bs->segments++;
+}
+
+/*
+ * Append the encoded frame in w->frame at the current segment's good end
+ * (the caller made sure it fits).  Exits the process on any failure, after
+ * cutting the partial write back to the last good offset.
+ */
+static void write_frame(struct wal *w)
+{
+	const uint8_t *p = (const uint8_t *)w->frame.data;
+	size_t n = w->frame.len, done = 0;
+	assert(n > WAL_FRAME_HEADER_SIZE);
+	assert(w->seg_off + n <= w->seg_cap);
+	if (pwrite_all(w->seg_fd, p, n, w->seg_off, &done)) {
+		int e = errno;
+		cut_back(w, done);
+		die("write", e);
+	}
+	w->seg_off += n;
+	w->seg_dirty = 1;
+	if (ERRINJ("wal_crash_after_write"))
+		_exit(137);
+}
+
+/*
+ * Write the batch in w->mine: cut into frames of at most max_batch_bytes
+ * raw (whole transactions only), encode with the current segment's salt,
+ * rotate when a frame does not fit (re-encoding it with the new salt),
+ * write, then one fdatasync (mode fsync).  Returns the number of
+ * transactions.  Exits the process on any failure.
+ */
+static uint64_t write_batch(struct wal *w, struct batch_stats *bs)
+{
+	const uint8_t *raw = (const uint8_t *)w->mine.data;
+	size_t len = w->mine.len, start = 0;
+	uint64_t txns = 0;
+	while (start < len) {
+		size_t end = start;
+		while (end < len) {
+			assert(len - end >= WAL_TXN_HEADER_SIZE);
+			size_t t = WAL_TXN_HEADER_SIZE + rd_u32(raw + end + 8);
+			assert(t <= w->max_batch_bytes && t <= len - end);
+			if (end > start && end - start + t > w->max_batch_bytes)
+				break;
+			end += t;
+		}
+		struct wal_frame_view fv;
+		buf_reset(&w->frame);
+		if (wal_frame_encode(w->cctx, w->level, w->salt, raw + start, end - start, &w->frame, &fv))
+			die("frame encode", ENOMEM);
+		if (w->seg_off + fv.frame_len > w->seg_cap) {
+			rotate(w, fv.first_lsn, fv.frame_len, bs);
+			buf_reset(&w->frame); /* rare: once per segment */
+			if (wal_frame_encode(w->cctx, w->level, w->salt, raw + start, end - start,
+					     &w->frame, &fv))
+				die("frame encode", ENOMEM);
+		}
+		write_frame(w);
+		bs->frames++;
+		bs->txns += fv.txn_count;
+		bs->bytes_raw += fv.raw_len;
+		bs->bytes_written += fv.frame_len;
+		txns += fv.txn_count;
+		start = end;
+	}
+	if (w->mode == WAL_MODE_FSYNC) {
+		seg_sync(w, bs);
+		if (ERRINJ("wal_crash_after_sync"))
+			_exit(137);
+	}
+	return txns;
+}
+
+/* The WAL thread: take the open batch, write it, publish, repeat. */
+static void *wal_thread(void *arg)
+{
+	struct wal *w = arg;
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		while (w->open.len == 0 && !w->stop)
+			pthread_cond_wait(&w->work, &w->mu);
+		if (w->open.len == 0)
+			break; /* stopping and drained */
+		struct buf t = w->open;
+		w->open = w->mine;
+		w->mine = t;
+		buf_reset(&w->open);
+		w->inflight = w->mine.len;
+		uint64_t last = w->appended;
+		pthread_mutex_unlock(&w->mu);
+
+		struct batch_stats bs;
+		memset(&bs, 0, sizeof(bs));
+		uint64_t n = write_batch(w, &bs);
+		assert(last >= atomic_load_explicit(&w->durable, memory_order_relaxed) + n);
+		atomic_store_explicit(&w->durable, last, memory_order_release);
+		uint64_t one = 1;
+		if (write(w->efd, &one, sizeof(one)) != (ssize_t)sizeof(one) && errno != EAGAIN)
+			fprintf(stderr, "wal: eventfd write: %s\n", strerror(errno));
+		buf_reset(&w->mine);
+
+		pthread_mutex_lock(&w->mu);
+		w->inflight = 0;
+		w->st.frames += bs.frames;
+		w->st.txns += bs.txns;
+		w->st.bytes_raw += bs.bytes_raw;
+		w->st.bytes_written += bs.bytes_written;
+		w->st.syncs += bs.syncs;
+		w->st.sync_us_total += bs.sync_us;
+		for (size_t i = 0; i <= WAL_LAT_BUCKETS; i++)
+			w->st.sync_lat[i] += bs.lat[i];
+		w->st.segments_created += bs.segments;
+		if (n > w->st.max_batch_txns)
+			w->st.max_batch_txns = n;
+		pthread_cond_broadcast(&w->done);
+	}
+	pthread_mutex_unlock(&w->mu);
+	/* Shutdown: whatever mode write left in the page cache goes to disk now. */
+	struct batch_stats bs;
+	memset(&bs, 0, sizeof(bs));
+	seg_sync(w, &bs);
+	pthread_mutex_lock(&w->mu);
+	w->st.syncs += bs.syncs;
+	w->st.sync_us_total += bs.sync_us;
+	for (size_t i = 0; i <= WAL_LAT_BUCKETS; i++)
+		w->st.sync_lat[i] += bs.lat[i];
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+/* Release everything wal_open allocated (thread already stopped). */
+static void wal_free(struct wal *w)
+{
+	if (w->seg_fd >= 0)
+		close(w->seg_fd);
+	if (w->efd >= 0)
+		close(w->efd);
+	ZSTD_freeCCtx(w->cctx);
+	buf_free(&w->open);
+	buf_free(&w->mine);
+	buf_free(&w->frame);
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->work);
+	pthread_cond_destroy(&w->done);
+	free(w->dir);
+	free(w);
+}
+
+/* See wal.h. */
+struct wal *wal_open(const struct wal_config *cfg, uint64_t next_lsn, char *err, size_t errlen)
+{
+	uint64_t seg = cfg->segment_size ? cfg->segment_size : WAL_DEFAULT_SEGMENT_SIZE;
+	uint32_t batch = cfg->max_batch_bytes ? cfg->max_batch_bytes : WAL_DEFAULT_BATCH_BYTES;
+	int level = cfg->zstd_level ? cfg->zstd_level : WAL_DEFAULT_ZSTD_LEVEL;
+	if (cfg->mode != WAL_MODE_NONE && (!cfg->dir || !cfg->dir[0])) {
+		set_err(err, errlen, "wal: no directory configured");
+		return NULL;
+	}
+	if (cfg->mode != WAL_MODE_FSYNC && cfg->mode != WAL_MODE_WRITE && cfg->mode != WAL_MODE_NONE) {
+		set_err(err, errlen, "wal: unknown mode %d", (int)cfg->mode);
+		return NULL;
+	}
+	if (seg < WAL_MIN_SEGMENT_SIZE) {
+		set_err(err, errlen, "wal: segment_size %" PRIu64 " below the minimum %" PRIu64, seg,
+			WAL_MIN_SEGMENT_SIZE);
+		return NULL;
+	}
+	if (batch < WAL_MIN_BATCH_BYTES || batch > WAL_FRAME_MAX_RAW) {
+		set_err(err, errlen, "wal: max_batch_bytes %u outside [%u, %u]", batch,
+			WAL_MIN_BATCH_BYTES, WAL_FRAME_MAX_RAW);
+		return NULL;
+	}
+	if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel()) {
+		set_err(err, errlen, "wal: zstd_level %d outside [%d, %d]", level, ZSTD_minCLevel(),
+			ZSTD_maxCLevel());
+		return NULL;
+	}
+	if (next_lsn == 0 || next_lsn == UINT64_MAX) {
+		set_err(err, errlen, "wal: next_lsn must be >= 1");
+		return NULL;
+	}
+	struct wal *w = calloc(1, sizeof(*w));
+	if (!w) {
+		set_err(err, errlen, "wal: out of memory");
+		return NULL;
+	}
+	w->mode = cfg->mode;
+	w->segment_size = seg;
+	w->max_batch_bytes = batch;
+	w->level = level;
+	w->seg_fd = -1;
+	w->appended = next_lsn - 1;
+	atomic_init(&w->durable, next_lsn - 1);
+	buf_init(&w->open, 0);
+	buf_init(&w->mine, 0);
+	buf_init(&w->frame, 0);
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->work, NULL);
+	pthread_cond_init(&w->done, NULL);
+	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	w->dir = strdup(cfg->dir ? cfg->dir : "");
+	if (w->efd < 0 || !w->dir) {
+		set_err(err, errlen, "wal: eventfd/alloc: %s", strerror(errno));
+		goto fail;
+	}
+	if (w->mode == WAL_MODE_NONE)
+		return w; /* no files, no thread: wal_append publishes directly */
+	if (mkdir_p(w->dir)) {
+		set_err(err, errlen, "wal: create directory %s: %s", w->dir, strerror(errno));
+		goto fail;
+	}
+	if (check_existing(w->dir, next_lsn, err, errlen))
+		goto fail;
+	w->cctx = ZSTD_createCCtx();
+	if (!w->cctx) {
+		set_err(err, errlen, "wal: out of memory for zstd");
+		goto fail;
+	}
+	if (seg_create(w, next_lsn, seg, err, errlen))
+		goto fail;
+	w->st.segments_created = 1;
+	int e = pthread_create(&w->thr, NULL, wal_thread, w);
+	if (e) {
+		set_err(err, errlen, "wal: cannot start thread: %s", strerror(e));
+		goto fail;
+	}
+	w->have_thread = 1;
+	return w;
+fail:
+	wal_free(w);
+	return NULL;
+}
+
+/* See wal.h.  Also returns -1 if lsn is not exactly the previous LSN + 1. */
+int wal_append(struct wal *w, uint64_t lsn, const void *payload, size_t len)
+{
+	assert(w->max_batch_bytes > WAL_TXN_HEADER_SIZE);
+	if (len > (size_t)w->max_batch_bytes - WAL_TXN_HEADER_SIZE)
+		return -1;
+	pthread_mutex_lock(&w->mu);
+	if (lsn != w->appended + 1) {
+		pthread_mutex_unlock(&w->mu);
+		return -1;
+	}
+	if (w->mode == WAL_MODE_NONE) {
+		w->appended = lsn;
+		w->st.txns++;
+		w->st.bytes_raw += WAL_TXN_HEADER_SIZE + len;
+		atomic_store_explicit(&w->durable, lsn, memory_order_release);
+		pthread_mutex_unlock(&w->mu);
+		uint64_t one = 1;
+		if (write(w->efd, &one, sizeof(one)) != (ssize_t)sizeof(one) && errno != EAGAIN)
+			fprintf(stderr, "wal: eventfd write: %s\n", strerror(errno));
+		return 0;
+	}
+	while (w->open.len > 0 &&
+	       w->open.len + w->inflight + WAL_TXN_HEADER_SIZE + len > WAL_QUEUE_MAX_BYTES)
+		pthread_cond_wait(&w->done, &w->mu);
+	if (wal_txn_put(&w->open, lsn, payload, (uint32_t)len)) {
+		pthread_mutex_unlock(&w->mu);
+		return -1;
+	}
+	w->appended = lsn;
+	pthread_cond_signal(&w->work);
+	pthread_mutex_unlock(&w->mu);
+	return 0;
+}
+
+/* See wal.h. */
+uint64_t wal_durable_lsn(const struct wal *w)
+{
+	return atomic_load_explicit(&w->durable, memory_order_acquire);
+}
+
+/* See wal.h. */
+int wal_event_fd(const struct wal *w)
+{
+	return w->efd;
+}
+
+/* See wal.h. */
+void wal_flush(struct wal *w)
+{
+	pthread_mutex_lock(&w->mu);
+	uint64_t target = w->appended;
+	while (atomic_load_explicit(&w->durable, memory_order_acquire) < target) {
+		assert(w->have_thread);
+		pthread_cond_wait(&w->done, &w->mu);
+	}
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* See wal.h. */
+void wal_stats(const struct wal *w, struct wal_stats *out)
+{
+	struct wal *mw = (struct wal *)w; /* the lock is not part of the logical state */
+	pthread_mutex_lock(&mw->mu);
+	*out = w->st;
+	out->appended_lsn = w->appended;
+	pthread_mutex_unlock(&mw->mu);
+	out->durable_lsn = wal_durable_lsn(w);
+}
+
+/* See wal.h. */
+void wal_close(struct wal *w)
+{
+	if (!w)
+		return;
+	if (w->have_thread) {
+		pthread_mutex_lock(&w->mu);
+		w->stop = 1;
+		pthread_cond_signal(&w->work);
+		pthread_mutex_unlock(&w->mu);
+		pthread_join(w->thr, NULL);
+		assert(atomic_load(&w->durable) == w->appended);
+	}
+	wal_free(w);
+}

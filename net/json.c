@@ -298,7 +298,7 @@ static int unexpected(struct parser *p, size_t off, const char *what)
  * UTF-16 surrogates (ED A0..BF), code points above U+10FFFF (F4 90.., F5..FF),
  * stray continuation bytes and truncated sequences are all rejected.
  */
-static size_t utf8_len(const unsigned char *s, size_t n)
+size_t json_utf8_len(const unsigned char *s, size_t n)
 {
 	unsigned c = s[0];
 	if (c < 0x80)
@@ -467,7 +467,7 @@ static int parse_string(struct parser *p)
 				return oom(p);
 			p->pos = e;
 		} else {
-			size_t n = utf8_len(s + p->pos, p->len - p->pos);
+			size_t n = json_utf8_len(s + p->pos, p->len - p->pos);
 			if (!n)
 				return fail(p, p->pos, 0, "invalid UTF-8 in string");
 			if (sb_put(p, s + p->pos, n))

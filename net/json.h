@@ -115,6 +115,12 @@ const struct json_value *json_get(const struct json_value *obj, const char *key)
 int json_to_int64(const struct json_value *v, int64_t *out);
 int json_to_fixed(const struct json_value *v, unsigned scale, int64_t *out);
 
+/* Length of the well-formed UTF-8 sequence at s (n >= 1 bytes available),
+ * or 0 if ill-formed: overlongs, UTF-16 surrogates, code points above
+ * U+10FFFF, stray continuation bytes and truncated sequences.  Shared by
+ * the parser (which rejects) and the writer (which replaces with U+FFFD). */
+size_t json_utf8_len(const unsigned char *s, size_t n);
+
 /* The same conversion from a text (used for query strings, config). */
 int json_text_to_fixed(const char *s, size_t len, unsigned scale, int64_t *out);
 

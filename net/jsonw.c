@@ -39,33 +39,6 @@
 
 enum { JW_ERR_BUF = 1, JW_ERR_DEPTH = 2, JW_ERR_USAGE = 3 };
 
-/* Length of the well-formed UTF-8 sequence at s (n bytes left), 0 if none
- * (overlongs, surrogates, > U+10FFFF, stray or truncated continuations). */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned c = s[0];
-	if (c < 0x80)
-		return 1;
-	if (c < 0xC2)
-		return 0;
-	if (c < 0xE0)
-		return n >= 2 && (s[1] & 0xC0) == 0x80 ? 2 : 0;
-	if (c < 0xF0) {
-		unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-		if (n < 3 || s[1] < lo || s[1] > hi || (s[2] & 0xC0) != 0x80)
-			return 0;
-		return 3;
-	}
-	if (c < 0xF5) {
-		unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-		if (n < 4 || s[1] < lo || s[1] > hi || (s[2] & 0xC0) != 0x80 ||
-		    (s[3] & 0xC0) != 0x80)
-			return 0;
-		return 4;
-	}
-	return 0;
-}
-
 /* Bytes that can be copied into a JSON string unchanged. */
 static int plain(unsigned char c)
 {
@@ -124,7 +97,7 @@ int jw_escape(struct buf *out, const char *s, size_t len)
 				n = 6;
 			}
 		} else {
-			size_t u = utf8_len(p + i, len - i);
+			size_t u = json_utf8_len(p + i, len - i);
 			if (u) {
 				if (buf_append(out, p + i, u))
 					goto fail;

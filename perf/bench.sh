@@ -1,0 +1,280 @@
+#!/usr/bin/env bash
+# bench.sh -- HTTP throughput and latency of one wm-shard, run by `make bench`.
+#
+# What is measured, and why:
+#   a. GET /v1/partners/{id} over 1,000 seeded partners: the read path (routing,
+#      hash-index lookup, JSON rendering) with no durability wait.
+#   b. POST /v1/partners, one new partner per request, --wal-mode fsync (the
+#      default): a response is only sent once its WAL record is fsync'ed, so
+#      this is durable writes per second and the latency a client really sees.
+#   c. Records per fsync during (b): delta wm_wal_transactions_total divided by
+#      delta wm_wal_fsync_seconds_count from /metrics.  Shows how well group
+#      commit amortises one fsync over the concurrent writers (1.0 = none).
+#   d. nginx serving a fixed 200-byte body (if nginx is installed): what this
+#      machine, kernel loopback and wrk can do at all -- the baseline the
+#      engine figures should be read against.
+#   e. GET /healthz: the engine's own ceiling for a minimal request (HTTP
+#      parse + tiny response), so (a) minus (e) is the cost of the resource.
+#   f. perf/bench_index (in-process index throughput/memory), if it compiles.
+# Every HTTP figure uses the same wrk command (keep-alive connections):
+#   wrk -t1 -c64 -d10s --latency      (override: BENCH_THREADS/CONNS/DURATION)
+# The machine has 2 cores and wrk takes one, so the figures are for a server
+# sharing the box with its load generator; they are printed, not asserted.
+# The script installs nothing (`make deps-bench` provides wrk and curl); the
+# shard's data dir is a fresh mktemp dir, removed on exit with everything else.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+THREADS=${BENCH_THREADS:-1}
+CONNS=${BENCH_CONNS:-64}
+DURATION=${BENCH_DURATION:-10s}
+SEED_N=${BENCH_PARTNERS:-1000}
+SHARD=${BENCH_SHARD:-bin/wm-shard}
+WRK=(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency)
+
+die() { echo "bench.sh: $*" >&2; exit 1; }
+
+for tool in wrk curl awk; do
+	command -v "$tool" >/dev/null || die "$tool not found (run: make deps-bench)"
+done
+[ -x "$SHARD" ] || die "$SHARD not found (run: make)"
+
+root=""
+shard_pid=""
+nginx_pid=""
+cleanup() {
+	set +e
+	if [ -n "$nginx_pid" ]; then kill "$nginx_pid" 2>/dev/null; wait "$nginx_pid" 2>/dev/null; fi
+	if [ -n "$shard_pid" ]; then kill "$shard_pid" 2>/dev/null; wait "$shard_pid" 2>/dev/null; fi
+	if [ -n "$root" ]; then rm -rf "$root"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+root=$(mktemp -d -t wm-bench.XXXXXX)
+data=$(mktemp -d "$root/data.XXXXXX")
+
+# ---- summary rows: name|req/s|p50|p99|notes|command -------------------------
+rows=()
+last_requests=0
+
+us_to_ms() { awk -v u="$1" 'BEGIN { printf "%.3fms", u / 1000 }'; }
+
+# run_wrk NAME WRK-ARGS... : run the common wrk command with extra args, show
+# wrk's report, and add a summary row parsed from report.lua's BENCH_RESULT.
+run_wrk() {
+	local name=$1
+	shift
+	local cmd=("${WRK[@]}" "$@")
+	local shown
+	shown=$(printf '%q ' "${cmd[@]}")
+	shown=${shown% }
+	echo
+	echo "== $name"
+	echo "\$ $shown"
+	local out
+	if ! out=$("${cmd[@]}" 2>&1); then
+		echo "$out"
+		die "wrk failed for: $name"
+	fi
+	echo "$out"
+	local res
+	res=$(grep '^BENCH_RESULT ' <<<"$out" | tail -n 1) || die "no BENCH_RESULT line from wrk for: $name"
+	local rps p50 p99 reqs non2xx errs
+	rps=$(sed -n 's/.* rps=\([^ ]*\).*/\1/p' <<<"$res")
+	p50=$(sed -n 's/.* p50_us=\([^ ]*\).*/\1/p' <<<"$res")
+	p99=$(sed -n 's/.* p99_us=\([^ ]*\).*/\1/p' <<<"$res")
+	reqs=$(sed -n 's/.* requests=\([^ ]*\).*/\1/p' <<<"$res")
+	non2xx=$(sed -n 's/.* non2xx=\([^ ]*\).*/\1/p' <<<"$res")
+	errs=$(sed -n 's/.* errors=\([^ ]*\).*/\1/p' <<<"$res")
+	local notes="ok"
+	if [ "$non2xx" != 0 ] || [ "$errs" != 0 ]; then
+		notes="WARN non2xx=$non2xx sock_err=$errs"
+	fi
+	last_requests=$reqs
+	rows+=("$name|$(printf '%.0f' "$rps")|$(us_to_ms "$p50")|$(us_to_ms "$p99")|$notes|$shown")
+}
+
+metric() { # metric NAME : value of an unlabelled metric from the shard's /metrics
+	curl -fsS "$base/metrics" | awk -v m="$1" '$1 == m { print $2; found = 1 } END { exit !found }' ||
+		die "metric $1 not found in /metrics"
+}
+
+# ---- environment --------------------------------------------------------------
+echo "wm-shard benchmark  $(date -u +%Y-%m-%dT%H:%M:%SZ)  commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+echo "cpus=$(nproc)  loadavg $(cut -d' ' -f1-3 /proc/loadavg)  data dir fs=$(df -T "$data" | awk 'NR == 2 { print $2 }')  $(wrk -v 2>&1 | head -n 1 | awk '{ print $1, $2 }')"
+
+# ---- start the shard ----------------------------------------------------------
+"$SHARD" --listen 127.0.0.1:0 --data-dir "$data" --access-log 0 --snapshot-interval 0 \
+	--wal-mode fsync >"$root/shard.out" 2>"$root/shard.err" &
+shard_pid=$!
+port=""
+for _ in $(seq 1 100); do
+	port=$(sed -n 's#^wm-shard listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*#\1#p' "$root/shard.out")
+	[ -n "$port" ] && break
+	if ! kill -0 "$shard_pid" 2>/dev/null; then
+		cat "$root/shard.err" >&2
+		die "wm-shard exited during start-up"
+	fi
+	sleep 0.1
+done
+[ -n "$port" ] || die "wm-shard did not print its listening line within 10 s"
+base="http://127.0.0.1:$port"
+echo "wm-shard pid $shard_pid on $base (wal-mode fsync, data in $data)"
+
+# ---- seed partners (one curl process, keep-alive, requests in sequence) -------
+seed_cfg="$root/seed.curl"
+for i in $(seq 1 "$SEED_N"); do
+	[ "$i" -eq 1 ] || echo next
+	printf 'url = "%s/v1/partners"\nheader = "Content-Type: application/json"\n' "$base"
+	printf 'data = "{\\"legal_name\\":\\"Bench Partner %d\\",\\"country\\":\\"FR\\",' "$i"
+	printf '\\"roles\\":[\\"originator\\"],\\"originator_type\\":\\"estate\\"}"\n'
+	printf 'write-out = "\\n"\nsilent\nshow-error\n'
+done >"$seed_cfg"
+seed_start=$(date +%s.%N)
+curl -K "$seed_cfg" >"$root/seed.out" || die "seeding partners failed"
+seed_end=$(date +%s.%N)
+ids="$root/ids.txt"
+grep -o '^{"id":"[^"]*"' "$root/seed.out" | sed 's/^{"id":"//; s/"$//' >"$ids" || true
+n_ids=$(wc -l <"$ids")
+if [ "$n_ids" -ne "$SEED_N" ]; then
+	head -c 600 "$root/seed.out" >&2
+	die "seeded $n_ids partners, expected $SEED_N"
+fi
+echo "seeded $n_ids partners in $(awk -v a="$seed_start" -v b="$seed_end" 'BEGIN { printf "%.2f", b - a }') s (sequential curl, one fsync wait each)"
+
+# ---- a. reads -----------------------------------------------------------------
+run_wrk "GET /v1/partners/{id}" -s perf/get_partner.lua "$base" -- "$ids"
+
+# ---- b + c. durable writes and records per fsync ------------------------------
+tx0=$(metric wm_wal_transactions_total)
+fs0=$(metric wm_wal_fsync_seconds_count)
+run_wrk "POST /v1/partners (fsync)" -s perf/post_partner.lua "$base" -- "run$$"
+tx1=$(metric wm_wal_transactions_total)
+fs1=$(metric wm_wal_fsync_seconds_count)
+post_requests=$last_requests
+dtx=$((tx1 - tx0))
+dfs=$((fs1 - fs0))
+if [ "$dfs" -gt 0 ]; then
+	per_fsync=$(awk -v t="$dtx" -v f="$dfs" 'BEGIN { printf "%.2f", t / f }')
+else
+	per_fsync="n/a (no fsync)"
+fi
+echo
+echo "records per fsync during POST run: delta wm_wal_transactions_total $dtx / delta wm_wal_fsync_seconds_count $dfs = $per_fsync"
+echo "(wrk counted $post_requests completed POSTs; the WAL counts every committed transaction)"
+
+# ---- e. minimal-request ceiling -----------------------------------------------
+run_wrk "GET /healthz" -s perf/report.lua "$base/healthz"
+
+# The shard is no longer needed; stop it so the baseline has the CPU to itself.
+kill "$shard_pid" 2>/dev/null || true
+wait "$shard_pid" 2>/dev/null || true
+shard_pid=""
+
+# ---- d. nginx baseline ----------------------------------------------------------
+nginx_note=""
+free_port() { # a port nothing on 127.0.0.1 answers on (re-checked by the start below)
+	local p
+	for _ in $(seq 1 50); do
+		p=$((20000 + RANDOM % 40000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+if command -v nginx >/dev/null; then
+	ngx="$root/nginx"
+	mkdir -p "$ngx"
+	# exactly 200 bytes of JSON
+	body='{"status":"ok","pad":"'
+	while [ ${#body} -lt 198 ]; do body+="x"; done
+	body+='"}'
+	# temp paths of the modules compiled in, so a non-root run never touches /var/lib/nginx
+	temp_paths="client_body_temp_path $ngx/body;"
+	for m in proxy fastcgi uwsgi scgi; do
+		nginx -V 2>&1 | grep -q -- "--without-http_${m}_module" || temp_paths+=" ${m}_temp_path $ngx/$m;"
+	done
+	nginx_port=""
+	for _ in 1 2 3; do
+		p=$(free_port) || die "no free port for nginx"
+		cat >"$ngx/nginx.conf" <<-EOF
+			worker_processes 1;
+			daemon off;
+			pid $ngx/nginx.pid;
+			error_log $ngx/error.log;
+			events { worker_connections 1024; }
+			http {
+			    access_log off;
+			    keepalive_requests 100000000;
+			    $temp_paths
+			    server {
+			        listen 127.0.0.1:$p;
+			        location / { default_type application/json; return 200 '$body'; }
+			    }
+			}
+		EOF
+		nginx -p "$ngx/" -c "$ngx/nginx.conf" -e "$ngx/error.log" 2>>"$ngx/error.log" &
+		nginx_pid=$!
+		for _ in $(seq 1 50); do
+			if curl -fsS -o "$ngx/probe" "http://127.0.0.1:$p/" 2>/dev/null; then
+				nginx_port=$p
+				break
+			fi
+			kill -0 "$nginx_pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		[ -n "$nginx_port" ] && break
+		kill "$nginx_pid" 2>/dev/null || true
+		wait "$nginx_pid" 2>/dev/null || true
+		nginx_pid=""
+	done
+	if [ -z "$nginx_port" ]; then
+		tail -n 5 "$ngx/error.log" >&2 || true
+		nginx_note="nginx installed but did not start: baseline skipped"
+		echo "$nginx_note"
+	else
+		echo
+		echo "nginx $(nginx -v 2>&1 | sed 's#.*nginx/##') on 127.0.0.1:$nginx_port, body $(wc -c <"$ngx/probe") bytes, 1 worker"
+		run_wrk "nginx fixed 200-byte body" -s perf/report.lua "http://127.0.0.1:$nginx_port/"
+		kill "$nginx_pid" 2>/dev/null || true
+		wait "$nginx_pid" 2>/dev/null || true
+		nginx_pid=""
+	fi
+else
+	nginx_note="nginx not installed: skipping baseline (apt-get install nginx-light to compare)"
+	echo
+	echo "$nginx_note"
+fi
+
+# ---- f. index micro-benchmark (optional) -----------------------------------------
+echo
+echo "== perf/bench_index (1,000,000 keys, in-process)"
+if [ "${BENCH_SKIP_INDEX:-0}" = 1 ]; then
+	echo "skipped (BENCH_SKIP_INDEX=1)"
+elif ! command -v gcc >/dev/null; then
+	echo "gcc not found: skipped"
+elif gcc -std=c17 -D_GNU_SOURCE -I. -O2 -Wall -Wextra -Werror -o "$root/bench_index" \
+	perf/bench_index.c engine/index.c -lxxhash 2>"$root/bench_index.err"; then
+	timeout 120 "$root/bench_index" || echo "bench_index failed or timed out (exit $?)"
+else
+	head -n 5 "$root/bench_index.err"
+	echo "bench_index did not compile: skipped"
+fi
+
+# ---- summary ----------------------------------------------------------------------
+echo
+echo "== summary (wrk: $THREADS thread, $CONNS keep-alive connections, $DURATION; latency from wrk --latency)"
+{
+	echo "measurement|req/s|p50|p99|status|wrk command"
+	for r in "${rows[@]}"; do echo "$r"; done
+} | awk -F'|' '
+	{ n[NR] = $1; r[NR] = $2; a[NR] = $3; b[NR] = $4; s[NR] = $5; c[NR] = $6
+	  if (length($1) > w) w = length($1) }
+	END { for (i = 1; i <= NR; i++)
+		printf "%-" w "s  %9s  %9s  %9s  %-6s  %s\n", n[i], r[i], a[i], b[i], s[i], c[i] }'
+echo "records per fsync during POST run: $per_fsync ($dtx transactions / $dfs fsyncs)"
+[ -z "$nginx_note" ] || echo "$nginx_note"

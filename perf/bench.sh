@@ -150,14 +150,18 @@ run_wrk "GET /v1/partners/{id}" -s perf/get_partner.lua "$base" -- "$ids"
 # ---- b + c. durable writes and records per fsync ------------------------------
 tx0=$(metric wm_wal_transactions_total)
 fs0=$(metric wm_wal_fsync_seconds_count)
+fsum0=$(metric wm_wal_fsync_seconds_sum)
 run_wrk "POST /v1/partners (fsync)" -s perf/post_partner.lua "$base" -- "run$$"
 tx1=$(metric wm_wal_transactions_total)
 fs1=$(metric wm_wal_fsync_seconds_count)
+fsum1=$(metric wm_wal_fsync_seconds_sum)
 post_requests=$last_requests
 dtx=$((tx1 - tx0))
 dfs=$((fs1 - fs0))
 if [ "$dfs" -gt 0 ]; then
 	per_fsync=$(awk -v t="$dtx" -v f="$dfs" 'BEGIN { printf "%.2f", t / f }')
+	fsync_ms=$(awk -v a="$fsum0" -v b="$fsum1" -v f="$dfs" 'BEGIN { printf "%.3f", (b - a) * 1000 / f }')
+	per_fsync+=" (mean fsync ${fsync_ms}ms)"
 else
 	per_fsync="n/a (no fsync)"
 fi

@@ -56,6 +56,7 @@
  * removed and commit reports failure; the caller decides whether to exit.
  */
 #include "snapshot/snapshot.h"
+#include "wal/fsutil.h"
 
 #include "engine/errinj.h"
 #include "net/buf.h"
@@ -182,18 +183,6 @@ static int pread_all(int fd, void *p, size_t n, uint64_t off)
 	return 0;
 }
 
-/* fsync a directory so renames/unlinks in it are durable.  0 or -1. */
-static int fsync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	int rc = fsync(fd);
-	int e = errno;
-	close(fd);
-	errno = e;
-	return rc;
-}
 
 static uint64_t now_unix_ms(void)
 {
@@ -456,12 +445,12 @@ int snap_writer_commit(struct snap_writer *w, char *err, size_t errlen)
 		werr(w, "%s: rename to %s failed: %s", w->tmp, w->path, strerror(errno));
 		goto fail;
 	}
-	if (fsync_dir(w->dir) != 0) {
+	if (fs_fsync_dir(w->dir) != 0) {
 		/* The rename may or may not be durable; report failure and take
 		 * the final file away again so -1 always means "no snapshot". */
 		werr(w, "%s: directory fsync after rename failed: %s", w->dir, strerror(errno));
 		unlink(w->path);
-		(void)fsync_dir(w->dir);
+		(void)fs_fsync_dir(w->dir);
 		goto out;
 	}
 	rc = 0;
@@ -934,7 +923,7 @@ uint64_t snap_prune(const char *dir, unsigned keep)
 				changed = 1;
 		}
 	}
-	if (changed && fsync_dir(dir) != 0)
+	if (changed && fs_fsync_dir(dir) != 0)
 		fprintf(stderr, "snapshot: fsync of %s after pruning failed: %s\n", dir, strerror(errno));
 	free(s.v);
 	free(t.v);

@@ -42,6 +42,7 @@
  * alone after wal_open() returns.
  */
 #include "wal/wal.h"
+#include "wal/fsutil.h"
 
 #include <assert.h>
 #include <dirent.h>
@@ -146,18 +147,6 @@ static uint64_t now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-/* fsync a directory so renames/unlinks in it are durable.  0 or -1 (errno). */
-static int fsync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	int rc = fsync(fd);
-	int e = errno;
-	close(fd);
-	errno = e;
-	return rc;
-}
 
 /* mkdir -p.  0 or -1 (errno). */
 static int mkdir_p(const char *dir)
@@ -322,7 +311,7 @@ static int seg_create(struct wal *w, uint64_t first_lsn, uint64_t size, char *er
 	step = "rename";
 	if (rename(tmp, fin))
 		goto fail;
-	if (fsync_dir(w->dir)) {
+	if (fs_fsync_dir(w->dir)) {
 		/* The segment is published but maybe not durably: same class of
 		 * failure as a failed fsync. */
 		set_err(err, errlen, "wal: fsync directory %s: %s", w->dir, strerror(errno));

@@ -36,6 +36,7 @@
  * callback has already seen a valid prefix, and the caller must not start.
  */
 #include "wal/wal.h"
+#include "wal/fsutil.h"
 
 #include <assert.h>
 #include <dirent.h>
@@ -133,16 +134,6 @@ static int all_zero(const uint8_t *p, size_t n)
 	return 1;
 }
 
-static int fsync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	int rc = fsync(fd);
-	close(fd);
-	return rc;
-}
-
 static int cmp_seg(const void *a, const void *b)
 {
 	uint64_t x = ((const struct seg_ent *)a)->lsn, y = ((const struct seg_ent *)b)->lsn;
@@ -213,7 +204,7 @@ static long list_segments(const char *dir, int remove_stale, struct seg_ent **ou
 	}
 	closedir(d);
 	if (removed)
-		fsync_dir(dir);
+		fs_fsync_dir(dir);
 	if (n)
 		qsort(v, n, sizeof(*v), cmp_seg);
 	*out = v;
@@ -391,7 +382,7 @@ static int salvage_cut(const char *dir, struct seg_ent *segs, size_t n, size_t i
 		else
 			logf_("wal: salvage removed %s", segs[j].path);
 	}
-	if (fsync_dir(dir))
+	if (fs_fsync_dir(dir))
 		rc = -1;
 	return rc;
 }
@@ -557,7 +548,7 @@ int wal_prune(const char *dir, uint64_t upto_lsn)
 		}
 		removed++;
 	}
-	if (removed && fsync_dir(dir))
+	if (removed && fs_fsync_dir(dir))
 		rc = -1;
 	free(segs);
 	return rc ? -1 : removed;

@@ -15,6 +15,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "engine/audit.h"
+#include "engine/auth.h"
+#include "engine/idem.h"
 #include "engine/log.h"
 
 /* ---- routing ----------------------------------------------------------- */
@@ -80,6 +83,37 @@ static void allow_header(struct api_ctx *c)
 	buf_puts(hb, "\r\n");
 }
 
+static int is_write(enum http_method m)
+{
+	return m == HTTP_M_POST || m == HTTP_M_PUT || m == HTTP_M_PATCH || m == HTTP_M_DELETE;
+}
+
+/*
+ * The request pipeline of a routed request: identity (key, scope, action,
+ * rate) -> idempotency (writes) -> handler -> audit (reads).  Public routes
+ * skip all of it.
+ */
+static void api_run(struct api_ctx *c)
+{
+	const struct route *r = c->route;
+	if (r->scope == SC_PUBLIC) {
+		r->fn(c);
+		return;
+	}
+	if (auth_request(c) == 0) {
+		if (is_write(r->method)) {
+			if (idem_begin(c) == 0) {
+				r->fn(c);
+				idem_end(c);
+			}
+		} else {
+			r->fn(c);
+		}
+	}
+	if (c->who.authenticated && !is_write(r->method))
+		audit_read(c);
+}
+
 void api_handle(void *app, const struct srv_request *rq, struct srv_response *rs)
 {
 	struct shard *sh = app;
@@ -104,7 +138,7 @@ void api_handle(void *app, const struct srv_request *rq, struct srv_response *rs
 	} else {
 		c.route = r;
 		rs->route = r->pattern;
-		r->fn(&c);
+		api_run(&c);
 	}
 	json_doc_free(c.body);
 	if (c.w.err) {
@@ -172,10 +206,33 @@ void api_validation_failed(struct api_ctx *c)
 	problem_end(&c->w);
 }
 
+int api_read_row(struct api_ctx *c)
+{
+	if (!c->route || is_write(c->route->method))
+		return 0;
+	if (auth_quota_left(c) < 1) {
+		auth_quota_refuse(c);
+		return -1;
+	}
+	auth_quota_charge(c, 1);
+	c->rows_returned = 1;
+	return 0;
+}
+
 void api_send_doc(struct api_ctx *c, int status, const char *doc, size_t len)
 {
+	if (api_read_row(c))
+		return;
 	c->rs->status = status;
 	buf_append(&c->rs->body, doc, len);
+}
+
+int api_owns(const struct api_ctx *c, const char *entity_id, size_t len)
+{
+	if (c->who.is_platform)
+		return 1;
+	const char *mine = c->who.entity_id;
+	return mine && strlen(mine) == len && memcmp(mine, entity_id, len) == 0;
 }
 
 /* ---- requests ---------------------------------------------------------- */
@@ -327,6 +384,8 @@ int api_page_parse(struct api_ctx *c, struct api_page *pg)
 		}
 		pg->cursor_len = (uint32_t)k;
 		pg->has_cursor = 1;
+		if ((size_t)n < sizeof(c->span_from))
+			memcpy(c->span_from, v, (size_t)n + 1);
 	}
 	return 0;
 }
@@ -351,6 +410,7 @@ uint32_t api_list(struct api_ctx *c, const struct oidx *idx, const void *prefix,
 	} else {
 		ok = oidx_seek_ge(idx, prefix, prefix_len, &it);
 	}
+	uint32_t quota = auth_quota_left(c);
 	struct jw *w = &c->w;
 	jw_obj_begin(w);
 	jw_key(w, "data");
@@ -371,6 +431,12 @@ uint32_t api_list(struct api_ctx *c, const struct oidx *idx, const void *prefix,
 			more = 1;
 			break;
 		}
+		if (n == quota) {
+			/* This page needs more rows than the quota leaves: refuse
+			 * the whole read, saying nothing about what exists. */
+			auth_quota_refuse(c);
+			return 0;
+		}
 		if (emit)
 			emit(c, r);
 		else
@@ -380,11 +446,15 @@ uint32_t api_list(struct api_ctx *c, const struct oidx *idx, const void *prefix,
 		last_len = kl;
 	}
 	jw_arr_end(w);
-	char cur[2 * IDX_MAX_KEY];
-	if (more && last_key && b64url_encode(last_key, last_len, cur, sizeof(cur)) > 0)
+	char cur[API_MAX_SPAN];
+	if (more && last_key && b64url_encode(last_key, last_len, cur, sizeof(cur)) > 0) {
 		jw_kstr(w, "next_cursor", cur);
-	else
+		memcpy(c->span_to, cur, strlen(cur) + 1);
+	} else {
 		jw_knull(w, "next_cursor");
+	}
+	auth_quota_charge(c, n);
+	c->rows_returned = n;
 	jw_kbool(w, "has_more", more);
 	jw_obj_end(w);
 	c->rs->status = 200;

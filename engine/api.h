@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 
+#include "engine/policy.h"
 #include "engine/route.h"
 #include "engine/shard.h"
 #include "net/http.h"
@@ -31,6 +32,24 @@ struct api_param {
 	uint32_t len;
 };
 
+struct api_key;
+
+/* Who is calling: filled by auth_request() before the handler runs.  The
+ * key pointer is valid for this request only. */
+struct principal {
+	int authenticated;
+	int is_platform;                /* the platform entity (operators) */
+	const struct api_key *key;
+	const char *key_id;             /* points into the key row */
+	const char *entity_id;          /* "platform" or a partner id */
+	scope_set scopes;
+	uint8_t kind;                   /* enum key_kind */
+	uint8_t roles, status;          /* the partner's, for the policy */
+	const char *channel_id;         /* publishable keys: the storefront channel, "" if none */
+};
+
+#define API_MAX_SPAN 344 /* a cursor's text (base64url of <= 255 bytes) */
+
 struct api_ctx {
 	struct shard *sh;
 	const struct srv_request *rq;
@@ -41,6 +60,12 @@ struct api_ctx {
 	struct api_param params[API_MAX_PARAMS];
 	unsigned n_params;
 	struct json_doc *body;
+	struct principal who;
+	/* what a read returned, for the audit and the record quota */
+	uint32_t rows_returned;
+	int quota_refused;              /* the read was refused by the record quota */
+	char span_from[API_MAX_SPAN];   /* cursor the read started after ("" = start) */
+	char span_to[API_MAX_SPAN];     /* next_cursor it returned ("" = none) */
 	/* per-field validation errors collected by a handler */
 	struct problem_field errs[API_MAX_FIELD_ERRORS];
 	char err_field[API_MAX_FIELD_ERRORS][64];
@@ -62,7 +87,10 @@ void api_field_error(struct api_ctx *c, const char *field, const char *rule, con
 	__attribute__((format(printf, 4, 5)));
 /* 422 with every collected field error. */
 void api_validation_failed(struct api_ctx *c);
-/* Respond with a stored document as the body. */
+/* A detail read is about to return one row: 0 if the record quota covers
+ * it (counted), else the 429 is written and -1 returned.  Writes: 0. */
+int api_read_row(struct api_ctx *c);
+/* Respond with a stored document as the body (counts as a read row). */
 void api_send_doc(struct api_ctx *c, int status, const char *doc, size_t len);
 
 /* ---- requests ---------------------------------------------------------- */
@@ -73,6 +101,12 @@ const struct json_value *api_body(struct api_ctx *c);
 int api_query(struct api_ctx *c, const char *key, char *out, size_t out_size);
 /* Copy path parameter i into out (NUL-terminated); returns length or -1. */
 int api_param(struct api_ctx *c, unsigned i, char *out, size_t out_size);
+
+/* ---- ownership -------------------------------------------------------- */
+/* True if the caller may act on a row belonging to entity_id: its own, or
+ * any when the caller is the platform.  Handlers answer 404 otherwise, the
+ * same as for a row that does not exist (existence is never revealed). */
+int api_owns(const struct api_ctx *c, const char *entity_id, size_t len);
 
 /* ---- lists ------------------------------------------------------------- */
 struct api_page {

@@ -41,6 +41,15 @@ static const struct opt opts[] = {
 	{"max-headers", OPT_U64, N(max_headers), 1, 64, NULL, "most header fields in a request"},
 	{"salvage", OPT_BOOL, N(salvage), 0, 1, NULL, "start even if the WAL is corrupt mid-log, dropping what follows (data loss)"},
 	{"log-level", OPT_ENUM, S(log_level), 0, 0, "debug|info|warn|error", "least severe level logged"},
+	{"key-rate-rps", OPT_U64, N(key_rate_rps), 1, 1000000, NULL, "default requests per second per API key"},
+	{"key-rate-burst", OPT_U64, N(key_rate_burst), 1, 1000000, NULL, "default burst (bucket size) per API key"},
+	{"record-quota", OPT_U64, N(record_quota), 1, 1000000000, NULL, "rows a partner may read per quota period"},
+	{"record-quota-period-s", OPT_U64, N(record_quota_period_s), 24, 86400 * 31, NULL, "rolling record-quota period (seconds)"},
+	{"idempotency-ttl-s", OPT_U64, N(idempotency_ttl_s), 1, 86400 * 30, NULL, "how long idempotency records are kept (seconds)"},
+	{"audit-keep", OPT_U64, N(audit_keep), 16, 100000000, NULL, "read-audit rows kept in memory (older stay in the WAL)"},
+	{"audit-alert-factor", OPT_U64, N(audit_alert_factor), 2, 1000, NULL, "alert when a key reads this many times its trailing average"},
+	{"audit-alert-min-rows", OPT_U64, N(audit_alert_min_rows), 1, 1000000000, NULL, "... and at least this many rows in one window"},
+	{"audit-alert-window-s", OPT_U64, N(audit_alert_window_s), 1, 86400, NULL, "audit volume window (seconds)"},
 };
 #define N_OPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -62,6 +71,15 @@ void config_defaults(struct config *c)
 	c->max_header_kb = 16;
 	c->max_headers = 64;
 	strcpy(c->log_level, "info");
+	c->key_rate_rps = 100;
+	c->key_rate_burst = 200;
+	c->record_quota = 50000;
+	c->record_quota_period_s = 86400;
+	c->idempotency_ttl_s = 86400;
+	c->audit_keep = 200000;
+	c->audit_alert_factor = 10;
+	c->audit_alert_min_rows = 1000;
+	c->audit_alert_window_s = 60;
 }
 
 static const struct opt *opt_find(const char *name, size_t len)

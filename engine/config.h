@@ -30,6 +30,16 @@ struct config {
 	uint64_t max_headers;
 	uint64_t salvage;          /* start even if the WAL is corrupt mid-log (loses data) */
 	char log_level[8];         /* debug | info | warn | error */
+	/* identity and access (engine/auth.c, idem.c, audit.c) */
+	uint64_t key_rate_rps;     /* default per-key request rate (token refill per second) */
+	uint64_t key_rate_burst;   /* default per-key bucket size */
+	uint64_t record_quota;     /* rows a partner entity may read per period */
+	uint64_t record_quota_period_s;
+	uint64_t idempotency_ttl_s; /* idempotency records kept at least this long */
+	uint64_t audit_keep;       /* audit rows kept in memory (older ones stay in the WAL) */
+	uint64_t audit_alert_factor;   /* alert when a window exceeds factor x trailing average */
+	uint64_t audit_alert_min_rows; /* ... and at least this many rows */
+	uint64_t audit_alert_window_s;
 };
 
 void config_defaults(struct config *c);

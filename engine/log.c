@@ -5,6 +5,7 @@
 #include "engine/log.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -52,4 +53,69 @@ void wm_log(enum log_level lvl, const char *fmt, ...)
 	line[len++] = '\n';
 	ssize_t w = write(STDERR_FILENO, line, len);
 	(void)w;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant). */
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+	y -= m <= 2;
+	int64_t era = (y >= 0 ? y : y - 399) / 400;
+	unsigned yoe = (unsigned)(y - era * 400);
+	unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + (int64_t)doe - 719468;
+}
+
+static int digits(const char *s, int n, int *out)
+{
+	int v = 0;
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+int parse_rfc3339_ms(const char *s, size_t n, long long *unix_ms)
+{
+	static const unsigned char mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	int y, mo, d, h, mi, sec, ms = 0;
+	if (n < 20 || n > 35 || digits(s, 4, &y) || s[4] != '-' || digits(s + 5, 2, &mo) || s[7] != '-' ||
+	    digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't') || digits(s + 11, 2, &h) || s[13] != ':' ||
+	    digits(s + 14, 2, &mi) || s[16] != ':' || digits(s + 17, 2, &sec))
+		return -1;
+	if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 || sec > 59)
+		return -1;
+	int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+	if (mo == 2 && d == 29 && !leap)
+		return -1;
+	size_t i = 19;
+	if (i < n && s[i] == '.') {
+		size_t k = ++i;
+		while (i < n && s[i] >= '0' && s[i] <= '9')
+			i++;
+		if (i == k || i - k > 9)
+			return -1;
+		for (size_t j = 0; j < 3; j++)
+			ms = ms * 10 + (k + j < i ? s[k + j] - '0' : 0);
+	}
+	int off = 0;
+	if (i < n && (s[i] == 'Z' || s[i] == 'z')) {
+		i++;
+	} else if (i + 6 == n && (s[i] == '+' || s[i] == '-')) {
+		int oh, om;
+		if (digits(s + i + 1, 2, &oh) || s[i + 3] != ':' || digits(s + i + 4, 2, &om) || oh > 23 || om > 59)
+			return -1;
+		off = (oh * 60 + om) * (s[i] == '+' ? 1 : -1);
+		i += 6;
+	} else {
+		return -1;
+	}
+	if (i != n)
+		return -1;
+	int64_t days = days_from_civil(y, (unsigned)mo, (unsigned)d);
+	*unix_ms = (((days * 24 + h) * 60 + mi - off) * 60 + sec) * 1000LL + ms;
+	return 0;
 }

@@ -7,6 +7,8 @@
 #ifndef WM_LOG_H
 #define WM_LOG_H
 
+#include <stddef.h>
+
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
 
 void log_set_level(enum log_level lvl);
@@ -19,6 +21,9 @@ void wm_log(enum log_level lvl, const char *fmt, ...) __attribute__((format(prin
 
 /* RFC 3339 UTC with milliseconds for a unix-ms time into out (>= 25 bytes). */
 void fmt_rfc3339_ms(char *out, unsigned long long unix_ms);
+/* Parse an RFC 3339 timestamp ("2026-11-21T10:00:00Z", fractions and
+ * +hh:mm offsets allowed; leap seconds not) into unix ms.  0 or -1. */
+int parse_rfc3339_ms(const char *s, size_t n, long long *unix_ms);
 /* Wall clock in unix milliseconds. */
 unsigned long long wall_ms(void);
 

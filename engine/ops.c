@@ -120,11 +120,11 @@ static void snapshot_take(struct api_ctx *c)
 }
 
 const struct route ops_routes[] = {
-	{HTTP_M_GET, "/healthz", healthz, NULL, "Liveness"},
-	{HTTP_M_GET, "/readyz", readyz, NULL, "Readiness"},
-	{HTTP_M_GET, "/metrics", metrics, "operator", "Prometheus metrics"},
-	{HTTP_M_GET, "/v1/openapi.json", openapi, NULL, "This API description"},
-	{HTTP_M_GET, "/v1/admin/snapshots", snapshot_status, "operator", "Last snapshot"},
-	{HTTP_M_POST, "/v1/admin/snapshots", snapshot_take, "operator", "Take a snapshot now"},
-	{0, NULL, NULL, NULL, NULL},
+	{HTTP_M_GET, "/healthz", healthz, SC_PUBLIC, ACT_NONE, "Liveness"},
+	{HTTP_M_GET, "/readyz", readyz, SC_PUBLIC, ACT_NONE, "Readiness"},
+	{HTTP_M_GET, "/metrics", metrics, SC_OPERATOR, ACT_OPERATE, "Prometheus metrics"},
+	{HTTP_M_GET, "/v1/openapi.json", openapi, SC_PUBLIC, ACT_NONE, "This API description"},
+	{HTTP_M_GET, "/v1/admin/snapshots", snapshot_status, SC_OPERATOR, ACT_OPERATE, "Last snapshot"},
+	{HTTP_M_POST, "/v1/admin/snapshots", snapshot_take, SC_OPERATOR, ACT_OPERATE, "Take a snapshot now"},
+	{0, NULL, NULL, 0, 0, NULL},
 };

@@ -7,5 +7,8 @@
 const struct table_ops *const resource_tables[] = {
 	&partner_table_ops,
 	&event_table_ops,
+	&key_table_ops,
+	&idem_table_ops,
+	&audit_table_ops,
 	NULL,
 };

@@ -1,11 +1,13 @@
 /*
  * route.h -- one entry of the route table: method, path pattern, handler,
- * the scope a key needs, and a summary.  Kept apart from api.h so that code
+ * the scope a key needs, the action the entity must be allowed, and a
+ * summary.  Kept apart from api.h so that code
  * that only reads the table (the OpenAPI consistency test) needs nothing else.
  */
 #ifndef WM_ROUTE_H
 #define WM_ROUTE_H
 
+#include "engine/policy.h"
 #include "net/http.h"
 
 #define API_MAX_ROUTES 128
@@ -17,7 +19,8 @@ struct route {
 	enum http_method method;
 	const char *pattern;   /* "/v1/partners/{id}" */
 	route_fn fn;
-	const char *scope;     /* scope a key needs (enforced by the identity layer) */
+	uint8_t scope;         /* enum scope a key needs; SC_PUBLIC = no key */
+	uint8_t action;        /* enum action the entity must be allowed (policy.h) */
 	const char *summary;
 };
 

@@ -6,6 +6,8 @@
 #include <assert.h>
 
 #include "engine/api.h"
+#include "engine/audit.h"
+#include "engine/key.h"
 #include "engine/events.h"
 #include "engine/ops.h"
 #include "engine/partner.h"
@@ -14,6 +16,8 @@ static const struct route *const route_groups[] = {
 	ops_routes,
 	partner_routes,
 	event_routes,
+	key_routes,
+	audit_routes,
 	NULL,
 };
 

@@ -17,6 +17,7 @@
  */
 #include "engine/shard.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -28,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "engine/auth.h"
 #include "engine/errinj.h"
 #include "engine/log.h"
 #include "engine/resources.h"
@@ -114,7 +116,7 @@ int shard_load(struct shard *sh, const struct config *cfg, const char *snap_path
 	}
 	for (size_t i = 0; resource_tables[i]; i++) {
 		const struct table_ops *ops = resource_tables[i];
-		if (table_init(&sh->tables[ops->rec_table], ops)) {
+		if (table_init(&sh->tables[ops->rec_table], ops, &sh->cfg)) {
 			snprintf(err, errlen, "cannot initialise table %s", ops->name);
 			return -1;
 		}
@@ -195,6 +197,7 @@ void shard_close(struct shard *sh)
 	sh->wal = NULL;
 	for (int i = 0; i < REC_T_COUNT_; i++)
 		table_fini(&sh->tables[i]);
+	auth_state_free(sh);
 	buf_free(&sh->txn);
 	if (sh->lock_fd > 0)
 		close(sh->lock_fd);
@@ -205,6 +208,7 @@ void shard_close(struct shard *sh)
 
 void txn_begin(struct shard *sh)
 {
+	assert(sh->txn_open != 2); /* one commit per held request */
 	buf_reset(&sh->txn);
 	sh->txn_open = 1;
 }
@@ -255,14 +259,15 @@ void txn_abort(struct shard *sh)
 	sh->txn_open = 0;
 }
 
-uint64_t txn_commit(struct shard *sh)
+/* Assign the next LSN, hand the image to the WAL (unless held) and apply it. */
+static uint64_t txn_commit_as(struct shard *sh, int changes_state)
 {
-	if (!sh->txn_open || sh->txn.len == 0 || sh->txn.overflow || sh->txn.len > TXN_MAX_BYTES) {
+	if (sh->txn_open != 1 || sh->txn.len == 0 || sh->txn.overflow || sh->txn.len > TXN_MAX_BYTES) {
 		txn_abort(sh);
 		return 0;
 	}
 	uint64_t lsn = sh->lsn + 1;
-	if (wal_append(sh->wal, lsn, sh->txn.data, sh->txn.len)) {
+	if (!sh->txn_hold && wal_append(sh->wal, lsn, sh->txn.data, sh->txn.len)) {
 		txn_abort(sh);
 		return 0;
 	}
@@ -274,7 +279,62 @@ uint64_t txn_commit(struct shard *sh)
 			  (unsigned long long)lsn, why);
 		abort();
 	}
-	sh->state_lsn = lsn;
+	if (changes_state)
+		sh->state_lsn = lsn;
+	if (sh->txn_hold) {
+		sh->held_lsn = lsn;
+		sh->held_len = sh->txn.len;
+		sh->txn_open = 2; /* held: txn_put may append, txn_release finishes */
+		return lsn;
+	}
+	txn_abort(sh);
+	return lsn;
+}
+
+uint64_t txn_commit(struct shard *sh) { return txn_commit_as(sh, 1); }
+
+uint64_t txn_commit_quiet(struct shard *sh) { return txn_commit_as(sh, 0); }
+
+void txn_hold(struct shard *sh)
+{
+	assert(!sh->txn_hold && !sh->txn_open);
+	sh->txn_hold = 1;
+	sh->held_lsn = 0;
+	sh->held_len = 0;
+}
+
+uint64_t txn_release(struct shard *sh)
+{
+	assert(sh->txn_hold);
+	uint64_t lsn = sh->held_lsn;
+	sh->txn_hold = 0;
+	sh->held_lsn = 0;
+	if (!lsn) {
+		if (sh->txn_open)
+			txn_abort(sh);
+		return 0;
+	}
+	assert(sh->txn_open == 2);
+	if (sh->txn.overflow || sh->txn.len > TXN_MAX_BYTES) {
+		/* What was added after the commit does not fit: keep the commit. */
+		log_warn("msg=\"records added to a held transaction dropped: too large\" lsn=%llu bytes=%zu",
+			 (unsigned long long)lsn, sh->txn.len);
+		sh->txn.len = sh->held_len;
+		sh->txn.overflow = 0;
+	}
+	char why[128];
+	if (sh->txn.len > sh->held_len &&
+	    shard_apply(sh, lsn, sh->txn.data + sh->held_len, sh->txn.len - sh->held_len, why)) {
+		log_error("msg=\"held records failed to apply\" lsn=%llu why=\"%s\"", (unsigned long long)lsn, why);
+		abort();
+	}
+	if (wal_append(sh->wal, lsn, sh->txn.data, sh->txn.len)) {
+		/* Memory already shows this transaction: we cannot go on without
+		 * it in the log.  Recovery will rebuild the state before it. */
+		log_error("msg=\"held transaction could not be logged\" lsn=%llu bytes=%zu", (unsigned long long)lsn,
+			  sh->txn.len);
+		abort();
+	}
 	txn_abort(sh);
 	return lsn;
 }
@@ -293,6 +353,8 @@ int shard_apply(struct shard *sh, uint64_t lsn, const void *payload, size_t len,
 		if (rv.op == REC_PUT) {
 			if (table_put(t, rv.key, rv.key_len, rv.val, rv.val_len, lsn, why))
 				return -1;
+			if (t->ops->trim)
+				t->ops->trim(t);
 			id_observe(&sh->ids, rv.key, rv.key_len);
 		} else {
 			table_del(t, rv.key, rv.key_len);

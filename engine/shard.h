@@ -24,6 +24,8 @@
 #include "net/server.h"
 #include "wal/wal.h"
 
+struct auth_state;
+
 #define TXN_MAX_BYTES (512u << 10) /* one transaction image; WAL frames hold 1 MiB */
 
 struct shard {
@@ -34,7 +36,11 @@ struct shard {
 	uint64_t state_lsn;    /* last LSN that changed what reads can see */
 	struct wal *wal;
 	struct buf txn;        /* image of the open transaction */
-	int txn_open;
+	int txn_open;          /* 0 closed, 1 open, 2 committed but held */
+	int txn_hold;          /* txn_hold() called: the next commit waits for txn_release() */
+	uint64_t held_lsn;
+	size_t held_len;
+	struct auth_state *auth; /* runtime rate/quota/volume state (engine/auth.c), not persisted */
 	struct ev_loop *loop;
 	struct srv *srv;
 	struct ev_handle wal_h;
@@ -83,7 +89,24 @@ int txn_event(struct shard *sh, const char *type, const char *scope_entity, cons
 /* Commit: returns the LSN (> 0), or 0 if the transaction was rejected
  * (too large) -- then nothing was applied. */
 uint64_t txn_commit(struct shard *sh);
+/* Commit records that readers never wait for (read audit): like
+ * txn_commit, but the shard's state LSN does not move, so later reads are
+ * not held for this record's fsync. */
+uint64_t txn_commit_quiet(struct shard *sh);
 void txn_abort(struct shard *sh);
+
+/*
+ * Held transactions (idempotency): after txn_hold(), the next txn_commit()
+ * assigns the LSN and applies the records to memory but does not hand them
+ * to the WAL; more records may then be added with txn_put() (the stored
+ * response), and txn_release() applies those and logs the whole image as
+ * ONE transaction at that LSN.  Nothing else may run in between (the loop
+ * is single-threaded; the request is the unit).  A request commits at most
+ * once while held.  txn_release() returns the LSN, or 0 if nothing was
+ * committed.
+ */
+void txn_hold(struct shard *sh);
+uint64_t txn_release(struct shard *sh);
 
 /* Apply a transaction image (used by commit and by WAL replay). */
 int shard_apply(struct shard *sh, uint64_t lsn, const void *payload, size_t len, char *why);

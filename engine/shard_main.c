@@ -15,7 +15,10 @@
 #include <unistd.h>
 
 #include "engine/api.h"
+#include "engine/audit.h"
 #include "engine/demo.h"
+#include "engine/idem.h"
+#include "engine/key.h"
 #include "engine/log.h"
 #include "engine/shard.h"
 
@@ -29,6 +32,7 @@ static void on_wal_progress(struct ev_loop *loop, struct ev_handle *h, uint32_t 
 	uint64_t v;
 	ssize_t r = read(h->fd, &v, sizeof(v));
 	(void)r;
+	audit_on_durable(sh, wal_durable_lsn(sh->wal));
 	srv_on_durable(sh->srv);
 }
 
@@ -56,6 +60,7 @@ static void on_tick(struct ev_loop *loop, void *arg)
 	struct shard *sh = arg;
 	srv_tick(sh->srv);
 	shard_snapshot_poll(sh);
+	idem_prune(sh);
 	uint64_t now = ev_now_ms(loop);
 	if (sh->cfg.snapshot_interval_s && now >= sh->snap_next_due_ms) {
 		sh->snap_next_due_ms = now + sh->cfg.snapshot_interval_s * 1000;
@@ -100,6 +105,12 @@ int main(int argc, char **argv)
 	}
 	if (cfg.demo && demo_seed_if_empty(&sh)) {
 		log_error("msg=\"demo data could not be seeded\"");
+		shard_close(&sh);
+		return 1;
+	}
+	if (key_bootstrap(&sh, stdout, err, sizeof(err))) {
+		log_error("msg=\"cannot start\" error=\"%s\"", err);
+		fprintf(stderr, "wm-shard: %s\n", err);
 		shard_close(&sh);
 		return 1;
 	}

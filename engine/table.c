@@ -11,10 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-int table_init(struct table *t, const struct table_ops *ops)
+int table_init(struct table *t, const struct table_ops *ops, const struct config *cfg)
 {
 	memset(t, 0, sizeof(*t));
 	t->ops = ops;
+	t->cfg = cfg;
 	hidx_init(&t->by_id);
 	oidx_init(&t->by_order);
 	return ops->init ? ops->init(t) : 0;

@@ -22,6 +22,8 @@
 #include "engine/index.h"
 #include "net/json.h"
 
+struct config;
+
 struct row {
 	const char *id;
 	uint16_t id_len;
@@ -46,6 +48,9 @@ struct table_ops {
 	/* Set up / tear down the resource's per-table state in t->ext. */
 	int (*init)(struct table *t);
 	void (*fini)(struct table *t);
+	/* After every applied put (live and replay): enforce a bound such as
+	 * "keep the newest N rows" deterministically (may be NULL). */
+	void (*trim)(struct table *t);
 };
 
 struct table {
@@ -53,9 +58,10 @@ struct table {
 	struct hidx by_id;
 	struct oidx by_order;
 	void *ext;            /* resource-owned secondary indexes */
+	const struct config *cfg; /* the shard's configuration (bounds such as audit_keep) */
 };
 
-int table_init(struct table *t, const struct table_ops *ops);
+int table_init(struct table *t, const struct table_ops *ops, const struct config *cfg);
 void table_fini(struct table *t);
 static inline size_t table_count(const struct table *t) { return hidx_count(&t->by_id); }
 struct row *table_get(const struct table *t, const char *id, size_t id_len);

@@ -76,6 +76,7 @@ static pid_t spawn(struct wm_proc *p, const char *const *args, const char *const
 		for (int i = 0; args && args[i] && n < 62; i++)
 			argv[n++] = args[i];
 		argv[n] = NULL;
+		setenv("WM_BOOTSTRAP_KEY", WM_TEST_KEY, 1); /* callers' env may override */
 		for (int i = 0; env && env[i]; i++)
 			putenv((char *)env[i]);
 		setenv("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0:exitcode=66", 1);
@@ -254,9 +255,13 @@ int http_do(int port, const char *method, const char *path, const char *headers,
 	size_t bl = body ? strlen(body) : 0;
 	size_t cap = 1024 + bl + (headers ? strlen(headers) : 0);
 	char *req = malloc(cap);
-	int n = snprintf(req, cap, "%s %s HTTP/1.1\r\nHost: test\r\nConnection: close\r\n%s%s",
-			 method, path, headers ? headers : "",
-			 body ? "Content-Type: application/json\r\n" : "");
+	/* The operator key unless the test names its own Authorization (or
+	 * says "Authorization: none" to send none). */
+	int own_auth = headers && strcasestr(headers, "Authorization:");
+	int no_auth = headers && strcasestr(headers, "Authorization: none\r\n");
+	int n = snprintf(req, cap, "%s %s HTTP/1.1\r\nHost: test\r\nConnection: close\r\n%s%s%s",
+			 method, path, own_auth ? "" : "Authorization: Bearer " WM_TEST_KEY "\r\n",
+			 no_auth ? "" : headers ? headers : "", body ? "Content-Type: application/json\r\n" : "");
 	if (body)
 		n += snprintf(req + n, cap - (size_t)n, "Content-Length: %zu\r\n", bl);
 	n += snprintf(req + n, cap - (size_t)n, "\r\n");

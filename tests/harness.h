@@ -12,6 +12,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* Every process the harness starts gets WM_BOOTSTRAP_KEY=WM_TEST_KEY (an
+ * operator key), and http_do() sends it unless the test's own headers
+ * carry an Authorization line ("Authorization: none\r\n" sends none). */
+#define WM_TEST_KEY "wm-test-operator-key-0123456789-abcdefghij"
+
 struct wm_proc {
 	pid_t pid;
 	int port;
@@ -45,7 +50,8 @@ struct http_resp {
 };
 
 /* One request on a new connection (Connection: close).  `headers` are extra
- * "Name: value\r\n" lines (may be NULL); body may be NULL.  0 or -1. */
+ * "Name: value\r\n" lines (may be NULL); body may be NULL.  Sends the
+ * operator key unless headers say otherwise (see WM_TEST_KEY).  0 or -1. */
 int http_do(int port, const char *method, const char *path, const char *headers,
 	    const char *body, struct http_resp *out);
 /* Header value from a response (case-insensitive), copied into out; -1 if absent. */

@@ -386,6 +386,7 @@ WM_TEST(http, pipelining_keepalive_and_limits)
 	int rl = snprintf(req, sizeof(req),
 			  "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
 			  "POST /v1/partners HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+			  "Authorization: Bearer " WM_TEST_KEY "\r\n"
 			  "Content-Length: %zu\r\n\r\n%s"
 			  "GET /v1/nope HTTP/1.1\r\nHost: x\r\n\r\n",
 			  sizeof(pbody) - 1, pbody);
@@ -535,7 +536,7 @@ WM_TEST(ctl, verify_counts_and_restore_to_an_lsn)
 	enum { N = 6 };
 	char *bodies[N];
 	char ids[N][64];
-	create_many(p.port, N, 0, bodies, ids); /* LSN 1..6, one per partner */
+	create_many(p.port, N, 0, bodies, ids); /* LSN 1 is the operator key; 2..7 one per partner */
 	char out[8192];
 	cr_assert_eq(run_ctl(out, sizeof(out), "counts %s", p.data_dir), 1, "refused while the service runs");
 	cr_assert(strstr(out, "in use"), "%s", out);
@@ -543,14 +544,14 @@ WM_TEST(ctl, verify_counts_and_restore_to_an_lsn)
 	char wal[400];
 	snprintf(wal, sizeof(wal), "%s/wal", p.data_dir);
 	cr_assert_eq(run_ctl(out, sizeof(out), "wal verify %s", wal), 0, "%s", out);
-	cr_assert(strstr(out, "first_lsn=1 last_lsn=6") && strstr(out, "WAL ok"), "%s", out);
+	cr_assert(strstr(out, "first_lsn=1 last_lsn=7") && strstr(out, "WAL ok"), "%s", out);
 	cr_assert_eq(run_ctl(out, sizeof(out), "counts %s", p.data_dir), 0, "%s", out);
-	cr_assert(strstr(out, "lsn=6") && strstr(out, "partner") && strstr(out, " 6\n"), "%s", out);
+	cr_assert(strstr(out, "lsn=7") && strstr(out, "partner") && strstr(out, " 6\n"), "%s", out);
 	/* restore the state as of LSN 4 into a new directory and serve it */
 	struct wm_proc q;
 	wm_proc_init(&q);
-	cr_assert_eq(run_ctl(out, sizeof(out), "restore %s %s --upto-lsn 4", p.data_dir, q.data_dir), 0, "%s", out);
-	cr_assert(strstr(out, "restored lsn=4"), "%s", out);
+	cr_assert_eq(run_ctl(out, sizeof(out), "restore %s %s --upto-lsn 5", p.data_dir, q.data_dir), 0, "%s", out);
+	cr_assert(strstr(out, "restored lsn=5"), "%s", out);
 	cr_assert_eq(run_ctl(out, sizeof(out), "restore %s %s", p.data_dir, q.data_dir), 1, "never over an existing dir");
 	start_or_fail(&q, NULL, NULL);
 	check_all_present(q.port, 4, bodies, ids);
@@ -558,7 +559,7 @@ WM_TEST(ctl, verify_counts_and_restore_to_an_lsn)
 	snprintf(path, sizeof(path), "/v1/partners/%s", ids[4]);
 	struct http_resp r;
 	cr_assert_eq(http_do(q.port, "GET", path, NULL, NULL, &r), 0);
-	cr_assert_eq(r.status, 404, "LSN 5 is after the restore point");
+	cr_assert_eq(r.status, 404, "LSN 6 is after the restore point");
 	http_resp_free(&r);
 	/* a flipped byte in the middle of the log is refused with file and offset */
 	wm_proc_cleanup(&q);

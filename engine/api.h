@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 
+#include "engine/id.h"
 #include "engine/policy.h"
 #include "engine/route.h"
 #include "engine/shard.h"
@@ -35,17 +36,18 @@ struct api_param {
 struct api_key;
 
 /* Who is calling: filled by auth_request() before the handler runs.  The
- * key pointer is valid for this request only. */
+ * strings are copies: a handler may replace the key's own row (revoking
+ * the key it was called with), and the principal must outlive that. */
 struct principal {
 	int authenticated;
 	int is_platform;                /* the platform entity (operators) */
-	const struct api_key *key;
-	const char *key_id;             /* points into the key row */
-	const char *entity_id;          /* "platform" or a partner id */
+	char key_id[ID_MAX_LEN];
+	char entity_id[ID_MAX_LEN];     /* "platform" or a partner id */
 	scope_set scopes;
 	uint8_t kind;                   /* enum key_kind */
 	uint8_t roles, status;          /* the partner's, for the policy */
-	const char *channel_id;         /* publishable keys: the storefront channel, "" if none */
+	uint32_t rate_rps, rate_burst;  /* the key's own rate (0 = configured default) */
+	char channel_id[65];            /* publishable keys: the storefront channel, "" if none */
 };
 
 #define API_MAX_SPAN 344 /* a cursor's text (base64url of <= 255 bytes) */

@@ -137,11 +137,11 @@ static void forbidden_scope(struct api_ctx *c, const char *scope)
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* Take one token; 0 ok, else the seconds to wait.  Adds the headers. */
-static int64_t rate_take(struct api_ctx *c, const struct api_key *k, struct key_rt *rt)
+static int64_t rate_take(struct api_ctx *c, struct key_rt *rt)
 {
 	const struct config *cfg = &c->sh->cfg;
-	int64_t rps = k->rate_rps ? k->rate_rps : (int64_t)cfg->key_rate_rps;
-	int64_t burst = k->rate_burst ? k->rate_burst : (int64_t)cfg->key_rate_burst;
+	int64_t rps = c->who.rate_rps ? c->who.rate_rps : (int64_t)cfg->key_rate_rps;
+	int64_t burst = c->who.rate_burst ? c->who.rate_burst : (int64_t)cfg->key_rate_burst;
 	int64_t cap = burst * MICRO;
 	uint64_t now = ev_clock_us();
 	if (!rt->refilled_us) {
@@ -222,12 +222,14 @@ static int identify(struct api_ctx *c)
 		return -1;
 	}
 	struct principal *w = &c->who;
-	w->key = k;
-	w->key_id = k->row.id;
-	w->entity_id = k->entity_id;
+	memcpy(w->key_id, k->row.id, k->row.id_len);
+	w->key_id[k->row.id_len] = 0;
+	snprintf(w->entity_id, sizeof(w->entity_id), "%s", k->entity_id);
+	snprintf(w->channel_id, sizeof(w->channel_id), "%s", k->channel_id);
 	w->scopes = k->scopes;
 	w->kind = k->kind;
-	w->channel_id = k->channel_id;
+	w->rate_rps = k->rate_rps;
+	w->rate_burst = k->rate_burst;
 	w->is_platform = strcmp(k->entity_id, KEY_PLATFORM_ENTITY) == 0;
 	if (!w->is_platform) {
 		const struct partner *p = partner_get(c->sh, k->entity_id, strlen(k->entity_id));
@@ -253,7 +255,7 @@ int auth_request(struct api_ctx *c)
 		api_error(c, 503, "out_of_memory", "the service cannot take this request now");
 		return -1;
 	}
-	int64_t wait = rate_take(c, c->who.key, rt);
+	int64_t wait = rate_take(c, rt);
 	if (wait) {
 		buf_printf(&c->rs->headers, "Retry-After: %lld\r\n", (long long)wait);
 		api_error(c, 429, "rate_limited", "this API key is over its request rate; retry after Retry-After seconds");
@@ -365,7 +367,7 @@ int auth_volume_add(struct api_ctx *c, uint32_t rows, uint64_t *window_rows, uin
 {
 	const struct config *cfg = &c->sh->cfg;
 	struct auth_state *a = state(c->sh);
-	struct key_rt *rt = a && c->who.key_id ? rt_get(&a->keys, c->who.key_id, sizeof(struct key_rt)) : NULL;
+	struct key_rt *rt = a && c->who.key_id[0] ? rt_get(&a->keys, c->who.key_id, sizeof(struct key_rt)) : NULL;
 	if (!rt)
 		return 0;
 	uint64_t win = ev_clock_us() / (cfg->audit_alert_window_s * 1000000);

@@ -564,6 +564,9 @@ static void key_get(struct api_ctx *c)
 		send_key(c, 200, k);
 }
 
+/* Store a new version of key `cur` (which is freed by the replacement:
+ * callers must not touch cur afterwards, nor c->who if it was the caller's
+ * own key) and answer it. */
 static void key_update(struct api_ctx *c, const struct api_key *cur, struct api_key *k, const char *event)
 {
 	char id[ID_MAX_LEN];
@@ -614,9 +617,9 @@ static void key_revoke(struct api_ctx *c)
 	struct api_key k = *cur;
 	k.revoked = 1;
 	fmt_rfc3339_ms(k.revoked_at, wall_ms());
-	key_update(c, cur, &k, "key.revoked");
 	log_info("msg=\"api key revoked\" key_id=%.*s entity_id=%s by_key=%s", (int)cur->row.id_len, cur->row.id,
 		 cur->entity_id, c->who.key_id);
+	key_update(c, cur, &k, "key.revoked"); /* replaces the row: cur is gone after this */
 }
 
 static void key_emit(struct api_ctx *c, const struct row *r)
@@ -713,7 +716,7 @@ static int store_operator_key(struct shard *sh, const char *tok, size_t len, con
 int key_bootstrap(struct shard *sh, FILE *out, char *err, size_t errlen)
 {
 	const char *env = getenv("WM_BOOTSTRAP_KEY");
-	if (env) {
+	if (env && *env) { /* set and empty counts as unset */
 		size_t len = strlen(env);
 		enum key_token t = key_token_parse(env, len);
 		if (t > KEY_TOK_RAW) {

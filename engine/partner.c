@@ -73,6 +73,9 @@ static const char *const partner_fields[] = {
 	"payout_provider", "payout_account_id", "payout_currency", "status", NULL};
 static const char *const readonly_fields[] = {"id", "created_at", "updated_at", NULL};
 static const char *const contact_fields[] = {"name", "email", "phone", NULL};
+/* Onboarding decisions that belong to the platform (steps 2, 3, 6): a
+ * partner's own key cannot grant itself roles or move its status. */
+static const char *const operator_fields[] = {"roles", "status", NULL};
 
 /* ---- reading a partner object (request body or stored document) -------- */
 
@@ -389,10 +392,12 @@ static void partners_create(struct api_ctx *c)
 	partner_commit(c, &p, "partner.created", 201);
 }
 
+/* The partner named by the path, if the caller may see it (its own, or any
+ * for operators); otherwise 404, the same as for an unknown id. */
 static const struct partner *partner_from_path(struct api_ctx *c)
 {
 	const struct partner *pt = NULL;
-	if (c->n_params)
+	if (c->n_params && api_owns(c, c->params[0].p, c->params[0].len))
 		pt = partner_get(c->sh, c->params[0].p, c->params[0].len);
 	if (!pt)
 		api_error(c, 404, "not_found", "no partner with this id");
@@ -414,6 +419,15 @@ static void partners_patch(struct api_ctx *c)
 	const struct json_value *body = api_body(c);
 	if (!body)
 		return;
+	if (!c->who.is_platform)
+		for (int i = 0; operator_fields[i]; i++)
+			if (json_get(body, operator_fields[i])) {
+				char d[160];
+				snprintf(d, sizeof(d), "\"%s\" is changed by platform operators only (onboarding)",
+					 operator_fields[i]);
+				api_error(c, 403, "operator_only_field", d);
+				return;
+			}
 	fld_reject_unknown(c, body, partner_fields, NULL);
 	for (int i = 0; readonly_fields[i]; i++)
 		if (json_get(body, readonly_fields[i]))
@@ -503,7 +517,11 @@ static void partners_list(struct api_ctx *c)
 	if (query_enum(c, "role", partner_role_names, &f.role) ||
 	    query_enum(c, "status", partner_status_names, &f.status))
 		return;
-	api_list(c, &c->sh->tables[REC_T_PARTNER].by_order, NULL, 0, &pg, partner_match, &f, NULL);
+	/* Read-path filter: a partner sees its own record only (ids have a
+	 * fixed length, so the id as a prefix matches exactly one row). */
+	const char *own = c->who.is_platform ? NULL : c->who.entity_id;
+	api_list(c, &c->sh->tables[REC_T_PARTNER].by_order, own, own ? (uint32_t)strlen(own) : 0, &pg,
+		 partner_match, &f, NULL);
 }
 
 const struct route partner_routes[] = {

@@ -116,6 +116,7 @@ int wm_start(struct wm_proc *p, const char *const *args, const char *const *env)
 		}
 	}
 	close(fd);
+	memcpy(p->banner, buf, len + 1);
 	if (!p->port) {
 		wm_kill9(p);
 		return -1;

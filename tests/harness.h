@@ -23,6 +23,7 @@ struct wm_proc {
 	char dir[256];      /* temporary root; data dir is <dir>/data */
 	char data_dir[300];
 	int starts;
+	char banner[512];   /* what the last start printed on stdout up to "listening" */
 };
 
 /* Make a fresh temporary root (no process yet). */

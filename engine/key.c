@@ -674,8 +674,8 @@ const struct route key_routes[] = {
 
 /* ---- bootstrap --------------------------------------------------------- */
 
-/* True if the platform has a usable operator key. */
-static int has_operator_key(struct shard *sh)
+/* The platform's first usable operator key, or NULL. */
+static const struct api_key *operator_key(struct shard *sh)
 {
 	const struct oidx *t = &ext(&sh->tables[REC_T_KEY])->by_entity;
 	struct oidx_iter it;
@@ -689,9 +689,9 @@ static int has_operator_key(struct shard *sh)
 		const struct api_key *key = oidx_iter_val(&it);
 		if (!key->revoked && (!key->expires_ms || key->expires_ms > now) &&
 		    (key->scopes & SCOPE_BIT(SC_OPERATOR)))
-			return 1;
+			return key;
 	}
-	return 0;
+	return NULL;
 }
 
 static int store_operator_key(struct shard *sh, const char *tok, size_t len, const char *name,
@@ -738,8 +738,13 @@ int key_bootstrap(struct shard *sh, FILE *out, char *err, size_t errlen)
 		log_info("msg=\"operator key from WM_BOOTSTRAP_KEY stored (hashed)\"");
 		return 0;
 	}
-	if (has_operator_key(sh))
+	const struct api_key *op = operator_key(sh);
+	if (op) {
+		fprintf(out, "operator key: %s... (its plaintext was shown when it was minted; to add one you "
+			"know, start with WM_BOOTSTRAP_KEY=<32 or more characters>)\n", op->prefix);
+		fflush(out);
 		return 0;
+	}
 	char tok[KEY_TOKEN_LEN + 1], prefix[KEY_DISPLAY_LEN + 1];
 	if (key_token_new(KEY_SECRET, tok)) {
 		snprintf(err, errlen, "no entropy for the operator key");

@@ -2,8 +2,14 @@
 # bench.sh -- HTTP throughput and latency of one wm-shard, run by `make bench`.
 #
 # What is measured, and why:
-#   a. GET /v1/partners/{id} over 1,000 seeded partners: the read path (routing,
-#      hash-index lookup, JSON rendering) with no durability wait.
+#   a. GET /v1/partners/{id} over 1,000 seeded partners: the read path (key
+#      check, scope/action/rate/quota, routing, hash-index lookup, JSON
+#      rendering, the read-audit record) with no durability wait.  Every
+#      request carries a key minted for the run with a rate limit high enough
+#      not to interfere (the operator key itself is held to the default).
+#   g. perf/bench_auth: in-process cost of authenticating one request (key
+#      format + checksum, SHA-256, digest lookup, constant-time compare,
+#      policy) -- the per-request price of identity and access.
 #   b. POST /v1/partners, one new partner per request, --wal-mode fsync (the
 #      default): a response is only sent once its WAL record is fsync'ed, so
 #      this is durable writes per second and the latency a client really sees.
@@ -97,7 +103,7 @@ run_wrk() {
 }
 
 metric() { # metric NAME : value of an unlabelled metric from the shard's /metrics
-	curl -fsS "$base/metrics" | awk -v m="$1" '$1 == m { print $2; found = 1 } END { exit !found }' ||
+	curl -fsS -H "Authorization: Bearer $WM_BENCH_KEY" "$base/metrics" | awk -v m="$1" '$1 == m { print $2; found = 1 } END { exit !found }' ||
 		die "metric $1 not found in /metrics"
 }
 
@@ -106,7 +112,11 @@ echo "wm-shard benchmark  $(date -u +%Y-%m-%dT%H:%M:%SZ)  commit $(git rev-parse
 echo "cpus=$(nproc)  loadavg $(cut -d' ' -f1-3 /proc/loadavg)  data dir fs=$(df -T "$data" | awk 'NR == 2 { print $2 }')  $(wrk -v 2>&1 | head -n 1 | awk '{ print $1, $2 }')"
 
 # ---- start the shard ----------------------------------------------------------
-"$SHARD" --listen 127.0.0.1:0 --data-dir "$data" --access-log 0 --snapshot-interval 0 \
+# A throw-away operator key for this run (never printed), from which the
+# bench key with a high rate limit is minted.
+WM_BOOTSTRAP_KEY="bench-$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')"
+export WM_BOOTSTRAP_KEY
+WM_BOOTSTRAP_KEY="$WM_BOOTSTRAP_KEY" "$SHARD" --listen 127.0.0.1:0 --data-dir "$data" --access-log 0 --snapshot-interval 0 \
 	--wal-mode fsync >"$root/shard.out" 2>"$root/shard.err" &
 shard_pid=$!
 port=""
@@ -123,11 +133,19 @@ done
 base="http://127.0.0.1:$port"
 echo "wm-shard pid $shard_pid on $base (wal-mode fsync, data in $data)"
 
+# ---- the bench key: operator scopes, a rate limit that never interferes -------
+WM_BENCH_KEY=$(curl -fsS -H "Authorization: Bearer $WM_BOOTSTRAP_KEY" -H 'Content-Type: application/json' \
+	-d '{"name":"bench","rate_limit":{"requests_per_second":1000000,"burst":1000000}}' "$base/api/keys" |
+	sed -n 's/.*"key":"\([^"]*\)".*/\1/p')
+[ -n "$WM_BENCH_KEY" ] || die "could not mint the bench key"
+export WM_BENCH_KEY
+
 # ---- seed partners (one curl process, keep-alive, requests in sequence) -------
 seed_cfg="$root/seed.curl"
 for i in $(seq 1 "$SEED_N"); do
 	[ "$i" -eq 1 ] || echo next
 	printf 'url = "%s/v1/partners"\nheader = "Content-Type: application/json"\n' "$base"
+	printf 'header = "Authorization: Bearer %s"\n' "$WM_BENCH_KEY"
 	printf 'data = "{\\"legal_name\\":\\"Bench Partner %d\\",\\"country\\":\\"FR\\",' "$i"
 	printf '\\"roles\\":[\\"originator\\"],\\"originator_type\\":\\"estate\\"}"\n'
 	printf 'write-out = "\\n"\nsilent\nshow-error\n'
@@ -267,6 +285,17 @@ elif gcc -std=c17 -D_GNU_SOURCE -I. -O2 -Wall -Wextra -Werror -o "$root/bench_in
 else
 	head -n 5 "$root/bench_index.err"
 	echo "bench_index did not compile: skipped"
+fi
+
+# ---- g. authentication micro-benchmark ---------------------------------------------
+echo
+echo "== perf/bench_auth (per-request cost of identity and access, in-process)"
+if [ -f build/rel/lib.a ] && gcc -std=c17 -D_GNU_SOURCE -I. -O2 -Wall -Wextra -Werror -o "$root/bench_auth" \
+	perf/bench_auth.c build/rel/lib.a -lxxhash -lzstd -lcrypto -lpthread -lm 2>"$root/bench_auth.err"; then
+	timeout 120 "$root/bench_auth" "$root/auth-data" || echo "bench_auth failed or timed out (exit $?)"
+else
+	head -n 5 "$root/bench_auth.err" 2>/dev/null || true
+	echo "bench_auth did not compile: skipped"
 fi
 
 # ---- summary ----------------------------------------------------------------------

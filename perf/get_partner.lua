@@ -4,10 +4,13 @@
 -- IDS_FILE holds one partner id per line (written by perf/bench.sh after
 -- seeding).  Each wrk thread starts at a different offset so threads do not
 -- walk the same ids in lockstep; every id is requested, in order, round robin.
+-- The key comes from the environment variable WM_BENCH_KEY.
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 dofile(dir .. "report.lua")
 
 local paths = {}
+-- every read is authenticated (and audited): WM_BENCH_KEY is set by bench.sh
+local headers = { ["Authorization"] = "Bearer " .. (os.getenv("WM_BENCH_KEY") or "") }
 local pos = 0
 local threads_made = 0  -- main state only (setup)
 
@@ -27,5 +30,5 @@ end
 
 function request()
    pos = pos % #paths + 1
-   return wrk.format("GET", paths[pos])
+   return wrk.format("GET", paths[pos], headers)
 end

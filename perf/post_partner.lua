@@ -10,7 +10,8 @@ dofile(dir .. "report.lua")
 local threads_made = 0  -- main state only (setup)
 local tag
 local n = 0
-local headers = { ["Content-Type"] = "application/json" }
+local headers = { ["Content-Type"] = "application/json",
+                  ["Authorization"] = "Bearer " .. (os.getenv("WM_BENCH_KEY") or "") }
 
 function setup(thread)
    thread:set("tid", threads_made)  -- becomes the global tid in that thread

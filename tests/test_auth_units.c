@@ -10,6 +10,7 @@
 #include "engine/log.h"
 #include "engine/partner.h"
 #include "engine/policy.h"
+#include "engine/route.h"
 #include "tests/wm_test.h"
 
 WM_TEST(key_format, generated_keys_parse_and_every_single_change_is_caught)
@@ -161,4 +162,18 @@ WM_TEST(rfc3339, parse)
 			     "tomorrow", ""};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		cr_assert_eq(parse_rfc3339_ms(bad[i], strlen(bad[i]), &ms), -1, "%s accepted", bad[i]);
+}
+
+WM_TEST(policy, every_keyed_route_names_an_action)
+{
+	int n = 0;
+	for (const struct route *r = api_route_table(); r->pattern; r++, n++) {
+		cr_assert_lt(r->scope, SC_COUNT_, "%s: scope out of range", r->pattern);
+		cr_assert_lt(r->action, ACT_COUNT_, "%s: action out of range", r->pattern);
+		if (r->scope != SC_PUBLIC)
+			cr_assert_neq(r->action, ACT_NONE, "%s needs a key but names no action", r->pattern);
+		else
+			cr_assert_eq(r->action, ACT_NONE, "%s is public but names an action", r->pattern);
+	}
+	cr_assert_gt(n, 10);
 }

@@ -9,6 +9,8 @@
  * Points in use (grep ERRINJ for the full list):
  *   wal_crash_after_write    WAL thread: _exit after write(2), before fdatasync
  *   wal_crash_after_sync     WAL thread: _exit after fdatasync, before publishing
+ *   wal_slow_sync            WAL thread: sleep 400 ms before every fdatasync (a slow
+ *                            disk: keeps a write "in flight" long enough to race it)
  *   snap_crash_before_rename snapshot: _exit after writing the temp file
  */
 #ifndef WM_ERRINJ_H

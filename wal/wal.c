@@ -339,6 +339,10 @@ static void seg_sync(struct wal *w, struct batch_stats *bs)
 	if (!w->seg_dirty || w->seg_fd < 0)
 		return;
 	uint64_t t0 = now_us();
+	if (ERRINJ("wal_slow_sync")) {
+		struct timespec slow = {.tv_sec = 0, .tv_nsec = 400 * 1000 * 1000};
+		nanosleep(&slow, NULL);
+	}
 	if (fdatasync(w->seg_fd))
 		die("fdatasync", errno);
 	uint64_t us = now_us() - t0;

@@ -6,7 +6,9 @@
  * endpoint, rows_returned, cursor_span, status, request_id, time.  The row
  * is committed with txn_commit_quiet(): it rides the next group commit and
  * no read waits for its fsync.  Memory keeps the newest --audit-keep rows;
- * older ones remain in the WAL.
+ * older ones remain in the WAL (until snapshots let its segments be pruned).
+ * GET /v1/audit (operators) lists them oldest first, filtered by key_id or
+ * entity_id through secondary indexes.
  */
 #ifndef WM_AUDIT_H
 #define WM_AUDIT_H
@@ -17,12 +19,28 @@
 #include "engine/table.h"
 #include "net/buf.h"
 
-/* After a GET handler ran for an authenticated caller (api_handle). */
+/* Audit records remembered until the WAL reports them durable; past this
+ * many in flight the excess is still counted (never lost from the gauge). */
+#define AUDIT_PENDING_MAX 65536u
+
+/*
+ * After a GET handler ran for an authenticated caller (api_run): commit one
+ * audit row for the request in c (identity, route, c->rs->status,
+ * c->rows_returned, c->span_from/span_to, request id) without moving the
+ * shard's state LSN, and feed the key's read volume; when it exceeds
+ * --audit-alert-factor x its trailing average (and --audit-alert-min-rows),
+ * log a warning and commit a "key.abnormal_usage" event.  Never fails the
+ * read: a record that cannot be committed is logged and counted.  Must not
+ * be called inside an open transaction (it then records a failure).
+ */
 void audit_read(struct api_ctx *c);
-/* Prometheus lines: audit rows written, rows not yet durable (a crash could
- * lose them), alerts raised. */
+/* Append Prometheus lines: wm_audit_records_total (committed since start),
+ * wm_audit_records_unsynced (committed, not yet durable: a crash now could
+ * lose them), wm_audit_records_failed_total, wm_audit_alerts_total.
+ * Refreshes the unsynced count from the WAL first when one is open. */
 void audit_metrics(struct shard *sh, struct buf *out);
-/* The WAL reported durable progress (drops confirmed entries). */
+/* The WAL reports everything up to durable_lsn durable: forget those
+ * pending audit LSNs (and the overflow count once its highest LSN is). */
 void audit_on_durable(struct shard *sh, uint64_t durable_lsn);
 
 extern const struct table_ops audit_table_ops;

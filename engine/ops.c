@@ -2,12 +2,13 @@
  * ops.c -- what operators and load balancers talk to.
  *   /healthz  the process answers (liveness)
  *   /readyz   recovery finished and the WAL writer runs (readiness)
- *   /metrics  Prometheus text: requests, latency, WAL, snapshots, connections
+ *   /metrics  Prometheus text: requests, latency, WAL, snapshots, connections, read audit
  *   /v1/openapi.json  the API description
  *   /v1/admin/snapshots  take a snapshot now (POST) / last snapshot (GET)
  */
 #include <string.h>
 
+#include "engine/audit.h"
 #include "engine/log.h"
 #include "engine/ops.h"
 
@@ -76,6 +77,7 @@ static void metrics(struct api_ctx *c)
 		      "# TYPE wm_http_parse_errors_total counter\nwm_http_parse_errors_total %llu\n",
 		   (unsigned long long)ss.open, (unsigned long long)ss.rejected_full,
 		   (unsigned long long)ss.timeouts, (unsigned long long)ss.parse_errors);
+	audit_metrics(sh, o);
 	for (int i = 0; i < REC_T_COUNT_; i++)
 		if (sh->tables[i].ops)
 			buf_printf(o, "wm_table_rows{table=\"%s\"} %zu\n", sh->tables[i].ops->name,

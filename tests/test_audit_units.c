@@ -100,8 +100,8 @@ static void fake_read(struct fake_read *f, struct shard *sh, int i)
 	f->c.route = &f->route;
 	f->c.who.authenticated = 1;
 	f->c.who.is_platform = 1;
-	f->c.who.key_id = "key_unit";
-	f->c.who.entity_id = "platform";
+	snprintf(f->c.who.key_id, sizeof(f->c.who.key_id), "%s", "key_unit");
+	snprintf(f->c.who.entity_id, sizeof(f->c.who.entity_id), "%s", "platform");
 }
 
 /* The value of a metric line "name value" in text (-1 if absent). */
@@ -185,21 +185,21 @@ WM_TEST(audit, pending_ring_counts_past_its_bound)
 	/* ids are escaped in the document; ids decode() would refuse are not
 	 * committed (that would stop the process) but counted */
 	fake_read(f, &sh, 2);
-	f->c.who.entity_id = "ent\"\\x";
+	snprintf(f->c.who.entity_id, sizeof(f->c.who.entity_id), "%s", "ent\"\\x");
 	f->c.who.is_platform = 0;
 	audit_read(&f->c);
 	struct oidx_iter it;
 	cr_assert(oidx_seek_le(&sh.tables[REC_T_AUDIT].by_order, NULL, 0, &it));
 	const struct row *r = oidx_iter_val(&it);
 	cr_assert(strstr(r->doc, "\"entity_id\":\"ent\\\"\\\\x\""), "%s", r->doc);
-	static const char *const refused[] = {"ent\x01", "", "ptn_0123456789012345678901234567890123456789"};
+	static const char *const refused[] = {"ent\x01", ""}; /* (over-long ids cannot exist: the principal holds ID_MAX_LEN) */
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		before = sh.lsn;
-		f->c.who.entity_id = refused[i];
+		snprintf(f->c.who.entity_id, sizeof(f->c.who.entity_id), "%s", refused[i]);
 		audit_read(&f->c);
 		cr_assert_eq(sh.lsn, before, "%zu", i);
 	}
-	cr_assert_eq(unit_metric(&sh, "wm_audit_records_failed_total", 0), 4);
+	cr_assert_eq(unit_metric(&sh, "wm_audit_records_failed_total", 0), 3);
 	free(f);
 	shard_close(&sh);
 	rm_rf(dir);

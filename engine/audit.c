@@ -11,8 +11,12 @@
  *    no second log format to parse, rotate or lose.
  *
  *  - A read must never wait for its audit record's fsync.  The record is
- *    committed with txn_commit_quiet(): it gets the next LSN and rides the
- *    next group commit, but the shard's state LSN -- what api_handle stamps
+ *    staged in a batch, and the batch is committed with txn_commit_quiet()
+ *    once per event-loop iteration (audit_flush, from the loop's prepare
+ *    hook) or when it reaches AUDIT_BATCH_BYTES: one WAL transaction for
+ *    all the reads of an iteration instead of one each (measured: per-read
+ *    commits cost more than half the read throughput).  The batch gets the
+ *    next LSN and rides the next group commit, but the shard's state LSN -- what api_handle stamps
  *    on the response and what the server holds responses for -- does not
  *    move.  The price is explicit: a crash can lose the audit records of
  *    the last group commit window (reads whose responses may already have
@@ -97,13 +101,16 @@ struct audit_ext {
 	uint64_t written;        /* audit records committed */
 	uint64_t failed;         /* reads whose record could not be committed */
 	uint64_t alerts;         /* abnormal-usage alerts raised */
-	uint32_t pend_head;      /* ring of committed, not yet durable LSNs */
-	uint32_t pend_count;
+	uint32_t pend_head;      /* ring of committed, not yet durable batches */
+	uint32_t pend_count;     /* batches in the ring */
+	uint64_t pend_records;   /* records in those batches */
 	uint64_t pend_over;      /* records past the ring's capacity ... */
 	uint64_t pend_over_lsn;  /* ... all with LSN <= this */
+	struct buf batch;        /* staged records (rec_encode), not yet committed */
+	uint32_t batch_n;
 	uint64_t at_ms;          /* the millisecond `at` was formatted for */
 	char at[32];             /* RFC 3339 text of at_ms */
-	uint64_t pending[AUDIT_PENDING_MAX];
+	struct { uint64_t lsn; uint32_t n; } pending[AUDIT_PENDING_MAX];
 };
 
 /* The table's audit state (set by audit_init for the table's lifetime). */
@@ -121,6 +128,7 @@ static int audit_init(struct table *t)
 	oidx_init(&e->by_key);
 	oidx_init(&e->by_entity);
 	buf_init(&e->doc, AUDIT_DOC_MAX);
+	buf_init(&e->batch, AUDIT_BATCH_BYTES + AUDIT_DOC_MAX + 64);
 	t->ext = e;
 	return 0;
 }
@@ -132,6 +140,7 @@ static void audit_fini(struct table *t)
 	oidx_free(&e->by_key);
 	oidx_free(&e->by_entity);
 	buf_free(&e->doc);
+	buf_free(&e->batch);
 	free(e);
 	t->ext = NULL;
 }
@@ -226,15 +235,19 @@ const struct table_ops audit_table_ops = {
 
 /* ---- durability accounting --------------------------------------------- */
 
-/* Remember a committed audit LSN until the WAL reports it durable. */
-static void pending_push(struct audit_ext *e, uint64_t lsn)
+/* Remember a committed batch (its LSN, n records) until the WAL reports
+ * it durable. */
+static void pending_push(struct audit_ext *e, uint64_t lsn, uint32_t n)
 {
 	if (e->pend_count < AUDIT_PENDING_MAX) {
-		e->pending[(e->pend_head + e->pend_count) % AUDIT_PENDING_MAX] = lsn;
+		uint32_t i = (e->pend_head + e->pend_count) % AUDIT_PENDING_MAX;
+		e->pending[i].lsn = lsn;
+		e->pending[i].n = n;
 		e->pend_count++;
+		e->pend_records += n;
 		return;
 	}
-	e->pend_over++;
+	e->pend_over += n;
 	e->pend_over_lsn = lsn; /* LSNs only grow: the highest of the excess */
 }
 
@@ -243,7 +256,8 @@ void audit_on_durable(struct shard *sh, uint64_t durable_lsn)
 	struct audit_ext *e = ext(&sh->tables[REC_T_AUDIT]);
 	if (!e)
 		return;
-	while (e->pend_count && e->pending[e->pend_head] <= durable_lsn) {
+	while (e->pend_count && e->pending[e->pend_head].lsn <= durable_lsn) {
+		e->pend_records -= e->pending[e->pend_head].n;
 		e->pend_head = (e->pend_head + 1) % AUDIT_PENDING_MAX;
 		e->pend_count--;
 	}
@@ -267,7 +281,7 @@ void audit_metrics(struct shard *sh, struct buf *out)
 		   "# TYPE wm_audit_records_failed_total counter\nwm_audit_records_failed_total %llu\n"
 		   "# HELP wm_audit_alerts_total Abnormal read-volume alerts raised (key.abnormal_usage).\n"
 		   "# TYPE wm_audit_alerts_total counter\nwm_audit_alerts_total %llu\n",
-		   (unsigned long long)e->written, (unsigned long long)(e->pend_count + e->pend_over),
+		   (unsigned long long)e->written, (unsigned long long)(e->pend_records + e->pend_over + e->batch_n),
 		   (unsigned long long)e->failed, (unsigned long long)e->alerts);
 }
 
@@ -363,25 +377,44 @@ static int id_ok(const char *s)
 	return i > 0;
 }
 
-/* Commit the audit row for this read with txn_commit_quiet (state LSN
- * unmoved); its LSN, or 0 when it could not be committed. */
-static uint64_t audit_commit(struct api_ctx *c, struct audit_ext *e)
+/* Stage the audit row for this read in the batch; 0, or -1 when it cannot
+ * be recorded (bad ids, bound). */
+static int audit_stage(struct api_ctx *c, struct audit_ext *e)
 {
 	struct shard *sh = c->sh;
-	if (sh->txn_open || sh->txn_hold)
-		return 0; /* a read never runs inside a transaction; refuse rather than join one */
 	if (!id_ok(c->who.key_id) || !id_ok(c->who.entity_id))
-		return 0;
+		return -1;
 	char id[ID_MAX_LEN];
 	size_t il = id_new(&sh->ids, "aud", id);
-	if (audit_doc(c, e, id, il))
-		return 0;
+	if (audit_doc(c, e, id, il) ||
+	    rec_encode(&e->batch, REC_PUT, REC_T_AUDIT, 1, id, il, e->doc.data, e->doc.len))
+		return -1;
+	e->batch_n++;
+	return 0;
+}
+
+void audit_flush(struct shard *sh)
+{
+	struct audit_ext *e = ext(&sh->tables[REC_T_AUDIT]);
+	if (!e || !e->batch_n || sh->txn_open || sh->txn_hold)
+		return; /* inside a transaction: the next flush takes it */
 	txn_begin(sh);
-	if (txn_put(sh, REC_T_AUDIT, id, il, e->doc.data, e->doc.len)) {
+	uint64_t lsn = 0;
+	if (!buf_append(&sh->txn, e->batch.data, e->batch.len))
+		lsn = txn_commit_quiet(sh);
+	else
 		txn_abort(sh);
-		return 0;
+	if (lsn) {
+		e->written += e->batch_n;
+		pending_push(e, lsn, e->batch_n);
+	} else {
+		e->failed += e->batch_n;
+		log_error("msg=\"read audit records could not be committed\" records=%u "
+			  "action=\"check the WAL (disk space, errors above); these reads are not audited\"",
+			  e->batch_n);
 	}
-	return txn_commit_quiet(sh);
+	buf_reset(&e->batch);
+	e->batch_n = 0;
 }
 
 /* The key read far above its trailing average: count it, log a warning
@@ -435,15 +468,12 @@ void audit_read(struct api_ctx *c)
 	struct audit_ext *e = ext(&c->sh->tables[REC_T_AUDIT]);
 	if (!e || !c->who.authenticated || !c->route)
 		return;
-	uint64_t lsn = audit_commit(c, e);
-	if (lsn) {
-		e->written++;
-		pending_push(e, lsn);
-	} else {
+	if (audit_stage(c, e)) {
 		e->failed++;
-		log_error("msg=\"read audit record could not be committed\" request_id=%s key_id=%s "
-			  "action=\"check the WAL (disk space, errors above); this read is not audited\"",
+		log_error("msg=\"read audit record could not be staged\" request_id=%s key_id=%s",
 			  c->rq->request_id, c->who.key_id);
+	} else if (e->batch.len >= AUDIT_BATCH_BYTES) {
+		audit_flush(c->sh);
 	}
 	uint64_t window_rows, avg;
 	if (c->rows_returned && auth_volume_add(c, c->rows_returned, &window_rows, &avg) == 1)
@@ -468,6 +498,7 @@ static void empty_list(struct api_ctx *c)
  */
 static void audit_list(struct api_ctx *c)
 {
+	audit_flush(c->sh); /* what earlier reads staged is part of the answer */
 	struct api_page pg;
 	if (api_page_parse(c, &pg))
 		return;

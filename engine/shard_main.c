@@ -55,9 +55,17 @@ static void on_signal(struct ev_loop *loop, struct ev_handle *h, uint32_t events
 		ev_stop(loop);
 }
 
+/* Once per loop iteration: commit the read-audit rows staged by it. */
+static void on_prepare(struct ev_loop *loop, void *arg)
+{
+	(void)loop;
+	audit_flush(arg);
+}
+
 static void on_tick(struct ev_loop *loop, void *arg)
 {
 	struct shard *sh = arg;
+	audit_flush(sh);
 	srv_tick(sh->srv);
 	shard_snapshot_poll(sh);
 	idem_prune(sh);
@@ -139,6 +147,7 @@ int main(int argc, char **argv)
 	sh.sig_h = (struct ev_handle){.fd = sfd, .fn = on_signal, .arg = &sh};
 	ev_add(sh.loop, &sh.sig_h, EPOLLIN);
 	ev_set_tick(sh.loop, 250, on_tick, &sh);
+	ev_set_prepare(sh.loop, on_prepare, &sh);
 	sh.snap_next_due_ms = ev_clock_us() / 1000 + cfg.snapshot_interval_s * 1000;
 	sh.ready = 1;
 
@@ -155,6 +164,7 @@ int main(int argc, char **argv)
 	int rc = ev_run(sh.loop);
 	srv_free(sh.srv);
 	close(sfd);
+	audit_flush(&sh);
 	wal_flush(sh.wal);
 	log_info("msg=\"stopped\" lsn=%llu", (unsigned long long)sh.lsn);
 	shard_close(&sh);

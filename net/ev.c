@@ -20,6 +20,8 @@ struct ev_loop {
 	unsigned tick_ms;
 	ev_tick_fn tick;
 	void *tick_arg;
+	ev_tick_fn prepare;
+	void *prepare_arg;
 	uint64_t now_ms;
 	uint64_t last_tick_ms;
 };
@@ -80,6 +82,12 @@ void ev_del(struct ev_loop *loop, struct ev_handle *h)
 	h->events = 0;
 }
 
+void ev_set_prepare(struct ev_loop *loop, ev_tick_fn fn, void *arg)
+{
+	loop->prepare = fn;
+	loop->prepare_arg = arg;
+}
+
 void ev_set_tick(struct ev_loop *loop, unsigned tick_ms, ev_tick_fn fn, void *arg)
 {
 	loop->tick_ms = tick_ms ? tick_ms : 1000;
@@ -105,6 +113,8 @@ int ev_run(struct ev_loop *loop)
 			struct ev_handle *h = evs[i].data.ptr;
 			h->fn(loop, h, evs[i].events);
 		}
+		if (loop->prepare)
+			loop->prepare(loop, loop->prepare_arg);
 		if (loop->tick && loop->now_ms - loop->last_tick_ms >= loop->tick_ms) {
 			loop->last_tick_ms = loop->now_ms;
 			loop->tick(loop, loop->tick_arg);

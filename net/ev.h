@@ -37,6 +37,10 @@ int ev_mod(struct ev_loop *loop, struct ev_handle *h, uint32_t events);
 void ev_del(struct ev_loop *loop, struct ev_handle *h);
 /* Tick callback, called at least every tick_ms while running. */
 void ev_set_tick(struct ev_loop *loop, unsigned tick_ms, ev_tick_fn fn, void *arg);
+/* Prepare callback, called once per loop iteration after the ready
+ * events were handled, before waiting again (batching work such as
+ * committing staged audit records).  NULL to remove. */
+void ev_set_prepare(struct ev_loop *loop, ev_tick_fn fn, void *arg);
 /* Run until ev_stop().  Returns 0, or -1 on an epoll failure. */
 int ev_run(struct ev_loop *loop);
 void ev_stop(struct ev_loop *loop);

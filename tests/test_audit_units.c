@@ -145,6 +145,7 @@ WM_TEST(audit, pending_ring_counts_past_its_bound)
 			first = lsn;
 		fake_read(f, &sh, (int)i);
 		audit_read(&f->c);
+		audit_flush(&sh);
 		cr_assert_eq(sh.lsn, lsn, "one quiet commit per read");
 		if (i + 1 == AUDIT_PENDING_MAX) {
 			cr_assert_eq(unit_metric(&sh, "wm_audit_records_unsynced", 0), AUDIT_PENDING_MAX,
@@ -171,16 +172,24 @@ WM_TEST(audit, pending_ring_counts_past_its_bound)
 	/* with the WAL asked (mode none: all durable at once) */
 	fake_read(f, &sh, 1);
 	audit_read(&f->c);
+	audit_flush(&sh);
 	cr_assert_eq(unit_metric(&sh, "wm_audit_records_unsynced", 1), 0);
 	cr_assert_eq(unit_metric(&sh, "wm_audit_records_total", 1), AUDIT_PENDING_MAX + 6);
 
-	/* a read inside an open transaction is refused and counted, not joined */
+	/* staged rows wait while a transaction is open, then commit together */
+	fake_read(f, &sh, 3);
+	audit_read(&f->c);
 	txn_begin(&sh);
 	uint64_t before = sh.lsn;
 	audit_read(&f->c);
-	cr_assert_eq(sh.lsn, before);
+	audit_flush(&sh);
+	cr_assert_eq(sh.lsn, before, "never joins an open transaction");
 	txn_abort(&sh);
-	cr_assert_eq(unit_metric(&sh, "wm_audit_records_failed_total", 0), 1);
+	cr_assert_eq(unit_metric(&sh, "wm_audit_records_unsynced", 0), 2, "staged rows count as exposed");
+	audit_flush(&sh);
+	cr_assert_eq(sh.lsn, before + 1, "one transaction for the whole batch");
+	cr_assert_eq(unit_metric(&sh, "wm_audit_records_total", 1), AUDIT_PENDING_MAX + 8);
+	cr_assert_eq(unit_metric(&sh, "wm_audit_records_failed_total", 0), 0);
 
 	/* ids are escaped in the document; ids decode() would refuse are not
 	 * committed (that would stop the process) but counted */
@@ -188,6 +197,7 @@ WM_TEST(audit, pending_ring_counts_past_its_bound)
 	snprintf(f->c.who.entity_id, sizeof(f->c.who.entity_id), "%s", "ent\"\\x");
 	f->c.who.is_platform = 0;
 	audit_read(&f->c);
+	audit_flush(&sh);
 	struct oidx_iter it;
 	cr_assert(oidx_seek_le(&sh.tables[REC_T_AUDIT].by_order, NULL, 0, &it));
 	const struct row *r = oidx_iter_val(&it);
@@ -197,9 +207,10 @@ WM_TEST(audit, pending_ring_counts_past_its_bound)
 		before = sh.lsn;
 		snprintf(f->c.who.entity_id, sizeof(f->c.who.entity_id), "%s", refused[i]);
 		audit_read(&f->c);
+		audit_flush(&sh);
 		cr_assert_eq(sh.lsn, before, "%zu", i);
 	}
-	cr_assert_eq(unit_metric(&sh, "wm_audit_records_failed_total", 0), 3);
+	cr_assert_eq(unit_metric(&sh, "wm_audit_records_failed_total", 0), 2);
 	free(f);
 	shard_close(&sh);
 	rm_rf(dir);
@@ -233,6 +244,7 @@ WM_TEST(audit, replay_rebuilds_the_same_rows_and_the_wal_keeps_older_ones)
 		f.c.rows_returned = (uint32_t)(i % 3);
 		f.rs.status = i % 5 ? 200 : 404;
 		audit_read(&f.c);
+		audit_flush(&sh);
 	}
 	cr_assert_eq(table_count(&sh.tables[REC_T_AUDIT]), 16);
 	char *live = audit_ids(&sh);

@@ -50,6 +50,8 @@ static const struct opt opts[] = {
 	{"audit-alert-factor", OPT_U64, N(audit_alert_factor), 2, 1000, NULL, "alert when a key reads this many times its trailing average"},
 	{"audit-alert-min-rows", OPT_U64, N(audit_alert_min_rows), 1, 1000000000, NULL, "... and at least this many rows in one window"},
 	{"audit-alert-window-s", OPT_U64, N(audit_alert_window_s), 1, 86400, NULL, "audit volume window (seconds)"},
+	{"media-max-kb", OPT_U64, N(media_max_kb), 1, 65536, NULL, "largest media upload (KiB); at most --max-body-kb"},
+	{"media-url-ttl-s", OPT_U64, N(media_url_ttl_s), 1, 86400 * 7, NULL, "lifetime of a signed media upload URL (seconds)"},
 };
 #define N_OPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -80,6 +82,8 @@ void config_defaults(struct config *c)
 	c->audit_alert_factor = 10;
 	c->audit_alert_min_rows = 1000;
 	c->audit_alert_window_s = 60;
+	c->media_max_kb = 1024;
+	c->media_url_ttl_s = 900;
 }
 
 static const struct opt *opt_find(const char *name, size_t len)

@@ -10,5 +10,6 @@ const struct table_ops *const resource_tables[] = {
 	&key_table_ops,
 	&idem_table_ops,
 	&audit_table_ops,
+	&media_table_ops,
 	NULL,
 };

@@ -8,6 +8,7 @@
 #include "engine/api.h"
 #include "engine/audit.h"
 #include "engine/key.h"
+#include "engine/media.h"
 #include "engine/events.h"
 #include "engine/ops.h"
 #include "engine/partner.h"
@@ -18,6 +19,7 @@ static const struct route *const route_groups[] = {
 	event_routes,
 	key_routes,
 	audit_routes,
+	media_routes,
 	NULL,
 };
 

@@ -20,6 +20,7 @@
 #include "engine/idem.h"
 #include "engine/key.h"
 #include "engine/log.h"
+#include "engine/media.h"
 #include "engine/shard.h"
 
 static int drain_requested;
@@ -116,7 +117,7 @@ int main(int argc, char **argv)
 		shard_close(&sh);
 		return 1;
 	}
-	if (key_bootstrap(&sh, stdout, err, sizeof(err))) {
+	if (key_bootstrap(&sh, stdout, err, sizeof(err)) || media_start(&sh, err, sizeof(err))) {
 		log_error("msg=\"cannot start\" error=\"%s\"", err);
 		fprintf(stderr, "wm-shard: %s\n", err);
 		shard_close(&sh);

@@ -10,5 +10,8 @@ const struct table_ops *const resource_tables[] = {
 	&key_table_ops,
 	&idem_table_ops,
 	&audit_table_ops,
+	&producer_table_ops, /* before wines: snapshot order */
+	&wine_table_ops,
+	&extid_table_ops,
 	NULL,
 };

@@ -11,6 +11,8 @@
 #include "engine/events.h"
 #include "engine/ops.h"
 #include "engine/partner.h"
+#include "engine/producer.h"
+#include "engine/wine.h"
 
 static const struct route *const route_groups[] = {
 	ops_routes,
@@ -18,6 +20,9 @@ static const struct route *const route_groups[] = {
 	event_routes,
 	key_routes,
 	audit_routes,
+	producer_routes,
+	wine_routes,
+	extid_routes,
 	NULL,
 };
 

@@ -218,6 +218,23 @@ static void wine_write(struct jw *w, const struct wine_in *in, const struct wine
 	jw_obj_end(w);
 }
 
+int wine_canonical_doc(const struct wine_in *in, const char *id, const char *producer_id, struct buf *out)
+{
+	struct wine_meta m;
+	memset(&m, 0, sizeof(m));
+	snprintf(m.id, sizeof(m.id), "%s", id);
+	snprintf(m.producer_id, sizeof(m.producer_id), "%s", producer_id);
+	snprintf(m.slug, sizeof(m.slug), "%s", in->slug ? in->slug : "wine");
+	m.status = in->status == WINE_UNSET ? WS_DRAFT : in->status;
+	snprintf(m.created_by, sizeof(m.created_by), "%s", KEY_PLATFORM_ENTITY);
+	snprintf(m.created_at, sizeof(m.created_at), "2026-01-01T00:00:00.000Z");
+	memcpy(m.updated_at, m.created_at, sizeof(m.created_at));
+	struct jw w;
+	jw_init(&w, out);
+	wine_write(&w, in, &m);
+	return w.err ? -1 : 0;
+}
+
 /* ---- the table ------------------------------------------------------------ */
 
 /* Folded title for q: its slug, or ASCII-lower-cased when it cannot be
@@ -567,9 +584,9 @@ static void merge(struct jw *w, const struct json_value *base, const struct json
 	jw_obj_end(w);
 }
 
-/* Merge into text and parse it; NULL on failure (500 written when c). */
-static struct json_doc *merged_doc(struct api_ctx *c, const struct json_value *base, const struct json_value *over,
-				   enum merge_mode mode, unsigned *filled, struct buf *names)
+/* Merge into text and parse it; NULL when too large (nothing written). */
+static struct json_doc *merged_doc(const struct json_value *base, const struct json_value *over, enum merge_mode mode,
+				   unsigned *filled, struct buf *names)
 {
 	struct buf out;
 	buf_init(&out, REC_MAX_VAL);
@@ -578,8 +595,6 @@ static struct json_doc *merged_doc(struct api_ctx *c, const struct json_value *b
 	merge(&w, base, over, mode, 1, filled, names);
 	struct json_doc *d = w.err ? NULL : json_parse(out.data, out.len, NULL, NULL);
 	buf_free(&out);
-	if (!d)
-		api_error(c, 413, "record_too_large", "the merged wine is too large");
 	return d;
 }
 
@@ -836,7 +851,7 @@ static int ingest_enrich(struct api_ctx *c, const struct json_value *body, struc
 	struct wine_meta m;
 	const char *code = NULL;
 	if (!archived) {
-		md = merged_doc(c, json_root(stored), body, MERGE_FILL, &filled, &names);
+		md = merged_doc(json_root(stored), body, MERGE_FILL, &filled, &names);
 		if (!md) {
 			fail(out, 413, "record_too_large", "the enriched wine is too large");
 			goto done;
@@ -1120,9 +1135,10 @@ static void wines_patch(struct api_ctx *c)
 	struct json_doc *stored = load_stored(c, w, &cur);
 	if (!stored)
 		return;
-	struct json_doc *md = merged_doc(c, json_root(stored), body, MERGE_PATCH, NULL, NULL);
+	struct json_doc *md = merged_doc(json_root(stored), body, MERGE_PATCH, NULL, NULL);
 	if (!md) {
 		json_doc_free(stored);
+		api_error(c, 413, "record_too_large", "the merged wine is too large");
 		return;
 	}
 	struct wine_in in;
@@ -1194,7 +1210,7 @@ int wine_add_identifier(struct api_ctx *c, const struct wine *w, const char *mem
 	unsigned filled = 0;
 	struct buf names;
 	buf_init(&names, 1024);
-	md = over ? merged_doc(c, json_root(stored), json_root(over), MERGE_FILL, &filled, &names) : NULL;
+	md = over ? merged_doc(json_root(stored), json_root(over), MERGE_FILL, &filled, &names) : NULL;
 	buf_free(&names);
 	struct wine_in in;
 	v = (struct wine_vctx){NULL, 0, 0};

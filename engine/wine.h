@@ -307,6 +307,14 @@ extern const struct route extid_routes[];
  * (a JSON member text such as "\"match\":{...}", may be NULL) appended. */
 void wine_emit_doc(struct api_ctx *c, struct jw *w, const struct wine *wn, const char *extra);
 
+/*
+ * The canonical document of a validated input with fixed assigned members
+ * (id and producer as given, slug the given one or "wine", status draft
+ * unless given, fixed timestamps, created_by platform): what the fuzz
+ * target and the unit tests round-trip.  0 or -1 (too large).
+ */
+int wine_canonical_doc(const struct wine_in *in, const char *id, const char *producer_id, struct buf *out);
+
 /* Write a fixed-point decimal without trailing zeros (12.50 -> 12.5). */
 void wine_jw_decimal(struct jw *w, int64_t v, unsigned scale);
 

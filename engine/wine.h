@@ -66,7 +66,7 @@ int wine_category_is_sparkling_4_7(int category);
 #define WINE_MAX_GALLERY 32
 #define WINE_MAX_RATINGS 32
 #define WINE_MAX_GTINS 16
-#define WINE_MAX_HS 16               /* "2204.21.79": 4 digits then up to 3 ".dd" groups */
+#define WINE_MAX_HS 13               /* "2204.21.79.11": 4 digits then up to 3 ".dd" groups */
 #define WINE_DEFAULT_HS "2204.21.79"
 #define WINE_Q_MAX 100               /* bytes of a title search */
 

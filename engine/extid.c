@@ -191,7 +191,8 @@ static uint32_t value_key(int source, const char *value, const char *wine_id, ui
 	out[sl] = 0;
 	memcpy(out + sl + 1, value, vl);
 	out[sl + 1 + vl] = 0;
-	memcpy(out + sl + vl + 2, wine_id, wl);
+	if (wl)
+		memcpy(out + sl + vl + 2, wine_id, wl);
 	return (uint32_t)(sl + vl + 2 + wl);
 }
 

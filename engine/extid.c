@@ -151,7 +151,7 @@ struct extid {
 	struct row row;
 	uint8_t source;
 	char wine_id[ID_MAX_LEN];
-	char value[EXTID_MAX_VALUE + 1];
+	char *value; /* its own small allocation: most ids are a few bytes */
 };
 
 struct extid_ext {
@@ -232,13 +232,21 @@ static int extid_decode(struct table *t, struct row *r, const struct json_value 
 	(void)t;
 	struct extid *x = (struct extid *)r;
 	int src;
+	char value[EXTID_MAX_VALUE + 1];
 	if (fld_enum(NULL, doc, "source", NULL, source_names, &src) != FLD_SET ||
 	    fld_str(NULL, doc, "wine_id", NULL, x->wine_id, ID_MAX_LEN - 1) != FLD_SET ||
-	    fld_str(NULL, doc, "external_id", NULL, x->value, EXTID_MAX_VALUE) != FLD_SET)
+	    fld_str(NULL, doc, "external_id", NULL, value, EXTID_MAX_VALUE) != FLD_SET)
 		return -1;
 	x->source = (uint8_t)src;
 	uint8_t k[IDX_MAX_KEY + 1];
-	return value_key(x->source, x->value, x->wine_id, k) ? 0 : -1;
+	if (!value_key(x->source, value, x->wine_id, k) || !(x->value = strdup(value)))
+		return -1;
+	return 0;
+}
+
+static void extid_release(struct row *r)
+{
+	free(((struct extid *)r)->value);
 }
 
 const struct table_ops extid_table_ops = {
@@ -246,6 +254,7 @@ const struct table_ops extid_table_ops = {
 	.name = "extid",
 	.row_size = sizeof(struct extid),
 	.decode = extid_decode,
+	.release = extid_release,
 	.index_add = extid_index_add,
 	.index_del = extid_index_del,
 	.init = extid_init,

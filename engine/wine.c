@@ -732,6 +732,31 @@ static void creator_of(const struct api_ctx *c, char out[ID_MAX_LEN])
 	snprintf(out, ID_MAX_LEN, "%s", c->who.is_platform ? KEY_PLATFORM_ENTITY : c->who.entity_id);
 }
 
+/*
+ * Add an event whose payload is the wine document `doc`, as the acting
+ * entity would read it: without created_by unless it is the platform or
+ * the creator (the estate publishing a negociant's wine does not learn who
+ * created it from its own event stream).
+ */
+static int wine_event(struct api_ctx *c, const char *type, const struct wine_meta *m, const struct buf *doc)
+{
+	if (c->who.is_platform || !strcmp(m->created_by, c->who.entity_id))
+		return txn_event(c->sh, type, scope_of(c), doc->data, doc->len);
+	const char *tail = NULL;
+	for (const char *p = doc->data; (p = memmem(p, doc->len - (size_t)(p - doc->data), TAIL_MEMBER,
+						  sizeof(TAIL_MEMBER) - 1));
+	     p++)
+		tail = p;
+	if (!tail)
+		return -1;
+	struct buf cut;
+	buf_init(&cut, REC_MAX_VAL);
+	int rc = buf_append(&cut, doc->data, (size_t)(tail - doc->data)) || buf_putc(&cut, '}') ||
+		 txn_event(c->sh, type, scope_of(c), cut.data, cut.len);
+	buf_free(&cut);
+	return rc ? -1 : 0;
+}
+
 /* Build the document into doc and add it to the open transaction. */
 static int put_wine(struct api_ctx *c, const struct wine_in *in, const struct wine_meta *m, struct buf *doc)
 {
@@ -816,7 +841,7 @@ static int ingest_create(struct api_ctx *c, const struct wine_in *in, const stru
 		bad = producer_resolve_inline(c, in->producer_obj, 1, &p, m.producer_id, name, cc);
 	}
 	bad = bad || put_wine(c, in, &m, &doc) || extid_put_identifiers(c, m.id, in) ||
-	      txn_event(c->sh, "wine.created", scope_of(c), doc.data, doc.len) || !txn_commit(c->sh);
+	      wine_event(c, "wine.created", &m, &doc) || !txn_commit(c->sh);
 	buf_free(&doc);
 	if (bad) {
 		txn_abort(c->sh);
@@ -1072,7 +1097,7 @@ static void wines_publish(struct api_ctx *c)
 	struct buf doc;
 	buf_init(&doc, REC_MAX_VAL);
 	txn_begin(c->sh);
-	if (put_wine(c, &in, &m, &doc) || txn_event(c->sh, "wine.published", scope_of(c), doc.data, doc.len) ||
+	if (put_wine(c, &in, &m, &doc) || wine_event(c, "wine.published", &m, &doc) ||
 	    !txn_commit(c->sh)) {
 		txn_abort(c->sh);
 		api_error(c, 413, "record_too_large", "the wine record is too large to store");
@@ -1168,7 +1193,7 @@ static void wines_patch(struct api_ctx *c)
 			buf_init(&doc, REC_MAX_VAL);
 			const char *ev = to == WS_ARCHIVED && w->status != WS_ARCHIVED ? "wine.archived" : "wine.updated";
 			txn_begin(c->sh);
-			if (put_wine(c, &in, &m, &doc) || txn_event(c->sh, ev, scope_of(c), doc.data, doc.len) ||
+			if (put_wine(c, &in, &m, &doc) || wine_event(c, ev, &m, &doc) ||
 			    !txn_commit(c->sh)) {
 				txn_abort(c->sh);
 				api_error(c, 413, "record_too_large", "the wine record is too large to store");

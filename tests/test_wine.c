@@ -390,6 +390,11 @@ WM_TEST(wine, drafts_are_visible_to_creator_estate_and_platform_only)
 	cr_assert_null(json_object_get(j, "created_by"), "created_by is for the platform and the creator");
 	json_decref(j);
 	json_decref(expect(p.port, "PATCH", path, ke, "{\"abv\":13.5}", 200));
+	j = expect(p.port, "GET", "/v1/events?type=wine.updated", ke, NULL, 200);
+	json_t *ev = json_object_get(json_array_get(json_object_get(j, "data"), 0), "payload");
+	cr_assert_str_eq(jstr(ev, "id"), id, "the estate's own event");
+	cr_assert_null(json_object_get(ev, "created_by"), "its payload does not name the creator");
+	json_decref(j);
 	cr_assert_eq(list_count(p.port, "/v1/wines", ke), 1);
 	cr_assert_eq(list_count(p.port, "/v1/wines", ka), 1);
 	cr_assert_eq(list_count(p.port, "/v1/wines", NULL), 1);

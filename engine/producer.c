@@ -166,7 +166,13 @@ static void derive_slug(struct api_ctx *c, const char *name, const char *path, c
 	size_t n = 0;
 	enum wid_err e = wid_slug(name, strlen(name), buf, sizeof(buf), &n);
 	out[0] = 0;
-	if (e != WID_OK || n == 0 || n > PRODUCER_MAX_SLUG) {
+	if (e == WID_OK && n > PRODUCER_MAX_SLUG) { /* a long name: cut, no dangling '-' */
+		n = PRODUCER_MAX_SLUG;
+		while (n && buf[n - 1] == '-')
+			n--;
+		buf[n] = 0;
+	}
+	if (e != WID_OK || n == 0) {
 		if (c)
 			api_field_error(c, path, "sluggable",
 					"must contain Latin letters or digits to derive a slug (%s); give `slug`",

@@ -196,8 +196,39 @@ WM_TEST(producer, create_get_list_patch_and_slug_dedup)
 	cr_assert(lists_error(j, "id", "read_only"));
 	cr_assert(lists_error(j, "owner", "unknown_field"));
 	json_decref(j);
+	/* bounds at and past the edge */
+	struct {
+		const char *member;
+		size_t max;
+		const char *pre;
+	} bounds[] = {{"name", 200, ""}, {"slug", 120, ""}, {"region", 200, ""}, {"description", 5000, ""},
+		      {"website", 500, "https://"}};
+	char *big = malloc(8192), *fill = malloc(6000);
+	for (size_t b = 0; b < sizeof(bounds) / sizeof(bounds[0]); b++)
+		for (size_t extra = 0; extra < 2; extra++) {
+			size_t n = bounds[b].max + extra - strlen(bounds[b].pre);
+			memset(fill, (int)('q' + b), n);
+			fill[n] = 0;
+			snprintf(big, 8192, "{\"name\":\"Bound %zu %zu\",\"%s\":\"%s%s\"}", b, extra, bounds[b].member,
+				 bounds[b].pre, fill);
+			if (!strcmp(bounds[b].member, "name"))
+				snprintf(big, 8192, "{\"name\":\"%.*s%zu\"}", (int)(n - 1), fill, extra);
+			int st;
+			json_t *r = call(p.port, "POST", "/v1/producers", NULL, big, &st);
+			cr_assert_eq(st, extra ? 422 : 201, "%s at %zu bytes: %d", bounds[b].member, bounds[b].max + extra, st);
+			if (extra)
+				cr_assert(lists_error(r, bounds[b].member, "max_length"), "%s", bounds[b].member);
+			json_decref(r);
+		}
+	memset(fill, 'a', 101);
+	snprintf(big, 8192, "/v1/producers?q=%.100s", fill);
+	json_decref(expect(p.port, "GET", big, NULL, NULL, 200));
+	snprintf(big, 8192, "/v1/producers?q=%.101s", fill);
+	expect_code(p.port, "GET", big, NULL, NULL, 400, "invalid_filter");
+	free(big);
+	free(fill);
 	/* lists and filters */
-	cr_assert_eq(list_count(p.port, "/v1/producers", NULL), 2);
+	cr_assert_eq(list_count(p.port, "/v1/producers?q=pontet", NULL), 2);
 	cr_assert_eq(list_count(p.port, "/v1/producers?q=pontet%20CANET", NULL), 2);
 	cr_assert_eq(list_count(p.port, "/v1/producers?q=margaux", NULL), 0);
 	cr_assert_eq(list_count(p.port, "/v1/producers?country=FR", NULL), 1);
@@ -843,6 +874,20 @@ WM_TEST(extid, crosswalk_entries_sources_and_uniqueness)
 	cr_assert(json_real_value(json_object_get(j, "confidence")) < 0.51);
 	json_decref(j);
 	cr_assert_eq(list_count(p.port, path1, NULL), 5);
+	/* an external id of 200 bytes is the edge */
+	char gi[300];
+	memset(gi, 'n', 201);
+	snprintf(gi + 100, 200, "%s", "");
+	char *nm = malloc(256);
+	memset(nm, 'N', 201);
+	nm[200] = 0;
+	snprintf(gi, sizeof(gi), "{\"source\":\"eambrosia_gi_name\",\"external_id\":\"%s\"}", nm);
+	json_decref(expect(p.port, "POST", path1, NULL, gi, 201));
+	nm[200] = 'N';
+	nm[201] = 0;
+	snprintf(gi, sizeof(gi), "{\"source\":\"eambrosia_gi_name\",\"external_id\":\"%s\"}", nm);
+	json_decref(expect(p.port, "POST", path1, NULL, gi, 422));
+	free(nm);
 	/* value rules per source */
 	static const char *const bad[][2] = {
 		{"{\"source\":\"gtin\",\"external_id\":\"4006381333932\"}", "external_id"},

@@ -224,7 +224,7 @@ WM_TEST(wine_units, text_and_array_bounds_at_and_past_the_edge)
 		size_t max;
 	} texts[] = {{"cuvee", WINE_MAX_NAME}, {"lot_number", WINE_MAX_LOT}, {"ingredients", WINE_MAX_INGREDIENTS},
 		     {"description", WINE_MAX_DESCRIPTION}, {"aroma_profile", WINE_MAX_PROFILE},
-		     {"medusa_product_id", WINE_MAX_MEDUSA}};
+		     {"medusa_product_id", WINE_MAX_MEDUSA}, {"slug", WINE_MAX_SLUG}, {"designation", WINE_MAX_NAME}};
 	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
 		for (size_t extra = 0; extra < 2; extra++) {
 			char *s = rep('a', texts[i].max + extra);
@@ -235,6 +235,27 @@ WM_TEST(wine_units, text_and_array_bounds_at_and_past_the_edge)
 			if (extra)
 				cr_assert(has_error(c, texts[i].name, "max_length"));
 		}
+	/* nested and composite bounds */
+	for (size_t extra = 0; extra < 2; extra++) {
+		char *s = rep('a', WINE_MAX_ADDRESS + extra);
+		snprintf(body, 64 * 1024, "\"bottler\":{\"name\":\"B\",\"address\":\"%s\"}", s);
+		free(s);
+		cr_assert_eq(validate_members(body, c, &in) != 0, extra == 1, "address at %zu", WINE_MAX_ADDRESS + extra);
+		if (extra)
+			cr_assert(has_error(c, "bottler.address", "max_length"));
+		s = rep('u', WINE_MAX_URL - 12 + extra);
+		snprintf(body, 64 * 1024, "\"e_label_url\":\"https://e.x/%s\"", s);
+		free(s);
+		cr_assert_eq(validate_members(body, c, &in) != 0, extra == 1, "url at %zu", WINE_MAX_URL + extra);
+		size_t n = (size_t)snprintf(body, 64 * 1024, "\"region\":{");
+		for (size_t i = 0; i < WINE_MAX_ML_NAMES + extra; i++)
+			n += (size_t)snprintf(body + n, 64 * 1024 - n, "%s\"%c%c\":\"R\"", i ? "," : "", (char)('a' + i / 26),
+					      (char)('a' + i % 26));
+		snprintf(body + n, 64 * 1024 - n, "}");
+		cr_assert_eq(validate_members(body, c, &in) != 0, extra == 1, "%zu languages", WINE_MAX_ML_NAMES + extra);
+		if (extra)
+			cr_assert(has_error(c, "region", "multilingual"));
+	}
 	/* title is one of the required members: replace it */
 	for (size_t extra = 0; extra < 2; extra++) {
 		char *s = rep('t', WINE_MAX_TITLE + extra);
@@ -513,6 +534,31 @@ WM_TEST(wine_units, enrichment_fills_and_never_overwrites)
 			       "\"volume_in_liters\":0.75}", &r), 200);
 	cr_assert_eq(r.n_enriched, 0);
 	cr_assert_eq(wine_get(&f->sh, id, strlen(id))->row.lsn, lsn, "the row was not rewritten");
+	fixture_close(f);
+}
+
+WM_TEST(wine_units, derived_slugs_take_suffixes_up_to_the_bound)
+{
+	struct fixture *f = fixture_open();
+	struct wine_ingest_result r;
+	char body[256];
+	for (int i = 1; i <= WINE_SLUG_SUFFIX_MAX + 1; i++) {
+		snprintf(body, sizeof(body), "{\"title\":\"Cuvée Prestige\",\"producer\":{\"name\":\"Maison %d\"}}", i);
+		int st = ingest(f, body, &r);
+		if (i <= WINE_SLUG_SUFFIX_MAX) {
+			cr_assert_eq(st, 201, "wine %d", i);
+			const struct wine *w = wine_get(&f->sh, r.wine_id, strlen(r.wine_id));
+			char want[64];
+			if (i == 1)
+				snprintf(want, sizeof(want), "cuvee-prestige");
+			else
+				snprintf(want, sizeof(want), "cuvee-prestige-%d", i);
+			cr_assert_str_eq(wine_key(w, w->slug), want);
+		} else {
+			cr_assert_eq(st, 409, "past the bound");
+			cr_assert_str_eq(r.code, "slug_taken");
+		}
+	}
 	fixture_close(f);
 }
 

@@ -122,6 +122,52 @@ int fld_currency(struct api_ctx *c, const struct json_value *obj, const char *na
 	return FLD_SET;
 }
 
+int fld_text(struct api_ctx *c, const struct json_value *obj, const char *name, const char *path,
+	     const char **out, size_t max)
+{
+	const struct json_value *v = json_get(obj, name);
+	if (!v)
+		return FLD_ABSENT;
+	if (v->type == JSON_NULL)
+		return FLD_NULL;
+	if (v->type != JSON_STRING)
+		ERR("type", "must be a string");
+	if (v->len == 0)
+		ERR("min_length", "must not be empty");
+	if (v->len > max)
+		ERR("max_length", "must be at most %zu bytes", max);
+	for (uint32_t i = 0; i < v->len; i++) {
+		unsigned char ch = (unsigned char)v->u.str[i];
+		if ((ch < 0x20 && ch != '\n' && ch != '\r' && ch != '\t') || ch == 0x7f)
+			ERR("control_character", "must not contain control characters other than line breaks and tabs");
+	}
+	*out = v->u.str;
+	return FLD_SET;
+}
+
+int fld_url(struct api_ctx *c, const struct json_value *obj, const char *name, const char *path,
+	    size_t max, int https_only, const char **out)
+{
+	const struct json_value *v = json_get(obj, name);
+	if (!v)
+		return FLD_ABSENT;
+	if (v->type == JSON_NULL)
+		return FLD_NULL;
+	if (v->type != JSON_STRING)
+		ERR("type", "must be a string");
+	if (v->len > max)
+		ERR("max_length", "must be at most %zu bytes", max);
+	const char *s = v->u.str;
+	size_t skip = !strncmp(s, "https://", 8) ? 8 : (!https_only && !strncmp(s, "http://", 7)) ? 7 : 0;
+	int ok = skip && v->len > skip && s[skip] != '/' && s[skip] != '.';
+	for (uint32_t i = 0; ok && i < v->len; i++)
+		ok = (unsigned char)s[i] > 0x20 && s[i] != 0x7f;
+	if (!ok)
+		ERR("url", "must be an absolute %s URL without blanks", https_only ? "https" : "http(s)");
+	*out = s;
+	return FLD_SET;
+}
+
 void fld_reject_unknown(struct api_ctx *c, const struct json_value *obj, const char *const *known,
 			const char *path_prefix)
 {

@@ -36,6 +36,14 @@ int fld_country(struct api_ctx *c, const struct json_value *obj, const char *nam
 /* ISO 4217 currency. */
 int fld_currency(struct api_ctx *c, const struct json_value *obj, const char *name,
 		 const char *path, char out[4]);
+/* Text of 1..max bytes where line breaks and tabs are allowed (rich text:
+ * descriptions, addresses); other control characters are rejected. */
+int fld_text(struct api_ctx *c, const struct json_value *obj, const char *name, const char *path,
+	     const char **out, size_t max);
+/* An absolute http(s) URL of at most max bytes: scheme, a host, no blanks
+ * or control characters; https_only refuses http. */
+int fld_url(struct api_ctx *c, const struct json_value *obj, const char *name, const char *path,
+	    size_t max, int https_only, const char **out);
 /* Record an error for every member of obj not in the NULL-terminated list. */
 void fld_reject_unknown(struct api_ctx *c, const struct json_value *obj, const char *const *known,
 			const char *path_prefix);

@@ -11,5 +11,8 @@ const struct table_ops *const resource_tables[] = {
 	&idem_table_ops,
 	&audit_table_ops,
 	&media_table_ops,
+	&producer_table_ops, /* before wines: snapshot order */
+	&wine_table_ops,
+	&extid_table_ops,
 	NULL,
 };

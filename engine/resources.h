@@ -14,6 +14,9 @@ extern const struct table_ops key_table_ops;
 extern const struct table_ops idem_table_ops;
 extern const struct table_ops audit_table_ops;
 extern const struct table_ops media_table_ops;
+extern const struct table_ops producer_table_ops;
+extern const struct table_ops wine_table_ops;
+extern const struct table_ops extid_table_ops;
 
 /* NULL-terminated list of every table the shard has. */
 extern const struct table_ops *const resource_tables[];

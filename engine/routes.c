@@ -12,6 +12,8 @@
 #include "engine/events.h"
 #include "engine/ops.h"
 #include "engine/partner.h"
+#include "engine/producer.h"
+#include "engine/wine.h"
 
 static const struct route *const route_groups[] = {
 	ops_routes,
@@ -20,6 +22,9 @@ static const struct route *const route_groups[] = {
 	key_routes,
 	audit_routes,
 	media_routes,
+	producer_routes,
+	wine_routes,
+	extid_routes,
 	NULL,
 };
 

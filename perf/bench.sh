@@ -22,6 +22,12 @@
 #   e. GET /healthz: the engine's own ceiling for a minimal request (HTTP
 #      parse + tiny response), so (a) minus (e) is the cost of the resource.
 #   f. perf/bench_index (in-process index throughput/memory), if it compiles.
+#   h. perf/bench_catalogue: in-process wine ingest (wine_ingest, what POST
+#      /v1/wines runs): wines/s while building a catalogue of
+#      BENCH_CATALOGUE_WINES (default 1,000,000) and with dedup against it
+#      (half known wines re-sent by GTIN / case GTIN / LWIN / natural key,
+#      half new), match latency p50/p99, memory per wine.  Needs ~5 GB of
+#      RAM at the default size; BENCH_SKIP_CATALOGUE=1 skips it.
 # Every HTTP figure uses the same wrk command (keep-alive connections):
 #   wrk -t1 -c64 -d10s --latency      (override: BENCH_THREADS/CONNS/DURATION)
 # The machine has 2 cores and wrk takes one, so the figures are for a server
@@ -296,6 +302,23 @@ if [ -f build/rel/lib.a ] && gcc -std=c17 -D_GNU_SOURCE -I. -O2 -Wall -Wextra -W
 else
 	head -n 5 "$root/bench_auth.err" 2>/dev/null || true
 	echo "bench_auth did not compile: skipped"
+fi
+
+# ---- h. catalogue ingest micro-benchmark -----------------------------------------------
+echo
+CAT_WINES=${BENCH_CATALOGUE_WINES:-1000000}
+CAT_BODIES=${BENCH_CATALOGUE_BODIES:-100000}
+echo "== perf/bench_catalogue (wine ingest with dedup, $CAT_WINES wines, in-process)"
+if [ "${BENCH_SKIP_CATALOGUE:-0}" = 1 ]; then
+	echo "skipped (BENCH_SKIP_CATALOGUE=1)"
+elif [ -f build/rel/lib.a ] && gcc -std=c17 -D_GNU_SOURCE -I. -O2 -Wall -Wextra -Werror -o "$root/bench_catalogue" \
+	perf/bench_catalogue.c build/rel/lib.a -lxxhash -lzstd -lcrypto -lpthread -lm 2>"$root/bench_catalogue.err"; then
+	echo "\$ bench_catalogue DATA_DIR $CAT_WINES $CAT_BODIES ${BENCH_CATALOGUE_WAL:-none}"
+	timeout 900 "$root/bench_catalogue" "$root/catalogue-data" "$CAT_WINES" "$CAT_BODIES" "${BENCH_CATALOGUE_WAL:-none}" ||
+		echo "bench_catalogue failed or timed out (exit $?)"
+else
+	head -n 5 "$root/bench_catalogue.err" 2>/dev/null || true
+	echo "bench_catalogue did not compile: skipped"
 fi
 
 # ---- summary ----------------------------------------------------------------------

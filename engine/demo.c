@@ -6,8 +6,12 @@
  */
 #include "engine/demo.h"
 
+#include <stdio.h>
+#include <string.h>
+
 #include "engine/log.h"
 #include "engine/partner.h"
+#include "engine/wine.h"
 
 static const char *const demo_partners[] = {
 	"{\"legal_name\":\"Domaine des Trois Chênes SARL\",\"country\":\"FR\",\"roles\":[\"originator\"],"
@@ -22,6 +26,43 @@ static const char *const demo_partners[] = {
 	"\"originator_type\":\"collector\",\"payout_currency\":\"GBP\"}",
 };
 
+/* A few canonical wines (drafts, with inline producers), ingested through
+ * the same validation and dedup path as POST /v1/wines. */
+static const char *const demo_wines[] = {
+	"{\"title\":\"Domaine des Trois Chênes Chablis Premier Cru 2021\",\"producer\":{\"name\":\"Domaine des Trois "
+	"Chênes\",\"country\":\"FR\",\"region\":\"Bourgogne\"},\"cuvee\":\"Chablis Premier Cru\",\"vintage\":2021,"
+	"\"colour\":\"white\",\"category\":\"wine\",\"abv\":12.5,\"volume_in_liters\":0.75,\"country\":\"FR\","
+	"\"region\":\"Bourgogne\",\"appellation\":\"Chablis Premier Cru\",\"quality_scheme\":\"PDO\","
+	"\"grape_varieties\":[{\"variety\":\"Chardonnay\",\"percentage\":100}],\"allergens\":[\"sulphites\"]}",
+	"{\"title\":\"Cantina Colli Alti Prosecco Superiore Brut NV\",\"producer\":{\"name\":\"Cantina Colli Alti\","
+	"\"country\":\"IT\"},\"cuvee\":\"Prosecco Superiore\",\"is_non_vintage\":true,\"colour\":\"white\","
+	"\"category\":\"quality_sparkling\",\"dosage_class\":\"brut\",\"abv\":11,\"volume_in_liters\":0.75,"
+	"\"country\":\"IT\",\"region\":\"Veneto\",\"quality_scheme\":\"PDO\",\"allergens\":[\"sulphites\"]}",
+	"{\"title\":\"Cantina Colli Alti Rosso Riserva 2018 Magnum\",\"producer\":{\"name\":\"Cantina Colli Alti\","
+	"\"country\":\"IT\"},\"cuvee\":\"Rosso Riserva\",\"vintage\":2018,\"colour\":\"red\",\"category\":\"wine\","
+	"\"abv\":14,\"volume_in_liters\":1.5,\"country\":\"IT\",\"region\":\"Toscana\",\"allergens\":[\"sulphites\"]}",
+};
+
+static int demo_wine(struct shard *sh, const char *json)
+{
+	static struct api_ctx c; /* large; seeded once at start-up */
+	memset(&c, 0, sizeof(c));
+	c.sh = sh;
+	c.who.authenticated = c.who.is_platform = 1;
+	snprintf(c.who.entity_id, sizeof(c.who.entity_id), "platform");
+	struct json_doc *d = json_parse(json, strlen(json), NULL, NULL);
+	if (!d)
+		return -1;
+	struct wine_ingest_result r;
+	memset(&r, 0, sizeof(r));
+	int st = wine_ingest(&c, json_root(d), &r);
+	json_doc_free(d);
+	if (st != 201 && st != 200)
+		log_error("msg=\"demo wine rejected\" status=%d code=%s first_error=\"%s: %s\"", st,
+			  r.code ? r.code : "-", c.n_errs ? c.err_field[0] : "-", c.n_errs ? c.err_msg[0] : "-");
+	return st == 201 || st == 200 ? 0 : -1;
+}
+
 int demo_seed_if_empty(struct shard *sh)
 {
 	if (table_count(&sh->tables[REC_T_PARTNER]) != 0)
@@ -29,7 +70,11 @@ int demo_seed_if_empty(struct shard *sh)
 	for (size_t i = 0; i < sizeof(demo_partners) / sizeof(demo_partners[0]); i++)
 		if (partner_seed(sh, demo_partners[i]))
 			return -1;
+	for (size_t i = 0; i < sizeof(demo_wines) / sizeof(demo_wines[0]); i++)
+		if (demo_wine(sh, demo_wines[i]))
+			return -1;
 	wal_flush(sh->wal);
-	log_info("msg=\"demo data seeded\" partners=%zu", sizeof(demo_partners) / sizeof(demo_partners[0]));
+	log_info("msg=\"demo data seeded\" partners=%zu wines=%zu", sizeof(demo_partners) / sizeof(demo_partners[0]),
+		 sizeof(demo_wines) / sizeof(demo_wines[0]));
 	return 0;
 }

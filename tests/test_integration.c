@@ -581,3 +581,28 @@ WM_TEST(ctl, verify_counts_and_restore_to_an_lsn)
 		free(bodies[i]);
 	wm_proc_cleanup(&p);
 }
+
+/* `make run` seeds demo partners and wines once, through the API's own
+ * validation and dedup, and never twice. */
+WM_TEST(integration, demo_data_is_seeded_once)
+{
+	struct wm_proc p;
+	wm_proc_init(&p);
+	const char *args[] = {"--demo", "1", NULL};
+	for (int run = 0; run < 2; run++) {
+		start_or_fail(&p, args, NULL);
+		static const char *const lists[][2] = {{"/v1/partners?page_size=200", "5"}, {"/v1/wines?page_size=200", "3"}};
+		for (int i = 0; i < 2; i++) {
+			struct http_resp r;
+			cr_assert_eq(http_do(p.port, "GET", lists[i][0], NULL, NULL, &r), 0);
+			cr_assert_eq(r.status, 200, "%s", r.body);
+			json_t *j = body_json(&r);
+			cr_assert_eq(json_array_size(json_object_get(j, "data")), (size_t)atoi(lists[i][1]),
+				     "run %d %s: %s", run, lists[i][0], r.body);
+			json_decref(j);
+			http_resp_free(&r);
+		}
+		cr_assert_eq(wm_stop(&p), 0);
+	}
+	wm_proc_cleanup(&p);
+}

@@ -48,6 +48,7 @@ enum rec_table {
 	REC_T_INVENTORY = 15,
 	REC_T_HOLD = 16,
 	REC_T_REFDATA = 17,
+	REC_T_REVIEW = 18,
 	REC_T_COUNT_
 };
 

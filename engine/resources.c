@@ -14,5 +14,6 @@ const struct table_ops *const resource_tables[] = {
 	&producer_table_ops, /* before wines: snapshot order */
 	&wine_table_ops,
 	&extid_table_ops,
+	&review_table_ops,
 	NULL,
 };

@@ -13,6 +13,7 @@
 #include "engine/ops.h"
 #include "engine/partner.h"
 #include "engine/producer.h"
+#include "engine/review.h"
 #include "engine/wine.h"
 
 static const struct route *const route_groups[] = {
@@ -25,6 +26,7 @@ static const struct route *const route_groups[] = {
 	producer_routes,
 	wine_routes,
 	extid_routes,
+	review_routes,
 	NULL,
 };
 

@@ -65,6 +65,7 @@
 #include "engine/key.h"
 #include "engine/log.h"
 #include "engine/resources.h"
+#include "engine/review.h"
 
 #define TAIL_MEMBER ",\"created_by\":"
 
@@ -100,6 +101,7 @@ struct wine_meta {
 	char producer_id[ID_MAX_LEN];
 	char created_by[ID_MAX_LEN];
 	char created_at[32], updated_at[32], published_at[32];
+	char merged_into[ID_MAX_LEN]; /* archived as a duplicate of this wine (tier 4), "" if not */
 };
 
 /* Copy a string member (bounded); "" when absent, null or too long. */
@@ -121,6 +123,7 @@ static void meta_load(const struct json_value *doc, const struct wine_in *in, st
 	doc_str(doc, "created_at", m->created_at, sizeof(m->created_at));
 	doc_str(doc, "updated_at", m->updated_at, sizeof(m->updated_at));
 	doc_str(doc, "published_at", m->published_at, sizeof(m->published_at));
+	doc_str(doc, "merged_into", m->merged_into, sizeof(m->merged_into));
 	m->status = in->status == WINE_UNSET ? WS_DRAFT : in->status;
 	if (in->producer_id)
 		snprintf(m->producer_id, sizeof(m->producer_id), "%s", in->producer_id);
@@ -214,6 +217,8 @@ static void wine_write(struct jw *w, const struct wine_in *in, const struct wine
 		jw_kstr(w, "published_at", m->published_at);
 	else
 		jw_knull(w, "published_at");
+	if (m->merged_into[0])
+		jw_kstr(w, "merged_into", m->merged_into);
 	jw_kstr(w, "created_by", m->created_by);
 	jw_obj_end(w);
 }
@@ -813,6 +818,21 @@ static void match_json(struct buf *b, const struct wine_match *m, const char *en
 	jw_obj_end(&w);
 }
 
+/*
+ * Tier 4 hook: a created wine that a tier found similar to an existing one
+ * (result candidate) gets a manual-review entry in the same transaction,
+ * with the new wine's main image as the label evidence (review.c).  Any
+ * other result adds nothing.  0, or -1 (the transaction must be aborted).
+ */
+static int open_review(struct api_ctx *c, const struct wine_in *in, const struct wine_meta *m,
+		       const struct wine_ingest_result *out)
+{
+	if (out->match.result != WR_CANDIDATE || !out->match.wine)
+		return 0;
+	const struct json_value *img = in->f[WF_MAIN_IMAGE];
+	return review_open(c, m->id, &out->match, img && img->type == JSON_STRING ? img->u.str : NULL);
+}
+
 /* Create: slug, uniqueness, inline producer, row, crosswalk, event. */
 static int ingest_create(struct api_ctx *c, const struct wine_in *in, const struct wine_keys *k,
 			 const char *producer_id, struct wine_ingest_result *out)
@@ -843,7 +863,7 @@ static int ingest_create(struct api_ctx *c, const struct wine_in *in, const stru
 		bad = producer_resolve_inline(c, in->producer_obj, 1, &p, m.producer_id, name, cc);
 	}
 	bad = bad || put_wine(c, in, &m, &doc) || extid_put_identifiers(c, m.id, in) ||
-	      wine_event(c, "wine.created", &m, &doc) || !txn_commit(c->sh);
+	      wine_event(c, "wine.created", &m, &doc) || open_review(c, in, &m, out) || !txn_commit(c->sh);
 	buf_free(&doc);
 	if (bad) {
 		txn_abort(c->sh);
@@ -928,6 +948,112 @@ done:
 	buf_free(&doc);
 	buf_free(&ev);
 	return out->status;
+}
+
+/* Members of a duplicate that a tier-4 merge does not carry over: the
+ * identifiers and unique keys stay on the archived row, which keeps
+ * holding them in the unique indexes (moving them is not supported). */
+static const char *const merge_kept_members[] = {"gtin", "gtins", "lwin", "slug", "medusa_product_id",
+						 "status", "producer", NULL};
+
+static int merge_kept(const char *k)
+{
+	for (int i = 0; merge_kept_members[i]; i++)
+		if (!strcmp(merge_kept_members[i], k))
+			return 1;
+	return 0;
+}
+
+int wine_merge_duplicate(struct api_ctx *c, const struct wine *dup, const struct wine *into, const char **code,
+			 char *detail, size_t dlen)
+{
+	if (dup->status == WS_ARCHIVED || into->status == WS_ARCHIVED) {
+		*code = "wine_archived";
+		snprintf(detail, dlen, "wine %.*s is archived", (int)(dup->status == WS_ARCHIVED ? dup : into)->row.id_len,
+			 (dup->status == WS_ARCHIVED ? dup : into)->row.id);
+		return -1;
+	}
+	struct json_doc *dd = json_parse(dup->row.doc, dup->row.doc_len, NULL, NULL);
+	struct json_doc *id_ = json_parse(into->row.doc, into->row.doc_len, NULL, NULL);
+	struct json_doc *over = NULL, *md = NULL;
+	struct buf ob, names, doc, ev;
+	buf_init(&ob, REC_MAX_VAL);
+	buf_init(&names, 4096);
+	buf_init(&doc, REC_MAX_VAL);
+	buf_init(&ev, REC_MAX_VAL);
+	int rc = -1;
+	*code = "corrupt_record";
+	snprintf(detail, dlen, "a stored wine does not decode");
+	struct wine_in din, in;
+	struct wine_vctx v = {NULL, 0, 1};
+	if (!dd || !id_ || wine_validate(&v, json_root(dd), &din))
+		goto out;
+	/* the duplicate's descriptive input members, as an enrichment body */
+	struct jw w;
+	jw_init(&w, &ob);
+	jw_obj_begin(&w);
+	const struct json_value *dr = json_root(dd);
+	for (uint32_t i = 0; i < dr->len; i++)
+		if (is_input_field(dr->u.members[i].key) && !merge_kept(dr->u.members[i].key)) {
+			jw_key(&w, dr->u.members[i].key);
+			jw_value(&w, &dr->u.members[i].value);
+		}
+	jw_obj_end(&w);
+	over = w.err ? NULL : json_parse(ob.data, ob.len, NULL, NULL);
+	unsigned filled = 0;
+	md = over ? merged_doc(json_root(id_), json_root(over), MERGE_FILL, &filled, &names) : NULL;
+	v = (struct wine_vctx){NULL, 0, 0};
+	if (!md || wine_validate(&v, json_root(md), &in)) {
+		*code = "record_too_large";
+		snprintf(detail, dlen, "the merged wine is too large or invalid");
+		goto out;
+	}
+	const struct producer *p = producer_get(c->sh, into->producer_id, strlen(into->producer_id));
+	struct wine_keys k;
+	wine_keys_of(&in, p ? p->name : NULL, p ? p->country : NULL, &k);
+	struct wine_meta m;
+	meta_load(json_root(id_), &in, &m);
+	snprintf(m.nk, sizeof(m.nk), "%s", k.nk);
+	if (check_unique(c, &in, &k, into, code, detail, dlen))
+		goto out;
+	*code = "record_too_large";
+	snprintf(detail, dlen, "the wine record is too large to store");
+	if (filled) {
+		fmt_rfc3339_ms(m.updated_at, wall_ms());
+		if (put_wine(c, &in, &m, &doc))
+			goto out;
+	}
+	/* wine.matched {wine_id, match{matched, tier 4, ...}, merged: the duplicate} */
+	char enriched[sizeof(((struct wine_ingest_result *)0)->enriched)];
+	if (names.overflow || names.len >= sizeof(enriched))
+		buf_reset(&names);
+	snprintf(enriched, sizeof(enriched), "%s", buf_cstr(&names));
+	struct wine_match wm = {WR_MATCHED, TIER_LABEL_REVIEW, WINE_CONF_ONE, into, ""};
+	buf_printf(&ev, "{\"wine_id\":\"%s\",\"match\":", m.id);
+	match_json(&ev, &wm, enriched);
+	buf_printf(&ev, ",\"merged\":\"%.*s\"}", (int)dup->row.id_len, dup->row.id);
+	if (ev.overflow || txn_event(c->sh, "wine.matched", scope_of(c), ev.data, ev.len))
+		goto out;
+	/* archive the duplicate, recording what it was merged into */
+	struct wine_meta dm;
+	meta_load(dr, &din, &dm);
+	dm.status = WS_ARCHIVED;
+	snprintf(dm.merged_into, sizeof(dm.merged_into), "%s", m.id);
+	fmt_rfc3339_ms(dm.updated_at, wall_ms());
+	buf_reset(&doc);
+	if (put_wine(c, &din, &dm, &doc) || wine_event(c, "wine.archived", &dm, &doc))
+		goto out;
+	rc = 0;
+out:
+	json_doc_free(md);
+	json_doc_free(over);
+	json_doc_free(id_);
+	json_doc_free(dd);
+	buf_free(&ob);
+	buf_free(&names);
+	buf_free(&doc);
+	buf_free(&ev);
+	return rc;
 }
 
 /* Validate a body and resolve its producer; 0, or -1 (errors in c). */

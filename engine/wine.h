@@ -190,7 +190,7 @@ int wine_writable(const struct api_ctx *c, const struct wine *w);
 
 /* ---- dedup (wine_match.c) ----------------------------------------------- */
 
-enum wine_tier { TIER_NONE = 0, TIER_GTIN = 1, TIER_LWIN = 2, TIER_NATURAL_KEY = 3 };
+enum wine_tier { TIER_NONE = 0, TIER_GTIN = 1, TIER_LWIN = 2, TIER_NATURAL_KEY = 3, TIER_LABEL_REVIEW = 4 };
 enum wine_result { WR_NEW = 0, WR_CANDIDATE, WR_MATCHED, WR_CONFLICT };
 extern const char *const wine_result_names[];
 
@@ -270,6 +270,20 @@ struct wine_ingest_result {
  * catalogue benchmark.  Returns out->status.
  */
 int wine_ingest(struct api_ctx *c, const struct json_value *body, struct wine_ingest_result *out);
+
+/*
+ * Tier 4 confirmed by an operator (review.c): `dup` and `into` are the same
+ * wine.  Adds to the OPEN transaction: `into` filled with the descriptive
+ * members of `dup` it lacks (the tier 1-3 enrichment: nothing overwritten;
+ * identifiers, slug and medusa_product_id stay on `dup`), a wine.matched
+ * event {wine_id, match {matched, tier 4, confidence 1, enriched[]},
+ * merged: dup's id}, and `dup` archived with merged_into = into's id
+ * (wine.archived).  Neither pointer may be used after the commit.
+ * 0, or -1 with *code and detail (409 wine_archived / duplicate_wine /
+ * identifier_conflict, else a 413 or 500 code); the caller aborts.
+ */
+int wine_merge_duplicate(struct api_ctx *c, const struct wine *dup, const struct wine *into, const char **code,
+			 char *detail, size_t dlen);
 
 /* The match endpoint's work, without HTTP: validate and resolve (no writes). */
 int wine_match_body(struct api_ctx *c, const struct json_value *body, struct wine_match *m);

@@ -34,8 +34,8 @@
  *          (0.50).
  *
  * Tiers run 1 -> 2 -> 3; the first match wins, a candidate never stops a
- * later tier from matching.  Tier 4 (label image, manual review) is not
- * built: a candidate is what a reviewer would look at.
+ * later tier from matching.  Tier 4 (label image, manual review) is
+ * review.c: a candidate at ingest opens a review an operator decides.
  *
  * Indexes (t->ext): hash indexes for the unique keys (unit GTIN, LWIN-16,
  * slug, medusa_product_id) whose key bytes live in the row's key block;

@@ -72,7 +72,7 @@ int wine_category_is_sparkling_4_7(int category)
 }
 
 const char *const wine_readonly_fields[] = {"id", "natural_key", "created_by", "created_at",
-					    "updated_at", "published_at", NULL};
+					    "updated_at", "published_at", "merged_into", NULL};
 
 #define WINE_PATH_EL 40 /* "grape_varieties[19]": a path to an array element */
 

@@ -29,6 +29,7 @@
 #include <sys/random.h>
 #include <xxhash.h>
 
+#include "engine/channel.h"
 #include "engine/fields.h"
 #include "engine/log.h"
 #include "engine/partner.h"
@@ -504,9 +505,15 @@ static void mint(struct api_ctx *c)
 	if (platform && k.kind == KEY_PUBLISHABLE)
 		api_field_error(c, "kind", "platform", "the platform entity holds secret keys only");
 	fld_str(c, body, "name", NULL, k.name, KEY_MAX_NAME);
-	if (fld_str(c, body, "channel_id", NULL, k.channel_id, KEY_MAX_CHANNEL) == FLD_SET &&
-	    k.kind != KEY_PUBLISHABLE)
-		api_field_error(c, "channel_id", "publishable", "only publishable keys are channel-scoped");
+	if (fld_str(c, body, "channel_id", NULL, k.channel_id, KEY_MAX_CHANNEL) == FLD_SET) {
+		/* A storefront key is scoped to one open sales channel of its own
+		 * entity; another entity's channel answers as an unknown one. */
+		if (k.kind != KEY_PUBLISHABLE)
+			api_field_error(c, "channel_id", "publishable", "only publishable keys are channel-scoped");
+		else if (!channel_of_seller(c->sh, k.channel_id, k.entity_id))
+			api_field_error(c, "channel_id", "sales_channel",
+					"must name an open sales channel of the key's entity");
+	}
 	read_scopes(c, body, &k, platform);
 	read_expiry(c, body, &k);
 	read_rate(c, body, &k);

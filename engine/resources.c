@@ -15,5 +15,7 @@ const struct table_ops *const resource_tables[] = {
 	&wine_table_ops,
 	&extid_table_ops,
 	&review_table_ops,
+	&channel_table_ops, /* before shops: snapshot order */
+	&shop_table_ops,
 	NULL,
 };

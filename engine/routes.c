@@ -7,6 +7,7 @@
 
 #include "engine/api.h"
 #include "engine/audit.h"
+#include "engine/channel.h"
 #include "engine/key.h"
 #include "engine/media.h"
 #include "engine/events.h"
@@ -27,6 +28,7 @@ static const struct route *const route_groups[] = {
 	wine_routes,
 	extid_routes,
 	review_routes,
+	channel_routes,
 	NULL,
 };
 

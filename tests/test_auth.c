@@ -537,8 +537,17 @@ WM_TEST(auth, minting_never_widens_scopes)
 	/* publishable keys: storefront reads only */
 	snprintf(body, sizeof(body), "{\"entity_id\":\"%s\",\"kind\":\"publishable\",\"scopes\":[\"write:listings\"]}", ptn);
 	cr_assert_eq(status_code(p.port, "POST", "/api/keys", WM_TEST_KEY, body, code, sizeof(code)), 422);
-	char pk[128];
-	mint_for(p.port, ptn, "\"kind\":\"publishable\",\"channel_id\":\"web-fr\"", pk, NULL);
+	/* a publishable key is scoped to a sales channel of its own entity */
+	char pk[128], chn[200];
+	snprintf(body, sizeof(body), "{\"seller_id\":\"%s\",\"name\":\"web-fr\",\"kind\":\"webshop_connect\"}", ptn);
+	struct http_resp cr;
+	cr_assert_eq(http_do(p.port, "POST", "/v1/sales-channels", NULL, body, &cr), 0);
+	cr_assert_eq(cr.status, 201, "%s", cr.body);
+	json_t *cj = body_json(&cr);
+	snprintf(chn, sizeof(chn), "\"kind\":\"publishable\",\"channel_id\":\"%s\"", jstr(cj, "id"));
+	json_decref(cj);
+	http_resp_free(&cr);
+	mint_for(p.port, ptn, chn, pk, NULL);
 	cr_assert(!strncmp(pk, "wm_pk_", 6), "%s", pk);
 	cr_assert_eq(status_code(p.port, "GET", "/v1/partners", pk, NULL, code, sizeof(code)), 403,
 		     "a publishable key holds no partner scope");

@@ -1,0 +1,746 @@
+/*
+ * channel.c -- a seller's shelf: sales channels and curated shops (spec
+ * 2.1: "Sales channel: id, seller_id, listings[]"; "Curated shop: id,
+ * seller_id, markup, layout, channel_id").  The spec names only the fields
+ * and GET/POST on the collections; the decisions here are written into
+ * api/openapi.json as well:
+ *
+ *  - Both belong to one seller (`seller_id`): a partner with the seller
+ *    role.  It defaults to the caller; a partner names itself only (422
+ *    `own`), operators name any seller (422 `exists` / `seller_role`).
+ *    Routes use the listings scope and action (write:listings,
+ *    can_write_listings): channels and shops are the seller's shelf, so an
+ *    originator-only partner is a 403 action_not_allowed before any
+ *    handler runs.  Curated shops also need the `curates_offers`
+ *    capability: a partner without it gets 403 action_not_allowed, an
+ *    operator naming such a seller a 422 `curates_offers`.
+ *  - Another seller's channel or shop is a 404 on read and on write, the
+ *    same as an unknown id.  Publishable (storefront) keys see only the
+ *    channel they are scoped to and the shops on it.
+ *  - `name` (1..SHELF_MAX_NAME bytes) is unique per seller, ignoring ASCII
+ *    case: a duplicate is a 409 `channel_name_taken` / `shop_name_taken`
+ *    naming the holder.
+ *  - Channel `kind` is the spec's order `channel` enum (marketplace,
+ *    webshop_connect, pos_qr), so an order's channel is the kind of the
+ *    sales channel it came through.  `country` (ISO 3166-1) and `currency`
+ *    (ISO 4217) are optional.
+ *  - `listings[]` is read-only and empty until the listings issue: a
+ *    listing names its channel, and the channel's list will be a join from
+ *    a listings-by-channel index (a channel record never grows with its
+ *    listings).
+ *  - Shop `markup` is an exact decimal percent over P_B2B (DESIGN.md 6:
+ *    it sets the shelf price when a listing has none), 0..1000 with at most
+ *    2 decimals, stored as an integer of hundredths of a percent (basis
+ *    points): 25.5 -> 2550; 12.345 is a 422 `precision`.  `layout` is one
+ *    of grid, list, editorial (default grid).  `channel_id` is required and
+ *    must be an open channel of the same seller (422 `seller_channel` /
+ *    `open`; another seller's channel gets the same answer as an unknown
+ *    one).
+ *  - `status`: active <-> paused, either -> closed; closed is final and
+ *    read-only (PATCH: 409 `channel_closed` / `shop_closed`), another
+ *    move is a 409 invalid_status_transition.  A new row starts active or
+ *    paused.
+ *  - Events sales_channel.created/updated and curated_shop.created/updated
+ *    carry the document and belong to the seller.
+ *
+ * Both resources share one code path, driven by a `shelf_kind` table:
+ * overlay the request on the current values (stored document, or
+ * defaults), check every rule collecting every error, then write the
+ * canonical document with its event in one transaction.  Both rows start
+ * with struct shelf_row, so one pair of indexes serves both: a hash of
+ * "seller NUL folded name" (uniqueness) and an ordered "seller NUL id"
+ * (lists of one seller without scanning the table).
+ */
+#include "engine/channel.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/fields.h"
+#include "engine/key.h"
+#include "engine/log.h"
+#include "engine/partner.h"
+#include "engine/resources.h"
+#include "engine/wine.h"
+
+const char *const shelf_status_names[] = {"active", "paused", "closed", NULL};
+const char *const channel_kind_names[] = {"marketplace", "webshop_connect", "pos_qr", NULL};
+const char *const shop_layout_names[] = {"grid", "list", "editorial", NULL};
+
+#define SHELF_MAX_TS 32 /* an RFC 3339 timestamp with milliseconds */
+
+_Static_assert(ID_MAX_LEN + SHELF_MAX_NAME <= IDX_MAX_KEY, "a name key fits an index key");
+
+/* Which status moves a PATCH may make (1 = allowed; same status is a no-op). */
+static const uint8_t shelf_moves[SHELF_N_STATUS][SHELF_N_STATUS] = {
+	/*                 active paused closed */
+	[SHELF_ACTIVE] = {1, 1, 1},
+	[SHELF_PAUSED] = {1, 1, 1},
+	[SHELF_CLOSED] = {0, 0, 1},
+};
+
+/* Everything one document holds (both kinds; unused members stay zero). */
+struct shelf_vals {
+	char id[ID_MAX_LEN], seller_id[ID_MAX_LEN];
+	char name[SHELF_MAX_NAME + 1];
+	int status;
+	char created_at[SHELF_MAX_TS], updated_at[SHELF_MAX_TS];
+	/* sales channel */
+	int kind;
+	char country[3], currency[4];
+	/* curated shop */
+	int64_t markup;
+	int layout;
+	char channel_id[ID_MAX_LEN];
+};
+
+/* One resource of the shelf: what differs between channels and shops. */
+struct shelf_kind {
+	uint8_t table;                 /* enum rec_table */
+	const char *id_prefix;         /* "chn" */
+	const char *noun;              /* "sales channel" */
+	const char *ev_created, *ev_updated;
+	const char *name_taken;        /* 409 code */
+	const char *closed_code;       /* 409 code for a PATCH of a closed row */
+	const char *const *known;      /* writable + read-only members: anything else is unknown */
+	const char *const *read_only;  /* members the service assigns */
+	const char *const *required;   /* members a create must carry (not null) */
+	int need_cap;                  /* enum partner_cap the seller needs, -1 none */
+	void (*defaults)(struct shelf_vals *v);
+	/* Overlay the kind's members of o on v (c NULL: a stored document). */
+	void (*read)(struct api_ctx *c, const struct json_value *o, struct shelf_vals *v);
+	/* Cross-record rules of a request body (c not NULL). */
+	void (*check)(struct api_ctx *c, const struct json_value *body, const struct shelf_vals *v);
+	/* Write the kind's members into the open document object. */
+	void (*write)(struct jw *w, const struct shelf_vals *v);
+	/* Copy the kind's typed members into the row. */
+	void (*fill)(struct shelf_row *r, const struct shelf_vals *v);
+	/* Is the row on the storefront channel ch (publishable keys)? */
+	int (*on_channel)(const struct shelf_row *r, const char *ch);
+};
+
+/* ---- shared reading --------------------------------------------------------- */
+
+/* Copy a string member of a stored document (bounded); "" when absent/null. */
+static int doc_str(const struct json_value *doc, const char *name, char *out, size_t size)
+{
+	const struct json_value *v = json_get(doc, name);
+	out[0] = 0;
+	if (!v || v->type == JSON_NULL)
+		return 0;
+	if (v->type != JSON_STRING || v->len >= size)
+		return -1;
+	memcpy(out, v->u.str, v->len + 1);
+	return 0;
+}
+
+static void common_read(struct api_ctx *c, const struct json_value *o, struct shelf_vals *v)
+{
+	if (fld_str(c, o, "name", NULL, v->name, SHELF_MAX_NAME) == FLD_NULL)
+		v->name[0] = 0;
+	fld_enum(c, o, "status", NULL, shelf_status_names, &v->status);
+}
+
+/* The values of a stored document; 0, or -1 when it lacks a required member. */
+static int shelf_load(const struct shelf_kind *k, const struct json_value *doc, struct shelf_vals *v)
+{
+	memset(v, 0, sizeof(*v));
+	k->defaults(v);
+	if (doc_str(doc, "id", v->id, sizeof(v->id)) || doc_str(doc, "seller_id", v->seller_id, sizeof(v->seller_id)) ||
+	    doc_str(doc, "created_at", v->created_at, sizeof(v->created_at)) ||
+	    doc_str(doc, "updated_at", v->updated_at, sizeof(v->updated_at)))
+		return -1;
+	common_read(NULL, doc, v);
+	k->read(NULL, doc, v);
+	return v->id[0] && v->seller_id[0] && v->name[0] ? 0 : -1;
+}
+
+/* ---- sales channels ------------------------------------------------------------ */
+
+static const char *const channel_read_only[] = {"id", "listings", "created_at", "updated_at", NULL};
+static const char *const channel_known[] = {"seller_id", "name",	 "kind",       "country",    "currency",
+					    "status",	 "id",	 "listings",   "created_at", "updated_at", NULL};
+static const char *const channel_required[] = {"name", "kind", NULL};
+
+static void channel_defaults(struct shelf_vals *v) { v->status = SHELF_ACTIVE; }
+
+static void channel_read(struct api_ctx *c, const struct json_value *o, struct shelf_vals *v)
+{
+	fld_enum(c, o, "kind", NULL, channel_kind_names, &v->kind);
+	if (fld_country(c, o, "country", NULL, v->country) == FLD_NULL)
+		v->country[0] = 0;
+	if (fld_currency(c, o, "currency", NULL, v->currency) == FLD_NULL)
+		v->currency[0] = 0;
+}
+
+static void kstr_or_null(struct jw *w, const char *k, const char *s)
+{
+	if (s[0])
+		jw_kstr(w, k, s);
+	else
+		jw_knull(w, k);
+}
+
+static void channel_write(struct jw *w, const struct shelf_vals *v)
+{
+	jw_kstr(w, "kind", channel_kind_names[v->kind]);
+	kstr_or_null(w, "country", v->country);
+	kstr_or_null(w, "currency", v->currency);
+	jw_key(w, "listings"); /* maintained by the listings issue (see the top) */
+	jw_arr_begin(w);
+	jw_arr_end(w);
+}
+
+static void channel_fill(struct shelf_row *r, const struct shelf_vals *v)
+{
+	struct channel *ch = (struct channel *)r;
+	ch->kind = (uint8_t)v->kind;
+	memcpy(ch->country, v->country, sizeof(ch->country));
+	memcpy(ch->currency, v->currency, sizeof(ch->currency));
+}
+
+static int channel_on(const struct shelf_row *r, const char *ch)
+{
+	return r->row.id_len == strlen(ch) && !memcmp(r->row.id, ch, r->row.id_len);
+}
+
+static void no_check(struct api_ctx *c, const struct json_value *body, const struct shelf_vals *v)
+{
+	(void)c;
+	(void)body;
+	(void)v;
+}
+
+static const struct shelf_kind channel_kind = {
+	.table = REC_T_CHANNEL,
+	.id_prefix = "chn",
+	.noun = "sales channel",
+	.ev_created = "sales_channel.created",
+	.ev_updated = "sales_channel.updated",
+	.name_taken = "channel_name_taken",
+	.closed_code = "channel_closed",
+	.known = channel_known,
+	.read_only = channel_read_only,
+	.required = channel_required,
+	.need_cap = -1,
+	.defaults = channel_defaults,
+	.read = channel_read,
+	.check = no_check,
+	.write = channel_write,
+	.fill = channel_fill,
+	.on_channel = channel_on,
+};
+
+/* ---- curated shops ------------------------------------------------------------- */
+
+static const char *const shop_read_only[] = {"id", "created_at", "updated_at", NULL};
+static const char *const shop_known[] = {"seller_id", "name", "markup",	   "layout",	 "channel_id",
+					 "status",    "id",   "created_at", "updated_at", NULL};
+static const char *const shop_required[] = {"name", "markup", "channel_id", NULL};
+
+static void shop_defaults(struct shelf_vals *v)
+{
+	v->status = SHELF_ACTIVE;
+	v->layout = LAYOUT_GRID;
+}
+
+/* markup: a JSON number, exact at SHOP_MARKUP_SCALE, 0..SHOP_MARKUP_MAX. */
+static void read_markup(struct api_ctx *c, const struct json_value *o, struct shelf_vals *v)
+{
+	const struct json_value *m = json_get(o, "markup");
+	int64_t x = 0, wide = 0;
+	if (!m || m->type == JSON_NULL)
+		return;
+	if (m->type != JSON_NUMBER) {
+		if (c)
+			api_field_error(c, "markup", "type", "must be a number (percent over the B2B price)");
+	} else if (json_to_fixed(m, SHOP_MARKUP_SCALE, &x)) {
+		/* exact at a finer scale: too many decimals; else out of range */
+		if (c && json_to_fixed(m, 15, &wide) == 0)
+			api_field_error(c, "markup", "precision", "at most %u decimals", SHOP_MARKUP_SCALE);
+		else if (c)
+			api_field_error(c, "markup", "range", "must be 0 to %d percent", SHOP_MARKUP_MAX / 100);
+	} else if (x < 0 || x > SHOP_MARKUP_MAX) {
+		if (c)
+			api_field_error(c, "markup", "range", "must be 0 to %d percent", SHOP_MARKUP_MAX / 100);
+	} else
+		v->markup = x;
+}
+
+static void shop_read(struct api_ctx *c, const struct json_value *o, struct shelf_vals *v)
+{
+	read_markup(c, o, v);
+	if (fld_enum(c, o, "layout", NULL, shop_layout_names, &v->layout) == FLD_NULL)
+		v->layout = LAYOUT_GRID;
+	if (fld_str(c, o, "channel_id", NULL, v->channel_id, ID_MAX_LEN - 1) == FLD_NULL)
+		v->channel_id[0] = 0;
+}
+
+/* A given channel_id must be an open channel of the shop's seller.  Another
+ * seller's channel gets the same answer as an unknown id. */
+static void shop_check(struct api_ctx *c, const struct json_value *body, const struct shelf_vals *v)
+{
+	if (!json_get(body, "channel_id") || !v->channel_id[0] || !v->seller_id[0])
+		return;
+	const struct channel *ch = channel_get(c->sh, v->channel_id, strlen(v->channel_id));
+	if (!ch || strcmp(ch->s.seller_id, v->seller_id))
+		api_field_error(c, "channel_id", "seller_channel", "must be a sales channel of the shop's seller");
+	else if (ch->s.status == SHELF_CLOSED)
+		api_field_error(c, "channel_id", "open", "the sales channel is closed");
+}
+
+static void shop_write(struct jw *w, const struct shelf_vals *v)
+{
+	jw_key(w, "markup");
+	wine_jw_decimal(w, v->markup, SHOP_MARKUP_SCALE);
+	jw_kstr(w, "layout", shop_layout_names[v->layout]);
+	jw_kstr(w, "channel_id", v->channel_id);
+}
+
+static void shop_fill(struct shelf_row *r, const struct shelf_vals *v)
+{
+	struct shop *s = (struct shop *)r;
+	s->markup = v->markup;
+	s->layout = (uint8_t)v->layout;
+	memcpy(s->channel_id, v->channel_id, sizeof(s->channel_id));
+}
+
+static int shop_on(const struct shelf_row *r, const char *ch) { return !strcmp(((const struct shop *)r)->channel_id, ch); }
+
+static const struct shelf_kind shop_kind = {
+	.table = REC_T_SHOP,
+	.id_prefix = "shp",
+	.noun = "curated shop",
+	.ev_created = "curated_shop.created",
+	.ev_updated = "curated_shop.updated",
+	.name_taken = "shop_name_taken",
+	.closed_code = "shop_closed",
+	.known = shop_known,
+	.read_only = shop_read_only,
+	.required = shop_required,
+	.need_cap = CAP_CURATES_OFFERS,
+	.defaults = shop_defaults,
+	.read = shop_read,
+	.check = shop_check,
+	.write = shop_write,
+	.fill = shop_fill,
+	.on_channel = shop_on,
+};
+
+/* ---- the tables ------------------------------------------------------------------ */
+
+struct shelf_ext {
+	struct hidx by_name;   /* nkey -> row */
+	struct oidx by_seller; /* seller_id NUL id -> row */
+};
+
+static struct shelf_ext *ext(const struct table *t) { return t->ext; }
+
+static const struct shelf_kind *kind_of(const struct table *t)
+{
+	return t->ops->rec_table == REC_T_SHOP ? &shop_kind : &channel_kind;
+}
+
+static int shelf_init(struct table *t)
+{
+	struct shelf_ext *e = calloc(1, sizeof(*e));
+	if (!e)
+		return -1;
+	hidx_init(&e->by_name);
+	oidx_init(&e->by_seller);
+	t->ext = e;
+	return 0;
+}
+
+static void shelf_fini(struct table *t)
+{
+	hidx_free(&ext(t)->by_name);
+	oidx_free(&ext(t)->by_seller);
+	free(t->ext);
+	t->ext = NULL;
+}
+
+/* "seller NUL name folded to ASCII lower case" into out; its length. */
+static uint16_t name_key(const char *seller, const char *name, char *out)
+{
+	size_t sl = strlen(seller), nl = strlen(name);
+	memcpy(out, seller, sl);
+	out[sl] = 0;
+	for (size_t i = 0; i < nl; i++) {
+		char ch = name[i];
+		out[sl + 1 + i] = ch >= 'A' && ch <= 'Z' ? (char)(ch - 'A' + 'a') : ch;
+	}
+	return (uint16_t)(sl + 1 + nl);
+}
+
+/* "seller NUL id" into out (IDX_MAX_KEY bytes); its length. */
+static uint32_t seller_key(const struct shelf_row *s, uint8_t *out)
+{
+	size_t sl = strlen(s->seller_id);
+	memcpy(out, s->seller_id, sl);
+	out[sl] = 0;
+	memcpy(out + sl + 1, s->row.id, s->row.id_len);
+	return (uint32_t)(sl + 1 + s->row.id_len);
+}
+
+static int shelf_decode(struct table *t, struct row *r, const struct json_value *doc)
+{
+	const struct shelf_kind *k = kind_of(t);
+	struct shelf_row *s = (struct shelf_row *)r;
+	struct shelf_vals v;
+	if (shelf_load(k, doc, &v))
+		return -1;
+	memcpy(s->seller_id, v.seller_id, sizeof(s->seller_id));
+	memcpy(s->name, v.name, sizeof(s->name));
+	s->status = (uint8_t)v.status;
+	s->nkey_len = name_key(s->seller_id, s->name, s->nkey);
+	k->fill(s, &v);
+	return 0;
+}
+
+static int shelf_index_add(struct table *t, struct row *r)
+{
+	struct shelf_row *s = (struct shelf_row *)r;
+	uint8_t k[IDX_MAX_KEY];
+	if (hidx_set(&ext(t)->by_name, s->nkey, s->nkey_len, s))
+		return -1;
+	return oidx_put(&ext(t)->by_seller, k, seller_key(s, k), s) < 0 ? -1 : 0;
+}
+
+static void shelf_index_del(struct table *t, struct row *r)
+{
+	struct shelf_row *s = (struct shelf_row *)r;
+	uint8_t k[IDX_MAX_KEY];
+	if (hidx_get(&ext(t)->by_name, s->nkey, s->nkey_len) == s)
+		hidx_del(&ext(t)->by_name, s->nkey, s->nkey_len);
+	uint32_t kl = seller_key(s, k);
+	if (oidx_get(&ext(t)->by_seller, k, kl) == s)
+		oidx_del(&ext(t)->by_seller, k, kl);
+}
+
+const struct table_ops channel_table_ops = {
+	.rec_table = REC_T_CHANNEL,
+	.name = "sales_channel",
+	.row_size = sizeof(struct channel),
+	.decode = shelf_decode,
+	.index_add = shelf_index_add,
+	.index_del = shelf_index_del,
+	.init = shelf_init,
+	.fini = shelf_fini,
+};
+
+const struct table_ops shop_table_ops = {
+	.rec_table = REC_T_SHOP,
+	.name = "curated_shop",
+	.row_size = sizeof(struct shop),
+	.decode = shelf_decode,
+	.index_add = shelf_index_add,
+	.index_del = shelf_index_del,
+	.init = shelf_init,
+	.fini = shelf_fini,
+};
+
+const struct channel *channel_get(struct shard *sh, const char *id, size_t len)
+{
+	return (const struct channel *)table_get(&sh->tables[REC_T_CHANNEL], id, len);
+}
+
+const struct shop *shop_get(struct shard *sh, const char *id, size_t len)
+{
+	return (const struct shop *)table_get(&sh->tables[REC_T_SHOP], id, len);
+}
+
+int channel_of_seller(struct shard *sh, const char *channel_id, const char *seller_id)
+{
+	const struct channel *ch = channel_get(sh, channel_id, strlen(channel_id));
+	return ch && !strcmp(ch->s.seller_id, seller_id) && ch->s.status != SHELF_CLOSED;
+}
+
+/* ---- visibility ------------------------------------------------------------------ */
+
+/* May the caller see the row: its seller's (or the platform), and for a
+ * channel-scoped publishable key only its storefront channel. */
+static int shelf_visible(const struct api_ctx *c, const struct shelf_kind *k, const struct shelf_row *s)
+{
+	if (!api_owns(c, s->seller_id, strlen(s->seller_id)))
+		return 0;
+	if (c->who.kind == KEY_PUBLISHABLE && c->who.channel_id[0])
+		return k->on_channel(s, c->who.channel_id);
+	return 1;
+}
+
+/* The visible row of the path, or NULL with the 404 written. */
+static const struct shelf_row *shelf_from_path(struct api_ctx *c, const struct shelf_kind *k)
+{
+	const struct shelf_row *s = NULL;
+	if (c->n_params)
+		s = (const struct shelf_row *)table_get(&c->sh->tables[k->table], c->params[0].p, c->params[0].len);
+	if (!s || !shelf_visible(c, k, s)) {
+		char d[64];
+		snprintf(d, sizeof(d), "no %s with this id", k->noun);
+		api_error(c, 404, "not_found", d);
+		return NULL;
+	}
+	return s;
+}
+
+/* ---- writing ---------------------------------------------------------------------- */
+
+static void shelf_commit(struct api_ctx *c, const struct shelf_kind *k, const struct shelf_vals *v, const char *event,
+			 int status)
+{
+	struct buf doc;
+	buf_init(&doc, REC_MAX_VAL);
+	struct jw w;
+	jw_init(&w, &doc);
+	jw_obj_begin(&w);
+	jw_kstr(&w, "id", v->id);
+	jw_kstr(&w, "seller_id", v->seller_id);
+	jw_kstr(&w, "name", v->name);
+	k->write(&w, v);
+	jw_kstr(&w, "status", shelf_status_names[v->status]);
+	jw_kstr(&w, "created_at", v->created_at);
+	jw_kstr(&w, "updated_at", v->updated_at);
+	jw_obj_end(&w);
+	txn_begin(c->sh);
+	if (w.err || txn_put(c->sh, k->table, v->id, strlen(v->id), doc.data, doc.len) ||
+	    txn_event(c->sh, event, v->seller_id, doc.data, doc.len) || !txn_commit(c->sh)) {
+		txn_abort(c->sh);
+		buf_free(&doc);
+		api_error(c, 500, "commit_failed", "the record could not be stored");
+		return;
+	}
+	api_send_doc(c, status, doc.data, doc.len);
+	buf_free(&doc);
+}
+
+/* The seller a row is for: a seller partner (with the kind's capability),
+ * and the caller itself unless the caller is the platform. */
+static void seller_check(struct api_ctx *c, const struct shelf_kind *k, const char *sid)
+{
+	if (!c->who.is_platform && strcmp(sid, c->who.entity_id)) {
+		api_field_error(c, "seller_id", "own", "a partner runs its own %ss only", k->noun);
+		return;
+	}
+	const struct partner *p = partner_get(c->sh, sid, strlen(sid));
+	if (!p)
+		api_field_error(c, "seller_id", "exists", "no partner with this id");
+	else if (!(p->v.roles & ROLE_SELLER))
+		api_field_error(c, "seller_id", "seller_role", "must be a partner with the seller role");
+	else if (k->need_cap >= 0 && !(partner_caps(&p->v) & (1u << k->need_cap)))
+		api_field_error(c, "seller_id", "curates_offers", "the seller lacks the curates_offers capability");
+}
+
+/* A partner caller without the kind's capability: 403 written, 1. */
+static int lacks_capability(struct api_ctx *c, const struct shelf_kind *k)
+{
+	if (c->who.is_platform || k->need_cap < 0)
+		return 0;
+	const struct partner *p = partner_get(c->sh, c->who.entity_id, strlen(c->who.entity_id));
+	if (p && (partner_caps(&p->v) & (1u << k->need_cap)))
+		return 0;
+	api_error(c, 403, "action_not_allowed", "curated shops need the curates_offers capability");
+	return 1;
+}
+
+/* Members the service assigns, and required members given as null. */
+static void body_rules(struct api_ctx *c, const struct shelf_kind *k, const struct json_value *body, int create)
+{
+	fld_reject_unknown(c, body, k->known, NULL);
+	for (int i = 0; k->read_only[i]; i++)
+		if (json_get(body, k->read_only[i]))
+			api_field_error(c, k->read_only[i], "read_only", "is assigned by the service");
+	for (int i = 0; k->required[i]; i++) {
+		const struct json_value *m = json_get(body, k->required[i]);
+		if (create ? !m || m->type == JSON_NULL : m && m->type == JSON_NULL)
+			api_field_error(c, k->required[i], "required", create ? "is required" : "cannot be removed");
+	}
+}
+
+/* Another row of the seller holds the name: 409 naming it, 1. */
+static int name_taken(struct api_ctx *c, const struct shelf_kind *k, const struct shelf_vals *v)
+{
+	char key[ID_MAX_LEN + SHELF_MAX_NAME + 1];
+	uint16_t kl = name_key(v->seller_id, v->name, key);
+	const struct shelf_row *o = hidx_get(&ext(&c->sh->tables[k->table])->by_name, key, kl);
+	if (!o || !strcmp(o->row.id, v->id))
+		return 0;
+	char d[256];
+	snprintf(d, sizeof(d), "%s %.*s of this seller is already named \"%s\"", k->noun, (int)o->row.id_len, o->row.id,
+		 o->name);
+	api_error(c, 409, k->name_taken, d);
+	return 1;
+}
+
+static void shelf_create(struct api_ctx *c, const struct shelf_kind *k)
+{
+	if (lacks_capability(c, k))
+		return;
+	const struct json_value *body = api_body(c);
+	if (!body)
+		return;
+	body_rules(c, k, body, 1);
+	struct shelf_vals v;
+	memset(&v, 0, sizeof(v));
+	k->defaults(&v);
+	int r = fld_str(c, body, "seller_id", NULL, v.seller_id, ID_MAX_LEN - 1);
+	if (r == FLD_ABSENT || r == FLD_NULL) {
+		if (c->who.is_platform)
+			api_field_error(c, "seller_id", "required", "operators name the seller");
+		else
+			snprintf(v.seller_id, sizeof(v.seller_id), "%s", c->who.entity_id);
+	}
+	common_read(c, body, &v);
+	k->read(c, body, &v);
+	if (v.status == SHELF_CLOSED)
+		api_field_error(c, "status", "initial", "a new %s starts active or paused", k->noun);
+	if (v.seller_id[0])
+		seller_check(c, k, v.seller_id);
+	k->check(c, body, &v);
+	if (c->n_errs) {
+		api_validation_failed(c);
+		return;
+	}
+	if (name_taken(c, k, &v))
+		return;
+	id_new(&c->sh->ids, k->id_prefix, v.id);
+	fmt_rfc3339_ms(v.created_at, wall_ms());
+	memcpy(v.updated_at, v.created_at, sizeof(v.created_at));
+	shelf_commit(c, k, &v, k->ev_created, 201);
+}
+
+static void shelf_patch(struct api_ctx *c, const struct shelf_kind *k)
+{
+	const struct shelf_row *cur = shelf_from_path(c, k);
+	if (!cur)
+		return;
+	if (cur->status == SHELF_CLOSED) {
+		char d[64];
+		snprintf(d, sizeof(d), "the %s is closed", k->noun);
+		api_error(c, 409, k->closed_code, d);
+		return;
+	}
+	const struct json_value *body = api_body(c);
+	if (!body)
+		return;
+	body_rules(c, k, body, 0);
+	if (json_get(body, "seller_id"))
+		api_field_error(c, "seller_id", "read_only", "cannot be changed");
+	struct json_doc *stored = json_parse(cur->row.doc, cur->row.doc_len, NULL, NULL);
+	struct shelf_vals v;
+	if (!stored || shelf_load(k, json_root(stored), &v)) {
+		json_doc_free(stored);
+		api_error(c, 500, "corrupt_record", "the stored record does not parse");
+		return;
+	}
+	common_read(c, body, &v);
+	k->read(c, body, &v);
+	k->check(c, body, &v);
+	json_doc_free(stored); /* v holds copies only */
+	if (c->n_errs) {
+		api_validation_failed(c);
+		return;
+	}
+	if (!shelf_moves[cur->status][v.status]) {
+		char d[128];
+		snprintf(d, sizeof(d), "a %s cannot move from \"%s\" to \"%s\"", k->noun, shelf_status_names[cur->status],
+			 shelf_status_names[v.status]);
+		api_error(c, 409, "invalid_status_transition", d);
+		return;
+	}
+	if (name_taken(c, k, &v))
+		return;
+	fmt_rfc3339_ms(v.updated_at, wall_ms());
+	shelf_commit(c, k, &v, k->ev_updated, 200);
+}
+
+static void shelf_get(struct api_ctx *c, const struct shelf_kind *k)
+{
+	const struct shelf_row *s = shelf_from_path(c, k);
+	if (s)
+		api_send_doc(c, 200, s->row.doc, s->row.doc_len);
+}
+
+struct shelf_filter {
+	const struct shelf_kind *k;
+	int status;               /* -1 any */
+	int none;                 /* a partner filtering on another seller: nothing */
+};
+
+static int shelf_match(struct api_ctx *c, const struct row *r, void *arg)
+{
+	const struct shelf_filter *f = arg;
+	const struct shelf_row *s = (const struct shelf_row *)r;
+	return !f->none && (f->status < 0 || s->status == f->status) && shelf_visible(c, f->k, s);
+}
+
+/* Lists walk the seller's range of the by-seller index (a partner's own,
+ * or an operator's ?seller_id); operators without it walk every row. */
+static void shelf_list(struct api_ctx *c, const struct shelf_kind *k)
+{
+	struct api_page pg;
+	if (api_page_parse(c, &pg))
+		return;
+	struct shelf_filter f = {k, -1, 0};
+	char st[16], sid[ID_MAX_LEN];
+	int n = api_query(c, "status", st, sizeof(st));
+	if (n != -1) {
+		for (int i = 0; n > 0 && shelf_status_names[i]; i++)
+			if (!strcmp(shelf_status_names[i], st))
+				f.status = i;
+		if (f.status < 0) {
+			api_error(c, 400, "invalid_filter", "status must be active, paused or closed");
+			return;
+		}
+	}
+	n = api_query(c, "seller_id", sid, sizeof(sid));
+	if (n == 0 || n == -2) {
+		api_error(c, 400, "invalid_filter", "seller_id must be a partner id");
+		return;
+	}
+	const struct table *t = &c->sh->tables[k->table];
+	const struct oidx *idx = &t->by_order;
+	uint8_t prefix[IDX_MAX_KEY];
+	uint32_t pl = 0;
+	const char *seller = c->who.is_platform ? (n > 0 ? sid : NULL) : c->who.entity_id;
+	if (!c->who.is_platform && n > 0 && strcmp(sid, c->who.entity_id))
+		f.none = 1;
+	if (seller) {
+		size_t sl = strlen(seller);
+		idx = &ext(t)->by_seller;
+		memcpy(prefix, seller, sl);
+		prefix[sl] = 0;
+		pl = (uint32_t)sl + 1;
+	}
+	api_list(c, idx, prefix, pl, &pg, shelf_match, &f, NULL);
+}
+
+/* ---- routes ------------------------------------------------------------------------ */
+
+static void channels_list(struct api_ctx *c) { shelf_list(c, &channel_kind); }
+static void channels_create(struct api_ctx *c) { shelf_create(c, &channel_kind); }
+static void channels_get(struct api_ctx *c) { shelf_get(c, &channel_kind); }
+static void channels_patch(struct api_ctx *c) { shelf_patch(c, &channel_kind); }
+static void shops_list(struct api_ctx *c) { shelf_list(c, &shop_kind); }
+static void shops_create(struct api_ctx *c) { shelf_create(c, &shop_kind); }
+static void shops_get(struct api_ctx *c) { shelf_get(c, &shop_kind); }
+static void shops_patch(struct api_ctx *c) { shelf_patch(c, &shop_kind); }
+
+const struct route channel_routes[] = {
+	{HTTP_M_GET, "/v1/sales-channels", channels_list, SC_READ_LISTINGS, ACT_READ_LISTINGS, "List sales channels"},
+	{HTTP_M_POST, "/v1/sales-channels", channels_create, SC_WRITE_LISTINGS, ACT_WRITE_LISTINGS,
+	 "Create a sales channel"},
+	{HTTP_M_GET, "/v1/sales-channels/{id}", channels_get, SC_READ_LISTINGS, ACT_READ_LISTINGS,
+	 "Retrieve a sales channel"},
+	{HTTP_M_PATCH, "/v1/sales-channels/{id}", channels_patch, SC_WRITE_LISTINGS, ACT_WRITE_LISTINGS,
+	 "Update a sales channel (merge patch)"},
+	{HTTP_M_GET, "/v1/curated-shops", shops_list, SC_READ_LISTINGS, ACT_READ_LISTINGS, "List curated shops"},
+	{HTTP_M_POST, "/v1/curated-shops", shops_create, SC_WRITE_LISTINGS, ACT_WRITE_LISTINGS,
+	 "Create a curated shop"},
+	{HTTP_M_GET, "/v1/curated-shops/{id}", shops_get, SC_READ_LISTINGS, ACT_READ_LISTINGS,
+	 "Retrieve a curated shop"},
+	{HTTP_M_PATCH, "/v1/curated-shops/{id}", shops_patch, SC_WRITE_LISTINGS, ACT_WRITE_LISTINGS,
+	 "Update a curated shop (merge patch)"},
+	{0, NULL, NULL, 0, 0, NULL},
+};

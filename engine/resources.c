@@ -15,5 +15,6 @@ const struct table_ops *const resource_tables[] = {
 	&wine_table_ops,
 	&extid_table_ops,
 	&review_table_ops,
+	&offer_table_ops, /* after wines */
 	NULL,
 };

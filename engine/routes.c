@@ -9,6 +9,7 @@
 #include "engine/audit.h"
 #include "engine/key.h"
 #include "engine/media.h"
+#include "engine/offer.h"
 #include "engine/events.h"
 #include "engine/ops.h"
 #include "engine/partner.h"
@@ -27,6 +28,7 @@ static const struct route *const route_groups[] = {
 	wine_routes,
 	extid_routes,
 	review_routes,
+	offer_routes,
 	NULL,
 };
 

@@ -390,43 +390,81 @@ int api_page_parse(struct api_ctx *c, struct api_page *pg)
 	return 0;
 }
 
+/* The source api_list() walks: one ordered index from a position, bounded
+ * by a key prefix. */
+struct oidx_source {
+	struct oidx_iter it;
+	int ok;
+	const void *prefix;
+	uint32_t prefix_len;
+};
+
+static int oidx_source_next(void *self, const struct row **r, const void **key, uint32_t *key_len)
+{
+	struct oidx_source *s = self;
+	if (!s->ok)
+		return 0;
+	*key = oidx_iter_key(&s->it, key_len);
+	if (s->prefix_len && (*key_len < s->prefix_len || memcmp(*key, s->prefix, s->prefix_len))) {
+		s->ok = 0;
+		return 0;
+	}
+	*r = oidx_iter_val(&s->it);
+	s->ok = oidx_next(&s->it);
+	return 1;
+}
+
 uint32_t api_list(struct api_ctx *c, const struct oidx *idx, const void *prefix,
 		  uint32_t prefix_len, const struct api_page *pg, api_row_filter filter, void *arg,
 		  api_row_emit emit)
 {
-	struct oidx_iter it;
-	int ok;
+	struct oidx_source s = {.prefix = prefix, .prefix_len = prefix_len};
 	if (pg->has_cursor) {
 		if (prefix_len && (pg->cursor_len < prefix_len || memcmp(pg->cursor, prefix, prefix_len))) {
 			api_error(c, 400, "invalid_cursor", "cursor does not belong to this list");
 			return 0;
 		}
-		ok = oidx_seek_ge(idx, pg->cursor, pg->cursor_len, &it);
+		s.ok = oidx_seek_ge(idx, pg->cursor, pg->cursor_len, &s.it);
 		uint32_t kl;
 		const void *k;
-		if (ok && (k = oidx_iter_key(&it, &kl)) && kl == pg->cursor_len &&
+		if (s.ok && (k = oidx_iter_key(&s.it, &kl)) && kl == pg->cursor_len &&
 		    memcmp(k, pg->cursor, kl) == 0)
-			ok = oidx_next(&it);
+			s.ok = oidx_next(&s.it);
 	} else {
-		ok = oidx_seek_ge(idx, prefix, prefix_len, &it);
+		s.ok = oidx_seek_ge(idx, prefix, prefix_len, &s.it);
 	}
+	struct api_source src = {.next = oidx_source_next, .self = &s};
+	return api_list_source(c, &src, pg, filter, arg, emit);
+}
+
+uint32_t api_list_source(struct api_ctx *c, struct api_source *src, const struct api_page *pg,
+			 api_row_filter filter, void *arg, api_row_emit emit)
+{
 	uint32_t quota = auth_quota_left(c);
 	struct jw *w = &c->w;
 	jw_obj_begin(w);
 	jw_key(w, "data");
 	jw_arr_begin(w);
-	uint32_t n = 0;
+	uint32_t n = 0, examined = 0;
 	int more = 0;
-	const void *last_key = NULL;
-	uint32_t last_len = 0;
-	for (; ok; ok = oidx_next(&it)) {
-		uint32_t kl;
-		const void *k = oidx_iter_key(&it, &kl);
-		if (prefix_len && (kl < prefix_len || memcmp(k, prefix, prefix_len)))
+	const void *last_key = NULL, *k;
+	uint32_t last_len = 0, kl;
+	const struct row *r;
+	while (src->next(src->self, &r, &k, &kl)) {
+		if (src->budget && examined == src->budget) {
+			/* The page's work bound: stop here, resume after the last
+			 * row examined (returned or not). */
+			more = 1;
 			break;
-		const struct row *r = oidx_iter_val(&it);
-		if (filter && !filter(c, r, arg))
+		}
+		examined++;
+		if (filter && !filter(c, r, arg)) {
+			if (src->budget) {
+				last_key = k;
+				last_len = kl;
+			}
 			continue;
+		}
 		if (n == pg->size) {
 			more = 1;
 			break;
@@ -435,6 +473,7 @@ uint32_t api_list(struct api_ctx *c, const struct oidx *idx, const void *prefix,
 			/* This page needs more rows than the quota leaves: refuse
 			 * the whole read, saying nothing about what exists. */
 			auth_quota_refuse(c);
+			src->examined = examined;
 			return 0;
 		}
 		if (emit)
@@ -445,12 +484,14 @@ uint32_t api_list(struct api_ctx *c, const struct oidx *idx, const void *prefix,
 		last_key = k;
 		last_len = kl;
 	}
+	src->examined = examined;
 	jw_arr_end(w);
 	char cur[API_MAX_SPAN];
 	if (more && last_key && b64url_encode(last_key, last_len, cur, sizeof(cur)) > 0) {
 		jw_kstr(w, "next_cursor", cur);
 		memcpy(c->span_to, cur, strlen(cur) + 1);
 	} else {
+		more = 0;
 		jw_knull(w, "next_cursor");
 	}
 	auth_quota_charge(c, n);

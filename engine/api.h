@@ -135,6 +135,27 @@ uint32_t api_list(struct api_ctx *c, const struct oidx *idx, const void *prefix,
 		  uint32_t prefix_len, const struct api_page *pg, api_row_filter filter, void *arg,
 		  api_row_emit emit);
 
+/*
+ * A row source for api_list_source(): next() yields candidate rows in
+ * strictly increasing cursor-key order (1 with *r, *key, *key_len set; 0 at
+ * the end), already positioned after the page's cursor.  `budget` bounds
+ * the rows one page may examine (0 = none): when it is reached before the
+ * page is full the page ends early with has_more and a cursor after the
+ * last row examined, so no page costs more than `budget` steps however
+ * few of the candidates pass the filter.  `examined` reports the work.
+ */
+struct api_source {
+	int (*next)(void *self, const struct row **r, const void **key, uint32_t *key_len);
+	void *self;
+	uint32_t budget;
+	uint32_t examined;   /* out: rows the page looked at */
+};
+
+/* api_list() over any source: same body, quota, audit span and filter
+ * semantics (hidden rows never fill the page or count toward the quota). */
+uint32_t api_list_source(struct api_ctx *c, struct api_source *src, const struct api_page *pg,
+			 api_row_filter filter, void *arg, api_row_emit emit);
+
 /* base64url without padding; returns output length or -1. */
 int b64url_encode(const uint8_t *in, size_t n, char *out, size_t out_size);
 int b64url_decode(const char *in, size_t n, uint8_t *out, size_t out_size);

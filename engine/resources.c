@@ -17,5 +17,6 @@ const struct table_ops *const resource_tables[] = {
 	&review_table_ops,
 	&channel_table_ops, /* before shops: snapshot order */
 	&shop_table_ops,
+	&offer_table_ops, /* after wines */
 	NULL,
 };

@@ -20,6 +20,7 @@ extern const struct table_ops extid_table_ops;
 extern const struct table_ops review_table_ops;
 extern const struct table_ops channel_table_ops;
 extern const struct table_ops shop_table_ops;
+extern const struct table_ops offer_table_ops;
 
 /* NULL-terminated list of every table the shard has. */
 extern const struct table_ops *const resource_tables[];

@@ -10,6 +10,7 @@
 #include "engine/channel.h"
 #include "engine/key.h"
 #include "engine/media.h"
+#include "engine/offer.h"
 #include "engine/events.h"
 #include "engine/ops.h"
 #include "engine/partner.h"
@@ -29,6 +30,7 @@ static const struct route *const route_groups[] = {
 	extid_routes,
 	review_routes,
 	channel_routes,
+	offer_routes,
 	NULL,
 };
 

@@ -28,6 +28,12 @@
 #      (half known wines re-sent by GTIN / case GTIN / LWIN / natural key,
 #      half new), match latency p50/p99, memory per wine.  Needs ~5 GB of
 #      RAM at the default size; BENCH_SKIP_CATALOGUE=1 skips it.
+#   i. perf/bench_offers: in-process offer list reads (offer_list, what GET
+#      /v1/offers runs) for a seller that may see 1%, 50%, 100% of the
+#      offers (and 1% with the rest open-but-blocking its country):
+#      pages/s, p50/p99 page latency and rows examined per page at
+#      page_size 50, for BENCH_OFFERS_SIZES (default "100000 1000000");
+#      BENCH_SKIP_OFFERS=1 skips it.
 # Every HTTP figure uses the same wrk command (keep-alive connections):
 #   wrk -t1 -c64 -d10s --latency      (override: BENCH_THREADS/CONNS/DURATION)
 # The machine has 2 cores and wrk takes one, so the figures are for a server
@@ -319,6 +325,22 @@ elif [ -f build/rel/lib.a ] && gcc -std=c17 -D_GNU_SOURCE -I. -O2 -Wall -Wextra 
 else
 	head -n 5 "$root/bench_catalogue.err" 2>/dev/null || true
 	echo "bench_catalogue did not compile: skipped"
+fi
+
+# ---- i. offers read-path micro-benchmark ---------------------------------------------
+echo
+OFFER_SIZES=${BENCH_OFFERS_SIZES:-100000 1000000}
+echo "== perf/bench_offers (offer list pages through the read-path filter, in-process)"
+if [ "${BENCH_SKIP_OFFERS:-0}" = 1 ]; then
+	echo "skipped (BENCH_SKIP_OFFERS=1)"
+elif [ -f build/rel/lib.a ] && gcc -std=c17 -D_GNU_SOURCE -I. -O2 -Wall -Wextra -Werror -o "$root/bench_offers" \
+	perf/bench_offers.c build/rel/lib.a -lxxhash -lzstd -lcrypto -lpthread -lm 2>"$root/bench_offers.err"; then
+	echo "\$ bench_offers $OFFER_SIZES"
+	# shellcheck disable=SC2086
+	timeout 900 "$root/bench_offers" $OFFER_SIZES || echo "bench_offers failed or timed out (exit $?)"
+else
+	head -n 5 "$root/bench_offers.err" 2>/dev/null || true
+	echo "bench_offers did not compile: skipped"
 fi
 
 # ---- summary ----------------------------------------------------------------------

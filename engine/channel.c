@@ -24,10 +24,12 @@
  *    webshop_connect, pos_qr), so an order's channel is the kind of the
  *    sales channel it came through.  `country` (ISO 3166-1) and `currency`
  *    (ISO 4217) are optional.
- *  - `listings[]` is read-only and empty until the listings issue: a
- *    listing names its channel, and the channel's list will be a join from
- *    a listings-by-channel index (a channel record never grows with its
- *    listings).
+ *  - `listings[]` is read-only: the stored document keeps it empty and
+ *    every read fills it from the listings-by-channel index (a channel
+ *    record never grows with its listings): the ids of the channel's
+ *    listings the caller may see, in id order, at most
+ *    LISTING_CHANNEL_DOC_MAX; `listings_truncated` says more exist (the
+ *    whole set: GET /v1/listings?channel_id=).
  *  - Shop `markup` is an exact decimal percent over P_B2B (DESIGN.md 6:
  *    it sets the shelf price when a listing has none), 0..1000 with at most
  *    2 decimals, stored as an integer of hundredths of a percent (basis
@@ -59,6 +61,7 @@
 
 #include "engine/fields.h"
 #include "engine/key.h"
+#include "engine/listing.h"
 #include "engine/log.h"
 #include "engine/partner.h"
 #include "engine/resources.h"
@@ -451,6 +454,29 @@ const struct shop *shop_get(struct shard *sh, const char *id, size_t len)
 	return (const struct shop *)table_get(&sh->tables[REC_T_SHOP], id, len);
 }
 
+const struct shop *shop_on_channel(struct shard *sh, const char *channel_id)
+{
+	const struct channel *ch = channel_get(sh, channel_id, strlen(channel_id));
+	if (!ch)
+		return NULL;
+	const struct table *t = &sh->tables[REC_T_SHOP];
+	uint8_t k[IDX_MAX_KEY];
+	size_t sl = strlen(ch->s.seller_id);
+	memcpy(k, ch->s.seller_id, sl);
+	k[sl] = 0;
+	uint32_t kl;
+	struct oidx_iter it;
+	for (int ok = oidx_seek_ge(&ext(t)->by_seller, k, (uint32_t)sl + 1, &it); ok; ok = oidx_next(&it)) {
+		const uint8_t *key = oidx_iter_key(&it, &kl);
+		if (kl < sl + 1 || memcmp(key, k, sl + 1))
+			break;
+		const struct shop *s = oidx_iter_val(&it);
+		if (s->s.status != SHELF_CLOSED && !strcmp(s->channel_id, channel_id))
+			return s;
+	}
+	return NULL;
+}
+
 int channel_of_seller(struct shard *sh, const char *channel_id, const char *seller_id)
 {
 	const struct channel *ch = channel_get(sh, channel_id, strlen(channel_id));
@@ -485,6 +511,8 @@ static const struct shelf_row *shelf_from_path(struct api_ctx *c, const struct s
 	return s;
 }
 
+static void channel_emit(struct api_ctx *c, const struct row *r);
+
 /* ---- writing ---------------------------------------------------------------------- */
 
 static void shelf_commit(struct api_ctx *c, const struct shelf_kind *k, const struct shelf_vals *v, const char *event,
@@ -511,8 +539,17 @@ static void shelf_commit(struct api_ctx *c, const struct shelf_kind *k, const st
 		api_error(c, 500, "commit_failed", "the record could not be stored");
 		return;
 	}
-	api_send_doc(c, status, doc.data, doc.len);
 	buf_free(&doc);
+	const struct row *r = table_get(&c->sh->tables[k->table], v->id, strlen(v->id));
+	if (!r) {
+		api_error(c, 500, "commit_failed", "the record could not be read back");
+		return;
+	}
+	if (k->table == REC_T_CHANNEL)
+		channel_emit(c, r);
+	else
+		jw_raw(&c->w, r->doc, r->doc_len);
+	c->rs->status = status;
 }
 
 /* The seller a row is for: a seller partner (with the kind's capability),
@@ -655,11 +692,46 @@ static void shelf_patch(struct api_ctx *c, const struct shelf_kind *k)
 	shelf_commit(c, k, &v, k->ev_updated, 200);
 }
 
+/* A channel as reads return it: the stored members, with `listings`
+ * filled from the listings-by-channel index (see the top). */
+static void channel_emit(struct api_ctx *c, const struct row *r)
+{
+	struct json_doc *d = json_parse(r->doc, r->doc_len, NULL, NULL);
+	if (!d) {
+		c->w.err = 1;
+		return;
+	}
+	const struct json_value *o = json_root(d);
+	char id[ID_MAX_LEN];
+	snprintf(id, sizeof(id), "%.*s", (int)r->id_len, r->id);
+	jw_obj_begin(&c->w);
+	int more = 0;
+	for (uint32_t i = 0; i < o->len; i++) {
+		const struct json_member *m = &o->u.members[i];
+		jw_key(&c->w, m->key);
+		if (!strcmp(m->key, "listings"))
+			more = listing_channel_ids(c, id, &c->w);
+		else
+			jw_value(&c->w, &m->value);
+	}
+	jw_kbool(&c->w, "listings_truncated", more);
+	jw_obj_end(&c->w);
+	json_doc_free(d);
+}
+
 static void shelf_get(struct api_ctx *c, const struct shelf_kind *k)
 {
 	const struct shelf_row *s = shelf_from_path(c, k);
-	if (s)
+	if (!s)
+		return;
+	if (k->table != REC_T_CHANNEL) {
 		api_send_doc(c, 200, s->row.doc, s->row.doc_len);
+		return;
+	}
+	if (api_read_row(c))
+		return;
+	channel_emit(c, &s->row);
+	c->rs->status = 200;
 }
 
 struct shelf_filter {
@@ -713,7 +785,7 @@ static void shelf_list(struct api_ctx *c, const struct shelf_kind *k)
 		prefix[sl] = 0;
 		pl = (uint32_t)sl + 1;
 	}
-	api_list(c, idx, prefix, pl, &pg, shelf_match, &f, NULL);
+	api_list(c, idx, prefix, pl, &pg, shelf_match, &f, k->table == REC_T_CHANNEL ? channel_emit : NULL);
 }
 
 /* ---- routes ------------------------------------------------------------------------ */

@@ -64,6 +64,11 @@ const struct shop *shop_get(struct shard *sh, const char *id, size_t len);
  */
 int channel_of_seller(struct shard *sh, const char *channel_id, const char *seller_id);
 
+/* The oldest (lowest id) non-closed curated shop on the channel, or NULL:
+ * its markup prices a listing that has no shelf price (DESIGN.md 6).
+ * Walks the channel seller's shops (by-seller index), not the table. */
+const struct shop *shop_on_channel(struct shard *sh, const char *channel_id);
+
 extern const struct route channel_routes[];
 
 #endif

@@ -65,6 +65,7 @@
 #include "engine/fields.h"
 #include "engine/iso.h"
 #include "engine/key.h"
+#include "engine/listing.h"
 #include "engine/log.h"
 #include "engine/partner.h"
 #include "engine/resources.h"
@@ -740,15 +741,17 @@ static void seer_init(struct api_ctx *c, const struct offer_query *q, struct off
 }
 
 /*
- * HOOK (listings / sales channels, later): a publishable storefront key
- * will see only rows its channel admits (live listings of its channel).
- * Until channels exist it sees what its entity sees.
+ * Channel scope (spec 5: "the caller's channel scope admits it"): a
+ * publishable storefront key sees an offer only while its channel has a
+ * LIVE listing of it (one hash lookup in the listings table); a
+ * publishable key without a channel sees none.  Secret keys: no channel
+ * scope.
  */
 static int channel_admits(const struct api_ctx *c, const struct offer *o)
 {
-	(void)c;
-	(void)o;
-	return 1;
+	if (c->who.kind != KEY_PUBLISHABLE)
+		return 1;
+	return c->who.channel_id[0] && listing_live_on(c->sh, o->row.id, o->row.id_len, c->who.channel_id);
 }
 
 /* The permissions' destination rules alone (for owners and the platform,
@@ -785,12 +788,16 @@ static enum permit_verdict seer_verdict(const struct offer_seer *s, const struct
 /* May the caller see the row at all? */
 static int offer_visible(const struct api_ctx *c, const struct offer_seer *s, const struct offer *o)
 {
-	if (s->all || !strcmp(o->originator_id, s->me))
+	if (s->all)
+		return 1;
+	if (!channel_admits(c, o)) /* a storefront key: its channel's live listings only, own offers too */
+		return 0;
+	if (!strcmp(o->originator_id, s->me))
 		return 1;
 	if (!offer_sellable(o, s->now_ms) || !o->shareable)
 		return 0;
 	const char *dest = s->q ? s->q->destination : NULL;
-	return permit_allowed(seer_verdict(s, o, s->me, s->country, dest)) && channel_admits(c, o);
+	return permit_allowed(seer_verdict(s, o, s->me, s->country, dest));
 }
 
 /* The list predicate: visible, then the query's filters. */
@@ -934,6 +941,38 @@ uint32_t offer_list(struct api_ctx *c, const struct offer_query *q, const struct
 	if (examined)
 		*examined = src.examined;
 	return n;
+}
+
+int offer_visible_to(struct api_ctx *c, const struct offer *o)
+{
+	struct offer_query q;
+	memset(&q, 0, sizeof(q));
+	q.status = q.condition = -1;
+	struct offer_seer s;
+	seer_init(c, &q, &s);
+	return offer_visible(c, &s, o);
+}
+
+int offer_wine_any(struct shard *sh, const char *wine_id, size_t wine_len,
+		   int (*fn)(const struct offer *o, void *arg), void *arg)
+{
+	struct offer_ext *e = ext(&sh->tables[REC_T_OFFER]);
+	uint8_t k[IDX_MAX_KEY + 1];
+	if (!e || wine_len + 1 > IDX_MAX_KEY)
+		return 0;
+	memcpy(k, wine_id, wine_len);
+	k[wine_len] = 0;
+	uint32_t pl = (uint32_t)wine_len + 1, kl;
+	struct oidx_iter it;
+	for (int ok = oidx_seek_ge(&e->by_wine, k, pl, &it); ok; ok = oidx_next(&it)) {
+		const uint8_t *key = oidx_iter_key(&it, &kl);
+		if (kl < pl || memcmp(key, k, pl))
+			break;
+		int r = fn(oidx_iter_val(&it), arg);
+		if (r)
+			return r;
+	}
+	return 0;
 }
 
 /* ---- handlers ---------------------------------------------------------- */

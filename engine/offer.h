@@ -54,6 +54,13 @@ const struct offer *offer_get(struct shard *sh, const char *id, size_t len);
 void offer_rules(const struct offer *o, struct permit_rules *out);
 /* Sellable now: active and inside its validity window. */
 int offer_sellable(const struct offer *o, int64_t now_ms);
+/* The offer read-path filter for the caller (the same predicate as GET
+ * /v1/offers/{id}, no destination): 1 visible, 0 hidden. */
+int offer_visible_to(struct api_ctx *c, const struct offer *o);
+/* Call fn on each offer of the wine (by-wine index) until it returns
+ * nonzero; returns that value, or 0. */
+int offer_wine_any(struct shard *sh, const char *wine_id, size_t wine_len,
+		   int (*fn)(const struct offer *o, void *arg), void *arg);
 
 /* ---- the candidate-stream merge (exposed for its unit tests) ------------- */
 

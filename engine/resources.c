@@ -18,5 +18,6 @@ const struct table_ops *const resource_tables[] = {
 	&channel_table_ops, /* before shops: snapshot order */
 	&shop_table_ops,
 	&offer_table_ops, /* after wines */
+	&listing_table_ops, /* after offers and channels */
 	NULL,
 };

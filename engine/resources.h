@@ -19,6 +19,7 @@ extern const struct table_ops wine_table_ops;
 extern const struct table_ops extid_table_ops;
 extern const struct table_ops review_table_ops;
 extern const struct table_ops channel_table_ops;
+extern const struct table_ops listing_table_ops;
 extern const struct table_ops shop_table_ops;
 extern const struct table_ops offer_table_ops;
 

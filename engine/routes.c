@@ -9,6 +9,7 @@
 #include "engine/audit.h"
 #include "engine/channel.h"
 #include "engine/key.h"
+#include "engine/listing.h"
 #include "engine/media.h"
 #include "engine/offer.h"
 #include "engine/events.h"
@@ -31,6 +32,7 @@ static const struct route *const route_groups[] = {
 	review_routes,
 	channel_routes,
 	offer_routes,
+	listing_routes,
 	NULL,
 };
 

@@ -63,6 +63,7 @@
 #include "engine/fields.h"
 #include "engine/iso.h"
 #include "engine/key.h"
+#include "engine/listing.h"
 #include "engine/log.h"
 #include "engine/resources.h"
 #include "engine/review.h"
@@ -384,6 +385,11 @@ static int wine_insider(const struct api_ctx *c, const struct wine *w)
 
 int wine_visible(const struct api_ctx *c, const struct wine *w)
 {
+	/* Channel scope (spec 5, listings): a publishable storefront key sees
+	 * only wines with a live listing on its channel (none without one). */
+	if (c->who.kind == KEY_PUBLISHABLE && !c->who.is_platform)
+		return c->who.channel_id[0] && w->status != WS_DRAFT &&
+		       listing_channel_has_wine(c->sh, c->who.channel_id, w->row.id, w->row.id_len);
 	return w->status != WS_DRAFT || wine_insider(c, w);
 }
 

@@ -710,6 +710,26 @@ static void offer_commit(struct api_ctx *c, struct offer_vals *v, const char *ev
 	buf_free(&doc);
 }
 
+/* Inventory drives qty_available (offer.h): the stored offer with only
+ * qty_available and updated_at changed, staged in the caller's transaction. */
+int offer_stage_qty(struct shard *sh, const struct offer *o, int64_t qty)
+{
+	if (qty < 0 || qty > OFFER_QTY_MAX)
+		return -1;
+	struct offer_vals v;
+	offer_load(o, &v);
+	v.qty = qty;
+	fmt_rfc3339_ms(v.updated_at, wall_ms());
+	struct buf doc;
+	buf_init(&doc, REC_MAX_VAL);
+	struct jw w;
+	jw_init(&w, &doc);
+	offer_write(&w, &v);
+	int rc = w.err || txn_put(sh, REC_T_OFFER, v.id, strlen(v.id), doc.data, doc.len) ? -1 : 0;
+	buf_free(&doc);
+	return rc;
+}
+
 static const struct offer *offer_by_natural(struct shard *sh, const struct offer_vals *v)
 {
 	char k[NKEY_MAX];

@@ -49,6 +49,14 @@ struct offer {
 };
 
 const struct offer *offer_get(struct shard *sh, const char *id, size_t len);
+/*
+ * Inventory hook (inventory.c): once an offer has stock levels, its
+ * headline qty_available is the sum of their ATP.  Adds the offer's new
+ * after-image with qty_available = qty (0..OFFER_QTY_MAX) to the CALLER'S
+ * open transaction; no event of its own (the stock.changed event of the
+ * same transaction carries the move).  0, or -1 (bad qty, doc too large).
+ */
+int offer_stage_qty(struct shard *sh, const struct offer *o, int64_t qty);
 /* The offer's permissions as the evaluator's rules (copies only the used
  * list entries; the rest of *out is left unset). */
 void offer_rules(const struct offer *o, struct permit_rules *out);

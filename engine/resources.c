@@ -19,5 +19,8 @@ const struct table_ops *const resource_tables[] = {
 	&shop_table_ops,
 	&offer_table_ops, /* after wines */
 	&listing_table_ops, /* after offers and channels */
+	&location_table_ops,
+	&inventory_table_ops, /* after offers and locations */
+	&hold_table_ops, /* after levels */
 	NULL,
 };

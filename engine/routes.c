@@ -13,6 +13,8 @@
 #include "engine/media.h"
 #include "engine/offer.h"
 #include "engine/events.h"
+#include "engine/inventory.h"
+#include "engine/location.h"
 #include "engine/ops.h"
 #include "engine/partner.h"
 #include "engine/producer.h"
@@ -33,6 +35,8 @@ static const struct route *const route_groups[] = {
 	channel_routes,
 	offer_routes,
 	listing_routes,
+	location_routes,
+	inventory_routes,
 	NULL,
 };
 

@@ -1,0 +1,92 @@
+/*
+ * inventory.h -- inventory items and levels (spec 2.5), the reservation
+ * primitives (holds) the orders saga builds on (DESIGN.md 5), and the
+ * network snapshot.  The why and the rules are in inventory.c.
+ */
+#ifndef WM_INVENTORY_H
+#define WM_INVENTORY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/api.h"
+#include "engine/id.h"
+#include "engine/shard.h"
+#include "engine/table.h"
+
+#define INV_QTY_MAX 100000000LL          /* any one quantity of a level (= OFFER_QTY_MAX) */
+#define INV_SKU_MAX 64                   /* bytes of a sku */
+#define INV_LEVELS_PER_OFFER_MAX 1000    /* levels one offer may have (bounds the qty sum) */
+#define INV_SNAPSHOT_STOCK_MAX 200       /* offers listed per location in the network snapshot */
+#define INV_HOLD_ID_MAX 64               /* bytes of a hold id */
+
+enum inv_condition { IC_SELLABLE, IC_DAMAGED, IC_QUARANTINE, INV_N_CONDITION };
+extern const char *const inv_condition_names[]; /* NULL-terminated */
+
+/* One inventory level: item (sku, offer, owner) x location x condition. */
+struct inv_level {
+	struct row row;
+	char sku[INV_SKU_MAX + 1];
+	char offer_id[ID_MAX_LEN], owner_id[ID_MAX_LEN], location_id[ID_MAX_LEN];
+	uint8_t condition;                       /* enum inv_condition */
+	int64_t on_hand, incoming, reserved, allocated;
+	char nkey[3 * ID_MAX_LEN];               /* offer NUL location NUL condition: uniqueness */
+	uint16_t nkey_len;
+	char created_at[32];
+};
+
+/* atp = on_hand - allocated - reserved; never negative for a stored level. */
+static inline int64_t inv_atp(const struct inv_level *l) { return l->on_hand - l->allocated - l->reserved; }
+
+const struct inv_level *inv_level_get(struct shard *sh, const char *id, size_t len);
+
+/* ---- holds ------------------------------------------------------------------ */
+
+enum hold_state { HS_PREPARED, HS_COMMITTED, HS_RELEASED, HOLD_N_STATE };
+extern const char *const hold_state_names[];
+
+struct hold {
+	struct row row;
+	char level_id[ID_MAX_LEN];
+	int64_t qty;
+	uint8_t state;                           /* enum hold_state */
+	char created_at[32];
+};
+
+enum hold_rc {
+	HOLD_OK = 0,
+	HOLD_E_ARG,          /* bad hold id (empty, too long, bad bytes) or qty outside 1..INV_QTY_MAX */
+	HOLD_E_NO_LEVEL,     /* no such level */
+	HOLD_E_NOT_SELLABLE, /* the level's condition is not sellable */
+	HOLD_E_SHORT,        /* atp < qty: nothing changed */
+	HOLD_E_CONFLICT,     /* the hold id exists for another level or qty */
+	HOLD_E_NOT_FOUND,    /* commit/release of an unknown hold id */
+	HOLD_E_STATE,        /* commit of a released hold */
+	HOLD_E_STORE,        /* the transaction could not be committed */
+};
+
+const struct hold *hold_get(struct shard *sh, const char *id, size_t len);
+
+/*
+ * Place a PREPARED hold of qty units on a sellable level: reserved += qty
+ * in one transaction with the hold row, the stock.changed event and the
+ * offer's qty_available.  Fails atomically (nothing changes) when atp <
+ * qty.  Idempotent by hold id: the same id with the same level and qty
+ * again is HOLD_OK and changes nothing (whatever the hold's state now);
+ * with another level or qty HOLD_E_CONFLICT.  A failed placement stores
+ * nothing, so retrying its id may succeed later.
+ */
+int hold_place(struct shard *sh, const char *level_id, int64_t qty, const char *hold_id);
+/* PREPARED -> COMMITTED: the units move from reserved to allocated (ATP
+ * unchanged); events stock.changed and stock.reserved.  COMMITTED again is
+ * HOLD_OK (no-op); RELEASED is HOLD_E_STATE. */
+int hold_commit(struct shard *sh, const char *hold_id);
+/* PREPARED or COMMITTED -> RELEASED: the units return to ATP (reserved or
+ * allocated -= qty).  RELEASED again is HOLD_OK (no-op). */
+int hold_release(struct shard *sh, const char *hold_id);
+
+extern const struct table_ops inventory_table_ops;
+extern const struct table_ops hold_table_ops;
+extern const struct route inventory_routes[];
+
+#endif

@@ -1,0 +1,246 @@
+/*
+ * test_inventory_units.c -- in-process tests of the pure location checks
+ * (GLN check digit, SEED shape) and of the hold primitives against a real
+ * shard: place/commit/release arithmetic, short ATP failing atomically,
+ * idempotency by hold id, argument bounds, and the rebuild on reopen.
+ * (Kill -9 with holds is in test_inventory.c, over HTTP.)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/config.h"
+#include "engine/inventory.h"
+#include "engine/location.h"
+#include "engine/record.h"
+#include "engine/shard.h"
+#include "tests/harness.h"
+#include "tests/wm_test.h"
+
+/* ---- GLN and SEED ---------------------------------------------------------------- */
+
+/* Independent GS1 mod-10 over 12 data digits: positions 1..12 from the
+ * left get weights 1,3,1,3,... (the same as 3,1,... from the right). */
+static int gln_digit(const char *d12)
+{
+	int odd = 0, even = 0;
+	for (int i = 0; i < 12; i++) {
+		if (i % 2 == 0)
+			odd += d12[i] - '0';
+		else
+			even += d12[i] - '0';
+	}
+	return (10 - (odd + 3 * even) % 10) % 10;
+}
+
+WM_TEST(location, gln_check_digit_unit)
+{
+	/* known keys: EAN-13 4006381333931; GS1's example GLN 0614141000005 (hmm: computed below, not trusted) */
+	cr_assert_eq(loc_gln_check("4006381333931", 13), LOC_KEY_OK);
+	cr_assert_eq(loc_gln_check("4006381333932", 13), LOC_KEY_CHECK);
+	static const char *const bases[] = {"000000000000", "999999999999", "123456789012", "614141000001", "870000000017"};
+	for (size_t b = 0; b < sizeof(bases) / sizeof(bases[0]); b++) {
+		char g[14];
+		memcpy(g, bases[b], 12);
+		g[13] = 0;
+		int want = gln_digit(bases[b]);
+		for (int d = 0; d < 10; d++) {
+			g[12] = (char)('0' + d);
+			cr_assert_eq(loc_gln_check(g, 13), d == want ? LOC_KEY_OK : LOC_KEY_CHECK, "%s", g);
+		}
+	}
+	cr_assert_eq(loc_gln_check("400638133393", 12), LOC_KEY_LENGTH);
+	cr_assert_eq(loc_gln_check("40063813339311", 14), LOC_KEY_LENGTH);
+	cr_assert_eq(loc_gln_check("", 0), LOC_KEY_LENGTH);
+	cr_assert_eq(loc_gln_check("40063813339a1", 13), LOC_KEY_CHARS);
+	cr_assert_eq(loc_gln_check("400638133393 ", 13), LOC_KEY_CHARS);
+}
+
+WM_TEST(location, seed_shape_unit)
+{
+	cr_assert_eq(loc_seed_check("FR012345E1234", 13), LOC_KEY_OK);
+	cr_assert_eq(loc_seed_check("DE0123456789A", 13), LOC_KEY_OK);
+	cr_assert_eq(loc_seed_check("GBABCDEFGHIJK", 13), LOC_KEY_OK);
+	cr_assert_eq(loc_seed_check("FR012345E123", 12), LOC_KEY_LENGTH);
+	cr_assert_eq(loc_seed_check("FR012345E12345", 14), LOC_KEY_LENGTH);
+	cr_assert_eq(loc_seed_check("fr012345E1234", 13), LOC_KEY_CHARS);
+	cr_assert_eq(loc_seed_check("F1012345E1234", 13), LOC_KEY_CHARS);
+	cr_assert_eq(loc_seed_check("FR012345e1234", 13), LOC_KEY_CHARS);
+	cr_assert_eq(loc_seed_check("FR012345-1234", 13), LOC_KEY_CHARS);
+}
+
+/* ---- holds in-process ------------------------------------------------------------ */
+
+struct fixture {
+	struct shard sh;
+	struct config cfg;
+	char dir[256];
+};
+
+static void fx_open(struct fixture *f)
+{
+	char err[256];
+	cr_assert_eq(shard_open(&f->sh, &f->cfg, err, sizeof(err)), 0, "%s", err);
+}
+
+static struct fixture *fixture_new(void)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	snprintf(f->dir, sizeof(f->dir), "/tmp/wm-inv-units-XXXXXX");
+	cr_assert_not_null(mkdtemp(f->dir));
+	config_defaults(&f->cfg);
+	snprintf(f->cfg.data_dir, sizeof(f->cfg.data_dir), "%s/data", f->dir);
+	snprintf(f->cfg.wal_mode, sizeof(f->cfg.wal_mode), "write");
+	f->cfg.snapshot_interval_s = 0;
+	fx_open(f);
+	return f;
+}
+
+static void fixture_free(struct fixture *f)
+{
+	shard_close(&f->sh);
+	rm_rf(f->dir);
+	free(f);
+}
+
+/* A level document written straight to the table (no offer: no qty sync). */
+static void put_level(struct fixture *f, const char *id, const char *cond, long on_hand)
+{
+	char doc[512];
+	int n = snprintf(doc, sizeof(doc),
+			 "{\"id\":\"%s\",\"sku\":\"S\",\"offer_id\":\"ofr_none\",\"owner_entity_id\":\"prt_x\","
+			 "\"location_id\":\"loc_x\",\"condition\":\"%s\",\"on_hand\":%ld,\"incoming\":0,\"reserved\":0,"
+			 "\"allocated\":0,\"atp\":%ld,\"created_at\":\"2025-01-01T00:00:00.000Z\","
+			 "\"updated_at\":\"2025-01-01T00:00:00.000Z\"}",
+			 id, cond, on_hand, on_hand);
+	txn_begin(&f->sh);
+	cr_assert_eq(txn_put(&f->sh, REC_T_INVENTORY, id, strlen(id), doc, (size_t)n), 0);
+	cr_assert_gt(txn_commit(&f->sh), 0);
+}
+
+static const struct inv_level *lvl(struct fixture *f, const char *id)
+{
+	const struct inv_level *l = inv_level_get(&f->sh, id, strlen(id));
+	cr_assert_not_null(l);
+	return l;
+}
+
+static void expect_level(struct fixture *f, const char *id, long on_hand, long reserved, long allocated)
+{
+	const struct inv_level *l = lvl(f, id);
+	cr_assert_eq(l->on_hand, on_hand, "on_hand %lld", (long long)l->on_hand);
+	cr_assert_eq(l->reserved, reserved, "reserved %lld", (long long)l->reserved);
+	cr_assert_eq(l->allocated, allocated, "allocated %lld", (long long)l->allocated);
+	cr_assert_eq(inv_atp(l), on_hand - reserved - allocated);
+	cr_assert_geq(inv_atp(l), 0);
+}
+
+static int state_of(struct fixture *f, const char *hid)
+{
+	const struct hold *h = hold_get(&f->sh, hid, strlen(hid));
+	return h ? h->state : -1;
+}
+
+WM_TEST(hold, place_commit_release_arithmetic)
+{
+	struct fixture *f = fixture_new();
+	put_level(f, "inv_a", "sellable", 10);
+	cr_assert_eq(hold_place(&f->sh, "inv_a", 4, "o1:l1"), HOLD_OK);
+	expect_level(f, "inv_a", 10, 4, 0);
+	cr_assert_eq(state_of(f, "o1:l1"), HS_PREPARED);
+	cr_assert_eq(hold_commit(&f->sh, "o1:l1"), HOLD_OK);
+	expect_level(f, "inv_a", 10, 0, 4);
+	cr_assert_eq(state_of(f, "o1:l1"), HS_COMMITTED);
+	cr_assert_eq(hold_place(&f->sh, "inv_a", 2, "o2:l1"), HOLD_OK);
+	expect_level(f, "inv_a", 10, 2, 4);
+	cr_assert_eq(hold_release(&f->sh, "o2:l1"), HOLD_OK);
+	expect_level(f, "inv_a", 10, 0, 4);
+	cr_assert_eq(hold_release(&f->sh, "o1:l1"), HOLD_OK, "a committed hold may be released (cancel)");
+	expect_level(f, "inv_a", 10, 0, 0);
+	cr_assert_eq(state_of(f, "o1:l1"), HS_RELEASED);
+	fixture_free(f);
+}
+
+WM_TEST(hold, short_atp_fails_atomically)
+{
+	struct fixture *f = fixture_new();
+	put_level(f, "inv_a", "sellable", 10);
+	uint64_t lsn = f->sh.lsn;
+	cr_assert_eq(hold_place(&f->sh, "inv_a", 11, "big"), HOLD_E_SHORT);
+	cr_assert_eq(f->sh.lsn, lsn, "nothing was written");
+	cr_assert_eq(state_of(f, "big"), -1, "no hold row");
+	expect_level(f, "inv_a", 10, 0, 0);
+	cr_assert_eq(hold_place(&f->sh, "inv_a", 10, "all"), HOLD_OK, "atp exactly the quantity");
+	expect_level(f, "inv_a", 10, 10, 0);
+	cr_assert_eq(hold_place(&f->sh, "inv_a", 1, "one"), HOLD_E_SHORT, "atp 0 holds nothing");
+	cr_assert_eq(hold_release(&f->sh, "all"), HOLD_OK);
+	cr_assert_eq(hold_place(&f->sh, "inv_a", 11, "big"), HOLD_E_SHORT);
+	cr_assert_eq(hold_place(&f->sh, "inv_a", 10, "big"), HOLD_OK, "a failed id may be placed later");
+	put_level(f, "inv_d", "damaged", 5);
+	cr_assert_eq(hold_place(&f->sh, "inv_d", 1, "dmg"), HOLD_E_NOT_SELLABLE);
+	cr_assert_eq(hold_place(&f->sh, "inv_zz", 1, "nolevel"), HOLD_E_NO_LEVEL);
+	fixture_free(f);
+}
+
+WM_TEST(hold, idempotent_by_id_and_bounds)
+{
+	struct fixture *f = fixture_new();
+	put_level(f, "inv_a", "sellable", INV_QTY_MAX);
+	put_level(f, "inv_b", "sellable", 10);
+	cr_assert_eq(hold_place(&f->sh, "inv_a", 3, "h"), HOLD_OK);
+	uint64_t lsn = f->sh.lsn;
+	cr_assert_eq(hold_place(&f->sh, "inv_a", 3, "h"), HOLD_OK);
+	cr_assert_eq(f->sh.lsn, lsn, "the second placement writes nothing");
+	expect_level(f, "inv_a", INV_QTY_MAX, 3, 0);
+	cr_assert_eq(hold_place(&f->sh, "inv_a", 4, "h"), HOLD_E_CONFLICT);
+	cr_assert_eq(hold_place(&f->sh, "inv_b", 3, "h"), HOLD_E_CONFLICT);
+	cr_assert_eq(hold_commit(&f->sh, "h"), HOLD_OK);
+	lsn = f->sh.lsn;
+	cr_assert_eq(hold_commit(&f->sh, "h"), HOLD_OK);
+	cr_assert_eq(f->sh.lsn, lsn);
+	cr_assert_eq(hold_place(&f->sh, "inv_a", 3, "h"), HOLD_OK, "placing a committed id again is a no-op");
+	expect_level(f, "inv_a", INV_QTY_MAX, 0, 3);
+	cr_assert_eq(hold_release(&f->sh, "h"), HOLD_OK);
+	cr_assert_eq(hold_release(&f->sh, "h"), HOLD_OK);
+	cr_assert_eq(hold_commit(&f->sh, "h"), HOLD_E_STATE);
+	expect_level(f, "inv_a", INV_QTY_MAX, 0, 0);
+	cr_assert_eq(hold_commit(&f->sh, "unknown"), HOLD_E_NOT_FOUND);
+	cr_assert_eq(hold_release(&f->sh, "unknown"), HOLD_E_NOT_FOUND);
+	/* bounds: qty 1..INV_QTY_MAX, id 1..INV_HOLD_ID_MAX of [A-Za-z0-9_.:-] */
+	cr_assert_eq(hold_place(&f->sh, "inv_a", 0, "q0"), HOLD_E_ARG);
+	cr_assert_eq(hold_place(&f->sh, "inv_a", INV_QTY_MAX + 1, "qmax1"), HOLD_E_ARG);
+	cr_assert_eq(hold_place(&f->sh, "inv_a", INV_QTY_MAX, "qmax"), HOLD_OK);
+	expect_level(f, "inv_a", INV_QTY_MAX, INV_QTY_MAX, 0);
+	char id[INV_HOLD_ID_MAX + 2];
+	memset(id, 'x', sizeof(id));
+	id[INV_HOLD_ID_MAX] = 0;
+	cr_assert_eq(hold_place(&f->sh, "inv_b", 1, id), HOLD_OK, "an id at the bound");
+	id[INV_HOLD_ID_MAX] = 'x';
+	id[INV_HOLD_ID_MAX + 1] = 0;
+	cr_assert_eq(hold_place(&f->sh, "inv_b", 1, id), HOLD_E_ARG, "one past the bound");
+	cr_assert_eq(hold_place(&f->sh, "inv_b", 1, ""), HOLD_E_ARG);
+	cr_assert_eq(hold_place(&f->sh, "inv_b", 1, "a b"), HOLD_E_ARG);
+	fixture_free(f);
+}
+
+WM_TEST(hold, levels_and_holds_rebuilt_on_reopen)
+{
+	struct fixture *f = fixture_new();
+	put_level(f, "inv_a", "sellable", 10);
+	cr_assert_eq(hold_place(&f->sh, "inv_a", 2, "p"), HOLD_OK);
+	cr_assert_eq(hold_place(&f->sh, "inv_a", 3, "c"), HOLD_OK);
+	cr_assert_eq(hold_commit(&f->sh, "c"), HOLD_OK);
+	cr_assert_eq(hold_place(&f->sh, "inv_a", 1, "r"), HOLD_OK);
+	cr_assert_eq(hold_release(&f->sh, "r"), HOLD_OK);
+	shard_close(&f->sh);
+	fx_open(f);
+	expect_level(f, "inv_a", 10, 2, 3);
+	cr_assert_eq(state_of(f, "p"), HS_PREPARED);
+	cr_assert_eq(state_of(f, "c"), HS_COMMITTED);
+	cr_assert_eq(state_of(f, "r"), HS_RELEASED);
+	cr_assert_eq(hold_place(&f->sh, "inv_a", 2, "p"), HOLD_OK);
+	expect_level(f, "inv_a", 10, 2, 3);
+	cr_assert_eq(hold_commit(&f->sh, "p"), HOLD_OK);
+	expect_level(f, "inv_a", 10, 0, 5);
+	fixture_free(f);
+}

@@ -17,6 +17,7 @@
 #include "engine/partner.h"
 #include "engine/producer.h"
 #include "engine/review.h"
+#include "engine/taxctx.h"
 #include "engine/wine.h"
 
 static const struct route *const route_groups[] = {
@@ -33,6 +34,7 @@ static const struct route *const route_groups[] = {
 	channel_routes,
 	offer_routes,
 	listing_routes,
+	taxctx_routes,
 	NULL,
 };
 

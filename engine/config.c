@@ -26,6 +26,7 @@ struct opt {
 static const struct opt opts[] = {
 	{"listen", OPT_STR, S(listen), 0, 0, NULL, "HOST:PORT to listen on (port 0 = any free port)"},
 	{"data-dir", OPT_STR, S(data_dir), 0, 0, NULL, "data directory (WAL in wal/, snapshots in snap/)"},
+	{"data-ref-dir", OPT_STR, S(data_ref_dir), 0, 0, NULL, "pricing reference data: vat.tsv, excise.tsv, freight.tsv, fx.tsv, version.txt"},
 	{"wal-mode", OPT_ENUM, S(wal_mode), 0, 0, "fsync|write|none", "durability: fsync (default), write, none"},
 	{"wal-segment-mb", OPT_U64, N(wal_segment_mb), 1, 4096, NULL, "WAL segment size in MiB"},
 	{"snapshot-interval", OPT_U64, N(snapshot_interval_s), 0, 86400 * 7, NULL, "seconds between snapshots (0 = off)"},
@@ -60,6 +61,7 @@ void config_defaults(struct config *c)
 	memset(c, 0, sizeof(*c));
 	strcpy(c->listen, "127.0.0.1:8080");
 	strcpy(c->data_dir, "./var");
+	strcpy(c->data_ref_dir, "./data");
 	strcpy(c->wal_mode, "fsync");
 	c->wal_segment_mb = 64;
 	c->snapshot_interval_s = 3600;

@@ -15,6 +15,7 @@
 struct config {
 	char listen[128];          /* HOST:PORT */
 	char data_dir[512];
+	char data_ref_dir[512];     /* pricing reference data (engine/refdata.h), relative to the cwd */
 	char wal_mode[8];          /* fsync | write | none */
 	uint64_t wal_segment_mb;
 	uint64_t snapshot_interval_s; /* 0 = no periodic snapshots */

@@ -19,6 +19,7 @@
 #include "engine/partner.h"
 #include "engine/producer.h"
 #include "engine/review.h"
+#include "engine/taxctx.h"
 #include "engine/wine.h"
 
 static const struct route *const route_groups[] = {
@@ -37,6 +38,7 @@ static const struct route *const route_groups[] = {
 	listing_routes,
 	location_routes,
 	inventory_routes,
+	taxctx_routes,
 	NULL,
 };
 

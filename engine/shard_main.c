@@ -20,6 +20,7 @@
 #include "engine/idem.h"
 #include "engine/key.h"
 #include "engine/log.h"
+#include "engine/refdata.h"
 #include "engine/media.h"
 #include "engine/shard.h"
 
@@ -107,6 +108,13 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	char err[1024] = "";
+	struct refdata *rd = NULL;
+	if (refdata_load_dir(cfg.data_ref_dir, &rd, err, sizeof(err))) {
+		log_error("msg=\"reference data refused\" dir=\"%s\" error=\"%s\"", cfg.data_ref_dir, err);
+		fprintf(stderr, "wm-shard: reference data in %s: %s\n", cfg.data_ref_dir, err);
+		return 1;
+	}
+	refdata_set_current(rd);
 	if (shard_open(&sh, &cfg, err, sizeof(err))) {
 		log_error("msg=\"cannot start\" error=\"%s\"", err);
 		fprintf(stderr, "wm-shard: %s\n", err);
@@ -169,6 +177,7 @@ int main(int argc, char **argv)
 	wal_flush(sh.wal);
 	log_info("msg=\"stopped\" lsn=%llu", (unsigned long long)sh.lsn);
 	shard_close(&sh);
+	refdata_set_current(NULL);
 	ev_free(sh.loop);
 	return rc ? 1 : 0;
 }

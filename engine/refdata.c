@@ -1,0 +1,603 @@
+/*
+ * refdata.c -- strict loader and lookups for the pricing reference data
+ * (see refdata.h).  Why this shape: the files are small and read at start-
+ * up or on an operator reload, never per request, so the parser favours
+ * clear errors over speed; lookups are linear scans of at most RD_MAX_ROWS
+ * rows, which is cheaper than the JSON around a quote.
+ */
+#include "engine/refdata.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/iso.h"
+#include "net/json.h"
+
+const char *const rd_file_names[RD_F_COUNT_] = {"version.txt", "vat.tsv", "excise.tsv", "freight.tsv",
+						"fx.tsv"};
+const char *const rd_category_names[RD_CAT_COUNT_] = {"still", "sparkling", "fortified"};
+const char *const rd_category_codes[RD_CAT_COUNT_] = {"W200", "W300", "I000"};
+const char *const rd_basis_names[RD_B_COUNT_] = {"per_hl_product", "per_l_pure_alcohol", "per_l_per_pct_vol",
+						 "per_l_product"};
+
+/* The header line each table must start with (first non-comment line). */
+static const char *const headers[RD_F_COUNT_] = {
+	NULL,
+	"country\trate_percent\tsource\tas_of",
+	"country\tcategory\tabv_min\tabv_max\tbasis\trate\tcurrency\tsource\tas_of",
+	"origin\tdestination\tbox_units\tprice_eur\tsource\tas_of",
+	"currency\tper_eur\tsource\tas_of",
+};
+
+#define RD_MAX_COLS 9
+
+/* EU member states (27, since 1 Feb 2020) -- Treaty on European Union art. 52. */
+static const char eu_members[] = "AT BE BG CY CZ DE DK EE ES FI FR GR HR HU IE IT LT LU LV MT NL PL PT RO SE SI SK";
+
+/* Consumer currency by country (ISO 4217 list one); BG uses BGN until
+ * 2025-12-31, the effective dates this table serves. */
+static const struct {
+	char cc[3], cur[4];
+} country_currency[] = {
+	{"AT", "EUR"}, {"BE", "EUR"}, {"BG", "BGN"}, {"CY", "EUR"}, {"CZ", "CZK"}, {"DE", "EUR"},
+	{"DK", "DKK"}, {"EE", "EUR"}, {"ES", "EUR"}, {"FI", "EUR"}, {"FR", "EUR"}, {"GR", "EUR"},
+	{"HR", "EUR"}, {"HU", "HUF"}, {"IE", "EUR"}, {"IT", "EUR"}, {"LT", "EUR"}, {"LU", "EUR"},
+	{"LV", "EUR"}, {"MT", "EUR"}, {"NL", "EUR"}, {"PL", "PLN"}, {"PT", "EUR"}, {"RO", "RON"},
+	{"SE", "SEK"}, {"SI", "EUR"}, {"SK", "EUR"}, {"GB", "GBP"}, {"NO", "NOK"}, {"CH", "CHF"},
+};
+
+int rd_category_find(const char *s, size_t len)
+{
+	for (int i = 0; i < RD_CAT_COUNT_; i++)
+		if (strlen(rd_category_names[i]) == len && !memcmp(rd_category_names[i], s, len))
+			return i;
+	return -1;
+}
+
+static int basis_find(const char *s, size_t len)
+{
+	for (int i = 0; i < RD_B_COUNT_; i++)
+		if (strlen(rd_basis_names[i]) == len && !memcmp(rd_basis_names[i], s, len))
+			return i;
+	return -1;
+}
+
+struct refdata *refdata_new(void)
+{
+	return calloc(1, sizeof(struct refdata));
+}
+
+void refdata_free(struct refdata *rd)
+{
+	free(rd);
+}
+
+/* ---- field parsers: 0 ok, -1 with *why set ------------------------------ */
+
+struct field {
+	const char *p;
+	size_t len;
+};
+
+static int parse_country(struct field f, char out[3], const char **why)
+{
+	if (!iso_country_valid(f.p, f.len)) {
+		*why = "not an ISO 3166-1 alpha-2 country code";
+		return -1;
+	}
+	memcpy(out, f.p, 2);
+	out[2] = 0;
+	return 0;
+}
+
+static int parse_currency(struct field f, char out[4], const char **why)
+{
+	if (f.len != 3 || iso_currency_minor(f.p, f.len) < 0) {
+		*why = "not a known ISO 4217 currency code";
+		return -1;
+	}
+	memcpy(out, f.p, 3);
+	out[3] = 0;
+	return 0;
+}
+
+/* Plain decimal: digits, optionally '.' and digits; no sign, no exponent,
+ * at most `scale` fractional digits; value in [0, max]. */
+static int parse_decimal(struct field f, unsigned scale, int64_t max, int64_t *out, const char **why)
+{
+	size_t i = 0, int_digits = 0, frac_digits = 0;
+	while (i < f.len && f.p[i] >= '0' && f.p[i] <= '9')
+		i++, int_digits++;
+	if (i < f.len && f.p[i] == '.') {
+		i++;
+		while (i < f.len && f.p[i] >= '0' && f.p[i] <= '9')
+			i++, frac_digits++;
+		if (!frac_digits)
+			int_digits = 0;
+	}
+	if (i != f.len || !int_digits || (int_digits > 1 && f.p[0] == '0')) {
+		*why = "not an exact decimal (digits, optional '.', no sign or exponent)";
+		return -1;
+	}
+	if (frac_digits > scale) {
+		*why = "too many decimal places";
+		return -1;
+	}
+	int64_t v;
+	if (json_text_to_fixed(f.p, f.len, scale, &v) || v < 0 || v > max) {
+		*why = "value out of range";
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int digits(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] < '0' || p[i] > '9')
+			return 0;
+	return 1;
+}
+
+static int num2(const char *p)
+{
+	return (p[0] - '0') * 10 + (p[1] - '0');
+}
+
+/* YYYY-MM-DD only (effective dates). */
+static int valid_date(const char *p, size_t n)
+{
+	static const int mdays[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	if (n != 10 || !digits(p, 4) || p[4] != '-' || !digits(p + 5, 2) || p[7] != '-' || !digits(p + 8, 2))
+		return 0;
+	int m = num2(p + 5), d = num2(p + 8);
+	return m >= 1 && m <= 12 && d >= 1 && d <= mdays[m - 1] && p[0] != '0';
+}
+
+/* as_of: YYYY, YYYY-MM or YYYY-MM-DD. */
+static int parse_as_of(struct field f, char out[11], const char **why)
+{
+	int ok = 0;
+	if (f.len == 4)
+		ok = digits(f.p, 4) && f.p[0] != '0';
+	else if (f.len == 7)
+		ok = digits(f.p, 4) && f.p[0] != '0' && f.p[4] == '-' && digits(f.p + 5, 2) && num2(f.p + 5) >= 1 &&
+		     num2(f.p + 5) <= 12;
+	else
+		ok = valid_date(f.p, f.len);
+	if (!ok) {
+		*why = "as_of is not YYYY, YYYY-MM or YYYY-MM-DD";
+		return -1;
+	}
+	memcpy(out, f.p, f.len);
+	out[f.len] = 0;
+	return 0;
+}
+
+static int parse_meta(struct field src, struct field as_of, uint32_t line, struct rd_meta *m, const char **why)
+{
+	if (src.len > RD_MAX_SOURCE) {
+		*why = "source is longer than RD_MAX_SOURCE";
+		return -1;
+	}
+	if (src.len == 1 && src.p[0] == '-') {
+		*why = "every figure needs its source";
+		return -1;
+	}
+	memcpy(m->source, src.p, src.len);
+	m->source[src.len] = 0;
+	m->line = line;
+	return parse_as_of(as_of, m->as_of, why);
+}
+
+/* ---- one row per file kind: 0, or -1 with *why (and *dup_line) ------- */
+
+typedef int (*row_fn)(struct refdata *rd, const struct field *c, uint32_t line, const char **why,
+		      uint32_t *dup_line);
+
+static int row_vat(struct refdata *rd, const struct field *c, uint32_t line, const char **why, uint32_t *dup)
+{
+	struct rd_vat v = {0};
+	if (parse_country(c[0], v.country, why) || parse_decimal(c[1], RD_VAT_SCALE, RD_MAX_VAT_E4, &v.rate_e4, why) ||
+	    parse_meta(c[2], c[3], line, &v.m, why))
+		return -1;
+	const struct rd_vat *old = refdata_vat(rd, v.country);
+	if (old) {
+		*why = "duplicate country";
+		*dup = old->m.line;
+		return -1;
+	}
+	rd->vat[rd->n_vat++] = v;
+	return 0;
+}
+
+static int parse_abv(struct field f, uint16_t *out, const char **why)
+{
+	int64_t v;
+	if (parse_decimal(f, 2, RD_MAX_ABV, &v, why))
+		return -1;
+	*out = (uint16_t)v;
+	return 0;
+}
+
+static int row_excise(struct refdata *rd, const struct field *c, uint32_t line, const char **why, uint32_t *dup)
+{
+	struct rd_excise e = {0};
+	if (parse_country(c[0], e.country, why))
+		return -1;
+	int cat = rd_category_find(c[1].p, c[1].len);
+	if (cat < 0) {
+		*why = "category is not still|sparkling|fortified";
+		return -1;
+	}
+	e.category = (uint8_t)cat;
+	if (parse_abv(c[2], &e.abv_min, why) || parse_abv(c[3], &e.abv_max, why))
+		return -1;
+	if (e.abv_min > e.abv_max) {
+		*why = "abv_min is above abv_max";
+		return -1;
+	}
+	int b = basis_find(c[4].p, c[4].len);
+	if (b < 0) {
+		*why = "unknown basis";
+		return -1;
+	}
+	e.basis = (uint8_t)b;
+	if (c[5].len == 9 && !memcmp(c[5].p, "NOT_FOUND", 9))
+		e.not_found = 1;
+	else if (parse_decimal(c[5], RD_RATE_SCALE, RD_MAX_RATE_E4, &e.rate_e4, why))
+		return -1;
+	if (parse_currency(c[6], e.currency, why) || parse_meta(c[7], c[8], line, &e.m, why))
+		return -1;
+	for (uint32_t i = 0; i < rd->n_excise; i++) {
+		const struct rd_excise *o = &rd->excise[i];
+		if (!strcmp(o->country, e.country) && o->category == e.category && o->abv_min <= e.abv_max &&
+		    e.abv_min <= o->abv_max) {
+			*why = "ABV band overlaps (duplicate)";
+			*dup = o->m.line;
+			return -1;
+		}
+	}
+	rd->excise[rd->n_excise++] = e;
+	return 0;
+}
+
+static int row_freight(struct refdata *rd, const struct field *c, uint32_t line, const char **why, uint32_t *dup)
+{
+	struct rd_freight f = {0};
+	int64_t box;
+	if (parse_country(c[0], f.origin, why) || parse_country(c[1], f.destination, why) ||
+	    parse_decimal(c[2], 0, 12, &box, why))
+		return -1;
+	if (box != 6 && box != 12) {
+		*why = "box_units must be 6 or 12";
+		return -1;
+	}
+	f.box_units = (uint8_t)box;
+	if (parse_decimal(c[3], 2, RD_MAX_FREIGHT_CENTS, &f.price_cents, why) || parse_meta(c[4], c[5], line, &f.m, why))
+		return -1;
+	const struct rd_freight *old = refdata_freight(rd, f.origin, f.destination, f.box_units);
+	if (old) {
+		*why = "duplicate lane";
+		*dup = old->m.line;
+		return -1;
+	}
+	rd->freight[rd->n_freight++] = f;
+	return 0;
+}
+
+static int row_fx(struct refdata *rd, const struct field *c, uint32_t line, const char **why, uint32_t *dup)
+{
+	struct rd_fx x = {0};
+	if (parse_currency(c[0], x.currency, why) || parse_decimal(c[1], RD_FX_SCALE, RD_MAX_FX_E6, &x.per_eur_e6, why) ||
+	    parse_meta(c[2], c[3], line, &x.m, why))
+		return -1;
+	if (!strcmp(x.currency, "EUR")) {
+		*why = "EUR is implicit (1) and must not be listed";
+		return -1;
+	}
+	if (x.per_eur_e6 == 0) {
+		*why = "rate must be above zero";
+		return -1;
+	}
+	const struct rd_fx *old;
+	if (refdata_fx(rd, x.currency, &old) >= 0) {
+		*why = "duplicate currency";
+		*dup = old->m.line;
+		return -1;
+	}
+	rd->fx[rd->n_fx++] = x;
+	return 0;
+}
+
+static const struct {
+	row_fn fn;
+	unsigned cols;
+} row_kinds[RD_F_COUNT_] = {
+	[RD_F_VAT] = {row_vat, 4},
+	[RD_F_EXCISE] = {row_excise, 9},
+	[RD_F_FREIGHT] = {row_freight, 6},
+	[RD_F_FX] = {row_fx, 4},
+};
+
+static uint32_t *row_count(struct refdata *rd, enum rd_file f)
+{
+	switch (f) {
+	case RD_F_VAT: return &rd->n_vat;
+	case RD_F_EXCISE: return &rd->n_excise;
+	case RD_F_FREIGHT: return &rd->n_freight;
+	case RD_F_FX: return &rd->n_fx;
+	default: return NULL;
+	}
+}
+
+static int fail(char *err, size_t errlen, enum rd_file f, uint32_t line, const char *why, uint32_t dup)
+{
+	if (dup)
+		snprintf(err, errlen, "%s:%u: %s (first at line %u)", rd_file_names[f], line, why, dup);
+	else
+		snprintf(err, errlen, "%s:%u: %s", rd_file_names[f], line, why);
+	return -1;
+}
+
+/* "key = value" of version.txt. */
+static int version_line(struct refdata *rd, const char *p, size_t n, const char **why)
+{
+	const char *eq = memchr(p, '=', n);
+	if (!eq || eq == p || eq + 1 >= p + n || eq[-1] != ' ' || eq[1] != ' ') {
+		*why = "expected \"key = value\"";
+		return -1;
+	}
+	size_t kl = (size_t)(eq - 1 - p);
+	const char *v = eq + 2;
+	size_t vl = (size_t)(p + n - v);
+	if (kl == 7 && !memcmp(p, "version", 7)) {
+		if (rd->version[0]) {
+			*why = "duplicate key";
+			return -1;
+		}
+		if (!vl || vl > RD_MAX_VERSION) {
+			*why = "version must be 1..RD_MAX_VERSION bytes";
+			return -1;
+		}
+		for (size_t i = 0; i < vl; i++) {
+			char ch = v[i];
+			if (!((ch >= '0' && ch <= '9') || (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+			      ch == '.' || ch == '-' || ch == '_')) {
+				*why = "version may hold only [A-Za-z0-9._-]";
+				return -1;
+			}
+		}
+		memcpy(rd->version, v, vl);
+		rd->version[vl] = 0;
+		return 0;
+	}
+	if (kl == 14 && !memcmp(p, "effective_date", 14)) {
+		if (rd->effective_date[0]) {
+			*why = "duplicate key";
+			return -1;
+		}
+		if (!valid_date(v, vl)) {
+			*why = "effective_date is not YYYY-MM-DD";
+			return -1;
+		}
+		memcpy(rd->effective_date, v, vl);
+		rd->effective_date[vl] = 0;
+		return 0;
+	}
+	*why = "unknown key (version, effective_date)";
+	return -1;
+}
+
+int refdata_parse(struct refdata *rd, enum rd_file f, const char *text, size_t len, char *err, size_t errlen)
+{
+	if ((unsigned)f >= RD_F_COUNT_)
+		return fail(err, errlen, RD_F_VERSION, 0, "unknown file kind", 0);
+	if (rd->have[f])
+		return fail(err, errlen, f, 0, "file given twice", 0);
+	if (len > RD_MAX_FILE)
+		return fail(err, errlen, f, 0, "file larger than RD_MAX_FILE", 0);
+	rd->have[f] = 1;
+	int seen_header = 0;
+	uint32_t line = 0;
+	size_t pos = 0;
+	while (pos < len) {
+		line++;
+		const char *p = text + pos;
+		const char *nl = memchr(p, '\n', len - pos);
+		size_t n = nl ? (size_t)(nl - p) : len - pos;
+		pos += n + (nl ? 1 : 0);
+		if (n > RD_MAX_LINE)
+			return fail(err, errlen, f, line, "line longer than RD_MAX_LINE", 0);
+		for (size_t i = 0; i < n; i++) {
+			unsigned char ch = (unsigned char)p[i];
+			if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+				return fail(err, errlen, f, line, "control character (only TAB separates columns)", 0);
+		}
+		if (n == 0 || p[0] == '#')
+			continue;
+		const char *why = NULL;
+		if (f == RD_F_VERSION) {
+			if (version_line(rd, p, n, &why))
+				return fail(err, errlen, f, line, why, 0);
+			continue;
+		}
+		if (!seen_header) {
+			if (strlen(headers[f]) != n || memcmp(headers[f], p, n))
+				return fail(err, errlen, f, line, "header line differs from the documented columns", 0);
+			seen_header = 1;
+			continue;
+		}
+		struct field c[RD_MAX_COLS + 1];
+		unsigned nc = 0;
+		size_t s = 0;
+		for (size_t i = 0; i <= n; i++) {
+			if (i == n || p[i] == '\t') {
+				if (nc == RD_MAX_COLS + 1) {
+					nc++;
+					break;
+				}
+				c[nc].p = p + s;
+				c[nc].len = i - s;
+				nc++;
+				s = i + 1;
+			}
+		}
+		if (nc != row_kinds[f].cols)
+			return fail(err, errlen, f, line, "wrong number of columns", 0);
+		for (unsigned i = 0; i < nc; i++)
+			if (!c[i].len)
+				return fail(err, errlen, f, line, i + 2 >= nc ? "every figure needs its source and as_of"
+									  : "empty column",
+					    0);
+		if (*row_count(rd, f) >= RD_MAX_ROWS)
+			return fail(err, errlen, f, line, "more than RD_MAX_ROWS figure lines", 0);
+		uint32_t dup = 0;
+		if (row_kinds[f].fn(rd, c, line, &why, &dup))
+			return fail(err, errlen, f, line, why, dup);
+	}
+	if (f == RD_F_VERSION && (!rd->version[0] || !rd->effective_date[0]))
+		return fail(err, errlen, f, line, "version and effective_date are both required", 0);
+	if (f != RD_F_VERSION && !seen_header)
+		return fail(err, errlen, f, line, "no header line", 0);
+	return 0;
+}
+
+int refdata_finish(struct refdata *rd, char *err, size_t errlen)
+{
+	for (int f = 0; f < RD_F_COUNT_; f++)
+		if (!rd->have[f])
+			return fail(err, errlen, (enum rd_file)f, 0, "file missing", 0);
+	for (uint32_t i = 0; i < rd->n_excise; i++) {
+		const struct rd_excise *e = &rd->excise[i];
+		if (refdata_fx(rd, e->currency, NULL) < 0)
+			return fail(err, errlen, RD_F_EXCISE, e->m.line, "currency has no rate in fx.tsv", 0);
+	}
+	return 0;
+}
+
+int refdata_load_dir(const char *dir, struct refdata **out, char *err, size_t errlen)
+{
+	struct refdata *rd = refdata_new();
+	char *buf = malloc(RD_MAX_FILE + 1);
+	int rc = -1;
+	if (!rd || !buf) {
+		snprintf(err, errlen, "out of memory");
+		goto done;
+	}
+	for (int f = 0; f < RD_F_COUNT_; f++) {
+		char path[1024];
+		snprintf(path, sizeof(path), "%s/%s", dir, rd_file_names[f]);
+		FILE *fp = fopen(path, "rb");
+		if (!fp) {
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+			goto done;
+		}
+		size_t n = fread(buf, 1, RD_MAX_FILE + 1, fp);
+		int bad = ferror(fp);
+		fclose(fp);
+		if (bad) {
+			snprintf(err, errlen, "%s: read error", path);
+			goto done;
+		}
+		if (refdata_parse(rd, (enum rd_file)f, buf, n, err, errlen))
+			goto done;
+	}
+	if (refdata_finish(rd, err, errlen))
+		goto done;
+	*out = rd;
+	rd = NULL;
+	rc = 0;
+done:
+	free(buf);
+	refdata_free(rd);
+	return rc;
+}
+
+/* ---- current version ---------------------------------------------------- */
+
+static struct refdata *current;
+
+const struct refdata *refdata_current(void)
+{
+	return current;
+}
+
+void refdata_set_current(struct refdata *rd)
+{
+	struct refdata *old = current;
+	current = rd;
+	refdata_free(old);
+}
+
+/* ---- lookups ------------------------------------------------------------ */
+
+const struct rd_vat *refdata_vat(const struct refdata *rd, const char *country)
+{
+	for (uint32_t i = 0; i < rd->n_vat; i++)
+		if (!strcmp(rd->vat[i].country, country))
+			return &rd->vat[i];
+	return NULL;
+}
+
+int refdata_excise(const struct refdata *rd, const char *country, int category, uint32_t abv,
+		   const struct rd_excise **out)
+{
+	for (uint32_t i = 0; i < rd->n_excise; i++) {
+		const struct rd_excise *e = &rd->excise[i];
+		if (e->category == category && abv >= e->abv_min && abv <= e->abv_max && !strcmp(e->country, country)) {
+			*out = e;
+			return e->not_found ? RD_NOT_PUBLISHED : RD_FOUND;
+		}
+	}
+	*out = NULL;
+	return RD_NO_ENTRY;
+}
+
+const struct rd_freight *refdata_freight(const struct refdata *rd, const char *origin, const char *destination,
+					 unsigned box_units)
+{
+	for (uint32_t i = 0; i < rd->n_freight; i++) {
+		const struct rd_freight *f = &rd->freight[i];
+		if (f->box_units == box_units && !strcmp(f->origin, origin) && !strcmp(f->destination, destination))
+			return f;
+	}
+	return NULL;
+}
+
+int64_t refdata_fx(const struct refdata *rd, const char *currency, const struct rd_fx **row)
+{
+	if (row)
+		*row = NULL;
+	if (!strcmp(currency, "EUR"))
+		return RD_FX_ONE;
+	for (uint32_t i = 0; i < rd->n_fx; i++)
+		if (!strcmp(rd->fx[i].currency, currency)) {
+			if (row)
+				*row = &rd->fx[i];
+			return rd->fx[i].per_eur_e6;
+		}
+	return -1;
+}
+
+int refdata_is_eu(const char *country)
+{
+	if (strlen(country) != 2)
+		return 0;
+	for (const char *p = eu_members; *p; p += p[2] ? 3 : 2)
+		if (p[0] == country[0] && p[1] == country[1])
+			return 1;
+	return 0;
+}
+
+const char *refdata_country_currency(const char *country)
+{
+	for (size_t i = 0; i < sizeof(country_currency) / sizeof(country_currency[0]); i++)
+		if (!strcmp(country_currency[i].cc, country))
+			return country_currency[i].cur;
+	return NULL;
+}

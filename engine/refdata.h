@@ -1,0 +1,144 @@
+/*
+ * refdata.h -- the reference data the landed-cost engine prices from: VAT
+ * rates, excise regimes, a freight tariff and FX rates, read from plain
+ * text tables in data/ (format in data/README.md).
+ *
+ * Why a strict loader: these figures drive money that is declared to tax
+ * authorities, so a figure that cannot be traced to a publication must not
+ * load.  Every figure line carries its source and as-of date; anything
+ * malformed (wrong column count, inexact or negative decimal, unknown code,
+ * duplicate, overlapping ABV band, over-long line, too many lines) refuses
+ * the WHOLE version with "file:line: reason".  A loaded version is
+ * immutable; a new version replaces it as a whole (refdata_set_current).
+ *
+ * Fixed-point conventions (no floating point anywhere):
+ *   VAT           percent x 10^4   (19 % -> 190000; equals the fraction x 10^6)
+ *   excise rate   major units of its currency x 10^4 per basis unit
+ *   freight       EUR minor units (cents) per box
+ *   FX            units of the currency per 1 EUR x 10^6
+ *   ABV           hundredths of a percent (13.5 % -> 1350)
+ */
+#ifndef WM_REFDATA_H
+#define WM_REFDATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RD_MAX_LINE 1024        /* bytes per line, excluding the newline */
+#define RD_MAX_ROWS 512         /* figure lines per file */
+#define RD_MAX_FILE (1u << 20)  /* bytes per file */
+#define RD_MAX_SOURCE 400       /* bytes of a source column */
+#define RD_MAX_VERSION 31       /* bytes of a version name */
+#define RD_MAX_ABV 2200         /* 22.00 % vol (spec section 8 field bound) */
+#define RD_VAT_SCALE 4          /* decimals of rate_percent */
+#define RD_RATE_SCALE 4         /* decimals of an excise rate */
+#define RD_FX_SCALE 6           /* decimals of per_eur */
+#define RD_MAX_VAT_E4 1000000   /* 100 % */
+#define RD_MAX_RATE_E4 100000000000LL /* 10,000,000 major units per basis unit */
+#define RD_MAX_FX_E6 1000000000000LL  /* 1,000,000 units per EUR */
+#define RD_MAX_FREIGHT_CENTS 10000000 /* EUR 100,000 per box */
+#define RD_FX_ONE 1000000       /* per_eur of EUR itself */
+
+enum rd_file { RD_F_VERSION, RD_F_VAT, RD_F_EXCISE, RD_F_FREIGHT, RD_F_FX, RD_F_COUNT_ };
+/* File name of each kind ("vat.tsv", ...). */
+extern const char *const rd_file_names[RD_F_COUNT_];
+
+enum rd_category { RD_CAT_STILL, RD_CAT_SPARKLING, RD_CAT_FORTIFIED, RD_CAT_COUNT_ };
+extern const char *const rd_category_names[RD_CAT_COUNT_];
+/* Harmonised EU excise product code of each category (W200, W300, I000). */
+extern const char *const rd_category_codes[RD_CAT_COUNT_];
+/* Category by name, or -1. */
+int rd_category_find(const char *s, size_t len);
+
+enum rd_basis { RD_B_PER_HL_PRODUCT, RD_B_PER_L_PURE_ALCOHOL, RD_B_PER_L_PER_PCT_VOL, RD_B_PER_L_PRODUCT,
+		RD_B_COUNT_ };
+extern const char *const rd_basis_names[RD_B_COUNT_];
+
+struct rd_meta {
+	uint32_t line;                 /* line in its file */
+	char source[RD_MAX_SOURCE + 1];
+	char as_of[11];                /* YYYY, YYYY-MM or YYYY-MM-DD */
+};
+
+struct rd_vat {
+	char country[3];
+	int64_t rate_e4;
+	struct rd_meta m;
+};
+
+struct rd_excise {
+	char country[3];
+	uint8_t category;              /* enum rd_category */
+	uint8_t basis;                 /* enum rd_basis */
+	uint8_t not_found;             /* published as NOT_FOUND: no citable figure */
+	uint16_t abv_min, abv_max;     /* inclusive, hundredths of % */
+	int64_t rate_e4;               /* 0 when not_found */
+	char currency[4];
+	struct rd_meta m;
+};
+
+struct rd_freight {
+	char origin[3], destination[3];
+	uint8_t box_units;             /* 6 or 12 */
+	int64_t price_cents;           /* EUR */
+	struct rd_meta m;
+};
+
+struct rd_fx {
+	char currency[4];
+	int64_t per_eur_e6;
+	struct rd_meta m;
+};
+
+struct refdata {
+	char version[RD_MAX_VERSION + 1];
+	char effective_date[11];       /* YYYY-MM-DD */
+	uint8_t have[RD_F_COUNT_];     /* file parsed */
+	uint32_t n_vat, n_excise, n_freight, n_fx;
+	struct rd_vat vat[RD_MAX_ROWS];
+	struct rd_excise excise[RD_MAX_ROWS];
+	struct rd_freight freight[RD_MAX_ROWS];
+	struct rd_fx fx[RD_MAX_ROWS];
+};
+
+/* A zeroed version (NULL on allocation failure); free with refdata_free. */
+struct refdata *refdata_new(void);
+void refdata_free(struct refdata *rd);
+
+/*
+ * Parse one file's text into rd.  Returns 0, or -1 with "name:line: reason"
+ * in err.  A file may be parsed once per version (a second time is refused).
+ */
+int refdata_parse(struct refdata *rd, enum rd_file f, const char *text, size_t len, char *err,
+		  size_t errlen);
+/* After every file is parsed: cross-file checks (each file present, every
+ * excise currency other than EUR has an FX rate).  0 or -1 with err. */
+int refdata_finish(struct refdata *rd, char *err, size_t errlen);
+/* Read and parse every file of `dir` ("<dir>/vat.tsv", ...) and finish.
+ * On success *out owns a new version; on failure err names file:line. */
+int refdata_load_dir(const char *dir, struct refdata **out, char *err, size_t errlen);
+
+/* ---- the process's current version (one shard per process) ---------- */
+const struct refdata *refdata_current(void);
+/* Install rd (owned from now on) and free the previous version.  The event
+ * loop is single-threaded: no request holds a pointer across this call. */
+void refdata_set_current(struct refdata *rd);
+
+/* ---- lookups (NULL / negative when absent) ---------------------------- */
+const struct rd_vat *refdata_vat(const struct refdata *rd, const char *country);
+enum rd_lookup { RD_FOUND = 0, RD_NO_ENTRY = -1, RD_NOT_PUBLISHED = -2 };
+/* The excise row for (country, category) whose band holds abv.  RD_FOUND
+ * with *out; RD_NOT_PUBLISHED when the band is marked NOT_FOUND (*out set,
+ * for its source note); RD_NO_ENTRY when no band covers the ABV. */
+int refdata_excise(const struct refdata *rd, const char *country, int category, uint32_t abv,
+		   const struct rd_excise **out);
+const struct rd_freight *refdata_freight(const struct refdata *rd, const char *origin,
+					 const char *destination, unsigned box_units);
+/* Units per EUR x 10^6 of a currency (RD_FX_ONE for EUR), or -1. */
+int64_t refdata_fx(const struct refdata *rd, const char *currency, const struct rd_fx **row);
+/* 1 if the country is an EU member state (at the version's effective date). */
+int refdata_is_eu(const char *country);
+/* The currency consumers in `country` are charged in, or NULL if unknown. */
+const char *refdata_country_currency(const char *country);
+
+#endif

@@ -338,6 +338,27 @@ static int stage_offer_qty(struct shard *sh, const struct lvl_vals *nv)
 	return sum == o->qty ? 0 : offer_stage_qty(sh, o, sum);
 }
 
+const struct inv_level *inv_offer_best_level(struct shard *sh, const char *offer_id)
+{
+	uint8_t k[IDX_MAX_KEY];
+	if (strlen(offer_id) >= ID_MAX_LEN)
+		return NULL;
+	uint32_t pl = key_join(k, offer_id, NULL, "", 0), kl;
+	struct oidx_iter it;
+	const struct inv_level *best = NULL;
+	unsigned n = 0;
+	const struct oidx *x = &ext(&sh->tables[REC_T_INVENTORY])->by_offer;
+	for (int ok = oidx_seek_ge(x, k, pl, &it); ok && n < INV_LEVELS_PER_OFFER_MAX; ok = oidx_next(&it), n++) {
+		const uint8_t *key = oidx_iter_key(&it, &kl);
+		if (kl < pl || memcmp(key, k, pl))
+			break;
+		const struct inv_level *l = oidx_iter_val(&it);
+		if (l->condition == IC_SELLABLE && inv_atp(l) > 0 && (!best || inv_atp(l) > inv_atp(best)))
+			best = l;
+	}
+	return best;
+}
+
 /*
  * Stage level nv (old: its stored version, NULL on create) with its
  * stock.changed event and the offer's qty_available into the open

@@ -40,6 +40,11 @@ static inline int64_t inv_atp(const struct inv_level *l) { return l->on_hand - l
 
 const struct inv_level *inv_level_get(struct shard *sh, const char *id, size_t len);
 
+/* The offer's sellable level with the most ATP (> 0; first in level id
+ * order on ties), or NULL: where a quote's leg ships from (its location's
+ * country is the freight origin, its owner the fulfiller). */
+const struct inv_level *inv_offer_best_level(struct shard *sh, const char *offer_id);
+
 /* ---- holds ------------------------------------------------------------------ */
 
 enum hold_state { HS_PREPARED, HS_COMMITTED, HS_RELEASED, HOLD_N_STATE };

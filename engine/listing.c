@@ -382,6 +382,27 @@ int listing_live_on(struct shard *sh, const char *offer_id, size_t offer_len, co
 	return l && l->status == LS_LIVE;
 }
 
+const struct listing *listing_live_of_seller(struct shard *sh, const char *offer_id, const char *seller_id)
+{
+	uint8_t k[IDX_MAX_KEY];
+	size_t ol = strlen(offer_id);
+	if (ol + 1 > IDX_MAX_KEY)
+		return NULL;
+	memcpy(k, offer_id, ol);
+	k[ol] = 0;
+	uint32_t pl = (uint32_t)ol + 1, kl;
+	struct oidx_iter it;
+	for (int ok = oidx_seek_ge(&ext(&sh->tables[REC_T_LISTING])->by_offer, k, pl, &it); ok; ok = oidx_next(&it)) {
+		const uint8_t *key = oidx_iter_key(&it, &kl);
+		if (kl < pl || memcmp(key, k, pl))
+			break;
+		const struct listing *l = oidx_iter_val(&it);
+		if (l->status == LS_LIVE && !strcmp(l->seller_id, seller_id))
+			return l;
+	}
+	return NULL;
+}
+
 struct chan_arg {
 	struct shard *sh;
 	const char *channel_id;

@@ -43,6 +43,11 @@ const struct listing *listing_get(struct shard *sh, const char *id, size_t len);
  * One hash lookup.  1 or 0.  (offer.c's channel_admits().) */
 int listing_live_on(struct shard *sh, const char *offer_id, size_t offer_len, const char *channel_id);
 
+/* The seller's first LIVE listing (in listing id order) over offer
+ * `offer_id`, or NULL: the quote's M_Curator source.  Walks the offer's
+ * listings (by-offer index). */
+const struct listing *listing_live_of_seller(struct shard *sh, const char *offer_id, const char *seller_id);
+
 /* Does channel `channel_id` have a live listing over any offer of wine
  * `wine_id`?  Walks the wine's offers (by-wine index), one hash lookup
  * each.  1 or 0.  (wine.c's visibility check for publishable keys.) */

@@ -19,6 +19,7 @@
 #include "engine/partner.h"
 #include "engine/producer.h"
 #include "engine/review.h"
+#include "engine/quote.h"
 #include "engine/taxctx.h"
 #include "engine/wine.h"
 
@@ -39,6 +40,7 @@ static const struct route *const route_groups[] = {
 	location_routes,
 	inventory_routes,
 	taxctx_routes,
+	quote_routes,
 	NULL,
 };
 

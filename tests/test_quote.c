@@ -1,0 +1,437 @@
+/*
+ * test_quote.c -- POST /v1/orders/quote-calculate: the routing function on
+ * its own (estate first, estate short -> split, cheapest-compliant order,
+ * permission-blocked and unpriceable offers skipped, insufficient stock),
+ * the volume-cap table, and the route over HTTP against a real wm-shard:
+ * an estate-covered FR->DE still quote whose figures equal the price
+ * engine's for the same inputs (and the hand computation below), a split
+ * quote across two originators with estate_atp_short, and each 422 code.
+ */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/price.h"
+#include "engine/quote.h"
+#include "tests/harness.h"
+#include "tests/wm_test.h"
+
+/* ---- route_line (pure) ----------------------------------------------------- */
+
+static struct route_cand cand(const char *id, int64_t atp, int64_t cost, int estate)
+{
+	return (struct route_cand){.offer_id = id, .atp = atp, .cost = cost, .is_estate = (uint8_t)estate,
+				   .permitted = 1, .compliant = 1};
+}
+
+WM_TEST(route, estate_first_when_it_covers)
+{
+	struct route_cand c[] = {cand("ofr_a", 100, 500, 0), cand("ofr_b", 10, 900, 1), cand("ofr_c", 100, 100, 0)};
+	struct route_plan p;
+	cr_assert_eq(route_line(c, 3, 10, &p), ROUTE_OK);
+	cr_assert_eq(p.n, 1);
+	cr_assert_eq(p.a[0].cand, 1, "the estate wins even though dearer");
+	cr_assert_eq(p.a[0].qty, 10);
+	cr_assert_eq(p.split, ROUTE_SPLIT_NONE);
+}
+
+WM_TEST(route, cheapest_single_other_when_estate_short)
+{
+	struct route_cand c[] = {cand("ofr_a", 100, 500, 0), cand("ofr_b", 3, 100, 1), cand("ofr_c", 100, 400, 0),
+				 cand("ofr_d", 5, 1, 0)};
+	struct route_plan p;
+	cr_assert_eq(route_line(c, 4, 10, &p), ROUTE_OK);
+	cr_assert_eq(p.n, 1);
+	cr_assert_eq(p.a[0].cand, 2, "cheapest other that covers the whole qty");
+	/* tie on cost: the smaller offer id wins */
+	struct route_cand t[] = {cand("ofr_z", 100, 400, 0), cand("ofr_m", 100, 400, 0)};
+	cr_assert_eq(route_line(t, 2, 10, &p), ROUTE_OK);
+	cr_assert_eq(p.a[0].cand, 1);
+}
+
+WM_TEST(route, estate_short_splits_estate_first)
+{
+	struct route_cand c[] = {cand("ofr_a", 4, 500, 0), cand("ofr_b", 3, 900, 1), cand("ofr_c", 6, 100, 0)};
+	struct route_plan p;
+	cr_assert_eq(route_line(c, 3, 10, &p), ROUTE_OK);
+	cr_assert_eq(p.split, ROUTE_SPLIT_ESTATE_ATP_SHORT);
+	cr_assert_eq(p.n, 3);
+	cr_assert_eq(p.a[0].cand, 1);
+	cr_assert_eq(p.a[0].qty, 3);
+	cr_assert_eq(p.a[1].cand, 2, "then cheapest first");
+	cr_assert_eq(p.a[1].qty, 6);
+	cr_assert_eq(p.a[2].cand, 0);
+	cr_assert_eq(p.a[2].qty, 1);
+	cr_assert_str_eq(route_split_names[p.split], "estate_atp_short");
+}
+
+WM_TEST(route, split_without_estate_is_multi_originator)
+{
+	struct route_cand c[] = {cand("ofr_a", 4, 500, 0), cand("ofr_b", 0, 1, 1), cand("ofr_c", 6, 100, 0)};
+	struct route_plan p;
+	cr_assert_eq(route_line(c, 3, 8, &p), ROUTE_OK);
+	cr_assert_eq(p.split, ROUTE_SPLIT_MULTI_ORIGINATOR);
+	cr_assert_eq(p.n, 2);
+	cr_assert_eq(p.a[0].cand, 2);
+	cr_assert_eq(p.a[1].cand, 0);
+	cr_assert_eq(p.a[1].qty, 2);
+}
+
+WM_TEST(route, blocked_and_unpriceable_offers_are_skipped)
+{
+	struct route_cand c[] = {cand("ofr_a", 100, 1, 1), cand("ofr_b", 100, 2, 0), cand("ofr_c", 100, 300, 0)};
+	c[0].permitted = 0; /* the estate, but not permitted */
+	c[1].compliant = 0; /* cheapest, but the engine cannot price it */
+	struct route_plan p;
+	cr_assert_eq(route_line(c, 3, 10, &p), ROUTE_OK);
+	cr_assert_eq(p.n, 1);
+	cr_assert_eq(p.a[0].cand, 2);
+	c[2].permitted = 0;
+	cr_assert_eq(route_line(c, 3, 10, &p), ROUTE_E_NOT_PRICEABLE);
+	c[1].permitted = 0;
+	cr_assert_eq(route_line(c, 3, 10, &p), ROUTE_E_NOT_PERMITTED);
+	cr_assert_eq(route_line(c, 0, 10, &p), ROUTE_E_NO_OFFER);
+}
+
+WM_TEST(route, insufficient_stock_and_source_bound)
+{
+	struct route_cand c[] = {cand("ofr_a", 4, 1, 1), cand("ofr_b", 5, 2, 0), cand("ofr_c", 100, 3, 0)};
+	c[2].permitted = 0; /* its stock does not count */
+	struct route_plan p;
+	cr_assert_eq(route_line(c, 3, 10, &p), ROUTE_E_INSUFFICIENT);
+	cr_assert_eq(route_line(c, 3, 9, &p), ROUTE_OK);
+	cr_assert_eq(p.n, 2);
+	struct route_cand m[QUOTE_MAX_SOURCES + 1];
+	static const char *const ids[] = {"o1", "o2", "o3", "o4", "o5", "o6", "o7", "o8"};
+	_Static_assert(QUOTE_MAX_SOURCES + 1 <= 8, "ids");
+	for (unsigned i = 0; i <= QUOTE_MAX_SOURCES; i++)
+		m[i] = cand(ids[i], 1, 1, 0);
+	cr_assert_eq(route_line(m, QUOTE_MAX_SOURCES, QUOTE_MAX_SOURCES, &p), ROUTE_OK);
+	cr_assert_eq(p.n, QUOTE_MAX_SOURCES);
+	cr_assert_eq(route_line(m, QUOTE_MAX_SOURCES + 1, QUOTE_MAX_SOURCES + 1, &p), ROUTE_E_TOO_MANY_SOURCES);
+}
+
+WM_TEST(quote, volume_caps_are_the_spec_example)
+{
+	const struct quote_cap *c = quote_cap_for("DE");
+	cr_assert_eq(c->still_ul, 90000000);
+	cr_assert_eq(c->sparkling_ul, 60000000);
+}
+
+/* ---- over HTTP ---------------------------------------------------------------- */
+
+static json_t *expect(int port, const char *method, const char *path, const char *key, const char *body, int want)
+{
+	char h[256] = "";
+	if (key)
+		snprintf(h, sizeof(h), "Authorization: Bearer %s\r\n", key);
+	struct http_resp r;
+	cr_assert_eq(http_do(port, method, path, key ? h : NULL, body, &r), 0, "%s %s: no response", method, path);
+	cr_assert_eq(r.status, want, "%s %s %s: got %d want %d: %s", method, path, body ? body : "", r.status, want,
+		     r.body);
+	json_error_t e;
+	json_t *j = json_loadb(r.body, r.body_len, 0, &e);
+	cr_assert_not_null(j, "%s", r.body);
+	http_resp_free(&r);
+	return j;
+}
+
+static const char *jstr(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/* An exact decimal money figure in minor units (2 digits), for comparison. */
+static long long cents(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	cr_assert(json_is_number(v), "%s is not a number", k);
+	return llround(json_number_value(v) * 100.0);
+}
+
+static void partner(int port, const char *name, const char *country, const char *roles, const char *extra, char *out)
+{
+	char body[512], path[128];
+	snprintf(body, sizeof(body), "{\"legal_name\":\"%s\",\"country\":\"%s\",\"roles\":%s%s%s}", name, country, roles,
+		 extra ? "," : "", extra ? extra : "");
+	json_t *j = expect(port, "POST", "/v1/partners", NULL, body, 201);
+	snprintf(out, 64, "%s", jstr(j, "id"));
+	json_decref(j);
+	static const char *const steps[] = {"verified", "roles_enabled", "configured", "integrated", "live"};
+	snprintf(path, sizeof(path), "/v1/partners/%s", out);
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		snprintf(body, sizeof(body), "{\"status\":\"%s\"}", steps[i]);
+		json_decref(expect(port, "PATCH", path, NULL, body, 200));
+	}
+}
+
+static void key_for(int port, const char *entity, char *out)
+{
+	char body[128];
+	snprintf(body, sizeof(body), "{\"entity_id\":\"%s\"}", entity);
+	json_t *j = expect(port, "POST", "/api/keys", NULL, body, 201);
+	snprintf(out, 128, "%s", jstr(j, "key"));
+	json_decref(j);
+}
+
+/* A published wine whose producer links to `estate` (NULL: none). */
+static void pub_wine(int port, const char *title, const char *estate, const char *category, char *out)
+{
+	char body[1400], prd[64], path[128];
+	if (estate)
+		snprintf(body, sizeof(body), "{\"name\":\"Domaine %s\",\"partner_id\":\"%s\"}", title, estate);
+	else
+		snprintf(body, sizeof(body), "{\"name\":\"Domaine %s\"}", title);
+	json_t *j = expect(port, "POST", "/v1/producers", NULL, body, 201);
+	snprintf(prd, sizeof(prd), "%s", jstr(j, "id"));
+	json_decref(j);
+	snprintf(body, sizeof(body),
+		 "{\"title\":\"%s\",\"producer\":\"%s\",\"vintage\":2020,\"abv\":13,\"volume_in_liters\":0.75,"
+		 "\"colour\":\"red\",\"category\":\"%s\",\"country\":\"FR\",\"region\":\"Bourgogne\","
+		 "\"bottler\":{\"name\":\"Domaine Test\",\"address\":\"21000 Dijon, France\"},\"lot_number\":\"L2020-1\","
+		 "\"allergens\":[\"sulphites\"],\"ingredients\":\"grapes, preservative: sulphites\","
+		 "\"energy_kj_per_100ml\":297,\"energy_kcal_per_100ml\":71%s}",
+		 title, prd, category, strcmp(category, "wine") ? ",\"dosage_class\":\"brut\"" : "");
+	j = expect(port, "POST", "/v1/wines", NULL, body, 201);
+	snprintf(out, 64, "%s", jstr(j, "id"));
+	json_decref(j);
+	snprintf(path, sizeof(path), "/v1/wines/%s/publish", out);
+	json_decref(expect(port, "POST", path, NULL, NULL, 200));
+}
+
+static void offer(int port, const char *key, const char *wine, const char *price, int qty, const char *extra, char *out)
+{
+	char body[1024];
+	snprintf(body, sizeof(body),
+		 "{\"wine_id\":\"%s\",\"seller_price\":%s,\"currency\":\"EUR\",\"qty_available\":%d,\"incoterm\":\"EXW\","
+		 "\"status\":\"active\"%s%s}",
+		 wine, price, qty, extra ? "," : "", extra ? extra : "");
+	json_t *j = expect(port, "POST", "/v1/offers", key, body, 201);
+	snprintf(out, 64, "%s", jstr(j, "id"));
+	json_decref(j);
+}
+
+struct qworld {
+	struct wm_proc p;
+	char est[64], o2[64], sel[64], kest[128], ko2[128], ksel[128];
+	char w1[64], w2[64], w3[64];
+	char of_est[64], of_o2[64], of_blk[64], chn[64];
+};
+
+static void qworld(struct qworld *x)
+{
+	wm_proc_init(&x->p);
+	cr_assert_eq(wm_start(&x->p, NULL, NULL), 0, "wm-shard did not start (logs in %s)", x->p.dir);
+	int port = x->p.port;
+	partner(port, "Estate", "FR", "[\"originator\"]", "\"originator_type\":\"estate\"", x->est);
+	partner(port, "Stockist", "FR", "[\"originator\"]", "\"originator_type\":\"stock\"", x->o2);
+	partner(port, "Shop", "DE", "[\"seller\"]", NULL, x->sel);
+	key_for(port, x->est, x->kest);
+	key_for(port, x->o2, x->ko2);
+	key_for(port, x->sel, x->ksel);
+	pub_wine(port, "Estate Rouge", x->est, "wine", x->w1);
+	pub_wine(port, "Blocked Rouge", NULL, "wine", x->w2);
+	pub_wine(port, "No Offer Rouge", NULL, "wine", x->w3);
+	offer(port, x->kest, x->w1, "10.00", 5, "\"network_shareable\":true", x->of_est);
+	offer(port, x->ko2, x->w1, "11.00", 10, "\"network_shareable\":true", x->of_o2);
+	offer(port, x->ko2, x->w2, "9.00", 50,
+	      "\"network_shareable\":true,\"permissions\":{\"default\":\"any\",\"blocked_countries\":[\"DE\"]}", x->of_blk);
+	char body[512];
+	json_t *j = expect(port, "POST", "/v1/sales-channels", x->ksel, "{\"name\":\"Web\",\"kind\":\"webshop_connect\"}",
+			   201);
+	snprintf(x->chn, sizeof(x->chn), "%s", jstr(j, "id"));
+	json_decref(j);
+	snprintf(body, sizeof(body),
+		 "{\"offer_id\":\"%s\",\"channel_id\":\"%s\",\"shelf_price\":14.55,\"currency\":\"EUR\",\"status\":\"live\"}",
+		 x->of_est, x->chn);
+	json_decref(expect(port, "POST", "/v1/listings", x->ksel, body, 201));
+}
+
+static struct refdata *load_repo(void)
+{
+	const char *src = getenv("WM_SRC_DIR");
+	char dir[512], err[512] = "";
+	snprintf(dir, sizeof(dir), "%s/data", src ? src : ".");
+	struct refdata *rd = NULL;
+	cr_assert_eq(refdata_load_dir(dir, &rd, err, sizeof(err)), 0, "%s", err);
+	return rd;
+}
+
+/* The engine's figure for the same inputs: still 0.75 l 13 % from FR, EXW,
+ * box 12, R 0, F 5 %, to DE. */
+static struct price_line_in eng_line(int64_t p, int64_t m, uint32_t qty)
+{
+	struct price_line_in l = {.p_b2b = p, .margin = m, .currency = "EUR", .qty = qty, .box_units = 12,
+				  .category = RD_CAT_STILL, .incoterm = PRICE_INCO_EXW, .abv = 1300, .volume_ul = 750000,
+				  .origin = "FR", .recruiter_ppm = QUOTE_RECRUITER_PPM, .platform_ppm = QUOTE_PLATFORM_FEE_PPM};
+	return l;
+}
+
+static json_t *quote(struct qworld *x, const char *lines, int want)
+{
+	char body[1024];
+	snprintf(body, sizeof(body), "{\"destination_country\":\"DE\",\"lines\":[%s]}", lines);
+	return expect(x->p.port, "POST", "/v1/orders/quote-calculate", x->ksel, body, want);
+}
+
+static void expect_code(struct qworld *x, const char *lines, const char *code)
+{
+	json_t *j = quote(x, lines, 422);
+	cr_assert_str_eq(jstr(j, "code"), code, "%s", json_dumps(j, JSON_COMPACT));
+	json_decref(j);
+}
+
+/*
+ * Estate covers 4 units (ATP 5): P 4 x 10.00 = 40.00; M 4 x (14.55 - 10.00)
+ * = 18.20 (the seller's live listing); R 0; F 5 % x 58.20 = 2.91; C 1 box
+ * FR-DE 12 = 72.00; E DE still 0.00; V 19 % x 133.11 = 25.2909 -> 25.29;
+ * total 158.40 EUR.
+ */
+WM_TEST(quote, estate_covered_fr_to_de_equals_the_engine)
+{
+	struct qworld x;
+	qworld(&x);
+	char ln[256];
+	snprintf(ln, sizeof(ln), "{\"sku\":\"%s\",\"qty\":4,\"box_units\":12}", x.w1);
+	json_t *j = quote(&x, ln, 200);
+	cr_assert_str_eq(jstr(j, "currency"), "EUR");
+	cr_assert_eq(cents(j, "total"), 15840);
+
+	struct refdata *rd = load_repo();
+	struct price_line_in l = eng_line(1000, 455, 4);
+	struct price_order_in in = {.destination = "DE", .n_lines = 1, .lines = &l};
+	struct price_quote *q = malloc(sizeof(*q));
+	cr_assert_eq(price_quote(rd, &in, q), PRICE_OK);
+	cr_assert_eq(cents(j, "total"), q->total);
+	json_t *comps = json_object_get(j, "components");
+	for (int k = 0; k < PC_COUNT_; k++)
+		cr_assert_eq(cents(comps, price_comp_names[k]), q->comp_total[k], "%s", price_comp_names[k]);
+
+	json_t *s = json_array_get(json_object_get(j, "sourcing"), 0);
+	cr_assert_str_eq(jstr(s, "priority"), "estate_first");
+	cr_assert(json_is_null(json_object_get(s, "split_reason")));
+	json_t *src = json_object_get(s, "source");
+	cr_assert_eq(json_array_size(src), 1);
+	cr_assert_str_eq(jstr(json_array_get(src, 0), "offer_id"), x.of_est);
+	cr_assert_str_eq(jstr(json_array_get(src, 0), "originator_id"), x.est);
+	cr_assert_eq(cents(json_array_get(src, 0), "p2b"), 1000);
+
+	json_t *line = json_array_get(json_object_get(j, "lines"), 0);
+	json_t *tb = json_object_get(line, "tax_breakdown");
+	cr_assert_eq(json_array_size(tb), 2);
+	json_t *vat = json_array_get(tb, 1);
+	cr_assert_str_eq(jstr(vat, "tax"), "vat");
+	cr_assert_str_eq(jstr(vat, "basis"), "percent");
+	cr_assert_str_eq(jstr(vat, "reference_version"), "2025-11-01.1");
+	cr_assert_str_eq(jstr(vat, "effective_date"), "2025-11-01");
+	cr_assert_str_eq(jstr(json_array_get(tb, 0), "basis"), "per_hl_product");
+
+	/* settlement: originator 40.00, seller 18.20, fulfiller 72.00 (the estate:
+	 * no levels), platform 2.91, VAT 25.29 escrowed: adds up to the total */
+	json_t *ss = json_object_get(j, "settlement_split");
+	long long sum = cents(ss, "platform_fee") + cents(json_object_get(ss, "escrowed_taxes"), "excise") +
+			cents(json_object_get(ss, "escrowed_taxes"), "vat");
+	size_t i;
+	json_t *pty;
+	json_array_foreach(json_object_get(ss, "parties"), i, pty) sum += cents(pty, "amount");
+	cr_assert_eq(sum, 15840);
+	json_decref(j);
+	free(q);
+	refdata_free(rd);
+	wm_stop(&x.p);
+}
+
+/*
+ * 12 units: the estate has 5, the stockist 10 -- neither covers, so split:
+ * estate 5 (P 50.00, M 22.75, F 3.64, C 72.00, V 19 % x 148.3875 = 28.19 ->
+ * 176.58) then the stockist 7 (P 77.00, M 0, F 3.85, C 72.00, V 19 % x
+ * 152.85 = 29.04 -> 181.89): 358.47 EUR.
+ */
+WM_TEST(quote, split_when_estate_atp_short)
+{
+	struct qworld x;
+	qworld(&x);
+	char ln[256];
+	snprintf(ln, sizeof(ln), "{\"sku\":\"%s\",\"qty\":12,\"box_units\":12}", x.w1);
+	json_t *j = quote(&x, ln, 200);
+	cr_assert_eq(cents(j, "total"), 35847, "%s", json_dumps(j, JSON_COMPACT));
+	json_t *s = json_array_get(json_object_get(j, "sourcing"), 0);
+	cr_assert_str_eq(jstr(s, "split_reason"), "estate_atp_short");
+	json_t *src = json_object_get(s, "source");
+	cr_assert_eq(json_array_size(src), 2);
+	cr_assert_str_eq(jstr(json_array_get(src, 0), "offer_id"), x.of_est);
+	cr_assert_eq(json_integer_value(json_object_get(json_array_get(src, 0), "qty")), 5);
+	cr_assert_str_eq(jstr(json_array_get(src, 1), "offer_id"), x.of_o2);
+	cr_assert_eq(json_integer_value(json_object_get(json_array_get(src, 1), "qty")), 7);
+	cr_assert_eq(cents(json_array_get(src, 1), "p2b"), 1100);
+
+	struct refdata *rd = load_repo();
+	struct price_line_in l[2] = {eng_line(1000, 455, 5), eng_line(1100, 0, 7)};
+	struct price_order_in in = {.destination = "DE", .n_lines = 2, .lines = l};
+	struct price_quote *q = malloc(sizeof(*q));
+	cr_assert_eq(price_quote(rd, &in, q), PRICE_OK);
+	cr_assert_eq(q->total, 35847);
+	json_t *srcs = json_object_get(json_array_get(json_object_get(j, "lines"), 0), "sources");
+	cr_assert_eq(cents(json_array_get(srcs, 0), "total"), q->lines[0].total);
+	cr_assert_eq(cents(json_array_get(srcs, 1), "total"), q->lines[1].total);
+	json_decref(j);
+
+	/* the estate alone covers 5: no split, and 10 from the stockist alone */
+	snprintf(ln, sizeof(ln), "{\"sku\":\"%s\",\"qty\":10,\"box_units\":6}", x.w1);
+	j = quote(&x, ln, 200);
+	s = json_array_get(json_object_get(j, "sourcing"), 0);
+	cr_assert(json_is_null(json_object_get(s, "split_reason")));
+	cr_assert_str_eq(jstr(json_array_get(json_object_get(s, "source"), 0), "offer_id"), x.of_o2);
+	json_decref(j);
+	free(q);
+	refdata_free(rd);
+	wm_stop(&x.p);
+}
+
+WM_TEST(quote, each_422_code)
+{
+	struct qworld x;
+	qworld(&x);
+	char ln[512];
+	snprintf(ln, sizeof(ln), "{\"sku\":\"%s\",\"qty\":16,\"box_units\":12}", x.w1);
+	expect_code(&x, ln, "insufficient_stock");
+	snprintf(ln, sizeof(ln), "{\"sku\":\"%s\",\"qty\":1,\"box_units\":12}", x.w2);
+	expect_code(&x, ln, "not_permitted");
+	snprintf(ln, sizeof(ln), "{\"sku\":\"%s\",\"qty\":1,\"box_units\":12}", x.w3);
+	expect_code(&x, ln, "no_sellable_offer");
+	expect_code(&x, "{\"sku\":\"wine_nope\",\"qty\":1,\"box_units\":12}", "unknown_sku");
+	snprintf(ln, sizeof(ln), "{\"sku\":\"%s\",\"qty\":1,\"box_units\":7}", x.w1);
+	expect_code(&x, ln, "invalid_box_size");
+	snprintf(ln, sizeof(ln), "{\"sku\":\"%s\",\"qty\":0,\"box_units\":7}", x.w1);
+	json_t *j = quote(&x, ln, 422);
+	cr_assert_str_eq(jstr(j, "code"), "validation_failed");
+	cr_assert_eq(json_array_size(json_object_get(j, "errors")), 2, "every error at once");
+	json_decref(j);
+	/* 121 x 0.75 l = 90.75 l of still wine > 90 l */
+	snprintf(ln, sizeof(ln), "{\"sku\":\"%s\",\"qty\":61,\"box_units\":12},{\"sku\":\"%s\",\"qty\":60,\"box_units\":6}",
+		 x.w1, x.w3);
+	j = quote(&x, ln, 422);
+	cr_assert_str_eq(jstr(j, "code"), "volume_cap_exceeded");
+	json_t *cap = json_object_get(j, "cap");
+	cr_assert_str_eq(jstr(cap, "category"), "still");
+	cr_assert_eq(llround(json_number_value(json_object_get(cap, "excess_liters")) * 100), 75);
+	json_decref(j);
+	/* an offer id as the sku pins the line to it */
+	snprintf(ln, sizeof(ln), "{\"sku\":\"%s\",\"qty\":2,\"box_units\":12}", x.of_o2);
+	j = quote(&x, ln, 200);
+	cr_assert_str_eq(jstr(json_array_get(json_object_get(json_array_get(json_object_get(j, "sourcing"), 0), "source"), 0),
+			      "offer_id"),
+			 x.of_o2);
+	json_decref(j);
+	/* a partner quotes as itself only; the platform must name the seller */
+	snprintf(ln, sizeof(ln), "{\"destination_country\":\"DE\",\"seller\":\"%s\",\"lines\":[{\"sku\":\"%s\",\"qty\":1,\"box_units\":12}]}",
+		 x.est, x.w1);
+	json_decref(expect(x.p.port, "POST", "/v1/orders/quote-calculate", x.ksel, ln, 422));
+	snprintf(ln, sizeof(ln), "{\"destination_country\":\"DE\",\"seller\":\"%s\",\"lines\":[{\"sku\":\"%s\",\"qty\":1,\"box_units\":12}]}",
+		 x.sel, x.w1);
+	json_decref(expect(x.p.port, "POST", "/v1/orders/quote-calculate", NULL, ln, 200));
+	wm_stop(&x.p);
+}

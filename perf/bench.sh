@@ -34,6 +34,14 @@
 #      pages/s, p50/p99 page latency and rows examined per page at
 #      page_size 50, for BENCH_OFFERS_SIZES (default "100000 1000000");
 #      BENCH_SKIP_OFFERS=1 skips it.
+#   j. perf/bench_quote: in-process quote-calculate (the route's handler on a
+#      parsed body: validation, candidates with permission/ATP/landed cost,
+#      routing, final pricing, JSON response; not HTTP, JSON request parsing,
+#      auth or audit) against BENCH_QUOTE_WINES (default 100,000) wines with
+#      BENCH_QUOTE_OFFERS_PER_WINE (default 10) offers each, with data/ as
+#      the reference data: quotes/s, p50/p99/max for 1- and 5-line quotes
+#      to DE and GB (BENCH_QUOTE_N per line, default 20,000), RSS after
+#      fill (~2.2 GB at the defaults); BENCH_SKIP_QUOTE=1 skips it.
 # Every HTTP figure uses the same wrk command (keep-alive connections):
 #   wrk -t1 -c64 -d10s --latency      (override: BENCH_THREADS/CONNS/DURATION)
 # The machine has 2 cores and wrk takes one, so the figures are for a server
@@ -341,6 +349,23 @@ elif [ -f build/rel/lib.a ] && gcc -std=c17 -D_GNU_SOURCE -I. -O2 -Wall -Wextra 
 else
 	head -n 5 "$root/bench_offers.err" 2>/dev/null || true
 	echo "bench_offers did not compile: skipped"
+fi
+
+# ---- j. quote-calculate micro-benchmark ---------------------------------------------
+echo
+Q_WINES=${BENCH_QUOTE_WINES:-100000}
+Q_PER=${BENCH_QUOTE_OFFERS_PER_WINE:-10}
+Q_N=${BENCH_QUOTE_N:-20000}
+echo "== perf/bench_quote (quote-calculate with routing and landed cost, in-process)"
+if [ "${BENCH_SKIP_QUOTE:-0}" = 1 ]; then
+	echo "skipped (BENCH_SKIP_QUOTE=1)"
+elif [ -f build/rel/lib.a ] && gcc -std=c17 -D_GNU_SOURCE -I. -O2 -Wall -Wextra -Werror -o "$root/bench_quote" \
+	perf/bench_quote.c build/rel/lib.a -lxxhash -lzstd -lcrypto -lpthread -lm 2>"$root/bench_quote.err"; then
+	echo "\$ bench_quote data $Q_WINES $Q_PER $Q_N"
+	timeout 900 "$root/bench_quote" data "$Q_WINES" "$Q_PER" "$Q_N" || echo "bench_quote failed or timed out (exit $?)"
+else
+	head -n 5 "$root/bench_quote.err" 2>/dev/null || true
+	echo "bench_quote did not compile: skipped"
 fi
 
 # ---- summary ----------------------------------------------------------------------

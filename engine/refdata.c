@@ -18,6 +18,7 @@
 
 const char *const rd_file_names[RD_F_COUNT_] = {"version.txt", "vat.tsv", "excise.tsv", "freight.tsv",
 						"fx.tsv"};
+const char *const rd_source_names[2] = {"files", "api"};
 const char *const rd_category_names[RD_CAT_COUNT_] = {"still", "sparkling", "fortified"};
 const char *const rd_category_codes[RD_CAT_COUNT_] = {"W200", "W300", "I000"};
 const char *const rd_basis_names[RD_B_COUNT_] = {"per_hl_product", "per_l_pure_alcohol", "per_l_per_pct_vol",
@@ -516,6 +517,93 @@ done:
 	free(buf);
 	refdata_free(rd);
 	return rc;
+}
+
+/* A JSON string member without NUL bytes (which would cut the C string). */
+static const char *json_text(const struct json_value *obj, const char *key, size_t *len)
+{
+	const struct json_value *v = json_get(obj, key);
+	if (!v || v->type != JSON_STRING || strlen(v->u.str) != v->len)
+		return NULL;
+	*len = v->len;
+	return v->u.str;
+}
+
+int refdata_from_json(const struct json_value *doc, struct refdata **out, char *err, size_t errlen)
+{
+	if (!doc || doc->type != JSON_OBJECT) {
+		snprintf(err, errlen, "body: must be an object");
+		return -1;
+	}
+	size_t vl = 0, dl = 0;
+	const char *ver = json_text(doc, "version", &vl);
+	const char *date = json_text(doc, "effective_date", &dl);
+	if (!ver || !date) {
+		snprintf(err, errlen, "%s: required, a string", ver ? "effective_date" : "version");
+		return -1;
+	}
+	const struct json_value *files = json_get(doc, "files");
+	if (!files || files->type != JSON_OBJECT) {
+		snprintf(err, errlen, "files: required, an object of file name -> text");
+		return -1;
+	}
+	for (uint32_t i = 0; i < files->len; i++) {
+		const struct json_member *m = &files->u.members[i];
+		int known = 0;
+		for (int f = RD_F_VAT; f < RD_F_COUNT_; f++)
+			known |= !strcmp(m->key, rd_file_names[f]);
+		if (!known || m->value.type != JSON_STRING) {
+			snprintf(err, errlen, "files: %.64s: %s", m->key,
+				 known ? "must be a string" : "unknown file (vat.tsv, excise.tsv, freight.tsv, fx.tsv)");
+			return -1;
+		}
+	}
+	struct refdata *rd = refdata_new();
+	if (!rd) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	/* version and effective_date through the version.txt rules: line 1 is
+	 * the version, line 2 the date (a newline inside either is refused by
+	 * the control-character rule before it could fake a line). */
+	char vt[2 * 64 + 48];
+	int n = (vl <= 64 && dl <= 64) ? snprintf(vt, sizeof(vt), "version = %s\neffective_date = %s\n", ver, date) : -1;
+	if (n < 0 || (size_t)n >= sizeof(vt)) {
+		snprintf(err, errlen, "%s: too long", vl > 64 ? "version" : "effective_date");
+		goto bad;
+	}
+	if (memchr(ver, '\n', vl) || memchr(date, '\n', dl)) {
+		snprintf(err, errlen, "%s: control character", memchr(ver, '\n', vl) ? "version" : "effective_date");
+		goto bad;
+	}
+	char verr[256];
+	if (refdata_parse(rd, RD_F_VERSION, vt, (size_t)n, verr, sizeof(verr))) {
+		/* "version.txt:<line>: why" -> "<field>: why" */
+		const char *why = strstr(verr, ": ");
+		snprintf(err, errlen, "%s: %s", rd->version[0] ? "effective_date" : "version", why ? why + 2 : verr);
+		goto bad;
+	}
+	for (int f = RD_F_VAT; f < RD_F_COUNT_; f++) {
+		const struct json_value *v = json_get(files, rd_file_names[f]);
+		if (!v) {
+			snprintf(err, errlen, "%s:0: file missing", rd_file_names[f]);
+			goto bad;
+		}
+		if (refdata_parse(rd, (enum rd_file)f, v->u.str, v->len, err, errlen))
+			goto bad;
+	}
+	if (refdata_finish(rd, err, errlen))
+		goto bad;
+	rd->source = RD_SRC_API;
+	size_t ll = 0;
+	const char *at = json_text(doc, "loaded_at", &ll);
+	if (at && ll < sizeof(rd->loaded_at))
+		memcpy(rd->loaded_at, at, ll + 1);
+	*out = rd;
+	return 0;
+bad:
+	refdata_free(rd);
+	return -1;
 }
 
 /* ---- current version ---------------------------------------------------- */

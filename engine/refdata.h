@@ -90,9 +90,16 @@ struct rd_fx {
 	struct rd_meta m;
 };
 
+/* Where a version came from: the --data-ref-dir files at start-up, or an
+ * operator upload (POST /v1/admin/reference-data, kept in the WAL). */
+enum rd_source { RD_SRC_FILES, RD_SRC_API };
+extern const char *const rd_source_names[2];
+
 struct refdata {
 	char version[RD_MAX_VERSION + 1];
 	char effective_date[11];       /* YYYY-MM-DD */
+	uint8_t source;                /* enum rd_source */
+	char loaded_at[32];            /* RFC 3339 of the upload; "" for files */
 	uint8_t have[RD_F_COUNT_];     /* file parsed */
 	uint32_t n_vat, n_excise, n_freight, n_fx;
 	struct rd_vat vat[RD_MAX_ROWS];
@@ -117,6 +124,22 @@ int refdata_finish(struct refdata *rd, char *err, size_t errlen);
 /* Read and parse every file of `dir` ("<dir>/vat.tsv", ...) and finish.
  * On success *out owns a new version; on failure err names file:line. */
 int refdata_load_dir(const char *dir, struct refdata **out, char *err, size_t errlen);
+
+/*
+ * Build a version from an upload document (the body of POST
+ * /v1/admin/reference-data, which is also the stored row):
+ *   {"version": "...", "effective_date": "YYYY-MM-DD", "loaded_at"?: "...",
+ *    "files": {"vat.tsv": "<text>", "excise.tsv": ..., "freight.tsv": ...,
+ *              "fx.tsv": ...}}
+ * Every one of the four tables is required and parsed by refdata_parse
+ * exactly as from a directory (same bounds); version and effective_date go
+ * through the version.txt rules.  Other members are ignored.  On success
+ * *out owns a new version with source RD_SRC_API; on failure -1 and err
+ * holds the first error: "vat.tsv:34: reason", "version: reason",
+ * "files: reason".  Nothing global changes either way.
+ */
+struct json_value;
+int refdata_from_json(const struct json_value *doc, struct refdata **out, char *err, size_t errlen);
 
 /* ---- the process's current version (one shard per process) ---------- */
 const struct refdata *refdata_current(void);

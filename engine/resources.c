@@ -22,5 +22,6 @@ const struct table_ops *const resource_tables[] = {
 	&location_table_ops,
 	&inventory_table_ops, /* after offers and locations */
 	&hold_table_ops, /* after levels */
+	&refdata_table_ops, /* one row: an uploaded reference-data version (engine/refadmin.c) */
 	NULL,
 };

@@ -20,11 +20,13 @@
 #include "engine/producer.h"
 #include "engine/review.h"
 #include "engine/quote.h"
+#include "engine/refadmin.h"
 #include "engine/taxctx.h"
 #include "engine/wine.h"
 
 static const struct route *const route_groups[] = {
 	ops_routes,
+	refadmin_routes,
 	partner_routes,
 	event_routes,
 	key_routes,

@@ -120,6 +120,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "wm-shard: %s\n", err);
 		return 1;
 	}
+	/* precedence: an uploaded version recovered from the snapshot/WAL
+	 * (engine/refadmin.c) replaced the --data-ref-dir files during shard_open */
+	const struct refdata *act = refdata_current();
+	log_info("msg=\"reference data active\" version=%s effective_date=%s source=%s%s%s", act->version,
+		 act->effective_date, rd_source_names[act->source ? 1 : 0],
+		 act->source == RD_SRC_API ? " overrides_dir=" : " dir=", cfg.data_ref_dir);
 	if (cfg.demo && demo_seed_if_empty(&sh)) {
 		log_error("msg=\"demo data could not be seeded\"");
 		shard_close(&sh);

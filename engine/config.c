@@ -50,6 +50,8 @@ static const struct opt opts[] = {
 	{"audit-keep", OPT_U64, N(audit_keep), 16, 100000000, NULL, "read-audit rows kept in memory (older stay in the WAL)"},
 	{"audit-alert-factor", OPT_U64, N(audit_alert_factor), 2, 1000, NULL, "alert when a key reads this many times its trailing average"},
 	{"audit-alert-min-rows", OPT_U64, N(audit_alert_min_rows), 1, 1000000000, NULL, "... and at least this many rows in one window"},
+	{"platform-fee-ppm", OPT_U64, N(platform_fee_ppm), 0, 1000000, NULL, "platform fee, parts per million of P_B2B + curator margin"},
+	{"platform-fixed-fee-cents", OPT_U64, N(platform_fixed_fee_cents), 0, 1000000, NULL, "fixed platform fee per order (EUR cents)"},
 	{"audit-alert-window-s", OPT_U64, N(audit_alert_window_s), 1, 86400, NULL, "audit volume window (seconds)"},
 	{"media-max-kb", OPT_U64, N(media_max_kb), 1, 65536, NULL, "largest media upload (KiB); at most --max-body-kb"},
 	{"media-url-ttl-s", OPT_U64, N(media_url_ttl_s), 1, 86400 * 7, NULL, "lifetime of a signed media upload URL (seconds)"},
@@ -84,6 +86,8 @@ void config_defaults(struct config *c)
 	c->audit_alert_factor = 10;
 	c->audit_alert_min_rows = 1000;
 	c->audit_alert_window_s = 60;
+	c->platform_fee_ppm = 50000; /* = QUOTE_PLATFORM_FEE_PPM (engine/quote.h) */
+	c->platform_fixed_fee_cents = 0;
 	c->media_max_kb = 1024;
 	c->media_url_ttl_s = 900;
 }

@@ -41,6 +41,9 @@ struct config {
 	uint64_t audit_alert_factor;   /* alert when a window exceeds factor x trailing average */
 	uint64_t audit_alert_min_rows; /* ... and at least this many rows */
 	uint64_t audit_alert_window_s;
+	/* pricing (engine/quote.c) */
+	uint64_t platform_fee_ppm;        /* F_Platform rate, parts per million of (P_B2B + M) */
+	uint64_t platform_fixed_fee_cents; /* optional fixed platform fee per order, EUR cents */
 	/* media uploads (engine/media.c) */
 	uint64_t media_max_kb;     /* largest image accepted (KiB); clamped to max_body_kb at start */
 	uint64_t media_url_ttl_s;  /* lifetime of a signed upload URL */

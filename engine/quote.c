@@ -39,8 +39,9 @@
  *  - M_Curator = shelf_price - seller_price of the seller's live listing of
  *    that offer (first in listing id order) when its currency is the
  *    offer's and the shelf is not below it; else 0 (an originator's own
- *    shop).  F_Platform = QUOTE_PLATFORM_FEE_PPM, R_Recruiter =
- *    QUOTE_RECRUITER_PPM (named constants in quote.h until partner/platform
+ *    shop).  F_Platform = --platform-fee-ppm (default QUOTE_PLATFORM_FEE_PPM)
+ *    plus --platform-fixed-fee-cents per order, R_Recruiter =
+ *    QUOTE_RECRUITER_PPM (a named constant in quote.h until partner
  *    configuration exists).
  *  - Excise category: semi-sparkling and aerated semi-sparkling wines are
  *    still wine for excise (EU Directive 92/83/EEC art. 8: sparkling means
@@ -262,7 +263,8 @@ static void cand_add(struct qstate *s, struct qline *ql, const struct offer *o)
 				    .abv = (uint16_t)(ql->w->abv >= 0 && ql->w->abv <= RD_MAX_ABV ? ql->w->abv : 0xffff),
 				    .volume_ul = ql->w->volume_ul > 0 && ql->w->volume_ul <= PRICE_MAX_VOLUME_UL
 							 ? (uint32_t)ql->w->volume_ul : 0,
-				    .recruiter_ppm = QUOTE_RECRUITER_PPM, .platform_ppm = QUOTE_PLATFORM_FEE_PPM};
+				    .recruiter_ppm = QUOTE_RECRUITER_PPM,
+				    .platform_ppm = (uint32_t)s->sh->cfg.platform_fee_ppm};
 	memcpy(p->currency, o->currency, sizeof(p->currency));
 	snprintf(p->origin, sizeof(p->origin), "%s", origin);
 	/* compliance and landed cost: the whole line from this offer */
@@ -751,7 +753,8 @@ static void quote_calculate(struct api_ctx *c)
 			nf++;
 		}
 	}
-	struct price_order_in in = {.n_lines = nf, .lines = s->flat};
+	struct price_order_in in = {.n_lines = nf, .lines = s->flat,
+				    .fixed_fee_cents = (int64_t)s->sh->cfg.platform_fixed_fee_cents};
 	memcpy(in.destination, s->dest, 3);
 	enum price_err pe = price_quote(rd, &in, &s->all);
 	if (pe != PRICE_OK) {

@@ -14,7 +14,7 @@
 #define QUOTE_MAX_LINES 16      /* lines per quote */
 #define QUOTE_MAX_SOURCES 4     /* allocations (sources) per line: 16 x 4 = PRICE_MAX_LINES */
 #define QUOTE_MAX_CANDIDATES 32 /* sellable offers of one wine routing looks at (by-wine index order) */
-#define QUOTE_PLATFORM_FEE_PPM 50000u /* F_Platform: 5 % of (P_B2B + M); no platform config exists yet */
+#define QUOTE_PLATFORM_FEE_PPM 50000u /* default --platform-fee-ppm: F_Platform = 5 % of (P_B2B + M) */
 #define QUOTE_RECRUITER_PPM 0u        /* R_Recruiter: no partner recruiter config exists yet */
 
 _Static_assert(QUOTE_MAX_LINES * QUOTE_MAX_SOURCES <= PRICE_MAX_LINES, "every allocation is one priced line");

@@ -221,10 +221,10 @@ struct qworld {
 	char of_est[64], of_o2[64], of_blk[64], chn[64];
 };
 
-static void qworld(struct qworld *x)
+static void qworld_args(struct qworld *x, const char *const *args)
 {
 	wm_proc_init(&x->p);
-	cr_assert_eq(wm_start(&x->p, NULL, NULL), 0, "wm-shard did not start (logs in %s)", x->p.dir);
+	cr_assert_eq(wm_start(&x->p, args, NULL), 0, "wm-shard did not start (logs in %s)", x->p.dir);
 	int port = x->p.port;
 	partner(port, "Estate", "FR", "[\"originator\"]", "\"originator_type\":\"estate\"", x->est);
 	partner(port, "Stockist", "FR", "[\"originator\"]", "\"originator_type\":\"stock\"", x->o2);
@@ -249,6 +249,8 @@ static void qworld(struct qworld *x)
 		 x->of_est, x->chn);
 	json_decref(expect(port, "POST", "/v1/listings", x->ksel, body, 201));
 }
+
+static void qworld(struct qworld *x) { qworld_args(x, NULL); }
 
 static struct refdata *load_repo(void)
 {
@@ -433,5 +435,32 @@ WM_TEST(quote, each_422_code)
 	snprintf(ln, sizeof(ln), "{\"destination_country\":\"DE\",\"seller\":\"%s\",\"lines\":[{\"sku\":\"%s\",\"qty\":1,\"box_units\":12}]}",
 		 x.sel, x.w1);
 	json_decref(expect(x.p.port, "POST", "/v1/orders/quote-calculate", NULL, ln, 200));
+	wm_stop(&x.p);
+}
+
+/* The platform fee is configuration: --platform-fee-ppm 0 with a fixed fee
+ * of 2.50 EUR per order gives F = 2.50 (order level), and the quote equals
+ * the engine's figure for the same inputs. */
+WM_TEST(quote, platform_fee_is_configured)
+{
+	struct qworld x;
+	const char *args[] = {"--platform-fee-ppm", "0", "--platform-fixed-fee-cents", "250", NULL};
+	qworld_args(&x, args);
+	char ln[256];
+	snprintf(ln, sizeof(ln), "{\"sku\":\"%s\",\"qty\":4,\"box_units\":12}", x.w1);
+	json_t *j = quote(&x, ln, 200);
+	struct refdata *rd = load_repo();
+	struct price_line_in l = eng_line(1000, 455, 4);
+	l.platform_ppm = 0;
+	struct price_order_in in = {.destination = "DE", .n_lines = 1, .lines = &l, .fixed_fee_cents = 250};
+	struct price_quote *q = malloc(sizeof(*q));
+	cr_assert_eq(price_quote(rd, &in, q), PRICE_OK);
+	cr_assert_eq(cents(json_object_get(j, "components"), "F_Platform"), 250);
+	cr_assert_eq(cents(j, "total"), q->total);
+	cr_assert_eq(q->comp_total[PC_F_PLATFORM], 250, "only the fixed fee");
+	cr_assert_neq(cents(j, "total"), 15840, "differs from the 5 %% default");
+	json_decref(j);
+	free(q);
+	refdata_free(rd);
 	wm_stop(&x.p);
 }

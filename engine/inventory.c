@@ -719,7 +719,12 @@ static void inventory_create(struct api_ctx *c)
 		api_error(c, 409, "too_many_levels", "the offer has the maximum number of inventory levels");
 		return;
 	}
-	id_new(&c->sh->ids, "inv", v.id);
+	{
+		/* DESIGN.md 2: the id embeds its location's country ("inv_FR_...") */
+		const struct location *lc = location_get(c->sh, v.location_id, strlen(v.location_id));
+		if (!lc || !id_new_country(&c->sh->ids, "inv", lc->country, v.id))
+			id_new(&c->sh->ids, "inv", v.id);
+	}
 	commit_level(c, &v, NULL, "declared", 201);
 }
 

@@ -61,8 +61,12 @@
 
 #include "engine/fields.h"
 #include "engine/key.h"
+#include "engine/inventory.h"
 #include "engine/listing.h"
+#include "engine/location.h"
 #include "engine/log.h"
+#include "engine/offer.h"
+#include "engine/permit.h"
 #include "engine/partner.h"
 #include "engine/resources.h"
 #include "engine/wine.h"
@@ -92,6 +96,8 @@ struct shelf_vals {
 	/* sales channel */
 	int kind;
 	char country[3], currency[4];
+	int n_locations;
+	char location_ids[CHANNEL_LOCATIONS_MAX][ID_MAX_LEN];
 	/* curated shop */
 	int64_t markup;
 	int layout;
@@ -162,11 +168,63 @@ static int shelf_load(const struct shelf_kind *k, const struct json_value *doc, 
 /* ---- sales channels ------------------------------------------------------------ */
 
 static const char *const channel_read_only[] = {"id", "listings", "created_at", "updated_at", NULL};
-static const char *const channel_known[] = {"seller_id", "name",	 "kind",       "country",    "currency",
-					    "status",	 "id",	 "listings",   "created_at", "updated_at", NULL};
+static const char *const channel_known[] = {"seller_id",  "name",     "kind",	    "country",	  "currency",
+					    "location_ids", "status", "id", "listings", "created_at", "updated_at", NULL};
 static const char *const channel_required[] = {"name", "kind", NULL};
 
 static void channel_defaults(struct shelf_vals *v) { v->status = SHELF_ACTIVE; }
+
+/* location_ids: null or an array of at most CHANNEL_LOCATIONS_MAX distinct
+ * id strings (absent: unchanged; null: none).  Existence is channel_check's
+ * (c NULL: a stored document, read without errors). */
+static void read_location_ids(struct api_ctx *c, const struct json_value *o, struct shelf_vals *v)
+{
+	const struct json_value *a = json_get(o, "location_ids");
+	if (!a)
+		return;
+	v->n_locations = 0;
+	if (a->type == JSON_NULL)
+		return;
+	if (a->type != JSON_ARRAY) {
+		if (c)
+			api_field_error(c, "location_ids", "type", "must be an array of location ids");
+		return;
+	}
+	if (a->len > CHANNEL_LOCATIONS_MAX) {
+		if (c)
+			api_field_error(c, "location_ids", "max_items", "at most %d locations", CHANNEL_LOCATIONS_MAX);
+		return;
+	}
+	for (uint32_t i = 0; i < a->len; i++) {
+		const struct json_value *x = &a->u.items[i];
+		if (x->type != JSON_STRING || x->len == 0 || x->len >= ID_MAX_LEN) {
+			if (c)
+				api_field_error(c, "location_ids", "type", "items must be location ids");
+			return;
+		}
+		for (int j = 0; j < v->n_locations; j++)
+			if (!strcmp(v->location_ids[j], x->u.str)) {
+				if (c)
+					api_field_error(c, "location_ids", "unique", "lists %s twice", x->u.str);
+				return;
+			}
+		memcpy(v->location_ids[v->n_locations++], x->u.str, x->len + 1);
+	}
+}
+
+/* Every linked location must exist.  Any location, whoever owns it: a
+ * seller sells other originators' stock without a warehouse of its own
+ * (what it may sell is the offer permissions' business, see availability). */
+static void channel_check(struct api_ctx *c, const struct json_value *body, const struct shelf_vals *v)
+{
+	if (!json_get(body, "location_ids"))
+		return;
+	for (int i = 0; i < v->n_locations; i++)
+		if (!location_get(c->sh, v->location_ids[i], strlen(v->location_ids[i]))) {
+			api_field_error(c, "location_ids", "exists", "no location %s", v->location_ids[i]);
+			return;
+		}
+}
 
 static void channel_read(struct api_ctx *c, const struct json_value *o, struct shelf_vals *v)
 {
@@ -175,6 +233,7 @@ static void channel_read(struct api_ctx *c, const struct json_value *o, struct s
 		v->country[0] = 0;
 	if (fld_currency(c, o, "currency", NULL, v->currency) == FLD_NULL)
 		v->currency[0] = 0;
+	read_location_ids(c, o, v);
 }
 
 static void kstr_or_null(struct jw *w, const char *k, const char *s)
@@ -190,6 +249,11 @@ static void channel_write(struct jw *w, const struct shelf_vals *v)
 	jw_kstr(w, "kind", channel_kind_names[v->kind]);
 	kstr_or_null(w, "country", v->country);
 	kstr_or_null(w, "currency", v->currency);
+	jw_key(w, "location_ids");
+	jw_arr_begin(w);
+	for (int i = 0; i < v->n_locations; i++)
+		jw_str(w, v->location_ids[i]);
+	jw_arr_end(w);
 	jw_key(w, "listings"); /* maintained by the listings issue (see the top) */
 	jw_arr_begin(w);
 	jw_arr_end(w);
@@ -201,18 +265,13 @@ static void channel_fill(struct shelf_row *r, const struct shelf_vals *v)
 	ch->kind = (uint8_t)v->kind;
 	memcpy(ch->country, v->country, sizeof(ch->country));
 	memcpy(ch->currency, v->currency, sizeof(ch->currency));
+	ch->n_locations = (uint8_t)v->n_locations;
+	memcpy(ch->location_ids, v->location_ids, sizeof(ch->location_ids));
 }
 
 static int channel_on(const struct shelf_row *r, const char *ch)
 {
 	return r->row.id_len == strlen(ch) && !memcmp(r->row.id, ch, r->row.id_len);
-}
-
-static void no_check(struct api_ctx *c, const struct json_value *body, const struct shelf_vals *v)
-{
-	(void)c;
-	(void)body;
-	(void)v;
 }
 
 static const struct shelf_kind channel_kind = {
@@ -229,7 +288,7 @@ static const struct shelf_kind channel_kind = {
 	.need_cap = -1,
 	.defaults = channel_defaults,
 	.read = channel_read,
-	.check = no_check,
+	.check = channel_check,
 	.write = channel_write,
 	.fill = channel_fill,
 	.on_channel = channel_on,
@@ -788,6 +847,141 @@ static void shelf_list(struct api_ctx *c, const struct shelf_kind *k)
 	api_list(c, idx, prefix, pl, &pg, shelf_match, &f, k->table == REC_T_CHANNEL ? channel_emit : NULL);
 }
 
+/* ---- availability --------------------------------------------------------------- */
+
+/* May the seller sell o now: the offer rules (network_shareable, named
+ * sellers, the seller's country; the originator always) and sellable. */
+static int seller_may_sell(struct shard *sh, const char *seller_id, const struct offer *o)
+{
+	const struct partner *sp = partner_get(sh, seller_id, strlen(seller_id));
+	struct permit_rules pr;
+	offer_rules(o, &pr);
+	struct permit_query q = {.originator_id = o->originator_id,
+				 .seller_id = seller_id,
+				 .seller_country = sp && sp->v.country[0] ? sp->v.country : NULL,
+				 .destination = NULL};
+	return permit_allowed(permit_check(&pr, &q)) && offer_sellable(o, (int64_t)wall_ms());
+}
+
+/* Offers with levels at any linked location, in offer id order (a merge of
+ * the per-location by_location walks), each as a small document. */
+struct avail_src {
+	struct shard *sh;
+	const struct channel *ch;
+	char cur[ID_MAX_LEN];          /* the last offer yielded ("" = none yet) */
+	const struct offer *o;         /* the offer of `r` (NULL: a level without one) */
+	struct row r;
+	char doc[3 * ID_MAX_LEN + 64];
+	/* the keys handed out: api_list_source keeps the previous row's key
+	 * (the page cursor) while asking for the next, so two alternate */
+	char keys[2][ID_MAX_LEN];
+	int flip;
+};
+
+static int64_t channel_atp(struct shard *sh, const struct channel *ch, const char *offer_id)
+{
+	int64_t sum = 0;
+	for (int i = 0; i < ch->n_locations; i++)
+		sum += inv_location_offer_atp(sh, ch->location_ids[i], offer_id);
+	return sum;
+}
+
+static void avail_doc(struct avail_src *a, const char *offer_id, const struct offer *o)
+{
+	int n = snprintf(a->doc, sizeof(a->doc), "{\"offer_id\":\"%s\",\"originator_id\":\"%s\",\"atp\":%lld}",
+			 offer_id, o ? o->originator_id : "", (long long)channel_atp(a->sh, a->ch, offer_id));
+	a->r.doc = a->doc;
+	a->r.doc_len = n > 0 && (size_t)n < sizeof(a->doc) ? (uint32_t)n : 0;
+}
+
+static int avail_next(void *self, const struct row **r, const void **key, uint32_t *key_len)
+{
+	struct avail_src *a = self;
+	char best[ID_MAX_LEN] = "", got[ID_MAX_LEN];
+	for (int i = 0; i < a->ch->n_locations; i++)
+		if (inv_location_next_offer(a->sh, a->ch->location_ids[i], a->cur, got) &&
+		    (!best[0] || strcmp(got, best) < 0))
+			memcpy(best, got, sizeof(best));
+	if (!best[0])
+		return 0;
+	memcpy(a->cur, best, sizeof(a->cur));
+	a->o = offer_get(a->sh, a->cur, strlen(a->cur));
+	a->r.id = a->cur;
+	a->r.id_len = (uint16_t)strlen(a->cur);
+	avail_doc(a, a->cur, a->o);
+	*r = &a->r;
+	a->flip ^= 1;
+	memcpy(a->keys[a->flip], a->cur, sizeof(a->cur));
+	*key = a->keys[a->flip];
+	*key_len = a->r.id_len;
+	return 1;
+}
+
+static int avail_match(struct api_ctx *c, const struct row *r, void *arg)
+{
+	const struct avail_src *a = arg;
+	(void)r;
+	return a->o && a->r.doc_len && seller_may_sell(c->sh, a->ch->s.seller_id, a->o);
+}
+
+/*
+ * GET /v1/sales-channels/{id}/availability[?offer=]: per offer the
+ * channel's seller may sell (seller_may_sell), the summed ATP of the
+ * sellable levels at the channel's linked locations; offers without a level
+ * there are absent.  Owner (or the platform) only: others get the channel's
+ * 404.  Cursor-paginated in offer id order; a page examines at most
+ * CHANNEL_AVAIL_BUDGET offers (then has_more with a cursor).  With ?offer=
+ * the one-item page for that offer (atp 0 when no linked level holds it);
+ * an offer the seller may not sell is a 404 like an unknown one.
+ */
+static void channels_availability(struct api_ctx *c)
+{
+	const struct channel *ch = (const struct channel *)shelf_from_path(c, &channel_kind);
+	if (!ch)
+		return;
+	struct api_page pg;
+	if (api_page_parse(c, &pg))
+		return;
+	struct avail_src a;
+	memset(&a, 0, sizeof(a));
+	a.sh = c->sh;
+	a.ch = ch;
+	char offer[ID_MAX_LEN];
+	int n = api_query(c, "offer", offer, sizeof(offer));
+	if (n == 0 || n == -2) {
+		api_error(c, 400, "invalid_filter", "offer must be an offer id");
+		return;
+	}
+	if (n > 0) {
+		const struct offer *o = offer_get(c->sh, offer, (size_t)n);
+		if (!o || !seller_may_sell(c->sh, ch->s.seller_id, o)) {
+			api_error(c, 404, "not_found", "no offer with this id the channel's seller may sell");
+			return;
+		}
+		avail_doc(&a, offer, o);
+		jw_obj_begin(&c->w);
+		jw_key(&c->w, "data");
+		jw_arr_begin(&c->w);
+		jw_raw(&c->w, a.doc, a.r.doc_len);
+		jw_arr_end(&c->w);
+		jw_knull(&c->w, "next_cursor");
+		jw_kbool(&c->w, "has_more", 0);
+		jw_obj_end(&c->w);
+		c->rs->status = 200;
+		return;
+	}
+	if (pg.has_cursor) {
+		if (pg.cursor_len >= ID_MAX_LEN || memchr(pg.cursor, 0, pg.cursor_len)) {
+			api_error(c, 400, "invalid_cursor", "the cursor is not from this list");
+			return;
+		}
+		memcpy(a.cur, pg.cursor, pg.cursor_len);
+		a.cur[pg.cursor_len] = 0;
+	}
+	struct api_source src = {.next = avail_next, .self = &a, .budget = CHANNEL_AVAIL_BUDGET};
+	api_list_source(c, &src, &pg, avail_match, &a, NULL);
+}
+
 /* ---- routes ------------------------------------------------------------------------ */
 
 static void channels_list(struct api_ctx *c) { shelf_list(c, &channel_kind); }
@@ -805,6 +999,8 @@ const struct route channel_routes[] = {
 	 "Create a sales channel"},
 	{HTTP_M_GET, "/v1/sales-channels/{id}", channels_get, SC_READ_LISTINGS, ACT_READ_LISTINGS,
 	 "Retrieve a sales channel"},
+	{HTTP_M_GET, "/v1/sales-channels/{id}/availability", channels_availability, SC_READ_LISTINGS,
+	 ACT_READ_LISTINGS, "Stock available to a sales channel at its linked locations"},
 	{HTTP_M_PATCH, "/v1/sales-channels/{id}", channels_patch, SC_WRITE_LISTINGS, ACT_WRITE_LISTINGS,
 	 "Update a sales channel (merge patch)"},
 	{HTTP_M_GET, "/v1/curated-shops", shops_list, SC_READ_LISTINGS, ACT_READ_LISTINGS, "List curated shops"},

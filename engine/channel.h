@@ -17,6 +17,8 @@
 #define SHELF_MAX_NAME 120          /* bytes of a channel's or a shop's name */
 #define SHOP_MARKUP_SCALE 2u        /* markup: percent with 2 decimals ... */
 #define SHOP_MARKUP_MAX 100000      /* ... so 0..1000.00 % is 0..100000 (basis points) */
+#define CHANNEL_LOCATIONS_MAX 32    /* stock locations one sales channel may link */
+#define CHANNEL_AVAIL_BUDGET 10000  /* offers one availability page may examine */
 
 enum shelf_status { SHELF_ACTIVE, SHELF_PAUSED, SHELF_CLOSED, SHELF_N_STATUS };
 enum channel_kind { CHK_MARKETPLACE, CHK_WEBSHOP_CONNECT, CHK_POS_QR, CHANNEL_N_KIND };
@@ -42,6 +44,8 @@ struct channel {
 	uint8_t kind;                        /* enum channel_kind */
 	char country[3];                     /* "" when none */
 	char currency[4];                    /* "" when none */
+	uint8_t n_locations;                 /* linked stock locations (location_ids[]) */
+	char location_ids[CHANNEL_LOCATIONS_MAX][ID_MAX_LEN];
 };
 
 struct shop {

@@ -61,6 +61,43 @@ size_t id_new(struct id_clock *c, const char *prefix, char *out)
 	return pl + 1 + ID_BODY_LEN;
 }
 
+static int is_cc(const char *cc) { return cc[0] >= 'A' && cc[0] <= 'Z' && cc[1] >= 'A' && cc[1] <= 'Z'; }
+
+size_t id_new_country(struct id_clock *c, const char *prefix, const char *cc, char *out)
+{
+	if (!cc || strlen(cc) != 2 || !is_cc(cc)) {
+		out[0] = 0;
+		return 0;
+	}
+	char pre[ID_MAX_LEN];
+	size_t pl = strlen(prefix);
+	if (pl + 3 + ID_BODY_LEN + 1 > ID_MAX_LEN) {
+		out[0] = 0;
+		return 0;
+	}
+	memcpy(pre, prefix, pl);
+	pre[pl] = '_';
+	pre[pl + 1] = cc[0];
+	pre[pl + 2] = cc[1];
+	pre[pl + 3] = 0;
+	return id_new(c, pre, out);
+}
+
+int id_country(const char *id, size_t len, char cc_out[3])
+{
+	cc_out[0] = 0;
+	/* ..._CC_<body>: the country sits just before the body */
+	if (len < ID_BODY_LEN + 5 || id[len - ID_BODY_LEN - 1] != '_' || id[len - ID_BODY_LEN - 4] != '_')
+		return 0;
+	const char *cc = id + len - ID_BODY_LEN - 3;
+	if (!is_cc(cc))
+		return 0;
+	cc_out[0] = cc[0];
+	cc_out[1] = cc[1];
+	cc_out[2] = 0;
+	return 1;
+}
+
 static int body_decode(const char *body, uint64_t *ms, uint32_t *seq)
 {
 	uint64_t t = 0, s = 0;
@@ -80,9 +117,10 @@ static int body_decode(const char *body, uint64_t *ms, uint32_t *seq)
 
 void id_observe(struct id_clock *c, const char *id, size_t len)
 {
-	const char *us = memchr(id, '_', len);
-	if (!us || (size_t)(id + len - us - 1) != ID_BODY_LEN)
+	/* the body follows the last '_' (a country id has two) */
+	if (len < ID_BODY_LEN + 1 || id[len - ID_BODY_LEN - 1] != '_')
 		return;
+	const char *us = id + len - ID_BODY_LEN - 1;
 	uint64_t ms;
 	uint32_t seq;
 	if (body_decode(us + 1, &ms, &seq))
@@ -96,7 +134,10 @@ void id_observe(struct id_clock *c, const char *id, size_t len)
 int id_valid(const char *id, size_t len, const char *prefix)
 {
 	size_t pl = strlen(prefix);
-	if (len != pl + 1 + ID_BODY_LEN || memcmp(id, prefix, pl) || id[pl] != '_')
+	if (len == pl + 4 + ID_BODY_LEN && !memcmp(id, prefix, pl) && id[pl] == '_' && is_cc(id + pl + 1) &&
+	    id[pl + 3] == '_')
+		pl += 3; /* "<prefix>_<CC>_<body>" */
+	if (len != pl + 1 + ID_BODY_LEN || memcmp(id, prefix, strlen(prefix)) || id[pl] != '_')
 		return 0;
 	uint64_t ms;
 	uint32_t seq;

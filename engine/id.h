@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define ID_BODY_LEN 20
-#define ID_MAX_LEN 40 /* prefix (<= 16) + '_' + body + NUL, with room */
+#define ID_MAX_LEN 40 /* prefix (<= 16) + '_' [+ CC + '_'] + body + NUL, with room */
 
 struct id_clock {
 	uint64_t last_ms;
@@ -28,9 +28,21 @@ struct id_clock {
 void id_clock_init(struct id_clock *c);
 /* Write "<prefix>_<body>" into out (>= ID_MAX_LEN bytes); returns length. */
 size_t id_new(struct id_clock *c, const char *prefix, char *out);
+/*
+ * Country-owned records (DESIGN.md 2: their ids embed the owner's country):
+ * "<prefix>_<CC>_<body>", CC two upper-case ASCII letters, the body as
+ * above (so within one prefix and country ids still sort by creation
+ * time).  cc must be two letters A-Z; returns the length, or 0 (out[0] =
+ * NUL) when it is not.
+ */
+size_t id_new_country(struct id_clock *c, const char *prefix, const char *cc, char *out);
+/* The country of a "<prefix>_<CC>_<body>" id into cc_out[3]: 1, or 0 (and
+ * "") when the id carries none. */
+int id_country(const char *id, size_t len, char cc_out[3]);
 /* Advance the clock past an existing id (any prefix); ignores other text. */
 void id_observe(struct id_clock *c, const char *id, size_t len);
-/* True if `id` has the given prefix and a well-formed body. */
+/* True if `id` has the given prefix and a well-formed body, with or
+ * without an embedded country ("<prefix>_<CC>_<body>"). */
 int id_valid(const char *id, size_t len, const char *prefix);
 
 #endif

@@ -338,6 +338,50 @@ static int stage_offer_qty(struct shard *sh, const struct lvl_vals *nv)
 	return sum == o->qty ? 0 : offer_stage_qty(sh, o, sum);
 }
 
+int inv_location_next_offer(struct shard *sh, const char *location_id, const char *after, char *out)
+{
+	uint8_t k[IDX_MAX_KEY];
+	if (strlen(location_id) >= ID_MAX_LEN || strlen(after) >= ID_MAX_LEN)
+		return 0;
+	uint32_t pl = key_join(k, location_id, NULL, "", 0), kl;
+	uint32_t sl = pl;
+	if (after[0]) {
+		/* past every key "location NUL after NUL ...": after's keys continue
+		 * with NUL, any longer offer id with a byte above 0x01 */
+		sl = key_join(k, location_id, NULL, after, strlen(after));
+		k[sl++] = 1;
+	}
+	struct oidx_iter it;
+	if (!oidx_seek_ge(&ext(&sh->tables[REC_T_INVENTORY])->by_location, k, sl, &it))
+		return 0;
+	const uint8_t *key = oidx_iter_key(&it, &kl);
+	if (kl < pl || memcmp(key, k, pl))
+		return 0;
+	const struct inv_level *l = oidx_iter_val(&it);
+	snprintf(out, ID_MAX_LEN, "%s", l->offer_id);
+	return 1;
+}
+
+int64_t inv_location_offer_atp(struct shard *sh, const char *location_id, const char *offer_id)
+{
+	uint8_t k[IDX_MAX_KEY];
+	if (strlen(location_id) >= ID_MAX_LEN || strlen(offer_id) >= ID_MAX_LEN)
+		return 0;
+	uint32_t pl = key_join(k, location_id, offer_id, "", 0), kl;
+	int64_t sum = 0;
+	struct oidx_iter it;
+	for (int ok = oidx_seek_ge(&ext(&sh->tables[REC_T_INVENTORY])->by_location, k, pl, &it); ok;
+	     ok = oidx_next(&it)) {
+		const uint8_t *key = oidx_iter_key(&it, &kl);
+		if (kl < pl || memcmp(key, k, pl))
+			break;
+		const struct inv_level *l = oidx_iter_val(&it);
+		if (l->condition == IC_SELLABLE)
+			sum += inv_atp(l);
+	}
+	return sum;
+}
+
 const struct inv_level *inv_offer_best_level(struct shard *sh, const char *offer_id)
 {
 	uint8_t k[IDX_MAX_KEY];
@@ -675,7 +719,12 @@ static void inventory_create(struct api_ctx *c)
 		api_error(c, 409, "too_many_levels", "the offer has the maximum number of inventory levels");
 		return;
 	}
-	id_new(&c->sh->ids, "inv", v.id);
+	{
+		/* DESIGN.md 2: the id embeds its location's country ("inv_FR_...") */
+		const struct location *lc = location_get(c->sh, v.location_id, strlen(v.location_id));
+		if (!lc || !id_new_country(&c->sh->ids, "inv", lc->country, v.id))
+			id_new(&c->sh->ids, "inv", v.id);
+	}
 	commit_level(c, &v, NULL, "declared", 201);
 }
 

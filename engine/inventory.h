@@ -45,6 +45,15 @@ const struct inv_level *inv_level_get(struct shard *sh, const char *id, size_t l
  * country is the freight origin, its owner the fulfiller). */
 const struct inv_level *inv_offer_best_level(struct shard *sh, const char *offer_id);
 
+/* The least offer id strictly after `after` ("" = from the first) that has
+ * a level (any condition) at the location: copied into out (ID_MAX_LEN
+ * bytes), 1; or 0 when none.  Walks by_location (location NUL offer NUL id):
+ * O(log n) per call. */
+int inv_location_next_offer(struct shard *sh, const char *location_id, const char *after, char *out);
+/* The sum of the ATP of the offer's sellable levels at the location (0 when
+ * none); ids longer than ID_MAX_LEN - 1 have no levels. */
+int64_t inv_location_offer_atp(struct shard *sh, const char *location_id, const char *offer_id);
+
 /* ---- holds ------------------------------------------------------------------ */
 
 enum hold_state { HS_PREPARED, HS_COMMITTED, HS_RELEASED, HOLD_N_STATE };

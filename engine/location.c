@@ -532,7 +532,9 @@ static void locations_create(struct api_ctx *c)
 			return;
 		}
 	}
-	id_new(&c->sh->ids, "loc", v.id);
+	/* DESIGN.md 2: the id embeds the owning country ("loc_FR_...") */
+	if (!id_new_country(&c->sh->ids, "loc", v.country, v.id))
+		id_new(&c->sh->ids, "loc", v.id);
 	fmt_rfc3339_ms(v.created_at, wall_ms());
 	memcpy(v.updated_at, v.created_at, sizeof(v.created_at));
 	struct buf doc;

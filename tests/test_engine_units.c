@@ -30,6 +30,37 @@ WM_TEST(ids, time_ordered_unique_and_valid)
 	cr_assert_not(id_valid(cur, strlen(cur), "ptn"));
 }
 
+WM_TEST(ids, country_ids_embed_the_country_and_stay_ordered)
+{
+	struct id_clock c;
+	id_clock_init(&c);
+	char prev[ID_MAX_LEN] = "", cur[ID_MAX_LEN], cc[3];
+	for (int i = 0; i < 5000; i++) {
+		size_t n = id_new_country(&c, "loc", "FR", cur);
+		cr_assert_eq(n, 7 + ID_BODY_LEN);
+		cr_assert_eq(strncmp(cur, "loc_FR_", 7), 0, "%s", cur);
+		cr_assert(id_valid(cur, n, "loc"));
+		cr_assert(id_country(cur, n, cc));
+		cr_assert_str_eq(cc, "FR");
+		cr_assert_gt(strcmp(cur, prev), 0, "ids strictly increase: %s after %s", cur, prev);
+		strcpy(prev, cur);
+	}
+	cr_assert_not(id_valid(cur, strlen(cur), "inv"));
+	cr_assert_eq(id_new_country(&c, "loc", "fr", cur), 0);
+	cr_assert_eq(cur[0], 0);
+	cr_assert_eq(id_new_country(&c, "loc", "FRA", cur), 0);
+	/* a plain id carries no country */
+	size_t n = id_new(&c, "loc", cur);
+	cr_assert_not(id_country(cur, n, cc));
+	cr_assert_eq(cc[0], 0);
+	cr_assert(id_valid(cur, n, "loc"));
+	/* observe reads the body of a country id */
+	const char *future = "loc_DE_ZZZZZZZZZY0000000000";
+	id_observe(&c, future, strlen(future));
+	n = id_new_country(&c, "loc", "IT", cur);
+	cr_assert_gt(strcmp(cur + 7, future + 7), 0, "%s after %s", cur, future);
+}
+
 WM_TEST(ids, observe_moves_clock_past_recovered_ids)
 {
 	struct id_clock c;

@@ -692,3 +692,122 @@ WM_TEST(inventory, network_snapshot_needs_read_network)
 	json_decref(j);
 	wm_proc_cleanup(&x.p);
 }
+
+/* ---- sales channels x stock locations (issue 6) --------------------------------- */
+
+/* The atp of offer_id on an availability page; *found says whether listed. */
+static json_int_t avail_of(json_t *page, const char *offer_id, int *found)
+{
+	size_t i;
+	json_t *e;
+	*found = 0;
+	json_array_foreach(json_object_get(page, "data"), i, e)
+	{
+		if (!strcmp(jstr(e, "offer_id"), offer_id)) {
+			*found = 1;
+			return jint(e, "atp");
+		}
+	}
+	return 0;
+}
+
+WM_TEST(channel, locations_and_availability)
+{
+	struct inv_world x;
+	inv_world(&x);
+	int port = x.p.port;
+	char s2[64], ks2[128], hub_a[64], hub_b[64], of3[64], body[512], path[512], chn[64], chn2[64];
+	partner(port, "Seller Two", "DE", "[\"seller\"]", NULL, s2);
+	key_for(port, s2, ks2);
+	/* of1 (o1) and of2 (o2) shared; of3 (o2) not shareable: blocked for s1 */
+	snprintf(path, sizeof(path), "/v1/offers/%s", x.of1);
+	json_decref(expect(port, "PATCH", path, x.ko1, "{\"network_shareable\":true}", 200));
+	snprintf(path, sizeof(path), "/v1/offers/%s", x.of2);
+	json_decref(expect(port, "PATCH", path, x.ko2, "{\"network_shareable\":true}", 200));
+	json_decref(offer(port, x.ko2, x.w[0], "\"status\":\"active\",\"network_shareable\":false", 201, of3));
+	/* two 3PL hubs hold both originators' stock */
+	location(port, x.kf1, "\"name\":\"Hub A\"", hub_a);
+	location(port, x.kf1, "\"name\":\"Hub B\"", hub_b);
+	json_decref(level(port, x.ko1, x.of1, hub_a, "\"on_hand\":5", 201));
+	json_decref(level(port, x.ko1, x.of1, hub_a, "\"on_hand\":3,\"condition\":\"damaged\"", 201));
+	json_decref(level(port, x.ko1, x.of1, hub_b, "\"on_hand\":100", 201));
+	json_decref(level(port, x.ko2, x.of2, hub_a, "\"on_hand\":8", 201));
+	json_decref(level(port, x.ko2, x.of2, hub_b, "\"on_hand\":50", 201));
+	json_decref(level(port, x.ko2, of3, hub_a, "\"on_hand\":9", 201));
+
+	/* a seller links a location it does not own */
+	snprintf(body, sizeof(body), "{\"name\":\"Web\",\"kind\":\"marketplace\",\"location_ids\":[\"%s\"]}", hub_a);
+	json_t *j = expect(port, "POST", "/v1/sales-channels", x.ks1, body, 201);
+	snprintf(chn, sizeof(chn), "%s", jstr(j, "id"));
+	cr_assert_eq(json_array_size(json_object_get(j, "location_ids")), 1);
+	json_decref(j);
+	json_decref(expect(port, "POST", "/v1/sales-channels", ks2, "{\"name\":\"Other\",\"kind\":\"pos_qr\"}", 201));
+	j = expect(port, "GET", "/v1/sales-channels", ks2, NULL, 200);
+	snprintf(chn2, sizeof(chn2), "%s", jstr(json_array_get(json_object_get(j, "data"), 0), "id"));
+	json_decref(j);
+	/* link rules */
+	const char *const unknown[][2] = {{"location_ids", "exists"}, {NULL, NULL}};
+	expect_errors(port, "POST", "/v1/sales-channels", x.ks1,
+		      "{\"name\":\"Bad\",\"kind\":\"marketplace\",\"location_ids\":[\"loc_nope\"]}", unknown);
+	snprintf(body, sizeof(body), "{\"location_ids\":[\"%s\",\"%s\"]}", hub_a, hub_a);
+	const char *const dup[][2] = {{"location_ids", "unique"}, {NULL, NULL}};
+	snprintf(path, sizeof(path), "/v1/sales-channels/%s", chn);
+	expect_errors(port, "PATCH", path, x.ks1, body, dup);
+
+	/* availability: only hub A counts, only sellable, the blocked offer absent */
+	snprintf(path, sizeof(path), "/v1/sales-channels/%s/availability", chn);
+	j = expect(port, "GET", path, x.ks1, NULL, 200);
+	int f;
+	cr_assert_eq(json_array_size(json_object_get(j, "data")), 2, "%s", json_dumps(j, JSON_COMPACT));
+	cr_assert_eq(avail_of(j, x.of1, &f), 5);
+	cr_assert(f);
+	cr_assert_eq(avail_of(j, x.of2, &f), 8);
+	cr_assert(f);
+	avail_of(j, of3, &f);
+	cr_assert_not(f, "a non-shareable offer of another originator is absent");
+	json_decref(j);
+	/* paginated in offer id order */
+	snprintf(path, sizeof(path), "/v1/sales-channels/%s/availability?page_size=1", chn);
+	j = expect(port, "GET", path, x.ks1, NULL, 200);
+	cr_assert_eq(json_array_size(json_object_get(j, "data")), 1);
+	cr_assert(json_is_true(json_object_get(j, "has_more")));
+	char cur[256];
+	snprintf(cur, sizeof(cur), "%s", jstr(j, "next_cursor"));
+	json_decref(j);
+	snprintf(path, sizeof(path), "/v1/sales-channels/%s/availability?page_size=1&cursor=%s", chn, cur);
+	j = expect(port, "GET", path, x.ks1, NULL, 200);
+	cr_assert_eq(json_array_size(json_object_get(j, "data")), 1);
+	cr_assert(json_is_false(json_object_get(j, "has_more")));
+	json_decref(j);
+	/* ?offer= */
+	snprintf(path, sizeof(path), "/v1/sales-channels/%s/availability?offer=%s", chn, x.of1);
+	j = expect(port, "GET", path, x.ks1, NULL, 200);
+	cr_assert_eq(avail_of(j, x.of1, &f), 5);
+	json_decref(j);
+	snprintf(path, sizeof(path), "/v1/sales-channels/%s/availability?offer=%s", chn, of3);
+	expect_code(port, "GET", path, x.ks1, NULL, 404, "not_found");
+	/* another seller's channel: 404; the operator sees it */
+	snprintf(path, sizeof(path), "/v1/sales-channels/%s/availability", chn2);
+	expect_code(port, "GET", path, x.ks1, NULL, 404, "not_found");
+	snprintf(path, sizeof(path), "/v1/sales-channels/%s/availability", chn);
+	expect_code(port, "GET", path, ks2, NULL, 404, "not_found");
+	j = expect(port, "GET", path, NULL, NULL, 200);
+	cr_assert_eq(json_array_size(json_object_get(j, "data")), 2);
+	json_decref(j);
+	/* link hub B too: the sums grow */
+	snprintf(path, sizeof(path), "/v1/sales-channels/%s", chn);
+	snprintf(body, sizeof(body), "{\"location_ids\":[\"%s\",\"%s\"]}", hub_a, hub_b);
+	json_decref(expect(port, "PATCH", path, x.ks1, body, 200));
+	snprintf(path, sizeof(path), "/v1/sales-channels/%s/availability", chn);
+	j = expect(port, "GET", path, x.ks1, NULL, 200);
+	cr_assert_eq(avail_of(j, x.of1, &f), 105);
+	cr_assert_eq(avail_of(j, x.of2, &f), 58);
+	json_decref(j);
+	/* the links survive a restart */
+	wm_kill9(&x.p);
+	cr_assert_eq(wm_start(&x.p, NULL, NULL), 0);
+	j = expect(x.p.port, "GET", path, x.ks1, NULL, 200);
+	cr_assert_eq(avail_of(j, x.of1, &f), 105);
+	json_decref(j);
+	wm_proc_cleanup(&x.p);
+}

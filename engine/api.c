@@ -286,6 +286,24 @@ int api_query(struct api_ctx *c, const char *key, char *out, size_t out_size)
 	return http_query_get(c->http->query, c->http->query_len, key, out, out_size);
 }
 
+int api_query_enum(struct api_ctx *c, const char *key, const char *const *names, int *out)
+{
+	char v[64];
+	int n = api_query(c, key, v, sizeof(v));
+	*out = -1;
+	if (n == -1)
+		return 0;
+	for (int i = 0; n > 0 && names[i]; i++)
+		if (!strcmp(names[i], v)) {
+			*out = i;
+			return 0;
+		}
+	char d[96];
+	snprintf(d, sizeof(d), "unknown value for the %s filter", key);
+	api_error(c, 400, "invalid_filter", d);
+	return -1;
+}
+
 int api_param(struct api_ctx *c, unsigned i, char *out, size_t out_size)
 {
 	if (i >= c->n_params || c->params[i].len >= out_size)
@@ -412,6 +430,13 @@ static int oidx_source_next(void *self, const struct row **r, const void **key, 
 	*r = oidx_iter_val(&s->it);
 	s->ok = oidx_next(&s->it);
 	return 1;
+}
+
+void api_list_empty(struct api_ctx *c)
+{
+	static const char empty[] = "{\"data\":[],\"next_cursor\":null,\"has_more\":false}";
+	c->rs->status = 200;
+	buf_append(&c->rs->body, empty, sizeof(empty) - 1);
 }
 
 uint32_t api_list(struct api_ctx *c, const struct oidx *idx, const void *prefix,

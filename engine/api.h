@@ -101,6 +101,9 @@ void api_send_doc(struct api_ctx *c, int status, const char *doc, size_t len);
 const struct json_value *api_body(struct api_ctx *c);
 /* Query parameter (decoded) into out; -1 absent, -2 malformed, else length. */
 int api_query(struct api_ctx *c, const char *key, char *out, size_t out_size);
+/* An enum filter ?key=value: *out = index into the NULL-terminated names,
+ * or -1 when absent; 0, or -1 with a 400 invalid_filter written. */
+int api_query_enum(struct api_ctx *c, const char *key, const char *const *names, int *out);
 /* Copy path parameter i into out (NUL-terminated); returns length or -1. */
 int api_param(struct api_ctx *c, unsigned i, char *out, size_t out_size);
 
@@ -155,6 +158,10 @@ struct api_source {
  * semantics (hidden rows never fill the page or count toward the quota). */
 uint32_t api_list_source(struct api_ctx *c, struct api_source *src, const struct api_page *pg,
 			 api_row_filter filter, void *arg, api_row_emit emit);
+
+/* The page a list answers when nothing can match (another entity's rows,
+ * an impossible filter): the same bytes as an empty index walk. */
+void api_list_empty(struct api_ctx *c);
 
 /* base64url without padding; returns output length or -1. */
 int b64url_encode(const uint8_t *in, size_t n, char *out, size_t out_size);

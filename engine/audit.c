@@ -482,14 +482,6 @@ void audit_read(struct api_ctx *c)
 
 /* ---- GET /v1/audit ----------------------------------------------------- */
 
-/* The page a filter that matches nothing gets. */
-static void empty_list(struct api_ctx *c)
-{
-	static const char empty[] = "{\"data\":[],\"next_cursor\":null,\"has_more\":false}";
-	c->rs->status = 200;
-	buf_append(&c->rs->body, empty, sizeof(empty) - 1);
-}
-
 /*
  * GET /v1/audit: oldest first.  ?key_id= or ?entity_id= (not both: 400
  * invalid_filter) walk a secondary index with the value and its NUL as the
@@ -522,7 +514,7 @@ static void audit_list(struct api_ctx *c)
 	const char *v = kn > 0 ? kv : ev;
 	size_t n = (size_t)(kn > 0 ? kn : en);
 	if (n >= ID_MAX_LEN || memchr(v, 0, n)) {
-		empty_list(c); /* no stored id is this long (or holds a NUL) */
+		api_list_empty(c); /* no stored id is this long (or holds a NUL) */
 		return;
 	}
 	/* The prefix is the value and its NUL terminator. */

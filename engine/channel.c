@@ -131,19 +131,6 @@ struct shelf_kind {
 
 /* ---- shared reading --------------------------------------------------------- */
 
-/* Copy a string member of a stored document (bounded); "" when absent/null. */
-static int doc_str(const struct json_value *doc, const char *name, char *out, size_t size)
-{
-	const struct json_value *v = json_get(doc, name);
-	out[0] = 0;
-	if (!v || v->type == JSON_NULL)
-		return 0;
-	if (v->type != JSON_STRING || v->len >= size)
-		return -1;
-	memcpy(out, v->u.str, v->len + 1);
-	return 0;
-}
-
 static void common_read(struct api_ctx *c, const struct json_value *o, struct shelf_vals *v)
 {
 	if (fld_str(c, o, "name", NULL, v->name, SHELF_MAX_NAME) == FLD_NULL)
@@ -156,9 +143,9 @@ static int shelf_load(const struct shelf_kind *k, const struct json_value *doc, 
 {
 	memset(v, 0, sizeof(*v));
 	k->defaults(v);
-	if (doc_str(doc, "id", v->id, sizeof(v->id)) || doc_str(doc, "seller_id", v->seller_id, sizeof(v->seller_id)) ||
-	    doc_str(doc, "created_at", v->created_at, sizeof(v->created_at)) ||
-	    doc_str(doc, "updated_at", v->updated_at, sizeof(v->updated_at)))
+	if (fld_doc_str(doc, "id", v->id, sizeof(v->id)) || fld_doc_str(doc, "seller_id", v->seller_id, sizeof(v->seller_id)) ||
+	    fld_doc_str(doc, "created_at", v->created_at, sizeof(v->created_at)) ||
+	    fld_doc_str(doc, "updated_at", v->updated_at, sizeof(v->updated_at)))
 		return -1;
 	common_read(NULL, doc, v);
 	k->read(NULL, doc, v);

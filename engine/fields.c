@@ -185,3 +185,15 @@ void fld_reject_unknown(struct api_ctx *c, const struct json_value *obj, const c
 		}
 	}
 }
+
+int fld_doc_str(const struct json_value *doc, const char *name, char *out, size_t size)
+{
+	const struct json_value *v = json_get(doc, name);
+	out[0] = 0;
+	if (!v || v->type == JSON_NULL)
+		return 0;
+	if (v->type != JSON_STRING || v->len >= size)
+		return -1;
+	memcpy(out, v->u.str, (size_t)v->len + 1);
+	return 0;
+}

@@ -44,6 +44,11 @@ int fld_text(struct api_ctx *c, const struct json_value *obj, const char *name, 
  * or control characters; https_only refuses http. */
 int fld_url(struct api_ctx *c, const struct json_value *obj, const char *name, const char *path,
 	    size_t max, int https_only, const char **out);
+/* A string member of a STORED document (the decode path: no error is
+ * recorded): copied into out (< size bytes); "" when absent or null.
+ * 0, or -1 (out "") when the member is not a string or does not fit.
+ * Callers for which a bad member is harmless may ignore the result. */
+int fld_doc_str(const struct json_value *doc, const char *name, char *out, size_t size);
 /* Record an error for every member of obj not in the NULL-terminated list. */
 void fld_reject_unknown(struct api_ctx *c, const struct json_value *obj, const char *const *known,
 			const char *path_prefix);

@@ -75,6 +75,7 @@
 
 #include "engine/log.h"
 #include "engine/record.h"
+#include "net/hex.h"
 #include "net/problem.h"
 
 #define IDEM_HEADER "Idempotency-Key"
@@ -144,32 +145,11 @@ static void fingerprint(const struct http_request *h, uint8_t out[16])
 	memcpy(out, c.digest, 16);
 }
 
-static void hex16(const uint8_t in[16], char out[FP_HEX_LEN + 1])
-{
-	static const char hx[] = "0123456789abcdef";
-	for (size_t i = 0; i < 16; i++) {
-		out[2 * i] = hx[in[i] >> 4];
-		out[2 * i + 1] = hx[in[i] & 15];
-	}
-	out[FP_HEX_LEN] = 0;
-}
+static void hex16(const uint8_t in[16], char out[FP_HEX_LEN + 1]) { hex_encode(in, 16, out); }
 
 static int unhex16(const char *in, size_t n, uint8_t out[16])
 {
-	if (n != FP_HEX_LEN)
-		return -1;
-	for (size_t i = 0; i < 16; i++) {
-		int v = 0;
-		for (int j = 0; j < 2; j++) {
-			char ch = in[2 * i + (size_t)j];
-			int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-			if (d < 0)
-				return -1;
-			v = v * 16 + d;
-		}
-		out[i] = (uint8_t)v;
-	}
-	return 0;
+	return n == FP_HEX_LEN ? hex_decode(in, 16, out) : -1;
 }
 
 /* ---- table -------------------------------------------------------------- */

@@ -82,14 +82,6 @@ struct lvl_vals {
 
 static int64_t vals_atp(const struct lvl_vals *v) { return v->on_hand - v->allocated - v->reserved; }
 
-static void doc_str(const struct json_value *doc, const char *name, char *out, size_t size)
-{
-	const struct json_value *x = json_get(doc, name);
-	out[0] = 0;
-	if (x && x->type == JSON_STRING && x->len < size)
-		memcpy(out, x->u.str, x->len + 1);
-}
-
 /* A stored quantity: an integer 0..INV_QTY_MAX; 0 or -1. */
 static int doc_qty(const struct json_value *doc, const char *name, int64_t *out)
 {
@@ -100,12 +92,12 @@ static int doc_qty(const struct json_value *doc, const char *name, int64_t *out)
 static int lvl_load(const struct json_value *doc, struct lvl_vals *v)
 {
 	memset(v, 0, sizeof(*v));
-	doc_str(doc, "id", v->id, sizeof(v->id));
-	doc_str(doc, "sku", v->sku, sizeof(v->sku));
-	doc_str(doc, "offer_id", v->offer_id, sizeof(v->offer_id));
-	doc_str(doc, "owner_entity_id", v->owner_id, sizeof(v->owner_id));
-	doc_str(doc, "location_id", v->location_id, sizeof(v->location_id));
-	doc_str(doc, "created_at", v->created_at, sizeof(v->created_at));
+	fld_doc_str(doc, "id", v->id, sizeof(v->id));
+	fld_doc_str(doc, "sku", v->sku, sizeof(v->sku));
+	fld_doc_str(doc, "offer_id", v->offer_id, sizeof(v->offer_id));
+	fld_doc_str(doc, "owner_entity_id", v->owner_id, sizeof(v->owner_id));
+	fld_doc_str(doc, "location_id", v->location_id, sizeof(v->location_id));
+	fld_doc_str(doc, "created_at", v->created_at, sizeof(v->created_at));
 	v->condition = -1;
 	fld_enum(NULL, doc, "condition", NULL, inv_condition_names, &v->condition);
 	if (doc_qty(doc, "on_hand", &v->on_hand) || doc_qty(doc, "incoming", &v->incoming) ||
@@ -290,8 +282,8 @@ static int hold_decode(struct table *t, struct row *r, const struct json_value *
 	(void)t;
 	struct hold *h = (struct hold *)r;
 	int st = -1;
-	doc_str(doc, "level_id", h->level_id, sizeof(h->level_id));
-	doc_str(doc, "created_at", h->created_at, sizeof(h->created_at));
+	fld_doc_str(doc, "level_id", h->level_id, sizeof(h->level_id));
+	fld_doc_str(doc, "created_at", h->created_at, sizeof(h->created_at));
 	fld_enum(NULL, doc, "state", NULL, hold_state_names, &st);
 	if (!h->level_id[0] || st < 0 || doc_qty(doc, "qty", &h->qty) || h->qty < 1)
 		return -1;

@@ -33,6 +33,7 @@
 #include "engine/fields.h"
 #include "engine/log.h"
 #include "engine/partner.h"
+#include "net/hex.h"
 
 static const char b62[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 static const char *const kind_names[] = {"secret", "publishable", NULL};
@@ -128,32 +129,6 @@ static int sha256(const char *p, size_t n, uint8_t out[32])
 	return 0;
 }
 
-static void hex(const uint8_t *in, size_t n, char *out)
-{
-	static const char hx[] = "0123456789abcdef";
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = hx[in[i] >> 4];
-		out[2 * i + 1] = hx[in[i] & 15];
-	}
-	out[2 * n] = 0;
-}
-
-static int unhex(const char *in, size_t n, uint8_t *out)
-{
-	for (size_t i = 0; i < n; i++) {
-		int v = 0;
-		for (int j = 0; j < 2; j++) {
-			char ch = in[2 * i + j];
-			int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-			if (d < 0)
-				return -1;
-			v = v * 16 + d;
-		}
-		out[i] = (uint8_t)v;
-	}
-	return 0;
-}
-
 /* ---- table ------------------------------------------------------------- */
 
 struct key_ext {
@@ -213,34 +188,21 @@ static void key_index_del(struct table *t, struct row *r)
 	oidx_del(&ext(t)->by_entity, ek, entity_key(k, ek));
 }
 
-/* Copy a string member into out (bounded); "" when absent or null. */
-static int doc_str(const struct json_value *doc, const char *name, char *out, size_t size)
-{
-	const struct json_value *v = json_get(doc, name);
-	out[0] = 0;
-	if (!v || v->type == JSON_NULL)
-		return 0;
-	if (v->type != JSON_STRING || v->len >= size)
-		return -1;
-	memcpy(out, v->u.str, v->len + 1);
-	return 0;
-}
-
 static int key_decode(struct table *t, struct row *r, const struct json_value *doc)
 {
 	(void)t;
 	struct api_key *k = (struct api_key *)r;
 	char hash[80], kind[16];
-	if (doc_str(doc, "key_hash", hash, sizeof(hash)) || strlen(hash) != 71 ||
-	    memcmp(hash, "sha256:", 7) || unhex(hash + 7, 32, k->digest))
+	if (fld_doc_str(doc, "key_hash", hash, sizeof(hash)) || strlen(hash) != 71 ||
+	    memcmp(hash, "sha256:", 7) || hex_decode(hash + 7, 32, k->digest))
 		return -1;
-	if (doc_str(doc, "entity_id", k->entity_id, sizeof(k->entity_id)) || !k->entity_id[0] ||
-	    doc_str(doc, "kind", kind, sizeof(kind)) || doc_str(doc, "name", k->name, sizeof(k->name)) ||
-	    doc_str(doc, "prefix", k->prefix, sizeof(k->prefix)) ||
-	    doc_str(doc, "channel_id", k->channel_id, sizeof(k->channel_id)) ||
-	    doc_str(doc, "created_at", k->created_at, sizeof(k->created_at)) ||
-	    doc_str(doc, "expires_at", k->expires_at, sizeof(k->expires_at)) ||
-	    doc_str(doc, "revoked_at", k->revoked_at, sizeof(k->revoked_at)))
+	if (fld_doc_str(doc, "entity_id", k->entity_id, sizeof(k->entity_id)) || !k->entity_id[0] ||
+	    fld_doc_str(doc, "kind", kind, sizeof(kind)) || fld_doc_str(doc, "name", k->name, sizeof(k->name)) ||
+	    fld_doc_str(doc, "prefix", k->prefix, sizeof(k->prefix)) ||
+	    fld_doc_str(doc, "channel_id", k->channel_id, sizeof(k->channel_id)) ||
+	    fld_doc_str(doc, "created_at", k->created_at, sizeof(k->created_at)) ||
+	    fld_doc_str(doc, "expires_at", k->expires_at, sizeof(k->expires_at)) ||
+	    fld_doc_str(doc, "revoked_at", k->revoked_at, sizeof(k->revoked_at)))
 		return -1;
 	k->kind = strcmp(kind, "publishable") == 0 ? KEY_PUBLISHABLE : KEY_SECRET;
 	k->revoked = k->revoked_at[0] != 0;
@@ -337,7 +299,7 @@ static void key_fields(struct jw *w, const struct api_key *k, const char *id, in
 		jw_knull(w, "revoked_at");
 	if (with_hash) {
 		char hx[80] = "sha256:";
-		hex(k->digest, 32, hx + 7);
+		hex_encode(k->digest, 32, hx + 7);
 		jw_kstr(w, "key_hash", hx);
 	}
 }
@@ -650,9 +612,7 @@ static void key_list(struct api_ctx *c)
 	if (ent[0] && !api_owns(c, ent, strlen(ent))) {
 		/* Another entity's keys: the empty list an entity without keys
 		 * gets, so existence is not revealed. */
-		static const char empty[] = "{\"data\":[],\"next_cursor\":null,\"has_more\":false}";
-		c->rs->status = 200;
-		buf_append(&c->rs->body, empty, sizeof(empty) - 1);
+		api_list_empty(c);
 		return;
 	}
 	if (!ent[0]) {

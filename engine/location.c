@@ -301,23 +301,15 @@ static void loc_read(struct api_ctx *c, const struct json_value *o, struct loc_v
 	read_caps(c, o, v);
 }
 
-static void doc_str(const struct json_value *doc, const char *name, char *out, size_t size)
-{
-	const struct json_value *x = json_get(doc, name);
-	out[0] = 0;
-	if (x && x->type == JSON_STRING && x->len < size)
-		memcpy(out, x->u.str, x->len + 1);
-}
-
 /* The values of a stored document; 0 or -1. */
 static int loc_load(const struct json_value *doc, struct loc_vals *v)
 {
 	memset(v, 0, sizeof(*v));
 	v->type = -1;
-	doc_str(doc, "id", v->id, sizeof(v->id));
-	doc_str(doc, "owner_entity_id", v->owner_id, sizeof(v->owner_id));
-	doc_str(doc, "created_at", v->created_at, sizeof(v->created_at));
-	doc_str(doc, "updated_at", v->updated_at, sizeof(v->updated_at));
+	fld_doc_str(doc, "id", v->id, sizeof(v->id));
+	fld_doc_str(doc, "owner_entity_id", v->owner_id, sizeof(v->owner_id));
+	fld_doc_str(doc, "created_at", v->created_at, sizeof(v->created_at));
+	fld_doc_str(doc, "updated_at", v->updated_at, sizeof(v->updated_at));
 	loc_read(NULL, doc, v);
 	return v->id[0] && v->owner_id[0] && v->type >= 0 && v->country[0] ? 0 : -1;
 }

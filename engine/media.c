@@ -58,6 +58,7 @@
 #include "engine/key.h"
 #include "engine/log.h"
 #include "engine/resources.h"
+#include "net/hex.h"
 #include "wal/fsutil.h"
 
 const char *const media_status_names[] = {"pending", "ready", NULL};
@@ -83,34 +84,6 @@ static struct media_ext *ext(const struct table *t) { return t->ext; }
 
 /* ---- small helpers --------------------------------------------------------- */
 
-static void hex_encode(const uint8_t *in, size_t n, char *out)
-{
-	static const char hx[] = "0123456789abcdef";
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = hx[in[i] >> 4];
-		out[2 * i + 1] = hx[in[i] & 15];
-	}
-	out[2 * n] = 0;
-}
-
-/* Lower-case hex of exactly 2n characters into out[n]; 0 or -1. */
-static int hex_decode(const char *in, size_t n, uint8_t *out)
-{
-	for (size_t i = 0; i < n; i++) {
-		int v = 0;
-		for (int j = 0; j < 2; j++) {
-			char ch = in[2 * i + j];
-			int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-			if (d < 0)
-				return -1;
-			v = v * 16 + d;
-		}
-		out[i] = (uint8_t)v;
-	}
-	return 0;
-}
-
-/* SHA-256 of p[0..n) as hex into out[MEDIA_SHA_HEX + 1]; 0 or -1. */
 static int sha256_hex(const void *p, size_t n, char *out)
 {
 	uint8_t d[32];

@@ -481,24 +481,6 @@ static int partner_match(struct api_ctx *c, const struct row *r, void *arg)
 	return 1;
 }
 
-static int query_enum(struct api_ctx *c, const char *key, const char *const *names, int *out)
-{
-	char v[64];
-	int n = api_query(c, key, v, sizeof(v));
-	*out = -1;
-	if (n == -1)
-		return 0;
-	for (int i = 0; n > 0 && names[i]; i++)
-		if (!strcmp(names[i], v)) {
-			*out = i;
-			return 0;
-		}
-	char d[96];
-	snprintf(d, sizeof(d), "unknown value for the %s filter", key);
-	api_error(c, 400, "invalid_filter", d);
-	return -1;
-}
-
 static void partners_list(struct api_ctx *c)
 {
 	struct api_page pg;
@@ -514,8 +496,8 @@ static void partners_list(struct api_ctx *c)
 		}
 		memcpy(f.country, v, 3);
 	}
-	if (query_enum(c, "role", partner_role_names, &f.role) ||
-	    query_enum(c, "status", partner_status_names, &f.status))
+	if (api_query_enum(c, "role", partner_role_names, &f.role) ||
+	    api_query_enum(c, "status", partner_status_names, &f.status))
 		return;
 	/* Read-path filter: a partner sees its own record only (ids have a
 	 * fixed length, so the id as a prefix matches exactly one row). */

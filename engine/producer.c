@@ -100,27 +100,14 @@ static void producer_index_del(struct table *t, struct row *r)
 		hidx_del(&ext(t)->by_slug, p->slug, (uint32_t)strlen(p->slug));
 }
 
-/* Copy a string member of a stored document (bounded); "" when absent/null. */
-static int doc_str(const struct json_value *doc, const char *name, char *out, size_t size)
-{
-	const struct json_value *v = json_get(doc, name);
-	out[0] = 0;
-	if (!v || v->type == JSON_NULL)
-		return 0;
-	if (v->type != JSON_STRING || v->len >= size)
-		return -1;
-	memcpy(out, v->u.str, v->len + 1);
-	return 0;
-}
-
 static int producer_decode(struct table *t, struct row *r, const struct json_value *doc)
 {
 	(void)t;
 	struct producer *p = (struct producer *)r;
-	if (doc_str(doc, "name", p->name, sizeof(p->name)) || doc_str(doc, "slug", p->slug, sizeof(p->slug)) ||
-	    doc_str(doc, "country", p->country, sizeof(p->country)) ||
-	    doc_str(doc, "partner_id", p->partner_id, sizeof(p->partner_id)) ||
-	    doc_str(doc, "created_by", p->created_by, sizeof(p->created_by)))
+	if (fld_doc_str(doc, "name", p->name, sizeof(p->name)) || fld_doc_str(doc, "slug", p->slug, sizeof(p->slug)) ||
+	    fld_doc_str(doc, "country", p->country, sizeof(p->country)) ||
+	    fld_doc_str(doc, "partner_id", p->partner_id, sizeof(p->partner_id)) ||
+	    fld_doc_str(doc, "created_by", p->created_by, sizeof(p->created_by)))
 		return -1;
 	return p->name[0] && p->slug[0] ? 0 : -1;
 }
@@ -367,7 +354,7 @@ static void producer_load(const struct producer *p, const struct json_value *doc
 	producer_read(NULL, doc, v);
 	memcpy(v->id, p->row.id, p->row.id_len);
 	v->id[p->row.id_len] = 0;
-	doc_str(doc, "created_at", v->created_at, sizeof(v->created_at));
+	fld_doc_str(doc, "created_at", v->created_at, sizeof(v->created_at));
 }
 
 static void producers_patch(struct api_ctx *c)

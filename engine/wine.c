@@ -105,26 +105,17 @@ struct wine_meta {
 	char merged_into[ID_MAX_LEN]; /* archived as a duplicate of this wine (tier 4), "" if not */
 };
 
-/* Copy a string member (bounded); "" when absent, null or too long. */
-static void doc_str(const struct json_value *doc, const char *name, char *out, size_t size)
-{
-	const struct json_value *v = json_get(doc, name);
-	out[0] = 0;
-	if (v && v->type == JSON_STRING && v->len < size)
-		memcpy(out, v->u.str, v->len + 1);
-}
-
 static void meta_load(const struct json_value *doc, const struct wine_in *in, struct wine_meta *m)
 {
 	memset(m, 0, sizeof(*m));
-	doc_str(doc, "id", m->id, sizeof(m->id));
-	doc_str(doc, "slug", m->slug, sizeof(m->slug));
-	doc_str(doc, "natural_key", m->nk, sizeof(m->nk));
-	doc_str(doc, "created_by", m->created_by, sizeof(m->created_by));
-	doc_str(doc, "created_at", m->created_at, sizeof(m->created_at));
-	doc_str(doc, "updated_at", m->updated_at, sizeof(m->updated_at));
-	doc_str(doc, "published_at", m->published_at, sizeof(m->published_at));
-	doc_str(doc, "merged_into", m->merged_into, sizeof(m->merged_into));
+	fld_doc_str(doc, "id", m->id, sizeof(m->id));
+	fld_doc_str(doc, "slug", m->slug, sizeof(m->slug));
+	fld_doc_str(doc, "natural_key", m->nk, sizeof(m->nk));
+	fld_doc_str(doc, "created_by", m->created_by, sizeof(m->created_by));
+	fld_doc_str(doc, "created_at", m->created_at, sizeof(m->created_at));
+	fld_doc_str(doc, "updated_at", m->updated_at, sizeof(m->updated_at));
+	fld_doc_str(doc, "published_at", m->published_at, sizeof(m->published_at));
+	fld_doc_str(doc, "merged_into", m->merged_into, sizeof(m->merged_into));
 	m->status = in->status == WINE_UNSET ? WS_DRAFT : in->status;
 	if (in->producer_id)
 		snprintf(m->producer_id, sizeof(m->producer_id), "%s", in->producer_id);
@@ -1443,32 +1434,14 @@ static int wine_match_filter(struct api_ctx *c, const struct row *r, void *arg)
 	return !f->q_len || memmem(wine_key(w, w->search), w->search.len, f->q, f->q_len) != NULL;
 }
 
-static int query_enum(struct api_ctx *c, const char *key, const char *const *names, int *out)
-{
-	char v[64];
-	int n = api_query(c, key, v, sizeof(v));
-	*out = -1;
-	if (n == -1)
-		return 0;
-	for (int i = 0; n > 0 && names[i]; i++)
-		if (!strcmp(names[i], v)) {
-			*out = i;
-			return 0;
-		}
-	char d[96];
-	snprintf(d, sizeof(d), "unknown value for the %s filter", key);
-	api_error(c, 400, "invalid_filter", d);
-	return -1;
-}
-
 /* Parse the list's query; 0, or -1 with the 400 written. */
 static int parse_filter(struct api_ctx *c, struct wine_filter *f, char *medusa, size_t msize)
 {
 	memset(f, 0, sizeof(*f));
 	f->vintage = WINE_VINTAGE_UNSET;
-	if (query_enum(c, "colour", wine_colour_names, &f->colour) ||
-	    query_enum(c, "category", wine_category_names, &f->category) ||
-	    query_enum(c, "status", wine_status_names, &f->status))
+	if (api_query_enum(c, "colour", wine_colour_names, &f->colour) ||
+	    api_query_enum(c, "category", wine_category_names, &f->category) ||
+	    api_query_enum(c, "status", wine_status_names, &f->status))
 		return -1;
 	char v[WINE_Q_MAX + 2];
 	int n = api_query(c, "country", v, sizeof(v));

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/api_client.h"
 #include "tests/harness.h"
 #include "tests/wm_test.h"
 
@@ -30,12 +31,6 @@ static json_t *body_json(const struct http_resp *r)
 	json_t *j = json_loadb(r->body, r->body_len, 0, &e);
 	cr_assert_not_null(j, "response body is not JSON: %s\n%s", e.text, r->body);
 	return j;
-}
-
-static const char *jstr(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
 static long long jint(json_t *o, const char *k)
@@ -92,7 +87,7 @@ static void new_partner(int port, const char *name, char id[64])
 	snprintf(body, sizeof(body), "{\"legal_name\":\"%s\",\"country\":\"FR\"}", name);
 	json_t *j;
 	must(port, "POST", "/v1/partners", "", body, 201, &j, NULL);
-	snprintf(id, 64, "%s", jstr(j, "id"));
+	snprintf(id, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 }
 
@@ -103,8 +98,8 @@ static void new_key(int port, const char *entity, char key[128], char key_id[64]
 	snprintf(body, sizeof(body), "{\"entity_id\":\"%s\"}", entity);
 	json_t *j;
 	must(port, "POST", "/api/keys", "", body, 201, &j, NULL);
-	snprintf(key, 128, "%s", jstr(j, "key"));
-	snprintf(key_id, 64, "%s", jstr(j, "id"));
+	snprintf(key, 128, "%s", tc_jstr(j, "key"));
+	snprintf(key_id, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 }
 
@@ -138,14 +133,14 @@ static void check_row(json_t *row, const char *key_id, const char *entity, const
 		      int rows, const char *rid)
 {
 	cr_assert_eq(json_object_size(row), 9, "the members of AuditRecord (api/openapi.json), no more");
-	cr_assert_str_eq(jstr(row, "key_id"), key_id);
-	cr_assert_str_eq(jstr(row, "entity_id"), entity);
-	cr_assert_str_eq(jstr(row, "endpoint"), endpoint);
+	cr_assert_str_eq(tc_jstr(row, "key_id"), key_id);
+	cr_assert_str_eq(tc_jstr(row, "entity_id"), entity);
+	cr_assert_str_eq(tc_jstr(row, "endpoint"), endpoint);
 	cr_assert_eq(jint(row, "status"), status, "%s", endpoint);
 	cr_assert_eq(jint(row, "rows_returned"), rows, "%s", endpoint);
-	cr_assert_str_eq(jstr(row, "request_id"), rid);
-	cr_assert(jstr(row, "id") && !strncmp(jstr(row, "id"), "aud_", 4));
-	cr_assert(jstr(row, "at") && strlen(jstr(row, "at")) == 24, "RFC 3339 with ms");
+	cr_assert_str_eq(tc_jstr(row, "request_id"), rid);
+	cr_assert(tc_jstr(row, "id") && !strncmp(tc_jstr(row, "id"), "aud_", 4));
+	cr_assert(tc_jstr(row, "at") && strlen(tc_jstr(row, "at")) == 24, "RFC 3339 with ms");
 }
 
 WM_TEST(audit, every_partner_read_writes_one_row)
@@ -216,7 +211,7 @@ WM_TEST(audit, every_partner_read_writes_one_row)
 	pg = audit_page(p.port, "?entity_id=platform&page_size=200", &data);
 	cr_assert_geq(json_array_size(data), 5);
 	for (size_t i = 0; i < json_array_size(data); i++)
-		cr_assert_str_eq(jstr(json_array_get(data, i), "entity_id"), "platform");
+		cr_assert_str_eq(tc_jstr(json_array_get(data, i), "entity_id"), "platform");
 	json_decref(pg);
 	static const char *const none[] = {"?key_id=key_nosuchkey", "?entity_id=ptn_nosuchpartner",
 					    "?key_id=key_0123456789012345678901234567890123456789012345"};
@@ -229,7 +224,7 @@ WM_TEST(audit, every_partner_read_writes_one_row)
 					   "/v1/audit?entity_id="};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		must(p.port, "GET", bad[i], "", NULL, 400, &j, NULL);
-		cr_assert_str_eq(jstr(j, "code"), "invalid_filter", "%s", bad[i]);
+		cr_assert_str_eq(tc_jstr(j, "code"), "invalid_filter", "%s", bad[i]);
 		json_decref(j);
 	}
 	cr_assert_eq(wm_stop(&p), 0);
@@ -240,7 +235,7 @@ WM_TEST(audit, every_partner_read_writes_one_row)
 static json_t *row_by_rid(json_t *data, const char *rid)
 {
 	for (size_t i = 0; i < json_array_size(data); i++)
-		if (!strcmp(jstr(json_array_get(data, i), "request_id"), rid))
+		if (!strcmp(tc_jstr(json_array_get(data, i), "request_id"), rid))
 			return json_array_get(data, i);
 	cr_assert_fail("no audit row for %s", rid);
 	return NULL;
@@ -282,7 +277,7 @@ WM_TEST(audit, cursor_span_follows_the_pages)
 		json_t *j;
 		must(p.port, "GET", path, "", NULL, 200, &j, rid[i]);
 		cr_assert_eq(json_array_size(json_object_get(j, "data")), (size_t)want_rows[i]);
-		const char *nc = jstr(j, "next_cursor");
+		const char *nc = tc_jstr(j, "next_cursor");
 		cr_assert_eq(nc != NULL, i < 2, "page %d", i);
 		if (nc)
 			snprintf(cur[i], sizeof(cur[i]), "%s", nc);
@@ -293,7 +288,7 @@ WM_TEST(audit, cursor_span_follows_the_pages)
 	json_t *a1;
 	must(p.port, "GET", "/v1/audit?entity_id=platform&page_size=2", "", NULL, 200, &a1, arid);
 	cr_assert_eq(json_array_size(json_object_get(a1, "data")), 2);
-	snprintf(acur, sizeof(acur), "%s", jstr(a1, "next_cursor"));
+	snprintf(acur, sizeof(acur), "%s", tc_jstr(a1, "next_cursor"));
 	json_decref(a1);
 
 	json_t *data, *pg = audit_page(p.port, "?entity_id=platform&page_size=200", &data);
@@ -305,7 +300,7 @@ WM_TEST(audit, cursor_span_follows_the_pages)
 	check_span(r1, cur[0], cur[1]);
 	check_span(r2, cur[1], NULL);
 	json_t *ra = row_by_rid(data, arid);
-	cr_assert_str_eq(jstr(ra, "endpoint"), "GET /v1/audit");
+	cr_assert_str_eq(tc_jstr(ra, "endpoint"), "GET /v1/audit");
 	cr_assert_eq(jint(ra, "rows_returned"), 2);
 	check_span(ra, NULL, acur);
 	json_decref(pg);
@@ -320,7 +315,7 @@ WM_TEST(audit, cursor_span_follows_the_pages)
 	must(p.port, "GET", "/api/keys?page_size=2", key, NULL, 200, &j, prid);
 	cr_assert_eq(json_array_size(json_object_get(j, "data")), 2);
 	char pc[400];
-	snprintf(pc, sizeof(pc), "%s", jstr(j, "next_cursor"));
+	snprintf(pc, sizeof(pc), "%s", tc_jstr(j, "next_cursor"));
 	json_decref(j);
 	char q[128];
 	snprintf(q, sizeof(q), "?key_id=%s", kid);
@@ -376,13 +371,13 @@ WM_TEST(audit, audit_keep_bounds_memory_and_the_wal_keeps_the_rest)
 
 	json_t *data, *pg = audit_page(p.port, "?page_size=200", &data);
 	cr_assert_eq(json_array_size(data), 16, "--audit-keep 16");
-	cr_assert_str_eq(jstr(json_array_get(data, 0), "request_id"), rid[4], "the oldest four were dropped");
-	cr_assert_str_eq(jstr(json_array_get(data, 15), "request_id"), rid[19]);
+	cr_assert_str_eq(tc_jstr(json_array_get(data, 0), "request_id"), rid[4], "the oldest four were dropped");
+	cr_assert_str_eq(tc_jstr(json_array_get(data, 15), "request_id"), rid[19]);
 	json_decref(pg);
 	snprintf(q, sizeof(q), "?key_id=%s&page_size=200", kid);
 	pg = audit_page(p.port, q, &data);
 	cr_assert_eq(json_array_size(data), 15, "the key index is trimmed too (one row went to the audit read)");
-	cr_assert_str_eq(jstr(json_array_get(data, 0), "request_id"), rid[5]);
+	cr_assert_str_eq(tc_jstr(json_array_get(data, 0), "request_id"), rid[5]);
 	json_decref(pg);
 	cr_assert_eq(wm_stop(&p), 0);
 
@@ -390,7 +385,7 @@ WM_TEST(audit, audit_keep_bounds_memory_and_the_wal_keeps_the_rest)
 	start(&p, NULL);
 	pg = audit_page(p.port, q, &data);
 	cr_assert_eq(json_array_size(data), 20);
-	cr_assert_str_eq(jstr(json_array_get(data, 0), "request_id"), rid[0]);
+	cr_assert_str_eq(tc_jstr(json_array_get(data, 0), "request_id"), rid[0]);
 	json_decref(pg);
 	cr_assert_eq(wm_stop(&p), 0);
 
@@ -439,10 +434,10 @@ WM_TEST(audit, abnormal_volume_raises_one_alert)
 	json_t *data = json_object_get(j, "data");
 	cr_assert_eq(json_array_size(data), 1, "one alert event");
 	json_t *ev = json_array_get(data, 0);
-	cr_assert_str_eq(jstr(json_object_get(ev, "scope"), "entity_id"), ptn);
+	cr_assert_str_eq(tc_jstr(json_object_get(ev, "scope"), "entity_id"), ptn);
 	json_t *pl = json_object_get(ev, "payload");
-	cr_assert_str_eq(jstr(pl, "key_id"), kid);
-	cr_assert_str_eq(jstr(pl, "entity_id"), ptn);
+	cr_assert_str_eq(tc_jstr(pl, "key_id"), kid);
+	cr_assert_str_eq(tc_jstr(pl, "entity_id"), ptn);
 	cr_assert_eq(jint(pl, "window_rows"), 6);
 	cr_assert_eq(jint(pl, "trailing_average"), 0);
 	cr_assert_eq(jint(pl, "window_s"), 1);

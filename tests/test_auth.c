@@ -16,6 +16,7 @@
 
 #include "engine/route.h"
 #include "snapshot/snapshot.h"
+#include "tests/api_client.h"
 #include "tests/harness.h"
 #include "tests/wm_test.h"
 #include "wal/wal.h"
@@ -28,12 +29,6 @@ static json_t *body_json(const struct http_resp *r)
 	json_t *j = json_loadb(r->body, r->body_len, 0, &e);
 	cr_assert_not_null(j, "response body is not JSON: %s\n%s", e.text, r->body);
 	return j;
-}
-
-static const char *jstr(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
 static void start_or_fail(struct wm_proc *p, const char *const *args, const char *const *env)
@@ -63,8 +58,8 @@ static int status_code(int port, const char *method, const char *path, const cha
 		code[0] = 0;
 		json_error_t e;
 		json_t *j = json_loadb(r.body, r.body_len, 0, &e);
-		if (j && jstr(j, "code"))
-			snprintf(code, code_size, "%s", jstr(j, "code"));
+		if (j && tc_jstr(j, "code"))
+			snprintf(code, code_size, "%s", tc_jstr(j, "code"));
 		json_decref(j);
 	}
 	int st = r.status;
@@ -82,7 +77,7 @@ static void create_partner(int port, const char *name, const char *roles_json, c
 	cr_assert_eq(http_do(port, "POST", "/v1/partners", NULL, body, &r), 0);
 	cr_assert_eq(r.status, 201, "%s", r.body);
 	json_t *j = body_json(&r);
-	snprintf(out, 64, "%s", jstr(j, "id"));
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	http_resp_free(&r);
 	/* walk the onboarding steps up to the wanted status */
@@ -107,10 +102,10 @@ static void mint(int port, const char *body, char *key_out, char *id_out)
 	cr_assert_eq(http_do(port, "POST", "/api/keys", NULL, body, &r), 0);
 	cr_assert_eq(r.status, 201, "mint %s: %s", body, r.body);
 	json_t *j = body_json(&r);
-	cr_assert_not_null(jstr(j, "key"));
-	snprintf(key_out, 128, "%s", jstr(j, "key"));
+	cr_assert_not_null(tc_jstr(j, "key"));
+	snprintf(key_out, 128, "%s", tc_jstr(j, "key"));
 	if (id_out)
-		snprintf(id_out, 64, "%s", jstr(j, "id"));
+		snprintf(id_out, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	http_resp_free(&r);
 }
@@ -219,7 +214,7 @@ WM_TEST(auth, minted_key_is_shown_once_and_only_its_hash_is_stored)
 	json_t *j = body_json(&r);
 	cr_assert_null(json_object_get(j, "key"));
 	cr_assert_null(json_object_get(j, "key_hash"));
-	cr_assert(!strncmp(jstr(j, "prefix"), key, 12), "display prefix is the key's first 12 characters");
+	cr_assert(!strncmp(tc_jstr(j, "prefix"), key, 12), "display prefix is the key's first 12 characters");
 	json_decref(j);
 	http_resp_free(&r);
 	cr_assert_eq(http_do(p.port, "GET", "/api/keys?page_size=200", NULL, NULL, &r), 0);
@@ -451,7 +446,7 @@ WM_TEST(auth, an_entity_sees_and_changes_only_its_own_rows)
 	cr_assert_eq(req(p.port, "GET", "/v1/partners", ka, NULL, &r), 0);
 	json_t *j = body_json(&r);
 	cr_assert_eq(json_array_size(json_object_get(j, "data")), 1, "%s", r.body);
-	cr_assert_str_eq(jstr(json_array_get(json_object_get(j, "data"), 0), "id"), a);
+	cr_assert_str_eq(tc_jstr(json_array_get(json_object_get(j, "data"), 0), "id"), a);
 	json_decref(j);
 	http_resp_free(&r);
 	snprintf(path, sizeof(path), "/api/keys?entity_id=%s", b);
@@ -472,7 +467,7 @@ WM_TEST(auth, an_entity_sees_and_changes_only_its_own_rows)
 	cr_assert_gt(n, 0);
 	for (size_t i = 0; i < n; i++) {
 		json_t *scope = json_object_get(json_array_get(json_object_get(j, "data"), i), "scope");
-		cr_assert_str_eq(jstr(scope, "entity_id"), a, "an event of another entity leaked: %s", r.body);
+		cr_assert_str_eq(tc_jstr(scope, "entity_id"), a, "an event of another entity leaked: %s", r.body);
 	}
 	json_decref(j);
 	http_resp_free(&r);
@@ -544,7 +539,7 @@ WM_TEST(auth, minting_never_widens_scopes)
 	cr_assert_eq(http_do(p.port, "POST", "/v1/sales-channels", NULL, body, &cr), 0);
 	cr_assert_eq(cr.status, 201, "%s", cr.body);
 	json_t *cj = body_json(&cr);
-	snprintf(chn, sizeof(chn), "\"kind\":\"publishable\",\"channel_id\":\"%s\"", jstr(cj, "id"));
+	snprintf(chn, sizeof(chn), "\"kind\":\"publishable\",\"channel_id\":\"%s\"", tc_jstr(cj, "id"));
 	json_decref(cj);
 	http_resp_free(&cr);
 	mint_for(p.port, ptn, chn, pk, NULL);

@@ -11,80 +11,20 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/api_client.h"
 #include "tests/harness.h"
 #include "tests/wm_test.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static void start(struct wm_proc *p)
-{
-	wm_proc_init(p);
-	cr_assert_eq(wm_start(p, NULL, NULL), 0, "wm-shard did not start (logs in %s)", p->dir);
-}
-
-/* One request as `key` (NULL: the operator key); parsed body, status in *st. */
-static json_t *call(int port, const char *method, const char *path, const char *key, const char *body, int *st)
-{
-	char h[256] = "";
-	if (key)
-		snprintf(h, sizeof(h), "Authorization: Bearer %s\r\n", key);
-	struct http_resp r;
-	cr_assert_eq(http_do(port, method, path, key ? h : NULL, body, &r), 0, "%s %s: no response", method, path);
-	*st = r.status;
-	json_error_t e;
-	json_t *j = json_loadb(r.body, r.body_len, 0, &e);
-	cr_assert_not_null(j, "%s %s: body is not JSON (%d): %s", method, path, r.status, r.body);
-	http_resp_free(&r);
-	return j;
-}
-
-static json_t *expect(int port, const char *method, const char *path, const char *key, const char *body, int want)
-{
-	int st;
-	json_t *j = call(port, method, path, key, body, &st);
-	if (st != want) {
-		char *dump = json_dumps(j, JSON_COMPACT);
-		cr_assert_eq(st, want, "%s %s %s: got %d, want %d: %s", method, path, body ? body : "", st, want, dump);
-		free(dump);
-	}
-	return j;
-}
-
-static void expect_code(int port, const char *method, const char *path, const char *key, const char *body, int want,
-			const char *code)
-{
-	json_t *j = expect(port, method, path, key, body, want);
-	const char *got = json_string_value(json_object_get(j, "code"));
-	cr_assert(got && !strcmp(got, code), "%s %s: code %s, want %s", method, path, got ? got : "(none)", code);
-	json_decref(j);
-}
-
-static const char *jstr(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-static int lists_error(json_t *problem, const char *field, const char *rule)
-{
-	size_t i;
-	json_t *e;
-	json_array_foreach(json_object_get(problem, "errors"), i, e)
-	{
-		if (!strcmp(jstr(e, "field"), field) && !strcmp(jstr(e, "rule"), rule))
-			return 1;
-	}
-	return 0;
-}
-
 /* A 422 listing exactly these (field, rule) pairs (NULL-terminated). */
 static void expect_errors(int port, const char *method, const char *path, const char *key, const char *body,
 			  const char *const (*want)[2])
 {
-	json_t *j = expect(port, method, path, key, body, 422);
+	json_t *j = tc_expect(port, method, path, key, body, 422);
 	size_t n = 0;
 	for (; want[n][0]; n++)
-		cr_assert(lists_error(j, want[n][0], want[n][1]), "%s: %s/%s not listed: %s", body, want[n][0], want[n][1],
+		cr_assert(tc_lists_error(j, want[n][0], want[n][1]), "%s: %s/%s not listed: %s", body, want[n][0], want[n][1],
 			  json_dumps(j, JSON_COMPACT));
 	cr_assert_eq(json_array_size(json_object_get(j, "errors")), n, "%s: %s", body, json_dumps(j, JSON_COMPACT));
 	json_decref(j);
@@ -96,14 +36,14 @@ static void partner(int port, const char *name, const char *roles, const char *e
 	char body[512], path[128];
 	snprintf(body, sizeof(body), "{\"legal_name\":\"%s\",\"country\":\"FR\",\"roles\":%s%s%s}", name, roles,
 		 extra ? "," : "", extra ? extra : "");
-	json_t *j = expect(port, "POST", "/v1/partners", NULL, body, 201);
-	snprintf(out, 64, "%s", jstr(j, "id"));
+	json_t *j = tc_expect(port, "POST", "/v1/partners", NULL, body, 201);
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	static const char *const steps[] = {"verified", "roles_enabled", "configured", "integrated", "live"};
 	snprintf(path, sizeof(path), "/v1/partners/%s", out);
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
 		snprintf(body, sizeof(body), "{\"status\":\"%s\"}", steps[i]);
-		json_decref(expect(port, "PATCH", path, NULL, body, 200));
+		json_decref(tc_expect(port, "PATCH", path, NULL, body, 200));
 	}
 }
 
@@ -112,16 +52,16 @@ static void key_for(int port, const char *entity, const char *extra, char *out)
 {
 	char body[256];
 	snprintf(body, sizeof(body), "{\"entity_id\":\"%s\"%s%s}", entity, extra ? "," : "", extra ? extra : "");
-	json_t *j = expect(port, "POST", "/api/keys", NULL, body, 201);
-	snprintf(out, 128, "%s", jstr(j, "key"));
+	json_t *j = tc_expect(port, "POST", "/api/keys", NULL, body, 201);
+	snprintf(out, 128, "%s", tc_jstr(j, "key"));
 	json_decref(j);
 }
 
 /* Create a row at path as key; its id into out. */
 static void create(int port, const char *path, const char *key, const char *body, char *out)
 {
-	json_t *j = expect(port, "POST", path, key, body, 201);
-	snprintf(out, 64, "%s", jstr(j, "id"));
+	json_t *j = tc_expect(port, "POST", path, key, body, 201);
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 }
 
@@ -134,7 +74,7 @@ static void channel(int port, const char *key, const char *name, char *out)
 
 static size_t list_count(int port, const char *path, const char *key)
 {
-	json_t *j = expect(port, "GET", path, key, NULL, 200);
+	json_t *j = tc_expect(port, "GET", path, key, NULL, 200);
 	size_t n = json_array_size(json_object_get(j, "data"));
 	json_decref(j);
 	return n;
@@ -169,37 +109,37 @@ static void cast(int port, struct cast *c)
 WM_TEST(channel, create_get_list_patch_and_events)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	struct cast c;
 	cast(p.port, &c);
-	json_t *j = expect(p.port, "POST", "/v1/sales-channels", c.k1,
+	json_t *j = tc_expect(p.port, "POST", "/v1/sales-channels", c.k1,
 			   "{\"name\":\"Web FR\",\"kind\":\"webshop_connect\",\"country\":\"FR\",\"currency\":\"EUR\"}", 201);
 	char id[64], path[128];
-	snprintf(id, sizeof(id), "%s", jstr(j, "id"));
+	snprintf(id, sizeof(id), "%s", tc_jstr(j, "id"));
 	cr_assert(!strncmp(id, "chn_", 4), "%s", id);
-	cr_assert_str_eq(jstr(j, "seller_id"), c.s1, "defaults to the caller");
-	cr_assert_str_eq(jstr(j, "kind"), "webshop_connect");
-	cr_assert_str_eq(jstr(j, "country"), "FR");
-	cr_assert_str_eq(jstr(j, "currency"), "EUR");
-	cr_assert_str_eq(jstr(j, "status"), "active");
+	cr_assert_str_eq(tc_jstr(j, "seller_id"), c.s1, "defaults to the caller");
+	cr_assert_str_eq(tc_jstr(j, "kind"), "webshop_connect");
+	cr_assert_str_eq(tc_jstr(j, "country"), "FR");
+	cr_assert_str_eq(tc_jstr(j, "currency"), "EUR");
+	cr_assert_str_eq(tc_jstr(j, "status"), "active");
 	cr_assert(json_is_array(json_object_get(j, "listings")) && json_array_size(json_object_get(j, "listings")) == 0);
-	cr_assert_not_null(jstr(j, "created_at"));
+	cr_assert_not_null(tc_jstr(j, "created_at"));
 	json_decref(j);
 	snprintf(path, sizeof(path), "/v1/sales-channels/%s", id);
-	j = expect(p.port, "GET", path, c.k1, NULL, 200);
-	cr_assert_str_eq(jstr(j, "name"), "Web FR");
+	j = tc_expect(p.port, "GET", path, c.k1, NULL, 200);
+	cr_assert_str_eq(tc_jstr(j, "name"), "Web FR");
 	json_decref(j);
 	/* operators create for a named seller, and must name one */
 	char body[256];
 	snprintf(body, sizeof(body), "{\"seller_id\":\"%s\",\"name\":\"POS\",\"kind\":\"pos_qr\"}", c.s1);
-	json_decref(expect(p.port, "POST", "/v1/sales-channels", NULL, body, 201));
+	json_decref(tc_expect(p.port, "POST", "/v1/sales-channels", NULL, body, 201));
 	cr_assert_eq(list_count(p.port, "/v1/sales-channels", c.k1), 2);
 	/* PATCH: merge; null removes an optional member */
-	j = expect(p.port, "PATCH", path, c.k1, "{\"name\":\"Web France\",\"country\":null,\"kind\":\"marketplace\"}", 200);
-	cr_assert_str_eq(jstr(j, "name"), "Web France");
+	j = tc_expect(p.port, "PATCH", path, c.k1, "{\"name\":\"Web France\",\"country\":null,\"kind\":\"marketplace\"}", 200);
+	cr_assert_str_eq(tc_jstr(j, "name"), "Web France");
 	cr_assert(json_is_null(json_object_get(j, "country")));
-	cr_assert_str_eq(jstr(j, "currency"), "EUR", "untouched members stay");
-	cr_assert_str_eq(jstr(j, "kind"), "marketplace");
+	cr_assert_str_eq(tc_jstr(j, "currency"), "EUR", "untouched members stay");
+	cr_assert_str_eq(tc_jstr(j, "kind"), "marketplace");
 	json_decref(j);
 	cr_assert_eq(event_count(p.port, "sales_channel.created"), 2);
 	cr_assert_eq(event_count(p.port, "sales_channel.updated"), 1);
@@ -209,7 +149,7 @@ WM_TEST(channel, create_get_list_patch_and_events)
 WM_TEST(channel, every_failing_field_is_listed_with_its_rule)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	struct cast c;
 	cast(p.port, &c);
 	char longname[200], body[512];
@@ -230,7 +170,7 @@ WM_TEST(channel, every_failing_field_is_listed_with_its_rule)
 	/* the name bound at its edge: 120 bytes fit */
 	longname[120] = 0;
 	snprintf(body, sizeof(body), "{\"name\":\"%s\",\"kind\":\"pos_qr\"}", longname);
-	json_decref(expect(p.port, "POST", "/v1/sales-channels", c.k1, body, 201));
+	json_decref(tc_expect(p.port, "POST", "/v1/sales-channels", c.k1, body, 201));
 	/* PATCH: required members cannot be removed; seller_id cannot change */
 	char id[64], path[128];
 	channel(p.port, c.k1, "Web", id);
@@ -248,12 +188,12 @@ WM_TEST(channel, every_failing_field_is_listed_with_its_rule)
 WM_TEST(channel, only_sellers_create_and_only_their_own)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	struct cast c;
 	cast(p.port, &c);
 	char body[256];
 	/* an originator-only partner: refused by the policy before the handler */
-	expect_code(p.port, "POST", "/v1/sales-channels", c.ko, "{\"name\":\"x\",\"kind\":\"pos_qr\"}", 403,
+	tc_expect_code(p.port, "POST", "/v1/sales-channels", c.ko, "{\"name\":\"x\",\"kind\":\"pos_qr\"}", 403,
 		    "action_not_allowed");
 	/* a seller names itself only */
 	snprintf(body, sizeof(body), "{\"seller_id\":\"%s\",\"name\":\"x\",\"kind\":\"pos_qr\"}", c.s2);
@@ -275,7 +215,7 @@ WM_TEST(channel, only_sellers_create_and_only_their_own)
 WM_TEST(channel, another_sellers_rows_are_404_and_lists_are_own)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	struct cast c;
 	cast(p.port, &c);
 	char a[64], b[64], path[128];
@@ -283,9 +223,9 @@ WM_TEST(channel, another_sellers_rows_are_404_and_lists_are_own)
 	channel(p.port, c.k1, "A pos", path); /* a second row of seller 1 */
 	channel(p.port, c.k2, "B web", b);
 	snprintf(path, sizeof(path), "/v1/sales-channels/%s", a);
-	expect_code(p.port, "GET", path, c.k2, NULL, 404, "not_found");
-	expect_code(p.port, "PATCH", path, c.k2, "{\"name\":\"mine\"}", 404, "not_found");
-	expect_code(p.port, "GET", "/v1/sales-channels/chn_unknown", c.k2, NULL, 404, "not_found");
+	tc_expect_code(p.port, "GET", path, c.k2, NULL, 404, "not_found");
+	tc_expect_code(p.port, "PATCH", path, c.k2, "{\"name\":\"mine\"}", 404, "not_found");
+	tc_expect_code(p.port, "GET", "/v1/sales-channels/chn_unknown", c.k2, NULL, 404, "not_found");
 	cr_assert_eq(list_count(p.port, "/v1/sales-channels", c.k1), 2);
 	cr_assert_eq(list_count(p.port, "/v1/sales-channels", c.k2), 1);
 	char q[160];
@@ -294,38 +234,38 @@ WM_TEST(channel, another_sellers_rows_are_404_and_lists_are_own)
 	cr_assert_eq(list_count(p.port, q, NULL), 2, "operators list one seller from the index");
 	cr_assert_eq(list_count(p.port, "/v1/sales-channels", NULL), 3);
 	/* paging through the by-seller index */
-	json_t *j = expect(p.port, "GET", "/v1/sales-channels?page_size=1", c.k1, NULL, 200);
+	json_t *j = tc_expect(p.port, "GET", "/v1/sales-channels?page_size=1", c.k1, NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(j, "data")), 1);
 	cr_assert(json_is_true(json_object_get(j, "has_more")));
 	char next[400];
-	snprintf(next, sizeof(next), "/v1/sales-channels?page_size=1&cursor=%s", jstr(j, "next_cursor"));
+	snprintf(next, sizeof(next), "/v1/sales-channels?page_size=1&cursor=%s", tc_jstr(j, "next_cursor"));
 	json_decref(j);
-	j = expect(p.port, "GET", next, c.k1, NULL, 200);
+	j = tc_expect(p.port, "GET", next, c.k1, NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(j, "data")), 1);
 	cr_assert(json_is_false(json_object_get(j, "has_more")));
 	json_decref(j);
-	expect_code(p.port, "GET", "/v1/sales-channels?seller_id=", NULL, NULL, 400, "invalid_filter");
+	tc_expect_code(p.port, "GET", "/v1/sales-channels?seller_id=", NULL, NULL, 400, "invalid_filter");
 	wm_proc_cleanup(&p);
 }
 
 WM_TEST(channel, name_is_unique_per_seller)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	struct cast c;
 	cast(p.port, &c);
 	char a[64], a2[64], path[128];
 	channel(p.port, c.k1, "Web FR", a);
-	json_t *j = expect(p.port, "POST", "/v1/sales-channels", c.k1, "{\"name\":\"web fr\",\"kind\":\"pos_qr\"}", 409);
-	cr_assert_str_eq(jstr(j, "code"), "channel_name_taken");
-	cr_assert(strstr(jstr(j, "detail"), a), "names the holder: %s", jstr(j, "detail"));
+	json_t *j = tc_expect(p.port, "POST", "/v1/sales-channels", c.k1, "{\"name\":\"web fr\",\"kind\":\"pos_qr\"}", 409);
+	cr_assert_str_eq(tc_jstr(j, "code"), "channel_name_taken");
+	cr_assert(strstr(tc_jstr(j, "detail"), a), "names the holder: %s", tc_jstr(j, "detail"));
 	json_decref(j);
 	channel(p.port, c.k2, "Web FR", path); /* another seller may use it */
 	channel(p.port, c.k1, "Web DE", a2);
 	snprintf(path, sizeof(path), "/v1/sales-channels/%s", a2);
-	expect_code(p.port, "PATCH", path, c.k1, "{\"name\":\"WEB FR\"}", 409, "channel_name_taken");
-	json_decref(expect(p.port, "PATCH", path, c.k1, "{\"name\":\"Web DE\"}", 200)); /* its own name */
-	json_decref(expect(p.port, "PATCH", path, c.k1, "{\"name\":\"Web Deutschland\"}", 200));
+	tc_expect_code(p.port, "PATCH", path, c.k1, "{\"name\":\"WEB FR\"}", 409, "channel_name_taken");
+	json_decref(tc_expect(p.port, "PATCH", path, c.k1, "{\"name\":\"Web DE\"}", 200)); /* its own name */
+	json_decref(tc_expect(p.port, "PATCH", path, c.k1, "{\"name\":\"Web Deutschland\"}", 200));
 	channel(p.port, c.k1, "Web DE", path); /* the old name is free again */
 	wm_proc_cleanup(&p);
 }
@@ -333,7 +273,7 @@ WM_TEST(channel, name_is_unique_per_seller)
 WM_TEST(channel, status_transitions_and_filter)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	struct cast c;
 	cast(p.port, &c);
 	char a[64], b[64], path[128];
@@ -344,16 +284,16 @@ WM_TEST(channel, status_transitions_and_filter)
 	for (size_t i = 0; i < sizeof(moves) / sizeof(moves[0]); i++) {
 		char body[64];
 		snprintf(body, sizeof(body), "{\"status\":\"%s\"}", moves[i]);
-		json_t *j = expect(p.port, "PATCH", path, c.k1, body, 200);
-		cr_assert_str_eq(jstr(j, "status"), moves[i]);
+		json_t *j = tc_expect(p.port, "PATCH", path, c.k1, body, 200);
+		cr_assert_str_eq(tc_jstr(j, "status"), moves[i]);
 		json_decref(j);
 	}
-	expect_code(p.port, "PATCH", path, c.k1, "{\"status\":\"active\"}", 409, "channel_closed");
-	expect_code(p.port, "PATCH", path, c.k1, "{\"name\":\"Reopened\"}", 409, "channel_closed");
+	tc_expect_code(p.port, "PATCH", path, c.k1, "{\"status\":\"active\"}", 409, "channel_closed");
+	tc_expect_code(p.port, "PATCH", path, c.k1, "{\"name\":\"Reopened\"}", 409, "channel_closed");
 	cr_assert_eq(list_count(p.port, "/v1/sales-channels?status=closed", c.k1), 1);
 	cr_assert_eq(list_count(p.port, "/v1/sales-channels?status=paused", c.k1), 1);
 	cr_assert_eq(list_count(p.port, "/v1/sales-channels?status=active", c.k1), 0);
-	expect_code(p.port, "GET", "/v1/sales-channels?status=open", c.k1, NULL, 400, "invalid_filter");
+	tc_expect_code(p.port, "GET", "/v1/sales-channels?status=open", c.k1, NULL, 400, "invalid_filter");
 	static const char *const bad[][2] = {{"status", "enum"}, {NULL, NULL}};
 	snprintf(path, sizeof(path), "/v1/sales-channels/%s", b);
 	expect_errors(p.port, "PATCH", path, c.k1, "{\"status\":\"deleted\"}", bad);
@@ -365,21 +305,21 @@ WM_TEST(channel, status_transitions_and_filter)
 WM_TEST(shop, create_markup_bounds_and_exactness)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	struct cast c;
 	cast(p.port, &c);
 	char ch[64], body[256], id[64], path[128];
 	channel(p.port, c.k1, "Web", ch);
 	snprintf(body, sizeof(body), "{\"name\":\"Cellar picks\",\"markup\":25.5,\"channel_id\":\"%s\"}", ch);
-	json_t *j = expect(p.port, "POST", "/v1/curated-shops", c.k1, body, 201);
-	snprintf(id, sizeof(id), "%s", jstr(j, "id"));
+	json_t *j = tc_expect(p.port, "POST", "/v1/curated-shops", c.k1, body, 201);
+	snprintf(id, sizeof(id), "%s", tc_jstr(j, "id"));
 	cr_assert(!strncmp(id, "shp_", 4), "%s", id);
 	char *dump = json_dumps(json_object_get(j, "markup"), JSON_ENCODE_ANY);
 	cr_assert_str_eq(dump, "25.5", "exact decimal back");
 	free(dump);
-	cr_assert_str_eq(jstr(j, "layout"), "grid", "default layout");
-	cr_assert_str_eq(jstr(j, "seller_id"), c.s1);
-	cr_assert_str_eq(jstr(j, "status"), "active");
+	cr_assert_str_eq(tc_jstr(j, "layout"), "grid", "default layout");
+	cr_assert_str_eq(tc_jstr(j, "seller_id"), c.s1);
+	cr_assert_str_eq(tc_jstr(j, "status"), "active");
 	json_decref(j);
 	/* markup: 2 decimals, 0..1000 at and past the edges */
 	static const struct {
@@ -394,9 +334,9 @@ WM_TEST(shop, create_markup_bounds_and_exactness)
 	snprintf(path, sizeof(path), "/v1/curated-shops/%s", id);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		snprintf(body, sizeof(body), "{\"markup\":%s}", cases[i].markup);
-		j = expect(p.port, "PATCH", path, c.k1, body, cases[i].status);
+		j = tc_expect(p.port, "PATCH", path, c.k1, body, cases[i].status);
 		if (cases[i].rule)
-			cr_assert(lists_error(j, "markup", cases[i].rule), "%s: want %s", cases[i].markup, cases[i].rule);
+			cr_assert(tc_lists_error(j, "markup", cases[i].rule), "%s: want %s", cases[i].markup, cases[i].rule);
 		json_decref(j);
 	}
 	/* every failing field at once */
@@ -411,41 +351,41 @@ WM_TEST(shop, create_markup_bounds_and_exactness)
 	static const char *const missing[][2] = {{"name", "required"}, {"markup", "required"}, {"channel_id", "required"},
 						 {NULL, NULL}};
 	expect_errors(p.port, "POST", "/v1/curated-shops", c.k1, "{}", missing);
-	j = expect(p.port, "PATCH", path, c.k1, "{\"layout\":\"editorial\",\"status\":\"paused\"}", 200);
-	cr_assert_str_eq(jstr(j, "layout"), "editorial");
+	j = tc_expect(p.port, "PATCH", path, c.k1, "{\"layout\":\"editorial\",\"status\":\"paused\"}", 200);
+	cr_assert_str_eq(tc_jstr(j, "layout"), "editorial");
 	json_decref(j);
 	cr_assert_eq(event_count(p.port, "curated_shop.created"), 1);
 	cr_assert_eq(list_count(p.port, "/v1/curated-shops?status=paused", c.k1), 1);
 	/* names unique per seller */
 	snprintf(body, sizeof(body), "{\"name\":\"CELLAR PICKS\",\"markup\":1,\"channel_id\":\"%s\"}", ch);
-	expect_code(p.port, "POST", "/v1/curated-shops", c.k1, body, 409, "shop_name_taken");
+	tc_expect_code(p.port, "POST", "/v1/curated-shops", c.k1, body, 409, "shop_name_taken");
 	wm_proc_cleanup(&p);
 }
 
 WM_TEST(shop, seller_needs_curates_offers)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	char nocur[64], key[128], ch[64], body[256];
 	partner(p.port, "Shelf only", "[\"seller\"]", "\"capabilities\":{\"curates_offers\":false}", nocur);
 	key_for(p.port, nocur, NULL, key);
 	channel(p.port, key, "Web", ch); /* channels need no capability */
 	snprintf(body, sizeof(body), "{\"name\":\"Picks\",\"markup\":10,\"channel_id\":\"%s\"}", ch);
-	expect_code(p.port, "POST", "/v1/curated-shops", key, body, 403, "action_not_allowed");
+	tc_expect_code(p.port, "POST", "/v1/curated-shops", key, body, 403, "action_not_allowed");
 	snprintf(body, sizeof(body), "{\"seller_id\":\"%s\",\"name\":\"Picks\",\"markup\":10,\"channel_id\":\"%s\"}", nocur,
 		 ch);
 	static const char *const cap[][2] = {{"seller_id", "curates_offers"}, {NULL, NULL}};
 	expect_errors(p.port, "POST", "/v1/curated-shops", NULL, body, cap);
 	struct cast c;
 	cast(p.port, &c);
-	expect_code(p.port, "POST", "/v1/curated-shops", c.ko, "{}", 403, "action_not_allowed");
+	tc_expect_code(p.port, "POST", "/v1/curated-shops", c.ko, "{}", 403, "action_not_allowed");
 	wm_proc_cleanup(&p);
 }
 
 WM_TEST(shop, channel_must_be_an_open_channel_of_the_seller)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	struct cast c;
 	cast(p.port, &c);
 	char mine[64], theirs[64], closed[64], body[256], id[64], path[128];
@@ -453,7 +393,7 @@ WM_TEST(shop, channel_must_be_an_open_channel_of_the_seller)
 	channel(p.port, c.k2, "Theirs", theirs);
 	channel(p.port, c.k1, "Old", closed);
 	snprintf(path, sizeof(path), "/v1/sales-channels/%s", closed);
-	json_decref(expect(p.port, "PATCH", path, c.k1, "{\"status\":\"closed\"}", 200));
+	json_decref(tc_expect(p.port, "PATCH", path, c.k1, "{\"status\":\"closed\"}", 200));
 	static const char *const other[][2] = {{"channel_id", "seller_channel"}, {NULL, NULL}};
 	static const char *const shut[][2] = {{"channel_id", "open"}, {NULL, NULL}};
 	snprintf(body, sizeof(body), "{\"name\":\"S\",\"markup\":5,\"channel_id\":\"%s\"}", theirs);
@@ -471,12 +411,12 @@ WM_TEST(shop, channel_must_be_an_open_channel_of_the_seller)
 	snprintf(body, sizeof(body), "{\"channel_id\":\"%s\"}", theirs);
 	expect_errors(p.port, "PATCH", path, c.k1, body, other);
 	/* another seller's shop: 404 on read and write */
-	expect_code(p.port, "GET", path, c.k2, NULL, 404, "not_found");
-	expect_code(p.port, "PATCH", path, c.k2, "{\"markup\":1}", 404, "not_found");
+	tc_expect_code(p.port, "GET", path, c.k2, NULL, 404, "not_found");
+	tc_expect_code(p.port, "PATCH", path, c.k2, "{\"markup\":1}", 404, "not_found");
 	cr_assert_eq(list_count(p.port, "/v1/curated-shops", c.k2), 0);
 	cr_assert_eq(list_count(p.port, "/v1/curated-shops", c.k1), 1);
-	json_decref(expect(p.port, "PATCH", path, c.k1, "{\"status\":\"closed\"}", 200));
-	expect_code(p.port, "PATCH", path, c.k1, "{\"markup\":1}", 409, "shop_closed");
+	json_decref(tc_expect(p.port, "PATCH", path, c.k1, "{\"status\":\"closed\"}", 200));
+	tc_expect_code(p.port, "PATCH", path, c.k1, "{\"markup\":1}", 409, "shop_closed");
 	wm_proc_cleanup(&p);
 }
 
@@ -485,7 +425,7 @@ WM_TEST(shop, channel_must_be_an_open_channel_of_the_seller)
 WM_TEST(channel, publishable_keys_are_scoped_to_an_own_open_channel)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	struct cast c;
 	cast(p.port, &c);
 	char mine[64], other_mine[64], theirs[64], closed[64], extra[160], body[320], path[128];
@@ -494,7 +434,7 @@ WM_TEST(channel, publishable_keys_are_scoped_to_an_own_open_channel)
 	channel(p.port, c.k2, "Theirs", theirs);
 	channel(p.port, c.k1, "Gone", closed);
 	snprintf(path, sizeof(path), "/v1/sales-channels/%s", closed);
-	json_decref(expect(p.port, "PATCH", path, c.k1, "{\"status\":\"closed\"}", 200));
+	json_decref(tc_expect(p.port, "PATCH", path, c.k1, "{\"status\":\"closed\"}", 200));
 	static const char *const bad[][2] = {{"channel_id", "sales_channel"}, {NULL, NULL}};
 	const char *refused[] = {theirs, closed, "chn_unknown"};
 	for (size_t i = 0; i < 3; i++) {
@@ -507,7 +447,7 @@ WM_TEST(channel, publishable_keys_are_scoped_to_an_own_open_channel)
 	expect_errors(p.port, "POST", "/api/keys", NULL, body, secret);
 	/* the seller's own key mints it too */
 	snprintf(body, sizeof(body), "{\"kind\":\"publishable\",\"channel_id\":\"%s\"}", mine);
-	json_decref(expect(p.port, "POST", "/api/keys", c.k1, body, 201));
+	json_decref(tc_expect(p.port, "POST", "/api/keys", c.k1, body, 201));
 	char pk[128], shop_on[64], shop_off[64];
 	snprintf(extra, sizeof(extra), "\"kind\":\"publishable\",\"channel_id\":\"%s\"", mine);
 	key_for(p.port, c.s1, extra, pk);
@@ -516,19 +456,19 @@ WM_TEST(channel, publishable_keys_are_scoped_to_an_own_open_channel)
 	create(p.port, "/v1/curated-shops", c.k1, body, shop_on);
 	snprintf(body, sizeof(body), "{\"name\":\"Off\",\"markup\":5,\"channel_id\":\"%s\"}", other_mine);
 	create(p.port, "/v1/curated-shops", c.k1, body, shop_off);
-	json_t *j = expect(p.port, "GET", "/v1/sales-channels", pk, NULL, 200);
+	json_t *j = tc_expect(p.port, "GET", "/v1/sales-channels", pk, NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(j, "data")), 1);
-	cr_assert_str_eq(jstr(json_array_get(json_object_get(j, "data"), 0), "id"), mine);
+	cr_assert_str_eq(tc_jstr(json_array_get(json_object_get(j, "data"), 0), "id"), mine);
 	json_decref(j);
 	snprintf(path, sizeof(path), "/v1/sales-channels/%s", other_mine);
-	expect_code(p.port, "GET", path, pk, NULL, 404, "not_found");
+	tc_expect_code(p.port, "GET", path, pk, NULL, 404, "not_found");
 	snprintf(path, sizeof(path), "/v1/sales-channels/%s", mine);
-	json_decref(expect(p.port, "GET", path, pk, NULL, 200));
+	json_decref(tc_expect(p.port, "GET", path, pk, NULL, 200));
 	cr_assert_eq(list_count(p.port, "/v1/curated-shops", pk), 1);
 	snprintf(path, sizeof(path), "/v1/curated-shops/%s", shop_off);
-	expect_code(p.port, "GET", path, pk, NULL, 404, "not_found");
+	tc_expect_code(p.port, "GET", path, pk, NULL, 404, "not_found");
 	/* and it writes nothing */
-	expect_code(p.port, "POST", "/v1/sales-channels", pk, "{\"name\":\"x\",\"kind\":\"pos_qr\"}", 403, "insufficient_scope");
+	tc_expect_code(p.port, "POST", "/v1/sales-channels", pk, "{\"name\":\"x\",\"kind\":\"pos_qr\"}", 403, "insufficient_scope");
 	wm_proc_cleanup(&p);
 }
 
@@ -537,7 +477,7 @@ WM_TEST(channel, publishable_keys_are_scoped_to_an_own_open_channel)
 WM_TEST(channel, survives_kill9_and_restart_with_indexes)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	struct cast c;
 	cast(p.port, &c);
 	char ch[64], shop[64], body[256], path[128];
@@ -545,15 +485,15 @@ WM_TEST(channel, survives_kill9_and_restart_with_indexes)
 	snprintf(body, sizeof(body), "{\"name\":\"Kept\",\"markup\":33.33,\"layout\":\"list\",\"channel_id\":\"%s\"}", ch);
 	create(p.port, "/v1/curated-shops", c.k1, body, shop);
 	snprintf(path, sizeof(path), "/v1/sales-channels/%s", ch);
-	json_t *before = expect(p.port, "GET", path, c.k1, NULL, 200);
+	json_t *before = tc_expect(p.port, "GET", path, c.k1, NULL, 200);
 	for (int round = 0; round < 2; round++) {
 		if (round == 1) {
-			json_decref(expect(p.port, "POST", "/v1/admin/snapshots", NULL, NULL, 202));
+			json_decref(tc_expect(p.port, "POST", "/v1/admin/snapshots", NULL, NULL, 202));
 			usleep(500000);
 		}
 		wm_kill9(&p);
 		cr_assert_eq(wm_start(&p, NULL, NULL), 0);
-		json_t *after = expect(p.port, "GET", path, c.k1, NULL, 200);
+		json_t *after = tc_expect(p.port, "GET", path, c.k1, NULL, 200);
 		cr_assert(json_equal(before, after), "the channel is rebuilt from the log");
 		json_decref(after);
 		char sp[128];
@@ -566,7 +506,7 @@ WM_TEST(channel, survives_kill9_and_restart_with_indexes)
 		cr_assert(strstr(r.body, "\"markup\":33.33,"), "the exact decimal: %s", r.body);
 		http_resp_free(&r);
 		/* the name and seller indexes are rebuilt too */
-		expect_code(p.port, "POST", "/v1/sales-channels", c.k1, "{\"name\":\"DURABLE\",\"kind\":\"pos_qr\"}", 409,
+		tc_expect_code(p.port, "POST", "/v1/sales-channels", c.k1, "{\"name\":\"DURABLE\",\"kind\":\"pos_qr\"}", 409,
 			    "channel_name_taken");
 		cr_assert_eq(list_count(p.port, "/v1/sales-channels", c.k1), 1);
 		cr_assert_eq(list_count(p.port, "/v1/curated-shops", c.k1), 1);

@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <sys/wait.h>
 
+#include "tests/api_client.h"
 #include "tests/harness.h"
 #include "tests/wm_test.h"
 
@@ -26,12 +27,6 @@ static json_t *body_json(const struct http_resp *r)
 	json_t *j = json_loadb(r->body, r->body_len, 0, &e);
 	cr_assert_not_null(j, "response body is not JSON: %s\n%s", e.text, r->body);
 	return j;
-}
-
-static const char *jstr(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
 static void start_or_fail(struct wm_proc *p, const char *const *args, const char *const *env)
@@ -63,14 +58,14 @@ WM_TEST(partners, create_get_patch_list)
 	cr_assert_eq(st, 201, "%s", b);
 	json_error_t je;
 	json_t *j = json_loads(b, 0, &je);
-	cr_assert_str_eq(jstr(j, "legal_name"), "Château Test");
-	cr_assert_str_eq(jstr(j, "country"), "FR");
-	cr_assert_str_eq(jstr(j, "status"), "applied");
+	cr_assert_str_eq(tc_jstr(j, "legal_name"), "Château Test");
+	cr_assert_str_eq(tc_jstr(j, "country"), "FR");
+	cr_assert_str_eq(tc_jstr(j, "status"), "applied");
 	cr_assert(json_is_true(json_object_get(json_object_get(j, "capabilities"), "provides_inventory")));
 	cr_assert(json_is_true(json_object_get(json_object_get(j, "capabilities"), "fulfills_orders")),
 		  "fulfils by default as an originator");
 	cr_assert(json_is_false(json_object_get(json_object_get(j, "capabilities"), "feeds_unoffered_wines")));
-	const char *id = jstr(j, "id");
+	const char *id = tc_jstr(j, "id");
 	cr_assert(id && !strncmp(id, "ptn_", 4));
 	char path[128];
 	snprintf(path, sizeof(path), "/v1/partners/%s", id);
@@ -89,9 +84,9 @@ WM_TEST(partners, create_get_patch_list)
 	cr_assert_eq(http_do(p.port, "PATCH", path, NULL, "{\"status\":\"verified\",\"legal_name\":\"Château Test SAS\"}", &r), 0);
 	cr_assert_eq(r.status, 200, "%s", r.body);
 	json_t *pj = body_json(&r);
-	cr_assert_str_eq(jstr(pj, "status"), "verified");
-	cr_assert_str_eq(jstr(pj, "legal_name"), "Château Test SAS");
-	cr_assert_str_eq(jstr(pj, "created_at"), jstr(j, "created_at"));
+	cr_assert_str_eq(tc_jstr(pj, "status"), "verified");
+	cr_assert_str_eq(tc_jstr(pj, "legal_name"), "Château Test SAS");
+	cr_assert_str_eq(tc_jstr(pj, "created_at"), tc_jstr(j, "created_at"));
 	json_decref(pj);
 	http_resp_free(&r);
 
@@ -135,14 +130,14 @@ WM_TEST(partners, validation_reports_every_field)
 		     0);
 	cr_assert_eq(r.status, 422, "%s", r.body);
 	json_t *j = body_json(&r);
-	cr_assert_str_eq(jstr(j, "code"), "validation_failed");
+	cr_assert_str_eq(tc_jstr(j, "code"), "validation_failed");
 	json_t *errs = json_object_get(j, "errors");
 	const char *expect[] = {"legal_name", "country", "roles[1]", "capabilities.provides_inventory",
 				"payout_currency", "colour", "contact.email"};
 	for (size_t i = 0; i < N_OF(expect); i++) {
 		int found = 0;
 		for (size_t k = 0; k < json_array_size(errs); k++)
-			found |= !strcmp(jstr(json_array_get(errs, k), "field"), expect[i]);
+			found |= !strcmp(tc_jstr(json_array_get(errs, k), "field"), expect[i]);
 		cr_assert(found, "no error for %s in %s", expect[i], r.body);
 	}
 	json_decref(j);
@@ -176,7 +171,7 @@ WM_TEST(partners, pagination_walks_every_row_once)
 		char *b = create_partner(p.port, name, i % 2 ? "DE" : "IT", &st);
 		cr_assert_eq(st, 201);
 		json_t *j = json_loads(b, 0, NULL);
-		snprintf(ids[i], sizeof(ids[i]), "%s", jstr(j, "id"));
+		snprintf(ids[i], sizeof(ids[i]), "%s", tc_jstr(j, "id"));
 		json_decref(j);
 		free(b);
 	}
@@ -189,7 +184,7 @@ WM_TEST(partners, pagination_walks_every_row_once)
 		json_t *j = body_json(&r);
 		json_t *data = json_object_get(j, "data");
 		for (size_t k = 0; k < json_array_size(data); k++) {
-			cr_assert_str_eq(jstr(json_array_get(data, k), "id"), ids[seen], "creation order");
+			cr_assert_str_eq(tc_jstr(json_array_get(data, k), "id"), ids[seen], "creation order");
 			seen++;
 		}
 		pages++;
@@ -237,7 +232,7 @@ static void create_many(int port, int n, int from, char **bodies, char ids[][64]
 		bodies[i] = create_partner(port, name, "ES", &st);
 		cr_assert_eq(st, 201);
 		json_t *j = json_loads(bodies[i], 0, NULL);
-		snprintf(ids[i], 64, "%s", jstr(j, "id"));
+		snprintf(ids[i], 64, "%s", tc_jstr(j, "id"));
 		json_decref(j);
 	}
 }
@@ -272,7 +267,7 @@ WM_TEST(durability, kill9_after_201_keeps_every_acknowledged_partner)
 	char *b = create_partner(p.port, "After restart", "PT", &st);
 	cr_assert_eq(st, 201);
 	json_t *j = json_loads(b, 0, NULL);
-	cr_assert_gt(strcmp(jstr(j, "id"), ids[N - 1]), 0, "ids stay time-ordered across restarts");
+	cr_assert_gt(strcmp(tc_jstr(j, "id"), ids[N - 1]), 0, "ids stay time-ordered across restarts");
 	json_decref(j);
 	free(b);
 	for (int i = 0; i < N; i++)
@@ -504,7 +499,7 @@ WM_TEST(ops, health_ready_metrics_openapi)
 	cr_assert_eq(http_do(p.port, "GET", "/v1/openapi.json", NULL, NULL, &r), 0);
 	cr_assert_eq(r.status, 200);
 	json_t *j = body_json(&r);
-	cr_assert_str_eq(jstr(j, "openapi"), "3.1.0");
+	cr_assert_str_eq(tc_jstr(j, "openapi"), "3.1.0");
 	json_decref(j);
 	http_resp_free(&r);
 	wm_proc_cleanup(&p);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/api_client.h"
 #include "tests/harness.h"
 #include "tests/wm_test.h"
 
@@ -23,74 +24,20 @@ static void start(struct wm_proc *p, const char *const *args)
 	cr_assert_eq(wm_start(p, args, NULL), 0, "wm-shard did not start (logs in %s)", p->dir);
 }
 
-static json_t *call(int port, const char *method, const char *path, const char *key, const char *body, int *st)
-{
-	char h[256] = "";
-	if (key)
-		snprintf(h, sizeof(h), "Authorization: Bearer %s\r\n", key);
-	struct http_resp r;
-	cr_assert_eq(http_do(port, method, path, key ? h : NULL, body, &r), 0, "%s %s: no response", method, path);
-	*st = r.status;
-	json_error_t e;
-	json_t *j = json_loadb(r.body, r.body_len, 0, &e);
-	cr_assert_not_null(j, "%s %s: body is not JSON (%d): %s", method, path, r.status, r.body);
-	http_resp_free(&r);
-	return j;
-}
-
-static json_t *expect(int port, const char *method, const char *path, const char *key, const char *body, int want)
-{
-	int st;
-	json_t *j = call(port, method, path, key, body, &st);
-	if (st != want) {
-		char *dump = json_dumps(j, JSON_COMPACT);
-		cr_assert_eq(st, want, "%s %s %s: got %d, want %d: %s", method, path, body ? body : "", st, want, dump);
-		free(dump);
-	}
-	return j;
-}
-
-static void expect_code(int port, const char *method, const char *path, const char *key, const char *body, int want,
-			const char *code)
-{
-	json_t *j = expect(port, method, path, key, body, want);
-	const char *got = json_string_value(json_object_get(j, "code"));
-	cr_assert(got && !strcmp(got, code), "%s %s: code %s, want %s", method, path, got ? got : "(none)", code);
-	json_decref(j);
-}
-
-static const char *jstr(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-static int lists_error(json_t *problem, const char *field, const char *rule)
-{
-	size_t i;
-	json_t *e;
-	json_array_foreach(json_object_get(problem, "errors"), i, e)
-	{
-		if (!strcmp(jstr(e, "field"), field) && !strcmp(jstr(e, "rule"), rule))
-			return 1;
-	}
-	return 0;
-}
-
 /* A live partner of a country with roles and extra members; id into out. */
 static void partner(int port, const char *name, const char *country, const char *roles, const char *extra, char *out)
 {
 	char body[512], path[128];
 	snprintf(body, sizeof(body), "{\"legal_name\":\"%s\",\"country\":\"%s\",\"roles\":%s%s%s}", name, country, roles,
 		 extra ? "," : "", extra ? extra : "");
-	json_t *j = expect(port, "POST", "/v1/partners", NULL, body, 201);
-	snprintf(out, 64, "%s", jstr(j, "id"));
+	json_t *j = tc_expect(port, "POST", "/v1/partners", NULL, body, 201);
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	static const char *const steps[] = {"verified", "roles_enabled", "configured", "integrated", "live"};
 	snprintf(path, sizeof(path), "/v1/partners/%s", out);
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
 		snprintf(body, sizeof(body), "{\"status\":\"%s\"}", steps[i]);
-		json_decref(expect(port, "PATCH", path, NULL, body, 200));
+		json_decref(tc_expect(port, "PATCH", path, NULL, body, 200));
 	}
 }
 
@@ -98,8 +45,8 @@ static void key_for(int port, const char *entity, char *out)
 {
 	char body[128];
 	snprintf(body, sizeof(body), "{\"entity_id\":\"%s\"}", entity);
-	json_t *j = expect(port, "POST", "/api/keys", NULL, body, 201);
-	snprintf(out, 128, "%s", jstr(j, "key"));
+	json_t *j = tc_expect(port, "POST", "/api/keys", NULL, body, 201);
+	snprintf(out, 128, "%s", tc_jstr(j, "key"));
 	json_decref(j);
 }
 
@@ -108,8 +55,8 @@ static void pub_wine(int port, const char *title, char *out)
 {
 	char body[1400], prd[64], path[128];
 	snprintf(body, sizeof(body), "{\"name\":\"Domaine %s\"}", title);
-	json_t *j = expect(port, "POST", "/v1/producers", NULL, body, 201);
-	snprintf(prd, sizeof(prd), "%s", jstr(j, "id"));
+	json_t *j = tc_expect(port, "POST", "/v1/producers", NULL, body, 201);
+	snprintf(prd, sizeof(prd), "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	snprintf(body, sizeof(body),
 		 "{\"title\":\"%s\",\"producer\":\"%s\",\"vintage\":2020,\"abv\":13,\"volume_in_liters\":0.75,"
@@ -118,11 +65,11 @@ static void pub_wine(int port, const char *title, char *out)
 		 "\"allergens\":[\"sulphites\"],\"ingredients\":\"grapes, preservative: sulphites\","
 		 "\"energy_kj_per_100ml\":297,\"energy_kcal_per_100ml\":71}",
 		 title, prd);
-	j = expect(port, "POST", "/v1/wines", NULL, body, 201);
-	snprintf(out, 64, "%s", jstr(j, "id"));
+	j = tc_expect(port, "POST", "/v1/wines", NULL, body, 201);
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	snprintf(path, sizeof(path), "/v1/wines/%s/publish", out);
-	json_decref(expect(port, "POST", path, NULL, NULL, 200));
+	json_decref(tc_expect(port, "POST", path, NULL, NULL, 200));
 }
 
 /* POST an offer: defaults for the required members that `members` does not
@@ -139,9 +86,9 @@ static json_t *offer(int port, const char *key, const char *wine, const char *me
 			n += snprintf(body + n, sizeof(body) - (size_t)n, ",\"%s\":%s", defaults[i][0], defaults[i][1]);
 	}
 	snprintf(body + n, sizeof(body) - (size_t)n, "%s%s}", members && members[0] ? "," : "", members ? members : "");
-	json_t *j = expect(port, "POST", "/v1/offers", key, body, want);
+	json_t *j = tc_expect(port, "POST", "/v1/offers", key, body, want);
 	if (out)
-		snprintf(out, 64, "%s", jstr(j, "id") ? jstr(j, "id") : "");
+		snprintf(out, 64, "%s", tc_jstr(j, "id") ? tc_jstr(j, "id") : "");
 	return j;
 }
 
@@ -149,7 +96,7 @@ static size_t count_events(int port, const char *type, const char *key)
 {
 	char path[128];
 	snprintf(path, sizeof(path), "/v1/events?type=%s&page_size=200", type);
-	json_t *j = expect(port, "GET", path, key, NULL, 200);
+	json_t *j = tc_expect(port, "GET", path, key, NULL, 200);
 	size_t n = json_array_size(json_object_get(j, "data"));
 	json_decref(j);
 	return n;
@@ -160,10 +107,10 @@ static size_t count_events(int port, const char *type, const char *key)
 static void expect_errors(int port, const char *method, const char *path, const char *key, const char *body,
 			  const char *const (*want)[2])
 {
-	json_t *j = expect(port, method, path, key, body, 422);
+	json_t *j = tc_expect(port, method, path, key, body, 422);
 	size_t n = 0;
 	for (; want[n][0]; n++)
-		cr_assert(lists_error(j, want[n][0], want[n][1]), "%s: %s/%s not listed: %s", body, want[n][0], want[n][1],
+		cr_assert(tc_lists_error(j, want[n][0], want[n][1]), "%s: %s/%s not listed: %s", body, want[n][0], want[n][1],
 			  json_dumps(j, JSON_COMPACT));
 	cr_assert_eq(json_array_size(json_object_get(j, "errors")), n, "%s: %s", body, json_dumps(j, JSON_COMPACT));
 	json_decref(j);
@@ -231,8 +178,8 @@ static void location(int port, const char *key, const char *extra, char *out)
 				      defaults[i][1]);
 	}
 	snprintf(body + n, sizeof(body) - (size_t)n, "%s%s}", extra ? "," : "", extra ? extra : "");
-	json_t *j = expect(port, "POST", "/v1/stock-locations", key, body, 201);
-	snprintf(out, 64, "%s", jstr(j, "id"));
+	json_t *j = tc_expect(port, "POST", "/v1/stock-locations", key, body, 201);
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 }
 
@@ -242,14 +189,14 @@ static json_t *level(int port, const char *key, const char *offer_id, const char
 	char body[1024];
 	snprintf(body, sizeof(body), "{\"sku\":\"SKU-1\",\"offer_id\":\"%s\",\"location_id\":\"%s\"%s%s}", offer_id, loc,
 		 extra ? "," : "", extra ? extra : "");
-	return expect(port, "POST", "/v1/inventory", key, body, want);
+	return tc_expect(port, "POST", "/v1/inventory", key, body, want);
 }
 
 static json_int_t offer_qty(int port, const char *key, const char *offer_id)
 {
 	char path[128];
 	snprintf(path, sizeof(path), "/v1/offers/%s", offer_id);
-	json_t *j = expect(port, "GET", path, key, NULL, 200);
+	json_t *j = tc_expect(port, "GET", path, key, NULL, 200);
 	json_int_t q = jint(j, "qty_available");
 	json_decref(j);
 	return q;
@@ -271,14 +218,14 @@ WM_TEST(location, create_document_and_defaults)
 		 "\"excise_tax_zone_id\":\"DE-HH.1\",\"eu_seed_number\":\"DE0123456789A\"},"
 		 "\"capabilities\":[\"supports_d2c_fulfillment\",\"temperature_controlled\"]}",
 		 gln);
-	json_t *j = expect(port, "POST", "/v1/locations", x.kf1, body, 201);
-	cr_assert_str_eq(jstr(j, "owner_entity_id"), x.f1, "defaults to the caller");
-	cr_assert_str_eq(jstr(j, "location_id"), jstr(j, "id"));
-	cr_assert_str_eq(jstr(j, "gln"), gln);
-	cr_assert_str_eq(jstr(j, "status"), "active");
+	json_t *j = tc_expect(port, "POST", "/v1/locations", x.kf1, body, 201);
+	cr_assert_str_eq(tc_jstr(j, "owner_entity_id"), x.f1, "defaults to the caller");
+	cr_assert_str_eq(tc_jstr(j, "location_id"), tc_jstr(j, "id"));
+	cr_assert_str_eq(tc_jstr(j, "gln"), gln);
+	cr_assert_str_eq(tc_jstr(j, "status"), "active");
 	json_t *t = json_object_get(j, "tax_jurisdiction");
-	cr_assert_str_eq(jstr(t, "country"), "DE", "tax country defaults to the address");
-	cr_assert_str_eq(jstr(t, "eu_seed_number"), "DE0123456789A");
+	cr_assert_str_eq(tc_jstr(t, "country"), "DE", "tax country defaults to the address");
+	cr_assert_str_eq(tc_jstr(t, "eu_seed_number"), "DE0123456789A");
 	json_t *caps = json_object_get(j, "capabilities");
 	cr_assert(json_is_true(json_object_get(caps, "supports_d2c_fulfillment")));
 	cr_assert(json_is_false(json_object_get(caps, "supports_b2b_wholesale")));
@@ -310,7 +257,7 @@ WM_TEST(location, create_document_and_defaults)
 		 x.o2);
 	expect_errors(port, "POST", "/v1/stock-locations", x.ko1, body, not_own);
 	/* a seller-only partner may not write inventory at all */
-	expect_code(port, "POST", "/v1/stock-locations", x.ks1, body, 403, "action_not_allowed");
+	tc_expect_code(port, "POST", "/v1/stock-locations", x.ks1, body, 403, "action_not_allowed");
 	cr_assert_eq(count_events(port, "stock_location.created", NULL), 1);
 	wm_proc_cleanup(&x.p);
 }
@@ -368,7 +315,7 @@ WM_TEST(location, every_field_rule_at_once)
 		 "{\"location_type\":\"WINERY_ESTATE\",\"name\":\"%s\",\"address\":{\"line1\":\"a\",\"city\":\"b\","
 		 "\"postal_code\":\"1\",\"country\":\"FR\"}}",
 		 name);
-	json_decref(expect(x.p.port, "POST", "/v1/stock-locations", x.ko1, body, 201));
+	json_decref(tc_expect(x.p.port, "POST", "/v1/stock-locations", x.ko1, body, 201));
 	name[120] = 'n';
 	name[121] = 0;
 	snprintf(body, sizeof(body),
@@ -406,7 +353,7 @@ WM_TEST(location, gln_check_digits_and_uniqueness)
 		}
 	}
 	/* the well-known EAN-13 4006381333931 is a valid GS1 key; taken now */
-	expect_code(port, "POST", "/v1/stock-locations", x.ko2,
+	tc_expect_code(port, "POST", "/v1/stock-locations", x.ko2,
 		    "{\"gln\":\"4006381333931\",\"location_type\":\"WINERY_ESTATE\",\"name\":\"E\",\"address\":{\"line1\":\"a\","
 		    "\"city\":\"b\",\"postal_code\":\"1\",\"country\":\"IT\"}}",
 		    409, "gln_taken");
@@ -434,22 +381,22 @@ WM_TEST(location, others_are_404_operators_see_all)
 		 b);
 	(void)b;
 	snprintf(path, sizeof(path), "/v1/stock-locations/%s", a);
-	json_decref(expect(port, "GET", path, x.ko1, NULL, 200));
-	expect_code(port, "GET", path, x.ko2, NULL, 404, "not_found");
-	expect_code(port, "GET", "/v1/stock-locations/loc_nope", x.ko2, NULL, 404, "not_found");
-	json_decref(expect(port, "GET", path, NULL, NULL, 200));
-	json_t *j = expect(port, "GET", "/v1/stock-locations", x.ko1, NULL, 200);
+	json_decref(tc_expect(port, "GET", path, x.ko1, NULL, 200));
+	tc_expect_code(port, "GET", path, x.ko2, NULL, 404, "not_found");
+	tc_expect_code(port, "GET", "/v1/stock-locations/loc_nope", x.ko2, NULL, 404, "not_found");
+	json_decref(tc_expect(port, "GET", path, NULL, NULL, 200));
+	json_t *j = tc_expect(port, "GET", "/v1/stock-locations", x.ko1, NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(j, "data")), 1);
 	json_decref(j);
-	j = expect(port, "GET", "/v1/stock-locations", NULL, NULL, 200);
+	j = tc_expect(port, "GET", "/v1/stock-locations", NULL, NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(j, "data")), 2);
 	json_decref(j);
 	char q[160];
 	snprintf(q, sizeof(q), "/v1/stock-locations?owner_entity_id=%s", x.o2);
-	j = expect(port, "GET", q, x.ko1, NULL, 200);
+	j = tc_expect(port, "GET", q, x.ko1, NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(j, "data")), 0, "another owner: an empty page");
 	json_decref(j);
-	j = expect(port, "GET", q, NULL, NULL, 200);
+	j = tc_expect(port, "GET", q, NULL, NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(j, "data")), 1);
 	json_decref(j);
 	wm_proc_cleanup(&x.p);
@@ -467,9 +414,9 @@ WM_TEST(inventory, atp_edge_events_and_offer_qty)
 	location(port, x.ko1, "\"name\":\"Second\"", loc2);
 	cr_assert_eq(offer_qty(port, x.ko1, x.of1), 7, "manual until the offer has levels");
 	json_t *j = level(port, x.ko1, x.of1, loc, "\"on_hand\":10,\"incoming\":5", 201);
-	snprintf(lv, sizeof(lv), "%s", jstr(j, "id"));
-	cr_assert_str_eq(jstr(j, "owner_entity_id"), x.o1);
-	cr_assert_str_eq(jstr(j, "condition"), "sellable");
+	snprintf(lv, sizeof(lv), "%s", tc_jstr(j, "id"));
+	cr_assert_str_eq(tc_jstr(j, "owner_entity_id"), x.o1);
+	cr_assert_str_eq(tc_jstr(j, "condition"), "sellable");
 	cr_assert_eq(jint(j, "atp"), 10);
 	cr_assert_eq(jint(j, "reserved"), 0);
 	json_decref(j);
@@ -479,20 +426,20 @@ WM_TEST(inventory, atp_edge_events_and_offer_qty)
 	cr_assert_eq(offer_qty(port, x.ko1, x.of1), 13, "damaged stock is not available");
 	char body[300];
 	snprintf(body, sizeof(body), "{\"sku\":\"X\",\"offer_id\":\"%s\",\"location_id\":\"%s\"}", x.of1, loc);
-	expect_code(port, "POST", "/v1/inventory", x.ko1, body, 409, "inventory_exists");
+	tc_expect_code(port, "POST", "/v1/inventory", x.ko1, body, 409, "inventory_exists");
 	/* reserve 4 through a hold, then PATCH on_hand to the edge */
 	snprintf(body, sizeof(body), "{\"hold_id\":\"ord1-l1\",\"level_id\":\"%s\",\"qty\":4}", lv);
-	json_decref(expect(port, "POST", "/v1/holds", NULL, body, 201));
+	json_decref(tc_expect(port, "POST", "/v1/holds", NULL, body, 201));
 	cr_assert_eq(offer_qty(port, x.ko1, x.of1), 9);
 	snprintf(path, sizeof(path), "/v1/inventory/%s", lv);
-	j = expect(port, "PATCH", path, x.ko1, "{\"on_hand\":4}", 200);
+	j = tc_expect(port, "PATCH", path, x.ko1, "{\"on_hand\":4}", 200);
 	cr_assert_eq(jint(j, "atp"), 0, "atp exactly 0 is allowed");
 	cr_assert_eq(jint(j, "reserved"), 4);
 	cr_assert_eq(jint(j, "incoming"), 5);
 	json_decref(j);
-	expect_code(port, "PATCH", path, x.ko1, "{\"on_hand\":3}", 409, "atp_negative");
+	tc_expect_code(port, "PATCH", path, x.ko1, "{\"on_hand\":3}", 409, "atp_negative");
 	cr_assert_eq(offer_qty(port, x.ko1, x.of1), 3);
-	j = expect(port, "PATCH", path, x.ko1, "{\"on_hand\":100000000,\"incoming\":0}", 200);
+	j = tc_expect(port, "PATCH", path, x.ko1, "{\"on_hand\":100000000,\"incoming\":0}", 200);
 	cr_assert_eq(jint(j, "atp"), 100000000 - 4);
 	json_decref(j);
 	const char *const past[][2] = {{"on_hand", "range"}, {NULL, NULL}};
@@ -505,11 +452,11 @@ WM_TEST(inventory, atp_edge_events_and_offer_qty)
 		      "{\"reserved\":0,\"allocated\":0,\"atp\":1,\"location_id\":\"loc_x\",\"bogus\":1}", ro);
 	/* a no-op PATCH writes nothing */
 	size_t before = count_events(port, "stock.changed", x.ko1);
-	json_decref(expect(port, "PATCH", path, x.ko1, "{\"incoming\":0}", 200));
+	json_decref(tc_expect(port, "PATCH", path, x.ko1, "{\"incoming\":0}", 200));
 	cr_assert_eq(count_events(port, "stock.changed", x.ko1), before);
 	/* 3 declares + hold + 2 patches */
 	cr_assert_eq(before, 6, "stock.changed per change: %zu", before);
-	j = expect(port, "GET", "/v1/events?type=stock.changed&page_size=200", x.ko1, NULL, 200);
+	j = tc_expect(port, "GET", "/v1/events?type=stock.changed&page_size=200", x.ko1, NULL, 200);
 	json_t *last = json_array_get(json_object_get(j, "data"), json_array_size(json_object_get(j, "data")) - 1);
 	char *dump = json_dumps(last, JSON_COMPACT);
 	cr_assert(strstr(dump, "\"cause\":\"updated\"") && strstr(dump, "\"old\":{\"on_hand\":4,\"incoming\":5") &&
@@ -520,7 +467,7 @@ WM_TEST(inventory, atp_edge_events_and_offer_qty)
 	cr_assert_eq(offer_qty(port, x.ko1, x.of1), 100000000 - 4 + 3 > 100000000 ? 100000000 : 100000000 - 4 + 3,
 		     "capped at the offer bound");
 	/* others: 404 on PATCH */
-	expect_code(port, "PATCH", path, x.ko2, "{\"on_hand\":1}", 404, "not_found");
+	tc_expect_code(port, "PATCH", path, x.ko2, "{\"on_hand\":1}", 404, "not_found");
 	wm_proc_cleanup(&x.p);
 }
 
@@ -553,43 +500,43 @@ WM_TEST(inventory, declare_field_rules_and_ownership)
 	json_decref(j);
 	snprintf(body, sizeof(body), "\"owner_entity_id\":\"%s\"", x.o2);
 	j = level(port, NULL, x.of1, hub, body, 422);
-	cr_assert(lists_error(j, "owner_entity_id", "offer_owner"));
+	cr_assert(tc_lists_error(j, "owner_entity_id", "offer_owner"));
 	json_decref(j);
 	j = level(port, x.ko1, x.of1, hub, "\"on_hand\":2", 201);
 	char lv[64], path[160];
-	snprintf(lv, sizeof(lv), "%s", jstr(j, "id"));
+	snprintf(lv, sizeof(lv), "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	j = level(port, x.ko2, x.of2, loc2, "\"on_hand\":1", 201);
 	json_decref(j);
 	/* the 3PL sees what is stored at its hub, not the originator's other stock */
 	snprintf(path, sizeof(path), "/v1/inventory?location=%s", hub);
-	j = expect(port, "GET", path, x.kf1, NULL, 200);
+	j = tc_expect(port, "GET", path, x.kf1, NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(j, "data")), 1);
 	json_decref(j);
 	snprintf(path, sizeof(path), "/v1/inventory?offer=%s", x.of1);
-	j = expect(port, "GET", path, x.ko2, NULL, 200);
+	j = tc_expect(port, "GET", path, x.ko2, NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(j, "data")), 0, "another originator's offer: nothing");
 	json_decref(j);
-	j = expect(port, "GET", path, x.ko1, NULL, 200);
+	j = tc_expect(port, "GET", path, x.ko1, NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(j, "data")), 1);
 	json_decref(j);
 	snprintf(path, sizeof(path), "/v1/inventory?offer=%s&location=%s", x.of1, loc1);
-	j = expect(port, "GET", path, x.ko1, NULL, 200);
+	j = tc_expect(port, "GET", path, x.ko1, NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(j, "data")), 0);
 	json_decref(j);
-	j = expect(port, "GET", "/v1/inventory", x.ko2, NULL, 200);
+	j = tc_expect(port, "GET", "/v1/inventory", x.ko2, NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(j, "data")), 1, "own levels only");
 	json_decref(j);
-	j = expect(port, "GET", "/v1/inventory", NULL, NULL, 200);
+	j = tc_expect(port, "GET", "/v1/inventory", NULL, NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(j, "data")), 2, "operators see all");
 	json_decref(j);
-	expect_code(port, "GET", "/v1/inventory?offer=", x.ko1, NULL, 400, "invalid_filter");
+	tc_expect_code(port, "GET", "/v1/inventory?offer=", x.ko1, NULL, 400, "invalid_filter");
 	/* a seller key may read (its filter is empty) but not write */
-	j = expect(port, "GET", "/v1/inventory", x.ks1, NULL, 200);
+	j = tc_expect(port, "GET", "/v1/inventory", x.ks1, NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(j, "data")), 0);
 	json_decref(j);
 	snprintf(path, sizeof(path), "/v1/inventory/%s", lv);
-	expect_code(port, "PATCH", path, x.ks1, "{\"on_hand\":1}", 403, "action_not_allowed");
+	tc_expect_code(port, "PATCH", path, x.ks1, "{\"on_hand\":1}", 403, "action_not_allowed");
 	wm_proc_cleanup(&x.p);
 }
 
@@ -603,35 +550,35 @@ WM_TEST(hold, http_primitives_survive_kill9)
 	char loc[64], lv[64], body[300], path[160];
 	location(port, x.ko1, NULL, loc);
 	json_t *j = level(port, x.ko1, x.of1, loc, "\"on_hand\":10", 201);
-	snprintf(lv, sizeof(lv), "%s", jstr(j, "id"));
+	snprintf(lv, sizeof(lv), "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	snprintf(body, sizeof(body), "{\"hold_id\":\"h-a\",\"level_id\":\"%s\",\"qty\":6}", lv);
-	j = expect(port, "POST", "/v1/holds", NULL, body, 201);
-	cr_assert_str_eq(jstr(j, "state"), "prepared");
+	j = tc_expect(port, "POST", "/v1/holds", NULL, body, 201);
+	cr_assert_str_eq(tc_jstr(j, "state"), "prepared");
 	json_decref(j);
-	json_decref(expect(port, "POST", "/v1/holds", NULL, body, 200)); /* idempotent */
+	json_decref(tc_expect(port, "POST", "/v1/holds", NULL, body, 200)); /* idempotent */
 	snprintf(body, sizeof(body), "{\"hold_id\":\"h-a\",\"level_id\":\"%s\",\"qty\":5}", lv);
-	expect_code(port, "POST", "/v1/holds", NULL, body, 409, "hold_conflict");
+	tc_expect_code(port, "POST", "/v1/holds", NULL, body, 409, "hold_conflict");
 	snprintf(body, sizeof(body), "{\"hold_id\":\"h-b\",\"level_id\":\"%s\",\"qty\":5}", lv);
-	expect_code(port, "POST", "/v1/holds", NULL, body, 409, "atp_short");
+	tc_expect_code(port, "POST", "/v1/holds", NULL, body, 409, "atp_short");
 	snprintf(body, sizeof(body), "{\"hold_id\":\"h-b\",\"level_id\":\"%s\",\"qty\":3}", lv);
-	json_decref(expect(port, "POST", "/v1/holds", NULL, body, 201));
-	json_decref(expect(port, "POST", "/v1/holds/h-a/commit", NULL, NULL, 200));
-	json_decref(expect(port, "POST", "/v1/holds/h-b/release", NULL, NULL, 200));
-	expect_code(port, "POST", "/v1/holds/h-b/commit", NULL, NULL, 409, "invalid_hold_state");
-	expect_code(port, "POST", "/v1/holds/nope/commit", NULL, NULL, 404, "not_found");
-	expect_code(port, "POST", "/v1/holds", x.ko1, body, 403, "insufficient_scope");
+	json_decref(tc_expect(port, "POST", "/v1/holds", NULL, body, 201));
+	json_decref(tc_expect(port, "POST", "/v1/holds/h-a/commit", NULL, NULL, 200));
+	json_decref(tc_expect(port, "POST", "/v1/holds/h-b/release", NULL, NULL, 200));
+	tc_expect_code(port, "POST", "/v1/holds/h-b/commit", NULL, NULL, 409, "invalid_hold_state");
+	tc_expect_code(port, "POST", "/v1/holds/nope/commit", NULL, NULL, 404, "not_found");
+	tc_expect_code(port, "POST", "/v1/holds", x.ko1, body, 403, "insufficient_scope");
 	cr_assert_eq(count_events(port, "stock.reserved", NULL), 1);
 	snprintf(path, sizeof(path), "/v1/inventory?offer=%s", x.of1);
 	for (int round = 0; round < 2; round++) {
 		if (round == 1) {
-			json_decref(expect(port, "POST", "/v1/admin/snapshots", NULL, NULL, 202));
+			json_decref(tc_expect(port, "POST", "/v1/admin/snapshots", NULL, NULL, 202));
 			usleep(500000);
 		}
 		wm_kill9(&x.p);
 		cr_assert_eq(wm_start(&x.p, NULL, NULL), 0);
 		port = x.p.port;
-		j = expect(port, "GET", path, x.ko1, NULL, 200);
+		j = tc_expect(port, "GET", path, x.ko1, NULL, 200);
 		json_t *l = json_array_get(json_object_get(j, "data"), 0);
 		cr_assert_eq(jint(l, "on_hand"), 10);
 		cr_assert_eq(jint(l, "allocated"), 6);
@@ -640,12 +587,12 @@ WM_TEST(hold, http_primitives_survive_kill9)
 		json_decref(j);
 		cr_assert_eq(offer_qty(port, x.ko1, x.of1), 4);
 		/* the holds' states are rebuilt: still idempotent, still final */
-		json_decref(expect(port, "POST", "/v1/holds/h-a/commit", NULL, NULL, 200));
-		expect_code(port, "POST", "/v1/holds/h-b/commit", NULL, NULL, 409, "invalid_hold_state");
+		json_decref(tc_expect(port, "POST", "/v1/holds/h-a/commit", NULL, NULL, 200));
+		tc_expect_code(port, "POST", "/v1/holds/h-b/commit", NULL, NULL, 409, "invalid_hold_state");
 		snprintf(body, sizeof(body), "{\"hold_id\":\"h-a\",\"level_id\":\"%s\",\"qty\":6}", lv);
-		json_decref(expect(port, "POST", "/v1/holds", NULL, body, 200));
+		json_decref(tc_expect(port, "POST", "/v1/holds", NULL, body, 200));
 	}
-	json_decref(expect(port, "POST", "/v1/holds/h-a/release", NULL, NULL, 200));
+	json_decref(tc_expect(port, "POST", "/v1/holds/h-a/release", NULL, NULL, 200));
 	cr_assert_eq(offer_qty(port, x.ko1, x.of1), 10);
 	wm_proc_cleanup(&x.p);
 }
@@ -665,28 +612,28 @@ WM_TEST(inventory, network_snapshot_needs_read_network)
 	location(port, x.ko2, "\"address\":{\"line1\":\"V\",\"city\":\"Alba\",\"postal_code\":\"1\",\"country\":\"IT\"}", loc2);
 	json_decref(level(port, x.ko1, x.of1, loc, "\"on_hand\":10", 201));
 	json_decref(level(port, x.ko1, x.of1, loc, "\"on_hand\":5,\"condition\":\"damaged\"", 201));
-	expect_code(port, "GET", "/v1/inventory/network-snapshot", x.ko1, NULL, 403, "insufficient_scope");
-	expect_code(port, "GET", "/v1/inventory/network-snapshot", x.kf1, NULL, 403, "insufficient_scope");
-	json_t *j = expect(port, "GET", "/v1/inventory/network-snapshot?page_size=1", NULL, NULL, 200);
+	tc_expect_code(port, "GET", "/v1/inventory/network-snapshot", x.ko1, NULL, 403, "insufficient_scope");
+	tc_expect_code(port, "GET", "/v1/inventory/network-snapshot", x.kf1, NULL, 403, "insufficient_scope");
+	json_t *j = tc_expect(port, "GET", "/v1/inventory/network-snapshot?page_size=1", NULL, NULL, 200);
 	json_t *data = json_object_get(j, "data");
 	cr_assert_eq(json_array_size(data), 1);
 	cr_assert(json_is_true(json_object_get(j, "has_more")));
 	json_t *n = json_array_get(data, 0);
-	cr_assert_str_eq(jstr(n, "id"), loc);
+	cr_assert_str_eq(tc_jstr(n, "id"), loc);
 	cr_assert(json_is_true(json_object_get(json_object_get(n, "capabilities"), "supports_bonded_transfer")));
-	cr_assert_str_eq(jstr(json_object_get(n, "tax_jurisdiction"), "excise_tax_zone_id"), "FR-21");
+	cr_assert_str_eq(tc_jstr(json_object_get(n, "tax_jurisdiction"), "excise_tax_zone_id"), "FR-21");
 	cr_assert_not_null(json_object_get(n, "geo_coordinates"));
 	json_t *st = json_object_get(n, "stock");
 	cr_assert_eq(json_array_size(st), 1, "summed per offer");
-	cr_assert_str_eq(jstr(json_array_get(st, 0), "offer_id"), x.of1);
+	cr_assert_str_eq(tc_jstr(json_array_get(st, 0), "offer_id"), x.of1);
 	cr_assert_eq(jint(json_array_get(st, 0), "on_hand"), 15);
 	cr_assert_eq(jint(json_array_get(st, 0), "atp"), 10, "sellable only");
 	char path[512];
-	snprintf(path, sizeof(path), "/v1/inventory/network-snapshot?page_size=1&cursor=%s", jstr(j, "next_cursor"));
+	snprintf(path, sizeof(path), "/v1/inventory/network-snapshot?page_size=1&cursor=%s", tc_jstr(j, "next_cursor"));
 	json_decref(j);
-	j = expect(port, "GET", path, NULL, NULL, 200);
+	j = tc_expect(port, "GET", path, NULL, NULL, 200);
 	n = json_array_get(json_object_get(j, "data"), 0);
-	cr_assert_str_eq(jstr(n, "id"), loc2);
+	cr_assert_str_eq(tc_jstr(n, "id"), loc2);
 	cr_assert_eq(json_array_size(json_object_get(n, "stock")), 0);
 	cr_assert(json_is_false(json_object_get(j, "has_more")));
 	json_decref(j);
@@ -703,7 +650,7 @@ static json_int_t avail_of(json_t *page, const char *offer_id, int *found)
 	*found = 0;
 	json_array_foreach(json_object_get(page, "data"), i, e)
 	{
-		if (!strcmp(jstr(e, "offer_id"), offer_id)) {
+		if (!strcmp(tc_jstr(e, "offer_id"), offer_id)) {
 			*found = 1;
 			return jint(e, "atp");
 		}
@@ -721,9 +668,9 @@ WM_TEST(channel, locations_and_availability)
 	key_for(port, s2, ks2);
 	/* of1 (o1) and of2 (o2) shared; of3 (o2) not shareable: blocked for s1 */
 	snprintf(path, sizeof(path), "/v1/offers/%s", x.of1);
-	json_decref(expect(port, "PATCH", path, x.ko1, "{\"network_shareable\":true}", 200));
+	json_decref(tc_expect(port, "PATCH", path, x.ko1, "{\"network_shareable\":true}", 200));
 	snprintf(path, sizeof(path), "/v1/offers/%s", x.of2);
-	json_decref(expect(port, "PATCH", path, x.ko2, "{\"network_shareable\":true}", 200));
+	json_decref(tc_expect(port, "PATCH", path, x.ko2, "{\"network_shareable\":true}", 200));
 	json_decref(offer(port, x.ko2, x.w[0], "\"status\":\"active\",\"network_shareable\":false", 201, of3));
 	/* two 3PL hubs hold both originators' stock */
 	location(port, x.kf1, "\"name\":\"Hub A\"", hub_a);
@@ -737,13 +684,13 @@ WM_TEST(channel, locations_and_availability)
 
 	/* a seller links a location it does not own */
 	snprintf(body, sizeof(body), "{\"name\":\"Web\",\"kind\":\"marketplace\",\"location_ids\":[\"%s\"]}", hub_a);
-	json_t *j = expect(port, "POST", "/v1/sales-channels", x.ks1, body, 201);
-	snprintf(chn, sizeof(chn), "%s", jstr(j, "id"));
+	json_t *j = tc_expect(port, "POST", "/v1/sales-channels", x.ks1, body, 201);
+	snprintf(chn, sizeof(chn), "%s", tc_jstr(j, "id"));
 	cr_assert_eq(json_array_size(json_object_get(j, "location_ids")), 1);
 	json_decref(j);
-	json_decref(expect(port, "POST", "/v1/sales-channels", ks2, "{\"name\":\"Other\",\"kind\":\"pos_qr\"}", 201));
-	j = expect(port, "GET", "/v1/sales-channels", ks2, NULL, 200);
-	snprintf(chn2, sizeof(chn2), "%s", jstr(json_array_get(json_object_get(j, "data"), 0), "id"));
+	json_decref(tc_expect(port, "POST", "/v1/sales-channels", ks2, "{\"name\":\"Other\",\"kind\":\"pos_qr\"}", 201));
+	j = tc_expect(port, "GET", "/v1/sales-channels", ks2, NULL, 200);
+	snprintf(chn2, sizeof(chn2), "%s", tc_jstr(json_array_get(json_object_get(j, "data"), 0), "id"));
 	json_decref(j);
 	/* link rules */
 	const char *const unknown[][2] = {{"location_ids", "exists"}, {NULL, NULL}};
@@ -756,7 +703,7 @@ WM_TEST(channel, locations_and_availability)
 
 	/* availability: only hub A counts, only sellable, the blocked offer absent */
 	snprintf(path, sizeof(path), "/v1/sales-channels/%s/availability", chn);
-	j = expect(port, "GET", path, x.ks1, NULL, 200);
+	j = tc_expect(port, "GET", path, x.ks1, NULL, 200);
 	int f;
 	cr_assert_eq(json_array_size(json_object_get(j, "data")), 2, "%s", json_dumps(j, JSON_COMPACT));
 	cr_assert_eq(avail_of(j, x.of1, &f), 5);
@@ -768,45 +715,45 @@ WM_TEST(channel, locations_and_availability)
 	json_decref(j);
 	/* paginated in offer id order */
 	snprintf(path, sizeof(path), "/v1/sales-channels/%s/availability?page_size=1", chn);
-	j = expect(port, "GET", path, x.ks1, NULL, 200);
+	j = tc_expect(port, "GET", path, x.ks1, NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(j, "data")), 1);
 	cr_assert(json_is_true(json_object_get(j, "has_more")));
 	char cur[256];
-	snprintf(cur, sizeof(cur), "%s", jstr(j, "next_cursor"));
+	snprintf(cur, sizeof(cur), "%s", tc_jstr(j, "next_cursor"));
 	json_decref(j);
 	snprintf(path, sizeof(path), "/v1/sales-channels/%s/availability?page_size=1&cursor=%s", chn, cur);
-	j = expect(port, "GET", path, x.ks1, NULL, 200);
+	j = tc_expect(port, "GET", path, x.ks1, NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(j, "data")), 1);
 	cr_assert(json_is_false(json_object_get(j, "has_more")));
 	json_decref(j);
 	/* ?offer= */
 	snprintf(path, sizeof(path), "/v1/sales-channels/%s/availability?offer=%s", chn, x.of1);
-	j = expect(port, "GET", path, x.ks1, NULL, 200);
+	j = tc_expect(port, "GET", path, x.ks1, NULL, 200);
 	cr_assert_eq(avail_of(j, x.of1, &f), 5);
 	json_decref(j);
 	snprintf(path, sizeof(path), "/v1/sales-channels/%s/availability?offer=%s", chn, of3);
-	expect_code(port, "GET", path, x.ks1, NULL, 404, "not_found");
+	tc_expect_code(port, "GET", path, x.ks1, NULL, 404, "not_found");
 	/* another seller's channel: 404; the operator sees it */
 	snprintf(path, sizeof(path), "/v1/sales-channels/%s/availability", chn2);
-	expect_code(port, "GET", path, x.ks1, NULL, 404, "not_found");
+	tc_expect_code(port, "GET", path, x.ks1, NULL, 404, "not_found");
 	snprintf(path, sizeof(path), "/v1/sales-channels/%s/availability", chn);
-	expect_code(port, "GET", path, ks2, NULL, 404, "not_found");
-	j = expect(port, "GET", path, NULL, NULL, 200);
+	tc_expect_code(port, "GET", path, ks2, NULL, 404, "not_found");
+	j = tc_expect(port, "GET", path, NULL, NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(j, "data")), 2);
 	json_decref(j);
 	/* link hub B too: the sums grow */
 	snprintf(path, sizeof(path), "/v1/sales-channels/%s", chn);
 	snprintf(body, sizeof(body), "{\"location_ids\":[\"%s\",\"%s\"]}", hub_a, hub_b);
-	json_decref(expect(port, "PATCH", path, x.ks1, body, 200));
+	json_decref(tc_expect(port, "PATCH", path, x.ks1, body, 200));
 	snprintf(path, sizeof(path), "/v1/sales-channels/%s/availability", chn);
-	j = expect(port, "GET", path, x.ks1, NULL, 200);
+	j = tc_expect(port, "GET", path, x.ks1, NULL, 200);
 	cr_assert_eq(avail_of(j, x.of1, &f), 105);
 	cr_assert_eq(avail_of(j, x.of2, &f), 58);
 	json_decref(j);
 	/* the links survive a restart */
 	wm_kill9(&x.p);
 	cr_assert_eq(wm_start(&x.p, NULL, NULL), 0);
-	j = expect(x.p.port, "GET", path, x.ks1, NULL, 200);
+	j = tc_expect(x.p.port, "GET", path, x.ks1, NULL, 200);
 	cr_assert_eq(avail_of(j, x.of1, &f), 105);
 	json_decref(j);
 	wm_proc_cleanup(&x.p);

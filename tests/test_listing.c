@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/api_client.h"
 #include "tests/harness.h"
 #include "tests/wm_test.h"
 
@@ -23,12 +24,6 @@
 #define LISTING_NOTES_PAST (LISTING_MAX_NOTES + 1) /* one byte past the bound */
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static void start(struct wm_proc *p)
-{
-	wm_proc_init(p);
-	cr_assert_eq(wm_start(p, NULL, NULL), 0, "wm-shard did not start (logs in %s)", p->dir);
-}
 
 /* The raw body of one request as `key` (NULL: operator), status asserted. */
 static void raw(int port, const char *method, const char *path, const char *key, const char *body, int want,
@@ -55,31 +50,13 @@ static json_t *expect(int port, const char *method, const char *path, const char
 	return j;
 }
 
-static const char *jstr(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
 static void expect_code(int port, const char *method, const char *path, const char *key, const char *body, int want,
 			const char *code)
 {
 	json_t *j = expect(port, method, path, key, body, want);
-	const char *got = jstr(j, "code");
+	const char *got = tc_jstr(j, "code");
 	cr_assert(got && !strcmp(got, code), "%s %s: code %s, want %s", method, path, got ? got : "(none)", code);
 	json_decref(j);
-}
-
-static int lists_error(json_t *problem, const char *field, const char *rule)
-{
-	size_t i;
-	json_t *e;
-	json_array_foreach(json_object_get(problem, "errors"), i, e)
-	{
-		if (!strcmp(jstr(e, "field"), field) && !strcmp(jstr(e, "rule"), rule))
-			return 1;
-	}
-	return 0;
 }
 
 /* A 422 listing exactly these (field, rule) pairs (NULL-terminated). */
@@ -89,7 +66,7 @@ static void expect_errors(int port, const char *method, const char *path, const 
 	json_t *j = expect(port, method, path, key, body, 422);
 	size_t n = 0;
 	for (; want[n][0]; n++)
-		cr_assert(lists_error(j, want[n][0], want[n][1]), "%s: %s/%s not listed: %s", body, want[n][0], want[n][1],
+		cr_assert(tc_lists_error(j, want[n][0], want[n][1]), "%s: %s/%s not listed: %s", body, want[n][0], want[n][1],
 			  json_dumps(j, JSON_COMPACT));
 	cr_assert_eq(json_array_size(json_object_get(j, "errors")), n, "%s: %s", body, json_dumps(j, JSON_COMPACT));
 	json_decref(j);
@@ -101,7 +78,7 @@ static void partner(int port, const char *name, const char *country, const char 
 	snprintf(body, sizeof(body), "{\"legal_name\":\"%s\",\"country\":\"%s\",\"roles\":%s%s%s}", name, country, roles,
 		 extra ? "," : "", extra ? extra : "");
 	json_t *j = expect(port, "POST", "/v1/partners", NULL, body, 201);
-	snprintf(out, 64, "%s", jstr(j, "id"));
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	static const char *const steps[] = {"verified", "roles_enabled", "configured", "integrated", "live"};
 	snprintf(path, sizeof(path), "/v1/partners/%s", out);
@@ -116,14 +93,14 @@ static void key_for(int port, const char *entity, const char *extra, char *out)
 	char body[256];
 	snprintf(body, sizeof(body), "{\"entity_id\":\"%s\"%s%s}", entity, extra ? "," : "", extra ? extra : "");
 	json_t *j = expect(port, "POST", "/api/keys", NULL, body, 201);
-	snprintf(out, 128, "%s", jstr(j, "key"));
+	snprintf(out, 128, "%s", tc_jstr(j, "key"));
 	json_decref(j);
 }
 
 static void create(int port, const char *path, const char *key, const char *body, char *out)
 {
 	json_t *j = expect(port, "POST", path, key, body, 201);
-	snprintf(out, 64, "%s", jstr(j, "id"));
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 }
 
@@ -172,7 +149,7 @@ static json_t *listing(int port, const char *key, const char *offer_id, const ch
 		 members && members[0] ? "," : "", members ? members : "");
 	json_t *j = expect(port, "POST", "/v1/listings", key, body, want);
 	if (out)
-		snprintf(out, 64, "%s", jstr(j, "id") ? jstr(j, "id") : "");
+		snprintf(out, 64, "%s", tc_jstr(j, "id") ? tc_jstr(j, "id") : "");
 	return j;
 }
 
@@ -204,7 +181,7 @@ struct world {
 
 static void world(struct world *x)
 {
-	start(&x->p);
+	tc_start(&x->p);
 	int port = x->p.port;
 	partner(port, "Orig One", "FR", "[\"originator\",\"seller\"]", "\"originator_type\":\"stock\"", x->o1);
 	partner(port, "Orig Two", "IT", "[\"originator\"]", "\"originator_type\":\"collector\"", x->o2);
@@ -238,25 +215,25 @@ WM_TEST(listing, create_document_joins_margin_and_events)
 			    "pick\",\"pairing\":\"Lamb\"}",
 			    201, id);
 	cr_assert(!strncmp(id, "lst_", 4), "%s", id);
-	cr_assert_str_eq(jstr(j, "listing_id"), id);
-	cr_assert_str_eq(jstr(j, "seller_id"), x.s1, "defaults to the caller");
-	cr_assert_str_eq(jstr(j, "offer_id"), of);
-	cr_assert_str_eq(jstr(j, "channel_id"), x.c1);
-	cr_assert_str_eq(jstr(j, "currency"), "EUR");
-	cr_assert_str_eq(jstr(j, "status"), "draft", "default status");
+	cr_assert_str_eq(tc_jstr(j, "listing_id"), id);
+	cr_assert_str_eq(tc_jstr(j, "seller_id"), x.s1, "defaults to the caller");
+	cr_assert_str_eq(tc_jstr(j, "offer_id"), of);
+	cr_assert_str_eq(tc_jstr(j, "channel_id"), x.c1);
+	cr_assert_str_eq(tc_jstr(j, "currency"), "EUR");
+	cr_assert_str_eq(tc_jstr(j, "status"), "draft", "default status");
 	json_t *cu = json_object_get(j, "curation");
 	cr_assert(json_is_true(json_object_get(cu, "featured")));
-	cr_assert_str_eq(jstr(cu, "notes"), "Cellar pick");
-	cr_assert_str_eq(jstr(cu, "pairing"), "Lamb");
+	cr_assert_str_eq(tc_jstr(cu, "notes"), "Cellar pick");
+	cr_assert_str_eq(tc_jstr(cu, "pairing"), "Lamb");
 	json_t *jo = json_object_get(j, "offer"), *jw = json_object_get(j, "wine");
-	cr_assert_str_eq(jstr(jo, "offer_id"), of);
-	cr_assert_str_eq(jstr(jo, "condition"), "new");
-	cr_assert_str_eq(jstr(jo, "status"), "active");
+	cr_assert_str_eq(tc_jstr(jo, "offer_id"), of);
+	cr_assert_str_eq(tc_jstr(jo, "condition"), "new");
+	cr_assert_str_eq(tc_jstr(jo, "status"), "active");
 	cr_assert_eq(json_integer_value(json_object_get(jo, "qty_available")), 60);
-	cr_assert_str_eq(jstr(jw, "id"), x.w[0]);
-	cr_assert_str_eq(jstr(jw, "title"), "Alpha Rouge");
+	cr_assert_str_eq(tc_jstr(jw, "id"), x.w[0]);
+	cr_assert_str_eq(tc_jstr(jw, "title"), "Alpha Rouge");
 	cr_assert_eq(json_integer_value(json_object_get(jw, "vintage")), 2020);
-	cr_assert_str_eq(jstr(json_object_get(jw, "producer"), "name"), "Domaine Alpha Rouge");
+	cr_assert_str_eq(tc_jstr(json_object_get(jw, "producer"), "name"), "Domaine Alpha Rouge");
 	json_decref(j);
 	snprintf(path, sizeof(path), "/v1/listings/%s", id);
 	raw(port, "GET", path, x.ks1, NULL, 200, b, sizeof(b));
@@ -464,7 +441,7 @@ WM_TEST(listing, shelf_price_floor_currency_and_markup_exact)
 	cr_assert(strstr(b, exp), "want %s in %s", exp, b);
 	cr_assert(strstr(b, "\"margin\":3.15"), "%s", b);
 	json_t *j = json_loads(b, 0, NULL);
-	snprintf(id, sizeof(id), "%s", jstr(j, "id"));
+	snprintf(id, sizeof(id), "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	/* a price change below the floor is refused; null cannot remove it */
 	char path[128];
@@ -491,8 +468,8 @@ WM_TEST(listing, duplicate_is_409_and_status_table)
 	offer(port, x.ko2, x.w[0], "10", SHARED, of);
 	json_decref(listing(port, x.ks1, of, x.c1, "\"shelf_price\":11", 201, id));
 	json_t *j = listing(port, x.ks1, of, x.c1, "\"shelf_price\":12", 409, NULL);
-	cr_assert_str_eq(jstr(j, "code"), "listing_exists");
-	cr_assert(strstr(jstr(j, "detail"), id), "names the holder: %s", jstr(j, "detail"));
+	cr_assert_str_eq(tc_jstr(j, "code"), "listing_exists");
+	cr_assert(strstr(tc_jstr(j, "detail"), id), "names the holder: %s", tc_jstr(j, "detail"));
 	json_decref(j);
 	/* same offer on another channel of the seller: a different identity */
 	char c1b[64];
@@ -509,9 +486,9 @@ WM_TEST(listing, duplicate_is_409_and_status_table)
 		snprintf(body, sizeof(body), "{\"status\":\"%s\"}", moves[i].to);
 		j = expect(port, "PATCH", path, x.ks1, body, moves[i].want);
 		if (moves[i].want == 409)
-			cr_assert_str_eq(jstr(j, "code"), "invalid_status_transition");
+			cr_assert_str_eq(tc_jstr(j, "code"), "invalid_status_transition");
 		else
-			cr_assert_str_eq(jstr(j, "status"), moves[i].to);
+			cr_assert_str_eq(tc_jstr(j, "status"), moves[i].to);
 		json_decref(j);
 	}
 	/* draft -> delisted directly */
@@ -541,7 +518,7 @@ static int data_has(json_t *j, const char *id)
 	json_t *e;
 	json_array_foreach(json_object_get(j, "data"), i, e)
 	{
-		if (!strcmp(jstr(e, "id"), id))
+		if (!strcmp(tc_jstr(e, "id"), id))
 			return 1;
 	}
 	return 0;
@@ -628,12 +605,12 @@ static size_t walk(int port, const char *key, const char *q, int ps, char ids[][
 		json_array_foreach(json_object_get(j, "data"), i, e)
 		{
 			cr_assert_lt(n, max);
-			snprintf(ids[n], 64, "%s", jstr(e, "id"));
+			snprintf(ids[n], 64, "%s", tc_jstr(e, "id"));
 			cr_assert(n == 0 || strcmp(ids[n - 1], ids[n]) < 0, "in order, once");
 			n++;
 		}
 		cr_assert_leq(json_array_size(json_object_get(j, "data")), (size_t)ps);
-		const char *nc = jstr(j, "next_cursor");
+		const char *nc = tc_jstr(j, "next_cursor");
 		if (!nc) {
 			json_decref(j);
 			return n;

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/api_client.h"
 #include "tests/harness.h"
 #include "tests/image_fixtures.h"
 #include "tests/wm_test.h"
@@ -35,18 +36,12 @@ static json_t *body_json(const struct http_resp *r)
 	return j;
 }
 
-static const char *jstr(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
 static const char *problem_code(const struct http_resp *r, char *out, size_t size)
 {
 	out[0] = 0;
 	json_t *j = json_loadb(r->body, r->body_len, 0, NULL);
-	if (j && jstr(j, "code"))
-		snprintf(out, size, "%s", jstr(j, "code"));
+	if (j && tc_jstr(j, "code"))
+		snprintf(out, size, "%s", tc_jstr(j, "code"));
 	json_decref(j);
 	return out;
 }
@@ -76,7 +71,7 @@ static void create_partner(int port, const char *name, const char *roles_json, c
 	call(port, "POST", "/v1/partners", NULL, body, &r);
 	cr_assert_eq(r.status, 201, "%s", r.body);
 	json_t *j = body_json(&r);
-	snprintf(out, 64, "%s", jstr(j, "id"));
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	http_resp_free(&r);
 	static const char *const steps[] = {"verified", "roles_enabled", "configured", "integrated", "live"};
@@ -99,7 +94,7 @@ static void mint_for(int port, const char *entity, char *out)
 	call(port, "POST", "/api/keys", NULL, body, &r);
 	cr_assert_eq(r.status, 201, "%s", r.body);
 	json_t *j = body_json(&r);
-	snprintf(out, 128, "%s", jstr(j, "key"));
+	snprintf(out, 128, "%s", tc_jstr(j, "key"));
 	json_decref(j);
 	http_resp_free(&r);
 }
@@ -124,15 +119,15 @@ static int create_media(int port, const char *key, const char *mime, long size, 
 	if (st == 201) {
 		json_t *j = body_json(&r);
 		json_t *up = json_object_get(j, "upload");
-		cr_assert_str_eq(jstr(j, "status"), "pending");
-		cr_assert_str_eq(jstr(j, "mime"), mime);
+		cr_assert_str_eq(tc_jstr(j, "status"), "pending");
+		cr_assert_str_eq(tc_jstr(j, "mime"), mime);
 		cr_assert(json_is_null(json_object_get(j, "url")) && json_is_null(json_object_get(j, "width")));
 		cr_assert_null(json_object_get(j, "entity_id"), "the owner is never shown");
-		cr_assert_str_eq(jstr(up, "method"), "PUT");
-		cr_assert_str_eq(jstr(up, "mime"), mime);
+		cr_assert_str_eq(tc_jstr(up, "method"), "PUT");
+		cr_assert_str_eq(tc_jstr(up, "mime"), mime);
 		cr_assert_eq(json_integer_value(json_object_get(up, "max_bytes")), size);
-		snprintf(out->id, sizeof(out->id), "%s", jstr(j, "id"));
-		snprintf(out->url, sizeof(out->url), "%s", jstr(up, "url"));
+		snprintf(out->id, sizeof(out->id), "%s", tc_jstr(j, "id"));
+		snprintf(out->url, sizeof(out->url), "%s", tc_jstr(up, "url"));
 		const char *e = strstr(out->url, "expires="), *s = strstr(out->url, "&sig=");
 		cr_assert(e && s && s > e, "%s", out->url);
 		snprintf(out->expires, sizeof(out->expires), "%.*s", (int)(s - e - 8), e + 8);
@@ -142,7 +137,7 @@ static int create_media(int port, const char *key, const char *mime, long size, 
 		cr_assert_eq(strncmp(out->url, prefix, strlen(prefix)), 0, "%s", out->url);
 		/* expires_at is the same instant as the signed expires */
 		struct tm tm = {0};
-		const char *ea = jstr(up, "expires_at");
+		const char *ea = tc_jstr(up, "expires_at");
 		cr_assert(ea && strptime(ea, "%Y-%m-%dT%H:%M:%S", &tm), "%s", ea ? ea : "(null)");
 		cr_assert_eq((long long)timegm(&tm), atoll(out->expires));
 		json_decref(j);
@@ -319,9 +314,9 @@ WM_TEST(media, upload_png_jpeg_webp_and_read_back)
 		char sha[65], url[128];
 		sha256_hex(s->bytes, s->len, sha);
 		snprintf(url, sizeof(url), "/v1/media/%s/content", c.id);
-		cr_assert_str_eq(jstr(j, "status"), "ready");
-		cr_assert_str_eq(jstr(j, "sha256"), sha);
-		cr_assert_str_eq(jstr(j, "url"), url);
+		cr_assert_str_eq(tc_jstr(j, "status"), "ready");
+		cr_assert_str_eq(tc_jstr(j, "sha256"), sha);
+		cr_assert_str_eq(tc_jstr(j, "url"), url);
 		cr_assert_eq(json_integer_value(json_object_get(j, "bytes")), (json_int_t)s->len);
 		json_decref(j);
 		http_resp_free(&r);
@@ -332,15 +327,15 @@ WM_TEST(media, upload_png_jpeg_webp_and_read_back)
 			call(p.port, "GET", path, who ? NULL : key, NULL, &r);
 			cr_assert_eq(r.status, 200, "%s", r.body);
 			j = body_json(&r);
-			cr_assert_str_eq(jstr(j, "id"), c.id);
-			cr_assert_str_eq(jstr(j, "url"), url);
-			cr_assert_str_eq(jstr(j, "mime"), s->mime);
+			cr_assert_str_eq(tc_jstr(j, "id"), c.id);
+			cr_assert_str_eq(tc_jstr(j, "url"), url);
+			cr_assert_str_eq(tc_jstr(j, "mime"), s->mime);
 			cr_assert_eq(json_integer_value(json_object_get(j, "width")), s->w, "%s", r.body);
 			cr_assert_eq(json_integer_value(json_object_get(j, "height")), s->h, "%s", r.body);
-			cr_assert_str_eq(jstr(j, "alt"), "Front label of the 2019 cuvée");
-			cr_assert_str_eq(jstr(j, "role"), "label_front");
-			cr_assert_str_eq(jstr(j, "filename"), "label.bin");
-			cr_assert_str_eq(jstr(j, "sha256"), sha);
+			cr_assert_str_eq(tc_jstr(j, "alt"), "Front label of the 2019 cuvée");
+			cr_assert_str_eq(tc_jstr(j, "role"), "label_front");
+			cr_assert_str_eq(tc_jstr(j, "filename"), "label.bin");
+			cr_assert_str_eq(tc_jstr(j, "sha256"), sha);
 			cr_assert_null(json_object_get(j, "entity_id"));
 			json_decref(j);
 			http_resp_free(&r);
@@ -359,13 +354,13 @@ static void expect_field_errors(int port, const char *body, const char *const *f
 	call(port, "POST", "/v1/media", NULL, body, &r);
 	cr_assert_eq(r.status, 422, "%s -> %d %s", body, r.status, r.body);
 	json_t *j = body_json(&r);
-	cr_assert_str_eq(jstr(j, "code"), "validation_failed");
+	cr_assert_str_eq(tc_jstr(j, "code"), "validation_failed");
 	json_t *errs = json_object_get(j, "errors");
 	size_t n = 0;
 	for (; fields[n]; n++) {
 		int found = 0;
 		for (size_t i = 0; i < json_array_size(errs); i++)
-			found |= !strcmp(jstr(json_array_get(errs, i), "field"), fields[n]);
+			found |= !strcmp(tc_jstr(json_array_get(errs, i), "field"), fields[n]);
 		cr_assert(found, "%s: no error for %s in %s", body, fields[n], r.body);
 	}
 	cr_assert_eq(json_array_size(errs), n, "%s: %s", body, r.body);
@@ -641,7 +636,7 @@ WM_TEST(media, size_type_and_lying_header_refusals)
 	struct http_resp r;
 	call(p.port, "GET", path, NULL, NULL, &r);
 	json_t *j = body_json(&r);
-	cr_assert_str_eq(jstr(j, "status"), "pending");
+	cr_assert_str_eq(tc_jstr(j, "status"), "pending");
 	json_decref(j);
 	http_resp_free(&r);
 	cr_assert_eq(put_status(p.port, c.url, "application/octet-stream", png.b, png.n, code), 200, "%s", code);
@@ -685,7 +680,7 @@ WM_TEST(media, pending_media_is_visible_to_its_owner_only)
 		call(p.port, "GET", path, who ? NULL : ka, NULL, &r);
 		cr_assert_eq(r.status, 200, "%s", r.body);
 		json_t *j = body_json(&r);
-		cr_assert_str_eq(jstr(j, "status"), "pending");
+		cr_assert_str_eq(tc_jstr(j, "status"), "pending");
 		cr_assert(json_is_null(json_object_get(j, "url")));
 		json_decref(j);
 		http_resp_free(&r);
@@ -743,7 +738,7 @@ WM_TEST(media, create_is_idempotent)
 	cr_assert_eq(memcmp(a.body, b.body, a.body_len), 0, "the same asset and upload URL");
 	json_t *j = body_json(&a);
 	char url[300], code[64];
-	snprintf(url, sizeof(url), "%s", jstr(json_object_get(j, "upload"), "url"));
+	snprintf(url, sizeof(url), "%s", tc_jstr(json_object_get(j, "upload"), "url"));
 	json_decref(j);
 	http_resp_free(&a);
 	http_resp_free(&b);
@@ -843,7 +838,7 @@ WM_TEST(media, content_survives_kill9_and_restart)
 	call(p.port, "GET", path, NULL, NULL, &r);
 	cr_assert_eq(r.status, 200, "%s", r.body);
 	json_t *j = body_json(&r);
-	cr_assert_str_eq(jstr(j, "status"), "ready");
+	cr_assert_str_eq(tc_jstr(j, "status"), "ready");
 	cr_assert_eq(json_integer_value(json_object_get(j, "width")), 33);
 	cr_assert_eq(json_integer_value(json_object_get(j, "height")), 17);
 	json_decref(j);

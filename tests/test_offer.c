@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "engine/permit.h"
+#include "tests/api_client.h"
 #include "tests/harness.h"
 #include "tests/wm_test.h"
 
@@ -25,60 +26,6 @@ static void start(struct wm_proc *p, const char *const *args)
 	cr_assert_eq(wm_start(p, args, NULL), 0, "wm-shard did not start (logs in %s)", p->dir);
 }
 
-static json_t *call(int port, const char *method, const char *path, const char *key, const char *body, int *st)
-{
-	char h[256] = "";
-	if (key)
-		snprintf(h, sizeof(h), "Authorization: Bearer %s\r\n", key);
-	struct http_resp r;
-	cr_assert_eq(http_do(port, method, path, key ? h : NULL, body, &r), 0, "%s %s: no response", method, path);
-	*st = r.status;
-	json_error_t e;
-	json_t *j = json_loadb(r.body, r.body_len, 0, &e);
-	cr_assert_not_null(j, "%s %s: body is not JSON (%d): %s", method, path, r.status, r.body);
-	http_resp_free(&r);
-	return j;
-}
-
-static json_t *expect(int port, const char *method, const char *path, const char *key, const char *body, int want)
-{
-	int st;
-	json_t *j = call(port, method, path, key, body, &st);
-	if (st != want) {
-		char *dump = json_dumps(j, JSON_COMPACT);
-		cr_assert_eq(st, want, "%s %s %s: got %d, want %d: %s", method, path, body ? body : "", st, want, dump);
-		free(dump);
-	}
-	return j;
-}
-
-static void expect_code(int port, const char *method, const char *path, const char *key, const char *body, int want,
-			const char *code)
-{
-	json_t *j = expect(port, method, path, key, body, want);
-	const char *got = json_string_value(json_object_get(j, "code"));
-	cr_assert(got && !strcmp(got, code), "%s %s: code %s, want %s", method, path, got ? got : "(none)", code);
-	json_decref(j);
-}
-
-static const char *jstr(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-static int lists_error(json_t *problem, const char *field, const char *rule)
-{
-	size_t i;
-	json_t *e;
-	json_array_foreach(json_object_get(problem, "errors"), i, e)
-	{
-		if (!strcmp(jstr(e, "field"), field) && !strcmp(jstr(e, "rule"), rule))
-			return 1;
-	}
-	return 0;
-}
-
 /* Does a 422 body list any error on field? */
 static int has_field_error(json_t *problem, const char *field)
 {
@@ -86,7 +33,7 @@ static int has_field_error(json_t *problem, const char *field)
 	json_t *e;
 	json_array_foreach(json_object_get(problem, "errors"), i, e)
 	{
-		if (!strcmp(jstr(e, "field"), field))
+		if (!strcmp(tc_jstr(e, "field"), field))
 			return 1;
 	}
 	return 0;
@@ -98,14 +45,14 @@ static void partner(int port, const char *name, const char *country, const char 
 	char body[512], path[128];
 	snprintf(body, sizeof(body), "{\"legal_name\":\"%s\",\"country\":\"%s\",\"roles\":%s%s%s}", name, country, roles,
 		 extra ? "," : "", extra ? extra : "");
-	json_t *j = expect(port, "POST", "/v1/partners", NULL, body, 201);
-	snprintf(out, 64, "%s", jstr(j, "id"));
+	json_t *j = tc_expect(port, "POST", "/v1/partners", NULL, body, 201);
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	static const char *const steps[] = {"verified", "roles_enabled", "configured", "integrated", "live"};
 	snprintf(path, sizeof(path), "/v1/partners/%s", out);
 	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
 		snprintf(body, sizeof(body), "{\"status\":\"%s\"}", steps[i]);
-		json_decref(expect(port, "PATCH", path, NULL, body, 200));
+		json_decref(tc_expect(port, "PATCH", path, NULL, body, 200));
 	}
 }
 
@@ -113,8 +60,8 @@ static void key_for(int port, const char *entity, char *out)
 {
 	char body[128];
 	snprintf(body, sizeof(body), "{\"entity_id\":\"%s\"}", entity);
-	json_t *j = expect(port, "POST", "/api/keys", NULL, body, 201);
-	snprintf(out, 128, "%s", jstr(j, "key"));
+	json_t *j = tc_expect(port, "POST", "/api/keys", NULL, body, 201);
+	snprintf(out, 128, "%s", tc_jstr(j, "key"));
 	json_decref(j);
 }
 
@@ -123,8 +70,8 @@ static void pub_wine(int port, const char *title, char *out)
 {
 	char body[1400], prd[64], path[128];
 	snprintf(body, sizeof(body), "{\"name\":\"Domaine %s\"}", title);
-	json_t *j = expect(port, "POST", "/v1/producers", NULL, body, 201);
-	snprintf(prd, sizeof(prd), "%s", jstr(j, "id"));
+	json_t *j = tc_expect(port, "POST", "/v1/producers", NULL, body, 201);
+	snprintf(prd, sizeof(prd), "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	snprintf(body, sizeof(body),
 		 "{\"title\":\"%s\",\"producer\":\"%s\",\"vintage\":2020,\"abv\":13,\"volume_in_liters\":0.75,"
@@ -133,11 +80,11 @@ static void pub_wine(int port, const char *title, char *out)
 		 "\"allergens\":[\"sulphites\"],\"ingredients\":\"grapes, preservative: sulphites\","
 		 "\"energy_kj_per_100ml\":297,\"energy_kcal_per_100ml\":71}",
 		 title, prd);
-	j = expect(port, "POST", "/v1/wines", NULL, body, 201);
-	snprintf(out, 64, "%s", jstr(j, "id"));
+	j = tc_expect(port, "POST", "/v1/wines", NULL, body, 201);
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	snprintf(path, sizeof(path), "/v1/wines/%s/publish", out);
-	json_decref(expect(port, "POST", path, NULL, NULL, 200));
+	json_decref(tc_expect(port, "POST", path, NULL, NULL, 200));
 }
 
 /* POST an offer: defaults for the required members that `members` does not
@@ -154,9 +101,9 @@ static json_t *offer(int port, const char *key, const char *wine, const char *me
 			n += snprintf(body + n, sizeof(body) - (size_t)n, ",\"%s\":%s", defaults[i][0], defaults[i][1]);
 	}
 	snprintf(body + n, sizeof(body) - (size_t)n, "%s%s}", members && members[0] ? "," : "", members ? members : "");
-	json_t *j = expect(port, "POST", "/v1/offers", key, body, want);
+	json_t *j = tc_expect(port, "POST", "/v1/offers", key, body, want);
 	if (out)
-		snprintf(out, 64, "%s", jstr(j, "id") ? jstr(j, "id") : "");
+		snprintf(out, 64, "%s", tc_jstr(j, "id") ? tc_jstr(j, "id") : "");
 	return j;
 }
 
@@ -164,7 +111,7 @@ static size_t count_events(int port, const char *type, const char *key)
 {
 	char path[128];
 	snprintf(path, sizeof(path), "/v1/events?type=%s&page_size=200", type);
-	json_t *j = expect(port, "GET", path, key, NULL, 200);
+	json_t *j = tc_expect(port, "GET", path, key, NULL, 200);
 	size_t n = json_array_size(json_object_get(j, "data"));
 	json_decref(j);
 	return n;
@@ -214,40 +161,40 @@ WM_TEST(offer, create_document_fields_and_event)
 			  "\"permissions\":{\"default\":\"none\",\"allowed_countries\":[\"DE\"],\"blocked_countries\":[\"US\"],"
 			  "\"named_sellers\":[]},\"network_shareable\":true,\"status\":\"active\",\"source\":\"feed\"",
 			  201, id);
-	cr_assert_str_eq(jstr(j, "offer_id"), id);
-	cr_assert_str_eq(jstr(j, "id"), id);
+	cr_assert_str_eq(tc_jstr(j, "offer_id"), id);
+	cr_assert_str_eq(tc_jstr(j, "id"), id);
 	cr_assert_eq(strncmp(id, "ofr_", 4), 0);
-	cr_assert_str_eq(jstr(j, "originator_id"), x.o1);
-	cr_assert_str_eq(jstr(j, "wine_id"), x.w[0]);
+	cr_assert_str_eq(tc_jstr(j, "originator_id"), x.o1);
+	cr_assert_str_eq(tc_jstr(j, "wine_id"), x.w[0]);
 	cr_assert(json_is_number(json_object_get(j, "seller_price")));
 	char *dump = json_dumps(j, JSON_COMPACT);
 	cr_assert(strstr(dump, "\"seller_price\":12.5"), "exact decimal: %s", dump);
 	free(dump);
-	cr_assert_str_eq(jstr(j, "currency"), "EUR");
+	cr_assert_str_eq(tc_jstr(j, "currency"), "EUR");
 	cr_assert_eq(json_integer_value(json_object_get(j, "qty_available")), 60);
-	cr_assert_str_eq(jstr(j, "condition"), "bin_end");
-	cr_assert_str_eq(jstr(j, "incoterm"), "DAP");
+	cr_assert_str_eq(tc_jstr(j, "condition"), "bin_end");
+	cr_assert_str_eq(tc_jstr(j, "incoterm"), "DAP");
 	cr_assert_eq(json_integer_value(json_object_get(j, "min_order_qty")), 6);
 	cr_assert_eq(json_integer_value(json_object_get(j, "case_size")), 12);
-	cr_assert_str_eq(jstr(j, "valid_from"), "2020-01-01T00:00:00.000Z");
-	cr_assert_str_eq(jstr(j, "status"), "active");
-	cr_assert_str_eq(jstr(j, "source"), "feed");
+	cr_assert_str_eq(tc_jstr(j, "valid_from"), "2020-01-01T00:00:00.000Z");
+	cr_assert_str_eq(tc_jstr(j, "status"), "active");
+	cr_assert_str_eq(tc_jstr(j, "source"), "feed");
 	cr_assert(json_is_true(json_object_get(j, "network_shareable")));
 	json_t *pm = json_object_get(j, "permissions");
-	cr_assert_str_eq(jstr(pm, "default"), "none");
+	cr_assert_str_eq(tc_jstr(pm, "default"), "none");
 	cr_assert_str_eq(json_string_value(json_array_get(json_object_get(pm, "allowed_countries"), 0)), "DE");
-	cr_assert(jstr(j, "created_at") && jstr(j, "updated_at"));
+	cr_assert(tc_jstr(j, "created_at") && tc_jstr(j, "updated_at"));
 	json_decref(j);
 	/* defaults */
 	char id2[64];
 	j = offer(port, x.ko1, x.w[1], NULL, 201, id2);
-	cr_assert_str_eq(jstr(j, "status"), "draft");
-	cr_assert_str_eq(jstr(j, "condition"), "new");
-	cr_assert_str_eq(jstr(j, "source"), "direct");
+	cr_assert_str_eq(tc_jstr(j, "status"), "draft");
+	cr_assert_str_eq(tc_jstr(j, "condition"), "new");
+	cr_assert_str_eq(tc_jstr(j, "source"), "direct");
 	cr_assert(json_is_false(json_object_get(j, "network_shareable")));
 	cr_assert(json_is_null(json_object_get(j, "min_order_qty")));
 	cr_assert(json_is_null(json_object_get(j, "valid_to")));
-	cr_assert_str_eq(jstr(json_object_get(j, "permissions"), "default"), "any");
+	cr_assert_str_eq(tc_jstr(json_object_get(j, "permissions"), "default"), "any");
 	json_decref(j);
 	/* JPY has no minor unit; KWD has three */
 	json_decref(offer(port, x.ko1, x.w[2], "\"currency\":\"JPY\",\"seller_price\":1500", 201, NULL));
@@ -258,25 +205,25 @@ WM_TEST(offer, create_document_fields_and_event)
 	json_decref(j);
 	/* detail read, event scoped to the originator */
 	snprintf(path, sizeof(path), "/v1/offers/%s", id);
-	json_decref(expect(port, "GET", path, x.ko1, NULL, 200));
+	json_decref(tc_expect(port, "GET", path, x.ko1, NULL, 200));
 	cr_assert_eq(count_events(port, "offer.created", x.ko1), 4);
 	cr_assert_eq(count_events(port, "offer.created", x.ko2), 0);
 	/* PATCH: offer.updated */
-	j = expect(port, "PATCH", path, x.ko1, "{\"qty_available\":0,\"seller_price\":13}", 200);
+	j = tc_expect(port, "PATCH", path, x.ko1, "{\"qty_available\":0,\"seller_price\":13}", 200);
 	cr_assert_eq(json_integer_value(json_object_get(j, "qty_available")), 0);
 	json_decref(j);
 	cr_assert_eq(count_events(port, "offer.updated", x.ko1), 1);
 	/* a new currency needs its price */
-	j = expect(port, "PATCH", path, x.ko1, "{\"currency\":\"USD\"}", 422);
-	cr_assert(lists_error(j, "seller_price", "required_with_currency"));
+	j = tc_expect(port, "PATCH", path, x.ko1, "{\"currency\":\"USD\"}", 422);
+	cr_assert(tc_lists_error(j, "seller_price", "required_with_currency"));
 	json_decref(j);
-	json_decref(expect(port, "PATCH", path, x.ko1, "{\"currency\":\"USD\",\"seller_price\":\"x\"}", 422));
-	json_decref(expect(port, "PATCH", path, x.ko1, "{\"currency\":\"USD\",\"seller_price\":14.99}", 200));
+	json_decref(tc_expect(port, "PATCH", path, x.ko1, "{\"currency\":\"USD\",\"seller_price\":\"x\"}", 422));
+	json_decref(tc_expect(port, "PATCH", path, x.ko1, "{\"currency\":\"USD\",\"seller_price\":14.99}", 200));
 	/* survives a restart (decode of the stored document) */
 	wm_stop(&x.p);
 	cr_assert_eq(wm_start(&x.p, NULL, NULL), 0);
-	j = expect(x.p.port, "GET", path, x.ko1, NULL, 200);
-	cr_assert_str_eq(jstr(j, "currency"), "USD");
+	j = tc_expect(x.p.port, "GET", path, x.ko1, NULL, 200);
+	cr_assert_str_eq(tc_jstr(j, "currency"), "USD");
 	json_decref(j);
 	wm_proc_cleanup(&x.p);
 }
@@ -286,7 +233,7 @@ WM_TEST(offer, every_failing_field_is_listed_with_its_rule)
 	struct world x;
 	world(&x, NULL);
 	int port = x.p.port;
-	json_t *j = expect(port, "POST", "/v1/offers", x.ko1,
+	json_t *j = tc_expect(port, "POST", "/v1/offers", x.ko1,
 			   "{\"wine_id\":\"wine_nope\",\"seller_price\":12.345,\"currency\":\"EUR\",\"qty_available\":-1,"
 			   "\"condition\":\"used\",\"incoterm\":\"XYZ\",\"min_order_qty\":0,\"case_size\":1001,"
 			   "\"valid_from\":\"2030-01-01T00:00:00Z\",\"valid_to\":\"2029-01-01T00:00:00Z\","
@@ -304,14 +251,14 @@ WM_TEST(offer, every_failing_field_is_listed_with_its_rule)
 		{"source", "enum"}, {"id", "read_only"}, {"colour", "unknown_field"}};
 	char *dump = json_dumps(j, JSON_COMPACT);
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
-		cr_assert(lists_error(j, want[i][0], want[i][1]), "missing %s/%s in %s", want[i][0], want[i][1], dump);
+		cr_assert(tc_lists_error(j, want[i][0], want[i][1]), "missing %s/%s in %s", want[i][0], want[i][1], dump);
 	free(dump);
 	json_decref(j);
 	/* required members */
-	j = expect(port, "POST", "/v1/offers", x.ko1, "{}", 422);
+	j = tc_expect(port, "POST", "/v1/offers", x.ko1, "{}", 422);
 	static const char *const req[] = {"wine_id", "seller_price", "currency", "qty_available", "incoterm"};
 	for (size_t i = 0; i < 5; i++)
-		cr_assert(lists_error(j, req[i], "required"), "%s required", req[i]);
+		cr_assert(tc_lists_error(j, req[i], "required"), "%s required", req[i]);
 	json_decref(j);
 	/* bounds at and past the edge */
 	struct {
@@ -360,7 +307,7 @@ WM_TEST(offer, permission_list_bounds)
 	}
 	snprintf(m, sizeof(m), "\"permissions\":{\"blocked_countries\":[%s]}", list);
 	json_t *j = offer(x.p.port, x.ko1, x.w[1], m, 422, NULL);
-	cr_assert(lists_error(j, "permissions.blocked_countries", "max_items"));
+	cr_assert(tc_lists_error(j, "permissions.blocked_countries", "max_items"));
 	json_decref(j);
 	char sellers[4096] = "";
 	for (int i = 0; i < PERMIT_MAX_SELLERS + 1; i++) {
@@ -370,7 +317,7 @@ WM_TEST(offer, permission_list_bounds)
 	char m2[4200];
 	snprintf(m2, sizeof(m2), "\"permissions\":{\"named_sellers\":[%s]}", sellers);
 	j = offer(x.p.port, x.ko1, x.w[1], m2, 422, NULL);
-	cr_assert(lists_error(j, "permissions.named_sellers", "max_items"));
+	cr_assert(tc_lists_error(j, "permissions.named_sellers", "max_items"));
 	json_decref(j);
 	wm_proc_cleanup(&x.p);
 }
@@ -386,35 +333,35 @@ WM_TEST(offer, who_may_create_and_write)
 	/* a seller-only partner: the policy refuses the action */
 	snprintf(body, sizeof(body), "{\"wine_id\":\"%s\",\"seller_price\":1,\"currency\":\"EUR\",\"qty_available\":1,"
 		 "\"incoterm\":\"EXW\"}", x.w[0]);
-	expect_code(port, "POST", "/v1/offers", x.ks1, body, 403, "action_not_allowed");
+	tc_expect_code(port, "POST", "/v1/offers", x.ks1, body, 403, "action_not_allowed");
 	/* an originator without provides_inventory */
-	expect_code(port, "POST", "/v1/offers", x.knoinv, body, 403, "capability_missing");
+	tc_expect_code(port, "POST", "/v1/offers", x.knoinv, body, 403, "capability_missing");
 	/* another originator's id */
 	snprintf(body, sizeof(body), "{\"wine_id\":\"%s\",\"originator_id\":\"%s\",\"seller_price\":1,\"currency\":\"EUR\","
 		 "\"qty_available\":1,\"incoterm\":\"EXW\"}", x.w[0], x.o2);
-	expect_code(port, "POST", "/v1/offers", x.ko1, body, 403, "not_own_originator");
+	tc_expect_code(port, "POST", "/v1/offers", x.ko1, body, 403, "not_own_originator");
 	/* operators name any originator with the role and capability */
-	json_t *j = expect(port, "POST", "/v1/offers", NULL, body, 201);
-	cr_assert_str_eq(jstr(j, "originator_id"), x.o2);
-	snprintf(id, sizeof(id), "%s", jstr(j, "id"));
+	json_t *j = tc_expect(port, "POST", "/v1/offers", NULL, body, 201);
+	cr_assert_str_eq(tc_jstr(j, "originator_id"), x.o2);
+	snprintf(id, sizeof(id), "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	snprintf(body, sizeof(body), "{\"wine_id\":\"%s\",\"originator_id\":\"%s\",\"seller_price\":1,\"currency\":\"EUR\","
 		 "\"qty_available\":1,\"incoterm\":\"EXW\"}", x.w[0], x.noinv);
-	j = expect(port, "POST", "/v1/offers", NULL, body, 422);
-	cr_assert(lists_error(j, "originator_id", "originator"));
+	j = tc_expect(port, "POST", "/v1/offers", NULL, body, 422);
+	cr_assert(tc_lists_error(j, "originator_id", "originator"));
 	json_decref(j);
 	snprintf(body, sizeof(body), "{\"wine_id\":\"%s\",\"seller_price\":1,\"currency\":\"EUR\",\"qty_available\":1,"
 		 "\"incoterm\":\"EXW\"}", x.w[0]);
-	j = expect(port, "POST", "/v1/offers", NULL, body, 422);
-	cr_assert(lists_error(j, "originator_id", "required"));
+	j = tc_expect(port, "POST", "/v1/offers", NULL, body, 422);
+	cr_assert(tc_lists_error(j, "originator_id", "required"));
 	json_decref(j);
 	/* writes on another's offer are 404, like an unknown id */
 	snprintf(path, sizeof(path), "/v1/offers/%s", id);
-	expect_code(port, "PATCH", path, x.ko1, "{\"qty_available\":2}", 404, "not_found");
+	tc_expect_code(port, "PATCH", path, x.ko1, "{\"qty_available\":2}", 404, "not_found");
 	snprintf(path, sizeof(path), "/v1/offers/%s/withdraw", id);
-	expect_code(port, "POST", path, x.ko1, NULL, 404, "not_found");
-	json_decref(expect(port, "POST", path, x.ko2, NULL, 200));
-	expect_code(port, "PATCH", "/v1/offers/ofr_nope", x.ko1, "{\"qty_available\":2}", 404, "not_found");
+	tc_expect_code(port, "POST", path, x.ko1, NULL, 404, "not_found");
+	json_decref(tc_expect(port, "POST", path, x.ko2, NULL, 200));
+	tc_expect_code(port, "PATCH", "/v1/offers/ofr_nope", x.ko1, "{\"qty_available\":2}", 404, "not_found");
 	wm_proc_cleanup(&x.p);
 }
 
@@ -426,30 +373,30 @@ WM_TEST(offer, uniqueness_and_archived_or_invisible_wines)
 	char id[64], path[128];
 	json_decref(offer(port, x.ko1, x.w[0], NULL, 201, id));
 	json_t *j = offer(port, x.ko1, x.w[0], "\"seller_price\":99", 409, NULL);
-	cr_assert_str_eq(jstr(j, "code"), "offer_exists");
-	cr_assert_not_null(strstr(jstr(j, "detail"), id), "names the existing offer");
+	cr_assert_str_eq(tc_jstr(j, "code"), "offer_exists");
+	cr_assert_not_null(strstr(tc_jstr(j, "detail"), id), "names the existing offer");
 	json_decref(j);
 	/* another condition or another originator is another offer */
 	json_decref(offer(port, x.ko1, x.w[0], "\"condition\":\"bin_end\"", 201, NULL));
 	json_decref(offer(port, x.ko2, x.w[0], NULL, 201, NULL));
 	/* identity cannot change */
 	snprintf(path, sizeof(path), "/v1/offers/%s", id);
-	j = expect(port, "PATCH", path, x.ko1, "{\"condition\":\"bin_end\",\"wine_id\":\"x\"}", 422);
-	cr_assert(lists_error(j, "condition", "immutable") && lists_error(j, "wine_id", "immutable"));
+	j = tc_expect(port, "PATCH", path, x.ko1, "{\"condition\":\"bin_end\",\"wine_id\":\"x\"}", 422);
+	cr_assert(tc_lists_error(j, "condition", "immutable") && tc_lists_error(j, "wine_id", "immutable"));
 	json_decref(j);
 	/* archived wine */
 	snprintf(path, sizeof(path), "/v1/wines/%s", x.w[1]);
-	json_decref(expect(port, "PATCH", path, NULL, "{\"status\":\"archived\"}", 200));
+	json_decref(tc_expect(port, "PATCH", path, NULL, "{\"status\":\"archived\"}", 200));
 	j = offer(port, x.ko1, x.w[1], NULL, 422, NULL);
-	cr_assert(lists_error(j, "wine_id", "not_archived"));
+	cr_assert(tc_lists_error(j, "wine_id", "not_archived"));
 	json_decref(j);
 	/* a draft wine the originator cannot see is unknown to it */
-	j = expect(port, "POST", "/v1/wines", NULL, "{\"title\":\"Hidden Draft\",\"producer\":{\"name\":\"Hid\"}}", 201);
+	j = tc_expect(port, "POST", "/v1/wines", NULL, "{\"title\":\"Hidden Draft\",\"producer\":{\"name\":\"Hid\"}}", 201);
 	char draft[64];
-	snprintf(draft, sizeof(draft), "%s", jstr(j, "id"));
+	snprintf(draft, sizeof(draft), "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	j = offer(port, x.ko1, draft, NULL, 422, NULL);
-	cr_assert(lists_error(j, "wine_id", "exists"));
+	cr_assert(tc_lists_error(j, "wine_id", "exists"));
 	json_decref(j);
 	wm_proc_cleanup(&x.p);
 }
@@ -477,30 +424,30 @@ WM_TEST(offer, status_table_every_illegal_move_is_409)
 			w++;
 			snprintf(path, sizeof(path), "/v1/offers/%s", id);
 			if (from == 1 || from == 2)
-				json_decref(expect(port, "PATCH", path, k, "{\"status\":\"active\"}", 200));
+				json_decref(tc_expect(port, "PATCH", path, k, "{\"status\":\"active\"}", 200));
 			if (from == 2)
-				json_decref(expect(port, "PATCH", path, k, "{\"status\":\"paused\"}", 200));
+				json_decref(tc_expect(port, "PATCH", path, k, "{\"status\":\"paused\"}", 200));
 			if (from == 3)
-				json_decref(expect(port, "PATCH", path, k, "{\"status\":\"withdrawn\"}", 200));
+				json_decref(tc_expect(port, "PATCH", path, k, "{\"status\":\"withdrawn\"}", 200));
 			snprintf(body, sizeof(body), "{\"status\":\"%s\"}", st[to]);
 			if (legal[from][to]) {
-				json_t *j = expect(port, "PATCH", path, k, body, 200);
-				cr_assert_str_eq(jstr(j, "status"), st[to]);
+				json_t *j = tc_expect(port, "PATCH", path, k, body, 200);
+				cr_assert_str_eq(tc_jstr(j, "status"), st[to]);
 				json_decref(j);
 			} else {
-				expect_code(port, "PATCH", path, k, body, 409, "invalid_status_transition");
+				tc_expect_code(port, "PATCH", path, k, body, 409, "invalid_status_transition");
 			}
 		}
 	/* withdraw endpoint: once, then final */
 	char id[64], path[128];
 	json_decref(offer(port, x.ko2, x.w[0], "\"condition\":\"bin_end\"", 201, id));
 	snprintf(path, sizeof(path), "/v1/offers/%s/withdraw", id);
-	json_t *j = expect(port, "POST", path, x.ko2, NULL, 200);
-	cr_assert_str_eq(jstr(j, "status"), "withdrawn");
+	json_t *j = tc_expect(port, "POST", path, x.ko2, NULL, 200);
+	cr_assert_str_eq(tc_jstr(j, "status"), "withdrawn");
 	json_decref(j);
-	expect_code(port, "POST", path, x.ko2, NULL, 409, "invalid_status_transition");
+	tc_expect_code(port, "POST", path, x.ko2, NULL, 409, "invalid_status_transition");
 	snprintf(path, sizeof(path), "/v1/offers/%s", id);
-	expect_code(port, "PATCH", path, x.ko2, "{\"qty_available\":1}", 409, "invalid_status_transition");
+	tc_expect_code(port, "PATCH", path, x.ko2, "{\"qty_available\":1}", 409, "invalid_status_transition");
 	/* events: 3 legal PATCH moves to withdrawn (O1), 4 set-ups of the
 	 * withdrawn row (O2), and the endpoint (O2); scoped to the originator */
 	cr_assert_eq(count_events(port, "offer.withdrawn", NULL), 3 + 4 + 1);
@@ -555,19 +502,19 @@ static size_t walk(int port, const char *key, const char *q, int ps, char ids[][
 	for (int pages = 0; pages < 1000; pages++) {
 		snprintf(path, sizeof(path), "/v1/offers?page_size=%d%s%s%s%s", ps, q[0] ? "&" : "", q,
 			 cursor[0] ? "&cursor=" : "", cursor);
-		json_t *j = expect(port, "GET", path, key, NULL, 200);
+		json_t *j = tc_expect(port, "GET", path, key, NULL, 200);
 		size_t i;
 		json_t *e;
 		json_array_foreach(json_object_get(j, "data"), i, e)
 		{
 			cr_assert_lt(n, max);
-			snprintf(ids[n], 64, "%s", jstr(e, "id"));
+			snprintf(ids[n], 64, "%s", tc_jstr(e, "id"));
 			cr_assert(n == 0 || strcmp(ids[n - 1], ids[n]) < 0, "ids in order, once: %s then %s", ids[n - 1],
 				  ids[n]);
 			n++;
 		}
 		cr_assert_leq(json_array_size(json_object_get(j, "data")), (size_t)ps);
-		const char *nc = jstr(j, "next_cursor");
+		const char *nc = tc_jstr(j, "next_cursor");
 		int more = json_is_true(json_object_get(j, "has_more"));
 		cr_assert_eq(more, nc != NULL);
 		if (!nc) {
@@ -637,7 +584,7 @@ WM_TEST(offer, adversarial_sellers_see_exactly_their_rows)
 		snprintf(path, sizeof(path), "/v1/offers/%s", r->id);
 		if (!strcmp(r->status, "paused") || !strcmp(r->status, "withdrawn")) {
 			snprintf(body, sizeof(body), "{\"status\":\"%s\"}", r->status);
-			json_decref(expect(port, "PATCH", path, r->orig == 1 ? x.ko1 : x.ko2, body, 200));
+			json_decref(tc_expect(port, "PATCH", path, r->orig == 1 ? x.ko1 : x.ko2, body, 200));
 		}
 	}
 	static char seen[64][64];
@@ -674,48 +621,48 @@ WM_TEST(offer, adversarial_sellers_see_exactly_their_rows)
 	/* detail reads: hidden is the same 404 as unknown; permissions verdicts */
 	char path[200];
 	snprintf(path, sizeof(path), "/v1/offers/%s", rules[5].id); /* blocks US */
-	json_decref(expect(port, "GET", path, x.ks1, NULL, 200));
-	json_t *a = expect(port, "GET", path, x.ks2, NULL, 404);
-	json_t *b = expect(port, "GET", "/v1/offers/ofr_00000000000000000000", x.ks2, NULL, 404);
-	cr_assert_str_eq(jstr(a, "code"), jstr(b, "code"));
-	cr_assert_str_eq(jstr(a, "detail"), jstr(b, "detail"));
+	json_decref(tc_expect(port, "GET", path, x.ks1, NULL, 200));
+	json_t *a = tc_expect(port, "GET", path, x.ks2, NULL, 404);
+	json_t *b = tc_expect(port, "GET", "/v1/offers/ofr_00000000000000000000", x.ks2, NULL, 404);
+	cr_assert_str_eq(tc_jstr(a, "code"), tc_jstr(b, "code"));
+	cr_assert_str_eq(tc_jstr(a, "detail"), tc_jstr(b, "detail"));
 	json_decref(a);
 	json_decref(b);
 	snprintf(path, sizeof(path), "/v1/offers/%s/permissions", rules[5].id);
-	expect_code(port, "GET", path, x.ks2, NULL, 404, "not_found");
-	json_t *j = expect(port, "GET", path, x.ks1, NULL, 200);
+	tc_expect_code(port, "GET", path, x.ks2, NULL, 404, "not_found");
+	json_t *j = tc_expect(port, "GET", path, x.ks1, NULL, 200);
 	json_t *v = json_object_get(j, "verdict");
 	cr_assert(json_is_true(json_object_get(v, "allowed")));
-	cr_assert_str_eq(jstr(v, "code"), "allowed");
+	cr_assert_str_eq(tc_jstr(v, "code"), "allowed");
 	json_decref(j);
 	/* the originator asks about S2: seller_country_blocked with its reason */
 	snprintf(path, sizeof(path), "/v1/offers/%s/permissions?seller_id=%s", rules[5].id, x.s2);
-	j = expect(port, "GET", path, x.ko1, NULL, 200);
+	j = tc_expect(port, "GET", path, x.ko1, NULL, 200);
 	v = json_object_get(j, "verdict");
 	cr_assert(json_is_false(json_object_get(v, "allowed")));
-	cr_assert_str_eq(jstr(v, "code"), "seller_country_blocked");
-	cr_assert_not_null(jstr(v, "reason"));
-	cr_assert_str_eq(jstr(json_object_get(j, "permissions"), "default"), "any");
+	cr_assert_str_eq(tc_jstr(v, "code"), "seller_country_blocked");
+	cr_assert_not_null(tc_jstr(v, "reason"));
+	cr_assert_str_eq(tc_jstr(json_object_get(j, "permissions"), "default"), "any");
 	json_decref(j);
-	expect_code(port, "GET", path, x.ks1, NULL, 400, "invalid_filter");
+	tc_expect_code(port, "GET", path, x.ks1, NULL, 400, "invalid_filter");
 	/* destination verdict */
 	snprintf(path, sizeof(path), "/v1/offers/%s/permissions?destination=JP", rules[15].id);
-	j = expect(port, "GET", path, x.ks1, NULL, 200);
-	cr_assert_str_eq(jstr(json_object_get(j, "verdict"), "code"), "destination_blocked");
+	j = tc_expect(port, "GET", path, x.ks1, NULL, 200);
+	cr_assert_str_eq(tc_jstr(json_object_get(j, "verdict"), "code"), "destination_blocked");
 	json_decref(j);
 	snprintf(path, sizeof(path), "/v1/offers/%s/permissions", rules[0].id);
-	j = expect(port, "GET", path, x.ko1, NULL, 200);
-	cr_assert_str_eq(jstr(json_object_get(j, "verdict"), "code"), "owner");
+	j = tc_expect(port, "GET", path, x.ko1, NULL, 200);
+	cr_assert_str_eq(tc_jstr(json_object_get(j, "verdict"), "code"), "owner");
 	json_decref(j);
 	/* writes by a seller who can see the offer: still 404 */
 	snprintf(path, sizeof(path), "/v1/offers/%s", rules[0].id);
-	expect_code(port, "PATCH", path, x.ks1, "{\"qty_available\":1}", 403, "action_not_allowed");
-	expect_code(port, "PATCH", path, x.ko2, "{\"qty_available\":1}", 404, "not_found");
+	tc_expect_code(port, "PATCH", path, x.ks1, "{\"qty_available\":1}", 403, "action_not_allowed");
+	tc_expect_code(port, "PATCH", path, x.ko2, "{\"qty_available\":1}", 404, "not_found");
 	/* bad filters */
-	expect_code(port, "GET", "/v1/offers?destination=ZZ", x.ks1, NULL, 400, "invalid_filter");
-	expect_code(port, "GET", "/v1/offers?status=sold", x.ks1, NULL, 400, "invalid_filter");
-	expect_code(port, "GET", "/v1/offers?currency=EURO", x.ks1, NULL, 400, "invalid_filter");
-	expect_code(port, "GET", "/v1/offers?cursor=d2luZV94", x.ks1, NULL, 400, "invalid_cursor");
+	tc_expect_code(port, "GET", "/v1/offers?destination=ZZ", x.ks1, NULL, 400, "invalid_filter");
+	tc_expect_code(port, "GET", "/v1/offers?status=sold", x.ks1, NULL, 400, "invalid_filter");
+	tc_expect_code(port, "GET", "/v1/offers?currency=EURO", x.ks1, NULL, 400, "invalid_filter");
+	tc_expect_code(port, "GET", "/v1/offers?cursor=d2luZV94", x.ks1, NULL, 400, "invalid_cursor");
 	/* the platform sees every row */
 	cr_assert_eq(walk(port, NULL, "", 7, seen, 64), nr);
 	wm_proc_cleanup(&x.p);
@@ -736,11 +683,11 @@ WM_TEST(offer, quota_is_not_charged_for_hidden_rows)
 	json_decref(offer(port, x.ko1, x.w[3], "\"status\":\"active\",\"network_shareable\":true", 201, vis));
 	/* four pages of one visible row each fit a quota of four */
 	for (int i = 0; i < 4; i++) {
-		json_t *j = expect(port, "GET", "/v1/offers?page_size=200", x.ks2, NULL, 200);
+		json_t *j = tc_expect(port, "GET", "/v1/offers?page_size=200", x.ks2, NULL, 200);
 		cr_assert_eq(json_array_size(json_object_get(j, "data")), 1);
-		cr_assert_str_eq(jstr(json_array_get(json_object_get(j, "data"), 0), "id"), vis);
+		cr_assert_str_eq(tc_jstr(json_array_get(json_object_get(j, "data"), 0), "id"), vis);
 		json_decref(j);
 	}
-	expect_code(port, "GET", "/v1/offers?page_size=200", x.ks2, NULL, 429, "quota_exceeded");
+	tc_expect_code(port, "GET", "/v1/offers?page_size=200", x.ks2, NULL, 429, "quota_exceeded");
 	wm_proc_cleanup(&x.p);
 }

@@ -15,6 +15,7 @@
 
 #include "engine/price.h"
 #include "engine/quote.h"
+#include "tests/api_client.h"
 #include "tests/harness.h"
 #include "tests/wm_test.h"
 
@@ -138,12 +139,6 @@ static json_t *expect(int port, const char *method, const char *path, const char
 	return j;
 }
 
-static const char *jstr(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
 /* An exact decimal money figure in minor units (2 digits), for comparison. */
 static long long cents(json_t *o, const char *k)
 {
@@ -158,7 +153,7 @@ static void partner(int port, const char *name, const char *country, const char 
 	snprintf(body, sizeof(body), "{\"legal_name\":\"%s\",\"country\":\"%s\",\"roles\":%s%s%s}", name, country, roles,
 		 extra ? "," : "", extra ? extra : "");
 	json_t *j = expect(port, "POST", "/v1/partners", NULL, body, 201);
-	snprintf(out, 64, "%s", jstr(j, "id"));
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	static const char *const steps[] = {"verified", "roles_enabled", "configured", "integrated", "live"};
 	snprintf(path, sizeof(path), "/v1/partners/%s", out);
@@ -173,7 +168,7 @@ static void key_for(int port, const char *entity, char *out)
 	char body[128];
 	snprintf(body, sizeof(body), "{\"entity_id\":\"%s\"}", entity);
 	json_t *j = expect(port, "POST", "/api/keys", NULL, body, 201);
-	snprintf(out, 128, "%s", jstr(j, "key"));
+	snprintf(out, 128, "%s", tc_jstr(j, "key"));
 	json_decref(j);
 }
 
@@ -186,7 +181,7 @@ static void pub_wine(int port, const char *title, const char *estate, const char
 	else
 		snprintf(body, sizeof(body), "{\"name\":\"Domaine %s\"}", title);
 	json_t *j = expect(port, "POST", "/v1/producers", NULL, body, 201);
-	snprintf(prd, sizeof(prd), "%s", jstr(j, "id"));
+	snprintf(prd, sizeof(prd), "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	snprintf(body, sizeof(body),
 		 "{\"title\":\"%s\",\"producer\":\"%s\",\"vintage\":2020,\"abv\":13,\"volume_in_liters\":0.75,"
@@ -196,7 +191,7 @@ static void pub_wine(int port, const char *title, const char *estate, const char
 		 "\"energy_kj_per_100ml\":297,\"energy_kcal_per_100ml\":71%s}",
 		 title, prd, category, strcmp(category, "wine") ? ",\"dosage_class\":\"brut\"" : "");
 	j = expect(port, "POST", "/v1/wines", NULL, body, 201);
-	snprintf(out, 64, "%s", jstr(j, "id"));
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	snprintf(path, sizeof(path), "/v1/wines/%s/publish", out);
 	json_decref(expect(port, "POST", path, NULL, NULL, 200));
@@ -210,7 +205,7 @@ static void offer(int port, const char *key, const char *wine, const char *price
 		 "\"status\":\"active\"%s%s}",
 		 wine, price, qty, extra ? "," : "", extra ? extra : "");
 	json_t *j = expect(port, "POST", "/v1/offers", key, body, 201);
-	snprintf(out, 64, "%s", jstr(j, "id"));
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 }
 
@@ -242,7 +237,7 @@ static void qworld_args(struct qworld *x, const char *const *args)
 	char body[512];
 	json_t *j = expect(port, "POST", "/v1/sales-channels", x->ksel, "{\"name\":\"Web\",\"kind\":\"webshop_connect\"}",
 			   201);
-	snprintf(x->chn, sizeof(x->chn), "%s", jstr(j, "id"));
+	snprintf(x->chn, sizeof(x->chn), "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	snprintf(body, sizeof(body),
 		 "{\"offer_id\":\"%s\",\"channel_id\":\"%s\",\"shelf_price\":14.55,\"currency\":\"EUR\",\"status\":\"live\"}",
@@ -282,7 +277,7 @@ static json_t *quote(struct qworld *x, const char *lines, int want)
 static void expect_code(struct qworld *x, const char *lines, const char *code)
 {
 	json_t *j = quote(x, lines, 422);
-	cr_assert_str_eq(jstr(j, "code"), code, "%s", json_dumps(j, JSON_COMPACT));
+	cr_assert_str_eq(tc_jstr(j, "code"), code, "%s", json_dumps(j, JSON_COMPACT));
 	json_decref(j);
 }
 
@@ -299,7 +294,7 @@ WM_TEST(quote, estate_covered_fr_to_de_equals_the_engine)
 	char ln[256];
 	snprintf(ln, sizeof(ln), "{\"sku\":\"%s\",\"qty\":4,\"box_units\":12}", x.w1);
 	json_t *j = quote(&x, ln, 200);
-	cr_assert_str_eq(jstr(j, "currency"), "EUR");
+	cr_assert_str_eq(tc_jstr(j, "currency"), "EUR");
 	cr_assert_eq(cents(j, "total"), 15840);
 
 	struct refdata *rd = load_repo();
@@ -313,23 +308,23 @@ WM_TEST(quote, estate_covered_fr_to_de_equals_the_engine)
 		cr_assert_eq(cents(comps, price_comp_names[k]), q->comp_total[k], "%s", price_comp_names[k]);
 
 	json_t *s = json_array_get(json_object_get(j, "sourcing"), 0);
-	cr_assert_str_eq(jstr(s, "priority"), "estate_first");
+	cr_assert_str_eq(tc_jstr(s, "priority"), "estate_first");
 	cr_assert(json_is_null(json_object_get(s, "split_reason")));
 	json_t *src = json_object_get(s, "source");
 	cr_assert_eq(json_array_size(src), 1);
-	cr_assert_str_eq(jstr(json_array_get(src, 0), "offer_id"), x.of_est);
-	cr_assert_str_eq(jstr(json_array_get(src, 0), "originator_id"), x.est);
+	cr_assert_str_eq(tc_jstr(json_array_get(src, 0), "offer_id"), x.of_est);
+	cr_assert_str_eq(tc_jstr(json_array_get(src, 0), "originator_id"), x.est);
 	cr_assert_eq(cents(json_array_get(src, 0), "p2b"), 1000);
 
 	json_t *line = json_array_get(json_object_get(j, "lines"), 0);
 	json_t *tb = json_object_get(line, "tax_breakdown");
 	cr_assert_eq(json_array_size(tb), 2);
 	json_t *vat = json_array_get(tb, 1);
-	cr_assert_str_eq(jstr(vat, "tax"), "vat");
-	cr_assert_str_eq(jstr(vat, "basis"), "percent");
-	cr_assert_str_eq(jstr(vat, "reference_version"), "2025-11-01.1");
-	cr_assert_str_eq(jstr(vat, "effective_date"), "2025-11-01");
-	cr_assert_str_eq(jstr(json_array_get(tb, 0), "basis"), "per_hl_product");
+	cr_assert_str_eq(tc_jstr(vat, "tax"), "vat");
+	cr_assert_str_eq(tc_jstr(vat, "basis"), "percent");
+	cr_assert_str_eq(tc_jstr(vat, "reference_version"), "2025-11-01.1");
+	cr_assert_str_eq(tc_jstr(vat, "effective_date"), "2025-11-01");
+	cr_assert_str_eq(tc_jstr(json_array_get(tb, 0), "basis"), "per_hl_product");
 
 	/* settlement: originator 40.00, seller 18.20, fulfiller 72.00 (the estate:
 	 * no levels), platform 2.91, VAT 25.29 escrowed: adds up to the total */
@@ -361,12 +356,12 @@ WM_TEST(quote, split_when_estate_atp_short)
 	json_t *j = quote(&x, ln, 200);
 	cr_assert_eq(cents(j, "total"), 35847, "%s", json_dumps(j, JSON_COMPACT));
 	json_t *s = json_array_get(json_object_get(j, "sourcing"), 0);
-	cr_assert_str_eq(jstr(s, "split_reason"), "estate_atp_short");
+	cr_assert_str_eq(tc_jstr(s, "split_reason"), "estate_atp_short");
 	json_t *src = json_object_get(s, "source");
 	cr_assert_eq(json_array_size(src), 2);
-	cr_assert_str_eq(jstr(json_array_get(src, 0), "offer_id"), x.of_est);
+	cr_assert_str_eq(tc_jstr(json_array_get(src, 0), "offer_id"), x.of_est);
 	cr_assert_eq(json_integer_value(json_object_get(json_array_get(src, 0), "qty")), 5);
-	cr_assert_str_eq(jstr(json_array_get(src, 1), "offer_id"), x.of_o2);
+	cr_assert_str_eq(tc_jstr(json_array_get(src, 1), "offer_id"), x.of_o2);
 	cr_assert_eq(json_integer_value(json_object_get(json_array_get(src, 1), "qty")), 7);
 	cr_assert_eq(cents(json_array_get(src, 1), "p2b"), 1100);
 
@@ -386,7 +381,7 @@ WM_TEST(quote, split_when_estate_atp_short)
 	j = quote(&x, ln, 200);
 	s = json_array_get(json_object_get(j, "sourcing"), 0);
 	cr_assert(json_is_null(json_object_get(s, "split_reason")));
-	cr_assert_str_eq(jstr(json_array_get(json_object_get(s, "source"), 0), "offer_id"), x.of_o2);
+	cr_assert_str_eq(tc_jstr(json_array_get(json_object_get(s, "source"), 0), "offer_id"), x.of_o2);
 	json_decref(j);
 	free(q);
 	refdata_free(rd);
@@ -409,22 +404,22 @@ WM_TEST(quote, each_422_code)
 	expect_code(&x, ln, "invalid_box_size");
 	snprintf(ln, sizeof(ln), "{\"sku\":\"%s\",\"qty\":0,\"box_units\":7}", x.w1);
 	json_t *j = quote(&x, ln, 422);
-	cr_assert_str_eq(jstr(j, "code"), "validation_failed");
+	cr_assert_str_eq(tc_jstr(j, "code"), "validation_failed");
 	cr_assert_eq(json_array_size(json_object_get(j, "errors")), 2, "every error at once");
 	json_decref(j);
 	/* 121 x 0.75 l = 90.75 l of still wine > 90 l */
 	snprintf(ln, sizeof(ln), "{\"sku\":\"%s\",\"qty\":61,\"box_units\":12},{\"sku\":\"%s\",\"qty\":60,\"box_units\":6}",
 		 x.w1, x.w3);
 	j = quote(&x, ln, 422);
-	cr_assert_str_eq(jstr(j, "code"), "volume_cap_exceeded");
+	cr_assert_str_eq(tc_jstr(j, "code"), "volume_cap_exceeded");
 	json_t *cap = json_object_get(j, "cap");
-	cr_assert_str_eq(jstr(cap, "category"), "still");
+	cr_assert_str_eq(tc_jstr(cap, "category"), "still");
 	cr_assert_eq(llround(json_number_value(json_object_get(cap, "excess_liters")) * 100), 75);
 	json_decref(j);
 	/* an offer id as the sku pins the line to it */
 	snprintf(ln, sizeof(ln), "{\"sku\":\"%s\",\"qty\":2,\"box_units\":12}", x.of_o2);
 	j = quote(&x, ln, 200);
-	cr_assert_str_eq(jstr(json_array_get(json_object_get(json_array_get(json_object_get(j, "sourcing"), 0), "source"), 0),
+	cr_assert_str_eq(tc_jstr(json_array_get(json_object_get(json_array_get(json_object_get(j, "sourcing"), 0), "source"), 0),
 			      "offer_id"),
 			 x.of_o2);
 	json_decref(j);

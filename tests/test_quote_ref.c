@@ -19,6 +19,7 @@
 
 #include "engine/price.h"
 #include "engine/quote.h"
+#include "tests/api_client.h"
 #include "tests/harness.h"
 #include "tests/wm_test.h"
 
@@ -38,12 +39,6 @@ static json_t *expect(int port, const char *method, const char *path, const char
 	return j;
 }
 
-static const char *jstr(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
 /* An exact decimal money figure in minor units (2 digits). */
 static long long cents(json_t *o, const char *k)
 {
@@ -58,7 +53,7 @@ static void partner(int port, const char *name, const char *country, const char 
 	snprintf(body, sizeof(body), "{\"legal_name\":\"%s\",\"country\":\"%s\",\"roles\":%s%s%s}", name, country, roles,
 		 extra ? "," : "", extra ? extra : "");
 	json_t *j = expect(port, "POST", "/v1/partners", NULL, body, 201);
-	snprintf(out, 64, "%s", jstr(j, "id"));
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	static const char *const steps[] = {"verified", "roles_enabled", "configured", "integrated", "live"};
 	snprintf(path, sizeof(path), "/v1/partners/%s", out);
@@ -73,7 +68,7 @@ static void key_for(int port, const char *entity, char *out)
 	char body[128];
 	snprintf(body, sizeof(body), "{\"entity_id\":\"%s\"}", entity);
 	json_t *j = expect(port, "POST", "/api/keys", NULL, body, 201);
-	snprintf(out, 128, "%s", jstr(j, "key"));
+	snprintf(out, 128, "%s", tc_jstr(j, "key"));
 	json_decref(j);
 }
 
@@ -90,7 +85,7 @@ static void pub_wine(int port, const char *title, const char *category, const ch
 	char body[1400], prd[64], path[128];
 	snprintf(body, sizeof(body), "{\"name\":\"Domaine %s\"}", title);
 	json_t *j = expect(port, "POST", "/v1/producers", NULL, body, 201);
-	snprintf(prd, sizeof(prd), "%s", jstr(j, "id"));
+	snprintf(prd, sizeof(prd), "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	int sparkling = strstr(category, "sparkling") != NULL;
 	snprintf(body, sizeof(body),
@@ -101,7 +96,7 @@ static void pub_wine(int port, const char *title, const char *category, const ch
 		 "\"energy_kj_per_100ml\":297,\"energy_kcal_per_100ml\":71%s}",
 		 title, prd, abv, category, sparkling ? ",\"dosage_class\":\"brut\"" : "");
 	j = expect(port, "POST", "/v1/wines", NULL, body, 201);
-	snprintf(out, 64, "%s", jstr(j, "id"));
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	snprintf(path, sizeof(path), "/v1/wines/%s/publish", out);
 	json_decref(expect(port, "POST", path, NULL, NULL, 200));
@@ -116,7 +111,7 @@ static void offer(int port, const char *key, const char *wine, const char *price
 		 "\"status\":\"active\",\"network_shareable\":true}",
 		 wine, price, currency, qty, incoterm);
 	json_t *j = expect(port, "POST", "/v1/offers", key, body, 201);
-	snprintf(out, 64, "%s", jstr(j, "id"));
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 }
 
@@ -210,7 +205,7 @@ WM_TEST(quote_ref, sparkling_it_to_fr)
 	offer(x.p.port, ko, w, "8.35", "EUR", 30, "EXW", of);
 	snprintf(ln, sizeof(ln), "{\"sku\":\"%s\",\"qty\":6,\"box_units\":6}", w);
 	json_t *j = quote_to(&x, "FR", ln, 200);
-	cr_assert_str_eq(jstr(j, "currency"), "EUR");
+	cr_assert_str_eq(tc_jstr(j, "currency"), "EUR");
 	cr_assert_eq(check_sums(j), 12126, "%s", json_dumps(j, JSON_COMPACT));
 	json_t *c = json_object_get(j, "components");
 	cr_assert_eq(cents(c, "P_B2B"), 5010);
@@ -219,8 +214,8 @@ WM_TEST(quote_ref, sparkling_it_to_fr)
 	cr_assert_eq(cents(c, "E_Excise"), 44);
 	cr_assert_eq(cents(c, "V_VAT"), 2021);
 	json_t *l0 = json_array_get(json_object_get(j, "lines"), 0);
-	cr_assert_str_eq(jstr(l0, "excise_category"), "sparkling");
-	cr_assert_str_eq(jstr(json_array_get(json_object_get(json_object_get(l0, "sourcing"), "source"), 0),
+	cr_assert_str_eq(tc_jstr(l0, "excise_category"), "sparkling");
+	cr_assert_str_eq(tc_jstr(json_array_get(json_object_get(json_object_get(l0, "sourcing"), "source"), 0),
 			      "origin_country"),
 			 "IT");
 	json_decref(j);
@@ -248,7 +243,7 @@ WM_TEST(quote_ref, fortified_pt_to_gb_pure_alcohol_band)
 	offer(x.p.port, ko, w, "15.00", "EUR", 30, "EXW", of);
 	snprintf(ln, sizeof(ln), "{\"sku\":\"%s\",\"qty\":6,\"box_units\":6}", w);
 	json_t *j = quote_to(&x, "GB", ln, 200);
-	cr_assert_str_eq(jstr(j, "currency"), "GBP");
+	cr_assert_str_eq(tc_jstr(j, "currency"), "GBP");
 	cr_assert_eq(check_sums(j), 20162, "%s", json_dumps(j, JSON_COMPACT));
 	json_t *c = json_object_get(j, "components");
 	cr_assert_eq(cents(c, "P_B2B"), 7785);
@@ -257,13 +252,13 @@ WM_TEST(quote_ref, fortified_pt_to_gb_pure_alcohol_band)
 	cr_assert_eq(cents(c, "E_Excise"), 2659);
 	cr_assert_eq(cents(c, "V_VAT"), 3360);
 	json_t *l0 = json_array_get(json_object_get(j, "lines"), 0);
-	cr_assert_str_eq(jstr(l0, "excise_category"), "fortified");
+	cr_assert_str_eq(tc_jstr(l0, "excise_category"), "fortified");
 	json_t *ex = json_array_get(json_object_get(l0, "tax_breakdown"), 0);
-	cr_assert_str_eq(jstr(ex, "basis"), "per_l_pure_alcohol");
+	cr_assert_str_eq(tc_jstr(ex, "basis"), "per_l_pure_alcohol");
 	json_decref(j);
 	/* the same port into DE: Zwischenerzeugnisse rate NOT_FOUND -> explicit 422 */
 	j = quote_to(&x, "DE", ln, 422);
-	cr_assert_not_null(jstr(j, "code"));
+	cr_assert_not_null(tc_jstr(j, "code"));
 	json_decref(j);
 	wm_stop(&x.p);
 }
@@ -288,7 +283,7 @@ WM_TEST(quote_ref, still_es_to_no_in_nok)
 	offer(x.p.port, ko, w, "9.00", "EUR", 30, "EXW", of);
 	snprintf(ln, sizeof(ln), "{\"sku\":\"%s\",\"qty\":12,\"box_units\":12}", w);
 	json_t *j = quote_to(&x, "NO", ln, 200);
-	cr_assert_str_eq(jstr(j, "currency"), "NOK");
+	cr_assert_str_eq(tc_jstr(j, "currency"), "NOK");
 	cr_assert_eq(check_sums(j), 472776, "%s", json_dumps(j, JSON_COMPACT));
 	json_t *c = json_object_get(j, "components");
 	cr_assert_eq(cents(c, "P_B2B"), 126360);
@@ -327,14 +322,14 @@ WM_TEST(quote_ref, split_two_originators_one_dap_leg)
 	json_t *j = quote_to(&x, "DE", ln, 200);
 	cr_assert_eq(check_sums(j), 15351, "%s", json_dumps(j, JSON_COMPACT));
 	json_t *s = json_array_get(json_object_get(j, "sourcing"), 0);
-	cr_assert_str_eq(jstr(s, "split_reason"), "multi_originator_policy");
+	cr_assert_str_eq(tc_jstr(s, "split_reason"), "multi_originator_policy");
 	json_t *src = json_object_get(s, "source");
 	cr_assert_eq(json_array_size(src), 2);
-	cr_assert_str_eq(jstr(json_array_get(src, 0), "offer_id"), ofb);
-	cr_assert_str_eq(jstr(json_array_get(src, 0), "originator_id"), ob);
-	cr_assert_str_eq(jstr(json_array_get(src, 0), "incoterm"), "DAP");
+	cr_assert_str_eq(tc_jstr(json_array_get(src, 0), "offer_id"), ofb);
+	cr_assert_str_eq(tc_jstr(json_array_get(src, 0), "originator_id"), ob);
+	cr_assert_str_eq(tc_jstr(json_array_get(src, 0), "incoterm"), "DAP");
 	cr_assert_eq(json_integer_value(json_object_get(json_array_get(src, 0), "qty")), 5);
-	cr_assert_str_eq(jstr(json_array_get(src, 1), "offer_id"), ofa);
+	cr_assert_str_eq(tc_jstr(json_array_get(src, 1), "offer_id"), ofa);
 	cr_assert_eq(json_integer_value(json_object_get(json_array_get(src, 1), "qty")), 2);
 
 	json_t *srcs = json_object_get(json_array_get(json_object_get(j, "lines"), 0), "sources");
@@ -356,9 +351,9 @@ WM_TEST(quote_ref, split_two_originators_one_dap_leg)
 	json_t *pty;
 	int fulfillers = 0;
 	json_array_foreach(json_object_get(json_object_get(j, "settlement_split"), "parties"), i, pty)
-		if (!strcmp(jstr(pty, "role"), "fulfiller")) {
+		if (!strcmp(tc_jstr(pty, "role"), "fulfiller")) {
 			fulfillers++;
-			cr_assert_str_eq(jstr(pty, "partner_id"), oa);
+			cr_assert_str_eq(tc_jstr(pty, "partner_id"), oa);
 			cr_assert_eq(cents(pty, "amount"), 4500);
 		}
 	cr_assert_eq(fulfillers, 1);
@@ -388,7 +383,7 @@ WM_TEST(quote_ref, gbp_offer_into_chf)
 	offer(x.p.port, ko, w, "20.00", "GBP", 30, "EXW", of);
 	snprintf(ln, sizeof(ln), "{\"sku\":\"%s\",\"qty\":6,\"box_units\":6}", w);
 	json_t *j = quote_to(&x, "CH", ln, 200);
-	cr_assert_str_eq(jstr(j, "currency"), "CHF");
+	cr_assert_str_eq(tc_jstr(j, "currency"), "CHF");
 	cr_assert_eq(check_sums(j), 20576, "%s", json_dumps(j, JSON_COMPACT));
 	json_t *c = json_object_get(j, "components");
 	cr_assert_eq(cents(c, "P_B2B"), 12902);
@@ -397,7 +392,7 @@ WM_TEST(quote_ref, gbp_offer_into_chf)
 	cr_assert_eq(cents(c, "E_Excise"), 0);
 	cr_assert_eq(cents(c, "V_VAT"), 1542);
 	json_t *s0 = json_array_get(json_object_get(json_array_get(json_object_get(j, "sourcing"), 0), "source"), 0);
-	cr_assert_str_eq(jstr(s0, "p2b_currency"), "GBP");
+	cr_assert_str_eq(tc_jstr(s0, "p2b_currency"), "GBP");
 	cr_assert_eq(cents(s0, "p2b"), 2000);
 	json_decref(j);
 	wm_stop(&x.p);
@@ -548,7 +543,7 @@ WM_TEST(quote_prop, invariant_to_line_order)
 			cr_assert(jb < n);
 			json_t *la = json_array_get(json_object_get(a, "lines"), i);
 			json_t *lb = json_array_get(json_object_get(b, "lines"), jb);
-			cr_assert_str_eq(jstr(la, "sku"), jstr(lb, "sku"));
+			cr_assert_str_eq(tc_jstr(la, "sku"), tc_jstr(lb, "sku"));
 			cr_assert_eq(cents(la, "total"), cents(lb, "total"));
 			for (int k = 0; k < PC_COUNT_; k++)
 				cr_assert_eq(comp_of(la, k), comp_of(lb, k), "line %u %s", i, price_comp_names[k]);
@@ -556,7 +551,7 @@ WM_TEST(quote_prop, invariant_to_line_order)
 			cr_assert_eq(json_array_size(sa), json_array_size(sb));
 			for (size_t s = 0; s < json_array_size(sa); s++) {
 				json_t *ea = json_array_get(sa, s), *eb = json_array_get(sb, s);
-				cr_assert_str_eq(jstr(ea, "offer_id"), jstr(eb, "offer_id"));
+				cr_assert_str_eq(tc_jstr(ea, "offer_id"), tc_jstr(eb, "offer_id"));
 				cr_assert_eq(json_integer_value(json_object_get(ea, "qty")),
 					     json_integer_value(json_object_get(eb, "qty")));
 				cr_assert_eq(cents(ea, "total"), cents(eb, "total"));
@@ -600,9 +595,9 @@ WM_TEST(quote_prop, no_component_rounded_twice)
 			for (size_t s = 0; s < json_array_size(srcs); s++) {
 				json_t *e = json_array_get(srcs, s);
 				int o = 0;
-				while (o < PW_ORIGS && strcmp(jstr(e, "offer_id"), x.of[l[i].wine][o]))
+				while (o < PW_ORIGS && strcmp(tc_jstr(e, "offer_id"), x.of[l[i].wine][o]))
 					o++;
-				cr_assert(o < PW_ORIGS, "unknown offer %s", jstr(e, "offer_id"));
+				cr_assert(o < PW_ORIGS, "unknown offer %s", tc_jstr(e, "offer_id"));
 				int64_t qty = json_integer_value(json_object_get(e, "qty"));
 				int sparkling = l[i].wine >= 2;
 				int64_t X = qty * x.price[l[i].wine][o];

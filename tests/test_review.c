@@ -11,14 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/api_client.h"
 #include "tests/harness.h"
 #include "tests/wm_test.h"
-
-static void start(struct wm_proc *p)
-{
-	wm_proc_init(p);
-	cr_assert_eq(wm_start(p, NULL, NULL), 0, "wm-shard did not start (logs in %s)", p->dir);
-}
 
 /* One request as `key` (NULL: the operator key) expecting `want`; the body. */
 static json_t *expect(int port, const char *method, const char *path, const char *key, const char *body, int want)
@@ -36,16 +31,10 @@ static json_t *expect(int port, const char *method, const char *path, const char
 	return j;
 }
 
-static const char *jstr(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
 static void expect_code(int port, const char *method, const char *path, const char *body, int want, const char *code)
 {
 	json_t *j = expect(port, method, path, NULL, body, want);
-	cr_assert_str_eq(jstr(j, "code"), code);
+	cr_assert_str_eq(tc_jstr(j, "code"), code);
 	json_decref(j);
 }
 
@@ -56,14 +45,14 @@ static void candidate_pair(int port, const char *cuvee, char *existing, char *cr
 	char body[600];
 	json_t *m = expect(port, "POST", "/v1/media",
 			   NULL, "{\"mime\":\"image/png\",\"size\":1000,\"alt\":\"Front label\",\"role\":\"label_front\"}", 201);
-	snprintf(media, 64, "%s", jstr(m, "id"));
+	snprintf(media, 64, "%s", tc_jstr(m, "id"));
 	json_decref(m);
 	snprintf(body, sizeof(body),
 		 "{\"title\":\"Penfolds %s 2018\",\"producer\":{\"name\":\"Penfolds\",\"country\":\"AU\"},\"cuvee\":\"%s\","
 		 "\"vintage\":2018,\"volume_in_liters\":0.75}",
 		 cuvee, cuvee);
 	json_t *j = expect(port, "POST", "/v1/wines", NULL, body, 201);
-	snprintf(existing, 64, "%s", jstr(j, "id"));
+	snprintf(existing, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	snprintf(body, sizeof(body),
 		 "{\"title\":\"Penfolds %s 2017\",\"producer\":{\"name\":\"Penfolds\"},\"cuvee\":\"%s\",\"vintage\":2017,"
@@ -71,9 +60,9 @@ static void candidate_pair(int port, const char *cuvee, char *existing, char *cr
 		 cuvee, cuvee, media);
 	j = expect(port, "POST", "/v1/wines", NULL, body, 201);
 	json_t *mt = json_object_get(j, "match");
-	cr_assert_str_eq(jstr(mt, "result"), "candidate");
-	cr_assert_str_eq(jstr(mt, "wine_id"), existing);
-	snprintf(created, 64, "%s", jstr(j, "id"));
+	cr_assert_str_eq(tc_jstr(mt, "result"), "candidate");
+	cr_assert_str_eq(tc_jstr(mt, "wine_id"), existing);
+	snprintf(created, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	/* the review is the newest pending one naming the created wine */
 	j = expect(port, "GET", "/v1/wine-reviews?status=pending&page_size=200", NULL, NULL, 200);
@@ -83,8 +72,8 @@ static void candidate_pair(int port, const char *cuvee, char *existing, char *cr
 	json_t *r;
 	json_array_foreach(data, i, r)
 	{
-		if (!strcmp(jstr(r, "wine_id"), created))
-			snprintf(review, 64, "%s", jstr(r, "id"));
+		if (!strcmp(tc_jstr(r, "wine_id"), created))
+			snprintf(review, 64, "%s", tc_jstr(r, "id"));
 	}
 	cr_assert(!strncmp(review, "rev_", 4), "no pending review for %s", created);
 	json_decref(j);
@@ -114,22 +103,22 @@ static json_t *last_event(int port, const char *type)
 WM_TEST(review, candidate_opens_a_pending_review_operators_only)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	char existing[64], created[64], review[64], media[64], path[160];
 	candidate_pair(p.port, "Grange", existing, created, review, media);
 	snprintf(path, sizeof(path), "/v1/wine-reviews/%s", review);
 	json_t *r = expect(p.port, "GET", path, NULL, NULL, 200);
-	cr_assert_str_eq(jstr(r, "candidate_wine_id"), existing);
-	cr_assert_str_eq(jstr(r, "wine_id"), created);
-	cr_assert_str_eq(jstr(r, "status"), "pending");
-	cr_assert_str_eq(jstr(r, "label_media_id"), media);
+	cr_assert_str_eq(tc_jstr(r, "candidate_wine_id"), existing);
+	cr_assert_str_eq(tc_jstr(r, "wine_id"), created);
+	cr_assert_str_eq(tc_jstr(r, "status"), "pending");
+	cr_assert_str_eq(tc_jstr(r, "label_media_id"), media);
 	cr_assert_eq(json_integer_value(json_object_get(r, "tier")), 3);
 	cr_assert(json_is_number(json_object_get(r, "confidence")));
-	cr_assert(jstr(r, "reason") && jstr(r, "reason")[0]);
+	cr_assert(tc_jstr(r, "reason") && tc_jstr(r, "reason")[0]);
 	cr_assert(json_is_null(json_object_get(r, "decided_at")));
 	json_decref(r);
 	json_t *e = last_event(p.port, "review.opened");
-	cr_assert_str_eq(jstr(json_object_get(e, "payload"), "id"), review);
+	cr_assert_str_eq(tc_jstr(json_object_get(e, "payload"), "id"), review);
 	json_decref(e);
 	cr_assert_eq(count(p.port, "/v1/wine-reviews"), 1);
 	cr_assert_eq(count(p.port, "/v1/wine-reviews?status=confirmed"), 0);
@@ -147,10 +136,10 @@ WM_TEST(review, candidate_opens_a_pending_review_operators_only)
 			    "{\"legal_name\":\"Estate\",\"country\":\"FR\",\"roles\":[\"originator\"],\"originator_type\":\"estate\"}",
 			    201);
 	char body[160], key[160];
-	snprintf(body, sizeof(body), "{\"entity_id\":\"%s\"}", jstr(pt, "id"));
+	snprintf(body, sizeof(body), "{\"entity_id\":\"%s\"}", tc_jstr(pt, "id"));
 	json_decref(pt);
 	json_t *k = expect(p.port, "POST", "/api/keys", NULL, body, 201);
-	snprintf(key, sizeof(key), "%s", jstr(k, "key"));
+	snprintf(key, sizeof(key), "%s", tc_jstr(k, "key"));
 	json_decref(k);
 	json_decref(expect(p.port, "GET", "/v1/wine-reviews", key, NULL, 403));
 	json_decref(expect(p.port, "GET", path, key, NULL, 403));
@@ -162,39 +151,39 @@ WM_TEST(review, candidate_opens_a_pending_review_operators_only)
 WM_TEST(review, confirm_merges_into_the_candidate_and_is_final)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	char existing[64], created[64], review[64], media[64], path[160];
 	candidate_pair(p.port, "Grange", existing, created, review, media);
 	snprintf(path, sizeof(path), "/v1/wine-reviews/%s/confirm", review);
 	json_t *r = expect(p.port, "POST", path, NULL, NULL, 200);
-	cr_assert_str_eq(jstr(r, "status"), "confirmed");
-	cr_assert(jstr(r, "decided_at") && jstr(r, "decided_by"));
+	cr_assert_str_eq(tc_jstr(r, "status"), "confirmed");
+	cr_assert(tc_jstr(r, "decided_at") && tc_jstr(r, "decided_by"));
 	json_decref(r);
 	/* the candidate gained what it lacked, kept what it had */
 	snprintf(path, sizeof(path), "/v1/wines/%s", existing);
 	json_t *w = expect(p.port, "GET", path, NULL, NULL, 200);
-	cr_assert_str_eq(jstr(w, "colour"), "red");
-	cr_assert_str_eq(jstr(w, "main_image"), media);
+	cr_assert_str_eq(tc_jstr(w, "colour"), "red");
+	cr_assert_str_eq(tc_jstr(w, "main_image"), media);
 	cr_assert_eq(json_integer_value(json_object_get(w, "vintage")), 2018, "nothing overwritten");
-	cr_assert_str_eq(jstr(w, "status"), "draft");
+	cr_assert_str_eq(tc_jstr(w, "status"), "draft");
 	json_decref(w);
 	/* the new wine is archived and says where it went */
 	snprintf(path, sizeof(path), "/v1/wines/%s", created);
 	w = expect(p.port, "GET", path, NULL, NULL, 200);
-	cr_assert_str_eq(jstr(w, "status"), "archived");
-	cr_assert_str_eq(jstr(w, "merged_into"), existing);
+	cr_assert_str_eq(tc_jstr(w, "status"), "archived");
+	cr_assert_str_eq(tc_jstr(w, "merged_into"), existing);
 	json_decref(w);
 	json_t *e = last_event(p.port, "wine.matched");
 	json_t *pl = json_object_get(e, "payload");
-	cr_assert_str_eq(jstr(pl, "wine_id"), existing);
-	cr_assert_str_eq(jstr(pl, "merged"), created);
+	cr_assert_str_eq(tc_jstr(pl, "wine_id"), existing);
+	cr_assert_str_eq(tc_jstr(pl, "merged"), created);
 	cr_assert_eq(json_integer_value(json_object_get(json_object_get(pl, "match"), "tier")), 4);
 	json_decref(e);
 	e = last_event(p.port, "review.confirmed");
-	cr_assert_str_eq(jstr(json_object_get(e, "payload"), "id"), review);
+	cr_assert_str_eq(tc_jstr(json_object_get(e, "payload"), "id"), review);
 	json_decref(e);
 	e = last_event(p.port, "wine.archived");
-	cr_assert_str_eq(jstr(json_object_get(e, "payload"), "id"), created);
+	cr_assert_str_eq(tc_jstr(json_object_get(e, "payload"), "id"), created);
 	json_decref(e);
 	/* decided once only, either way */
 	snprintf(path, sizeof(path), "/v1/wine-reviews/%s/confirm", review);
@@ -213,22 +202,22 @@ WM_TEST(review, confirm_merges_into_the_candidate_and_is_final)
 WM_TEST(review, reject_keeps_both_and_survives_kill9)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	char existing[64], created[64], review[64], media[64], path[160];
 	candidate_pair(p.port, "Grange", existing, created, review, media);
 	char e2[64], c2[64], review2[64], m2[64];
 	candidate_pair(p.port, "Bin 389", e2, c2, review2, m2);
 	snprintf(path, sizeof(path), "/v1/wine-reviews/%s/reject", review);
 	json_t *r = expect(p.port, "POST", path, NULL, NULL, 200);
-	cr_assert_str_eq(jstr(r, "status"), "rejected");
+	cr_assert_str_eq(tc_jstr(r, "status"), "rejected");
 	json_decref(r);
 	json_t *e = last_event(p.port, "review.rejected");
-	cr_assert_str_eq(jstr(json_object_get(e, "payload"), "id"), review);
+	cr_assert_str_eq(tc_jstr(json_object_get(e, "payload"), "id"), review);
 	json_decref(e);
 	expect_code(p.port, "POST", path, NULL, 409, "review_decided");
 	snprintf(path, sizeof(path), "/v1/wines/%s", created);
 	json_t *w = expect(p.port, "GET", path, NULL, NULL, 200);
-	cr_assert_str_eq(jstr(w, "status"), "draft", "a rejected candidate stays a wine of its own");
+	cr_assert_str_eq(tc_jstr(w, "status"), "draft", "a rejected candidate stays a wine of its own");
 	cr_assert_null(json_object_get(w, "merged_into"));
 	json_decref(w);
 	/* kill -9: both reviews, their statuses and the status index come back */
@@ -236,20 +225,20 @@ WM_TEST(review, reject_keeps_both_and_survives_kill9)
 	cr_assert_eq(wm_start(&p, NULL, NULL), 0);
 	snprintf(path, sizeof(path), "/v1/wine-reviews/%s", review);
 	r = expect(p.port, "GET", path, NULL, NULL, 200);
-	cr_assert_str_eq(jstr(r, "status"), "rejected");
+	cr_assert_str_eq(tc_jstr(r, "status"), "rejected");
 	json_decref(r);
 	cr_assert_eq(count(p.port, "/v1/wine-reviews?status=pending"), 1);
 	cr_assert_eq(count(p.port, "/v1/wine-reviews?status=rejected"), 1);
 	/* the pending one is still decidable after recovery */
 	snprintf(path, sizeof(path), "/v1/wine-reviews/%s/confirm", review2);
 	r = expect(p.port, "POST", path, NULL, NULL, 200);
-	cr_assert_str_eq(jstr(r, "status"), "confirmed");
+	cr_assert_str_eq(tc_jstr(r, "status"), "confirmed");
 	json_decref(r);
 	wm_kill9(&p);
 	cr_assert_eq(wm_start(&p, NULL, NULL), 0);
 	snprintf(path, sizeof(path), "/v1/wines/%s", c2);
 	w = expect(p.port, "GET", path, NULL, NULL, 200);
-	cr_assert_str_eq(jstr(w, "merged_into"), e2);
+	cr_assert_str_eq(tc_jstr(w, "merged_into"), e2);
 	json_decref(w);
 	cr_assert_eq(count(p.port, "/v1/wine-reviews?status=confirmed"), 1);
 	wm_proc_cleanup(&p);

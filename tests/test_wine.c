@@ -13,73 +13,23 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/api_client.h"
 #include "tests/harness.h"
 #include "tests/wm_test.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static void start(struct wm_proc *p)
-{
-	wm_proc_init(p);
-	cr_assert_eq(wm_start(p, NULL, NULL), 0, "wm-shard did not start (logs in %s)", p->dir);
-}
-
-/* One request as `key` (NULL: the operator key); parsed body (caller
- * decrefs), status in *st. */
-static json_t *call(int port, const char *method, const char *path, const char *key, const char *body, int *st)
-{
-	char h[256] = "";
-	if (key)
-		snprintf(h, sizeof(h), "Authorization: Bearer %s\r\n", key);
-	struct http_resp r;
-	cr_assert_eq(http_do(port, method, path, key ? h : NULL, body, &r), 0, "%s %s: no response", method, path);
-	*st = r.status;
-	json_error_t e;
-	json_t *j = json_loadb(r.body, r.body_len, 0, &e);
-	cr_assert_not_null(j, "%s %s: body is not JSON (%d): %s", method, path, r.status, r.body);
-	http_resp_free(&r);
-	return j;
-}
-
-/* call() expecting a status; the body. */
+/* tc_call() expecting a status; the body. */
 static json_t *expect(int port, const char *method, const char *path, const char *key, const char *body, int want)
 {
 	int st;
-	json_t *j = call(port, method, path, key, body, &st);
+	json_t *j = tc_call(port, method, path, key, body, &st);
 	if (st != want) {
 		char *dump = json_dumps(j, JSON_COMPACT);
 		cr_assert_eq(st, want, "%s %s: got %d, want %d: %s", method, path, st, want, dump);
 		free(dump);
 	}
 	return j;
-}
-
-static void expect_code(int port, const char *method, const char *path, const char *key, const char *body, int want,
-			const char *code)
-{
-	json_t *j = expect(port, method, path, key, body, want);
-	const char *got = json_string_value(json_object_get(j, "code"));
-	cr_assert(got && !strcmp(got, code), "%s %s: code %s, want %s", method, path, got ? got : "(none)", code);
-	json_decref(j);
-}
-
-static const char *jstr(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-/* Does a 422 body list (field, rule)? */
-static int lists_error(json_t *problem, const char *field, const char *rule)
-{
-	size_t i;
-	json_t *e;
-	json_array_foreach(json_object_get(problem, "errors"), i, e)
-	{
-		if (!strcmp(jstr(e, "field"), field) && !strcmp(jstr(e, "rule"), rule))
-			return 1;
-	}
-	return 0;
 }
 
 /* A partner with roles (JSON array text), walked to live; its id in out. */
@@ -89,7 +39,7 @@ static void partner(int port, const char *name, const char *roles, const char *o
 	snprintf(body, sizeof(body), "{\"legal_name\":\"%s\",\"country\":\"FR\",\"roles\":%s%s%s%s}", name, roles,
 		 otype ? ",\"originator_type\":\"" : "", otype ? otype : "", otype ? "\"" : "");
 	json_t *j = expect(port, "POST", "/v1/partners", NULL, body, 201);
-	snprintf(out, 64, "%s", jstr(j, "id"));
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	static const char *const steps[] = {"verified", "roles_enabled", "configured", "integrated", "live"};
 	snprintf(path, sizeof(path), "/v1/partners/%s", out);
@@ -105,7 +55,7 @@ static void key_for(int port, const char *entity, char *out)
 	char body[128];
 	snprintf(body, sizeof(body), "{\"entity_id\":\"%s\"}", entity);
 	json_t *j = expect(port, "POST", "/api/keys", NULL, body, 201);
-	snprintf(out, 128, "%s", jstr(j, "key"));
+	snprintf(out, 128, "%s", tc_jstr(j, "key"));
 	json_decref(j);
 }
 
@@ -114,7 +64,7 @@ static json_t *wine(int port, const char *key, const char *body, int want, char 
 {
 	json_t *j = expect(port, "POST", "/v1/wines", key, body, want);
 	if (out)
-		snprintf(out, 64, "%s", jstr(j, "id"));
+		snprintf(out, 64, "%s", tc_jstr(j, "id"));
 	return j;
 }
 
@@ -144,7 +94,7 @@ static void complete_wine(char *out, size_t size, const char *title, const char 
 static void producer(int port, const char *key, const char *body, char *out)
 {
 	json_t *j = expect(port, "POST", "/v1/producers", key, body, 201);
-	snprintf(out, 64, "%s", jstr(j, "id"));
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 }
 
@@ -166,35 +116,35 @@ static json_t *last_event(int port, const char *type)
 WM_TEST(producer, create_get_list_patch_and_slug_dedup)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	char id[64], path[128];
 	json_t *j = expect(p.port, "POST", "/v1/producers", NULL,
 			   "{\"name\":\"Château Pontet-Canet\",\"country\":\"FR\",\"region\":\"Pauillac\","
 			   "\"website\":\"https://www.pontet-canet.com\",\"description\":\"Biodynamic since 2004.\\nPauillac.\"}",
 			   201);
-	snprintf(id, sizeof(id), "%s", jstr(j, "id"));
-	cr_assert_str_eq(jstr(j, "slug"), "chateau-pontet-canet");
-	cr_assert_str_eq(jstr(j, "created_by"), "platform");
+	snprintf(id, sizeof(id), "%s", tc_jstr(j, "id"));
+	cr_assert_str_eq(tc_jstr(j, "slug"), "chateau-pontet-canet");
+	cr_assert_str_eq(tc_jstr(j, "created_by"), "platform");
 	cr_assert(!strncmp(id, "prd_", 4));
 	json_decref(j);
 	snprintf(path, sizeof(path), "/v1/producers/%s", id);
 	j = expect(p.port, "GET", path, NULL, NULL, 200);
-	cr_assert_str_eq(jstr(j, "name"), "Château Pontet-Canet");
+	cr_assert_str_eq(tc_jstr(j, "name"), "Château Pontet-Canet");
 	json_decref(j);
 	/* the same name spelled otherwise is the same producer */
-	expect_code(p.port, "POST", "/v1/producers", NULL, "{\"name\":\"CHATEAU PONTET CANET\"}", 409, "producer_exists");
+	tc_expect_code(p.port, "POST", "/v1/producers", NULL, "{\"name\":\"CHATEAU PONTET CANET\"}", 409, "producer_exists");
 	/* an explicit slug tells two estates apart */
 	char other[64];
 	producer(p.port, NULL, "{\"name\":\"Château Pontet-Canet\",\"slug\":\"pontet-canet-second\"}", other);
 	/* every error at once */
 	j = expect(p.port, "POST", "/v1/producers", NULL,
 		   "{\"country\":\"fr\",\"website\":\"ftp://x\",\"slug\":\"Not A Slug\",\"id\":\"prd_x\",\"owner\":1}", 422);
-	cr_assert(lists_error(j, "name", "required"));
-	cr_assert(lists_error(j, "country", "iso3166_alpha2"));
-	cr_assert(lists_error(j, "website", "url"));
-	cr_assert(lists_error(j, "slug", "slug"));
-	cr_assert(lists_error(j, "id", "read_only"));
-	cr_assert(lists_error(j, "owner", "unknown_field"));
+	cr_assert(tc_lists_error(j, "name", "required"));
+	cr_assert(tc_lists_error(j, "country", "iso3166_alpha2"));
+	cr_assert(tc_lists_error(j, "website", "url"));
+	cr_assert(tc_lists_error(j, "slug", "slug"));
+	cr_assert(tc_lists_error(j, "id", "read_only"));
+	cr_assert(tc_lists_error(j, "owner", "unknown_field"));
 	json_decref(j);
 	/* bounds at and past the edge */
 	struct {
@@ -214,17 +164,17 @@ WM_TEST(producer, create_get_list_patch_and_slug_dedup)
 			if (!strcmp(bounds[b].member, "name"))
 				snprintf(big, 8192, "{\"name\":\"%.*s%zu\"}", (int)(n - 1), fill, extra);
 			int st;
-			json_t *r = call(p.port, "POST", "/v1/producers", NULL, big, &st);
+			json_t *r = tc_call(p.port, "POST", "/v1/producers", NULL, big, &st);
 			cr_assert_eq(st, extra ? 422 : 201, "%s at %zu bytes: %d", bounds[b].member, bounds[b].max + extra, st);
 			if (extra)
-				cr_assert(lists_error(r, bounds[b].member, "max_length"), "%s", bounds[b].member);
+				cr_assert(tc_lists_error(r, bounds[b].member, "max_length"), "%s", bounds[b].member);
 			json_decref(r);
 		}
 	memset(fill, 'a', 101);
 	snprintf(big, 8192, "/v1/producers?q=%.100s", fill);
 	json_decref(expect(p.port, "GET", big, NULL, NULL, 200));
 	snprintf(big, 8192, "/v1/producers?q=%.101s", fill);
-	expect_code(p.port, "GET", big, NULL, NULL, 400, "invalid_filter");
+	tc_expect_code(p.port, "GET", big, NULL, NULL, 400, "invalid_filter");
 	free(big);
 	free(fill);
 	/* lists and filters */
@@ -232,22 +182,22 @@ WM_TEST(producer, create_get_list_patch_and_slug_dedup)
 	cr_assert_eq(list_count(p.port, "/v1/producers?q=pontet%20CANET", NULL), 2);
 	cr_assert_eq(list_count(p.port, "/v1/producers?q=margaux", NULL), 0);
 	cr_assert_eq(list_count(p.port, "/v1/producers?country=FR", NULL), 1);
-	expect_code(p.port, "GET", "/v1/producers?country=France", NULL, NULL, 400, "invalid_filter");
+	tc_expect_code(p.port, "GET", "/v1/producers?country=France", NULL, NULL, 400, "invalid_filter");
 	/* patch: rename keeps the id, slug follows only when asked */
 	j = expect(p.port, "PATCH", path, NULL, "{\"region\":null,\"name\":\"Ch. Pontet-Canet\"}", 200);
-	cr_assert_str_eq(jstr(j, "name"), "Ch. Pontet-Canet");
-	cr_assert_str_eq(jstr(j, "slug"), "chateau-pontet-canet");
+	cr_assert_str_eq(tc_jstr(j, "name"), "Ch. Pontet-Canet");
+	cr_assert_str_eq(tc_jstr(j, "slug"), "chateau-pontet-canet");
 	cr_assert(json_is_null(json_object_get(j, "region")));
 	json_decref(j);
-	expect_code(p.port, "PATCH", path, NULL, "{\"slug\":\"pontet-canet-second\"}", 409, "producer_exists");
-	expect_code(p.port, "GET", "/v1/producers/prd_01M7YD76420001QQVSYV", NULL, NULL, 404, "not_found");
+	tc_expect_code(p.port, "PATCH", path, NULL, "{\"slug\":\"pontet-canet-second\"}", 409, "producer_exists");
+	tc_expect_code(p.port, "GET", "/v1/producers/prd_01M7YD76420001QQVSYV", NULL, NULL, 404, "not_found");
 	wm_proc_cleanup(&p);
 }
 
 WM_TEST(producer, partner_link_rules)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	char estate[64], collector[64], seller[64], k_estate[128], k_collector[128], id[64], path[128], body[256];
 	partner(p.port, "Estate SARL", "[\"originator\"]", "estate", estate);
 	partner(p.port, "Collector", "[\"originator\"]", "collector", collector);
@@ -256,32 +206,32 @@ WM_TEST(producer, partner_link_rules)
 	key_for(p.port, collector, k_collector);
 	snprintf(body, sizeof(body), "{\"name\":\"Domaine A\",\"partner_id\":\"%s\"}", collector);
 	json_t *j = expect(p.port, "POST", "/v1/producers", NULL, body, 422);
-	cr_assert(lists_error(j, "partner_id", "originator_estate"));
+	cr_assert(tc_lists_error(j, "partner_id", "originator_estate"));
 	json_decref(j);
 	snprintf(body, sizeof(body), "{\"name\":\"Domaine A\",\"partner_id\":\"%s\"}", seller);
 	j = expect(p.port, "POST", "/v1/producers", NULL, body, 422);
-	cr_assert(lists_error(j, "partner_id", "originator_estate"));
+	cr_assert(tc_lists_error(j, "partner_id", "originator_estate"));
 	json_decref(j);
 	snprintf(body, sizeof(body), "{\"name\":\"Domaine A\",\"partner_id\":\"ptn_01M7YD76420001QQVSYV\"}");
 	j = expect(p.port, "POST", "/v1/producers", NULL, body, 422);
-	cr_assert(lists_error(j, "partner_id", "exists"));
+	cr_assert(tc_lists_error(j, "partner_id", "exists"));
 	json_decref(j);
 	/* a partner links a producer to itself only */
 	snprintf(body, sizeof(body), "{\"name\":\"Domaine A\",\"partner_id\":\"%s\"}", estate);
 	j = expect(p.port, "POST", "/v1/producers", k_collector, body, 422);
-	cr_assert(lists_error(j, "partner_id", "own_partner"));
+	cr_assert(tc_lists_error(j, "partner_id", "own_partner"));
 	json_decref(j);
 	producer(p.port, k_estate, body, id);
 	snprintf(path, sizeof(path), "/v1/producers/%s", id);
 	/* readable by all, writable by the platform, creator and linked estate */
 	json_decref(expect(p.port, "GET", path, k_collector, NULL, 200));
-	expect_code(p.port, "PATCH", path, k_collector, "{\"region\":\"Loire\"}", 404, "not_found");
+	tc_expect_code(p.port, "PATCH", path, k_collector, "{\"region\":\"Loire\"}", 404, "not_found");
 	json_decref(expect(p.port, "PATCH", path, k_estate, "{\"region\":\"Loire\"}", 200));
 	json_decref(expect(p.port, "PATCH", path, NULL, "{\"region\":\"Anjou\"}", 200));
 	/* a seller may not write wines at all (action policy) */
 	char k_seller[128];
 	key_for(p.port, seller, k_seller);
-	expect_code(p.port, "POST", "/v1/producers", k_seller, "{\"name\":\"X\"}", 403, "action_not_allowed");
+	tc_expect_code(p.port, "POST", "/v1/producers", k_seller, "{\"name\":\"X\"}", 403, "action_not_allowed");
 	wm_proc_cleanup(&p);
 }
 
@@ -290,7 +240,7 @@ WM_TEST(producer, partner_link_rules)
 WM_TEST(wine, create_get_canonical_document_and_event)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	char id[64], path[128];
 	json_t *j = wine(p.port, NULL,
 			 "{\"title\":\"Domaine Leflaive Puligny-Montrachet 2019\",\"producer\":{\"name\":\"Domaine Leflaive\","
@@ -303,14 +253,14 @@ WM_TEST(wine, create_get_canonical_document_and_event)
 			 "\"medusa_product_id\":\"prod_leflaive_pm19\"}",
 			 201, id);
 	cr_assert(!strncmp(id, "wine_", 5));
-	cr_assert_str_eq(jstr(j, "status"), "draft");
-	cr_assert_str_eq(jstr(j, "slug"), "domaine-leflaive-puligny-montrachet-2019");
-	cr_assert_str_eq(jstr(j, "hs_code"), "2204.21.79");
-	cr_assert_str_eq(jstr(j, "natural_key"), "domaine-leflaive|puligny-montrachet|2019|750|FR");
-	cr_assert(!strncmp(jstr(j, "producer"), "prd_", 4), "the inline producer became an id");
+	cr_assert_str_eq(tc_jstr(j, "status"), "draft");
+	cr_assert_str_eq(tc_jstr(j, "slug"), "domaine-leflaive-puligny-montrachet-2019");
+	cr_assert_str_eq(tc_jstr(j, "hs_code"), "2204.21.79");
+	cr_assert_str_eq(tc_jstr(j, "natural_key"), "domaine-leflaive|puligny-montrachet|2019|750|FR");
+	cr_assert(!strncmp(tc_jstr(j, "producer"), "prd_", 4), "the inline producer became an id");
 	cr_assert_str_eq(json_string_value(json_array_get(json_object_get(j, "gtins"), 0)), "08904000210037");
 	json_t *m = json_object_get(j, "match");
-	cr_assert_str_eq(jstr(m, "result"), "new");
+	cr_assert_str_eq(tc_jstr(m, "result"), "new");
 	cr_assert(json_is_null(json_object_get(m, "tier")));
 	json_decref(j);
 	snprintf(path, sizeof(path), "/v1/wines/%s", id);
@@ -323,7 +273,7 @@ WM_TEST(wine, create_get_canonical_document_and_event)
 	cr_assert(!strstr(r.body, "\"match\""));
 	http_resp_free(&r);
 	json_t *e = last_event(p.port, "wine.created");
-	cr_assert_str_eq(jstr(json_object_get(e, "payload"), "id"), id);
+	cr_assert_str_eq(tc_jstr(json_object_get(e, "payload"), "id"), id);
 	json_decref(e);
 	/* the producer exists and is found by slug next time */
 	cr_assert_eq(list_count(p.port, "/v1/producers?q=leflaive", NULL), 1);
@@ -333,25 +283,25 @@ WM_TEST(wine, create_get_canonical_document_and_event)
 	/* medusa_product_id is unique and indexed */
 	cr_assert_eq(list_count(p.port, "/v1/wines?medusa_product_id=prod_leflaive_pm19", NULL), 1);
 	cr_assert_eq(list_count(p.port, "/v1/wines?medusa_product_id=nothing", NULL), 0);
-	expect_code(p.port, "POST", "/v1/wines", NULL,
+	tc_expect_code(p.port, "POST", "/v1/wines", NULL,
 		    "{\"title\":\"Other\",\"producer\":{\"name\":\"Other\"},\"medusa_product_id\":\"prod_leflaive_pm19\"}", 409,
 		    "medusa_product_id_taken");
 	/* slug collisions get a suffix; an explicit taken slug is a 409 */
 	j = wine(p.port, NULL, "{\"title\":\"Domaine Leflaive Puligny-Montrachet 2019\",\"producer\":{\"name\":\"Z\"}}", 201,
 		 NULL);
-	cr_assert_str_eq(jstr(j, "slug"), "domaine-leflaive-puligny-montrachet-2019-2");
+	cr_assert_str_eq(tc_jstr(j, "slug"), "domaine-leflaive-puligny-montrachet-2019-2");
 	json_decref(j);
-	expect_code(p.port, "POST", "/v1/wines", NULL,
+	tc_expect_code(p.port, "POST", "/v1/wines", NULL,
 		    "{\"title\":\"Y\",\"producer\":{\"name\":\"Y\"},\"slug\":\"domaine-leflaive-puligny-montrachet-2019\"}",
 		    409, "slug_taken");
-	expect_code(p.port, "GET", "/v1/wines/wine_01M7YD76420001QQVSYV", NULL, NULL, 404, "not_found");
+	tc_expect_code(p.port, "GET", "/v1/wines/wine_01M7YD76420001QQVSYV", NULL, NULL, 404, "not_found");
 	wm_proc_cleanup(&p);
 }
 
 WM_TEST(wine, every_failing_field_is_listed_with_its_rule)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	json_t *j = expect(p.port, "POST", "/v1/wines", NULL,
 			   "{\"title\":\"\",\"producer\":\"prd_nope\",\"vintage\":1899,\"abv\":22.5,\"volume_in_liters\":0,"
 			   "\"colour\":\"blue\",\"category\":\"cider\",\"dosage_class\":\"medium\",\"hs_code\":\"22\","
@@ -371,17 +321,17 @@ WM_TEST(wine, every_failing_field_is_listed_with_its_rule)
 		{"main_image", "media_id"}, {"energy_kcal_per_100ml", "range"},
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
-		cr_assert(lists_error(j, want[i][0], want[i][1]), "%s:%s not listed", want[i][0], want[i][1]);
+		cr_assert(tc_lists_error(j, want[i][0], want[i][1]), "%s:%s not listed", want[i][0], want[i][1]);
 	cr_assert_eq(json_array_size(json_object_get(j, "errors")), sizeof(want) / sizeof(want[0]));
 	json_decref(j);
 	/* a producer id that does not exist */
 	j = expect(p.port, "POST", "/v1/wines", NULL, "{\"title\":\"T\",\"producer\":\"prd_01M7YD76420001QQVSYV\"}", 422);
-	cr_assert(lists_error(j, "producer", "exists"));
+	cr_assert(tc_lists_error(j, "producer", "exists"));
 	json_decref(j);
 	j = expect(p.port, "POST", "/v1/wines", NULL, "{\"producer\":{\"country\":\"FR\",\"owner\":1}}", 422);
-	cr_assert(lists_error(j, "title", "required"));
-	cr_assert(lists_error(j, "producer.name", "required"));
-	cr_assert(lists_error(j, "producer.owner", "unknown_field"));
+	cr_assert(tc_lists_error(j, "title", "required"));
+	cr_assert(tc_lists_error(j, "producer.name", "required"));
+	cr_assert(tc_lists_error(j, "producer.owner", "unknown_field"));
 	json_decref(j);
 	cr_assert_eq(wine_count(p.port), 0, "nothing was written");
 	wm_proc_cleanup(&p);
@@ -390,7 +340,7 @@ WM_TEST(wine, every_failing_field_is_listed_with_its_rule)
 WM_TEST(wine, drafts_are_visible_to_creator_estate_and_platform_only)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	char a[64], b[64], estate[64], ka[128], kb[128], ke[128], prd[64], id[64], path[160], body[2048];
 	partner(p.port, "Negociant A", "[\"originator\"]", "stock", a);
 	partner(p.port, "Negociant B", "[\"originator\"]", "stock", b);
@@ -402,18 +352,18 @@ WM_TEST(wine, drafts_are_visible_to_creator_estate_and_platform_only)
 	producer(p.port, NULL, body, prd);
 	complete_wine(body, sizeof(body), "Domaine C Rouge", prd, NULL);
 	json_t *j = wine(p.port, ka, body, 201, id);
-	cr_assert_str_eq(jstr(j, "created_by"), a, "the creator sees created_by");
+	cr_assert_str_eq(tc_jstr(j, "created_by"), a, "the creator sees created_by");
 	json_decref(j);
 	snprintf(path, sizeof(path), "/v1/wines/%s", id);
 	/* another partner: 404 everywhere, omitted from lists */
-	expect_code(p.port, "GET", path, kb, NULL, 404, "not_found");
-	expect_code(p.port, "PATCH", path, kb, "{\"abv\":12}", 404, "not_found");
+	tc_expect_code(p.port, "GET", path, kb, NULL, 404, "not_found");
+	tc_expect_code(p.port, "PATCH", path, kb, "{\"abv\":12}", 404, "not_found");
 	char sub[200];
 	snprintf(sub, sizeof(sub), "%s/publish", path);
-	expect_code(p.port, "POST", sub, kb, NULL, 404, "not_found");
+	tc_expect_code(p.port, "POST", sub, kb, NULL, 404, "not_found");
 	snprintf(sub, sizeof(sub), "%s/external-ids", path);
-	expect_code(p.port, "GET", sub, kb, NULL, 404, "not_found");
-	expect_code(p.port, "POST", sub, kb, "{\"source\":\"app_wine_id\",\"external_id\":\"1\"}", 404, "not_found");
+	tc_expect_code(p.port, "GET", sub, kb, NULL, 404, "not_found");
+	tc_expect_code(p.port, "POST", sub, kb, "{\"source\":\"app_wine_id\",\"external_id\":\"1\"}", 404, "not_found");
 	cr_assert_eq(list_count(p.port, "/v1/wines", kb), 0);
 	cr_assert_eq(list_count(p.port, "/v1/wines?status=draft", kb), 0);
 	/* the estate linked to the producer sees and edits it, without created_by */
@@ -423,7 +373,7 @@ WM_TEST(wine, drafts_are_visible_to_creator_estate_and_platform_only)
 	json_decref(expect(p.port, "PATCH", path, ke, "{\"abv\":13.5}", 200));
 	j = expect(p.port, "GET", "/v1/events?type=wine.updated", ke, NULL, 200);
 	json_t *ev = json_object_get(json_array_get(json_object_get(j, "data"), 0), "payload");
-	cr_assert_str_eq(jstr(ev, "id"), id, "the estate's own event");
+	cr_assert_str_eq(tc_jstr(ev, "id"), id, "the estate's own event");
 	cr_assert_null(json_object_get(ev, "created_by"), "its payload does not name the creator");
 	json_decref(j);
 	cr_assert_eq(list_count(p.port, "/v1/wines", ke), 1);
@@ -436,7 +386,7 @@ WM_TEST(wine, drafts_are_visible_to_creator_estate_and_platform_only)
 	cr_assert_null(json_object_get(j, "created_by"));
 	json_decref(j);
 	cr_assert_eq(list_count(p.port, "/v1/wines", kb), 1);
-	expect_code(p.port, "PATCH", path, kb, "{\"abv\":12}", 404, "not_found");
+	tc_expect_code(p.port, "PATCH", path, kb, "{\"abv\":12}", 404, "not_found");
 	/* the events of a write are scoped to the acting entity */
 	j = expect(p.port, "GET", "/v1/events?type=wine.created", ka, NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(j, "data")), 1);
@@ -450,7 +400,7 @@ WM_TEST(wine, drafts_are_visible_to_creator_estate_and_platform_only)
 WM_TEST(wine, lists_filter_search_and_paginate)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	char pa[64], pb[64], body[2048], partner_id[64], key[128];
 	producer(p.port, NULL, "{\"name\":\"Bodegas Muga\",\"country\":\"ES\"}", pa);
 	producer(p.port, NULL, "{\"name\":\"Château Musar\",\"country\":\"LB\"}", pb);
@@ -497,11 +447,11 @@ WM_TEST(wine, lists_filter_search_and_paginate)
 	cr_assert_eq(list_count(p.port, q, NULL), 0, "100 bytes is the edge");
 	q[112] = 'a';
 	q[113] = 0;
-	expect_code(p.port, "GET", q, NULL, NULL, 400, "invalid_filter");
-	expect_code(p.port, "GET", "/v1/wines?colour=pink", NULL, NULL, 400, "invalid_filter");
-	expect_code(p.port, "GET", "/v1/wines?vintage=1899", NULL, NULL, 400, "invalid_filter");
-	expect_code(p.port, "GET", "/v1/wines?producer=ptn_x", NULL, NULL, 400, "invalid_filter");
-	expect_code(p.port, "GET", "/v1/wines?page_size=201", NULL, NULL, 400, "page_size_too_large");
+	tc_expect_code(p.port, "GET", q, NULL, NULL, 400, "invalid_filter");
+	tc_expect_code(p.port, "GET", "/v1/wines?colour=pink", NULL, NULL, 400, "invalid_filter");
+	tc_expect_code(p.port, "GET", "/v1/wines?vintage=1899", NULL, NULL, 400, "invalid_filter");
+	tc_expect_code(p.port, "GET", "/v1/wines?producer=ptn_x", NULL, NULL, 400, "invalid_filter");
+	tc_expect_code(p.port, "GET", "/v1/wines?page_size=201", NULL, NULL, 400, "page_size_too_large");
 	/* cursor pagination through an index: every row once, in order */
 	const char *next = NULL;
 	char cur[512] = "/v1/wines?status=draft&page_size=2";
@@ -509,7 +459,7 @@ WM_TEST(wine, lists_filter_search_and_paginate)
 	for (int pages = 0; pages < 5; pages++) {
 		json_t *j = expect(p.port, "GET", cur, NULL, NULL, 200);
 		seen += json_array_size(json_object_get(j, "data"));
-		next = jstr(j, "next_cursor");
+		next = tc_jstr(j, "next_cursor");
 		if (next)
 			snprintf(cur, sizeof(cur), "/v1/wines?status=draft&page_size=2&cursor=%s", next);
 		int more = json_is_true(json_object_get(j, "has_more"));
@@ -528,8 +478,8 @@ WM_TEST(wine, lists_filter_search_and_paginate)
 	int audited = 0;
 	json_array_foreach(json_object_get(j, "data"), i, row)
 	{
-		const char *ent = jstr(row, "entity_id");
-		const char *ep = jstr(row, "endpoint");
+		const char *ent = tc_jstr(row, "entity_id");
+		const char *ep = tc_jstr(row, "endpoint");
 		audited |= ent && ep && !strcmp(ent, partner_id) && strstr(ep, "/v1/wines");
 	}
 	json_decref(j);
@@ -540,7 +490,7 @@ WM_TEST(wine, lists_filter_search_and_paginate)
 WM_TEST(wine, patch_and_the_status_table)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	char prd[64], id[64], path[160], pub[192], body[2048];
 	producer(p.port, NULL, "{\"name\":\"Weingut Keller\",\"country\":\"DE\"}", prd);
 	complete_wine(body, sizeof(body), "Keller G-Max 2020", prd, "\"cuvee\":\"G-Max\"");
@@ -555,37 +505,37 @@ WM_TEST(wine, patch_and_the_status_table)
 	json_decref(j);
 	j = expect(p.port, "PATCH", path, NULL,
 		   "{\"gtin\":\"8904000210037\",\"id\":\"x\",\"natural_key\":\"x\",\"producer\":{\"name\":\"x\"},\"abv\":99}", 422);
-	cr_assert(lists_error(j, "gtin", "managed_by_crosswalk"));
-	cr_assert(lists_error(j, "id", "read_only"));
-	cr_assert(lists_error(j, "natural_key", "read_only"));
-	cr_assert(lists_error(j, "producer", "producer_id"));
-	cr_assert(lists_error(j, "abv", "range"));
+	cr_assert(tc_lists_error(j, "gtin", "managed_by_crosswalk"));
+	cr_assert(tc_lists_error(j, "id", "read_only"));
+	cr_assert(tc_lists_error(j, "natural_key", "read_only"));
+	cr_assert(tc_lists_error(j, "producer", "producer_id"));
+	cr_assert(tc_lists_error(j, "abv", "range"));
 	json_decref(j);
-	expect_code(p.port, "PATCH", path, NULL, "{\"status\":\"published\"}", 409, "invalid_status_transition");
+	tc_expect_code(p.port, "PATCH", path, NULL, "{\"status\":\"published\"}", 409, "invalid_status_transition");
 	json_decref(expect(p.port, "POST", pub, NULL, NULL, 200));
-	expect_code(p.port, "POST", pub, NULL, NULL, 409, "already_published");
+	tc_expect_code(p.port, "POST", pub, NULL, NULL, 409, "already_published");
 	/* a published wine keeps passing the gate */
 	j = expect(p.port, "PATCH", path, NULL, "{\"lot_number\":null}", 422);
-	cr_assert(lists_error(j, "lot_number", "required_to_publish"));
+	cr_assert(tc_lists_error(j, "lot_number", "required_to_publish"));
 	json_decref(j);
-	expect_code(p.port, "PATCH", path, NULL, "{\"status\":\"draft\"}", 409, "invalid_status_transition");
+	tc_expect_code(p.port, "PATCH", path, NULL, "{\"status\":\"draft\"}", 409, "invalid_status_transition");
 	j = expect(p.port, "PATCH", path, NULL, "{\"status\":\"archived\"}", 200);
-	cr_assert_str_eq(jstr(j, "status"), "archived");
+	cr_assert_str_eq(tc_jstr(j, "status"), "archived");
 	json_decref(j);
 	json_t *e = last_event(p.port, "wine.archived");
-	cr_assert_str_eq(jstr(json_object_get(e, "payload"), "id"), id);
+	cr_assert_str_eq(tc_jstr(json_object_get(e, "payload"), "id"), id);
 	json_decref(e);
 	/* nothing leaves archived */
-	expect_code(p.port, "PATCH", path, NULL, "{\"abv\":12}", 409, "wine_archived");
-	expect_code(p.port, "PATCH", path, NULL, "{\"status\":\"published\"}", 409, "wine_archived");
-	expect_code(p.port, "POST", pub, NULL, NULL, 409, "wine_archived");
+	tc_expect_code(p.port, "PATCH", path, NULL, "{\"abv\":12}", 409, "wine_archived");
+	tc_expect_code(p.port, "PATCH", path, NULL, "{\"status\":\"published\"}", 409, "wine_archived");
+	tc_expect_code(p.port, "POST", pub, NULL, NULL, 409, "wine_archived");
 	/* still readable, still matched, never enriched */
 	j = expect(p.port, "GET", path, NULL, NULL, 200);
-	cr_assert_str_eq(jstr(j, "status"), "archived");
+	cr_assert_str_eq(tc_jstr(j, "status"), "archived");
 	json_decref(j);
 	j = wine(p.port, NULL, "{\"title\":\"x\",\"producer\":{\"name\":\"Weingut Keller\"},\"cuvee\":\"G-Max\",\"vintage\":2020,"
 			       "\"volume_in_liters\":0.75,\"country\":\"FR\",\"aroma_profile\":\"slate\"}", 200, NULL);
-	cr_assert_str_eq(jstr(json_object_get(j, "match"), "result"), "matched");
+	cr_assert_str_eq(tc_jstr(json_object_get(j, "match"), "result"), "matched");
 	cr_assert_null(json_object_get(j, "aroma_profile"));
 	json_decref(j);
 	/* draft -> archived directly */
@@ -600,7 +550,7 @@ WM_TEST(wine, patch_and_the_status_table)
 WM_TEST(wine_gate, each_missing_particular_is_listed)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	char prd[64], id[64], path[192], body[2048];
 	producer(p.port, NULL, "{\"name\":\"Gate Estate\"}", prd);
 	snprintf(body, sizeof(body), "{\"title\":\"Bare\",\"producer\":\"%s\"}", prd);
@@ -610,7 +560,7 @@ WM_TEST(wine_gate, each_missing_particular_is_listed)
 	static const char *const missing[] = {"category", "abv", "country", "bottler", "volume_in_liters",
 					      "lot_number", "allergens", "ingredients", "energy_kj_per_100ml"};
 	for (size_t i = 0; i < sizeof(missing) / sizeof(missing[0]); i++)
-		cr_assert(lists_error(j, missing[i], "required_to_publish"), "%s not listed", missing[i]);
+		cr_assert(tc_lists_error(j, missing[i], "required_to_publish"), "%s not listed", missing[i]);
 	cr_assert_eq(json_array_size(json_object_get(j, "errors")), sizeof(missing) / sizeof(missing[0]));
 	json_decref(j);
 	/* sparkling needs its sugar class, a PDO its designation, a non-EU wine its importer */
@@ -621,14 +571,14 @@ WM_TEST(wine_gate, each_missing_particular_is_listed)
 	json_decref(expect(p.port, "PATCH", wpath, NULL, "{\"category\":\"quality_sparkling\"}", 200));
 	snprintf(path, sizeof(path), "/v1/wines/%s/publish", id);
 	j = expect(p.port, "POST", path, NULL, NULL, 422);
-	cr_assert(lists_error(j, "dosage_class", "required_to_publish"));
+	cr_assert(tc_lists_error(j, "dosage_class", "required_to_publish"));
 	cr_assert_eq(json_array_size(json_object_get(j, "errors")), 1);
 	json_decref(j);
 	json_decref(expect(p.port, "PATCH", wpath, NULL, "{\"dosage_class\":\"brut_nature\",\"quality_scheme\":\"PDO\","
 						       "\"country\":\"US\"}", 200));
 	j = expect(p.port, "POST", path, NULL, NULL, 422);
-	cr_assert(lists_error(j, "designation", "required_to_publish"));
-	cr_assert(lists_error(j, "importer", "required_to_publish"));
+	cr_assert(tc_lists_error(j, "designation", "required_to_publish"));
+	cr_assert(tc_lists_error(j, "importer", "required_to_publish"));
 	cr_assert_eq(json_array_size(json_object_get(j, "errors")), 2);
 	json_decref(j);
 	json_decref(expect(p.port, "PATCH", wpath, NULL,
@@ -636,11 +586,11 @@ WM_TEST(wine_gate, each_missing_particular_is_listed)
 			   "\"ingredients\":null,\"energy_kj_per_100ml\":null,\"e_label_url\":\"https://e.example/l/1\"}", 200));
 	/* e_label_url covers ingredients and energy */
 	j = expect(p.port, "POST", path, NULL, NULL, 200);
-	cr_assert_str_eq(jstr(j, "status"), "published");
-	cr_assert_not_null(jstr(j, "published_at"));
+	cr_assert_str_eq(tc_jstr(j, "status"), "published");
+	cr_assert_not_null(tc_jstr(j, "published_at"));
 	json_decref(j);
 	json_t *e = last_event(p.port, "wine.published");
-	cr_assert_str_eq(jstr(json_object_get(e, "payload"), "id"), id);
+	cr_assert_str_eq(tc_jstr(json_object_get(e, "payload"), "id"), id);
 	json_decref(e);
 	wm_proc_cleanup(&p);
 }
@@ -659,7 +609,7 @@ static long matched_tier(int port)
 WM_TEST(wine_dedup, each_tier_over_http_keeps_one_row)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	char id[64];
 	const char *gtin_body = "{\"title\":\"Cloudy Bay Sauvignon Blanc 2023\",\"producer\":{\"name\":\"Cloudy Bay\","
 				"\"country\":\"NZ\"},\"vintage\":2023,\"volume_in_liters\":0.75,\"gtin\":\"9414416002038\"}";
@@ -667,15 +617,15 @@ WM_TEST(wine_dedup, each_tier_over_http_keeps_one_row)
 	json_decref(wine(p.port, NULL, gtin_body, 201, id));
 	json_t *j = wine(p.port, NULL, gtin_body, 200, NULL);
 	json_t *m = json_object_get(j, "match");
-	cr_assert_str_eq(jstr(m, "result"), "matched");
+	cr_assert_str_eq(tc_jstr(m, "result"), "matched");
 	cr_assert_eq(json_integer_value(json_object_get(m, "tier")), 1);
-	cr_assert_str_eq(jstr(j, "id"), id);
+	cr_assert_str_eq(tc_jstr(j, "id"), id);
 	json_decref(j);
 	cr_assert_eq(matched_tier(p.port), 1);
 	/* the case GTIN-14 of that unit (indicator 1) */
 	j = wine(p.port, NULL, "{\"title\":\"Cloudy Bay SB 23 6x75\",\"producer\":{\"name\":\"Cloudy Bay\"},"
 			       "\"gtin\":\"19414416002035\"}", 200, NULL);
-	cr_assert_str_eq(jstr(j, "id"), id);
+	cr_assert_str_eq(tc_jstr(j, "id"), id);
 	cr_assert(json_real_value(json_object_get(json_object_get(j, "match"), "confidence")) < 0.96);
 	cr_assert_eq(json_array_size(json_object_get(j, "gtins")), 2, "the case GTIN was added");
 	json_decref(j);
@@ -686,7 +636,7 @@ WM_TEST(wine_dedup, each_tier_over_http_keeps_one_row)
 				      "\"country\":\"IT\"},\"lwin\":\"10146222016\",\"volume_in_liters\":0.75}", 201, lid));
 	j = wine(p.port, NULL, "{\"title\":\"Sassicaia 16 (12x75)\",\"producer\":{\"name\":\"San Guido\"},"
 			       "\"lwin\":\"101462220161200750\"}", 200, NULL);
-	cr_assert_str_eq(jstr(j, "id"), lid);
+	cr_assert_str_eq(tc_jstr(j, "id"), lid);
 	json_decref(j);
 	cr_assert_eq(matched_tier(p.port), 2);
 	/* natural key: accents, NV spelling, volume unit */
@@ -697,12 +647,12 @@ WM_TEST(wine_dedup, each_tier_over_http_keeps_one_row)
 	j = wine(p.port, NULL, "{\"title\":\"RUINART BDB MAGNUM\",\"producer\":{\"name\":\"MAISON RUINART\"},"
 			       "\"cuvee\":\"Blanc-de-Blancs\",\"vintage\":\"N.V.\",\"volume_in_liters\":1.5,\"country\":\"FR\"}",
 		 200, NULL);
-	cr_assert_str_eq(jstr(j, "id"), nid);
+	cr_assert_str_eq(tc_jstr(j, "id"), nid);
 	json_decref(j);
 	cr_assert_eq(matched_tier(p.port), 3);
 	cr_assert_eq(wine_count(p.port), 3);
 	/* conflicting identifiers */
-	expect_code(p.port, "POST", "/v1/wines", NULL,
+	tc_expect_code(p.port, "POST", "/v1/wines", NULL,
 		    "{\"title\":\"x\",\"producer\":{\"name\":\"Cloudy Bay\"},\"vintage\":2022,\"gtin\":\"9414416002038\"}", 409,
 		    "identifier_conflict");
 	cr_assert_eq(wine_count(p.port), 3);
@@ -713,7 +663,7 @@ WM_TEST(wine_dedup, each_tier_over_http_keeps_one_row)
 WM_TEST(wine_dedup, concurrent_ingest_of_one_wine_makes_one_row)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	const char *body = "{\"title\":\"Vega Sicilia Único 2012\",\"producer\":{\"name\":\"Vega Sicilia\",\"country\":\"ES\"},"
 			   "\"cuvee\":\"Único\",\"vintage\":2012,\"volume_in_liters\":0.75}";
 	for (int round = 0; round < 5; round++) {
@@ -748,7 +698,7 @@ WM_TEST(wine_dedup, concurrent_ingest_of_one_wine_makes_one_row)
 WM_TEST(wine_dedup, match_answers_matched_candidate_new_without_writing)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	char id[64];
 	json_decref(wine(p.port, NULL, "{\"title\":\"Penfolds Grange 2018\",\"producer\":{\"name\":\"Penfolds\","
 				      "\"country\":\"AU\"},\"cuvee\":\"Grange\",\"vintage\":2018,\"volume_in_liters\":0.75}", 201,
@@ -767,10 +717,10 @@ WM_TEST(wine_dedup, match_answers_matched_candidate_new_without_writing)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		json_t *j = expect(p.port, "POST", "/v1/wines/match", NULL, cases[i].body, 200);
-		cr_assert_str_eq(jstr(j, "result"), cases[i].result, "%s", cases[i].body);
+		cr_assert_str_eq(tc_jstr(j, "result"), cases[i].result, "%s", cases[i].body);
 		if (cases[i].tier) {
 			cr_assert_eq(json_integer_value(json_object_get(j, "tier")), cases[i].tier);
-			cr_assert_str_eq(jstr(j, "wine_id"), id);
+			cr_assert_str_eq(tc_jstr(j, "wine_id"), id);
 		} else {
 			cr_assert(json_is_null(json_object_get(j, "tier")));
 			cr_assert(json_is_null(json_object_get(j, "wine_id")));
@@ -779,15 +729,15 @@ WM_TEST(wine_dedup, match_answers_matched_candidate_new_without_writing)
 	}
 	json_t *j = expect(p.port, "POST", "/v1/wines/match", NULL, "{\"title\":\"g\",\"producer\":{\"name\":\"x\"},\"abv\":23}",
 			   422);
-	cr_assert(lists_error(j, "abv", "range"));
+	cr_assert(tc_lists_error(j, "abv", "range"));
 	json_decref(j);
 	cr_assert_eq(wine_count(p.port), 1);
 	cr_assert_eq(list_count(p.port, "/v1/events?page_size=200", NULL), events, "match writes nothing");
 	cr_assert_eq(list_count(p.port, "/v1/producers", NULL), 1, "no producer created by a match");
 	/* a candidate at ingest creates the wine and names the similar one */
 	j = wine(p.port, NULL, cases[1].body, 201, NULL);
-	cr_assert_str_eq(jstr(json_object_get(j, "match"), "result"), "candidate");
-	cr_assert_str_eq(jstr(json_object_get(j, "match"), "wine_id"), id);
+	cr_assert_str_eq(tc_jstr(json_object_get(j, "match"), "result"), "candidate");
+	cr_assert_str_eq(tc_jstr(json_object_get(j, "match"), "wine_id"), id);
 	json_decref(j);
 	wm_proc_cleanup(&p);
 }
@@ -795,7 +745,7 @@ WM_TEST(wine_dedup, match_answers_matched_candidate_new_without_writing)
 WM_TEST(wine_dedup, a_match_on_an_invisible_draft_reveals_only_its_id)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	char a[64], b[64], ka[128], kb[128], id[64];
 	partner(p.port, "Importer A", "[\"originator\"]", "stock", a);
 	partner(p.port, "Importer B", "[\"fulfiller\"]", NULL, b);
@@ -807,17 +757,17 @@ WM_TEST(wine_dedup, a_match_on_an_invisible_draft_reveals_only_its_id)
 	json_t *j = wine(p.port, kb, "{\"title\":\"Tignanello 2019\",\"producer\":{\"name\":\"MARCHESI ANTINORI\"},\"cuvee\":\"Tignanello\","
 				     "\"vintage\":2019,\"volume_in_liters\":0.75,\"country\":\"IT\",\"lot_number\":\"L19\"}",
 			 200, NULL);
-	cr_assert_str_eq(jstr(j, "id"), id);
-	cr_assert_str_eq(jstr(j, "status"), "draft");
+	cr_assert_str_eq(tc_jstr(j, "id"), id);
+	cr_assert_str_eq(tc_jstr(j, "status"), "draft");
 	cr_assert_null(json_object_get(j, "title"), "no descriptive member of an invisible draft");
-	cr_assert_str_eq(jstr(json_object_get(j, "match"), "result"), "matched");
+	cr_assert_str_eq(tc_jstr(json_object_get(j, "match"), "result"), "matched");
 	json_decref(j);
 	char path[128];
 	snprintf(path, sizeof(path), "/v1/wines/%s", id);
 	j = expect(p.port, "GET", path, ka, NULL, 200);
-	cr_assert_str_eq(jstr(j, "lot_number"), "L19", "the match enriched the wine");
+	cr_assert_str_eq(tc_jstr(j, "lot_number"), "L19", "the match enriched the wine");
 	json_decref(j);
-	expect_code(p.port, "GET", path, kb, NULL, 404, "not_found");
+	tc_expect_code(p.port, "GET", path, kb, NULL, 404, "not_found");
 	wm_proc_cleanup(&p);
 }
 
@@ -826,7 +776,7 @@ WM_TEST(wine_dedup, a_match_on_an_invisible_draft_reveals_only_its_id)
 WM_TEST(extid, crosswalk_entries_sources_and_uniqueness)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	char w1[64], w2[64], path1[160], path2[160], wpath[128];
 	json_decref(wine(p.port, NULL, "{\"title\":\"Opus One 2019\",\"producer\":{\"name\":\"Opus One\",\"country\":\"US\"},"
 				      "\"vintage\":2019,\"volume_in_liters\":0.75,\"gtin\":\"4006381333931\"}", 201, w1));
@@ -837,13 +787,13 @@ WM_TEST(extid, crosswalk_entries_sources_and_uniqueness)
 	/* ingest created the entry for its GTIN */
 	json_t *j = expect(p.port, "GET", path1, NULL, NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(j, "data")), 1);
-	cr_assert_str_eq(jstr(json_array_get(json_object_get(j, "data"), 0), "external_id"), "04006381333931");
+	cr_assert_str_eq(tc_jstr(json_array_get(json_object_get(j, "data"), 0), "external_id"), "04006381333931");
 	json_decref(j);
 	/* a GTIN added through the crosswalk feeds tier 1 */
 	j = expect(p.port, "POST", path2, NULL,
 		   "{\"source\":\"gtin\",\"external_id\":\"96385074\",\"url\":\"https://shop.example/opus18\",\"confidence\":0.9}",
 		   201);
-	cr_assert_str_eq(jstr(j, "external_id"), "00000096385074");
+	cr_assert_str_eq(tc_jstr(j, "external_id"), "00000096385074");
 	cr_assert(json_real_value(json_object_get(j, "confidence")) > 0.89);
 	json_decref(j);
 	snprintf(wpath, sizeof(wpath), "/v1/wines/%s", w2);
@@ -851,12 +801,12 @@ WM_TEST(extid, crosswalk_entries_sources_and_uniqueness)
 	cr_assert_eq(json_array_size(json_object_get(j, "gtins")), 1);
 	json_decref(j);
 	j = wine(p.port, NULL, "{\"title\":\"x\",\"producer\":{\"name\":\"y\"},\"gtin\":\"96385074\"}", 200, NULL);
-	cr_assert_str_eq(jstr(j, "id"), w2);
+	cr_assert_str_eq(tc_jstr(j, "id"), w2);
 	json_decref(j);
 	/* one wine per GTIN and per retail id */
-	expect_code(p.port, "POST", path1, NULL, "{\"source\":\"gtin\",\"external_id\":\"96385074\"}", 409, "external_id_taken");
+	tc_expect_code(p.port, "POST", path1, NULL, "{\"source\":\"gtin\",\"external_id\":\"96385074\"}", 409, "external_id_taken");
 	json_decref(expect(p.port, "POST", path1, NULL, "{\"source\":\"retail_product_id\",\"external_id\":\"SKU-OPUS-19\"}", 201));
-	expect_code(p.port, "POST", path2, NULL, "{\"source\":\"retail_product_id\",\"external_id\":\"SKU-OPUS-19\"}", 409,
+	tc_expect_code(p.port, "POST", path2, NULL, "{\"source\":\"retail_product_id\",\"external_id\":\"SKU-OPUS-19\"}", 409,
 		    "external_id_taken");
 	/* shared sources: a grape variety, an app's wine id, an appellation */
 	static const char *const shared[] = {
@@ -909,7 +859,7 @@ WM_TEST(extid, crosswalk_entries_sources_and_uniqueness)
 		int found = 0;
 		size_t k;
 		json_t *e;
-		json_array_foreach(json_object_get(j, "errors"), k, e) found |= !strcmp(jstr(e, "field"), bad[i][1]);
+		json_array_foreach(json_object_get(j, "errors"), k, e) found |= !strcmp(tc_jstr(e, "field"), bad[i][1]);
 		cr_assert(found, "%s: %s not listed", bad[i][0], bad[i][1]);
 		json_decref(j);
 	}
@@ -919,17 +869,17 @@ WM_TEST(extid, crosswalk_entries_sources_and_uniqueness)
 			   201));
 	/* LWIN: added to the wine, then a second one conflicts */
 	json_decref(expect(p.port, "POST", path1, NULL, "{\"source\":\"lwin\",\"external_id\":\"1234567\"}", 201));
-	expect_code(p.port, "POST", path1, NULL, "{\"source\":\"lwin\",\"external_id\":\"7654321\"}", 409, "identifier_conflict");
+	tc_expect_code(p.port, "POST", path1, NULL, "{\"source\":\"lwin\",\"external_id\":\"7654321\"}", 409, "identifier_conflict");
 	/* an LWIN whose vintage contradicts the wine */
-	expect_code(p.port, "POST", path2, NULL, "{\"source\":\"lwin\",\"external_id\":\"12345672019\"}", 409,
+	tc_expect_code(p.port, "POST", path2, NULL, "{\"source\":\"lwin\",\"external_id\":\"12345672019\"}", 409,
 		    "identifier_conflict");
 	j = wine(p.port, NULL, "{\"title\":\"x\",\"producer\":{\"name\":\"y\"},\"lwin\":\"123456720190600750\"}", 200, NULL);
-	cr_assert_str_eq(jstr(j, "id"), w1, "the crosswalk LWIN feeds tier 2");
+	cr_assert_str_eq(tc_jstr(j, "id"), w1, "the crosswalk LWIN feeds tier 2");
 	json_decref(j);
 	/* archived wines take no entries */
 	snprintf(wpath, sizeof(wpath), "/v1/wines/%s", w2);
 	json_decref(expect(p.port, "PATCH", wpath, NULL, "{\"status\":\"archived\"}", 200));
-	expect_code(p.port, "POST", path2, NULL, "{\"source\":\"app_wine_id\",\"external_id\":\"9\"}", 409, "wine_archived");
+	tc_expect_code(p.port, "POST", path2, NULL, "{\"source\":\"app_wine_id\",\"external_id\":\"9\"}", 409, "wine_archived");
 	json_decref(expect(p.port, "GET", path2, NULL, NULL, 200));
 	wm_proc_cleanup(&p);
 }
@@ -939,7 +889,7 @@ WM_TEST(extid, crosswalk_entries_sources_and_uniqueness)
 WM_TEST(wine, idempotent_retry_and_kill9_keep_one_catalogue)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	const char *body = "{\"title\":\"Pingus 2019\",\"producer\":{\"name\":\"Dominio de Pingus\",\"country\":\"ES\"},"
 			   "\"vintage\":2019,\"volume_in_liters\":0.75,\"gtin\":\"4006381333931\",\"lwin\":\"1054321\"}";
 	struct http_resp r1, r2;
@@ -970,7 +920,7 @@ WM_TEST(wine, idempotent_retry_and_kill9_keep_one_catalogue)
 	cr_assert_eq(wm_start(&p, NULL, NULL), 0);
 	cr_assert_eq(wine_count(p.port), 1);
 	j = expect(p.port, "POST", "/v1/wines/match", NULL, body, 200);
-	cr_assert_str_eq(jstr(j, "result"), "matched");
+	cr_assert_str_eq(tc_jstr(j, "result"), "matched");
 	json_decref(j);
 	wm_proc_cleanup(&p);
 }
@@ -979,7 +929,7 @@ WM_TEST(wine, idempotent_retry_and_kill9_keep_one_catalogue)
 WM_TEST(wine, media_references_must_exist)
 {
 	struct wm_proc p;
-	start(&p);
+	tc_start(&p);
 	json_t *m = expect(p.port, "POST", "/v1/media", NULL,
 			   "{\"mime\":\"image/png\",\"size\":1000,\"alt\":\"Front label\",\"role\":\"label_front\"}", 201);
 	char mid[64];
@@ -989,8 +939,8 @@ WM_TEST(wine, media_references_must_exist)
 			   "{\"title\":\"Media Test\",\"producer\":{\"name\":\"Media Estate\"},"
 			   "\"main_image\":\"med_01M7YD76420001QQVSYV\",\"gallery\":[\"med_01M7YD76420001QQVSYW\"]}",
 			   422);
-	cr_assert(lists_error(j, "main_image", "exists"));
-	cr_assert(lists_error(j, "gallery[0]", "exists"));
+	cr_assert(tc_lists_error(j, "main_image", "exists"));
+	cr_assert(tc_lists_error(j, "gallery[0]", "exists"));
 	json_decref(j);
 	char body[300];
 	snprintf(body, sizeof(body),

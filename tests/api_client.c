@@ -1,0 +1,75 @@
+/*
+ * api_client.c -- the JSON-over-HTTP helpers the integration tests share
+ * (see api_client.h): one request as a given key, the parsed body, the
+ * expected status and problem code, string members, listed field errors.
+ * jansson is used so the tests read responses independently of the
+ * server's own JSON code.
+ */
+#include "tests/api_client.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/harness.h"
+#include "tests/wm_test.h"
+
+void tc_start(struct wm_proc *p)
+{
+	wm_proc_init(p);
+	cr_assert_eq(wm_start(p, NULL, NULL), 0, "wm-shard did not start (logs in %s)", p->dir);
+}
+
+json_t *tc_call(int port, const char *method, const char *path, const char *key, const char *body, int *st)
+{
+	char h[256] = "";
+	if (key)
+		snprintf(h, sizeof(h), "Authorization: Bearer %s\r\n", key);
+	struct http_resp r;
+	cr_assert_eq(http_do(port, method, path, key ? h : NULL, body, &r), 0, "%s %s: no response", method, path);
+	*st = r.status;
+	json_error_t e;
+	json_t *j = json_loadb(r.body, r.body_len, 0, &e);
+	cr_assert_not_null(j, "%s %s: body is not JSON (%d): %s", method, path, r.status, r.body);
+	http_resp_free(&r);
+	return j;
+}
+
+json_t *tc_expect(int port, const char *method, const char *path, const char *key, const char *body, int want)
+{
+	int st;
+	json_t *j = tc_call(port, method, path, key, body, &st);
+	if (st != want) {
+		char *dump = json_dumps(j, JSON_COMPACT);
+		cr_assert_eq(st, want, "%s %s %s: got %d, want %d: %s", method, path, body ? body : "", st, want, dump);
+		free(dump);
+	}
+	return j;
+}
+
+void tc_expect_code(int port, const char *method, const char *path, const char *key, const char *body, int want,
+			const char *code)
+{
+	json_t *j = tc_expect(port, method, path, key, body, want);
+	const char *got = json_string_value(json_object_get(j, "code"));
+	cr_assert(got && !strcmp(got, code), "%s %s: code %s, want %s", method, path, got ? got : "(none)", code);
+	json_decref(j);
+}
+
+const char *tc_jstr(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+int tc_lists_error(json_t *problem, const char *field, const char *rule)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(problem, "errors"), i, e)
+	{
+		if (!strcmp(tc_jstr(e, "field"), field) && !strcmp(tc_jstr(e, "rule"), rule))
+			return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,30 @@
+/*
+ * api_client.h -- helpers shared by the jansson-based integration tests.
+ * A test file includes this (and jansson), never net/json.h: the JSON_*
+ * names of the two clash.
+ */
+#ifndef WM_API_CLIENT_H
+#define WM_API_CLIENT_H
+
+#include <jansson.h>
+
+#include "tests/harness.h"
+
+/* Start a fresh wm-shard on a temporary data dir (fails the test if it
+ * does not start). */
+void tc_start(struct wm_proc *p);
+/* One request as `key` (NULL: the operator key); the parsed body (the
+ * caller decrefs), the status in *st.  Fails the test on no response or a
+ * non-JSON body. */
+json_t *tc_call(int port, const char *method, const char *path, const char *key, const char *body, int *st);
+/* tc_call, failing the test unless the status is `want`. */
+json_t *tc_expect(int port, const char *method, const char *path, const char *key, const char *body, int want);
+/* tc_expect for a problem response whose "code" must be `code`. */
+void tc_expect_code(int port, const char *method, const char *path, const char *key, const char *body, int want,
+		    const char *code);
+/* The string member k of o, or NULL. */
+const char *tc_jstr(json_t *o, const char *k);
+/* True if the problem's errors[] lists (field, rule). */
+int tc_lists_error(json_t *problem, const char *field, const char *rule);
+
+#endif

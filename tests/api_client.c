@@ -73,3 +73,28 @@ int tc_lists_error(json_t *problem, const char *field, const char *rule)
 	}
 	return 0;
 }
+
+void tc_partner_live(int port, const char *name, const char *country, const char *roles, const char *extra, char *out)
+{
+	char body[512], path[128];
+	snprintf(body, sizeof(body), "{\"legal_name\":\"%s\",\"country\":\"%s\",\"roles\":%s%s%s}", name, country, roles,
+		 extra ? "," : "", extra ? extra : "");
+	json_t *j = tc_expect(port, "POST", "/v1/partners", NULL, body, 201);
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
+	json_decref(j);
+	static const char *const steps[] = {"verified", "roles_enabled", "configured", "integrated", "live"};
+	snprintf(path, sizeof(path), "/v1/partners/%s", out);
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		snprintf(body, sizeof(body), "{\"status\":\"%s\"}", steps[i]);
+		json_decref(tc_expect(port, "PATCH", path, NULL, body, 200));
+	}
+}
+
+void tc_key_for(int port, const char *entity, char *out)
+{
+	char body[128];
+	snprintf(body, sizeof(body), "{\"entity_id\":\"%s\"}", entity);
+	json_t *j = tc_expect(port, "POST", "/api/keys", NULL, body, 201);
+	snprintf(out, 128, "%s", tc_jstr(j, "key"));
+	json_decref(j);
+}

@@ -26,5 +26,13 @@ void tc_expect_code(int port, const char *method, const char *path, const char *
 const char *tc_jstr(json_t *o, const char *k);
 /* True if the problem's errors[] lists (field, rule). */
 int tc_lists_error(json_t *problem, const char *field, const char *rule);
+/* A partner of `country` with `roles` (a JSON array) and extra members (may
+ * be NULL), created and moved through onboarding to live by the operator;
+ * its id into out (>= 64 bytes). */
+void tc_partner_live(int port, const char *name, const char *country, const char *roles, const char *extra,
+		     char *out);
+/* A secret key minted by the operator for `entity`; the plaintext into out
+ * (>= 128 bytes). */
+void tc_key_for(int port, const char *entity, char *out);
 
 #endif

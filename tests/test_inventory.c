@@ -24,32 +24,6 @@ static void start(struct wm_proc *p, const char *const *args)
 	cr_assert_eq(wm_start(p, args, NULL), 0, "wm-shard did not start (logs in %s)", p->dir);
 }
 
-/* A live partner of a country with roles and extra members; id into out. */
-static void partner(int port, const char *name, const char *country, const char *roles, const char *extra, char *out)
-{
-	char body[512], path[128];
-	snprintf(body, sizeof(body), "{\"legal_name\":\"%s\",\"country\":\"%s\",\"roles\":%s%s%s}", name, country, roles,
-		 extra ? "," : "", extra ? extra : "");
-	json_t *j = tc_expect(port, "POST", "/v1/partners", NULL, body, 201);
-	snprintf(out, 64, "%s", tc_jstr(j, "id"));
-	json_decref(j);
-	static const char *const steps[] = {"verified", "roles_enabled", "configured", "integrated", "live"};
-	snprintf(path, sizeof(path), "/v1/partners/%s", out);
-	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
-		snprintf(body, sizeof(body), "{\"status\":\"%s\"}", steps[i]);
-		json_decref(tc_expect(port, "PATCH", path, NULL, body, 200));
-	}
-}
-
-static void key_for(int port, const char *entity, char *out)
-{
-	char body[128];
-	snprintf(body, sizeof(body), "{\"entity_id\":\"%s\"}", entity);
-	json_t *j = tc_expect(port, "POST", "/api/keys", NULL, body, 201);
-	snprintf(out, 128, "%s", tc_jstr(j, "key"));
-	json_decref(j);
-}
-
 /* A published wine (operator); id into out. */
 static void pub_wine(int port, const char *title, char *out)
 {
@@ -147,14 +121,14 @@ static void inv_world(struct inv_world *x)
 {
 	start(&x->p, NULL);
 	int port = x->p.port;
-	partner(port, "Orig One", "FR", "[\"originator\"]", "\"originator_type\":\"stock\"", x->o1);
-	partner(port, "Orig Two", "IT", "[\"originator\"]", "\"originator_type\":\"estate\"", x->o2);
-	partner(port, "Logistics", "DE", "[\"fulfiller\"]", NULL, x->f1);
-	partner(port, "Seller One", "DE", "[\"seller\"]", NULL, x->s1);
-	key_for(port, x->o1, x->ko1);
-	key_for(port, x->o2, x->ko2);
-	key_for(port, x->f1, x->kf1);
-	key_for(port, x->s1, x->ks1);
+	tc_partner_live(port, "Orig One", "FR", "[\"originator\"]", "\"originator_type\":\"stock\"", x->o1);
+	tc_partner_live(port, "Orig Two", "IT", "[\"originator\"]", "\"originator_type\":\"estate\"", x->o2);
+	tc_partner_live(port, "Logistics", "DE", "[\"fulfiller\"]", NULL, x->f1);
+	tc_partner_live(port, "Seller One", "DE", "[\"seller\"]", NULL, x->s1);
+	tc_key_for(port, x->o1, x->ko1);
+	tc_key_for(port, x->o2, x->ko2);
+	tc_key_for(port, x->f1, x->kf1);
+	tc_key_for(port, x->s1, x->ks1);
 	pub_wine(port, "Alpha Rouge", x->w[0]);
 	pub_wine(port, "Beta Blanc", x->w[1]);
 	json_decref(offer(port, x->ko1, x->w[0], "\"status\":\"active\",\"qty_available\":7", 201, x->of1));
@@ -664,8 +638,8 @@ WM_TEST(channel, locations_and_availability)
 	inv_world(&x);
 	int port = x.p.port;
 	char s2[64], ks2[128], hub_a[64], hub_b[64], of3[64], body[512], path[512], chn[64], chn2[64];
-	partner(port, "Seller Two", "DE", "[\"seller\"]", NULL, s2);
-	key_for(port, s2, ks2);
+	tc_partner_live(port, "Seller Two", "DE", "[\"seller\"]", NULL, s2);
+	tc_key_for(port, s2, ks2);
 	/* of1 (o1) and of2 (o2) shared; of3 (o2) not shareable: blocked for s1 */
 	snprintf(path, sizeof(path), "/v1/offers/%s", x.of1);
 	json_decref(tc_expect(port, "PATCH", path, x.ko1, "{\"network_shareable\":true}", 200));

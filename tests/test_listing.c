@@ -72,22 +72,6 @@ static void expect_errors(int port, const char *method, const char *path, const 
 	json_decref(j);
 }
 
-static void partner(int port, const char *name, const char *country, const char *roles, const char *extra, char *out)
-{
-	char body[512], path[128];
-	snprintf(body, sizeof(body), "{\"legal_name\":\"%s\",\"country\":\"%s\",\"roles\":%s%s%s}", name, country, roles,
-		 extra ? "," : "", extra ? extra : "");
-	json_t *j = expect(port, "POST", "/v1/partners", NULL, body, 201);
-	snprintf(out, 64, "%s", tc_jstr(j, "id"));
-	json_decref(j);
-	static const char *const steps[] = {"verified", "roles_enabled", "configured", "integrated", "live"};
-	snprintf(path, sizeof(path), "/v1/partners/%s", out);
-	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
-		snprintf(body, sizeof(body), "{\"status\":\"%s\"}", steps[i]);
-		json_decref(expect(port, "PATCH", path, NULL, body, 200));
-	}
-}
-
 static void key_for(int port, const char *entity, const char *extra, char *out)
 {
 	char body[256];
@@ -183,11 +167,11 @@ static void world(struct world *x)
 {
 	tc_start(&x->p);
 	int port = x->p.port;
-	partner(port, "Orig One", "FR", "[\"originator\",\"seller\"]", "\"originator_type\":\"stock\"", x->o1);
-	partner(port, "Orig Two", "IT", "[\"originator\"]", "\"originator_type\":\"collector\"", x->o2);
-	partner(port, "Seller One", "DE", "[\"seller\"]", NULL, x->s1);
-	partner(port, "Seller Two", "US", "[\"seller\"]", NULL, x->s2);
-	partner(port, "No Shelf", "DE", "[\"seller\"]", "\"capabilities\":{\"sets_shelf_price\":false}", x->nop);
+	tc_partner_live(port, "Orig One", "FR", "[\"originator\",\"seller\"]", "\"originator_type\":\"stock\"", x->o1);
+	tc_partner_live(port, "Orig Two", "IT", "[\"originator\"]", "\"originator_type\":\"collector\"", x->o2);
+	tc_partner_live(port, "Seller One", "DE", "[\"seller\"]", NULL, x->s1);
+	tc_partner_live(port, "Seller Two", "US", "[\"seller\"]", NULL, x->s2);
+	tc_partner_live(port, "No Shelf", "DE", "[\"seller\"]", "\"capabilities\":{\"sets_shelf_price\":false}", x->nop);
 	key_for(port, x->o1, NULL, x->ko1);
 	key_for(port, x->o2, NULL, x->ko2);
 	key_for(port, x->s1, NULL, x->ks1);

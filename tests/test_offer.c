@@ -39,32 +39,6 @@ static int has_field_error(json_t *problem, const char *field)
 	return 0;
 }
 
-/* A live partner of a country with roles and extra members; id into out. */
-static void partner(int port, const char *name, const char *country, const char *roles, const char *extra, char *out)
-{
-	char body[512], path[128];
-	snprintf(body, sizeof(body), "{\"legal_name\":\"%s\",\"country\":\"%s\",\"roles\":%s%s%s}", name, country, roles,
-		 extra ? "," : "", extra ? extra : "");
-	json_t *j = tc_expect(port, "POST", "/v1/partners", NULL, body, 201);
-	snprintf(out, 64, "%s", tc_jstr(j, "id"));
-	json_decref(j);
-	static const char *const steps[] = {"verified", "roles_enabled", "configured", "integrated", "live"};
-	snprintf(path, sizeof(path), "/v1/partners/%s", out);
-	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
-		snprintf(body, sizeof(body), "{\"status\":\"%s\"}", steps[i]);
-		json_decref(tc_expect(port, "PATCH", path, NULL, body, 200));
-	}
-}
-
-static void key_for(int port, const char *entity, char *out)
-{
-	char body[128];
-	snprintf(body, sizeof(body), "{\"entity_id\":\"%s\"}", entity);
-	json_t *j = tc_expect(port, "POST", "/api/keys", NULL, body, 201);
-	snprintf(out, 128, "%s", tc_jstr(j, "key"));
-	json_decref(j);
-}
-
 /* A published wine (operator); id into out. */
 static void pub_wine(int port, const char *title, char *out)
 {
@@ -131,17 +105,17 @@ static void world(struct world *x, const char *const *args)
 {
 	start(&x->p, args);
 	int port = x->p.port;
-	partner(port, "Orig One", "FR", "[\"originator\",\"seller\"]", "\"originator_type\":\"stock\"", x->o1);
-	partner(port, "Orig Two", "IT", "[\"originator\"]", "\"originator_type\":\"collector\"", x->o2);
-	partner(port, "Seller One", "DE", "[\"seller\"]", NULL, x->s1);
-	partner(port, "Seller Two", "US", "[\"seller\"]", NULL, x->s2);
-	partner(port, "No Inventory", "FR", "[\"originator\"]",
+	tc_partner_live(port, "Orig One", "FR", "[\"originator\",\"seller\"]", "\"originator_type\":\"stock\"", x->o1);
+	tc_partner_live(port, "Orig Two", "IT", "[\"originator\"]", "\"originator_type\":\"collector\"", x->o2);
+	tc_partner_live(port, "Seller One", "DE", "[\"seller\"]", NULL, x->s1);
+	tc_partner_live(port, "Seller Two", "US", "[\"seller\"]", NULL, x->s2);
+	tc_partner_live(port, "No Inventory", "FR", "[\"originator\"]",
 		"\"originator_type\":\"estate\",\"capabilities\":{\"provides_inventory\":false}", x->noinv);
-	key_for(port, x->o1, x->ko1);
-	key_for(port, x->o2, x->ko2);
-	key_for(port, x->s1, x->ks1);
-	key_for(port, x->s2, x->ks2);
-	key_for(port, x->noinv, x->knoinv);
+	tc_key_for(port, x->o1, x->ko1);
+	tc_key_for(port, x->o2, x->ko2);
+	tc_key_for(port, x->s1, x->ks1);
+	tc_key_for(port, x->s2, x->ks2);
+	tc_key_for(port, x->noinv, x->knoinv);
 	static const char *const titles[] = {"Alpha Rouge", "Beta Blanc", "Gamma Rose", "Delta Brut"};
 	for (int i = 0; i < 4; i++)
 		pub_wine(port, titles[i], x->w[i]);

@@ -147,31 +147,6 @@ static long long cents(json_t *o, const char *k)
 	return llround(json_number_value(v) * 100.0);
 }
 
-static void partner(int port, const char *name, const char *country, const char *roles, const char *extra, char *out)
-{
-	char body[512], path[128];
-	snprintf(body, sizeof(body), "{\"legal_name\":\"%s\",\"country\":\"%s\",\"roles\":%s%s%s}", name, country, roles,
-		 extra ? "," : "", extra ? extra : "");
-	json_t *j = expect(port, "POST", "/v1/partners", NULL, body, 201);
-	snprintf(out, 64, "%s", tc_jstr(j, "id"));
-	json_decref(j);
-	static const char *const steps[] = {"verified", "roles_enabled", "configured", "integrated", "live"};
-	snprintf(path, sizeof(path), "/v1/partners/%s", out);
-	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
-		snprintf(body, sizeof(body), "{\"status\":\"%s\"}", steps[i]);
-		json_decref(expect(port, "PATCH", path, NULL, body, 200));
-	}
-}
-
-static void key_for(int port, const char *entity, char *out)
-{
-	char body[128];
-	snprintf(body, sizeof(body), "{\"entity_id\":\"%s\"}", entity);
-	json_t *j = expect(port, "POST", "/api/keys", NULL, body, 201);
-	snprintf(out, 128, "%s", tc_jstr(j, "key"));
-	json_decref(j);
-}
-
 /* A published wine whose producer links to `estate` (NULL: none). */
 static void pub_wine(int port, const char *title, const char *estate, const char *category, char *out)
 {
@@ -221,12 +196,12 @@ static void qworld_args(struct qworld *x, const char *const *args)
 	wm_proc_init(&x->p);
 	cr_assert_eq(wm_start(&x->p, args, NULL), 0, "wm-shard did not start (logs in %s)", x->p.dir);
 	int port = x->p.port;
-	partner(port, "Estate", "FR", "[\"originator\"]", "\"originator_type\":\"estate\"", x->est);
-	partner(port, "Stockist", "FR", "[\"originator\"]", "\"originator_type\":\"stock\"", x->o2);
-	partner(port, "Shop", "DE", "[\"seller\"]", NULL, x->sel);
-	key_for(port, x->est, x->kest);
-	key_for(port, x->o2, x->ko2);
-	key_for(port, x->sel, x->ksel);
+	tc_partner_live(port, "Estate", "FR", "[\"originator\"]", "\"originator_type\":\"estate\"", x->est);
+	tc_partner_live(port, "Stockist", "FR", "[\"originator\"]", "\"originator_type\":\"stock\"", x->o2);
+	tc_partner_live(port, "Shop", "DE", "[\"seller\"]", NULL, x->sel);
+	tc_key_for(port, x->est, x->kest);
+	tc_key_for(port, x->o2, x->ko2);
+	tc_key_for(port, x->sel, x->ksel);
 	pub_wine(port, "Estate Rouge", x->est, "wine", x->w1);
 	pub_wine(port, "Blocked Rouge", NULL, "wine", x->w2);
 	pub_wine(port, "No Offer Rouge", NULL, "wine", x->w3);

@@ -47,36 +47,11 @@ static long long cents(json_t *o, const char *k)
 	return llround(json_number_value(v) * 100.0);
 }
 
-static void partner(int port, const char *name, const char *country, const char *roles, const char *extra, char *out)
-{
-	char body[512], path[128];
-	snprintf(body, sizeof(body), "{\"legal_name\":\"%s\",\"country\":\"%s\",\"roles\":%s%s%s}", name, country, roles,
-		 extra ? "," : "", extra ? extra : "");
-	json_t *j = expect(port, "POST", "/v1/partners", NULL, body, 201);
-	snprintf(out, 64, "%s", tc_jstr(j, "id"));
-	json_decref(j);
-	static const char *const steps[] = {"verified", "roles_enabled", "configured", "integrated", "live"};
-	snprintf(path, sizeof(path), "/v1/partners/%s", out);
-	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
-		snprintf(body, sizeof(body), "{\"status\":\"%s\"}", steps[i]);
-		json_decref(expect(port, "PATCH", path, NULL, body, 200));
-	}
-}
-
-static void key_for(int port, const char *entity, char *out)
-{
-	char body[128];
-	snprintf(body, sizeof(body), "{\"entity_id\":\"%s\"}", entity);
-	json_t *j = expect(port, "POST", "/api/keys", NULL, body, 201);
-	snprintf(out, 128, "%s", tc_jstr(j, "key"));
-	json_decref(j);
-}
-
 /* An originator partner (stock type) of `country` and its API key. */
 static void originator(int port, const char *name, const char *country, char *id, char *key)
 {
-	partner(port, name, country, "[\"originator\"]", "\"originator_type\":\"stock\"", id);
-	key_for(port, id, key);
+	tc_partner_live(port, name, country, "[\"originator\"]", "\"originator_type\":\"stock\"", id);
+	tc_key_for(port, id, key);
 }
 
 /* A published 0.75 l wine without an estate: `abv` as JSON decimal. */
@@ -125,8 +100,8 @@ static void rworld(struct rworld *x)
 {
 	wm_proc_init(&x->p);
 	cr_assert_eq(wm_start(&x->p, NULL, NULL), 0, "wm-shard did not start (logs in %s)", x->p.dir);
-	partner(x->p.port, "Shop", "DE", "[\"seller\"]", NULL, x->sel);
-	key_for(x->p.port, x->sel, x->ksel);
+	tc_partner_live(x->p.port, "Shop", "DE", "[\"seller\"]", NULL, x->sel);
+	tc_key_for(x->p.port, x->sel, x->ksel);
 }
 
 static json_t *quote_to(struct rworld *x, const char *dest, const char *lines, int want)

@@ -49,16 +49,6 @@ static void partner(int port, const char *name, const char *roles, const char *o
 	}
 }
 
-/* A secret key for a partner (default partner scopes). */
-static void key_for(int port, const char *entity, char *out)
-{
-	char body[128];
-	snprintf(body, sizeof(body), "{\"entity_id\":\"%s\"}", entity);
-	json_t *j = expect(port, "POST", "/api/keys", NULL, body, 201);
-	snprintf(out, 128, "%s", tc_jstr(j, "key"));
-	json_decref(j);
-}
-
 /* Create a wine; its id into out (may be NULL); the body (caller decrefs). */
 static json_t *wine(int port, const char *key, const char *body, int want, char *out)
 {
@@ -202,8 +192,8 @@ WM_TEST(producer, partner_link_rules)
 	partner(p.port, "Estate SARL", "[\"originator\"]", "estate", estate);
 	partner(p.port, "Collector", "[\"originator\"]", "collector", collector);
 	partner(p.port, "Shop GmbH", "[\"seller\"]", NULL, seller);
-	key_for(p.port, estate, k_estate);
-	key_for(p.port, collector, k_collector);
+	tc_key_for(p.port, estate, k_estate);
+	tc_key_for(p.port, collector, k_collector);
 	snprintf(body, sizeof(body), "{\"name\":\"Domaine A\",\"partner_id\":\"%s\"}", collector);
 	json_t *j = expect(p.port, "POST", "/v1/producers", NULL, body, 422);
 	cr_assert(tc_lists_error(j, "partner_id", "originator_estate"));
@@ -230,7 +220,7 @@ WM_TEST(producer, partner_link_rules)
 	json_decref(expect(p.port, "PATCH", path, NULL, "{\"region\":\"Anjou\"}", 200));
 	/* a seller may not write wines at all (action policy) */
 	char k_seller[128];
-	key_for(p.port, seller, k_seller);
+	tc_key_for(p.port, seller, k_seller);
 	tc_expect_code(p.port, "POST", "/v1/producers", k_seller, "{\"name\":\"X\"}", 403, "action_not_allowed");
 	wm_proc_cleanup(&p);
 }
@@ -345,9 +335,9 @@ WM_TEST(wine, drafts_are_visible_to_creator_estate_and_platform_only)
 	partner(p.port, "Negociant A", "[\"originator\"]", "stock", a);
 	partner(p.port, "Negociant B", "[\"originator\"]", "stock", b);
 	partner(p.port, "Domaine C", "[\"originator\"]", "estate", estate);
-	key_for(p.port, a, ka);
-	key_for(p.port, b, kb);
-	key_for(p.port, estate, ke);
+	tc_key_for(p.port, a, ka);
+	tc_key_for(p.port, b, kb);
+	tc_key_for(p.port, estate, ke);
 	snprintf(body, sizeof(body), "{\"name\":\"Domaine C\",\"country\":\"FR\",\"partner_id\":\"%s\"}", estate);
 	producer(p.port, NULL, body, prd);
 	complete_wine(body, sizeof(body), "Domaine C Rouge", prd, NULL);
@@ -470,7 +460,7 @@ WM_TEST(wine, lists_filter_search_and_paginate)
 	cr_assert_eq(seen, 5);
 	/* a partner key lists too (quota, audit through the same list path) */
 	partner(p.port, "Reader", "[\"seller\"]", NULL, partner_id);
-	key_for(p.port, partner_id, key);
+	tc_key_for(p.port, partner_id, key);
 	cr_assert_eq(list_count(p.port, "/v1/wines", key), 0, "drafts of others are not listed");
 	json_t *j = expect(p.port, "GET", "/v1/audit?page_size=200", NULL, NULL, 200);
 	size_t i;
@@ -749,8 +739,8 @@ WM_TEST(wine_dedup, a_match_on_an_invisible_draft_reveals_only_its_id)
 	char a[64], b[64], ka[128], kb[128], id[64];
 	partner(p.port, "Importer A", "[\"originator\"]", "stock", a);
 	partner(p.port, "Importer B", "[\"fulfiller\"]", NULL, b);
-	key_for(p.port, a, ka);
-	key_for(p.port, b, kb);
+	tc_key_for(p.port, a, ka);
+	tc_key_for(p.port, b, kb);
 	const char *body = "{\"title\":\"Tignanello 2019\",\"producer\":{\"name\":\"Marchesi Antinori\",\"country\":\"IT\"},"
 			   "\"cuvee\":\"Tignanello\",\"vintage\":2019,\"volume_in_liters\":0.75}";
 	json_decref(wine(p.port, ka, body, 201, id));

@@ -98,3 +98,55 @@ void tc_key_for(int port, const char *entity, char *out)
 	snprintf(out, 128, "%s", tc_jstr(j, "key"));
 	json_decref(j);
 }
+
+/* A published wine (operator); id into out. */
+void tc_pub_wine(int port, const char *title, char *out)
+{
+	char body[1400], prd[64], path[128];
+	snprintf(body, sizeof(body), "{\"name\":\"Domaine %s\"}", title);
+	json_t *j = tc_expect(port, "POST", "/v1/producers", NULL, body, 201);
+	snprintf(prd, sizeof(prd), "%s", tc_jstr(j, "id"));
+	json_decref(j);
+	snprintf(body, sizeof(body),
+		 "{\"title\":\"%s\",\"producer\":\"%s\",\"vintage\":2020,\"abv\":13,\"volume_in_liters\":0.75,"
+		 "\"colour\":\"red\",\"category\":\"wine\",\"country\":\"FR\",\"region\":\"Bourgogne\","
+		 "\"bottler\":{\"name\":\"Domaine Test\",\"address\":\"21000 Dijon, France\"},\"lot_number\":\"L2020-1\","
+		 "\"allergens\":[\"sulphites\"],\"ingredients\":\"grapes, preservative: sulphites\","
+		 "\"energy_kj_per_100ml\":297,\"energy_kcal_per_100ml\":71}",
+		 title, prd);
+	j = tc_expect(port, "POST", "/v1/wines", NULL, body, 201);
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
+	json_decref(j);
+	snprintf(path, sizeof(path), "/v1/wines/%s/publish", out);
+	json_decref(tc_expect(port, "POST", path, NULL, NULL, 200));
+}
+
+/* POST an offer: defaults for the required members that `members` does not
+ * give (the parser refuses duplicate keys); id into out when created. */
+json_t *tc_offer(int port, const char *key, const char *wine, const char *members, int want, char *out)
+{
+	static const char *const defaults[][2] = {{"seller_price", "12.50"}, {"currency", "\"EUR\""},
+						  {"qty_available", "60"}, {"incoterm", "\"FCA\""}};
+	char body[4096], probe[64];
+	int n = snprintf(body, sizeof(body), "{\"wine_id\":\"%s\"", wine);
+	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
+		snprintf(probe, sizeof(probe), "\"%s\":", defaults[i][0]);
+		if (!members || !strstr(members, probe))
+			n += snprintf(body + n, sizeof(body) - (size_t)n, ",\"%s\":%s", defaults[i][0], defaults[i][1]);
+	}
+	snprintf(body + n, sizeof(body) - (size_t)n, "%s%s}", members && members[0] ? "," : "", members ? members : "");
+	json_t *j = tc_expect(port, "POST", "/v1/offers", key, body, want);
+	if (out)
+		snprintf(out, 64, "%s", tc_jstr(j, "id") ? tc_jstr(j, "id") : "");
+	return j;
+}
+
+size_t tc_count_events(int port, const char *type, const char *key)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/events?type=%s&page_size=200", type);
+	json_t *j = tc_expect(port, "GET", path, key, NULL, 200);
+	size_t n = json_array_size(json_object_get(j, "data"));
+	json_decref(j);
+	return n;
+}

@@ -35,4 +35,12 @@ void tc_partner_live(int port, const char *name, const char *country, const char
  * (>= 128 bytes). */
 void tc_key_for(int port, const char *entity, char *out);
 
+/* A published wine (operator); id into out. */
+void tc_pub_wine(int port, const char *title, char *out);
+/* POST an offer: defaults for the required members that `members` does not
+ * give (the parser refuses duplicate keys); id into out when created. */
+json_t *tc_offer(int port, const char *key, const char *wine, const char *members, int want, char *out);
+/* How many events of `type` the key (NULL: operator) can list. */
+size_t tc_count_events(int port, const char *type, const char *key);
+
 #endif

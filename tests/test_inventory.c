@@ -24,58 +24,6 @@ static void start(struct wm_proc *p, const char *const *args)
 	cr_assert_eq(wm_start(p, args, NULL), 0, "wm-shard did not start (logs in %s)", p->dir);
 }
 
-/* A published wine (operator); id into out. */
-static void pub_wine(int port, const char *title, char *out)
-{
-	char body[1400], prd[64], path[128];
-	snprintf(body, sizeof(body), "{\"name\":\"Domaine %s\"}", title);
-	json_t *j = tc_expect(port, "POST", "/v1/producers", NULL, body, 201);
-	snprintf(prd, sizeof(prd), "%s", tc_jstr(j, "id"));
-	json_decref(j);
-	snprintf(body, sizeof(body),
-		 "{\"title\":\"%s\",\"producer\":\"%s\",\"vintage\":2020,\"abv\":13,\"volume_in_liters\":0.75,"
-		 "\"colour\":\"red\",\"category\":\"wine\",\"country\":\"FR\",\"region\":\"Bourgogne\","
-		 "\"bottler\":{\"name\":\"Domaine Test\",\"address\":\"21000 Dijon, France\"},\"lot_number\":\"L2020-1\","
-		 "\"allergens\":[\"sulphites\"],\"ingredients\":\"grapes, preservative: sulphites\","
-		 "\"energy_kj_per_100ml\":297,\"energy_kcal_per_100ml\":71}",
-		 title, prd);
-	j = tc_expect(port, "POST", "/v1/wines", NULL, body, 201);
-	snprintf(out, 64, "%s", tc_jstr(j, "id"));
-	json_decref(j);
-	snprintf(path, sizeof(path), "/v1/wines/%s/publish", out);
-	json_decref(tc_expect(port, "POST", path, NULL, NULL, 200));
-}
-
-/* POST an offer: defaults for the required members that `members` does not
- * give (the parser refuses duplicate keys); id into out when created. */
-static json_t *offer(int port, const char *key, const char *wine, const char *members, int want, char *out)
-{
-	static const char *const defaults[][2] = {{"seller_price", "12.50"}, {"currency", "\"EUR\""},
-						  {"qty_available", "60"}, {"incoterm", "\"FCA\""}};
-	char body[4096], probe[64];
-	int n = snprintf(body, sizeof(body), "{\"wine_id\":\"%s\"", wine);
-	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
-		snprintf(probe, sizeof(probe), "\"%s\":", defaults[i][0]);
-		if (!members || !strstr(members, probe))
-			n += snprintf(body + n, sizeof(body) - (size_t)n, ",\"%s\":%s", defaults[i][0], defaults[i][1]);
-	}
-	snprintf(body + n, sizeof(body) - (size_t)n, "%s%s}", members && members[0] ? "," : "", members ? members : "");
-	json_t *j = tc_expect(port, "POST", "/v1/offers", key, body, want);
-	if (out)
-		snprintf(out, 64, "%s", tc_jstr(j, "id") ? tc_jstr(j, "id") : "");
-	return j;
-}
-
-static size_t count_events(int port, const char *type, const char *key)
-{
-	char path[128];
-	snprintf(path, sizeof(path), "/v1/events?type=%s&page_size=200", type);
-	json_t *j = tc_expect(port, "GET", path, key, NULL, 200);
-	size_t n = json_array_size(json_object_get(j, "data"));
-	json_decref(j);
-	return n;
-}
-
 
 /* A 422 listing exactly these (field, rule) pairs (NULL-terminated). */
 static void expect_errors(int port, const char *method, const char *path, const char *key, const char *body,
@@ -129,10 +77,10 @@ static void inv_world(struct inv_world *x)
 	tc_key_for(port, x->o2, x->ko2);
 	tc_key_for(port, x->f1, x->kf1);
 	tc_key_for(port, x->s1, x->ks1);
-	pub_wine(port, "Alpha Rouge", x->w[0]);
-	pub_wine(port, "Beta Blanc", x->w[1]);
-	json_decref(offer(port, x->ko1, x->w[0], "\"status\":\"active\",\"qty_available\":7", 201, x->of1));
-	json_decref(offer(port, x->ko2, x->w[1], "\"status\":\"active\"", 201, x->of2));
+	tc_pub_wine(port, "Alpha Rouge", x->w[0]);
+	tc_pub_wine(port, "Beta Blanc", x->w[1]);
+	json_decref(tc_offer(port, x->ko1, x->w[0], "\"status\":\"active\",\"qty_available\":7", 201, x->of1));
+	json_decref(tc_offer(port, x->ko2, x->w[1], "\"status\":\"active\"", 201, x->of2));
 }
 
 /* A valid location as key: defaults for the members `extra` does not give
@@ -232,7 +180,7 @@ WM_TEST(location, create_document_and_defaults)
 	expect_errors(port, "POST", "/v1/stock-locations", x.ko1, body, not_own);
 	/* a seller-only partner may not write inventory at all */
 	tc_expect_code(port, "POST", "/v1/stock-locations", x.ks1, body, 403, "action_not_allowed");
-	cr_assert_eq(count_events(port, "stock_location.created", NULL), 1);
+	cr_assert_eq(tc_count_events(port, "stock_location.created", NULL), 1);
 	wm_proc_cleanup(&x.p);
 }
 
@@ -425,9 +373,9 @@ WM_TEST(inventory, atp_edge_events_and_offer_qty)
 	expect_errors(port, "PATCH", path, x.ko1,
 		      "{\"reserved\":0,\"allocated\":0,\"atp\":1,\"location_id\":\"loc_x\",\"bogus\":1}", ro);
 	/* a no-op PATCH writes nothing */
-	size_t before = count_events(port, "stock.changed", x.ko1);
+	size_t before = tc_count_events(port, "stock.changed", x.ko1);
 	json_decref(tc_expect(port, "PATCH", path, x.ko1, "{\"incoming\":0}", 200));
-	cr_assert_eq(count_events(port, "stock.changed", x.ko1), before);
+	cr_assert_eq(tc_count_events(port, "stock.changed", x.ko1), before);
 	/* 3 declares + hold + 2 patches */
 	cr_assert_eq(before, 6, "stock.changed per change: %zu", before);
 	j = tc_expect(port, "GET", "/v1/events?type=stock.changed&page_size=200", x.ko1, NULL, 200);
@@ -542,7 +490,7 @@ WM_TEST(hold, http_primitives_survive_kill9)
 	tc_expect_code(port, "POST", "/v1/holds/h-b/commit", NULL, NULL, 409, "invalid_hold_state");
 	tc_expect_code(port, "POST", "/v1/holds/nope/commit", NULL, NULL, 404, "not_found");
 	tc_expect_code(port, "POST", "/v1/holds", x.ko1, body, 403, "insufficient_scope");
-	cr_assert_eq(count_events(port, "stock.reserved", NULL), 1);
+	cr_assert_eq(tc_count_events(port, "stock.reserved", NULL), 1);
 	snprintf(path, sizeof(path), "/v1/inventory?offer=%s", x.of1);
 	for (int round = 0; round < 2; round++) {
 		if (round == 1) {
@@ -645,7 +593,7 @@ WM_TEST(channel, locations_and_availability)
 	json_decref(tc_expect(port, "PATCH", path, x.ko1, "{\"network_shareable\":true}", 200));
 	snprintf(path, sizeof(path), "/v1/offers/%s", x.of2);
 	json_decref(tc_expect(port, "PATCH", path, x.ko2, "{\"network_shareable\":true}", 200));
-	json_decref(offer(port, x.ko2, x.w[0], "\"status\":\"active\",\"network_shareable\":false", 201, of3));
+	json_decref(tc_offer(port, x.ko2, x.w[0], "\"status\":\"active\",\"network_shareable\":false", 201, of3));
 	/* two 3PL hubs hold both originators' stock */
 	location(port, x.kf1, "\"name\":\"Hub A\"", hub_a);
 	location(port, x.kf1, "\"name\":\"Hub B\"", hub_b);

@@ -39,58 +39,6 @@ static int has_field_error(json_t *problem, const char *field)
 	return 0;
 }
 
-/* A published wine (operator); id into out. */
-static void pub_wine(int port, const char *title, char *out)
-{
-	char body[1400], prd[64], path[128];
-	snprintf(body, sizeof(body), "{\"name\":\"Domaine %s\"}", title);
-	json_t *j = tc_expect(port, "POST", "/v1/producers", NULL, body, 201);
-	snprintf(prd, sizeof(prd), "%s", tc_jstr(j, "id"));
-	json_decref(j);
-	snprintf(body, sizeof(body),
-		 "{\"title\":\"%s\",\"producer\":\"%s\",\"vintage\":2020,\"abv\":13,\"volume_in_liters\":0.75,"
-		 "\"colour\":\"red\",\"category\":\"wine\",\"country\":\"FR\",\"region\":\"Bourgogne\","
-		 "\"bottler\":{\"name\":\"Domaine Test\",\"address\":\"21000 Dijon, France\"},\"lot_number\":\"L2020-1\","
-		 "\"allergens\":[\"sulphites\"],\"ingredients\":\"grapes, preservative: sulphites\","
-		 "\"energy_kj_per_100ml\":297,\"energy_kcal_per_100ml\":71}",
-		 title, prd);
-	j = tc_expect(port, "POST", "/v1/wines", NULL, body, 201);
-	snprintf(out, 64, "%s", tc_jstr(j, "id"));
-	json_decref(j);
-	snprintf(path, sizeof(path), "/v1/wines/%s/publish", out);
-	json_decref(tc_expect(port, "POST", path, NULL, NULL, 200));
-}
-
-/* POST an offer: defaults for the required members that `members` does not
- * give (the parser refuses duplicate keys); id into out when created. */
-static json_t *offer(int port, const char *key, const char *wine, const char *members, int want, char *out)
-{
-	static const char *const defaults[][2] = {{"seller_price", "12.50"}, {"currency", "\"EUR\""},
-						  {"qty_available", "60"}, {"incoterm", "\"FCA\""}};
-	char body[4096], probe[64];
-	int n = snprintf(body, sizeof(body), "{\"wine_id\":\"%s\"", wine);
-	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++) {
-		snprintf(probe, sizeof(probe), "\"%s\":", defaults[i][0]);
-		if (!members || !strstr(members, probe))
-			n += snprintf(body + n, sizeof(body) - (size_t)n, ",\"%s\":%s", defaults[i][0], defaults[i][1]);
-	}
-	snprintf(body + n, sizeof(body) - (size_t)n, "%s%s}", members && members[0] ? "," : "", members ? members : "");
-	json_t *j = tc_expect(port, "POST", "/v1/offers", key, body, want);
-	if (out)
-		snprintf(out, 64, "%s", tc_jstr(j, "id") ? tc_jstr(j, "id") : "");
-	return j;
-}
-
-static size_t count_events(int port, const char *type, const char *key)
-{
-	char path[128];
-	snprintf(path, sizeof(path), "/v1/events?type=%s&page_size=200", type);
-	json_t *j = tc_expect(port, "GET", path, key, NULL, 200);
-	size_t n = json_array_size(json_object_get(j, "data"));
-	json_decref(j);
-	return n;
-}
-
 /* The world most tests share: two originators (O1 FR, O2 IT), two sellers
  * (S1 DE, S2 US), one originator without provides_inventory, a seller-only
  * partner, and published wines. */
@@ -118,7 +66,7 @@ static void world(struct world *x, const char *const *args)
 	tc_key_for(port, x->noinv, x->knoinv);
 	static const char *const titles[] = {"Alpha Rouge", "Beta Blanc", "Gamma Rose", "Delta Brut"};
 	for (int i = 0; i < 4; i++)
-		pub_wine(port, titles[i], x->w[i]);
+		tc_pub_wine(port, titles[i], x->w[i]);
 }
 
 /* ---- create, document, event ---------------------------------------------- */
@@ -129,7 +77,7 @@ WM_TEST(offer, create_document_fields_and_event)
 	world(&x, NULL);
 	int port = x.p.port;
 	char id[64], path[128];
-	json_t *j = offer(port, x.ko1, x.w[0],
+	json_t *j = tc_offer(port, x.ko1, x.w[0],
 			  "\"condition\":\"bin_end\",\"incoterm\":\"DAP\",\"min_order_qty\":6,\"case_size\":12,"
 			  "\"valid_from\":\"2020-01-01T00:00:00Z\",\"valid_to\":\"2099-01-01T00:00:00Z\","
 			  "\"permissions\":{\"default\":\"none\",\"allowed_countries\":[\"DE\"],\"blocked_countries\":[\"US\"],"
@@ -161,7 +109,7 @@ WM_TEST(offer, create_document_fields_and_event)
 	json_decref(j);
 	/* defaults */
 	char id2[64];
-	j = offer(port, x.ko1, x.w[1], NULL, 201, id2);
+	j = tc_offer(port, x.ko1, x.w[1], NULL, 201, id2);
 	cr_assert_str_eq(tc_jstr(j, "status"), "draft");
 	cr_assert_str_eq(tc_jstr(j, "condition"), "new");
 	cr_assert_str_eq(tc_jstr(j, "source"), "direct");
@@ -171,8 +119,8 @@ WM_TEST(offer, create_document_fields_and_event)
 	cr_assert_str_eq(tc_jstr(json_object_get(j, "permissions"), "default"), "any");
 	json_decref(j);
 	/* JPY has no minor unit; KWD has three */
-	json_decref(offer(port, x.ko1, x.w[2], "\"currency\":\"JPY\",\"seller_price\":1500", 201, NULL));
-	j = offer(port, x.ko1, x.w[3], "\"currency\":\"KWD\",\"seller_price\":1.125", 201, NULL);
+	json_decref(tc_offer(port, x.ko1, x.w[2], "\"currency\":\"JPY\",\"seller_price\":1500", 201, NULL));
+	j = tc_offer(port, x.ko1, x.w[3], "\"currency\":\"KWD\",\"seller_price\":1.125", 201, NULL);
 	dump = json_dumps(j, JSON_COMPACT);
 	cr_assert(strstr(dump, "\"seller_price\":1.125"), "%s", dump);
 	free(dump);
@@ -180,13 +128,13 @@ WM_TEST(offer, create_document_fields_and_event)
 	/* detail read, event scoped to the originator */
 	snprintf(path, sizeof(path), "/v1/offers/%s", id);
 	json_decref(tc_expect(port, "GET", path, x.ko1, NULL, 200));
-	cr_assert_eq(count_events(port, "offer.created", x.ko1), 4);
-	cr_assert_eq(count_events(port, "offer.created", x.ko2), 0);
+	cr_assert_eq(tc_count_events(port, "offer.created", x.ko1), 4);
+	cr_assert_eq(tc_count_events(port, "offer.created", x.ko2), 0);
 	/* PATCH: offer.updated */
 	j = tc_expect(port, "PATCH", path, x.ko1, "{\"qty_available\":0,\"seller_price\":13}", 200);
 	cr_assert_eq(json_integer_value(json_object_get(j, "qty_available")), 0);
 	json_decref(j);
-	cr_assert_eq(count_events(port, "offer.updated", x.ko1), 1);
+	cr_assert_eq(tc_count_events(port, "offer.updated", x.ko1), 1);
 	/* a new currency needs its price */
 	j = tc_expect(port, "PATCH", path, x.ko1, "{\"currency\":\"USD\"}", 422);
 	cr_assert(tc_lists_error(j, "seller_price", "required_with_currency"));
@@ -253,7 +201,7 @@ WM_TEST(offer, every_failing_field_is_listed_with_its_rule)
 		char m[256];
 		/* each accepted case needs a free identity: (wine, condition) */
 		snprintf(m, sizeof(m), "%s,\"condition\":\"%s\"", b[i].members, conds[u / 4]);
-		j = offer(port, x.ko1, x.w[u % 4], m, b[i].ok ? 201 : 422, NULL);
+		j = tc_offer(port, x.ko1, x.w[u % 4], m, b[i].ok ? 201 : 422, NULL);
 		if (!b[i].ok)
 			cr_assert(has_field_error(j, b[i].field), "%s", b[i].members);
 		else
@@ -276,11 +224,11 @@ WM_TEST(offer, permission_list_bounds)
 		snprintf(list + l, sizeof(list) - l, "%s\"%.2s\"", i ? "," : "", codes + 3 * i);
 		if (i == PERMIT_MAX_COUNTRIES - 1) { /* exactly at the bound: accepted */
 			snprintf(m, sizeof(m), "\"permissions\":{\"allowed_countries\":[%s]}", list);
-			json_decref(offer(x.p.port, x.ko1, x.w[0], m, 201, NULL));
+			json_decref(tc_offer(x.p.port, x.ko1, x.w[0], m, 201, NULL));
 		}
 	}
 	snprintf(m, sizeof(m), "\"permissions\":{\"blocked_countries\":[%s]}", list);
-	json_t *j = offer(x.p.port, x.ko1, x.w[1], m, 422, NULL);
+	json_t *j = tc_offer(x.p.port, x.ko1, x.w[1], m, 422, NULL);
 	cr_assert(tc_lists_error(j, "permissions.blocked_countries", "max_items"));
 	json_decref(j);
 	char sellers[4096] = "";
@@ -290,7 +238,7 @@ WM_TEST(offer, permission_list_bounds)
 	}
 	char m2[4200];
 	snprintf(m2, sizeof(m2), "\"permissions\":{\"named_sellers\":[%s]}", sellers);
-	j = offer(x.p.port, x.ko1, x.w[1], m2, 422, NULL);
+	j = tc_offer(x.p.port, x.ko1, x.w[1], m2, 422, NULL);
 	cr_assert(tc_lists_error(j, "permissions.named_sellers", "max_items"));
 	json_decref(j);
 	wm_proc_cleanup(&x.p);
@@ -345,14 +293,14 @@ WM_TEST(offer, uniqueness_and_archived_or_invisible_wines)
 	world(&x, NULL);
 	int port = x.p.port;
 	char id[64], path[128];
-	json_decref(offer(port, x.ko1, x.w[0], NULL, 201, id));
-	json_t *j = offer(port, x.ko1, x.w[0], "\"seller_price\":99", 409, NULL);
+	json_decref(tc_offer(port, x.ko1, x.w[0], NULL, 201, id));
+	json_t *j = tc_offer(port, x.ko1, x.w[0], "\"seller_price\":99", 409, NULL);
 	cr_assert_str_eq(tc_jstr(j, "code"), "offer_exists");
 	cr_assert_not_null(strstr(tc_jstr(j, "detail"), id), "names the existing offer");
 	json_decref(j);
 	/* another condition or another originator is another offer */
-	json_decref(offer(port, x.ko1, x.w[0], "\"condition\":\"bin_end\"", 201, NULL));
-	json_decref(offer(port, x.ko2, x.w[0], NULL, 201, NULL));
+	json_decref(tc_offer(port, x.ko1, x.w[0], "\"condition\":\"bin_end\"", 201, NULL));
+	json_decref(tc_offer(port, x.ko2, x.w[0], NULL, 201, NULL));
 	/* identity cannot change */
 	snprintf(path, sizeof(path), "/v1/offers/%s", id);
 	j = tc_expect(port, "PATCH", path, x.ko1, "{\"condition\":\"bin_end\",\"wine_id\":\"x\"}", 422);
@@ -361,7 +309,7 @@ WM_TEST(offer, uniqueness_and_archived_or_invisible_wines)
 	/* archived wine */
 	snprintf(path, sizeof(path), "/v1/wines/%s", x.w[1]);
 	json_decref(tc_expect(port, "PATCH", path, NULL, "{\"status\":\"archived\"}", 200));
-	j = offer(port, x.ko1, x.w[1], NULL, 422, NULL);
+	j = tc_offer(port, x.ko1, x.w[1], NULL, 422, NULL);
 	cr_assert(tc_lists_error(j, "wine_id", "not_archived"));
 	json_decref(j);
 	/* a draft wine the originator cannot see is unknown to it */
@@ -369,7 +317,7 @@ WM_TEST(offer, uniqueness_and_archived_or_invisible_wines)
 	char draft[64];
 	snprintf(draft, sizeof(draft), "%s", tc_jstr(j, "id"));
 	json_decref(j);
-	j = offer(port, x.ko1, draft, NULL, 422, NULL);
+	j = tc_offer(port, x.ko1, draft, NULL, 422, NULL);
 	cr_assert(tc_lists_error(j, "wine_id", "exists"));
 	json_decref(j);
 	wm_proc_cleanup(&x.p);
@@ -394,7 +342,7 @@ WM_TEST(offer, status_table_every_illegal_move_is_409)
 			const char *k = w < 12 ? x.ko1 : x.ko2;
 			snprintf(cond, sizeof(cond), "\"condition\":\"%s\"",
 				 (const char *[]){"new", "bin_end", "mixed_vintage"}[(w / 4) % 3]);
-			json_decref(offer(port, k, x.w[w % 4], cond, 201, id));
+			json_decref(tc_offer(port, k, x.w[w % 4], cond, 201, id));
 			w++;
 			snprintf(path, sizeof(path), "/v1/offers/%s", id);
 			if (from == 1 || from == 2)
@@ -414,7 +362,7 @@ WM_TEST(offer, status_table_every_illegal_move_is_409)
 		}
 	/* withdraw endpoint: once, then final */
 	char id[64], path[128];
-	json_decref(offer(port, x.ko2, x.w[0], "\"condition\":\"bin_end\"", 201, id));
+	json_decref(tc_offer(port, x.ko2, x.w[0], "\"condition\":\"bin_end\"", 201, id));
 	snprintf(path, sizeof(path), "/v1/offers/%s/withdraw", id);
 	json_t *j = tc_expect(port, "POST", path, x.ko2, NULL, 200);
 	cr_assert_str_eq(tc_jstr(j, "status"), "withdrawn");
@@ -424,9 +372,9 @@ WM_TEST(offer, status_table_every_illegal_move_is_409)
 	tc_expect_code(port, "PATCH", path, x.ko2, "{\"qty_available\":1}", 409, "invalid_status_transition");
 	/* events: 3 legal PATCH moves to withdrawn (O1), 4 set-ups of the
 	 * withdrawn row (O2), and the endpoint (O2); scoped to the originator */
-	cr_assert_eq(count_events(port, "offer.withdrawn", NULL), 3 + 4 + 1);
-	cr_assert_eq(count_events(port, "offer.withdrawn", x.ko2), 4 + 1);
-	cr_assert_eq(count_events(port, "offer.withdrawn", x.ko1), 3);
+	cr_assert_eq(tc_count_events(port, "offer.withdrawn", NULL), 3 + 4 + 1);
+	cr_assert_eq(tc_count_events(port, "offer.withdrawn", x.ko2), 4 + 1);
+	cr_assert_eq(tc_count_events(port, "offer.withdrawn", x.ko1), 3);
 	wm_proc_cleanup(&x.p);
 }
 
@@ -553,7 +501,7 @@ WM_TEST(offer, adversarial_sellers_see_exactly_their_rows)
 			 conds[r->cond], strcmp(r->status, "draft") ? "active" : "draft", r->shareable ? "true" : "false",
 			 r->deflt, r->allowed, r->blocked, named,
 			 r->expired ? ",\"valid_from\":\"2001-01-01T00:00:00Z\",\"valid_to\":\"2002-01-01T00:00:00Z\"" : "");
-		json_decref(offer(port, r->orig == 1 ? x.ko1 : x.ko2, x.w[r->wine], m, 201, r->id));
+		json_decref(tc_offer(port, r->orig == 1 ? x.ko1 : x.ko2, x.w[r->wine], m, 201, r->id));
 		char path[128], body[64];
 		snprintf(path, sizeof(path), "/v1/offers/%s", r->id);
 		if (!strcmp(r->status, "paused") || !strcmp(r->status, "withdrawn")) {
@@ -651,10 +599,10 @@ WM_TEST(offer, quota_is_not_charged_for_hidden_rows)
 	/* O1: three offers S2 cannot see (US blocked), then one it can */
 	char vis[64];
 	for (int i = 0; i < 3; i++)
-		json_decref(offer(port, x.ko1, x.w[i],
+		json_decref(tc_offer(port, x.ko1, x.w[i],
 				  "\"status\":\"active\",\"network_shareable\":true,"
 				  "\"permissions\":{\"blocked_countries\":[\"US\"]}", 201, NULL));
-	json_decref(offer(port, x.ko1, x.w[3], "\"status\":\"active\",\"network_shareable\":true", 201, vis));
+	json_decref(tc_offer(port, x.ko1, x.w[3], "\"status\":\"active\",\"network_shareable\":true", 201, vis));
 	/* four pages of one visible row each fit a quota of four */
 	for (int i = 0; i < 4; i++) {
 		json_t *j = tc_expect(port, "GET", "/v1/offers?page_size=200", x.ks2, NULL, 200);

@@ -101,7 +101,7 @@ static void api_run(struct api_ctx *c)
 		return;
 	}
 	if (auth_request(c) == 0) {
-		if (is_write(r->method)) {
+		if (is_write(r->method) && !(r->flags & ROUTE_F_OWN_IDEM)) {
 			if (idem_begin(c) == 0) {
 				r->fn(c);
 				idem_end(c);

@@ -49,6 +49,8 @@ enum rec_table {
 	REC_T_HOLD = 16,
 	REC_T_REFDATA = 17,
 	REC_T_REVIEW = 18,
+	REC_T_PAYMENT = 19,  /* the sandbox payment provider's ledger (engine/payment.c) */
+	REC_T_ORDER = 20,
 	REC_T_COUNT_
 };
 

@@ -10,7 +10,7 @@
 #include "engine/policy.h"
 #include "net/http.h"
 
-#define API_MAX_ROUTES 128
+#define API_MAX_ROUTES 192
 
 struct api_ctx;
 typedef void (*route_fn)(struct api_ctx *c);
@@ -22,7 +22,13 @@ struct route {
 	uint8_t scope;         /* enum scope a key needs; SC_PUBLIC = no key */
 	uint8_t action;        /* enum action the entity must be allowed (policy.h) */
 	const char *summary;
+	uint8_t flags;         /* ROUTE_F_*; 0 when omitted from an initializer */
 };
+
+/* The handler implements Idempotency-Key itself (POST /v1/orders: a retried
+ * create returns the existing order in its current state, see order.c);
+ * api_run() does not hand the request to idem.c. */
+#define ROUTE_F_OWN_IDEM 0x01
 
 /* Every route of the service, NULL-pattern terminated (routes.c). */
 const struct route *api_route_table(void);

@@ -523,6 +523,6 @@ static void audit_list(struct api_ctx *c)
 
 const struct route audit_routes[] = {
 	{HTTP_M_GET, "/v1/audit", audit_list, SC_OPERATOR, ACT_OPERATE,
-	 "Read audit (operators only): one record per authenticated read"},
-	{0, NULL, NULL, 0, 0, NULL},
+	 "Read audit (operators only): one record per authenticated read", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
 };

@@ -170,6 +170,6 @@ static void events_list(struct api_ctx *c)
 }
 
 const struct route event_routes[] = {
-	{HTTP_M_GET, "/v1/events", events_list, SC_READ_EVENTS, ACT_READ_EVENTS, "List events (cursor-paginated, filter by type)"},
-	{0, NULL, NULL, 0, 0, NULL},
+	{HTTP_M_GET, "/v1/events", events_list, SC_READ_EVENTS, ACT_READ_EVENTS, "List events (cursor-paginated, filter by type)", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
 };

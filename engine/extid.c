@@ -495,8 +495,8 @@ static void extids_create(struct api_ctx *c)
 
 const struct route extid_routes[] = {
 	{HTTP_M_GET, "/v1/wines/{id}/external-ids", extids_list, SC_READ_WINES, ACT_READ_WINES,
-	 "List a wine's crosswalk entries"},
+	 "List a wine's crosswalk entries", 0},
 	{HTTP_M_POST, "/v1/wines/{id}/external-ids", extids_create, SC_WRITE_WINES, ACT_WRITE_WINES,
-	 "Add or refresh a crosswalk entry"},
-	{0, NULL, NULL, 0, 0, NULL},
+	 "Add or refresh a crosswalk entry", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
 };

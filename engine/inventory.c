@@ -64,7 +64,7 @@
 #include "engine/resources.h"
 
 const char *const inv_condition_names[] = {"sellable", "damaged", "quarantine", NULL};
-const char *const hold_state_names[] = {"prepared", "committed", "released", NULL};
+const char *const hold_state_names[] = {"prepared", "committed", "released", "consumed", NULL};
 
 _Static_assert(INV_QTY_MAX == OFFER_QTY_MAX, "a level's quantity fits an offer's qty_available");
 
@@ -374,25 +374,48 @@ int64_t inv_location_offer_atp(struct shard *sh, const char *location_id, const 
 	return sum;
 }
 
-const struct inv_level *inv_offer_best_level(struct shard *sh, const char *offer_id)
+unsigned inv_offer_sellable(struct shard *sh, const char *offer_id, const struct inv_level **out, unsigned max,
+			    int64_t *atp_sum)
 {
 	uint8_t k[IDX_MAX_KEY];
+	unsigned n = 0;
+	if (atp_sum)
+		*atp_sum = 0;
 	if (strlen(offer_id) >= ID_MAX_LEN)
-		return NULL;
+		return 0;
 	uint32_t pl = key_join(k, offer_id, NULL, "", 0), kl;
 	struct oidx_iter it;
-	const struct inv_level *best = NULL;
-	unsigned n = 0;
+	unsigned seen = 0;
 	const struct oidx *x = &ext(&sh->tables[REC_T_INVENTORY])->by_offer;
-	for (int ok = oidx_seek_ge(x, k, pl, &it); ok && n < INV_LEVELS_PER_OFFER_MAX; ok = oidx_next(&it), n++) {
+	for (int ok = oidx_seek_ge(x, k, pl, &it); ok && seen < INV_LEVELS_PER_OFFER_MAX; ok = oidx_next(&it), seen++) {
 		const uint8_t *key = oidx_iter_key(&it, &kl);
 		if (kl < pl || memcmp(key, k, pl))
 			break;
 		const struct inv_level *l = oidx_iter_val(&it);
-		if (l->condition == IC_SELLABLE && inv_atp(l) > 0 && (!best || inv_atp(l) > inv_atp(best)))
-			best = l;
+		if (l->condition != IC_SELLABLE || inv_atp(l) <= 0)
+			continue;
+		if (atp_sum)
+			*atp_sum += inv_atp(l); /* <= 1000 levels x 10^8: no overflow */
+		/* insertion into out[], most ATP first, index (level id) order on ties */
+		unsigned pos = n < max ? n : max;
+		while (pos > 0 && inv_atp(out[pos - 1]) < inv_atp(l))
+			pos--;
+		if (pos >= max)
+			continue;
+		unsigned last = n < max ? n : max - 1;
+		for (unsigned j = last; j > pos; j--)
+			out[j] = out[j - 1];
+		out[pos] = l;
+		if (n < max)
+			n++;
 	}
-	return best;
+	return n;
+}
+
+const struct inv_level *inv_offer_best_level(struct shard *sh, const char *offer_id)
+{
+	const struct inv_level *best = NULL;
+	return inv_offer_sellable(sh, offer_id, &best, 1, NULL) ? best : NULL;
 }
 
 /*
@@ -527,6 +550,7 @@ static const struct hold_move {
 	[HS_PREPARED][HS_COMMITTED] = {1, -1, +1, "hold_committed", "stock.reserved"},
 	[HS_PREPARED][HS_RELEASED] = {1, -1, 0, "hold_released", NULL},
 	[HS_COMMITTED][HS_RELEASED] = {1, 0, -1, "hold_released", NULL},
+	[HS_COMMITTED][HS_CONSUMED] = {1, 0, -1, "hold_consumed", NULL},
 };
 
 static int hold_move(struct shard *sh, const char *hold_id, int to)
@@ -546,6 +570,8 @@ static int hold_move(struct shard *sh, const char *hold_id, int to)
 	lvl_from_row(l, &nv);
 	nv.reserved += m->d_reserved * h->qty;
 	nv.allocated += m->d_allocated * h->qty;
+	if (to == HS_CONSUMED)
+		nv.on_hand -= h->qty; /* the units leave the building */
 	if (nv.reserved < 0 || nv.allocated < 0 || nv.allocated > INV_QTY_MAX || vals_atp(&nv) < 0)
 		return HOLD_E_STORE;
 	char level_id[ID_MAX_LEN], created[INV_TS_MAX];
@@ -567,6 +593,7 @@ static int hold_move(struct shard *sh, const char *hold_id, int to)
 
 int hold_commit(struct shard *sh, const char *hold_id) { return hold_move(sh, hold_id, HS_COMMITTED); }
 int hold_release(struct shard *sh, const char *hold_id) { return hold_move(sh, hold_id, HS_RELEASED); }
+int hold_consume(struct shard *sh, const char *hold_id) { return hold_move(sh, hold_id, HS_CONSUMED); }
 
 /* ---- HTTP: inventory ------------------------------------------------------------------ */
 
@@ -957,16 +984,16 @@ static void holds_release(struct api_ctx *c) { hold_path_move(c, hold_release); 
 const struct route inventory_routes[] = {
 	/* before any /v1/inventory/{id} pattern: the first match wins */
 	{HTTP_M_GET, "/v1/inventory/network-snapshot", network_snapshot, SC_READ_NETWORK, ACT_READ_NETWORK,
-	 "Whole-network snapshot: locations, stock, duty context"},
-	{HTTP_M_GET, "/v1/inventory", inventory_list, SC_READ_INVENTORY, ACT_READ_INVENTORY, "List inventory levels"},
+	 "Whole-network snapshot: locations, stock, duty context", 0},
+	{HTTP_M_GET, "/v1/inventory", inventory_list, SC_READ_INVENTORY, ACT_READ_INVENTORY, "List inventory levels", 0},
 	{HTTP_M_POST, "/v1/inventory", inventory_create, SC_WRITE_INVENTORY, ACT_WRITE_INVENTORY,
-	 "Declare inventory for an offer at a location"},
+	 "Declare inventory for an offer at a location", 0},
 	{HTTP_M_PATCH, "/v1/inventory/{id}", inventory_patch, SC_WRITE_INVENTORY, ACT_WRITE_INVENTORY,
-	 "Update an inventory level's quantities"},
-	{HTTP_M_POST, "/v1/holds", holds_place, SC_OPERATOR, ACT_OPERATE, "Place a stock hold (operator)"},
+	 "Update an inventory level's quantities", 0},
+	{HTTP_M_POST, "/v1/holds", holds_place, SC_OPERATOR, ACT_OPERATE, "Place a stock hold (operator)", 0},
 	{HTTP_M_POST, "/v1/holds/{id}/commit", holds_commit, SC_OPERATOR, ACT_OPERATE,
-	 "Commit a stock hold (operator)"},
+	 "Commit a stock hold (operator)", 0},
 	{HTTP_M_POST, "/v1/holds/{id}/release", holds_release, SC_OPERATOR, ACT_OPERATE,
-	 "Release a stock hold (operator)"},
-	{0, NULL, NULL, 0, 0, NULL},
+	 "Release a stock hold (operator)", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
 };

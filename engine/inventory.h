@@ -45,6 +45,12 @@ const struct inv_level *inv_level_get(struct shard *sh, const char *id, size_t l
  * country is the freight origin, its owner the fulfiller). */
 const struct inv_level *inv_offer_best_level(struct shard *sh, const char *offer_id);
 
+/* The offer's sellable levels with ATP > 0, most ATP first (level id order
+ * on ties): at most max into out, returns how many; *atp_sum (may be NULL)
+ * gets the ATP of ALL of them.  Bounded by INV_LEVELS_PER_OFFER_MAX. */
+unsigned inv_offer_sellable(struct shard *sh, const char *offer_id, const struct inv_level **out, unsigned max,
+			    int64_t *atp_sum);
+
 /* The least offer id strictly after `after` ("" = from the first) that has
  * a level (any condition) at the location: copied into out (ID_MAX_LEN
  * bytes), 1; or 0 when none.  Walks by_location (location NUL offer NUL id):
@@ -56,7 +62,7 @@ int64_t inv_location_offer_atp(struct shard *sh, const char *location_id, const 
 
 /* ---- holds ------------------------------------------------------------------ */
 
-enum hold_state { HS_PREPARED, HS_COMMITTED, HS_RELEASED, HOLD_N_STATE };
+enum hold_state { HS_PREPARED, HS_COMMITTED, HS_RELEASED, HS_CONSUMED, HOLD_N_STATE };
 extern const char *const hold_state_names[];
 
 struct hold {
@@ -95,6 +101,10 @@ int hold_place(struct shard *sh, const char *level_id, int64_t qty, const char *
  * unchanged); events stock.changed and stock.reserved.  COMMITTED again is
  * HOLD_OK (no-op); RELEASED is HOLD_E_STATE. */
 int hold_commit(struct shard *sh, const char *hold_id);
+/* COMMITTED -> CONSUMED (the order's leg is fulfilled): allocated and
+ * on_hand both -= qty (ATP unchanged).  CONSUMED again is HOLD_OK;
+ * PREPARED or RELEASED is HOLD_E_STATE. */
+int hold_consume(struct shard *sh, const char *hold_id);
 /* PREPARED or COMMITTED -> RELEASED: the units return to ATP (reserved or
  * allocated -= qty).  RELEASED again is HOLD_OK (no-op). */
 int hold_release(struct shard *sh, const char *hold_id);

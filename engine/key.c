@@ -629,14 +629,14 @@ static void key_list(struct api_ctx *c)
 
 const struct route key_routes[] = {
 	{HTTP_M_POST, "/api/keys", mint, SC_WRITE_KEYS, ACT_MINT_KEY,
-	 "Mint an API key (the plaintext is returned once)"},
-	{HTTP_M_GET, "/api/keys", key_list, SC_READ_KEYS, ACT_READ_KEYS, "List API keys (metadata only)"},
-	{HTTP_M_GET, "/api/keys/{id}", key_get, SC_READ_KEYS, ACT_READ_KEYS, "Retrieve an API key's metadata"},
+	 "Mint an API key (the plaintext is returned once)", 0},
+	{HTTP_M_GET, "/api/keys", key_list, SC_READ_KEYS, ACT_READ_KEYS, "List API keys (metadata only)", 0},
+	{HTTP_M_GET, "/api/keys/{id}", key_get, SC_READ_KEYS, ACT_READ_KEYS, "Retrieve an API key's metadata", 0},
 	{HTTP_M_PATCH, "/api/keys/{id}", key_patch, SC_WRITE_KEYS, ACT_MINT_KEY,
-	 "Rename a key or set/clear its expiry"},
+	 "Rename a key or set/clear its expiry", 0},
 	{HTTP_M_POST, "/api/keys/{id}/revoke", key_revoke, SC_WRITE_KEYS, ACT_MINT_KEY,
-	 "Revoke a key (takes effect on the next request)"},
-	{0, NULL, NULL, 0, 0, NULL},
+	 "Revoke a key (takes effect on the next request)", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
 };
 
 /* ---- bootstrap --------------------------------------------------------- */

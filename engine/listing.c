@@ -977,10 +977,10 @@ static void listings_list(struct api_ctx *c)
 
 const struct route listing_routes[] = {
 	{HTTP_M_GET, "/v1/listings", listings_list, SC_READ_LISTINGS, ACT_READ_LISTINGS,
-	 "List the listings the caller may see"},
-	{HTTP_M_POST, "/v1/listings", listings_create, SC_WRITE_LISTINGS, ACT_WRITE_LISTINGS, "Create a listing"},
-	{HTTP_M_GET, "/v1/listings/{id}", listings_get, SC_READ_LISTINGS, ACT_READ_LISTINGS, "Retrieve a listing"},
+	 "List the listings the caller may see", 0},
+	{HTTP_M_POST, "/v1/listings", listings_create, SC_WRITE_LISTINGS, ACT_WRITE_LISTINGS, "Create a listing", 0},
+	{HTTP_M_GET, "/v1/listings/{id}", listings_get, SC_READ_LISTINGS, ACT_READ_LISTINGS, "Retrieve a listing", 0},
 	{HTTP_M_PATCH, "/v1/listings/{id}", listings_patch, SC_WRITE_LISTINGS, ACT_WRITE_LISTINGS,
-	 "Update a listing (merge patch)"},
-	{0, NULL, NULL, 0, 0, NULL},
+	 "Update a listing (merge patch)", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
 };

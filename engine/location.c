@@ -611,12 +611,12 @@ static void locations_list(struct api_ctx *c)
 
 const struct route location_routes[] = {
 	{HTTP_M_POST, "/v1/locations", locations_create, SC_WRITE_INVENTORY, ACT_WRITE_INVENTORY,
-	 "Declare a stock location"},
+	 "Declare a stock location", 0},
 	{HTTP_M_GET, "/v1/stock-locations", locations_list, SC_READ_INVENTORY, ACT_READ_INVENTORY,
-	 "List stock locations"},
+	 "List stock locations", 0},
 	{HTTP_M_POST, "/v1/stock-locations", locations_create, SC_WRITE_INVENTORY, ACT_WRITE_INVENTORY,
-	 "Create a stock location"},
+	 "Create a stock location", 0},
 	{HTTP_M_GET, "/v1/stock-locations/{id}", locations_get, SC_READ_INVENTORY, ACT_READ_INVENTORY,
-	 "Retrieve a stock location"},
-	{0, NULL, NULL, 0, 0, NULL},
+	 "Retrieve a stock location", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
 };

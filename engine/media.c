@@ -755,11 +755,11 @@ static void media_content(struct api_ctx *c)
 
 const struct route media_routes[] = {
 	{HTTP_M_POST, "/v1/media", media_create, SC_WRITE_WINES, ACT_WRITE_WINES,
-	 "Declare a media asset and get a signed, expiring upload URL"},
-	{HTTP_M_GET, "/v1/media/{id}", media_show, SC_READ_WINES, ACT_READ_WINES, "Retrieve a media asset"},
+	 "Declare a media asset and get a signed, expiring upload URL", 0},
+	{HTTP_M_GET, "/v1/media/{id}", media_show, SC_READ_WINES, ACT_READ_WINES, "Retrieve a media asset", 0},
 	{HTTP_M_PUT, "/v1/media/{id}/content", media_upload, SC_PUBLIC, ACT_NONE,
-	 "Upload the bytes to a signed URL (the signature is the credential)"},
+	 "Upload the bytes to a signed URL (the signature is the credential)", 0},
 	{HTTP_M_GET, "/v1/media/{id}/content", media_content, SC_READ_WINES, ACT_READ_WINES,
-	 "Fetch a media asset's bytes (checksum verified)"},
-	{0, NULL, NULL, 0, 0, NULL},
+	 "Fetch a media asset's bytes (checksum verified)", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
 };

@@ -1272,14 +1272,14 @@ static void offers_list(struct api_ctx *c)
 
 const struct route offer_routes[] = {
 	{HTTP_M_GET, "/v1/offers", offers_list, SC_READ_OFFERS, ACT_READ_OFFERS,
-	 "List the offers the caller may see"},
-	{HTTP_M_POST, "/v1/offers", offers_create, SC_WRITE_OFFERS, ACT_WRITE_OFFERS, "Create an offer"},
-	{HTTP_M_GET, "/v1/offers/{id}", offers_get, SC_READ_OFFERS, ACT_READ_OFFERS, "Retrieve an offer"},
+	 "List the offers the caller may see", 0},
+	{HTTP_M_POST, "/v1/offers", offers_create, SC_WRITE_OFFERS, ACT_WRITE_OFFERS, "Create an offer", 0},
+	{HTTP_M_GET, "/v1/offers/{id}", offers_get, SC_READ_OFFERS, ACT_READ_OFFERS, "Retrieve an offer", 0},
 	{HTTP_M_PATCH, "/v1/offers/{id}", offers_patch, SC_WRITE_OFFERS, ACT_WRITE_OFFERS,
-	 "Update an offer (merge patch)"},
+	 "Update an offer (merge patch)", 0},
 	{HTTP_M_POST, "/v1/offers/{id}/withdraw", offers_withdraw, SC_WRITE_OFFERS, ACT_WRITE_OFFERS,
-	 "Withdraw an offer (final)"},
+	 "Withdraw an offer (final)", 0},
 	{HTTP_M_GET, "/v1/offers/{id}/permissions", offers_permissions, SC_READ_OFFERS, ACT_READ_OFFERS,
-	 "Selling permissions of an offer and the caller's verdict"},
-	{0, NULL, NULL, 0, 0, NULL},
+	 "Selling permissions of an offer and the caller's verdict", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
 };

@@ -122,11 +122,11 @@ static void snapshot_take(struct api_ctx *c)
 }
 
 const struct route ops_routes[] = {
-	{HTTP_M_GET, "/healthz", healthz, SC_PUBLIC, ACT_NONE, "Liveness"},
-	{HTTP_M_GET, "/readyz", readyz, SC_PUBLIC, ACT_NONE, "Readiness"},
-	{HTTP_M_GET, "/metrics", metrics, SC_OPERATOR, ACT_OPERATE, "Prometheus metrics"},
-	{HTTP_M_GET, "/v1/openapi.json", openapi, SC_PUBLIC, ACT_NONE, "This API description"},
-	{HTTP_M_GET, "/v1/admin/snapshots", snapshot_status, SC_OPERATOR, ACT_OPERATE, "Last snapshot"},
-	{HTTP_M_POST, "/v1/admin/snapshots", snapshot_take, SC_OPERATOR, ACT_OPERATE, "Take a snapshot now"},
-	{0, NULL, NULL, 0, 0, NULL},
+	{HTTP_M_GET, "/healthz", healthz, SC_PUBLIC, ACT_NONE, "Liveness", 0},
+	{HTTP_M_GET, "/readyz", readyz, SC_PUBLIC, ACT_NONE, "Readiness", 0},
+	{HTTP_M_GET, "/metrics", metrics, SC_OPERATOR, ACT_OPERATE, "Prometheus metrics", 0},
+	{HTTP_M_GET, "/v1/openapi.json", openapi, SC_PUBLIC, ACT_NONE, "This API description", 0},
+	{HTTP_M_GET, "/v1/admin/snapshots", snapshot_status, SC_OPERATOR, ACT_OPERATE, "Last snapshot", 0},
+	{HTTP_M_POST, "/v1/admin/snapshots", snapshot_take, SC_OPERATOR, ACT_OPERATE, "Take a snapshot now", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
 };

@@ -507,12 +507,12 @@ static void partners_list(struct api_ctx *c)
 }
 
 const struct route partner_routes[] = {
-	{HTTP_M_GET, "/v1/partners", partners_list, SC_READ_PARTNERS, ACT_READ_PARTNERS, "List partners"},
-	{HTTP_M_POST, "/v1/partners", partners_create, SC_WRITE_PARTNERS, ACT_CREATE_PARTNER, "Create a partner (onboarding step 1)"},
-	{HTTP_M_GET, "/v1/partners/{id}", partners_get, SC_READ_PARTNERS, ACT_READ_PARTNERS, "Retrieve a partner"},
+	{HTTP_M_GET, "/v1/partners", partners_list, SC_READ_PARTNERS, ACT_READ_PARTNERS, "List partners", 0},
+	{HTTP_M_POST, "/v1/partners", partners_create, SC_WRITE_PARTNERS, ACT_CREATE_PARTNER, "Create a partner (onboarding step 1)", 0},
+	{HTTP_M_GET, "/v1/partners/{id}", partners_get, SC_READ_PARTNERS, ACT_READ_PARTNERS, "Retrieve a partner", 0},
 	{HTTP_M_PATCH, "/v1/partners/{id}", partners_patch, SC_WRITE_PARTNERS, ACT_UPDATE_PARTNER,
-	 "Update a partner (merge patch; status moves one onboarding step)"},
-	{0, NULL, NULL, 0, 0, NULL},
+	 "Update a partner (merge patch; status moves one onboarding step)", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
 };
 
 /* Insert one partner directly (demo seed); returns 0 or -1. */

@@ -447,12 +447,12 @@ static void producers_list(struct api_ctx *c)
 }
 
 const struct route producer_routes[] = {
-	{HTTP_M_GET, "/v1/producers", producers_list, SC_READ_WINES, ACT_READ_WINES, "List producers"},
-	{HTTP_M_POST, "/v1/producers", producers_create, SC_WRITE_WINES, ACT_WRITE_WINES, "Create a producer (estate)"},
-	{HTTP_M_GET, "/v1/producers/{id}", producers_get, SC_READ_WINES, ACT_READ_WINES, "Retrieve a producer"},
+	{HTTP_M_GET, "/v1/producers", producers_list, SC_READ_WINES, ACT_READ_WINES, "List producers", 0},
+	{HTTP_M_POST, "/v1/producers", producers_create, SC_WRITE_WINES, ACT_WRITE_WINES, "Create a producer (estate)", 0},
+	{HTTP_M_GET, "/v1/producers/{id}", producers_get, SC_READ_WINES, ACT_READ_WINES, "Retrieve a producer", 0},
 	{HTTP_M_PATCH, "/v1/producers/{id}", producers_patch, SC_WRITE_WINES, ACT_WRITE_WINES,
-	 "Update a producer (merge patch)"},
-	{0, NULL, NULL, 0, 0, NULL},
+	 "Update a producer (merge patch)", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
 };
 
 /* ---- inline resolution (wine ingest) ------------------------------------ */

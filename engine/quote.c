@@ -68,6 +68,14 @@
 #include "engine/wine.h"
 
 const char *const route_split_names[] = {NULL, "estate_atp_short", "multi_originator_policy"};
+const char *const quote_rule_names[] = {
+	[QR_SELECTED_ESTATE] = "estate_covers_line", [QR_SELECTED_CHEAPEST] = "cheapest_covering_offer",
+	[QR_SELECTED_SPLIT] = "split_allocation",     [QR_NOT_PERMITTED] = "not_permitted",
+	[QR_NOT_PRICEABLE] = "not_priceable",         [QR_NO_ATP] = "no_atp",
+	[QR_ATP_SHORT] = "atp_short",                 [QR_ESTATE_FIRST] = "estate_first",
+	[QR_HIGHER_COST] = "higher_landed_cost",      [QR_NOT_NEEDED] = "split_already_covered",
+	[QUOTE_N_RULE] = NULL,
+};
 
 /* ---- routing (pure) ---------------------------------------------------------- */
 
@@ -186,39 +194,7 @@ static int price_incoterm_of(int offer_incoterm)
 	return i >= 0 ? i : PRICE_INCO_FCA;
 }
 
-struct qline {
-	const char *sku;
-	const struct wine *w;
-	const struct offer *only;        /* sku named an offer */
-	int64_t qty;
-	uint8_t box, cat;
-	unsigned ncand;
-	struct route_cand cand[QUOTE_MAX_CANDIDATES];
-	const struct offer *offer[QUOTE_MAX_CANDIDATES];
-	struct price_line_in pin[QUOTE_MAX_CANDIDATES];
-	const char *fulfiller[QUOTE_MAX_CANDIDATES];
-	const char *location[QUOTE_MAX_CANDIDATES];
-	uint8_t verdict[QUOTE_MAX_CANDIDATES];
-	enum price_err perr[QUOTE_MAX_CANDIDATES];
-	struct route_plan plan;
-	unsigned first;                  /* index of its first priced line */
-};
-
-struct qstate {
-	struct shard *sh;
-	const struct refdata *rd;
-	char dest[3];
-	char seller[ID_MAX_LEN];
-	const char *seller_country;
-	const char *estate;              /* the current wine's estate partner id or NULL */
-	int64_t now_ms;
-	unsigned n;
-	struct qline l[QUOTE_MAX_LINES];
-	struct price_line_in flat[PRICE_MAX_LINES];
-	struct price_quote one, all;
-};
-
-static void cand_add(struct qstate *s, struct qline *ql, const struct offer *o)
+static void cand_add(struct quote *s, struct quote_line *ql, const struct offer *o)
 {
 	if (ql->ncand >= QUOTE_MAX_CANDIDATES || !offer_sellable(o, s->now_ms))
 		return;
@@ -227,6 +203,12 @@ static void cand_add(struct qstate *s, struct qline *ql, const struct offer *o)
 	ql->offer[i] = o;
 	rc->offer_id = o->row.id;
 	rc->atp = o->qty > 0 ? o->qty : 0;
+	if (s->stock_backed) { /* order capture: only what holds can take */
+		int64_t lv_atp;
+		const struct inv_level *top;
+		inv_offer_sellable(s->sh, o->row.id, &top, 1, &lv_atp);
+		rc->atp = lv_atp < rc->atp ? lv_atp : rc->atp;
+	}
 	rc->is_estate = s->estate && !strcmp(s->estate, o->originator_id);
 	struct permit_rules pr;
 	offer_rules(o, &pr);
@@ -300,7 +282,7 @@ static int upper2(const char *s, uint32_t len)
 }
 
 /* Field validation; every error at once.  0 or -1 (response written). */
-static int parse(struct api_ctx *c, const struct json_value *b, struct qstate *s)
+static int parse(struct api_ctx *c, const struct json_value *b, struct quote *s)
 {
 	const struct json_value *v = json_get(b, "destination_country");
 	if (!v || v->type != JSON_STRING || !upper2(v->u.str, v->len))
@@ -336,7 +318,7 @@ static int parse(struct api_ctx *c, const struct json_value *b, struct qstate *s
 		s->n = v->len;
 		for (uint32_t i = 0; i < v->len; i++) {
 			const struct json_value *ln = &v->u.items[i];
-			struct qline *ql = &s->l[i];
+			struct quote_line *ql = &s->l[i];
 			char f[64];
 			if (ln->type != JSON_OBJECT) {
 				snprintf(f, sizeof(f), "lines[%u]", i);
@@ -373,7 +355,7 @@ static int parse(struct api_ctx *c, const struct json_value *b, struct qstate *s
 	return -1;
 }
 
-static void money(struct jw *w, const char *key, int64_t v, int minor)
+void quote_write_money(struct jw *w, const char *key, int64_t v, int minor)
 {
 	jw_key(w, key);
 	jw_fixed(w, v, (unsigned)minor);
@@ -383,12 +365,32 @@ static void write_comps(struct jw *w, const int64_t *comp, int minor)
 {
 	jw_obj_begin(w);
 	for (int k = 0; k < PC_COUNT_; k++)
-		money(w, price_comp_names[k], comp[k], minor);
+		quote_write_money(w, price_comp_names[k], comp[k], minor);
 	jw_obj_end(w);
 }
 
-static void write_tax(struct jw *w, const struct qstate *s, const struct price_line_out *o, const int64_t *comp, int minor)
+int64_t quote_line_sums(const struct quote *q, unsigned i, int64_t *comp)
 {
+	const struct quote_line *ql = &q->l[i];
+	int64_t total = 0;
+	for (int x = 0; x < PC_COUNT_; x++)
+		comp[x] = 0;
+	for (unsigned k = 0; k < ql->plan.n; k++) {
+		const struct price_line_out *o = &q->all.lines[ql->first + k];
+		for (int x = 0; x < PC_COUNT_; x++)
+			comp[x] += o->comp[x];
+		total += o->total;
+	}
+	return total;
+}
+
+void quote_write_line_tax(struct jw *w, const struct quote *q, unsigned i)
+{
+	const struct quote_line *ql = &q->l[i];
+	const struct price_line_out *o = &q->all.lines[ql->first];
+	int64_t comp[PC_COUNT_];
+	quote_line_sums(q, i, comp);
+	int minor = q->all.minor;
 	jw_arr_begin(w);
 	if (o->excise) {
 		jw_obj_begin(w);
@@ -404,11 +406,11 @@ static void write_tax(struct jw *w, const struct qstate *s, const struct price_l
 		jw_fixed(w, o->excise->abv_min, 2);
 		jw_fixed(w, o->excise->abv_max, 2);
 		jw_arr_end(w);
-		money(w, "amount", comp[PC_E_EXCISE], minor);
+		quote_write_money(w, "amount", comp[PC_E_EXCISE], minor);
 		jw_kstr(w, "source", o->excise->m.source);
 		jw_kstr(w, "as_of", o->excise->m.as_of);
-		jw_kstr(w, "reference_version", s->all.version);
-		jw_kstr(w, "effective_date", s->all.effective_date);
+		jw_kstr(w, "reference_version", q->all.version);
+		jw_kstr(w, "effective_date", q->all.effective_date);
 		jw_obj_end(w);
 	}
 	if (o->vat) {
@@ -418,11 +420,11 @@ static void write_tax(struct jw *w, const struct qstate *s, const struct price_l
 		jw_fixed(w, o->vat->rate_e4, RD_VAT_SCALE);
 		jw_kstr(w, "basis", "percent");
 		jw_kstr(w, "applies_to", "P_B2B+R_Recruiter+M_Curator+F_Platform+C_Freight+E_Excise");
-		money(w, "amount", comp[PC_V_VAT], minor);
+		quote_write_money(w, "amount", comp[PC_V_VAT], minor);
 		jw_kstr(w, "source", o->vat->m.source);
 		jw_kstr(w, "as_of", o->vat->m.as_of);
-		jw_kstr(w, "reference_version", s->all.version);
-		jw_kstr(w, "effective_date", s->all.effective_date);
+		jw_kstr(w, "reference_version", q->all.version);
+		jw_kstr(w, "effective_date", q->all.effective_date);
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
@@ -445,7 +447,7 @@ static void party_add(struct party *p, unsigned *n, const char *id, const char *
 		p[(*n)++] = (struct party){id, role, basis, amt};
 }
 
-static void write_source(struct jw *w, const struct qline *ql, const struct route_alloc *a)
+static void write_source(struct jw *w, const struct quote_line *ql, const struct route_alloc *a)
 {
 	const struct offer *o = ql->offer[a->cand];
 	int om = iso_currency_minor(o->currency, 3);
@@ -453,7 +455,7 @@ static void write_source(struct jw *w, const struct qline *ql, const struct rout
 	jw_kstr(w, "offer_id", o->row.id);
 	jw_kstr(w, "originator_id", o->originator_id);
 	jw_kint(w, "qty", a->qty);
-	money(w, "p2b", o->price_minor, om < 0 ? 2 : om);
+	quote_write_money(w, "p2b", o->price_minor, om < 0 ? 2 : om);
 	jw_kstr(w, "p2b_currency", o->currency);
 	jw_kstr(w, "incoterm", offer_incoterm_names[o->incoterm]);
 	jw_kstr(w, "fulfiller_id", ql->fulfiller[a->cand]);
@@ -466,8 +468,60 @@ static void write_source(struct jw *w, const struct qline *ql, const struct rout
 	jw_obj_end(w);
 }
 
-static void write_sourcing(struct jw *w, const struct qline *ql, unsigned i)
+enum quote_rule quote_rule_of(const struct quote *q, unsigned i, unsigned k)
 {
+	const struct quote_line *ql = &q->l[i];
+	const struct route_cand *rc = &ql->cand[k];
+	for (unsigned a = 0; a < ql->plan.n; a++)
+		if (ql->plan.a[a].cand == k)
+			return ql->plan.n > 1 ? QR_SELECTED_SPLIT
+					      : rc->is_estate ? QR_SELECTED_ESTATE : QR_SELECTED_CHEAPEST;
+	if (!rc->permitted)
+		return QR_NOT_PERMITTED;
+	if (!rc->compliant)
+		return QR_NOT_PRICEABLE;
+	if (rc->atp <= 0)
+		return QR_NO_ATP;
+	if (ql->plan.n > 1)
+		return QR_NOT_NEEDED;
+	if (rc->atp < ql->qty)
+		return QR_ATP_SHORT;
+	if (ql->plan.n == 1 && ql->cand[ql->plan.a[0].cand].is_estate && !rc->is_estate)
+		return QR_ESTATE_FIRST;
+	return QR_HIGHER_COST;
+}
+
+static void write_candidates(struct jw *w, const struct quote *q, unsigned i)
+{
+	const struct quote_line *ql = &q->l[i];
+	jw_key(w, "candidates");
+	jw_arr_begin(w);
+	for (unsigned k = 0; k < ql->ncand; k++) {
+		const struct route_cand *rc = &ql->cand[k];
+		enum quote_rule r = quote_rule_of(q, i, k);
+		jw_obj_begin(w);
+		jw_kstr(w, "offer_id", rc->offer_id);
+		jw_kstr(w, "originator_id", ql->offer[k]->originator_id);
+		jw_kint(w, "atp", rc->atp);
+		jw_kbool(w, "estate", rc->is_estate);
+		jw_kbool(w, "permitted", rc->permitted);
+		if (!rc->permitted)
+			jw_kstr(w, "permission", permit_code(ql->verdict[k]));
+		jw_kbool(w, "compliant", rc->compliant);
+		if (rc->compliant)
+			quote_write_money(w, "landed_cost", rc->cost, q->all.minor);
+		else
+			jw_kstr(w, "pricing_error", price_err_codes[ql->perr[k]]);
+		jw_kstr(w, "outcome", r <= QR_SELECTED_SPLIT ? "selected" : "ruled_out");
+		jw_kstr(w, "rule", quote_rule_names[r]);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+}
+
+void quote_write_line_sourcing(struct jw *w, const struct quote *q, unsigned i, int with_candidates)
+{
+	const struct quote_line *ql = &q->l[i];
 	jw_obj_begin(w);
 	jw_kint(w, "line", i);
 	jw_kstr(w, "priority", "estate_first");
@@ -480,10 +534,94 @@ static void write_sourcing(struct jw *w, const struct qline *ql, unsigned i)
 	for (unsigned k = 0; k < ql->plan.n; k++)
 		write_source(w, ql, &ql->plan.a[k]);
 	jw_arr_end(w);
+	if (with_candidates)
+		write_candidates(w, q, i);
 	jw_obj_end(w);
 }
 
-static void respond(struct api_ctx *c, struct qstate *s)
+static void write_settlement(struct jw *w, const struct quote *s)
+{
+	const struct price_quote *q = &s->all;
+	int mn = q->minor;
+	struct party *pp = calloc(QUOTE_MAX_PARTIES, sizeof(*pp));
+	unsigned np = 0;
+	if (pp)
+		for (unsigned i = 0; i < s->n; i++) {
+			const struct quote_line *ql = &s->l[i];
+			for (unsigned k = 0; k < ql->plan.n; k++) {
+				const struct price_line_out *o = &q->lines[ql->first + k];
+				unsigned ci = ql->plan.a[k].cand;
+				party_add(pp, &np, ql->offer[ci]->originator_id, "originator", "P_B2B", o->comp[PC_P_B2B]);
+				party_add(pp, &np, s->seller, "seller", "M_Curator+R_Recruiter",
+					  o->comp[PC_M_CURATOR] + o->comp[PC_R_RECRUITER]);
+				if (o->comp[PC_C_FREIGHT])
+					party_add(pp, &np, ql->fulfiller[ci], "fulfiller", "C_Freight", o->comp[PC_C_FREIGHT]);
+			}
+		}
+	if (!pp)
+		w->err = 1; /* never a split that silently lacks its parties */
+	jw_key(w, "settlement_split");
+	jw_obj_begin(w);
+	jw_kstr(w, "currency", q->currency);
+	jw_key(w, "parties");
+	jw_arr_begin(w);
+	for (unsigned i = 0; i < np; i++) {
+		jw_obj_begin(w);
+		jw_kstr(w, "partner_id", pp[i].id);
+		jw_kstr(w, "role", pp[i].role);
+		quote_write_money(w, "amount", pp[i].amount, mn);
+		jw_kstr(w, "basis", pp[i].basis);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	free(pp);
+	quote_write_money(w, "platform_fee", q->comp_total[PC_F_PLATFORM], mn);
+	jw_key(w, "escrowed_taxes");
+	jw_obj_begin(w);
+	quote_write_money(w, "excise", q->comp_total[PC_E_EXCISE], mn);
+	quote_write_money(w, "vat", q->comp_total[PC_V_VAT], mn);
+	jw_kstr(w, "authority_country", s->dest);
+	jw_obj_end(w);
+	jw_obj_end(w);
+}
+
+void quote_write_totals(struct jw *w, const struct quote *s)
+{
+	const struct price_quote *q = &s->all;
+	int mn = q->minor;
+	/* spec 2.9 financial_breakdown: component lines per source */
+	jw_key(w, "financial_breakdown");
+	jw_obj_begin(w);
+	jw_kstr(w, "currency", q->currency);
+	jw_key(w, "lines");
+	jw_arr_begin(w);
+	for (unsigned i = 0; i < s->n; i++) {
+		const struct quote_line *ql = &s->l[i];
+		for (unsigned k = 0; k < ql->plan.n; k++)
+			for (int x = 0; x < PC_COUNT_; x++) {
+				jw_obj_begin(w);
+				jw_kstr(w, "component", price_comp_names[x]);
+				quote_write_money(w, "amount", q->lines[ql->first + k].comp[x], mn);
+				jw_kstr(w, "offer_id", ql->offer[ql->plan.a[k].cand]->row.id);
+				jw_kint(w, "line", i);
+				jw_obj_end(w);
+			}
+	}
+	jw_arr_end(w);
+	quote_write_money(w, "total", q->total, mn);
+	jw_obj_end(w);
+	write_settlement(w, s);
+	jw_key(w, "components");
+	write_comps(w, q->comp_total, mn);
+	quote_write_money(w, "total", q->total, mn);
+	jw_key(w, "reference_data");
+	jw_obj_begin(w);
+	jw_kstr(w, "version", q->version);
+	jw_kstr(w, "effective_date", q->effective_date);
+	jw_obj_end(w);
+}
+
+static void respond(struct api_ctx *c, struct quote *s)
 {
 	const struct price_quote *q = &s->all;
 	int mn = q->minor;
@@ -496,20 +634,15 @@ static void respond(struct api_ctx *c, struct qstate *s)
 	jw_key(w, "sourcing");
 	jw_arr_begin(w);
 	for (unsigned i = 0; i < s->n; i++)
-		write_sourcing(w, &s->l[i], i);
+		quote_write_line_sourcing(w, s, i, 0);
 	jw_arr_end(w);
 
 	jw_key(w, "lines");
 	jw_arr_begin(w);
 	for (unsigned i = 0; i < s->n; i++) {
-		const struct qline *ql = &s->l[i];
-		int64_t comp[PC_COUNT_] = {0}, total = 0;
-		for (unsigned k = 0; k < ql->plan.n; k++) {
-			const struct price_line_out *o = &q->lines[ql->first + k];
-			for (int x = 0; x < PC_COUNT_; x++)
-				comp[x] += o->comp[x];
-			total += o->total;
-		}
+		const struct quote_line *ql = &s->l[i];
+		int64_t comp[PC_COUNT_];
+		int64_t total = quote_line_sums(s, i, comp);
 		jw_obj_begin(w);
 		jw_kint(w, "line", i);
 		jw_kstr(w, "sku", ql->sku);
@@ -518,30 +651,11 @@ static void respond(struct api_ctx *c, struct qstate *s)
 		jw_kint(w, "box_units", ql->box);
 		jw_kstr(w, "excise_category", rd_category_names[ql->cat]);
 		jw_key(w, "sourcing");
-		write_sourcing(w, ql, i);
-		jw_key(w, "candidates");
-		jw_arr_begin(w);
-		for (unsigned k = 0; k < ql->ncand; k++) {
-			const struct route_cand *rc = &ql->cand[k];
-			jw_obj_begin(w);
-			jw_kstr(w, "offer_id", rc->offer_id);
-			jw_kstr(w, "originator_id", ql->offer[k]->originator_id);
-			jw_kint(w, "atp", rc->atp);
-			jw_kbool(w, "estate", rc->is_estate);
-			jw_kbool(w, "permitted", rc->permitted);
-			if (!rc->permitted)
-				jw_kstr(w, "permission", permit_code(ql->verdict[k]));
-			jw_kbool(w, "compliant", rc->compliant);
-			if (rc->compliant)
-				money(w, "landed_cost", rc->cost, mn);
-			else
-				jw_kstr(w, "pricing_error", price_err_codes[ql->perr[k]]);
-			jw_obj_end(w);
-		}
-		jw_arr_end(w);
+		quote_write_line_sourcing(w, s, i, 0);
+		write_candidates(w, s, i);
 		jw_key(w, "components");
 		write_comps(w, comp, mn);
-		money(w, "total", total, mn);
+		quote_write_money(w, "total", total, mn);
 		jw_key(w, "sources");
 		jw_arr_begin(w);
 		for (unsigned k = 0; k < ql->plan.n; k++) {
@@ -552,86 +666,16 @@ static void respond(struct api_ctx *c, struct qstate *s)
 			jw_kint(w, "boxes", o->boxes);
 			jw_key(w, "components");
 			write_comps(w, o->comp, mn);
-			money(w, "total", o->total, mn);
+			quote_write_money(w, "total", o->total, mn);
 			jw_obj_end(w);
 		}
 		jw_arr_end(w);
 		jw_key(w, "tax_breakdown");
-		write_tax(w, s, &q->lines[ql->first], comp, mn);
+		quote_write_line_tax(w, s, i);
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
-
-	/* spec 2.9 financial_breakdown: component lines per source */
-	jw_key(w, "financial_breakdown");
-	jw_obj_begin(w);
-	jw_kstr(w, "currency", q->currency);
-	jw_key(w, "lines");
-	jw_arr_begin(w);
-	for (unsigned i = 0; i < s->n; i++) {
-		const struct qline *ql = &s->l[i];
-		for (unsigned k = 0; k < ql->plan.n; k++)
-			for (int x = 0; x < PC_COUNT_; x++) {
-				jw_obj_begin(w);
-				jw_kstr(w, "component", price_comp_names[x]);
-				money(w, "amount", q->lines[ql->first + k].comp[x], mn);
-				jw_kstr(w, "offer_id", ql->offer[ql->plan.a[k].cand]->row.id);
-				jw_kint(w, "line", i);
-				jw_obj_end(w);
-			}
-	}
-	jw_arr_end(w);
-	money(w, "total", q->total, mn);
-	jw_obj_end(w);
-
-	/* settlement_split: who gets what */
-	struct party *pp = calloc(QUOTE_MAX_PARTIES, sizeof(*pp));
-	unsigned np = 0;
-	if (pp)
-		for (unsigned i = 0; i < s->n; i++) {
-			const struct qline *ql = &s->l[i];
-			for (unsigned k = 0; k < ql->plan.n; k++) {
-				const struct price_line_out *o = &q->lines[ql->first + k];
-				unsigned ci = ql->plan.a[k].cand;
-				party_add(pp, &np, ql->offer[ci]->originator_id, "originator", "P_B2B", o->comp[PC_P_B2B]);
-				party_add(pp, &np, s->seller, "seller", "M_Curator+R_Recruiter",
-					  o->comp[PC_M_CURATOR] + o->comp[PC_R_RECRUITER]);
-				if (o->comp[PC_C_FREIGHT])
-					party_add(pp, &np, ql->fulfiller[ci], "fulfiller", "C_Freight", o->comp[PC_C_FREIGHT]);
-			}
-		}
-	jw_key(w, "settlement_split");
-	jw_obj_begin(w);
-	jw_kstr(w, "currency", q->currency);
-	jw_key(w, "parties");
-	jw_arr_begin(w);
-	for (unsigned i = 0; i < np; i++) {
-		jw_obj_begin(w);
-		jw_kstr(w, "partner_id", pp[i].id);
-		jw_kstr(w, "role", pp[i].role);
-		money(w, "amount", pp[i].amount, mn);
-		jw_kstr(w, "basis", pp[i].basis);
-		jw_obj_end(w);
-	}
-	jw_arr_end(w);
-	free(pp);
-	money(w, "platform_fee", q->comp_total[PC_F_PLATFORM], mn);
-	jw_key(w, "escrowed_taxes");
-	jw_obj_begin(w);
-	money(w, "excise", q->comp_total[PC_E_EXCISE], mn);
-	money(w, "vat", q->comp_total[PC_V_VAT], mn);
-	jw_kstr(w, "authority_country", s->dest);
-	jw_obj_end(w);
-	jw_obj_end(w);
-
-	jw_key(w, "components");
-	write_comps(w, q->comp_total, mn);
-	money(w, "total", q->total, mn);
-	jw_key(w, "reference_data");
-	jw_obj_begin(w);
-	jw_kstr(w, "version", q->version);
-	jw_kstr(w, "effective_date", q->effective_date);
-	jw_obj_end(w);
+	quote_write_totals(w, s);
 	jw_obj_end(w);
 }
 
@@ -644,31 +688,47 @@ static const char *const route_err_codes[] = {
 	[ROUTE_E_TOO_MANY_SOURCES] = "insufficient_stock",
 };
 
-static void quote_calculate(struct api_ctx *c)
+/* The consumer volume caps (spec 8): 0, or -1 with the 422 written. */
+static int check_caps(struct api_ctx *c, const struct quote *s)
 {
-	const struct json_value *b = api_body(c);
-	if (!b)
-		return;
-	const struct refdata *rd = refdata_current();
-	if (!rd) {
-		api_error(c, 503, "reference_data_unavailable", "no reference-data version is loaded");
-		return;
+	int64_t litres[RD_CAT_COUNT_] = {0};
+	for (unsigned i = 0; i < s->n; i++)
+		litres[s->l[i].cat] += s->l[i].qty * (s->l[i].w->volume_ul > 0 ? s->l[i].w->volume_ul : 0);
+	const struct quote_cap *cap = quote_cap_for(s->dest);
+	const int64_t caps[2] = {cap->still_ul, cap->sparkling_ul};
+	for (int k = RD_CAT_STILL; k <= RD_CAT_SPARKLING; k++) {
+		if (!caps[k] || litres[k] <= caps[k])
+			continue;
+		buf_reset(&c->rs->body);
+		jw_init(&c->w, &c->rs->body);
+		c->rs->status = 422;
+		c->rs->content_type = PROBLEM_CONTENT_TYPE;
+		problem_begin(&c->w, 422, "volume_cap_exceeded", "Unprocessable Content",
+			      k == RD_CAT_STILL ? "the consumer volume cap for still wine is exceeded"
+						: "the consumer volume cap for sparkling wine is exceeded");
+		jw_key(&c->w, "cap");
+		jw_obj_begin(&c->w);
+		jw_kstr(&c->w, "category", rd_category_names[k]);
+		jw_kstr(&c->w, "destination_country", s->dest);
+		jw_key(&c->w, "limit_liters");
+		jw_fixed(&c->w, caps[k], 6);
+		jw_key(&c->w, "requested_liters");
+		jw_fixed(&c->w, litres[k], 6);
+		jw_key(&c->w, "excess_liters");
+		jw_fixed(&c->w, litres[k] - caps[k], 6);
+		jw_obj_end(&c->w);
+		problem_end(&c->w);
+		return -1;
 	}
-	struct qstate *s = calloc(1, sizeof(*s));
-	if (!s) {
-		api_error(c, 503, "overloaded", "out of memory");
-		return;
-	}
-	s->sh = c->sh;
-	s->rd = rd;
-	s->now_ms = (int64_t)wall_ms();
-	if (parse(c, b, s))
-		goto out;
+	return 0;
+}
 
-	/* skus */
+/* Resolve every line's sku to a visible wine (or offer): 0, or -1 with the 422 written. */
+static int resolve_skus(struct api_ctx *c, struct quote *s)
+{
 	const char *first = NULL;
 	for (unsigned i = 0; i < s->n; i++) {
-		struct qline *ql = &s->l[i];
+		struct quote_line *ql = &s->l[i];
 		size_t kl = strlen(ql->sku);
 		ql->w = wine_get(c->sh, ql->sku, kl);
 		if (!ql->w && (ql->only = offer_get(c->sh, ql->sku, kl)) && offer_visible_to(c, ql->only))
@@ -682,44 +742,17 @@ static void quote_calculate(struct api_ctx *c)
 		}
 		ql->cat = (uint8_t)excise_category(ql->w->category);
 	}
-	if (first) {
+	if (first)
 		fail(c, first, "a sku names no wine or offer; see errors[]");
-		goto out;
-	}
+	return first ? -1 : 0;
+}
 
-	/* consumer volume caps (spec 8) */
-	int64_t litres[RD_CAT_COUNT_] = {0};
-	for (unsigned i = 0; i < s->n; i++)
-		litres[s->l[i].cat] += s->l[i].qty * (s->l[i].w->volume_ul > 0 ? s->l[i].w->volume_ul : 0);
-	const struct quote_cap *cap = quote_cap_for(s->dest);
-	const int64_t caps[2] = {cap->still_ul, cap->sparkling_ul};
-	for (int k = RD_CAT_STILL; k <= RD_CAT_SPARKLING; k++)
-		if (caps[k] && litres[k] > caps[k]) {
-			buf_reset(&c->rs->body);
-			jw_init(&c->w, &c->rs->body);
-			c->rs->status = 422;
-			c->rs->content_type = PROBLEM_CONTENT_TYPE;
-			problem_begin(&c->w, 422, "volume_cap_exceeded", "Unprocessable Content",
-				      k == RD_CAT_STILL ? "the consumer volume cap for still wine is exceeded"
-							: "the consumer volume cap for sparkling wine is exceeded");
-			jw_key(&c->w, "cap");
-			jw_obj_begin(&c->w);
-			jw_kstr(&c->w, "category", rd_category_names[k]);
-			jw_kstr(&c->w, "destination_country", s->dest);
-			jw_key(&c->w, "limit_liters");
-			jw_fixed(&c->w, caps[k], 6);
-			jw_key(&c->w, "requested_liters");
-			jw_fixed(&c->w, litres[k], 6);
-			jw_key(&c->w, "excess_liters");
-			jw_fixed(&c->w, litres[k] - caps[k], 6);
-			jw_obj_end(&c->w);
-			problem_end(&c->w);
-			goto out;
-		}
-
-	/* candidates and routing */
+/* Gather candidates and route every line: 0, or -1 with the 422 written. */
+static int route_all(struct api_ctx *c, struct quote *s)
+{
+	const char *first = NULL;
 	for (unsigned i = 0; i < s->n; i++) {
-		struct qline *ql = &s->l[i];
+		struct quote_line *ql = &s->l[i];
 		const struct producer *pr = producer_get(c->sh, ql->w->producer_id, strlen(ql->w->producer_id));
 		s->estate = pr && pr->partner_id[0] ? pr->partner_id : NULL;
 		if (ql->only)
@@ -737,15 +770,34 @@ static void quote_calculate(struct api_ctx *c)
 			first = first ? first : route_err_codes[e];
 		}
 	}
-	if (first) {
+	if (first)
 		fail(c, first, "a line cannot be routed; see errors[]");
-		goto out;
+	return first ? -1 : 0;
+}
+
+struct quote *quote_compute(struct api_ctx *c, const struct json_value *b, int stock_backed)
+{
+	const struct refdata *rd = refdata_current();
+	if (!rd) {
+		api_error(c, 503, "reference_data_unavailable", "no reference-data version is loaded");
+		return NULL;
 	}
+	struct quote *s = calloc(1, sizeof(*s));
+	if (!s) {
+		api_error(c, 503, "overloaded", "out of memory");
+		return NULL;
+	}
+	s->sh = c->sh;
+	s->rd = rd;
+	s->now_ms = (int64_t)wall_ms();
+	s->stock_backed = (uint8_t)(stock_backed != 0);
+	if (parse(c, b, s) || resolve_skus(c, s) || check_caps(c, s) || route_all(c, s))
+		goto fail;
 
 	/* price every allocation at once */
 	unsigned nf = 0;
 	for (unsigned i = 0; i < s->n; i++) {
-		struct qline *ql = &s->l[i];
+		struct quote_line *ql = &s->l[i];
 		ql->first = nf;
 		for (unsigned k = 0; k < ql->plan.n; k++) {
 			s->flat[nf] = ql->pin[ql->plan.a[k].cand];
@@ -759,15 +811,29 @@ static void quote_calculate(struct api_ctx *c)
 	enum price_err pe = price_quote(rd, &in, &s->all);
 	if (pe != PRICE_OK) {
 		api_error(c, 422, price_err_codes[pe], "the quote cannot be priced from the reference data");
-		goto out;
+		goto fail;
 	}
-	respond(c, s);
-out:
+	return s;
+fail:
 	free(s);
+	return NULL;
+}
+
+void quote_free(struct quote *q) { free(q); }
+
+static void quote_calculate(struct api_ctx *c)
+{
+	const struct json_value *b = api_body(c);
+	if (!b)
+		return;
+	struct quote *s = quote_compute(c, b, 0);
+	if (s)
+		respond(c, s);
+	quote_free(s);
 }
 
 const struct route quote_routes[] = {
 	{HTTP_M_POST, "/v1/orders/quote-calculate", quote_calculate, SC_WRITE_ORDERS, ACT_CREATE_ORDERS,
-	 "Stateless landed-cost quote with routing preview (estate first, split, taxes)"},
-	{0, NULL, NULL, 0, 0, NULL},
+	 "Stateless landed-cost quote with routing preview (estate first, split, taxes)", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
 };

@@ -74,6 +74,94 @@ struct quote_cap {
 /* The cap row for a destination (never NULL). */
 const struct quote_cap *quote_cap_for(const char *destination);
 
+/* ---- the quote engine, shared by quote-calculate and order capture ---------- */
+
+struct offer;
+struct wine;
+struct refdata;
+struct shard;
+struct jw;
+struct api_ctx;
+struct json_value;
+
+/* Why a candidate offer of a line won or lost (GET /v1/orders/{id}/sourcing). */
+enum quote_rule {
+	QR_SELECTED_ESTATE,       /* rule 1: the estate's offer covers the line */
+	QR_SELECTED_CHEAPEST,     /* rule 2: the cheapest covering offer */
+	QR_SELECTED_SPLIT,        /* rule 3: one allocation of a split */
+	QR_NOT_PERMITTED,         /* the permission evaluator refused (seller, destination) */
+	QR_NOT_PRICEABLE,         /* the price engine cannot price it (tariff, excise, FX) */
+	QR_NO_ATP,                /* nothing available to promise */
+	QR_ATP_SHORT,             /* cannot cover the line alone and a single offer won */
+	QR_ESTATE_FIRST,          /* covers the line, but an estate offer won (priority 1) */
+	QR_HIGHER_COST,           /* covers the line, but a cheaper one won */
+	QR_NOT_NEEDED,            /* the split was covered before reaching it */
+	QUOTE_N_RULE
+};
+extern const char *const quote_rule_names[];
+
+struct quote_line {
+	const char *sku;
+	const struct wine *w;
+	const struct offer *only;        /* sku named an offer */
+	int64_t qty;
+	uint8_t box, cat;
+	unsigned ncand;
+	struct route_cand cand[QUOTE_MAX_CANDIDATES];
+	const struct offer *offer[QUOTE_MAX_CANDIDATES];
+	struct price_line_in pin[QUOTE_MAX_CANDIDATES];
+	const char *fulfiller[QUOTE_MAX_CANDIDATES];
+	const char *location[QUOTE_MAX_CANDIDATES];
+	uint8_t verdict[QUOTE_MAX_CANDIDATES];
+	enum price_err perr[QUOTE_MAX_CANDIDATES];
+	struct route_plan plan;
+	unsigned first;                  /* index of its first priced line in all.lines */
+};
+
+struct quote {
+	struct shard *sh;
+	const struct refdata *rd;
+	char dest[3];
+	char seller[ID_MAX_LEN];
+	const char *seller_country;
+	const char *estate;              /* the current wine's estate partner id or NULL */
+	int64_t now_ms;
+	uint8_t stock_backed;            /* ATP = the offer's sellable inventory levels (order capture) */
+	unsigned n;
+	struct quote_line l[QUOTE_MAX_LINES];
+	struct price_line_in flat[PRICE_MAX_LINES];
+	struct price_quote one, all;
+};
+
+/*
+ * Validate destination_country, seller and lines[] of a body (adding to any
+ * field errors the caller already collected: all are answered at once),
+ * resolve skus, check the volume caps, gather candidates, route every line
+ * and price every allocation.  stock_backed: a candidate's ATP is the sum of
+ * its offer's sellable inventory levels (what holds can take) instead of
+ * qty_available.  Returns a heap quote (quote_free), or NULL with the error
+ * response written.  Pointers in it are valid until the next write.
+ */
+struct quote *quote_compute(struct api_ctx *c, const struct json_value *body, int stock_backed);
+void quote_free(struct quote *q);
+
+/* Why candidate k of line i won or lost. */
+enum quote_rule quote_rule_of(const struct quote *q, unsigned i, unsigned k);
+
+/* Writers (into an object being written): the members of the quote-calculate
+ * response, reused by the order document. */
+void quote_write_money(struct jw *w, const char *key, int64_t v, int minor);
+/* One line's {line, priority, split_reason, source[]}; with_candidates adds
+ * candidates[] with their outcome and rule. */
+void quote_write_line_sourcing(struct jw *w, const struct quote *q, unsigned i, int with_candidates);
+/* The tax_breakdown array of line i (rates, bases, sources, version). */
+void quote_write_line_tax(struct jw *w, const struct quote *q, unsigned i);
+/* Sums of line i's priced allocations: components into comp[PC_COUNT_], returns the total. */
+int64_t quote_line_sums(const struct quote *q, unsigned i, int64_t *comp);
+/* "financial_breakdown", "settlement_split", "components", "total" and
+ * "reference_data" members. */
+void quote_write_totals(struct jw *w, const struct quote *q);
+
 extern const struct route quote_routes[];
 
 #endif

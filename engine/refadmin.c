@@ -207,8 +207,8 @@ static void refdata_post(struct api_ctx *c)
 
 const struct route refadmin_routes[] = {
 	{HTTP_M_GET, "/v1/admin/reference-data", refdata_get, SC_OPERATOR, ACT_OPERATE,
-	 "Active reference-data version, source and row counts"},
+	 "Active reference-data version, source and row counts", 0},
 	{HTTP_M_POST, "/v1/admin/reference-data", refdata_post, SC_OPERATOR, ACT_OPERATE,
-	 "Load a new reference-data version at run time (durable via the WAL)"},
-	{0, NULL, NULL, 0, 0, NULL},
+	 "Load a new reference-data version at run time (durable via the WAL)", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
 };

@@ -347,11 +347,11 @@ static void reviews_reject(struct api_ctx *c) { review_decide(c, 0); }
 
 const struct route review_routes[] = {
 	{HTTP_M_GET, "/v1/wine-reviews", reviews_list, SC_OPERATOR, ACT_OPERATE,
-	 "List wine reviews (tier 4 manual-review queue), oldest first; filter by status"},
-	{HTTP_M_GET, "/v1/wine-reviews/{id}", reviews_get, SC_OPERATOR, ACT_OPERATE, "Retrieve a wine review"},
+	 "List wine reviews (tier 4 manual-review queue), oldest first; filter by status", 0},
+	{HTTP_M_GET, "/v1/wine-reviews/{id}", reviews_get, SC_OPERATOR, ACT_OPERATE, "Retrieve a wine review", 0},
 	{HTTP_M_POST, "/v1/wine-reviews/{id}/confirm", reviews_confirm, SC_OPERATOR, ACT_OPERATE,
-	 "Confirm a review: the two wines are one (merge into the candidate)"},
+	 "Confirm a review: the two wines are one (merge into the candidate)", 0},
 	{HTTP_M_POST, "/v1/wine-reviews/{id}/reject", reviews_reject, SC_OPERATOR, ACT_OPERATE,
-	 "Reject a review: the two wines are different"},
-	{0, NULL, NULL, 0, 0, NULL},
+	 "Reject a review: the two wines are different", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
 };

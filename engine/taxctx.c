@@ -131,6 +131,6 @@ static void tax_context(struct api_ctx *c)
 
 const struct route taxctx_routes[] = {
 	{HTTP_M_GET, "/v1/tax-context", tax_context, SC_READ_OFFERS, ACT_READ_OFFERS,
-	 "Tax/duty context for a route (VAT, excise regime by category, sources)"},
-	{0, NULL, NULL, 0, 0, NULL},
+	 "Tax/duty context for a route (VAT, excise regime by category, sources)", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
 };

@@ -1538,14 +1538,14 @@ static void wines_list(struct api_ctx *c)
 }
 
 const struct route wine_routes[] = {
-	{HTTP_M_GET, "/v1/wines", wines_list, SC_READ_WINES, ACT_READ_WINES, "List canonical wines"},
+	{HTTP_M_GET, "/v1/wines", wines_list, SC_READ_WINES, ACT_READ_WINES, "List canonical wines", 0},
 	{HTTP_M_POST, "/v1/wines", wines_create, SC_WRITE_WINES, ACT_WRITE_WINES,
-	 "Ingest a wine (dedup by tiers 1-3: enrich the match or create)"},
+	 "Ingest a wine (dedup by tiers 1-3: enrich the match or create)", 0},
 	{HTTP_M_POST, "/v1/wines/match", wines_match, SC_READ_WINES, ACT_READ_WINES,
-	 "Match a wine against the catalogue without writing"},
-	{HTTP_M_GET, "/v1/wines/{id}", wines_get, SC_READ_WINES, ACT_READ_WINES, "Retrieve a wine"},
-	{HTTP_M_PATCH, "/v1/wines/{id}", wines_patch, SC_WRITE_WINES, ACT_WRITE_WINES, "Update a wine (merge patch)"},
+	 "Match a wine against the catalogue without writing", 0},
+	{HTTP_M_GET, "/v1/wines/{id}", wines_get, SC_READ_WINES, ACT_READ_WINES, "Retrieve a wine", 0},
+	{HTTP_M_PATCH, "/v1/wines/{id}", wines_patch, SC_WRITE_WINES, ACT_WRITE_WINES, "Update a wine (merge patch)", 0},
 	{HTTP_M_POST, "/v1/wines/{id}/publish", wines_publish, SC_WRITE_WINES, ACT_WRITE_WINES,
-	 "Publish a wine (publish gate)"},
-	{0, NULL, NULL, 0, 0, NULL},
+	 "Publish a wine (publish gate)", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
 };

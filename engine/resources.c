@@ -23,5 +23,6 @@ const struct table_ops *const resource_tables[] = {
 	&inventory_table_ops, /* after offers and locations */
 	&hold_table_ops, /* after levels */
 	&refdata_table_ops, /* one row: an uploaded reference-data version (engine/refadmin.c) */
+	&payment_table_ops, /* the sandbox payment ledger, one row per order (engine/payment.c) */
 	NULL,
 };

@@ -17,6 +17,7 @@
 #include "engine/location.h"
 #include "engine/ops.h"
 #include "engine/partner.h"
+#include "engine/payment.h"
 #include "engine/producer.h"
 #include "engine/review.h"
 #include "engine/quote.h"
@@ -27,6 +28,7 @@
 static const struct route *const route_groups[] = {
 	ops_routes,
 	refadmin_routes,
+	payment_routes,
 	partner_routes,
 	event_routes,
 	key_routes,

@@ -54,6 +54,7 @@ static const struct opt opts[] = {
 	{"platform-fixed-fee-cents", OPT_U64, N(platform_fixed_fee_cents), 0, 1000000, NULL, "fixed platform fee per order (EUR cents)"},
 	{"audit-alert-window-s", OPT_U64, N(audit_alert_window_s), 1, 86400, NULL, "audit volume window (seconds)"},
 	{"media-max-kb", OPT_U64, N(media_max_kb), 1, 65536, NULL, "largest media upload (KiB); at most --max-body-kb"},
+	{"platform-legal-name", OPT_STR, S(platform_legal_name), 0, 0, NULL, "legal name of the platform, merchant of record on every order"},
 	{"media-url-ttl-s", OPT_U64, N(media_url_ttl_s), 1, 86400 * 7, NULL, "lifetime of a signed media upload URL (seconds)"},
 };
 #define N_OPTS (sizeof(opts) / sizeof(opts[0]))
@@ -90,6 +91,7 @@ void config_defaults(struct config *c)
 	c->platform_fixed_fee_cents = 0;
 	c->media_max_kb = 1024;
 	c->media_url_ttl_s = 900;
+	strcpy(c->platform_legal_name, "Wine Marketplace Platform");
 }
 
 static const struct opt *opt_find(const char *name, size_t len)

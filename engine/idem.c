@@ -131,7 +131,7 @@ static void fp_part(XXH3_state_t *st, const char *p, size_t n)
 
 /* XXH3-128 over method, path, query and body, each length-prefixed (so
  * no two different requests frame to the same bytes). */
-static void fingerprint(const struct http_request *h, uint8_t out[16])
+void idem_fingerprint(const struct http_request *h, uint8_t out[16])
 {
 	XXH3_state_t st;
 	XXH3_INITSTATE(&st);
@@ -362,7 +362,7 @@ static void replay(struct api_ctx *c, const struct idem_record *x)
 	problem_end(&c->w);
 }
 
-int idem_begin(struct api_ctx *c)
+int idem_request_key(struct api_ctx *c, const char **key, size_t *len)
 {
 	unsigned count;
 	const struct http_header *h = key_header(c->http, &count);
@@ -372,19 +372,31 @@ int idem_begin(struct api_ctx *c)
 		api_error(c, 400, "invalid_idempotency_key",
 			  count > 1 ? "send one Idempotency-Key header, not several"
 				    : "Idempotency-Key must be 1 to 255 visible ASCII characters (0x21-0x7E)");
-		return 1;
+		return -1;
 	}
+	*key = h->value;
+	*len = h->value_len;
+	return 1;
+}
+
+int idem_begin(struct api_ctx *c)
+{
+	const char *hv;
+	size_t hl;
+	int got = idem_request_key(c, &hv, &hl);
+	if (got <= 0)
+		return -got;
 	struct shard *sh = c->sh;
 	const char *ent = c->who.entity_id;
 	if (!ent || !ent[0] || strlen(ent) >= ID_MAX_LEN)
 		return 0; /* cannot happen for an authenticated caller: run without */
-	const struct idem_record *x = idem_find(&sh->tables[REC_T_IDEMPOTENCY], ent, h->value, h->value_len);
+	const struct idem_record *x = idem_find(&sh->tables[REC_T_IDEMPOTENCY], ent, hv, hl);
 	if (!x) {
 		txn_hold(sh);
 		return 0;
 	}
 	uint8_t fp[16];
-	fingerprint(c->http, fp);
+	idem_fingerprint(c->http, fp);
 	if (memcmp(fp, x->fingerprint, sizeof(fp)) != 0) {
 		api_error(c, 422, "idempotency_key_reused",
 			  "this Idempotency-Key was already used for a different request (method, path or "
@@ -491,7 +503,7 @@ static void idem_store(struct api_ctx *c)
 	memcpy(key, h->value, h->value_len);
 	key[h->value_len] = 0;
 	uint8_t fp[16];
-	fingerprint(c->http, fp);
+	idem_fingerprint(c->http, fp);
 	size_t il = id_new(&sh->ids, "idem", id);
 	fmt_rfc3339_ms(created, wall_ms());
 	int status;

@@ -80,6 +80,12 @@ void idem_prune(struct shard *sh);
 const struct idem_record *idem_find(const struct table *t, const char *entity_id, const char *key,
 				    size_t key_len);
 
+/* The request's Idempotency-Key: 0 none, 1 (*key, *len set: not
+ * NUL-terminated), or -1 with the 400 invalid_idempotency_key written. */
+int idem_request_key(struct api_ctx *c, const char **key, size_t *len);
+/* XXH3-128 of method, path, query and body (what "the same request" means). */
+void idem_fingerprint(const struct http_request *h, uint8_t out[16]);
+
 /* True if key[0..len) is a well-formed Idempotency-Key. */
 int idem_key_valid(const char *key, size_t len);
 

@@ -22,6 +22,7 @@ const struct table_ops *const resource_tables[] = {
 	&location_table_ops,
 	&inventory_table_ops, /* after offers and locations */
 	&hold_table_ops, /* after levels */
+	&order_table_ops, /* after holds */
 	&refdata_table_ops, /* one row: an uploaded reference-data version (engine/refadmin.c) */
 	&payment_table_ops, /* the sandbox payment ledger, one row per order (engine/payment.c) */
 	NULL,

@@ -12,6 +12,7 @@
 #include "engine/listing.h"
 #include "engine/media.h"
 #include "engine/offer.h"
+#include "engine/order.h"
 #include "engine/events.h"
 #include "engine/inventory.h"
 #include "engine/location.h"
@@ -44,7 +45,8 @@ static const struct route *const route_groups[] = {
 	location_routes,
 	inventory_routes,
 	taxctx_routes,
-	quote_routes,
+	quote_routes, /* before order_routes: /v1/orders/quote-calculate is not /v1/orders/{id} */
+	order_routes,
 	NULL,
 };
 

@@ -20,6 +20,7 @@
 #include "engine/idem.h"
 #include "engine/key.h"
 #include "engine/log.h"
+#include "engine/order.h"
 #include "engine/refdata.h"
 #include "engine/media.h"
 #include "engine/shard.h"
@@ -126,6 +127,11 @@ int main(int argc, char **argv)
 	log_info("msg=\"reference data active\" version=%s effective_date=%s source=%s%s%s", act->version,
 		 act->effective_date, rd_source_names[act->source ? 1 : 0],
 		 act->source == RD_SRC_API ? " overrides_dir=" : " dir=", cfg.data_ref_dir);
+	/* orders a crash left between saga steps: forward or compensated,
+	 * before anyone can read them */
+	unsigned resumed = saga_recover(&sh);
+	if (resumed)
+		log_warn("msg=\"orders resumed after restart\" count=%u", resumed);
 	if (cfg.demo && demo_seed_if_empty(&sh)) {
 		log_error("msg=\"demo data could not be seeded\"");
 		shard_close(&sh);

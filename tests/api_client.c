@@ -99,27 +99,31 @@ void tc_key_for(int port, const char *entity, char *out)
 	json_decref(j);
 }
 
-/* A published wine (operator); id into out. */
-void tc_pub_wine(int port, const char *title, char *out)
+void tc_pub_wine_of(int port, const char *title, const char *estate, const char *category, char *out)
 {
 	char body[1400], prd[64], path[128];
-	snprintf(body, sizeof(body), "{\"name\":\"Domaine %s\"}", title);
+	if (estate)
+		snprintf(body, sizeof(body), "{\"name\":\"Domaine %s\",\"partner_id\":\"%s\"}", title, estate);
+	else
+		snprintf(body, sizeof(body), "{\"name\":\"Domaine %s\"}", title);
 	json_t *j = tc_expect(port, "POST", "/v1/producers", NULL, body, 201);
 	snprintf(prd, sizeof(prd), "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	snprintf(body, sizeof(body),
 		 "{\"title\":\"%s\",\"producer\":\"%s\",\"vintage\":2020,\"abv\":13,\"volume_in_liters\":0.75,"
-		 "\"colour\":\"red\",\"category\":\"wine\",\"country\":\"FR\",\"region\":\"Bourgogne\","
+		 "\"colour\":\"red\",\"category\":\"%s\",\"country\":\"FR\",\"region\":\"Bourgogne\","
 		 "\"bottler\":{\"name\":\"Domaine Test\",\"address\":\"21000 Dijon, France\"},\"lot_number\":\"L2020-1\","
 		 "\"allergens\":[\"sulphites\"],\"ingredients\":\"grapes, preservative: sulphites\","
-		 "\"energy_kj_per_100ml\":297,\"energy_kcal_per_100ml\":71}",
-		 title, prd);
+		 "\"energy_kj_per_100ml\":297,\"energy_kcal_per_100ml\":71%s}",
+		 title, prd, category, strcmp(category, "wine") ? ",\"dosage_class\":\"brut\"" : "");
 	j = tc_expect(port, "POST", "/v1/wines", NULL, body, 201);
 	snprintf(out, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	snprintf(path, sizeof(path), "/v1/wines/%s/publish", out);
 	json_decref(tc_expect(port, "POST", path, NULL, NULL, 200));
 }
+
+void tc_pub_wine(int port, const char *title, char *out) { tc_pub_wine_of(port, title, NULL, "wine", out); }
 
 /* POST an offer: defaults for the required members that `members` does not
  * give (the parser refuses duplicate keys); id into out when created. */

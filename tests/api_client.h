@@ -37,6 +37,9 @@ void tc_key_for(int port, const char *entity, char *out);
 
 /* A published wine (operator); id into out. */
 void tc_pub_wine(int port, const char *title, char *out);
+/* The same, of `category` ("wine", "sparkling_wine", ...), its producer
+ * linked to the estate partner `estate` (NULL: none). */
+void tc_pub_wine_of(int port, const char *title, const char *estate, const char *category, char *out);
 /* POST an offer: defaults for the required members that `members` does not
  * give (the parser refuses duplicate keys); id into out when created. */
 json_t *tc_offer(int port, const char *key, const char *wine, const char *members, int want, char *out);

@@ -93,7 +93,7 @@ static void fake_read(struct fake_read *f, struct shard *sh, int i)
 	memset(f, 0, sizeof(*f));
 	snprintf(f->rq.request_id, sizeof(f->rq.request_id), "req_%016x", (unsigned)i);
 	f->rs.status = 200;
-	f->route = (struct route){HTTP_M_GET, "/v1/partners", NULL, SC_READ_PARTNERS, ACT_READ_PARTNERS, ""};
+	f->route = (struct route){HTTP_M_GET, "/v1/partners", NULL, SC_READ_PARTNERS, ACT_READ_PARTNERS, "", 0};
 	f->c.sh = sh;
 	f->c.rq = &f->rq;
 	f->c.rs = &f->rs;

@@ -147,31 +147,6 @@ static long long cents(json_t *o, const char *k)
 	return llround(json_number_value(v) * 100.0);
 }
 
-/* A published wine whose producer links to `estate` (NULL: none). */
-static void pub_wine(int port, const char *title, const char *estate, const char *category, char *out)
-{
-	char body[1400], prd[64], path[128];
-	if (estate)
-		snprintf(body, sizeof(body), "{\"name\":\"Domaine %s\",\"partner_id\":\"%s\"}", title, estate);
-	else
-		snprintf(body, sizeof(body), "{\"name\":\"Domaine %s\"}", title);
-	json_t *j = expect(port, "POST", "/v1/producers", NULL, body, 201);
-	snprintf(prd, sizeof(prd), "%s", tc_jstr(j, "id"));
-	json_decref(j);
-	snprintf(body, sizeof(body),
-		 "{\"title\":\"%s\",\"producer\":\"%s\",\"vintage\":2020,\"abv\":13,\"volume_in_liters\":0.75,"
-		 "\"colour\":\"red\",\"category\":\"%s\",\"country\":\"FR\",\"region\":\"Bourgogne\","
-		 "\"bottler\":{\"name\":\"Domaine Test\",\"address\":\"21000 Dijon, France\"},\"lot_number\":\"L2020-1\","
-		 "\"allergens\":[\"sulphites\"],\"ingredients\":\"grapes, preservative: sulphites\","
-		 "\"energy_kj_per_100ml\":297,\"energy_kcal_per_100ml\":71%s}",
-		 title, prd, category, strcmp(category, "wine") ? ",\"dosage_class\":\"brut\"" : "");
-	j = expect(port, "POST", "/v1/wines", NULL, body, 201);
-	snprintf(out, 64, "%s", tc_jstr(j, "id"));
-	json_decref(j);
-	snprintf(path, sizeof(path), "/v1/wines/%s/publish", out);
-	json_decref(expect(port, "POST", path, NULL, NULL, 200));
-}
-
 static void offer(int port, const char *key, const char *wine, const char *price, int qty, const char *extra, char *out)
 {
 	char body[1024];
@@ -202,9 +177,9 @@ static void qworld_args(struct qworld *x, const char *const *args)
 	tc_key_for(port, x->est, x->kest);
 	tc_key_for(port, x->o2, x->ko2);
 	tc_key_for(port, x->sel, x->ksel);
-	pub_wine(port, "Estate Rouge", x->est, "wine", x->w1);
-	pub_wine(port, "Blocked Rouge", NULL, "wine", x->w2);
-	pub_wine(port, "No Offer Rouge", NULL, "wine", x->w3);
+	tc_pub_wine_of(port, "Estate Rouge", x->est, "wine", x->w1);
+	tc_pub_wine_of(port, "Blocked Rouge", NULL, "wine", x->w2);
+	tc_pub_wine_of(port, "No Offer Rouge", NULL, "wine", x->w3);
 	offer(port, x->kest, x->w1, "10.00", 5, "\"network_shareable\":true", x->of_est);
 	offer(port, x->ko2, x->w1, "11.00", 10, "\"network_shareable\":true", x->of_o2);
 	offer(port, x->ko2, x->w2, "9.00", 50,

@@ -1,0 +1,1371 @@
+/*
+ * order.c -- the order resource (spec 2.8, 3.1, 4.1; DESIGN.md 5): the
+ * table and its document, POST /v1/orders (capture; the saga itself is in
+ * saga.c), the reads, cancel and per-leg fulfilment.
+ *
+ * Why this shape:
+ *  - Capture re-runs the quote engine (quote_compute) on the request with
+ *    stock_backed ATP: permissions, validity windows, volume caps and the
+ *    stock holds can actually take are checked NOW, not trusted from a
+ *    quote.  A body may carry the quote it accepts ("quote": {"total"}); a
+ *    different total at capture is a 409 quote_changed naming both, so a
+ *    consumer is never charged a price they did not see.
+ *  - The order document is written ONCE at capture with everything the
+ *    spec's order object holds (lines bound to offers with p2b and
+ *    unit_price_net, sourcing with every candidate and the rule that ruled
+ *    it out, one fulfilment leg per source x location with its fulfiller
+ *    and hold id, the financial breakdown and settlement split).  Later
+ *    steps rewrite only status, leg statuses, payment, failure and saga
+ *    members (order_stage); every other byte is copied.  So what the
+ *    consumer was priced is what stays on the order.
+ *  - Legs: a source's units come from its offer's sellable levels, most
+ *    ATP first (ORDER_LEVELS_PER_SOURCE at most); allocations of several
+ *    lines to the same offer and level share one leg (items[] per line).
+ *    Fulfiller: the location's owner when it is a Fulfiller partner other
+ *    than the stock owner (a 3PL holding the stock), else the stock owner.
+ *    Freight was priced from the offer's best level (the quote's choice);
+ *    a source spread over several locations keeps that price.
+ *  - Idempotency-Key is handled here, not by idem.c (ROUTE_F_OWN_IDEM):
+ *    the saga is several transactions and the order changes after its
+ *    creation, while a retried create must return THE order (spec 7) --
+ *    as it is now, even after a kill -9 mid-saga and the recovery that
+ *    finished it.  The order row carries (entity, key, fingerprint) and a
+ *    hash index finds it; the same key with another request is 422, like
+ *    everywhere else.  The response is held until the order's state is
+ *    durable (api_handle stamps state_lsn), so no 409-in-flight is needed.
+ *  - Reads: an order is visible to its seller, the originator of any
+ *    source, the fulfiller of any leg, and the platform; to anyone else it
+ *    does not exist (404).  Participants other than the seller see the
+ *    consumer without email, and originators that fulfil nothing see
+ *    neither name nor address (they sell to the platform, not to the
+ *    consumer).  Lists walk an index of (participant, order id), so a
+ *    partner's page never scans other partners' orders.
+ *  - Cancel is valid in any state before fulfilment (spec 3.1): the order
+ *    becomes cancelled (order.cancelled) and the saga's compensation
+ *    releases every hold and refunds the charge, each step its own
+ *    transaction, resumed on restart if a crash interrupts it.
+ */
+#include "engine/order.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
+#include "engine/errinj.h"
+#include "engine/fields.h"
+#include "engine/iso.h"
+#include "engine/location.h"
+#include "engine/log.h"
+#include "engine/offer.h"
+#include "engine/partner.h"
+#include "engine/payment.h"
+#include "engine/wine.h"
+#include "net/hex.h"
+
+const char *const order_status_names[] = {"draft",     "placed",    "paid",	 "confirmed", "sourced",
+					  "reserved",  "fulfilled", "in_transit", "delivered", "settled",
+					  "cancelled", "failed",    "refunded",	 "returned",  NULL};
+const char *const order_channel_names[] = {"marketplace", "webshop_connect", "pos_qr", NULL};
+const char *const leg_status_names[] = {"pending", "held", "reserved", "fulfilled", "released", NULL};
+const char *const order_failure_codes[] = {
+	[OF_NONE] = "",
+	[OF_INSUFFICIENT_STOCK] = "insufficient_stock",
+	[OF_PAYMENT_DECLINED] = "payment_declined",
+	[OF_PAYMENT_FAILED] = "payment_failed",
+	[OF_PAYMENT_TIMEOUT] = "payment_timeout",
+	[OF_PAYMENT_UNAVAILABLE] = "payment_unavailable",
+	[OF_INTERRUPTED] = "interrupted",
+	[OF_STORE] = "storage_failed",
+	[ORDER_N_FAILURE] = NULL,
+};
+
+#define ORDER_TS_MAX 32
+
+/* ---- table -------------------------------------------------------------------------- */
+
+struct order_ext {
+	struct hidx by_idem;      /* XXH3-128(entity NUL key) -> order */
+	struct oidx by_party;     /* participant NUL order id */
+	struct oidx pending;      /* orders not at rest (saga_recover's work list) */
+};
+
+static struct order_ext *ext(const struct table *t) { return t->ext; }
+
+/* The 16-byte digest the idempotency index is keyed by; it lives in the row. */
+struct order_full {
+	struct order o;
+	char idem_hkey[16];
+};
+
+static int order_init(struct table *t)
+{
+	struct order_ext *e = calloc(1, sizeof(*e));
+	if (!e)
+		return -1;
+	hidx_init(&e->by_idem);
+	oidx_init(&e->by_party);
+	oidx_init(&e->pending);
+	t->ext = e;
+	return 0;
+}
+
+static void order_fini(struct table *t)
+{
+	struct order_ext *e = ext(t);
+	if (!e)
+		return;
+	hidx_free(&e->by_idem);
+	oidx_free(&e->by_party);
+	oidx_free(&e->pending);
+	free(e);
+	t->ext = NULL;
+}
+
+static int enum_of(const char *const *names, const char *s)
+{
+	for (int i = 0; names[i]; i++)
+		if (!strcmp(names[i], s))
+			return i;
+	return -1;
+}
+
+static void idem_digest(const char *entity, const char *key, size_t key_len, char out[16])
+{
+	XXH3_state_t st;
+	XXH3_INITSTATE(&st);
+	XXH3_128bits_reset(&st);
+	XXH3_128bits_update(&st, entity, strlen(entity) + 1);
+	XXH3_128bits_update(&st, key, key_len);
+	XXH128_canonical_t c;
+	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(&st));
+	memcpy(out, c.digest, 16);
+}
+
+static int decode_leg(const struct json_value *v, struct order_leg *l)
+{
+	char st[16];
+	int64_t q;
+	const struct json_value *qv = json_get(v, "qty");
+	if (v->type != JSON_OBJECT || fld_doc_str(v, "leg_id", l->leg_id, sizeof(l->leg_id)) ||
+	    fld_doc_str(v, "hold_id", l->hold_id, sizeof(l->hold_id)) ||
+	    fld_doc_str(v, "level_id", l->level_id, sizeof(l->level_id)) ||
+	    fld_doc_str(v, "offer_id", l->offer_id, sizeof(l->offer_id)) ||
+	    fld_doc_str(v, "originator_id", l->originator_id, sizeof(l->originator_id)) ||
+	    fld_doc_str(v, "fulfiller_id", l->fulfiller_id, sizeof(l->fulfiller_id)) ||
+	    fld_doc_str(v, "location_id", l->location_id, sizeof(l->location_id)) ||
+	    fld_doc_str(v, "status", st, sizeof(st)) || !qv || json_to_int64(qv, &q) || q < 1 || q > INV_QTY_MAX)
+		return -1;
+	int s = enum_of(leg_status_names, st);
+	if (s < 0 || !l->hold_id[0] || !l->level_id[0])
+		return -1;
+	l->status = (uint8_t)s;
+	l->qty = q;
+	return 0;
+}
+
+static int order_decode(struct table *t, struct row *r, const struct json_value *doc)
+{
+	(void)t;
+	struct order_full *f = (struct order_full *)r;
+	struct order *o = &f->o;
+	char st[16], buf[64];
+	int status = fld_doc_str(doc, "status", st, sizeof(st)) ? -1 : enum_of(order_status_names, st);
+	if (status < 0)
+		return -1;
+	o->status = (uint8_t)status;
+	if (fld_doc_str(doc, "destination_country", o->dest, sizeof(o->dest)) ||
+	    fld_doc_str(doc, "currency", o->currency, sizeof(o->currency)) ||
+	    fld_doc_str(doc, "created_at", o->created_at, sizeof(o->created_at)))
+		return -1;
+	const struct json_value *v = json_get(doc, "seller");
+	if (!v || fld_doc_str(v, "partner_id", o->seller_id, sizeof(o->seller_id)) || !o->seller_id[0])
+		return -1;
+	v = json_get(doc, "total");
+	int minor = iso_currency_minor(o->currency, 3);
+	if (!v || minor < 0 || json_to_fixed(v, (unsigned)minor, &o->total_minor))
+		return -1;
+	v = json_get(doc, "payment");
+	if (!v || fld_doc_str(v, "method", buf, sizeof(buf)) || enum_of(pay_method_names, buf) < 0)
+		return -1;
+	o->pay_method = (uint8_t)enum_of(pay_method_names, buf);
+	v = json_get(doc, "saga");
+	o->compensated = v && json_get(v, "compensated") && json_get(v, "compensated")->type == JSON_TRUE;
+	v = json_get(doc, "failure");
+	o->failure = OF_NONE;
+	if (v && v->type == JSON_OBJECT && !fld_doc_str(v, "code", buf, sizeof(buf))) {
+		int fc = enum_of(order_failure_codes + 1, buf);
+		o->failure = (uint8_t)(fc < 0 ? OF_STORE : fc + 1);
+	}
+	v = json_get(doc, "idempotency");
+	o->idem_key[0] = o->idem_entity[0] = 0;
+	if (v && v->type == JSON_OBJECT) {
+		char hx[40];
+		if (fld_doc_str(v, "entity_id", o->idem_entity, sizeof(o->idem_entity)) ||
+		    fld_doc_str(v, "key", o->idem_key, sizeof(o->idem_key)) ||
+		    fld_doc_str(v, "fingerprint", hx, sizeof(hx)) || strlen(hx) != 32 ||
+		    hex_decode(hx, 16, o->idem_fp))
+			return -1;
+		idem_digest(o->idem_entity, o->idem_key, strlen(o->idem_key), f->idem_hkey);
+	}
+	v = json_get(doc, "fulfillments");
+	if (!v || v->type != JSON_ARRAY || v->len > ORDER_MAX_LEGS)
+		return -1;
+	o->n_legs = v->len;
+	o->legs = v->len ? calloc(v->len, sizeof(*o->legs)) : NULL;
+	if (v->len && !o->legs)
+		return -1;
+	for (uint32_t i = 0; i < v->len; i++)
+		if (decode_leg(&v->u.items[i], &o->legs[i])) {
+			free(o->legs);
+			o->legs = NULL;
+			return -1;
+		}
+	return 0;
+}
+
+static void order_release(struct row *r)
+{
+	struct order *o = (struct order *)r;
+	free(o->legs);
+	o->legs = NULL;
+}
+
+/* At rest: nothing for the saga to do after a restart. */
+static int at_rest(const struct order *o)
+{
+	if (o->status == ORD_FAILED || o->status == ORD_CANCELLED)
+		return o->compensated;
+	return o->status >= ORD_RESERVED;
+}
+
+/* The distinct participants of an order (seller, originators, fulfillers). */
+static unsigned parties(const struct order *o, const char **out, unsigned max)
+{
+	unsigned n = 0;
+	const char *cand[1 + 2 * ORDER_MAX_LEGS];
+	unsigned nc = 0;
+	cand[nc++] = o->seller_id;
+	for (unsigned i = 0; i < o->n_legs; i++) {
+		cand[nc++] = o->legs[i].originator_id;
+		cand[nc++] = o->legs[i].fulfiller_id;
+	}
+	for (unsigned i = 0; i < nc && n < max; i++) {
+		int dup = !cand[i][0];
+		for (unsigned j = 0; j < n && !dup; j++)
+			dup = !strcmp(out[j], cand[i]);
+		if (!dup)
+			out[n++] = cand[i];
+	}
+	return n;
+}
+
+static uint32_t party_key(uint8_t *k, const char *party, const struct row *r)
+{
+	size_t pl = strlen(party);
+	memcpy(k, party, pl);
+	k[pl] = 0;
+	memcpy(k + pl + 1, r->id, r->id_len);
+	return (uint32_t)(pl + 1 + r->id_len);
+}
+
+_Static_assert(2 * ID_MAX_LEN <= IDX_MAX_KEY, "participant keys fit an index key");
+
+static int order_index_add(struct table *t, struct row *r)
+{
+	struct order_full *f = (struct order_full *)r;
+	struct order_ext *e = ext(t);
+	if (f->o.idem_key[0] && hidx_set(&e->by_idem, f->idem_hkey, 16, f))
+		return -1;
+	const char *p[1 + 2 * ORDER_MAX_LEGS];
+	unsigned np = parties(&f->o, p, 1 + 2 * ORDER_MAX_LEGS);
+	uint8_t k[IDX_MAX_KEY];
+	for (unsigned i = 0; i < np; i++)
+		if (oidx_set(&e->by_party, k, party_key(k, p[i], r), r))
+			return -1;
+	if (!at_rest(&f->o) && oidx_set(&e->pending, r->id, r->id_len, r))
+		return -1;
+	return 0;
+}
+
+static void order_index_del(struct table *t, struct row *r)
+{
+	struct order_full *f = (struct order_full *)r;
+	struct order_ext *e = ext(t);
+	if (f->o.idem_key[0] && hidx_get(&e->by_idem, f->idem_hkey, 16) == f)
+		hidx_del(&e->by_idem, f->idem_hkey, 16);
+	const char *p[1 + 2 * ORDER_MAX_LEGS];
+	unsigned np = parties(&f->o, p, 1 + 2 * ORDER_MAX_LEGS);
+	uint8_t k[IDX_MAX_KEY];
+	for (unsigned i = 0; i < np; i++) {
+		uint32_t kl = party_key(k, p[i], r);
+		if (oidx_get(&e->by_party, k, kl) == r)
+			oidx_del(&e->by_party, k, kl);
+	}
+	if (oidx_get(&e->pending, r->id, r->id_len) == r)
+		oidx_del(&e->pending, r->id, r->id_len);
+}
+
+const struct table_ops order_table_ops = {
+	.rec_table = REC_T_ORDER,
+	.name = "order",
+	.row_size = sizeof(struct order_full),
+	.decode = order_decode,
+	.release = order_release,
+	.index_add = order_index_add,
+	.index_del = order_index_del,
+	.init = order_init,
+	.fini = order_fini,
+};
+
+const struct order *order_get(struct shard *sh, const char *id, size_t len)
+{
+	return (const struct order *)table_get(&sh->tables[REC_T_ORDER], id, len);
+}
+
+const struct order *order_by_idem(struct shard *sh, const char *entity, const char *key, size_t key_len)
+{
+	char d[16];
+	idem_digest(entity, key, key_len, d);
+	const struct order_full *f = hidx_get(&ext(&sh->tables[REC_T_ORDER])->by_idem, d, 16);
+	if (!f || strcmp(f->o.idem_entity, entity) || strlen(f->o.idem_key) != key_len ||
+	    memcmp(f->o.idem_key, key, key_len))
+		return NULL;
+	return &f->o;
+}
+
+int order_pending_next(struct shard *sh, const char *after, char *out)
+{
+	struct oidx_iter it;
+	size_t al = strlen(after);
+	for (int ok = oidx_seek_ge(&ext(&sh->tables[REC_T_ORDER])->pending, after, (uint32_t)al, &it); ok;
+	     ok = oidx_next(&it)) {
+		uint32_t kl;
+		const char *k = oidx_iter_key(&it, &kl);
+		if (kl == al && !memcmp(k, after, al))
+			continue;
+		if (kl >= ID_MAX_LEN)
+			return 0;
+		memcpy(out, k, kl);
+		out[kl] = 0;
+		return 1;
+	}
+	return 0;
+}
+
+int order_involves(const struct order *o, const char *partner_id)
+{
+	if (!strcmp(o->seller_id, partner_id))
+		return 1;
+	for (unsigned i = 0; i < o->n_legs; i++)
+		if (!strcmp(o->legs[i].originator_id, partner_id) || !strcmp(o->legs[i].fulfiller_id, partner_id))
+			return 1;
+	return 0;
+}
+
+/* ---- rewriting a stored document ------------------------------------------------------ */
+
+static void write_leg_patched(struct jw *w, const struct json_value *leg, uint8_t status)
+{
+	jw_obj_begin(w);
+	for (uint32_t i = 0; i < leg->len; i++) {
+		const struct json_member *m = &leg->u.members[i];
+		jw_keyn(w, m->key, m->key_len);
+		if (!strcmp(m->key, "status"))
+			jw_str(w, leg_status_names[status]);
+		else
+			jw_value(w, &m->value);
+	}
+	jw_obj_end(w);
+}
+
+static void write_member_patched(struct jw *w, const struct json_member *m, const struct order_patch *p,
+				 const char *now)
+{
+	const char *k = m->key;
+	if (!strcmp(k, "status") && p->status >= 0) {
+		jw_str(w, order_status_names[p->status]);
+	} else if (!strcmp(k, "updated_at")) {
+		jw_str(w, now);
+	} else if (!strcmp(k, "fulfillments") && p->leg_status && m->value.type == JSON_ARRAY) {
+		jw_arr_begin(w);
+		for (uint32_t i = 0; i < m->value.len; i++)
+			write_leg_patched(w, &m->value.u.items[i], p->leg_status[i]);
+		jw_arr_end(w);
+	} else if (!strcmp(k, "failure") && p->failure) {
+		jw_obj_begin(w);
+		jw_kstr(w, "code", order_failure_codes[p->failure]);
+		jw_kstr(w, "detail", p->failure_detail ? p->failure_detail : "");
+		jw_kstr(w, "at", now);
+		jw_obj_end(w);
+	} else if (!strcmp(k, "saga") && p->compensated >= 0) {
+		jw_obj_begin(w);
+		jw_kbool(w, "compensated", p->compensated);
+		jw_obj_end(w);
+	} else if (!strcmp(k, "payment") && p->pay_state && m->value.type == JSON_OBJECT) {
+		jw_obj_begin(w);
+		for (uint32_t i = 0; i < m->value.len; i++) {
+			const struct json_member *x = &m->value.u.members[i];
+			jw_keyn(w, x->key, x->key_len);
+			if (!strcmp(x->key, "state"))
+				jw_str(w, p->pay_state);
+			else if (!strcmp(x->key, "charge_id") && p->charge_id && p->charge_id[0])
+				jw_str(w, p->charge_id);
+			else
+				jw_value(w, &x->value);
+		}
+		jw_obj_end(w);
+	} else {
+		jw_value(w, &m->value);
+	}
+}
+
+/* Stage an order event: a summary, not the whole order (the order is one
+ * GET away, and five events per order must not copy it five times). */
+static int stage_event(struct shard *sh, const char *type, const char *order_id, int status, const char *seller,
+		       const char *dest, int64_t total, const char *currency, int failure, const char *extra)
+{
+	char now[ORDER_TS_MAX];
+	fmt_rfc3339_ms(now, wall_ms());
+	int minor = iso_currency_minor(currency, 3);
+	struct buf ev;
+	buf_init(&ev, REC_MAX_VAL);
+	struct jw e;
+	jw_init(&e, &ev);
+	jw_obj_begin(&e);
+	jw_kstr(&e, "order_id", order_id);
+	jw_kstr(&e, "status", order_status_names[status]);
+	jw_kstr(&e, "seller_id", seller);
+	jw_kstr(&e, "destination_country", dest);
+	jw_key(&e, "total");
+	jw_fixed(&e, total, (unsigned)(minor < 0 ? 2 : minor));
+	jw_kstr(&e, "currency", currency);
+	if (failure)
+		jw_kstr(&e, "reason", order_failure_codes[failure]);
+	if (extra) {
+		jw_key(&e, "detail");
+		jw_raw(&e, extra, strlen(extra));
+	}
+	jw_kstr(&e, "occurred_at", now);
+	jw_obj_end(&e);
+	int rc = e.err || txn_event(sh, type, seller, ev.data, ev.len) ? -1 : 0;
+	buf_free(&ev);
+	return rc;
+}
+
+int order_stage(struct shard *sh, const struct order *o, const struct order_patch *p)
+{
+	struct json_doc *d = json_parse(o->row.doc, o->row.doc_len, NULL, NULL);
+	if (!d)
+		return -1;
+	const struct json_value *root = json_root(d);
+	char now[ORDER_TS_MAX];
+	fmt_rfc3339_ms(now, wall_ms());
+	struct buf doc;
+	buf_init(&doc, REC_MAX_VAL);
+	struct jw w;
+	jw_init(&w, &doc);
+	jw_obj_begin(&w);
+	for (uint32_t i = 0; i < root->len; i++) {
+		jw_keyn(&w, root->u.members[i].key, root->u.members[i].key_len);
+		write_member_patched(&w, &root->u.members[i], p, now);
+	}
+	jw_obj_end(&w);
+	json_doc_free(d);
+	int status = p->status >= 0 ? p->status : o->status;
+	int rc = w.err || txn_put(sh, REC_T_ORDER, o->row.id, o->row.id_len, doc.data, doc.len) ? -1 : 0;
+	if (!rc && p->event)
+		rc = stage_event(sh, p->event, o->row.id, status, o->seller_id, o->dest, o->total_minor, o->currency,
+				 p->failure, p->event_extra);
+	buf_free(&doc);
+	return rc;
+}
+
+/* ---- capture: building the order document ---------------------------------------------- */
+
+struct leg_item {
+	unsigned line;
+	int64_t qty;
+};
+
+struct cap_leg {
+	const struct inv_level *lv;
+	const struct offer *offer;
+	const char *fulfiller;
+	int64_t qty;
+	unsigned n_items;
+	struct leg_item items[QUOTE_MAX_LINES];
+};
+
+struct capture {
+	struct quote *q;
+	int channel;
+	int pay_method;
+	char order_id[ID_MAX_LEN];
+	char now[ORDER_TS_MAX];
+	const struct partner *seller;
+	/* consumer */
+	char consumer_id[ORDER_REF_MAX + 1], name[ORDER_TEXT_MAX + 1], email[ORDER_EMAIL_MAX + 1];
+	const char *addr_line1, *addr_line2, *city, *postal_code, *region;
+	/* idempotency */
+	const char *idem_key;
+	size_t idem_len;
+	uint8_t fp[16];
+	unsigned n_legs;
+	struct cap_leg legs[ORDER_MAX_LEGS];
+};
+
+/* Who ships a level's units: a 3PL Fulfiller owning the location, else the stock owner. */
+static const char *fulfiller_of(struct shard *sh, const struct inv_level *lv)
+{
+	const struct location *loc = location_get(sh, lv->location_id, strlen(lv->location_id));
+	if (loc && strcmp(loc->owner_id, lv->owner_id)) {
+		const struct partner *p = partner_get(sh, loc->owner_id, strlen(loc->owner_id));
+		if (p && (p->v.roles & ROLE_FULFILLER))
+			return loc->owner_id;
+	}
+	return lv->owner_id;
+}
+
+static int leg_add(struct shard *sh, struct capture *k, const struct offer *of, const struct inv_level *lv,
+		   unsigned line, int64_t qty)
+{
+	struct cap_leg *g = NULL;
+	for (unsigned i = 0; i < k->n_legs && !g; i++)
+		if (k->legs[i].lv == lv)
+			g = &k->legs[i];
+	if (!g) {
+		if (k->n_legs == ORDER_MAX_LEGS)
+			return -1;
+		g = &k->legs[k->n_legs++];
+		*g = (struct cap_leg){.lv = lv, .offer = of, .fulfiller = fulfiller_of(sh, lv)};
+	}
+	g->qty += qty;
+	if (g->n_items && g->items[g->n_items - 1].line == line)
+		g->items[g->n_items - 1].qty += qty;
+	else
+		g->items[g->n_items++] = (struct leg_item){line, qty};
+	return 0;
+}
+
+/*
+ * Allocate every source's units to its offer's sellable levels (most ATP
+ * first).  0, or -1 with the 422/409 written: more legs than the bound, or
+ * the levels (shared between lines) cannot hold what the lines need.
+ */
+static int build_legs(struct api_ctx *c, struct capture *k)
+{
+	const struct quote *q = k->q;
+	for (unsigned i = 0; i < q->n; i++) {
+		const struct quote_line *ql = &q->l[i];
+		for (unsigned a = 0; a < ql->plan.n; a++) {
+			const struct offer *of = ql->offer[ql->plan.a[a].cand];
+			const struct inv_level *lv[ORDER_LEVELS_PER_SOURCE];
+			unsigned nl = inv_offer_sellable(c->sh, of->row.id, lv, ORDER_LEVELS_PER_SOURCE, NULL);
+			int64_t left = ql->plan.a[a].qty;
+			for (unsigned j = 0; j < nl && left > 0; j++) {
+				int64_t used = 0; /* what earlier legs of this order already take from the level */
+				for (unsigned g = 0; g < k->n_legs; g++)
+					if (k->legs[g].lv == lv[j])
+						used = k->legs[g].qty;
+				int64_t take = inv_atp(lv[j]) - used;
+				take = take < left ? take : left;
+				if (take <= 0)
+					continue;
+				if (leg_add(c->sh, k, of, lv[j], i, take)) {
+					api_error(c, 422, "too_many_legs",
+						  "the order needs more fulfilment legs than an order may have (32); split it");
+					return -1;
+				}
+				left -= take;
+			}
+			if (left > 0) {
+				char f[32];
+				snprintf(f, sizeof(f), "lines[%u]", i);
+				api_field_error(c, f, "insufficient_stock",
+						"the stock of offer %s cannot cover this line together with the others",
+						of->row.id);
+				buf_reset(&c->rs->body);
+				jw_init(&c->w, &c->rs->body);
+				c->rs->status = 422;
+				c->rs->content_type = PROBLEM_CONTENT_TYPE;
+				problem_begin(&c->w, 422, "insufficient_stock", "Unprocessable Content",
+					      "the available stock cannot cover the order; see errors[]");
+				problem_fields(&c->w, c->errs, c->n_errs);
+				problem_end(&c->w);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+static int64_t div_half_up(int64_t a, int64_t b)
+{
+	return a >= 0 ? (a + b / 2) / b : -((-a + b / 2) / b);
+}
+
+static void write_consumer(struct jw *w, const struct capture *k)
+{
+	jw_obj_begin(w);
+	jw_kstr(w, "consumer_id", k->consumer_id);
+	jw_kstr(w, "name", k->name);
+	jw_kstr(w, "email", k->email);
+	jw_key(w, "address");
+	jw_obj_begin(w);
+	jw_kstr(w, "line1", k->addr_line1);
+	if (k->addr_line2)
+		jw_kstr(w, "line2", k->addr_line2);
+	jw_kstr(w, "city", k->city);
+	jw_kstr(w, "postal_code", k->postal_code);
+	if (k->region)
+		jw_kstr(w, "region", k->region);
+	jw_kstr(w, "country", k->q->dest);
+	jw_obj_end(w);
+	jw_kstr(w, "country", k->q->dest);
+	jw_obj_end(w);
+}
+
+static void write_seller(struct jw *w, const struct partner *p)
+{
+	static const struct { uint8_t bit; const char *name; } roles[] = {
+		{ROLE_ORIGINATOR, "originator"}, {ROLE_FULFILLER, "fulfiller"}, {ROLE_SELLER, "seller"}};
+	jw_obj_begin(w);
+	jw_kstr(w, "partner_id", p->row.id);
+	jw_key(w, "roles");
+	jw_arr_begin(w);
+	for (unsigned i = 0; i < sizeof(roles) / sizeof(roles[0]); i++)
+		if (p->v.roles & roles[i].bit)
+			jw_str(w, roles[i].name);
+	jw_arr_end(w);
+	jw_kstr(w, "legal_name", p->v.legal_name);
+	jw_kstr(w, "country", p->v.country);
+	jw_obj_end(w);
+}
+
+static void write_lines(struct jw *w, const struct quote *q)
+{
+	int mn = q->all.minor;
+	jw_arr_begin(w);
+	for (unsigned i = 0; i < q->n; i++) {
+		const struct quote_line *ql = &q->l[i];
+		const struct offer *first = ql->offer[ql->plan.a[0].cand];
+		int64_t comp[PC_COUNT_];
+		int64_t total = quote_line_sums(q, i, comp);
+		int om = iso_currency_minor(first->currency, 3);
+		jw_obj_begin(w);
+		jw_kint(w, "line", i);
+		jw_kstr(w, "sku", ql->sku);
+		jw_kstr(w, "wine_id", ql->w->row.id);
+		jw_kstr(w, "offer_id", first->row.id);
+		jw_kint(w, "qty", ql->qty);
+		jw_kint(w, "box_units", ql->box);
+		quote_write_money(w, "p2b", first->price_minor, om < 0 ? 2 : om);
+		jw_kstr(w, "p2b_currency", first->currency);
+		/* net of VAT, per unit, half-up to the minor unit (informative: the
+		 * line total is what is charged) */
+		quote_write_money(w, "unit_price_net", div_half_up(total - comp[PC_V_VAT], ql->qty), mn);
+		quote_write_money(w, "total", total, mn);
+		jw_key(w, "sources");
+		jw_arr_begin(w);
+		for (unsigned a = 0; a < ql->plan.n; a++) {
+			const struct offer *of = ql->offer[ql->plan.a[a].cand];
+			int sm = iso_currency_minor(of->currency, 3);
+			jw_obj_begin(w);
+			jw_kstr(w, "offer_id", of->row.id);
+			jw_kstr(w, "originator_id", of->originator_id);
+			jw_kint(w, "qty", ql->plan.a[a].qty);
+			quote_write_money(w, "p2b", of->price_minor, sm < 0 ? 2 : sm);
+			jw_kstr(w, "p2b_currency", of->currency);
+			quote_write_money(w, "total", q->all.lines[ql->first + a].total, mn);
+			jw_obj_end(w);
+		}
+		jw_arr_end(w);
+		jw_key(w, "tax_breakdown");
+		quote_write_line_tax(w, q, i);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+}
+
+static void write_sourcing(struct jw *w, const struct quote *q)
+{
+	const char *split = NULL;
+	for (unsigned i = 0; i < q->n && !split; i++)
+		split = route_split_names[q->l[i].plan.split];
+	jw_obj_begin(w);
+	jw_kstr(w, "priority", "estate_first");
+	if (split)
+		jw_kstr(w, "split_reason", split);
+	else
+		jw_knull(w, "split_reason");
+	jw_key(w, "source");
+	jw_arr_begin(w);
+	for (unsigned i = 0; i < q->n; i++) {
+		const struct quote_line *ql = &q->l[i];
+		for (unsigned a = 0; a < ql->plan.n; a++) {
+			unsigned ci = ql->plan.a[a].cand;
+			const struct offer *of = ql->offer[ci];
+			int om = iso_currency_minor(of->currency, 3);
+			jw_obj_begin(w);
+			jw_kint(w, "line", i);
+			jw_kstr(w, "offer_id", of->row.id);
+			jw_kstr(w, "originator_id", of->originator_id);
+			jw_kint(w, "qty", ql->plan.a[a].qty);
+			quote_write_money(w, "p2b", of->price_minor, om < 0 ? 2 : om);
+			jw_kstr(w, "p2b_currency", of->currency);
+			jw_kstr(w, "incoterm", offer_incoterm_names[of->incoterm]);
+			jw_kstr(w, "fulfiller_id", ql->fulfiller[ci]);
+			jw_kbool(w, "estate", ql->cand[ci].is_estate);
+			jw_obj_end(w);
+		}
+	}
+	jw_arr_end(w);
+	jw_key(w, "lines");
+	jw_arr_begin(w);
+	for (unsigned i = 0; i < q->n; i++)
+		quote_write_line_sourcing(w, q, i, 1);
+	jw_arr_end(w);
+	jw_obj_end(w);
+}
+
+static void write_legs(struct jw *w, const struct capture *k)
+{
+	jw_arr_begin(w);
+	for (unsigned g = 0; g < k->n_legs; g++) {
+		const struct cap_leg *l = &k->legs[g];
+		char id[64];
+		jw_obj_begin(w);
+		snprintf(id, sizeof(id), "%s.L%u", k->order_id, g + 1);
+		jw_kstr(w, "leg_id", id);
+		jw_kstr(w, "status", leg_status_names[LS_PENDING]);
+		snprintf(id, sizeof(id), "%s.H%u", k->order_id, g + 1);
+		jw_kstr(w, "hold_id", id);
+		jw_kstr(w, "offer_id", l->offer->row.id);
+		jw_kstr(w, "originator_id", l->offer->originator_id);
+		jw_kstr(w, "fulfiller_id", l->fulfiller);
+		jw_kstr(w, "location_id", l->lv->location_id);
+		jw_kstr(w, "level_id", l->lv->row.id);
+		jw_kint(w, "qty", l->qty);
+		jw_key(w, "items");
+		jw_arr_begin(w);
+		for (unsigned i = 0; i < l->n_items; i++) {
+			const struct quote_line *ql = &k->q->l[l->items[i].line];
+			jw_obj_begin(w);
+			jw_kint(w, "line", l->items[i].line);
+			jw_kstr(w, "sku", ql->sku);
+			jw_kstr(w, "wine_id", ql->w->row.id);
+			jw_kstr(w, "offer_id", l->offer->row.id);
+			jw_kint(w, "qty", l->items[i].qty);
+			jw_obj_end(w);
+		}
+		jw_arr_end(w);
+		jw_knull(w, "carrier");
+		jw_key(w, "tracking");
+		jw_arr_begin(w);
+		jw_arr_end(w);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+}
+
+static void write_order_doc(struct jw *w, const struct capture *k, const char *entity)
+{
+	const struct quote *q = k->q;
+	jw_obj_begin(w);
+	jw_kstr(w, "order_id", k->order_id);
+	jw_kstr(w, "id", k->order_id);
+	jw_kstr(w, "status", order_status_names[ORD_PLACED]);
+	jw_kstr(w, "channel", order_channel_names[k->channel]);
+	jw_key(w, "consumer");
+	write_consumer(w, k);
+	jw_key(w, "seller");
+	write_seller(w, k->seller);
+	jw_key(w, "platform_entity");
+	jw_obj_begin(w);
+	jw_kstr(w, "entity_id", "platform");
+	jw_kstr(w, "legal_name", k->q->sh->cfg.platform_legal_name);
+	jw_kstr(w, "role", "merchant_of_record");
+	jw_obj_end(w);
+	jw_kstr(w, "destination_country", q->dest);
+	jw_kstr(w, "currency", q->all.currency);
+	jw_key(w, "lines");
+	write_lines(w, q);
+	jw_key(w, "sourcing");
+	write_sourcing(w, q);
+	jw_key(w, "fulfillments");
+	write_legs(w, k);
+	quote_write_totals(w, q); /* financial_breakdown, settlement_split, components, total, reference_data */
+	jw_key(w, "documents");
+	jw_arr_begin(w);
+	jw_arr_end(w);
+	jw_knull(w, "compliance");
+	jw_key(w, "payment");
+	jw_obj_begin(w);
+	jw_kstr(w, "provider", "sandbox");
+	jw_kstr(w, "method", pay_method_names[k->pay_method]);
+	jw_kstr(w, "state", "pending");
+	jw_knull(w, "charge_id");
+	quote_write_money(w, "amount", q->all.total, q->all.minor);
+	jw_kstr(w, "currency", q->all.currency);
+	jw_obj_end(w);
+	jw_knull(w, "failure");
+	jw_key(w, "saga");
+	jw_obj_begin(w);
+	jw_kbool(w, "compensated", 0);
+	jw_obj_end(w);
+	if (k->idem_key) {
+		char hx[33];
+		hex_encode(k->fp, 16, hx);
+		jw_key(w, "idempotency");
+		jw_obj_begin(w);
+		jw_kstr(w, "entity_id", entity);
+		jw_key(w, "key");
+		jw_strn(w, k->idem_key, k->idem_len);
+		jw_kstr(w, "fingerprint", hx);
+		jw_obj_end(w);
+	} else {
+		jw_knull(w, "idempotency");
+	}
+	jw_kstr(w, "created_at", k->now);
+	jw_kstr(w, "updated_at", k->now);
+	jw_obj_end(w);
+}
+
+/* ---- capture: the request ---------------------------------------------------------------- */
+
+/* The body members capture reads beyond the quote's (destination_country, seller, lines). */
+static void parse_capture(struct api_ctx *c, const struct json_value *b, struct capture *k)
+{
+	static const char *const known[] = {"channel", "consumer", "seller", "destination_country", "lines",
+					    "payment", "quote", NULL};
+	fld_reject_unknown(c, b, known, NULL);
+	k->channel = OC_MARKETPLACE;
+	fld_enum(c, b, "channel", NULL, order_channel_names, &k->channel);
+	const struct json_value *cv = json_get(b, "consumer");
+	if (!cv || cv->type != JSON_OBJECT) {
+		api_field_error(c, "consumer", "required", "an object {name, email, address}");
+	} else {
+		static const char *const ck[] = {"consumer_id", "name", "email", "address", "country", NULL};
+		fld_reject_unknown(c, cv, ck, "consumer.");
+		if (fld_str(c, cv, "consumer_id", "consumer.consumer_id", k->consumer_id, ORDER_REF_MAX) == FLD_ABSENT)
+			k->consumer_id[0] = 0;
+		if (fld_str(c, cv, "name", "consumer.name", k->name, ORDER_TEXT_MAX) != FLD_SET && !c->n_errs)
+			api_field_error(c, "consumer.name", "required", "is required");
+		int er = fld_str(c, cv, "email", "consumer.email", k->email, ORDER_EMAIL_MAX);
+		const char *at = er == FLD_SET ? strchr(k->email, '@') : NULL;
+		if (er != FLD_BAD && (!at || at == k->email || !strchr(at, '.') || strchr(at + 1, '@') ||
+				      strchr(k->email, ' ')))
+			api_field_error(c, "consumer.email", "format", "an email address");
+		const struct json_value *av = json_get(cv, "address");
+		if (!av || av->type != JSON_OBJECT) {
+			api_field_error(c, "consumer.address", "required", "an object {line1, city, postal_code}");
+		} else {
+			static const char *const ak[] = {"line1", "line2", "city", "postal_code", "region", "country", NULL};
+			fld_reject_unknown(c, av, ak, "consumer.address.");
+			if (fld_text(c, av, "line1", "consumer.address.line1", &k->addr_line1, ORDER_TEXT_MAX) != FLD_SET)
+				api_field_error(c, "consumer.address.line1", "required", "is required");
+			fld_text(c, av, "line2", "consumer.address.line2", &k->addr_line2, ORDER_TEXT_MAX);
+			if (fld_text(c, av, "city", "consumer.address.city", &k->city, ORDER_TEXT_MAX) != FLD_SET)
+				api_field_error(c, "consumer.address.city", "required", "is required");
+			if (fld_text(c, av, "postal_code", "consumer.address.postal_code", &k->postal_code, 16) != FLD_SET)
+				api_field_error(c, "consumer.address.postal_code", "required", "1..16 characters");
+			fld_text(c, av, "region", "consumer.address.region", &k->region, ORDER_TEXT_MAX);
+			char cc[3];
+			const struct json_value *dv = json_get(b, "destination_country");
+			if (fld_country(c, av, "country", "consumer.address.country", cc) == FLD_SET && dv &&
+			    dv->type == JSON_STRING && strcmp(cc, dv->u.str))
+				api_field_error(c, "consumer.address.country", "destination_mismatch",
+						"the delivery address must be in destination_country");
+		}
+		char cc[3];
+		const struct json_value *dv = json_get(b, "destination_country");
+		if (fld_country(c, cv, "country", "consumer.country", cc) == FLD_SET && dv && dv->type == JSON_STRING &&
+		    strcmp(cc, dv->u.str))
+			api_field_error(c, "consumer.country", "destination_mismatch",
+					"the consumer's country is the destination country");
+	}
+	k->pay_method = PM_SANDBOX_OK;
+	const struct json_value *pv = json_get(b, "payment");
+	if (pv && pv->type != JSON_OBJECT)
+		api_field_error(c, "payment", "type", "an object {method}");
+	else if (pv) {
+		static const char *const pk[] = {"method", NULL};
+		fld_reject_unknown(c, pv, pk, "payment.");
+		fld_enum(c, pv, "method", "payment.method", pay_method_names, &k->pay_method);
+	}
+	const struct json_value *qv = json_get(b, "quote");
+	if (qv && (qv->type != JSON_OBJECT || !json_get(qv, "total") || json_get(qv, "total")->type != JSON_NUMBER))
+		api_field_error(c, "quote", "type", "an object {total, currency} of the quote accepted");
+}
+
+/* The accepted quote's total against the capture price: 0, or -1 with the 409 written. */
+static int check_accepted(struct api_ctx *c, const struct json_value *b, const struct quote *q)
+{
+	const struct json_value *qv = json_get(b, "quote");
+	if (!qv)
+		return 0;
+	const struct json_value *cur = json_get(qv, "currency");
+	int64_t t;
+	int same_cur = !cur || (cur->type == JSON_STRING && !strcmp(cur->u.str, q->all.currency));
+	if (same_cur && !json_to_fixed(json_get(qv, "total"), (unsigned)q->all.minor, &t) && t == q->all.total)
+		return 0;
+	buf_reset(&c->rs->body);
+	jw_init(&c->w, &c->rs->body);
+	c->rs->status = 409;
+	c->rs->content_type = PROBLEM_CONTENT_TYPE;
+	problem_begin(&c->w, 409, "quote_changed", "Conflict",
+		      "the price at capture differs from the quote accepted; quote again and show the new total");
+	jw_key(&c->w, "quoted_total");
+	jw_value(&c->w, json_get(qv, "total"));
+	quote_write_money(&c->w, "current_total", q->all.total, q->all.minor);
+	jw_kstr(&c->w, "currency", q->all.currency);
+	problem_end(&c->w);
+	return -1;
+}
+
+/* The view of an order a caller gets (see the top of the file). */
+enum order_view { OV_FULL, OV_FULFILLER, OV_ORIGINATOR };
+
+static enum order_view view_of(const struct api_ctx *c, const struct order *o)
+{
+	if (c->who.is_platform || !strcmp(c->who.entity_id, o->seller_id))
+		return OV_FULL;
+	for (unsigned i = 0; i < o->n_legs; i++)
+		if (!strcmp(o->legs[i].fulfiller_id, c->who.entity_id))
+			return OV_FULFILLER;
+	return OV_ORIGINATOR;
+}
+
+static void write_consumer_view(struct jw *w, const struct json_value *cv, enum order_view v)
+{
+	jw_obj_begin(w);
+	for (uint32_t i = 0; cv->type == JSON_OBJECT && i < cv->len; i++) {
+		const struct json_member *m = &cv->u.members[i];
+		int keep = !strcmp(m->key, "consumer_id") || !strcmp(m->key, "country") ||
+			   (v == OV_FULFILLER && (!strcmp(m->key, "name") || !strcmp(m->key, "address")));
+		if (keep) {
+			jw_keyn(w, m->key, m->key_len);
+			jw_value(w, &m->value);
+		}
+	}
+	jw_obj_end(w);
+}
+
+/*
+ * Write the order as the caller may see it: the stored document for the
+ * seller and the platform; for other participants the same minus the
+ * consumer's contact details and the seller's idempotency record.  member:
+ * NULL for the whole order, else just that member's value.
+ */
+static void write_view(struct api_ctx *c, struct jw *w, const struct order *o, const char *member)
+{
+	enum order_view v = view_of(c, o);
+	if (v == OV_FULL && !member) {
+		jw_raw(w, o->row.doc, o->row.doc_len);
+		return;
+	}
+	struct json_doc *d = json_parse(o->row.doc, o->row.doc_len, NULL, NULL);
+	if (!d) {
+		w->err = 1;
+		return;
+	}
+	const struct json_value *root = json_root(d);
+	if (member) {
+		const struct json_value *x = json_get(root, member);
+		if (x)
+			jw_value(w, x);
+		else
+			jw_null(w);
+	} else {
+		jw_obj_begin(w);
+		for (uint32_t i = 0; i < root->len; i++) {
+			const struct json_member *m = &root->u.members[i];
+			if (!strcmp(m->key, "idempotency"))
+				continue;
+			jw_keyn(w, m->key, m->key_len);
+			if (!strcmp(m->key, "consumer"))
+				write_consumer_view(w, &m->value, v);
+			else
+				jw_value(w, &m->value);
+		}
+		jw_obj_end(w);
+	}
+	json_doc_free(d);
+}
+
+/* The answer to a create (first time or replayed): the order, or why it failed. */
+static void answer_create(struct api_ctx *c, const struct order *o, int replay)
+{
+	static const struct { uint8_t failure; uint16_t status; const char *title; } fail_http[] = {
+		{OF_INSUFFICIENT_STOCK, 409, "Conflict"},
+		{OF_PAYMENT_DECLINED, 402, "Payment Required"},
+		{OF_PAYMENT_FAILED, 502, "Bad Gateway"},
+		{OF_PAYMENT_TIMEOUT, 504, "Gateway Timeout"},
+		{OF_PAYMENT_UNAVAILABLE, 503, "Service Unavailable"},
+		{OF_INTERRUPTED, 503, "Service Unavailable"},
+		{OF_STORE, 500, "Internal Server Error"},
+	};
+	if (replay)
+		buf_puts(&c->rs->headers, "Idempotent-Replayed: true\r\n");
+	buf_printf(&c->rs->headers, "Location: /v1/orders/%s\r\n", o->row.id);
+	if (o->status != ORD_FAILED) {
+		c->rs->status = 201;
+		write_view(c, &c->w, o, NULL);
+		return;
+	}
+	unsigned i = 0;
+	while (i + 1 < sizeof(fail_http) / sizeof(fail_http[0]) && fail_http[i].failure != o->failure)
+		i++;
+	buf_reset(&c->rs->body);
+	jw_init(&c->w, &c->rs->body);
+	c->rs->status = fail_http[i].status;
+	c->rs->content_type = PROBLEM_CONTENT_TYPE;
+	problem_begin(&c->w, fail_http[i].status, order_failure_codes[o->failure], fail_http[i].title,
+		      "the order failed; every hold was released and any charge refunded (see order.failure)");
+	jw_kstr(&c->w, "order_id", o->row.id);
+	jw_key(&c->w, "order");
+	write_view(c, &c->w, o, NULL);
+	problem_end(&c->w);
+}
+
+/* Idempotency: 0 to go on (k->idem_key set or not), 1 answered. */
+static int capture_idem(struct api_ctx *c, struct capture *k)
+{
+	int got = idem_request_key(c, &k->idem_key, &k->idem_len);
+	if (got < 0)
+		return 1;
+	if (got == 0) {
+		k->idem_key = NULL;
+		return 0;
+	}
+	idem_fingerprint(c->http, k->fp);
+	const struct order *o = order_by_idem(c->sh, c->who.entity_id, k->idem_key, k->idem_len);
+	if (!o)
+		return 0;
+	if (memcmp(o->idem_fp, k->fp, 16)) {
+		api_error(c, 422, "idempotency_key_reused",
+			  "this Idempotency-Key was already used for a different order request");
+		return 1;
+	}
+	answer_create(c, o, 1);
+	return 1;
+}
+
+static void order_create(struct api_ctx *c)
+{
+	struct capture *k = calloc(1, sizeof(*k));
+	if (!k) {
+		api_error(c, 503, "overloaded", "out of memory");
+		return;
+	}
+	const struct json_value *b;
+	if (capture_idem(c, k) || !(b = api_body(c)))
+		goto out;
+	parse_capture(c, b, k);
+	k->q = quote_compute(c, b, 1); /* answers every field error at once, ours included */
+	if (!k->q || check_accepted(c, b, k->q) || build_legs(c, k))
+		goto out;
+	k->seller = partner_get(c->sh, k->q->seller, strlen(k->q->seller));
+	if (!k->consumer_id[0])
+		id_new(&c->sh->ids, "cons", k->consumer_id);
+	id_new_country(&c->sh->ids, "ord", k->q->dest, k->order_id);
+	fmt_rfc3339_ms(k->now, wall_ms());
+
+	struct buf doc;
+	buf_init(&doc, REC_MAX_VAL);
+	struct jw w;
+	jw_init(&w, &doc);
+	write_order_doc(&w, k, c->who.entity_id);
+	txn_begin(c->sh);
+	int bad = w.err || txn_put(c->sh, REC_T_ORDER, k->order_id, strlen(k->order_id), doc.data, doc.len) ||
+		  stage_event(c->sh, "order.placed", k->order_id, ORD_PLACED, k->q->seller, k->q->dest, k->q->all.total,
+			      k->q->all.currency, OF_NONE, NULL) ||
+		  !txn_commit(c->sh);
+	buf_free(&doc);
+	if (bad) {
+		txn_abort(c->sh);
+		api_error(c, 500, "commit_failed", "the order could not be stored");
+		goto out;
+	}
+	saga_crash_point(c->sh, "order_crash_after_placed");
+	saga_drive(c->sh, k->order_id, 0);
+	const struct order *o = order_get(c->sh, k->order_id, strlen(k->order_id));
+	if (o)
+		answer_create(c, o, 0);
+	else
+		api_error(c, 500, "commit_failed", "the order could not be read back");
+out:
+	quote_free(k->q);
+	free(k);
+}
+
+/* ---- reads --------------------------------------------------------------------------------- */
+
+/* The order named by the path if the caller may see it, else NULL with the 404 written. */
+static const struct order *visible_order(struct api_ctx *c)
+{
+	char id[ID_MAX_LEN];
+	const struct order *o = NULL;
+	if (api_param(c, 0, id, sizeof(id)) > 0)
+		o = order_get(c->sh, id, strlen(id));
+	if (o && (c->who.is_platform || order_involves(o, c->who.entity_id)))
+		return o;
+	api_error(c, 404, "not_found", "no order with this id");
+	return NULL;
+}
+
+static void order_read(struct api_ctx *c)
+{
+	const struct order *o = visible_order(c);
+	if (!o || api_read_row(c))
+		return;
+	c->rs->status = 200;
+	write_view(c, &c->w, o, NULL);
+}
+
+static void order_sourcing(struct api_ctx *c)
+{
+	const struct order *o = visible_order(c);
+	if (!o || api_read_row(c))
+		return;
+	c->rs->status = 200;
+	write_view(c, &c->w, o, "sourcing");
+}
+
+static void order_fulfillments(struct api_ctx *c)
+{
+	const struct order *o = visible_order(c);
+	if (!o || api_read_row(c))
+		return;
+	c->rs->status = 200;
+	jw_obj_begin(&c->w);
+	jw_kstr(&c->w, "order_id", o->row.id);
+	jw_kstr(&c->w, "status", order_status_names[o->status]);
+	jw_key(&c->w, "data");
+	write_view(c, &c->w, o, "fulfillments");
+	jw_obj_end(&c->w);
+}
+
+static const char *const role_names[] = {"seller", "originator", "fulfiller", NULL};
+
+struct list_q {
+	int status, role;
+	const char *party;         /* whose role the role filter names */
+	char partner[ID_MAX_LEN];  /* ?partner= ("" none) */
+	char from[ORDER_TS_MAX], to[ORDER_TS_MAX]; /* normalised created_at bounds ("" none) */
+};
+
+static int has_role(const struct order *o, const char *who, int role)
+{
+	if (role == 0)
+		return !strcmp(o->seller_id, who);
+	for (unsigned i = 0; i < o->n_legs; i++)
+		if (!strcmp(role == 1 ? o->legs[i].originator_id : o->legs[i].fulfiller_id, who))
+			return 1;
+	return 0;
+}
+
+static int list_filter(struct api_ctx *c, const struct row *r, void *arg)
+{
+	(void)c;
+	const struct list_q *q = arg;
+	const struct order *o = (const struct order *)r;
+	if (q->status >= 0 && o->status != q->status)
+		return 0;
+	if (q->partner[0] && !order_involves(o, q->partner))
+		return 0;
+	if (q->role >= 0 && !has_role(o, q->party, q->role))
+		return 0;
+	if (q->from[0] && strcmp(o->created_at, q->from) < 0)
+		return 0;
+	if (q->to[0] && strcmp(o->created_at, q->to) >= 0)
+		return 0;
+	return 1;
+}
+
+static void list_emit(struct api_ctx *c, const struct row *r) { write_view(c, &c->w, (const struct order *)r, NULL); }
+
+/* ?name= an RFC 3339 time, normalised to the stored form: 0 (out "" when
+ * absent), or -1 with a 400 written. */
+static int query_time(struct api_ctx *c, const char *name, char *out)
+{
+	char v[64];
+	int n = api_query(c, name, v, sizeof(v));
+	long long ms;
+	out[0] = 0;
+	if (n == -1)
+		return 0;
+	if (n < 0 || parse_rfc3339_ms(v, (size_t)n, &ms) || ms < 0) {
+		char d[96];
+		snprintf(d, sizeof(d), "%s must be an RFC 3339 time", name);
+		api_error(c, 400, "invalid_filter", d);
+		return -1;
+	}
+	fmt_rfc3339_ms(out, (unsigned long long)ms);
+	return 0;
+}
+
+static void order_list(struct api_ctx *c)
+{
+	struct list_q q = {.status = -1, .role = -1};
+	struct api_page pg;
+	int pn;
+	if (api_page_parse(c, &pg) || api_query_enum(c, "status", order_status_names, &q.status) ||
+	    api_query_enum(c, "role", role_names, &q.role) || query_time(c, "created_from", q.from) ||
+	    query_time(c, "created_to", q.to))
+		return;
+	if ((pn = api_query(c, "partner", q.partner, sizeof(q.partner))) == -2) {
+		api_error(c, 400, "invalid_filter", "partner must be a partner id");
+		return;
+	}
+	if (pn < 0)
+		q.partner[0] = 0;
+	const char *me = c->who.is_platform ? (q.partner[0] ? q.partner : NULL) : c->who.entity_id;
+	q.party = me;
+	if (q.role >= 0 && !me) {
+		api_error(c, 400, "invalid_filter", "role filters the orders of a partner: give partner= too");
+		return;
+	}
+	const struct order_ext *e = ext(&c->sh->tables[REC_T_ORDER]);
+	if (!me) {
+		api_list(c, &c->sh->tables[REC_T_ORDER].by_order, "", 0, &pg, list_filter, &q, list_emit);
+		return;
+	}
+	uint8_t prefix[ID_MAX_LEN + 1];
+	size_t ml = strlen(me);
+	memcpy(prefix, me, ml);
+	prefix[ml] = 0;
+	api_list(c, &e->by_party, prefix, (uint32_t)ml + 1, &pg, list_filter, &q, list_emit);
+}
+
+/* ---- cancel and fulfil -------------------------------------------------------------------- */
+
+static void order_cancel(struct api_ctx *c)
+{
+	const struct order *o = visible_order(c);
+	if (!o)
+		return;
+	if (!c->who.is_platform && strcmp(o->seller_id, c->who.entity_id)) {
+		api_error(c, 403, "not_order_seller", "only the order's seller or the platform cancels an order");
+		return;
+	}
+	int fulfilled_leg = 0;
+	for (unsigned i = 0; i < o->n_legs; i++)
+		fulfilled_leg |= o->legs[i].status == LS_FULFILLED;
+	if (o->status < ORD_PLACED || o->status > ORD_RESERVED || fulfilled_leg) {
+		char d[160];
+		snprintf(d, sizeof(d), "an order in state %s cannot be cancelled (only before fulfilment)",
+			 fulfilled_leg && o->status == ORD_RESERVED ? "reserved with a fulfilled leg"
+								   : order_status_names[o->status]);
+		buf_reset(&c->rs->body);
+		jw_init(&c->w, &c->rs->body);
+		c->rs->status = 409;
+		c->rs->content_type = PROBLEM_CONTENT_TYPE;
+		problem_begin(&c->w, 409, "invalid_order_state", "Conflict", d);
+		jw_kstr(&c->w, "current_status", order_status_names[o->status]);
+		problem_end(&c->w);
+		return;
+	}
+	char id[ID_MAX_LEN];
+	snprintf(id, sizeof(id), "%s", o->row.id);
+	char extra[96];
+	snprintf(extra, sizeof(extra), "{\"from_status\":\"%s\",\"cancelled_by\":\"%s\"}", order_status_names[o->status],
+		 c->who.is_platform ? "platform" : "seller");
+	struct order_patch p = {.status = ORD_CANCELLED, .compensated = 0, .event = "order.cancelled",
+				.event_extra = extra};
+	txn_begin(c->sh);
+	if (order_stage(c->sh, o, &p) || !txn_commit(c->sh)) {
+		txn_abort(c->sh);
+		api_error(c, 500, "commit_failed", "the cancellation could not be stored");
+		return;
+	}
+	saga_drive(c->sh, id, 0); /* compensation: release every hold, refund */
+	o = order_get(c->sh, id, strlen(id));
+	c->rs->status = 200;
+	write_view(c, &c->w, o, NULL);
+}
+
+/* POST /v1/orders/{id}/fulfillments/{leg_id}/fulfill: the leg was picked,
+ * packed and handed over; its reservation leaves the stock (on_hand and
+ * allocated -= qty).  The last leg moves the order to fulfilled. */
+static void order_fulfil(struct api_ctx *c)
+{
+	const struct order *o = visible_order(c);
+	char leg[64];
+	if (!o)
+		return;
+	unsigned li = o->n_legs;
+	if (api_param(c, 1, leg, sizeof(leg)) > 0)
+		for (unsigned i = 0; i < o->n_legs; i++)
+			if (!strcmp(o->legs[i].leg_id, leg))
+				li = i;
+	if (li == o->n_legs) {
+		api_error(c, 404, "not_found", "no such fulfilment leg on this order");
+		return;
+	}
+	const struct order_leg *l = &o->legs[li];
+	if (!c->who.is_platform && strcmp(l->fulfiller_id, c->who.entity_id)) {
+		api_error(c, 403, "not_leg_fulfiller", "only the leg's fulfiller or the platform fulfils a leg");
+		return;
+	}
+	if (o->status != ORD_RESERVED || l->status != LS_RESERVED) {
+		char d[160];
+		snprintf(d, sizeof(d), "the order is %s and the leg %s: only a reserved leg of a reserved order is fulfilled",
+			 order_status_names[o->status], leg_status_names[l->status]);
+		buf_reset(&c->rs->body);
+		jw_init(&c->w, &c->rs->body);
+		c->rs->status = 409;
+		c->rs->content_type = PROBLEM_CONTENT_TYPE;
+		problem_begin(&c->w, 409, "invalid_order_state", "Conflict", d);
+		jw_kstr(&c->w, "current_status", order_status_names[o->status]);
+		jw_kstr(&c->w, "leg_status", leg_status_names[l->status]);
+		problem_end(&c->w);
+		return;
+	}
+	char id[ID_MAX_LEN];
+	snprintf(id, sizeof(id), "%s", o->row.id);
+	if (hold_consume(c->sh, l->hold_id) != HOLD_OK) {
+		api_error(c, 500, "commit_failed", "the reservation could not be consumed");
+		return;
+	}
+	o = order_get(c->sh, id, strlen(id));
+	uint8_t st[ORDER_MAX_LEGS];
+	int all = 1;
+	for (unsigned i = 0; i < o->n_legs; i++) {
+		st[i] = i == li ? LS_FULFILLED : o->legs[i].status;
+		all &= st[i] == LS_FULFILLED;
+	}
+	char extra[ID_MAX_LEN + 64];
+	snprintf(extra, sizeof(extra), "{\"leg_id\":\"%s\",\"order_fulfilled\":%s}", leg, all ? "true" : "false");
+	struct order_patch p = {.status = all ? ORD_FULFILLED : -1, .leg_status = st, .compensated = -1,
+				.event = "order.fulfilled", .event_extra = extra};
+	txn_begin(c->sh);
+	if (order_stage(c->sh, o, &p) || !txn_commit(c->sh)) {
+		txn_abort(c->sh);
+		api_error(c, 500, "commit_failed", "the fulfilment could not be stored");
+		return;
+	}
+	o = order_get(c->sh, id, strlen(id));
+	c->rs->status = 200;
+	write_view(c, &c->w, o, NULL);
+}
+
+const struct route order_routes[] = {
+	{HTTP_M_POST, "/v1/orders", order_create, SC_WRITE_ORDERS, ACT_CREATE_ORDERS,
+	 "Create an order: the flash buy-sell saga (holds, charge, commit), multi-source", ROUTE_F_OWN_IDEM},
+	{HTTP_M_GET, "/v1/orders", order_list, SC_READ_ORDERS, ACT_READ_ORDERS,
+	 "List the orders the caller's entity takes part in", 0},
+	{HTTP_M_GET, "/v1/orders/{id}", order_read, SC_READ_ORDERS, ACT_READ_ORDERS,
+	 "Order detail: lines, sourcing, legs, split, payment", 0},
+	{HTTP_M_GET, "/v1/orders/{id}/sourcing", order_sourcing, SC_READ_ORDERS, ACT_READ_ORDERS,
+	 "Which offers won and why, with the candidates that lost and the rule", 0},
+	{HTTP_M_GET, "/v1/orders/{id}/fulfillments", order_fulfillments, SC_READ_ORDERS, ACT_READ_ORDERS,
+	 "Per-source fulfilment legs", 0},
+	{HTTP_M_POST, "/v1/orders/{id}/cancel", order_cancel, SC_WRITE_ORDERS, ACT_CREATE_ORDERS,
+	 "Cancel before fulfilment: releases every reservation, refunds the consumer", 0},
+	{HTTP_M_POST, "/v1/orders/{id}/fulfillments/{leg_id}/fulfill", order_fulfil, SC_WRITE_INVENTORY,
+	 ACT_WRITE_INVENTORY, "Mark a fulfilment leg picked, packed and shipped (its fulfiller)", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
+};

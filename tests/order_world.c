@@ -1,0 +1,124 @@
+/* order_world.c -- see order_world.h. */
+#include "tests/order_world.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static void location(int port, const char *key, const char *name, char *out)
+{
+	char body[512];
+	snprintf(body, sizeof(body),
+		 "{\"location_type\":\"BONDED_WAREHOUSE\",\"name\":\"%s\",\"address\":{\"line1\":\"1 rue du Vin\","
+		 "\"city\":\"Beaune\",\"postal_code\":\"21200\",\"country\":\"FR\"}}",
+		 name);
+	json_t *j = tc_expect(port, "POST", "/v1/stock-locations", key, body, 201);
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
+	json_decref(j);
+}
+
+static void level(int port, const char *key, const char *offer, const char *loc, int units, char *out)
+{
+	char body[512];
+	snprintf(body, sizeof(body), "{\"sku\":\"SKU-%s\",\"offer_id\":\"%s\",\"location_id\":\"%s\",\"on_hand\":%d}",
+		 offer, offer, loc, units);
+	json_t *j = tc_expect(port, "POST", "/v1/inventory", key, body, 201);
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
+	json_decref(j);
+}
+
+void ow_restart(struct oworld *x, const char *errinj)
+{
+	char env[256];
+	const char *envv[2] = {NULL, NULL};
+	if (errinj) {
+		snprintf(env, sizeof(env), "WM_ERRINJ=%s", errinj);
+		envv[0] = env;
+	}
+	cr_assert_eq(wm_start(&x->p, NULL, envv), 0, "wm-shard did not start (logs in %s)", x->p.dir);
+	x->port = x->p.port;
+}
+
+void ow_start(struct oworld *x, const char *errinj, int est_units, int stk_units)
+{
+	memset(x, 0, sizeof(*x));
+	wm_proc_init(&x->p);
+	ow_restart(x, errinj);
+	int port = x->port;
+	tc_partner_live(port, "Estate", "FR", "[\"originator\"]", "\"originator_type\":\"estate\"", x->est);
+	tc_partner_live(port, "Stockist", "FR", "[\"originator\"]", "\"originator_type\":\"stock\"", x->stk);
+	tc_partner_live(port, "Shop", "DE", "[\"seller\"]", NULL, x->sel);
+	tc_key_for(port, x->est, x->kest);
+	tc_key_for(port, x->stk, x->kstk);
+	tc_key_for(port, x->sel, x->ksel);
+	tc_pub_wine_of(port, "Estate Rouge", x->est, "wine", x->w1);
+	json_decref(tc_offer(port, x->kest, x->w1,
+			     "\"seller_price\":10.00,\"qty_available\":0,\"incoterm\":\"EXW\",\"status\":\"active\","
+			     "\"network_shareable\":true",
+			     201, x->of_est));
+	json_decref(tc_offer(port, x->kstk, x->w1,
+			     "\"seller_price\":11.00,\"qty_available\":0,\"incoterm\":\"EXW\",\"status\":\"active\","
+			     "\"network_shareable\":true",
+			     201, x->of_stk));
+	location(port, x->kest, "Estate cellar", x->loc_est);
+	location(port, x->kstk, "Stockist warehouse", x->loc_stk);
+	level(port, x->kest, x->of_est, x->loc_est, est_units, x->lv_est);
+	level(port, x->kstk, x->of_stk, x->loc_stk, stk_units, x->lv_stk);
+}
+
+void ow_body(const struct oworld *x, int qty, const char *extra, char *out, size_t size)
+{
+	snprintf(out, size,
+		 "{\"channel\":\"webshop_connect\",\"destination_country\":\"DE\",\"consumer\":{\"name\":\"Erika "
+		 "Mustermann\",\"email\":\"erika@example.de\",\"address\":{\"line1\":\"Weinstrasse 1\",\"city\":\"Berlin\","
+		 "\"postal_code\":\"10115\"}},\"lines\":[{\"sku\":\"%s\",\"qty\":%d,\"box_units\":12}]%s%s}",
+		 x->w1, qty, extra ? "," : "", extra ? extra : "");
+}
+
+json_t *ow_order(struct oworld *x, int qty, const char *extra, const char *idem, int *status)
+{
+	char body[2048], h[512];
+	ow_body(x, qty, extra, body, sizeof(body));
+	int n = snprintf(h, sizeof(h), "Authorization: Bearer %s\r\n", x->ksel);
+	if (idem)
+		snprintf(h + n, sizeof(h) - (size_t)n, "Idempotency-Key: %s\r\n", idem);
+	struct http_resp r;
+	cr_assert_eq(http_do(x->port, "POST", "/v1/orders", h, body, &r), 0, "POST /v1/orders: no response");
+	json_error_t e;
+	json_t *j = json_loadb(r.body, r.body_len, 0, &e);
+	cr_assert_not_null(j, "POST /v1/orders: not JSON: %s", r.body);
+	*status = r.status;
+	http_resp_free(&r);
+	return j;
+}
+
+json_t *ow_get(struct oworld *x, const char *path) { return tc_expect(x->port, "GET", path, NULL, NULL, 200); }
+
+void ow_level(struct oworld *x, const char *level_id, long long *reserved, long long *allocated, long long *on_hand)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/inventory?location_id=");
+	json_t *j = tc_expect(x->port, "GET", "/v1/inventory?page_size=200", NULL, NULL, 200);
+	json_t *data = json_object_get(j, "data"), *lv;
+	size_t i;
+	int found = 0;
+	json_array_foreach(data, i, lv)
+	{
+		if (!strcmp(tc_jstr(lv, "id"), level_id)) {
+			*reserved = json_integer_value(json_object_get(lv, "reserved"));
+			*allocated = json_integer_value(json_object_get(lv, "allocated"));
+			*on_hand = json_integer_value(json_object_get(lv, "on_hand"));
+			found = 1;
+		}
+	}
+	cr_assert(found, "level %s not listed", level_id);
+	json_decref(j);
+}
+
+long long ow_cents(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	cr_assert(json_is_number(v), "%s is not a number", k);
+	return llround(json_number_value(v) * 100.0);
+}

@@ -1,0 +1,45 @@
+/*
+ * order_world.h -- the fixture the order tests share: a shard with an
+ * estate and a stockist (both FR originators, each with a cellar and
+ * stock of one wine) and a DE seller, and helpers to place orders.
+ * jansson-based (include this, never net/json.h).
+ */
+#ifndef WM_ORDER_WORLD_H
+#define WM_ORDER_WORLD_H
+
+#include <jansson.h>
+
+#include "tests/api_client.h"
+
+struct oworld {
+	struct wm_proc p;
+	int port;
+	char est[64], stk[64], sel[64];           /* partners */
+	char kest[128], kstk[128], ksel[128];     /* their secret keys */
+	char w1[64];                              /* the estate's wine */
+	char of_est[64], of_stk[64];              /* estate 10.00 EUR, stockist 11.00 EUR, both EXW */
+	char loc_est[64], loc_stk[64];
+	char lv_est[64], lv_stk[64];              /* sellable levels */
+};
+
+/*
+ * Start a fresh shard (errinj: the WM_ERRINJ value, NULL for none) and
+ * build the world: the estate holds est_units of w1, the stockist stk_units.
+ */
+void ow_start(struct oworld *x, const char *errinj, int est_units, int stk_units);
+/* Restart on the same data directory after a stop or kill. */
+void ow_restart(struct oworld *x, const char *errinj);
+
+/* The body of an order of qty units of w1 to DE, plus extra members (may be NULL). */
+void ow_body(const struct oworld *x, int qty, const char *extra, char *out, size_t size);
+/* POST /v1/orders as the seller with that body; idem: an Idempotency-Key or
+ * NULL.  The parsed response (caller decrefs); its status in *status. */
+json_t *ow_order(struct oworld *x, int qty, const char *extra, const char *idem, int *status);
+/* GET path as the operator, expecting 200. */
+json_t *ow_get(struct oworld *x, const char *path);
+/* The level's reserved, allocated, on_hand (operator view). */
+void ow_level(struct oworld *x, const char *level_id, long long *reserved, long long *allocated, long long *on_hand);
+/* An exact decimal money member in cents. */
+long long ow_cents(json_t *o, const char *k);
+
+#endif

@@ -281,7 +281,35 @@ static int upper2(const char *s, uint32_t len)
 	return len == 2 && s[0] >= 'A' && s[0] <= 'Z' && s[1] >= 'A' && s[1] <= 'Z';
 }
 
-/* Field validation; every error at once.  0 or -1 (response written). */
+/* Resolve every parsed line's sku to a visible wine (or offer), listing
+ * each sku that names nothing as a field error (lines whose sku did not
+ * parse are skipped).  Returns how many it listed; writes no response. */
+static unsigned resolve_skus(struct api_ctx *c, struct quote *s)
+{
+	unsigned unknown = 0;
+	for (unsigned i = 0; i < s->n; i++) {
+		struct quote_line *ql = &s->l[i];
+		if (!ql->sku)
+			continue;
+		size_t kl = strlen(ql->sku);
+		ql->w = wine_get(c->sh, ql->sku, kl);
+		if (!ql->w && (ql->only = offer_get(c->sh, ql->sku, kl)) && offer_visible_to(c, ql->only))
+			ql->w = wine_get(c->sh, ql->only->wine_id, strlen(ql->only->wine_id));
+		if (!ql->w || !wine_visible(c, ql->w)) {
+			char f[64];
+			snprintf(f, sizeof(f), "lines[%u].sku", i);
+			api_field_error(c, f, "unknown_sku", "no wine or offer %s", ql->sku);
+			unknown++;
+			continue;
+		}
+		ql->cat = (uint8_t)excise_category(ql->w->category);
+	}
+	return unknown;
+}
+
+/* Field validation and sku resolution; every error at once (an unknown sku
+ * is listed beside the other field errors, not after they are fixed).  0 or
+ * -1 (response written). */
 static int parse(struct api_ctx *c, const struct json_value *b, struct quote *s)
 {
 	const struct json_value *v = json_get(b, "destination_country");
@@ -346,12 +374,16 @@ static int parse(struct api_ctx *c, const struct json_value *b, struct quote *s)
 				ql->box = (uint8_t)q;
 		}
 	}
+	unsigned unknown = resolve_skus(c, s);
 	if (!c->n_errs)
 		return 0;
 	int only_box = 1;
 	for (unsigned i = 0; i < c->n_errs; i++)
 		only_box &= !strcmp(c->errs[i].rule, "invalid_box_size");
-	fail(c, only_box ? "invalid_box_size" : "validation_failed", "one or more fields are invalid; see errors[]");
+	if (unknown == c->n_errs)
+		fail(c, "unknown_sku", "a sku names no wine or offer; see errors[]");
+	else
+		fail(c, only_box ? "invalid_box_size" : "validation_failed", "one or more fields are invalid; see errors[]");
 	return -1;
 }
 
@@ -723,30 +755,6 @@ static int check_caps(struct api_ctx *c, const struct quote *s)
 	return 0;
 }
 
-/* Resolve every line's sku to a visible wine (or offer): 0, or -1 with the 422 written. */
-static int resolve_skus(struct api_ctx *c, struct quote *s)
-{
-	const char *first = NULL;
-	for (unsigned i = 0; i < s->n; i++) {
-		struct quote_line *ql = &s->l[i];
-		size_t kl = strlen(ql->sku);
-		ql->w = wine_get(c->sh, ql->sku, kl);
-		if (!ql->w && (ql->only = offer_get(c->sh, ql->sku, kl)) && offer_visible_to(c, ql->only))
-			ql->w = wine_get(c->sh, ql->only->wine_id, strlen(ql->only->wine_id));
-		if (!ql->w || !wine_visible(c, ql->w)) {
-			char f[64];
-			snprintf(f, sizeof(f), "lines[%u].sku", i);
-			api_field_error(c, f, "unknown_sku", "no wine or offer %s", ql->sku);
-			first = first ? first : "unknown_sku";
-			continue;
-		}
-		ql->cat = (uint8_t)excise_category(ql->w->category);
-	}
-	if (first)
-		fail(c, first, "a sku names no wine or offer; see errors[]");
-	return first ? -1 : 0;
-}
-
 /* Gather candidates and route every line: 0, or -1 with the 422 written. */
 static int route_all(struct api_ctx *c, struct quote *s)
 {
@@ -791,7 +799,7 @@ struct quote *quote_compute(struct api_ctx *c, const struct json_value *b, int s
 	s->rd = rd;
 	s->now_ms = (int64_t)wall_ms();
 	s->stock_backed = (uint8_t)(stock_backed != 0);
-	if (parse(c, b, s) || resolve_skus(c, s) || check_caps(c, s) || route_all(c, s))
+	if (parse(c, b, s) || check_caps(c, s) || route_all(c, s))
 		goto fail;
 
 	/* price every allocation at once */

@@ -134,9 +134,10 @@ struct quote {
 };
 
 /*
- * Validate destination_country, seller and lines[] of a body (adding to any
- * field errors the caller already collected: all are answered at once),
- * resolve skus, check the volume caps, gather candidates, route every line
+ * Validate destination_country, seller and lines[] of a body and resolve
+ * skus (adding to any field errors the caller already collected: all,
+ * unknown skus included, are answered at once), check the volume caps,
+ * gather candidates, route every line
  * and price every allocation.  stock_backed: a candidate's ATP is the sum of
  * its offer's sellable inventory levels (what holds can take) instead of
  * qty_available.  Returns a heap quote (quote_free), or NULL with the error

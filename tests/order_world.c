@@ -122,3 +122,19 @@ long long ow_cents(json_t *o, const char *k)
 	cr_assert(json_is_number(v), "%s is not a number", k);
 	return llround(json_number_value(v) * 100.0);
 }
+
+void ow_source(struct oworld *x, const char *name, const char *price, int units, struct ow_src *out)
+{
+	char members[256], loc_name[96];
+	memset(out, 0, sizeof(*out));
+	tc_partner_live(x->port, name, "FR", "[\"originator\"]", "\"originator_type\":\"stock\"", out->id);
+	tc_key_for(x->port, out->id, out->key);
+	snprintf(members, sizeof(members),
+		 "\"seller_price\":%s,\"qty_available\":0,\"incoterm\":\"EXW\",\"status\":\"active\","
+		 "\"network_shareable\":true",
+		 price);
+	json_decref(tc_offer(x->port, out->key, x->w1, members, 201, out->offer));
+	snprintf(loc_name, sizeof(loc_name), "%s warehouse", name);
+	location(x->port, out->key, loc_name, out->loc);
+	level(x->port, out->key, out->offer, out->loc, units, out->lv);
+}

@@ -42,4 +42,13 @@ void ow_level(struct oworld *x, const char *level_id, long long *reserved, long 
 /* An exact decimal money member in cents. */
 long long ow_cents(json_t *o, const char *k);
 
+/* A further FR originator of w1 ("stock" type, not the estate): its own
+ * partner, key, active network-shareable EXW EUR offer at `price` (a
+ * decimal literal such as "10.40"), warehouse and sellable level of
+ * `units`. */
+struct ow_src {
+	char id[64], key[128], offer[64], loc[64], lv[64];
+};
+void ow_source(struct oworld *x, const char *name, const char *price, int units, struct ow_src *out);
+
 #endif

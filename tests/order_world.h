@@ -35,6 +35,10 @@ void ow_body(const struct oworld *x, int qty, const char *extra, char *out, size
 /* POST /v1/orders as the seller with that body; idem: an Idempotency-Key or
  * NULL.  The parsed response (caller decrefs); its status in *status. */
 json_t *ow_order(struct oworld *x, int qty, const char *extra, const char *idem, int *status);
+/* The same for a POST that may get no answer (the shard dies mid-request):
+ * the HTTP status with the parsed response in *out (caller decrefs), or -1
+ * with *out NULL when the connection closed without a response. */
+int ow_order_try(struct oworld *x, int qty, const char *extra, const char *idem, json_t **out);
 /* GET path as the operator, expecting 200. */
 json_t *ow_get(struct oworld *x, const char *path);
 /* The level's reserved, allocated, on_hand (operator view). */

@@ -1005,7 +1005,10 @@ static void answer_create(struct api_ctx *c, const struct order *o, int replay)
 		{OF_PAYMENT_FAILED, 502, "Bad Gateway"},
 		{OF_PAYMENT_TIMEOUT, 504, "Gateway Timeout"},
 		{OF_PAYMENT_UNAVAILABLE, 503, "Service Unavailable"},
-		{OF_INTERRUPTED, 503, "Service Unavailable"},
+		/* final, like every failure: a 409 tells the client that retrying the
+		 * same key replays it and that a new order needs a new key (a 503
+		 * would invite retrying the same key for ever) */
+		{OF_INTERRUPTED, 409, "Conflict"},
 		{OF_STORE, 500, "Internal Server Error"},
 	};
 	if (replay)

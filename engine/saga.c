@@ -8,16 +8,19 @@
  * one step per transaction, each step a function with its compensation:
  *
  *   step                      participant (today: this shard)   compensation
- *   prepare, per leg          origin: hold PREPARED             hold_release
- *   charge                    payment provider                  pay_refund (void if nothing moved)
- *   decide (commit sell)      destination: confirmed, sourced   -- (the decision is final)
- *   commit buy, per leg       origin: hold COMMITTED            hold_release (cancel)
- *                             (stock.reserved)
- *   rest                      destination: reserved
+ *   step_prepare, per leg     origin: hold PREPARED             hold_release
+ *   step_charge               payment provider -> paid          pay_refund (void if nothing moved)
+ *   step_commit_sell          destination: confirmed            -- (the decision is final)
+ *   step_commit_routing       destination: sourced              --
+ *   step_commit_buy, per leg  origin: hold COMMITTED            hold_release (cancel)
+ *                             (stock.reserved) -> reserved
  *
- * `confirmed` is the coordinator's COMMIT record: before it, any failure
- * aborts (presumed abort: no decision means abort); after it, the steps
- * only go forward.  The spec's event order (order.placed, order.paid,
+ * `confirmed` (the sale to the consumer committed) is the coordinator's
+ * COMMIT record: before it, any failure aborts (presumed abort: no
+ * decision means abort); after it, the steps only go forward.  The spec
+ * lists commit_buy before commit_sell; DESIGN.md 5 logs the decision
+ * first and lets the participants apply it, and the spec's own event order
+ * (order.confirmed before stock.reserved) agrees, so that is the order.  The spec's event order (order.placed, order.paid,
  * order.confirmed, order.sourced, stock.reserved) is the order the
  * transactions are logged in, so a crash anywhere leaves a prefix of it.
  *
@@ -163,6 +166,30 @@ static int step_commit_buy(struct shard *sh, const char *id)
 	return o ? 0 : -1;
 }
 
+/* Commit sell: the decision record (confirmed, order.confirmed). */
+static int step_commit_sell(struct shard *sh, const char *id)
+{
+	struct order_patch p = {.status = ORD_CONFIRMED, .compensated = -1, .event = "order.confirmed"};
+	return commit_patch(sh, id, &p);
+}
+
+/* Routing committed: the sourcing written at capture is now binding (sourced, order.sourced). */
+static int step_commit_routing(struct shard *sh, const char *id)
+{
+	struct order_patch p = {.status = ORD_SOURCED, .compensated = -1, .event = "order.sourced"};
+	return commit_patch(sh, id, &p);
+}
+
+/* After every buy leg: the order rests reserved. */
+static int step_rest(struct shard *sh, const char *id)
+{
+	const struct order *o = get(sh, id);
+	uint8_t st[ORDER_MAX_LEGS];
+	legs_all(o, st, LS_RESERVED);
+	struct order_patch p = {.status = ORD_RESERVED, .leg_status = st, .compensated = -1};
+	return commit_patch(sh, id, &p);
+}
+
 /* The failure record, logged before any compensation. */
 static int record_failure(struct shard *sh, const char *id, int why, const char *detail)
 {
@@ -241,34 +268,25 @@ int saga_drive(struct shard *sh, const char *order_id, int recovering)
 			if (pause_point("order_pause_after_paid", recovering))
 				return ORD_PAID;
 			continue;
-		case ORD_PAID: {
-			struct order_patch p = {.status = ORD_CONFIRMED, .compensated = -1, .event = "order.confirmed"};
-			if (commit_patch(sh, id, &p))
+		case ORD_PAID:
+			if (step_commit_sell(sh, id))
 				return o->status;
 			saga_crash_point(sh, "order_crash_after_confirmed");
 			continue;
-		}
-		case ORD_CONFIRMED: {
-			struct order_patch p = {.status = ORD_SOURCED, .compensated = -1, .event = "order.sourced"};
-			if (commit_patch(sh, id, &p))
+		case ORD_CONFIRMED:
+			if (step_commit_routing(sh, id))
 				return o->status;
 			saga_crash_point(sh, "order_crash_after_sourced");
 			if (pause_point("order_pause_after_sourced", recovering))
 				return ORD_SOURCED;
 			continue;
-		}
-		case ORD_SOURCED: {
+		case ORD_SOURCED:
 			if (step_commit_buy(sh, id))
 				return ORD_SOURCED;
 			saga_crash_point(sh, "order_crash_after_buy");
-			o = get(sh, id);
-			uint8_t st[ORDER_MAX_LEGS];
-			legs_all(o, st, LS_RESERVED);
-			struct order_patch p = {.status = ORD_RESERVED, .leg_status = st, .compensated = -1};
-			if (commit_patch(sh, id, &p))
+			if (step_rest(sh, id))
 				return ORD_SOURCED;
 			continue;
-		}
 		case ORD_FAILED:
 		case ORD_CANCELLED:
 			if (!o->compensated && !compensate(sh, id))

@@ -274,6 +274,7 @@ WM_TEST(order, single_source_estate_reserved)
 	json_decref(q);
 	json_decref(o);
 	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
 }
 
 /*
@@ -321,6 +322,7 @@ WM_TEST(order, estate_first_even_when_not_cheapest)
 	json_decref(o);
 	json_decref(q);
 	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
 }
 
 /*
@@ -369,6 +371,7 @@ WM_TEST(order, estate_short_splits_estate_first)
 	json_decref(o);
 	json_decref(q);
 	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
 }
 
 /*
@@ -406,6 +409,7 @@ WM_TEST(order, multi_originator_split_without_estate_stock)
 	json_decref(sr);
 	json_decref(o);
 	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
 }
 
 /* Two lines of the same wine, both from the estate's one level: one
@@ -439,6 +443,7 @@ WM_TEST(order, lines_sharing_a_level_share_a_leg)
 	expect_level(&x, x.lv_est, 0, 5, 24);
 	json_decref(o);
 	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
 }
 
 /* Quoted, then both originators withdraw permission (the estate blocks DE,
@@ -467,6 +472,7 @@ WM_TEST(order, permission_revoked_between_quote_and_order)
 	expect_level(&x, x.lv_est, 0, 0, 24);
 	expect_level(&x, x.lv_stk, 0, 0, 24);
 	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
 }
 
 /* ---- payment failures ----------------------------------------------------------------- */
@@ -514,6 +520,7 @@ WM_TEST(order, payment_declined_releases_and_voids)
 	json_decref(c);
 	json_decref(p);
 	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
 }
 
 /* Money moved and then the provider failed or timed out: refunded, released. */
@@ -542,6 +549,7 @@ WM_TEST(order, payment_failure_after_charge_refunds)
 	cr_assert_eq(list_n(&x, NULL, "/v1/admin/payments?state=captured"), 0);
 	cr_assert_eq(tc_count_events(x.port, "order.confirmed", NULL), 0);
 	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
 }
 
 /* ---- idempotency ---------------------------------------------------------------------- */
@@ -595,6 +603,7 @@ WM_TEST(order, idempotent_retry_returns_the_same_order)
 	json_decref(d1);
 	json_decref(d2);
 	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
 }
 
 /* ---- cancel and fulfil ---------------------------------------------------------------- */
@@ -637,6 +646,7 @@ WM_TEST(order, cancel_reserved_releases_and_refunds)
 	cr_assert_eq(tc_count_events(x.port, "order.cancelled", NULL), 1);
 	expect_pay(&x, id, "refunded");
 	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
 }
 
 /* A shard paused after a saga step (fault injection): the order rests in
@@ -670,6 +680,7 @@ static void cancel_paused(const char *point, const char *status, const char *leg
 	cr_assert_str_eq(tc_jstr(g, "status"), "cancelled");
 	json_decref(g);
 	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
 }
 
 WM_TEST(order, cancel_placed_voids)
@@ -741,6 +752,7 @@ WM_TEST(order, fulfil_consumes_stock_and_blocks_cancel)
 	json_decref(c);
 	expect_level(&x, x.lv_est, 0, 20, 20);
 	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
 }
 
 /* ---- events --------------------------------------------------------------------------- */
@@ -804,6 +816,7 @@ WM_TEST(order, events_in_saga_order)
 	cr_assert_eq(tc_count_events(x.port, "order.sourced", x.ksel), 1);
 	cr_assert_eq(tc_count_events(x.port, "stock.reserved", x.kest), 1);
 	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
 }
 
 /* ---- reads ---------------------------------------------------------------------------- */
@@ -918,6 +931,7 @@ WM_TEST(order, reads_visibility_and_filters)
 	expect_leg(jat(f, "data", 0), x.est, x.loc_est, x.lv_est, 4, "reserved");
 	json_decref(f);
 	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
 }
 
 /* ---- validation and quote acceptance --------------------------------------------------- */
@@ -991,6 +1005,7 @@ WM_TEST(order, validation_lists_every_error)
 	cr_assert_eq(tc_count_events(x.port, "order.placed", NULL), 0);
 	expect_level(&x, x.lv_est, 0, 0, 24);
 	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
 }
 
 /* The accepted quote's total (135.66, see single_source_estate_reserved)
@@ -1024,4 +1039,5 @@ WM_TEST(order, quote_acceptance)
 	cr_assert_eq(list_n(&x, NULL, "/v1/orders"), 1);
 	expect_level(&x, x.lv_est, 0, 4, 24);
 	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
 }

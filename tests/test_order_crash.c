@@ -273,14 +273,14 @@ static void run_case(const struct crash_case *c)
 
 WM_TEST(order_crash, after_placed)
 {
-	const struct crash_case c = {"order_crash_after_placed", 24, 24, 4, NULL, "failed", "interrupted", 503,
+	const struct crash_case c = {"order_crash_after_placed", 24, 24, 4, NULL, "failed", "interrupted", 409,
 				     "voided", EV_FAILED, PAY_VOIDED, 1, NULL};
 	run_case(&c);
 }
 
 WM_TEST(order_crash, after_prepare)
 {
-	const struct crash_case c = {"order_crash_after_prepare", 24, 24, 4, NULL, "failed", "interrupted", 503,
+	const struct crash_case c = {"order_crash_after_prepare", 24, 24, 4, NULL, "failed", "interrupted", 409,
 				     "voided", EV_FAILED, PAY_VOIDED, 1, NULL};
 	run_case(&c);
 }
@@ -288,7 +288,7 @@ WM_TEST(order_crash, after_prepare)
 WM_TEST(order_crash, after_charge)
 {
 	/* the money moved but "paid" was never logged: refunded */
-	const struct crash_case c = {"order_crash_after_charge", 24, 24, 4, NULL, "failed", "interrupted", 503,
+	const struct crash_case c = {"order_crash_after_charge", 24, 24, 4, NULL, "failed", "interrupted", 409,
 				     "refunded", EV_FAILED, PAY_REFUNDED, 1, NULL};
 	run_case(&c);
 }
@@ -348,7 +348,7 @@ WM_TEST(order_crash, recovery_crash_after_failed)
 {
 	/* charged, not paid; the restart logs the failure and dies before
 	 * compensating; the next one refunds -- and logs no second order.failed */
-	const struct crash_case c = {"order_crash_after_charge", 24, 24, 4, NULL, "failed", "interrupted", 503,
+	const struct crash_case c = {"order_crash_after_charge", 24, 24, 4, NULL, "failed", "interrupted", 409,
 				     "refunded", EV_FAILED, PAY_REFUNDED, 1, "order_crash_after_failed"};
 	run_case(&c);
 }
@@ -368,7 +368,7 @@ WM_TEST(order_crash, split_after_prepare)
 {
 	/* neither source covers the 5 alone: the estate gives its 2, the
 	 * stockist 3; both hold, both are released */
-	const struct crash_case c = {"order_crash_after_prepare", 2, 4, 5, NULL, "failed", "interrupted", 503,
+	const struct crash_case c = {"order_crash_after_prepare", 2, 4, 5, NULL, "failed", "interrupted", 409,
 				     "voided", EV_FAILED, PAY_VOIDED, 2, NULL};
 	run_case(&c);
 }

@@ -289,6 +289,7 @@ WM_TEST(quote, estate_covered_fr_to_de_equals_the_engine)
 	free(q);
 	refdata_free(rd);
 	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
 }
 
 /*
@@ -336,6 +337,7 @@ WM_TEST(quote, split_when_estate_atp_short)
 	free(q);
 	refdata_free(rd);
 	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
 }
 
 WM_TEST(quote, each_422_code)
@@ -381,6 +383,7 @@ WM_TEST(quote, each_422_code)
 		 x.sel, x.w1);
 	json_decref(expect(x.p.port, "POST", "/v1/orders/quote-calculate", NULL, ln, 200));
 	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
 }
 
 /* The platform fee is configuration: --platform-fee-ppm 0 with a fixed fee
@@ -408,4 +411,5 @@ WM_TEST(quote, platform_fee_is_configured)
 	free(q);
 	refdata_free(rd);
 	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
 }

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,10 +56,16 @@ static pid_t spawn(struct wm_proc *p, const char *const *args, const char *const
 	if (pipe(pipefd))
 		return -1;
 	p->starts++;
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
+		/* a failed assertion ends the test process without cleanup: the
+		 * shard must not outlive it (CI would collect orphans) */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
 		char logp[400];
 		snprintf(logp, sizeof(logp), "%s/shard-%d.log", p->dir, p->starts);
 		int lf = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);

@@ -851,7 +851,8 @@ static void parse_capture(struct api_ctx *c, const struct json_value *b, struct 
 		fld_reject_unknown(c, cv, ck, "consumer.");
 		if (fld_str(c, cv, "consumer_id", "consumer.consumer_id", k->consumer_id, ORDER_REF_MAX) == FLD_ABSENT)
 			k->consumer_id[0] = 0;
-		if (fld_str(c, cv, "name", "consumer.name", k->name, ORDER_TEXT_MAX) != FLD_SET && !c->n_errs)
+		int nr = fld_str(c, cv, "name", "consumer.name", k->name, ORDER_TEXT_MAX);
+		if (nr == FLD_ABSENT || nr == FLD_NULL) /* FLD_BAD has its error already */
 			api_field_error(c, "consumer.name", "required", "is required");
 		int er = fld_str(c, cv, "email", "consumer.email", k->email, ORDER_EMAIL_MAX);
 		const char *at = er == FLD_SET ? strchr(k->email, '@') : NULL;

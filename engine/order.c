@@ -454,18 +454,17 @@ static int stage_event(struct shard *sh, const char *type, const char *order_id,
 	return rc;
 }
 
-int order_stage(struct shard *sh, const struct order *o, const struct order_patch *p)
+/* The generic rewrite: parse the stored document, write every member again
+ * with the patched ones replaced.  Used when the splice below cannot find
+ * its anchors (a document this build did not write). */
+static int rewrite_parsed(const struct order *o, const struct order_patch *p, const char *now, struct buf *out)
 {
 	struct json_doc *d = json_parse(o->row.doc, o->row.doc_len, NULL, NULL);
 	if (!d)
 		return -1;
 	const struct json_value *root = json_root(d);
-	char now[ORDER_TS_MAX];
-	fmt_rfc3339_ms(now, wall_ms());
-	struct buf doc;
-	buf_init(&doc, REC_MAX_VAL);
 	struct jw w;
-	jw_init(&w, &doc);
+	jw_init(&w, out);
 	jw_obj_begin(&w);
 	for (uint32_t i = 0; i < root->len; i++) {
 		jw_keyn(&w, root->u.members[i].key, root->u.members[i].key_len);
@@ -473,8 +472,172 @@ int order_stage(struct shard *sh, const struct order *o, const struct order_patc
 	}
 	jw_obj_end(&w);
 	json_doc_free(d);
+	return w.err ? -1 : 0;
+}
+
+/*
+ * The fast rewrite: splice the new values into the stored bytes.  The
+ * document was written by write_order_doc() (canonical, no blanks), and in
+ * canonical JSON a quote preceded by ',' or '{' is always structural (a
+ * quote inside a string is escaped), so anchors such as ,"payment":{ can
+ * only match the member itself.  Spans are found in document order; any
+ * anchor missing -> -1 and the caller falls back to rewrite_parsed().
+ * Patching an order this way costs a copy, not a parse and a re-escape of
+ * ~5 KB (the saga rewrites each order five times).
+ */
+struct splice {
+	size_t from, to;        /* replace doc[from, to) */
+	const char *with;
+	size_t with_len;
+};
+
+#define ORDER_MAX_SPLICES (ORDER_MAX_LEGS + 8)
+
+/* Offset just after `anchor` at or after *pos, or -1. */
+static long anchor_after(const struct order *o, size_t pos, const char *anchor)
+{
+	const char *d = o->row.doc;
+	size_t al = strlen(anchor);
+	const char *hit = pos <= o->row.doc_len ? memmem(d + pos, o->row.doc_len - pos, anchor, al) : NULL;
+	return hit ? (long)(hit - d + (long)al) : -1;
+}
+
+/* End of a scalar value starting at v: a string "...", null, true or false. */
+static long scalar_end(const struct order *o, long v)
+{
+	const char *d = o->row.doc;
+	size_t n = o->row.doc_len;
+	if (v < 0 || (size_t)v >= n)
+		return -1;
+	if (d[v] == '"') {
+		for (size_t i = (size_t)v + 1; i < n; i++) {
+			if (d[i] == '\\')
+				i++;
+			else if (d[i] == '"')
+				return (long)i + 1;
+		}
+		return -1;
+	}
+	size_t i = (size_t)v;
+	while (i < n && d[i] >= 'a' && d[i] <= 'z')
+		i++;
+	return i > (size_t)v ? (long)i : -1;
+}
+
+static int add_splice(struct splice *sp, unsigned *n, long from, long to, const char *with, size_t with_len)
+{
+	if (from < 0 || to < from || *n == ORDER_MAX_SPLICES || (*n && (long)sp[*n - 1].to > from))
+		return -1;
+	sp[(*n)++] = (struct splice){(size_t)from, (size_t)to, with, with_len};
+	return 0;
+}
+
+static int rewrite_spliced(const struct order *o, const struct order_patch *p, const char *now, struct buf *out)
+{
+	struct splice sp[ORDER_MAX_SPLICES];
+	unsigned n = 0;
+	char q_status[24], q_now[ORDER_TS_MAX + 2], q_pay[24], q_charge[ID_MAX_LEN + 2], q_saga[8], failure[512];
+	char q_leg[ORDER_MAX_LEGS][24];
+	long v, e;
+	if (p->status >= 0) {
+		snprintf(q_status, sizeof(q_status), "\"%s\"", order_status_names[p->status]);
+		v = anchor_after(o, 0, ",\"status\":");
+		if ((e = scalar_end(o, v)) < 0 || add_splice(sp, &n, v, e, q_status, strlen(q_status)))
+			return -1;
+	}
+	size_t pos = n ? sp[n - 1].to : 0;
+	for (unsigned i = 0; p->leg_status && i < o->n_legs; i++) {
+		char a[96];
+		snprintf(a, sizeof(a), "{\"leg_id\":\"%s\",\"status\":", o->legs[i].leg_id);
+		snprintf(q_leg[i], sizeof(q_leg[i]), "\"%s\"", leg_status_names[p->leg_status[i]]);
+		v = anchor_after(o, pos, a);
+		if ((e = scalar_end(o, v)) < 0 || add_splice(sp, &n, v, e, q_leg[i], strlen(q_leg[i])))
+			return -1;
+		pos = (size_t)e;
+	}
+	if (p->pay_state) {
+		long pay = anchor_after(o, pos, ",\"payment\":{");
+		snprintf(q_pay, sizeof(q_pay), "\"%s\"", p->pay_state);
+		v = pay < 0 ? -1 : anchor_after(o, (size_t)pay, ",\"state\":");
+		if ((e = scalar_end(o, v)) < 0 || add_splice(sp, &n, v, e, q_pay, strlen(q_pay)))
+			return -1;
+		if (p->charge_id && p->charge_id[0]) {
+			snprintf(q_charge, sizeof(q_charge), "\"%s\"", p->charge_id);
+			v = anchor_after(o, (size_t)e, ",\"charge_id\":");
+			if ((e = scalar_end(o, v)) < 0 || add_splice(sp, &n, v, e, q_charge, strlen(q_charge)))
+				return -1;
+		}
+		pos = (size_t)e;
+	}
+	if (p->failure) {
+		int fl = snprintf(failure, sizeof(failure), "{\"code\":\"%s\",\"detail\":", order_failure_codes[p->failure]);
+		struct buf esc;
+		buf_init(&esc, sizeof(failure));
+		if (jw_escape(&esc, p->failure_detail ? p->failure_detail : "",
+			      strlen(p->failure_detail ? p->failure_detail : "")) ||
+		    fl < 0 || (size_t)fl + esc.len + 64 > sizeof(failure)) {
+			buf_free(&esc);
+			return -1;
+		}
+		memcpy(failure + fl, esc.data, esc.len);
+		fl += (int)esc.len;
+		buf_free(&esc);
+		fl += snprintf(failure + fl, sizeof(failure) - (size_t)fl, ",\"at\":\"%s\"}", now);
+		v = anchor_after(o, pos, ",\"failure\":");
+		if (v < 0 || strncmp(o->row.doc + v, "null", 4))
+			return -1; /* a failure is recorded once */
+		if (add_splice(sp, &n, v, v + 4, failure, (size_t)fl))
+			return -1;
+		pos = (size_t)v + 4;
+	}
+	if (p->compensated >= 0) {
+		snprintf(q_saga, sizeof(q_saga), "%s", p->compensated ? "true" : "false");
+		v = anchor_after(o, pos, ",\"saga\":{\"compensated\":");
+		if ((e = scalar_end(o, v)) < 0 || add_splice(sp, &n, v, e, q_saga, strlen(q_saga)))
+			return -1;
+		pos = (size_t)e;
+	}
+	snprintf(q_now, sizeof(q_now), "\"%s\"", now);
+	v = anchor_after(o, pos, ",\"updated_at\":");
+	if ((e = scalar_end(o, v)) < 0 || add_splice(sp, &n, v, e, q_now, strlen(q_now)))
+		return -1;
+	size_t at = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (buf_append(out, o->row.doc + at, sp[i].from - at) || buf_append(out, sp[i].with, sp[i].with_len))
+			return -1;
+		at = sp[i].to;
+	}
+	return buf_append(out, o->row.doc + at, o->row.doc_len - at);
+}
+
+int order_stage(struct shard *sh, const struct order *o, const struct order_patch *p)
+{
+	char now[ORDER_TS_MAX];
+	fmt_rfc3339_ms(now, wall_ms());
+	struct buf doc;
+	buf_init(&doc, REC_MAX_VAL);
+	int rc = rewrite_spliced(o, p, now, &doc);
+#ifdef WM_TESTING
+	/* test builds: the splice must write exactly what the generic rewrite writes */
+	if (!rc) {
+		struct buf chk;
+		buf_init(&chk, REC_MAX_VAL);
+		int same = !rewrite_parsed(o, p, now, &chk) && chk.len == doc.len && !memcmp(chk.data, doc.data, doc.len);
+		buf_free(&chk);
+		if (!same) {
+			log_error("msg=\"order splice differs from the parsed rewrite\" order=%s", o->row.id);
+			abort();
+		}
+	}
+#endif
+	if (rc) {
+		log_warn("msg=\"order document rewritten the slow way (anchors not found)\" order=%s", o->row.id);
+		buf_reset(&doc);
+		rc = rewrite_parsed(o, p, now, &doc);
+	}
 	int status = p->status >= 0 ? p->status : o->status;
-	int rc = w.err || txn_put(sh, REC_T_ORDER, o->row.id, o->row.id_len, doc.data, doc.len) ? -1 : 0;
+	if (!rc)
+		rc = txn_put(sh, REC_T_ORDER, o->row.id, o->row.id_len, doc.data, doc.len) ? -1 : 0;
 	if (!rc && p->event)
 		rc = stage_event(sh, p->event, o->row.id, status, o->seller_id, o->dest, o->total_minor, o->currency,
 				 p->failure, p->event_extra);

@@ -387,24 +387,29 @@ fi
 # a level with on_hand 100000000; a key minted for the seller.  Then wrk POSTs
 # /v1/orders (1 unit, box_units 12, to DE, one consumer) at each -c.
 #
-# Measured 2026-11-21 on the 2-core dev box (ext4, other builds running,
-# loadavg ~0.8), commit 5530e7c + this section, with
-#   BENCH_SKIP_CATALOGUE=1 BENCH_SKIP_OFFERS=1 BENCH_SKIP_QUOTE=1 make -j1 bench
+# Measured 2026-11-21 on the 2-core dev box (ext4), after the saga steps
+# began splicing their values into the stored order (commit "Orders: saga
+# steps splice ..."), with
+#   BENCH_SKIP_CATALOGUE=1 BENCH_SKIP_OFFERS=1 BENCH_SKIP_QUOTE=1 BENCH_SKIP_INDEX=1 perf/bench.sh
 # i.e. wrk -t1 -c16|-c64 -d10s --latency -s perf/post_order.lua http://127.0.0.1:PORT -- WINE_ID:
-#   -c16: 3070 orders/s, p50 3.90 ms, p99 19.73 ms; 30755 x 201, 0 other;
-#         2.02 fsyncs/order (mean fsync 0.123 ms), 8.0 WAL txns/order,
-#         3.97 txns/fsync, 4452 WAL bytes/order (zstd frames)
-#   -c64: 3491 orders/s, p50 18.15 ms, p99 82.14 ms; 34958 x 201, 0 other;
-#         2.35 fsyncs/order (mean fsync 0.093 ms), 8.0 WAL txns/order,
-#         3.40 txns/fsync, 5324 WAL bytes/order (zstd frames)
+#   -c16: 5219 orders/s, p50 2.78 ms, p99 14.79 ms; every response 201;
+#         1.43 fsyncs/order (mean fsync 0.101 ms), 8.0 WAL txns/order,
+#         5.58 txns/fsync, 3604 WAL bytes/order (zstd frames)
+#   -c64: 4649 orders/s, p50 13.40 ms, p99 180.67 ms; every response 201;
+#         1.48 fsyncs/order (mean fsync 0.107 ms), 8.0 WAL txns/order,
+#         5.41 txns/fsync, 3682 WAL bytes/order (zstd frames)
+# (before the splice: -c16 3070 orders/s p99 19.73 ms, -c64 3491 orders/s
+# p99 82.14 ms, 2.0-2.35 fsyncs/order).  The -c64 p99 tail is the WAL
+# segment pre-allocation on rotation (a known follow-up).
 # Reading: throughput is bound by the shard's event-loop thread (~97 % of a
-# core in a run, ~280 us CPU per order: capture with the quote engine, 8
+# core, ~190 us CPU per order: capture with the quote engine, 8
 # transactions -- placed, hold, charge, paid, confirmed, sourced, commit buy,
-# reserved -- 5 of them rewriting the ~5 KB order document, the response), not by the
+# reserved -- 5 of them replacing the ~5 KB order document, which applying
+# parses again: JSON parsing is ~half the profile), not by the
 # WAL (its thread ~45 %), so -c64 only adds queueing (p50 ~ 64 / rate).  An
 # fsync costs ~0.1 ms on this disk, so the WAL thread syncs whatever is
-# queued at once (~4 transactions, half an order) instead of waiting for a
-# bigger batch: ~2 fsyncs per order here; a slower disk batches more orders
+# queued at once (~5.5 transactions, most of an order) instead of waiting
+# for a bigger batch: ~1.5 fsyncs per order here; a slower disk batches more orders
 # per fsync.  The counts of orders come from wm_table_rows{table="order"}
 # (wrk drops the few in flight at its deadline; the shard still stores them).
 echo

@@ -56,11 +56,16 @@ static void metrics(struct api_ctx *c)
 		      "# TYPE wm_wal_batch_transactions_avg gauge\nwm_wal_batch_transactions_avg %.3f\n"
 		      "# TYPE wm_wal_batch_transactions_max gauge\nwm_wal_batch_transactions_max %llu\n"
 		      "# TYPE wm_lsn gauge\nwm_lsn %llu\n"
-		      "# TYPE wm_durable_lsn gauge\nwm_durable_lsn %llu\n",
+		      "# TYPE wm_durable_lsn gauge\nwm_durable_lsn %llu\n"
+		      "# HELP wm_wal_segments_total WAL segments created (from_spare: the pre-zeroed spare, no stall).\n"
+		      "# TYPE wm_wal_segments_total counter\nwm_wal_segments_total{how=\"inline\"} %llu\n"
+		      "wm_wal_segments_total{how=\"from_spare\"} %llu\n",
 		   (unsigned long long)ws.txns, (unsigned long long)ws.frames,
 		   (unsigned long long)ws.bytes_written, ws.syncs ? (double)ws.txns / (double)ws.syncs : 0.0,
 		   (unsigned long long)ws.max_batch_txns, (unsigned long long)sh->lsn,
-		   (unsigned long long)wal_durable_lsn(sh->wal));
+		   (unsigned long long)wal_durable_lsn(sh->wal),
+		   (unsigned long long)(ws.segments_created - ws.segments_from_spare),
+		   (unsigned long long)ws.segments_from_spare);
 	double age = sh->snap_last_unix_ms ? (double)(wall_ms() - sh->snap_last_unix_ms) / 1000.0 : -1;
 	buf_printf(o, "# HELP wm_snapshot_age_seconds Seconds since the last snapshot (-1: none yet).\n"
 		      "# TYPE wm_snapshot_age_seconds gauge\nwm_snapshot_age_seconds %.3f\n"

@@ -111,11 +111,20 @@ struct wal {
 	uint64_t seg_off;     /* end of the last good frame */
 	uint64_t seg_cap;     /* preallocated size */
 	uint64_t salt;
+
+	/* the spare-segment preparer (see spare_thread) */
+	pthread_t prep_thr;
+	int have_prep;
+	pthread_cond_t prep_cv; /* preparer: the spare was taken, or stop */
+	int spare_ready;      /* under mu: <dir>/next-segment.spare is zeroed, synced, segment_size long */
+	int prep_failed;      /* under mu: the preparer gave up (rotation creates segments inline) */
+	int prep_stop;        /* under mu */
+	char *spare_path;
 };
 
 /* Per-batch figures, merged into w->st under the lock. */
 struct batch_stats {
-	uint64_t frames, txns, bytes_raw, bytes_written, syncs, sync_us, segments;
+	uint64_t frames, txns, bytes_raw, bytes_written, syncs, sync_us, segments, segments_spare;
 	uint64_t lat[WAL_LAT_BUCKETS + 1];
 };
 
@@ -333,6 +342,110 @@ fail:
 	return -1;
 }
 
+/*
+ * The spare segment.  Creating a segment means writing segment_size bytes
+ * of zeros and syncing them (so that later appends are overwrites of
+ * allocated blocks and fdatasync has no metadata to flush): ~64 MiB of I/O
+ * that, done at rotation, stalled every commit queued behind it (the p99
+ * of every write).  A preparer thread does it ahead of time into
+ * <dir>/next-segment.spare -- a name recovery, pruning and inspection ignore
+ * -- and rotation only stamps the header (salt, first LSN), syncs it and
+ * renames the file into place.  No spare ready (first rotation after
+ * start, preparer behind, or failed) -> the inline path, as before.
+ */
+#define WAL_SPARE_NAME "next-segment.spare"
+
+/* Make the spare file: zeros, segment_size bytes, synced.  0 or -1. */
+static int spare_make(struct wal *w)
+{
+	int fd = open(w->spare_path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	for (uint64_t off = 0; off < w->segment_size;) {
+		size_t n = w->segment_size - off < WAL_ZERO_CHUNK ? (size_t)(w->segment_size - off) : WAL_ZERO_CHUNK;
+		if (pwrite_all(fd, zero_chunk, n, off, NULL)) {
+			close(fd);
+			return -1;
+		}
+		off += n;
+	}
+	int rc = fsync(fd);
+	close(fd);
+	return rc ? -1 : 0;
+}
+
+/* The preparer: keep one spare ready; stop when told or on the first error. */
+static void *spare_thread(void *arg)
+{
+	struct wal *w = arg;
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		while (!w->prep_stop && (w->spare_ready || w->prep_failed))
+			pthread_cond_wait(&w->prep_cv, &w->mu);
+		if (w->prep_stop)
+			break;
+		pthread_mutex_unlock(&w->mu);
+		int ok = spare_make(w) == 0;
+		int e = errno;
+		pthread_mutex_lock(&w->mu);
+		if (ok) {
+			w->spare_ready = 1;
+		} else {
+			w->prep_failed = 1;
+			fprintf(stderr, "wal: cannot prepare the spare segment %s: %s (segments are created inline)\n",
+				w->spare_path, strerror(e));
+		}
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+/*
+ * Publish the spare as the segment starting at first_lsn: header, fdatasync,
+ * rename, directory sync; it becomes current.  0; 1 when no spare is ready
+ * or it could not be used before the rename (the caller creates one
+ * inline); -1 with err when the rename happened but the directory could
+ * not be synced (as fatal as a failed fsync).
+ */
+static int spare_take(struct wal *w, uint64_t first_lsn, char *err, size_t errlen)
+{
+	pthread_mutex_lock(&w->mu);
+	int ready = w->spare_ready; /* also after the preparer stopped: the file stays valid */
+	pthread_mutex_unlock(&w->mu);
+	if (!ready)
+		return 1;
+	char fin[PATH_MAX];
+	int n = snprintf(fin, sizeof(fin), "%s/%020" PRIu64 WAL_SEG_SUFFIX, w->dir, first_lsn);
+	int fd = n < 0 || (size_t)n >= sizeof(fin) ? -1 : open(w->spare_path, O_RDWR | O_CLOEXEC);
+	uint64_t salt = new_salt();
+	uint8_t hdr[WAL_SEG_HEADER_SIZE];
+	wal_seg_header_encode(hdr, salt, first_lsn);
+	int rc = 1;
+	if (fd >= 0 && !pwrite_all(fd, hdr, sizeof(hdr), 0, NULL) && !fdatasync(fd) && !rename(w->spare_path, fin)) {
+		rc = 0;
+		if (fs_fsync_dir(w->dir)) {
+			set_err(err, errlen, "wal: fsync directory %s: %s", w->dir, strerror(errno));
+			rc = -1;
+		}
+	}
+	if (rc == 0) {
+		if (w->seg_fd >= 0)
+			close(w->seg_fd);
+		w->seg_fd = fd;
+		w->seg_dirty = 0;
+		w->seg_off = WAL_SEG_HEADER_SIZE;
+		w->seg_cap = w->segment_size;
+		w->salt = salt;
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	pthread_mutex_lock(&w->mu);
+	w->spare_ready = 0; /* used, or unusable: the preparer makes a new one */
+	pthread_cond_signal(&w->prep_cv);
+	pthread_mutex_unlock(&w->mu);
+	return rc;
+}
+
 /* fdatasync the current segment if it has unsynced writes; record latency. */
 static void seg_sync(struct wal *w, struct batch_stats *bs)
 {
@@ -385,7 +498,13 @@ static void rotate(struct wal *w, uint64_t first, size_t frame_len, struct batch
 		size = ((uint64_t)frame_len + WAL_SEG_HEADER_SIZE + 4095) & ~(uint64_t)4095;
 	char err[PATH_MAX + 128];
 	errno = 0;
-	if (seg_create(w, first, size, err, sizeof(err))) {
+	int rc = size == w->segment_size ? spare_take(w, first, err, sizeof(err)) : 1;
+	if (rc == 0) {
+		bs->segments++;
+		bs->segments_spare++;
+		return;
+	}
+	if (rc < 0 || seg_create(w, first, size, err, sizeof(err))) {
 		int e = errno ? errno : EIO;
 		fprintf(stderr, "%s\n", err);
 		die("segment rotation", e);
@@ -503,6 +622,7 @@ static void *wal_thread(void *arg)
 		for (size_t i = 0; i <= WAL_LAT_BUCKETS; i++)
 			w->st.sync_lat[i] += bs.lat[i];
 		w->st.segments_created += bs.segments;
+		w->st.segments_from_spare += bs.segments_spare;
 		if (n > w->st.max_batch_txns)
 			w->st.max_batch_txns = n;
 		pthread_cond_broadcast(&w->done);
@@ -535,6 +655,8 @@ static void wal_free(struct wal *w)
 	pthread_mutex_destroy(&w->mu);
 	pthread_cond_destroy(&w->work);
 	pthread_cond_destroy(&w->done);
+	pthread_cond_destroy(&w->prep_cv);
+	free(w->spare_path);
 	free(w->dir);
 	free(w);
 }
@@ -590,6 +712,7 @@ struct wal *wal_open(const struct wal_config *cfg, uint64_t next_lsn, char *err,
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->work, NULL);
 	pthread_cond_init(&w->done, NULL);
+	pthread_cond_init(&w->prep_cv, NULL);
 	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	w->dir = strdup(cfg->dir ? cfg->dir : "");
 	if (w->efd < 0 || !w->dir) {
@@ -618,6 +741,10 @@ struct wal *wal_open(const struct wal_config *cfg, uint64_t next_lsn, char *err,
 		goto fail;
 	}
 	w->have_thread = 1;
+	if (asprintf(&w->spare_path, "%s/" WAL_SPARE_NAME, w->dir) < 0)
+		w->spare_path = NULL;
+	else if (pthread_create(&w->prep_thr, NULL, spare_thread, w) == 0)
+		w->have_prep = 1; /* without it, rotation creates segments inline */
 	return w;
 fail:
 	wal_free(w);
@@ -699,6 +826,13 @@ void wal_close(struct wal *w)
 {
 	if (!w)
 		return;
+	if (w->have_prep) {
+		pthread_mutex_lock(&w->mu);
+		w->prep_stop = 1;
+		pthread_cond_signal(&w->prep_cv);
+		pthread_mutex_unlock(&w->mu);
+		pthread_join(w->prep_thr, NULL);
+	}
 	if (w->have_thread) {
 		pthread_mutex_lock(&w->mu);
 		w->stop = 1;

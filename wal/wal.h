@@ -56,6 +56,7 @@ struct wal_stats {
 	uint64_t sync_us_total;
 	uint64_t sync_lat[WAL_LAT_BUCKETS + 1]; /* cumulative-free buckets; last = +Inf */
 	uint64_t segments_created;
+	uint64_t segments_from_spare; /* of those, published from the pre-zeroed spare (no stall) */
 	uint64_t max_batch_txns;    /* largest number of transactions in one sync */
 	uint64_t durable_lsn;
 	uint64_t appended_lsn;

@@ -1028,12 +1028,16 @@ static void parse_capture(struct api_ctx *c, const struct json_value *b, struct 
 		} else {
 			static const char *const ak[] = {"line1", "line2", "city", "postal_code", "region", "country", NULL};
 			fld_reject_unknown(c, av, ak, "consumer.address.");
-			if (fld_text(c, av, "line1", "consumer.address.line1", &k->addr_line1, ORDER_TEXT_MAX) != FLD_SET)
+			/* required: absent or null (FLD_BAD: fld_text listed it already) */
+			int r = fld_text(c, av, "line1", "consumer.address.line1", &k->addr_line1, ORDER_TEXT_MAX);
+			if (r == FLD_ABSENT || r == FLD_NULL)
 				api_field_error(c, "consumer.address.line1", "required", "is required");
 			fld_text(c, av, "line2", "consumer.address.line2", &k->addr_line2, ORDER_TEXT_MAX);
-			if (fld_text(c, av, "city", "consumer.address.city", &k->city, ORDER_TEXT_MAX) != FLD_SET)
+			r = fld_text(c, av, "city", "consumer.address.city", &k->city, ORDER_TEXT_MAX);
+			if (r == FLD_ABSENT || r == FLD_NULL)
 				api_field_error(c, "consumer.address.city", "required", "is required");
-			if (fld_text(c, av, "postal_code", "consumer.address.postal_code", &k->postal_code, 16) != FLD_SET)
+			r = fld_text(c, av, "postal_code", "consumer.address.postal_code", &k->postal_code, 16);
+			if (r == FLD_ABSENT || r == FLD_NULL)
 				api_field_error(c, "consumer.address.postal_code", "required", "1..16 characters");
 			fld_text(c, av, "region", "consumer.address.region", &k->region, ORDER_TEXT_MAX);
 			char cc[3];

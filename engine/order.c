@@ -19,7 +19,9 @@
  *    members (order_stage); every other byte is copied.  So what the
  *    consumer was priced is what stays on the order.
  *  - Legs: a source's units come from its offer's sellable levels, most
- *    ATP first (ORDER_LEVELS_PER_SOURCE at most); allocations of several
+ *    ATP first (ORDER_LEVELS_PER_SOURCE at most -- the same levels capture's
+ *    stock-backed ATP counted, so routing never picks a source whose units
+ *    the legs cannot reach); allocations of several
  *    lines to the same offer and level share one leg (items[] per line).
  *    Fulfiller: the location's owner when it is a Fulfiller partner other
  *    than the stock owner (a 3PL holding the stock), else the stock owner.

@@ -19,7 +19,7 @@
 #include "engine/table.h"
 
 #define ORDER_MAX_LEGS 32           /* fulfilment legs (source x location) per order */
-#define ORDER_LEVELS_PER_SOURCE 4   /* locations one source may be split over */
+#define ORDER_LEVELS_PER_SOURCE QUOTE_LEVELS_PER_SOURCE /* locations one source may be split over (4) */
 #define ORDER_TEXT_MAX 200          /* consumer name, address lines, city */
 #define ORDER_EMAIL_MAX 254
 #define ORDER_REF_MAX 64            /* consumer_id given by the seller */

@@ -203,10 +203,13 @@ static void cand_add(struct quote *s, struct quote_line *ql, const struct offer 
 	ql->offer[i] = o;
 	rc->offer_id = o->row.id;
 	rc->atp = o->qty > 0 ? o->qty : 0;
-	if (s->stock_backed) { /* order capture: only what holds can take */
-		int64_t lv_atp;
-		const struct inv_level *top;
-		inv_offer_sellable(s->sh, o->row.id, &top, 1, &lv_atp);
+	if (s->stock_backed) { /* order capture: only what holds can take, from the
+				* QUOTE_LEVELS_PER_SOURCE levels a source's legs may use */
+		const struct inv_level *top[QUOTE_LEVELS_PER_SOURCE];
+		unsigned nt = inv_offer_sellable(s->sh, o->row.id, top, QUOTE_LEVELS_PER_SOURCE, NULL);
+		int64_t lv_atp = 0;
+		for (unsigned k = 0; k < nt; k++)
+			lv_atp += inv_atp(top[k]);
 		rc->atp = lv_atp < rc->atp ? lv_atp : rc->atp;
 	}
 	rc->is_estate = s->estate && !strcmp(s->estate, o->originator_id);

@@ -14,6 +14,8 @@
 #define QUOTE_MAX_LINES 16      /* lines per quote */
 #define QUOTE_MAX_SOURCES 4     /* allocations (sources) per line: 16 x 4 = PRICE_MAX_LINES */
 #define QUOTE_MAX_CANDIDATES 32 /* sellable offers of one wine routing looks at (by-wine index order) */
+#define QUOTE_LEVELS_PER_SOURCE 4 /* stock locations one source may ship from (order legs); stock-backed
+				    ATP counts only the ones with the most ATP */
 #define QUOTE_PLATFORM_FEE_PPM 50000u /* default --platform-fee-ppm: F_Platform = 5 % of (P_B2B + M) */
 #define QUOTE_RECRUITER_PPM 0u        /* R_Recruiter: no partner recruiter config exists yet */
 

@@ -467,11 +467,10 @@ WM_TEST(order_bounds, levels_per_source_4)
 
 /*
  * ...and 5 locations of 1 unit: an order of 5 is 422 insufficient_stock
- * naming lines[0], nothing held.  This is the bound's behaviour, not a
- * shortage: routing counts the ATP of ALL the offer's sellable levels (5,
- * enough for the line), but build_legs takes units from the 4 with the
- * most ATP only, so the fifth unit cannot be placed.  (No other offer is
- * tried for the rest: the stockist has no stock here anyway.)
+ * naming lines[0], nothing held.  This is the bound's behaviour: capture
+ * counts the ATP of the QUOTE_LEVELS_PER_SOURCE (4) levels with the most
+ * ATP only -- what the source's legs can take -- so routing sees 4 units,
+ * short of 5, and no other offer has stock here.
  */
 WM_TEST(order_bounds, levels_per_source_5_refused)
 {
@@ -484,6 +483,34 @@ WM_TEST(order_bounds, levels_per_source_5_refused)
 	json_decref(b);
 	expect_orders(&x, 0);
 	expect_nothing_held(&x);
+	ow_check_invariants(&x);
+	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
+}
+
+/*
+ * ...and with 1 unit at the stockist too, the same order of 5 is routed as
+ * a split: the estate's 4 reachable units (4 legs) first, then 1 from the
+ * stockist (estate_atp_short) -- the fifth estate location is never used.
+ */
+WM_TEST(order_bounds, levels_per_source_split_to_another_offer)
+{
+	struct oworld x;
+	ow_start(&x, NULL, 1, 1);
+	char lv[5][64];
+	spread_w1(&x, 5, lv);
+	json_t *b = order_body(x.w1, 5);
+	json_t *o = expect_created(&x, b);
+	json_t *src = json_object_get(json_object_get(o, "sourcing"), "source");
+	cr_assert_eq(json_array_size(src), 2, "%s", dump(o));
+	cr_assert_str_eq(tc_jstr(json_object_get(o, "sourcing"), "split_reason"), "estate_atp_short");
+	cr_assert_str_eq(tc_jstr(json_array_get(src, 0), "offer_id"), x.of_est);
+	cr_assert_eq(json_integer_value(json_object_get(json_array_get(src, 0), "qty")), 4);
+	cr_assert_str_eq(tc_jstr(json_array_get(src, 1), "offer_id"), x.of_stk);
+	cr_assert_eq(json_integer_value(json_object_get(json_array_get(src, 1), "qty")), 1);
+	cr_assert_eq(json_array_size(json_object_get(o, "fulfillments")), 5, "4 estate legs + 1 stockist leg");
+	json_decref(o);
+	json_decref(b);
 	ow_check_invariants(&x);
 	wm_stop(&x.p);
 	wm_proc_cleanup(&x.p);

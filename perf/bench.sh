@@ -387,20 +387,22 @@ fi
 # a level with on_hand 100000000; a key minted for the seller.  Then wrk POSTs
 # /v1/orders (1 unit, box_units 12, to DE, one consumer) at each -c.
 #
-# Measured 2026-11-21 on the 2-core dev box (ext4), after the saga steps
-# began splicing their values into the stored order (commit "Orders: saga
-# steps splice ..."), with
+# Measured 2026-11-21 on the 2-core dev box (ext4, nothing else running),
+# with the saga splicing its values into the stored order and the WAL's
+# pre-zeroed spare segment, with
 #   BENCH_SKIP_CATALOGUE=1 BENCH_SKIP_OFFERS=1 BENCH_SKIP_QUOTE=1 BENCH_SKIP_INDEX=1 perf/bench.sh
 # i.e. wrk -t1 -c16|-c64 -d10s --latency -s perf/post_order.lua http://127.0.0.1:PORT -- WINE_ID:
-#   -c16: 5219 orders/s, p50 2.78 ms, p99 14.79 ms; every response 201;
-#         1.43 fsyncs/order (mean fsync 0.101 ms), 8.0 WAL txns/order,
-#         5.58 txns/fsync, 3604 WAL bytes/order (zstd frames)
-#   -c64: 4649 orders/s, p50 13.40 ms, p99 180.67 ms; every response 201;
-#         1.48 fsyncs/order (mean fsync 0.107 ms), 8.0 WAL txns/order,
-#         5.41 txns/fsync, 3682 WAL bytes/order (zstd frames)
-# (before the splice: -c16 3070 orders/s p99 19.73 ms, -c64 3491 orders/s
-# p99 82.14 ms, 2.0-2.35 fsyncs/order).  The -c64 p99 tail is the WAL
-# segment pre-allocation on rotation (a known follow-up).
+#   -c16: 5405-5619 orders/s, p50 2.55-2.72 ms, p99 5.7-6.5 ms; every response 201;
+#         1.30-1.32 fsyncs/order (mean fsync 0.105 ms), 8.0 WAL txns/order,
+#         ~6.1 txns/fsync, ~3350 WAL bytes/order (zstd frames)
+#   -c64: 4379-5893 orders/s, p50 10.4-13.8 ms, p99 18.8-135 ms (run to run:
+#         the slow runs are the later ones on a shard already holding
+#         60-100k orders, ~10 KB of rows and events each); every response
+#         201; 1.2-1.6 fsyncs/order, 5.0-6.6 txns/fsync
+# Before the splice: -c16 3070 orders/s p99 19.7 ms, -c64 3491 orders/s
+# p99 82 ms, 2.0-2.35 fsyncs/order.  Before the spare segment, every
+# rotation wrote 64 MiB of zeros on the commit path (POST /v1/partners p99
+# 86 ms; now 3.5 ms at 45.6k/s).
 # Reading: throughput is bound by the shard's event-loop thread (~97 % of a
 # core, ~190 us CPU per order: capture with the quote engine, 8
 # transactions -- placed, hold, charge, paid, confirmed, sourced, commit buy,
@@ -408,8 +410,8 @@ fi
 # parses again: JSON parsing is ~half the profile), not by the
 # WAL (its thread ~45 %), so -c64 only adds queueing (p50 ~ 64 / rate).  An
 # fsync costs ~0.1 ms on this disk, so the WAL thread syncs whatever is
-# queued at once (~5.5 transactions, most of an order) instead of waiting
-# for a bigger batch: ~1.5 fsyncs per order here; a slower disk batches more orders
+# queued at once (~6 transactions, most of an order) instead of waiting
+# for a bigger batch: ~1.3 fsyncs per order here; a slower disk batches more orders
 # per fsync.  The counts of orders come from wm_table_rows{table="order"}
 # (wrk drops the few in flight at its deadline; the shard still stores them).
 echo

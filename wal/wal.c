@@ -354,6 +354,7 @@ fail:
  * start, preparer behind, or failed) -> the inline path, as before.
  */
 #define WAL_SPARE_NAME "next-segment.spare"
+#define WAL_SPARE_SYNC_STEP ((uint64_t)1 << 20) /* bytes of zeros written back at a time */
 
 /* Make the spare file: zeros, segment_size bytes, synced.  0 or -1. */
 static int spare_make(struct wal *w)
@@ -368,6 +369,12 @@ static int spare_make(struct wal *w)
 			return -1;
 		}
 		off += n;
+		/* write back in small steps: one 64 MiB flush would queue ahead of
+		 * the WAL's own fdatasync on the same disk for its whole duration */
+		if (off % WAL_SPARE_SYNC_STEP == 0 && fdatasync(fd)) {
+			close(fd);
+			return -1;
+		}
 	}
 	int rc = fsync(fd);
 	close(fd);

@@ -755,6 +755,74 @@ WM_TEST(order, fulfil_consumes_stock_and_blocks_cancel)
 	wm_proc_cleanup(&x.p);
 }
 
+/*
+ * A third-party warehouse: a Fulfiller partner owns the location where the
+ * estate's stock sits, so the leg is shipped by the 3PL on behalf of the
+ * source (spec 2.8 roles).  The 3PL takes part in the order: it lists and
+ * reads it with the consumer's name and address but no email, and it alone
+ * (besides the platform) fulfils the leg; the estate, originator of the
+ * source but not its shipper, sees only consumer_id and country.
+ */
+WM_TEST(order, third_party_fulfiller_ships_for_the_source)
+{
+	struct oworld x;
+	ow_start(&x, NULL, 0, 0);
+	char tpl[64], ktpl[128], loc[64], lv[64], body[1024];
+	tc_partner_live(x.port, "Cellar Logistics", "FR", "[\"fulfiller\"]", NULL, tpl);
+	tc_key_for(x.port, tpl, ktpl);
+	json_t *j = tc_expect(x.port, "POST", "/v1/stock-locations", ktpl,
+			      "{\"location_type\":\"BONDED_WAREHOUSE\",\"name\":\"3PL hub\",\"address\":{\"line1\":"
+			      "\"2 quai du Port\",\"city\":\"Lyon\",\"postal_code\":\"69002\",\"country\":\"FR\"}}",
+			      201);
+	snprintf(loc, sizeof(loc), "%s", tc_jstr(j, "id"));
+	json_decref(j);
+	snprintf(body, sizeof(body), "{\"sku\":\"SKU-3PL\",\"offer_id\":\"%s\",\"location_id\":\"%s\",\"on_hand\":10}",
+		 x.of_est, loc);
+	j = tc_expect(x.port, "POST", "/v1/inventory", x.kest, body, 201);
+	snprintf(lv, sizeof(lv), "%s", tc_jstr(j, "id"));
+	json_decref(j);
+
+	json_t *o = order_ok(&x, 3, NULL);
+	char id[64], path[256];
+	snprintf(id, sizeof(id), "%s", tc_jstr(o, "order_id"));
+	cr_assert_eq(json_array_size(json_object_get(o, "fulfillments")), 1, "%s", dump(o));
+	json_t *leg = jat(o, "fulfillments", 0);
+	expect_leg(leg, tpl, loc, lv, 3, "reserved");
+	cr_assert_str_eq(tc_jstr(leg, "originator_id"), x.est, "the source is still the estate's");
+	snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/fulfill", id, tc_jstr(leg, "leg_id"));
+	json_decref(o);
+
+	/* who sees what */
+	cr_assert_eq(list_n(&x, ktpl, "/v1/orders"), 1);
+	cr_assert_eq(list_n(&x, ktpl, "/v1/orders?role=fulfiller"), 1);
+	cr_assert_eq(list_n(&x, ktpl, "/v1/orders?role=originator"), 0);
+	json_t *v = get_order(&x, ktpl, id, NULL, 200);
+	json_t *cons = json_object_get(v, "consumer");
+	cr_assert_str_eq(tc_jstr(cons, "name"), "Erika Mustermann", "%s", dump(v));
+	cr_assert_not_null(json_object_get(cons, "address"), "%s", dump(v));
+	cr_assert_null(json_object_get(cons, "email"), "%s", dump(v));
+	cr_assert_null(json_object_get(v, "idempotency"));
+	json_decref(v);
+	v = get_order(&x, x.kest, id, NULL, 200);
+	cons = json_object_get(v, "consumer");
+	cr_assert_null(json_object_get(cons, "name"), "%s", dump(v));
+	cr_assert_null(json_object_get(cons, "address"), "%s", dump(v));
+	cr_assert_null(json_object_get(cons, "email"), "%s", dump(v));
+	cr_assert_str_eq(tc_jstr(cons, "country"), "DE");
+	json_decref(v);
+
+	/* the estate owns the stock but does not ship this leg; the 3PL does */
+	json_t *e = tc_expect(x.port, "POST", path, x.kest, NULL, 403);
+	cr_assert_str_eq(tc_jstr(e, "code"), "not_leg_fulfiller");
+	json_decref(e);
+	json_t *f = tc_expect(x.port, "POST", path, ktpl, NULL, 200);
+	cr_assert_str_eq(tc_jstr(f, "status"), "fulfilled", "%s", dump(f));
+	json_decref(f);
+	expect_level(&x, lv, 0, 0, 7);
+	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
+}
+
 /* ---- events --------------------------------------------------------------------------- */
 
 /* The saga's events for a successful order, in log order, with payloads. */

@@ -1424,9 +1424,13 @@ static void order_cancel(struct api_ctx *c)
 		api_error(c, 403, "not_order_seller", "only the order's seller or the platform cancels an order");
 		return;
 	}
+	/* a leg counts as fulfilled once its hold is consumed, even if a crash
+	 * came before the leg's own status was written (fulfil again heals it) */
 	int fulfilled_leg = 0;
-	for (unsigned i = 0; i < o->n_legs; i++)
-		fulfilled_leg |= o->legs[i].status == LS_FULFILLED;
+	for (unsigned i = 0; i < o->n_legs; i++) {
+		const struct hold *h = hold_get(c->sh, o->legs[i].hold_id, strlen(o->legs[i].hold_id));
+		fulfilled_leg |= o->legs[i].status == LS_FULFILLED || (h && h->state == HS_CONSUMED);
+	}
 	if (o->status < ORD_PLACED || o->status > ORD_RESERVED || fulfilled_leg) {
 		char d[160];
 		snprintf(d, sizeof(d), "an order in state %s cannot be cancelled (only before fulfilment)",
@@ -1499,10 +1503,14 @@ static void order_fulfil(struct api_ctx *c)
 	}
 	char id[ID_MAX_LEN];
 	snprintf(id, sizeof(id), "%s", o->row.id);
+	/* the hold first: a crash before the leg's status is written leaves a
+	 * consumed hold, which cancel refuses and a repeated fulfil completes
+	 * (hold_consume is idempotent) */
 	if (hold_consume(c->sh, l->hold_id) != HOLD_OK) {
 		api_error(c, 500, "commit_failed", "the reservation could not be consumed");
 		return;
 	}
+	saga_crash_point(c->sh, "order_crash_after_consume");
 	o = order_get(c->sh, id, strlen(id));
 	uint8_t st[ORDER_MAX_LEGS];
 	int all = 1;

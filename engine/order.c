@@ -10,14 +10,20 @@
  *    quote.  A body may carry the quote it accepts ("quote": {"total"}); a
  *    different total at capture is a 409 quote_changed naming both, so a
  *    consumer is never charged a price they did not see.
- *  - The order document is written ONCE at capture with everything the
+ *  - The order's body is written ONCE at capture with everything the
  *    spec's order object holds (lines bound to offers with p2b and
  *    unit_price_net, sourcing with every candidate and the rule that ruled
  *    it out, one fulfilment leg per source x location with its fulfiller
- *    and hold id, the financial breakdown and settlement split).  Later
- *    steps rewrite only status, leg statuses, payment, failure and saga
- *    members (order_stage); every other byte is copied.  So what the
- *    consumer was priced is what stays on the order.
+ *    and hold id, the financial breakdown and settlement split) and is
+ *    never rewritten: what the consumer was priced is what stays on the
+ *    order.  What changes -- status, leg statuses, payment state and
+ *    charge id, failure, saga, updated_at -- is a small row of its own
+ *    (REC_T_ORDER_STATE, engine/order_state.c) that each step replaces
+ *    (order_stage), built from typed values: a step neither copies nor
+ *    parses the ~5 KB body, where rewriting and re-parsing the whole
+ *    document five times per order used to be ~40 % of the event loop.
+ *    Reads assemble the document from both (order_doc): the same bytes,
+ *    member for member, as when it was one document.
  *  - Legs: a source's units come from its offer's sellable levels, most
  *    ATP first (ORDER_LEVELS_PER_SOURCE at most -- the same levels capture's
  *    stock-backed ATP counted, so routing never picks a source whose units
@@ -83,14 +89,11 @@ const char *const order_failure_codes[] = {
 	[ORDER_N_FAILURE] = NULL,
 };
 
-#define ORDER_TS_MAX 32
-
 /* ---- table -------------------------------------------------------------------------- */
 
 struct order_ext {
 	struct hidx by_idem;      /* XXH3-128(entity NUL key) -> order */
 	struct oidx by_party;     /* participant NUL order id */
-	struct oidx pending;      /* orders not at rest (saga_recover's work list) */
 };
 
 static struct order_ext *ext(const struct table *t) { return t->ext; }
@@ -108,7 +111,6 @@ static int order_init(struct table *t)
 		return -1;
 	hidx_init(&e->by_idem);
 	oidx_init(&e->by_party);
-	oidx_init(&e->pending);
 	t->ext = e;
 	return 0;
 }
@@ -120,17 +122,8 @@ static void order_fini(struct table *t)
 		return;
 	hidx_free(&e->by_idem);
 	oidx_free(&e->by_party);
-	oidx_free(&e->pending);
 	free(e);
 	t->ext = NULL;
-}
-
-static int enum_of(const char *const *names, const char *s)
-{
-	for (int i = 0; names[i]; i++)
-		if (!strcmp(names[i], s))
-			return i;
-	return -1;
 }
 
 static void idem_digest(const char *entity, const char *key, size_t key_len, char out[16])
@@ -145,38 +138,45 @@ static void idem_digest(const char *entity, const char *key, size_t key_len, cha
 	memcpy(out, c.digest, 16);
 }
 
+/* A leg of the body (its status is the state's).  0 or -1. */
 static int decode_leg(const struct json_value *v, struct order_leg *l)
 {
-	char st[16];
 	int64_t q;
 	const struct json_value *qv = json_get(v, "qty");
-	if (v->type != JSON_OBJECT || fld_doc_str(v, "leg_id", l->leg_id, sizeof(l->leg_id)) ||
+	if (v->type != JSON_OBJECT || json_get(v, "status") || fld_doc_str(v, "leg_id", l->leg_id, sizeof(l->leg_id)) ||
 	    fld_doc_str(v, "hold_id", l->hold_id, sizeof(l->hold_id)) ||
 	    fld_doc_str(v, "level_id", l->level_id, sizeof(l->level_id)) ||
 	    fld_doc_str(v, "offer_id", l->offer_id, sizeof(l->offer_id)) ||
 	    fld_doc_str(v, "originator_id", l->originator_id, sizeof(l->originator_id)) ||
 	    fld_doc_str(v, "fulfiller_id", l->fulfiller_id, sizeof(l->fulfiller_id)) ||
-	    fld_doc_str(v, "location_id", l->location_id, sizeof(l->location_id)) ||
-	    fld_doc_str(v, "status", st, sizeof(st)) || !qv || json_to_int64(qv, &q) || q < 1 || q > INV_QTY_MAX)
+	    fld_doc_str(v, "location_id", l->location_id, sizeof(l->location_id)) || !qv || json_to_int64(qv, &q) ||
+	    q < 1 || q > INV_QTY_MAX || !l->hold_id[0] || !l->level_id[0])
 		return -1;
-	int s = enum_of(leg_status_names, st);
-	if (s < 0 || !l->hold_id[0] || !l->level_id[0])
-		return -1;
-	l->status = (uint8_t)s;
 	l->qty = q;
 	return 0;
 }
 
+/* True if doc carries a member of the state row: not a body (a document
+ * written before the split, or a hostile one order_doc would duplicate keys in). */
+static int has_state_members(const struct json_value *doc)
+{
+	static const char *const top[] = {"status", "failure", "saga", "updated_at", NULL};
+	for (unsigned i = 0; top[i]; i++)
+		if (json_get(doc, top[i]))
+			return 1;
+	const struct json_value *p = json_get(doc, "payment");
+	return p && (json_get(p, "state") || json_get(p, "charge_id"));
+}
+
+/* Fill the body's typed fields (its state is another row). */
 static int order_decode(struct table *t, struct row *r, const struct json_value *doc)
 {
 	(void)t;
 	struct order_full *f = (struct order_full *)r;
 	struct order *o = &f->o;
-	char st[16], buf[64];
-	int status = fld_doc_str(doc, "status", st, sizeof(st)) ? -1 : enum_of(order_status_names, st);
-	if (status < 0)
+	char buf[64];
+	if (doc->type != JSON_OBJECT || has_state_members(doc))
 		return -1;
-	o->status = (uint8_t)status;
 	if (fld_doc_str(doc, "destination_country", o->dest, sizeof(o->dest)) ||
 	    fld_doc_str(doc, "currency", o->currency, sizeof(o->currency)) ||
 	    fld_doc_str(doc, "created_at", o->created_at, sizeof(o->created_at)))
@@ -189,17 +189,9 @@ static int order_decode(struct table *t, struct row *r, const struct json_value 
 	if (!v || minor < 0 || json_to_fixed(v, (unsigned)minor, &o->total_minor))
 		return -1;
 	v = json_get(doc, "payment");
-	if (!v || fld_doc_str(v, "method", buf, sizeof(buf)) || enum_of(pay_method_names, buf) < 0)
+	if (!v || fld_doc_str(v, "method", buf, sizeof(buf)) || order_name_index(pay_method_names, buf) < 0)
 		return -1;
-	o->pay_method = (uint8_t)enum_of(pay_method_names, buf);
-	v = json_get(doc, "saga");
-	o->compensated = v && json_get(v, "compensated") && json_get(v, "compensated")->type == JSON_TRUE;
-	v = json_get(doc, "failure");
-	o->failure = OF_NONE;
-	if (v && v->type == JSON_OBJECT && !fld_doc_str(v, "code", buf, sizeof(buf))) {
-		int fc = enum_of(order_failure_codes + 1, buf);
-		o->failure = (uint8_t)(fc < 0 ? OF_STORE : fc + 1);
-	}
+	o->pay_method = (uint8_t)order_name_index(pay_method_names, buf);
 	v = json_get(doc, "idempotency");
 	o->idem_key[0] = o->idem_entity[0] = 0;
 	if (v && v->type == JSON_OBJECT) {
@@ -234,14 +226,6 @@ static void order_release(struct row *r)
 	o->legs = NULL;
 }
 
-/* At rest: nothing for the saga to do after a restart. */
-static int at_rest(const struct order *o)
-{
-	if (o->status == ORD_FAILED || o->status == ORD_CANCELLED)
-		return o->compensated;
-	return o->status >= ORD_RESERVED;
-}
-
 /* The distinct participants of an order (seller, originators, fulfillers). */
 static unsigned parties(const struct order *o, const char **out, unsigned max)
 {
@@ -274,6 +258,7 @@ static uint32_t party_key(uint8_t *k, const char *party, const struct row *r)
 
 _Static_assert(2 * ID_MAX_LEN <= IDX_MAX_KEY, "participant keys fit an index key");
 
+/* Index the body by idempotency key and by participant (the pending index is the state's). */
 static int order_index_add(struct table *t, struct row *r)
 {
 	struct order_full *f = (struct order_full *)r;
@@ -286,11 +271,10 @@ static int order_index_add(struct table *t, struct row *r)
 	for (unsigned i = 0; i < np; i++)
 		if (oidx_set(&e->by_party, k, party_key(k, p[i], r), r))
 			return -1;
-	if (!at_rest(&f->o) && oidx_set(&e->pending, r->id, r->id_len, r))
-		return -1;
 	return 0;
 }
 
+/* Remove the body's index entries (those that still point at this version). */
 static void order_index_del(struct table *t, struct row *r)
 {
 	struct order_full *f = (struct order_full *)r;
@@ -305,8 +289,6 @@ static void order_index_del(struct table *t, struct row *r)
 		if (oidx_get(&e->by_party, k, kl) == r)
 			oidx_del(&e->by_party, k, kl);
 	}
-	if (oidx_get(&e->pending, r->id, r->id_len) == r)
-		oidx_del(&e->pending, r->id, r->id_len);
 }
 
 const struct table_ops order_table_ops = {
@@ -321,39 +303,22 @@ const struct table_ops order_table_ops = {
 	.fini = order_fini,
 };
 
+/* The body, when the order exists (body and state agree). */
 const struct order *order_get(struct shard *sh, const char *id, size_t len)
 {
-	return (const struct order *)table_get(&sh->tables[REC_T_ORDER], id, len);
+	return order_state_get(sh, id, len) ? (const struct order *)table_get(&sh->tables[REC_T_ORDER], id, len) : NULL;
 }
 
+/* The body found by the idempotency index, when its order exists. */
 const struct order *order_by_idem(struct shard *sh, const char *entity, const char *key, size_t key_len)
 {
 	char d[16];
 	idem_digest(entity, key, key_len, d);
 	const struct order_full *f = hidx_get(&ext(&sh->tables[REC_T_ORDER])->by_idem, d, 16);
 	if (!f || strcmp(f->o.idem_entity, entity) || strlen(f->o.idem_key) != key_len ||
-	    memcmp(f->o.idem_key, key, key_len))
+	    memcmp(f->o.idem_key, key, key_len) || !order_state_get(sh, f->o.row.id, f->o.row.id_len))
 		return NULL;
 	return &f->o;
-}
-
-int order_pending_next(struct shard *sh, const char *after, char *out)
-{
-	struct oidx_iter it;
-	size_t al = strlen(after);
-	for (int ok = oidx_seek_ge(&ext(&sh->tables[REC_T_ORDER])->pending, after, (uint32_t)al, &it); ok;
-	     ok = oidx_next(&it)) {
-		uint32_t kl;
-		const char *k = oidx_iter_key(&it, &kl);
-		if (kl == al && !memcmp(k, after, al))
-			continue;
-		if (kl >= ID_MAX_LEN)
-			return 0;
-		memcpy(out, k, kl);
-		out[kl] = 0;
-		return 1;
-	}
-	return 0;
 }
 
 int order_involves(const struct order *o, const char *partner_id)
@@ -366,62 +331,7 @@ int order_involves(const struct order *o, const char *partner_id)
 	return 0;
 }
 
-/* ---- rewriting a stored document ------------------------------------------------------ */
-
-static void write_leg_patched(struct jw *w, const struct json_value *leg, uint8_t status)
-{
-	jw_obj_begin(w);
-	for (uint32_t i = 0; i < leg->len; i++) {
-		const struct json_member *m = &leg->u.members[i];
-		jw_keyn(w, m->key, m->key_len);
-		if (!strcmp(m->key, "status"))
-			jw_str(w, leg_status_names[status]);
-		else
-			jw_value(w, &m->value);
-	}
-	jw_obj_end(w);
-}
-
-static void write_member_patched(struct jw *w, const struct json_member *m, const struct order_patch *p,
-				 const char *now)
-{
-	const char *k = m->key;
-	if (!strcmp(k, "status") && p->status >= 0) {
-		jw_str(w, order_status_names[p->status]);
-	} else if (!strcmp(k, "updated_at")) {
-		jw_str(w, now);
-	} else if (!strcmp(k, "fulfillments") && p->leg_status && m->value.type == JSON_ARRAY) {
-		jw_arr_begin(w);
-		for (uint32_t i = 0; i < m->value.len; i++)
-			write_leg_patched(w, &m->value.u.items[i], p->leg_status[i]);
-		jw_arr_end(w);
-	} else if (!strcmp(k, "failure") && p->failure) {
-		jw_obj_begin(w);
-		jw_kstr(w, "code", order_failure_codes[p->failure]);
-		jw_kstr(w, "detail", p->failure_detail ? p->failure_detail : "");
-		jw_kstr(w, "at", now);
-		jw_obj_end(w);
-	} else if (!strcmp(k, "saga") && p->compensated >= 0) {
-		jw_obj_begin(w);
-		jw_kbool(w, "compensated", p->compensated);
-		jw_obj_end(w);
-	} else if (!strcmp(k, "payment") && p->pay_state && m->value.type == JSON_OBJECT) {
-		jw_obj_begin(w);
-		for (uint32_t i = 0; i < m->value.len; i++) {
-			const struct json_member *x = &m->value.u.members[i];
-			jw_keyn(w, x->key, x->key_len);
-			if (!strcmp(x->key, "state"))
-				jw_str(w, p->pay_state);
-			else if (!strcmp(x->key, "charge_id") && p->charge_id && p->charge_id[0])
-				jw_str(w, p->charge_id);
-			else
-				jw_value(w, &x->value);
-		}
-		jw_obj_end(w);
-	} else {
-		jw_value(w, &m->value);
-	}
-}
+/* ---- staging a step ------------------------------------------------------------------------ */
 
 /* Stage an order event: a summary, not the whole order (the order is one
  * GET away, and five events per order must not copy it five times). */
@@ -456,195 +366,44 @@ static int stage_event(struct shard *sh, const char *type, const char *order_id,
 	return rc;
 }
 
-/* The generic rewrite: parse the stored document, write every member again
- * with the patched ones replaced.  Used when the splice below cannot find
- * its anchors (a document this build did not write). */
-static int rewrite_parsed(const struct order *o, const struct order_patch *p, const char *now, struct buf *out)
+/* Stage the state row of order id (its canonical document from v).  0 or -1. */
+static int stage_state_row(struct shard *sh, const char *id, size_t id_len, const struct order_state_v *v)
 {
-	struct json_doc *d = json_parse(o->row.doc, o->row.doc_len, NULL, NULL);
-	if (!d)
-		return -1;
-	const struct json_value *root = json_root(d);
-	struct jw w;
-	jw_init(&w, out);
-	jw_obj_begin(&w);
-	for (uint32_t i = 0; i < root->len; i++) {
-		jw_keyn(&w, root->u.members[i].key, root->u.members[i].key_len);
-		write_member_patched(&w, &root->u.members[i], p, now);
-	}
-	jw_obj_end(&w);
-	json_doc_free(d);
-	return w.err ? -1 : 0;
-}
-
-/*
- * The fast rewrite: splice the new values into the stored bytes.  The
- * document was written by write_order_doc() (canonical, no blanks), and in
- * canonical JSON a quote preceded by ',' or '{' is always structural (a
- * quote inside a string is escaped), so anchors such as ,"payment":{ can
- * only match the member itself.  Spans are found in document order; any
- * anchor missing -> -1 and the caller falls back to rewrite_parsed().
- * Patching an order this way costs a copy, not a parse and a re-escape of
- * ~5 KB (the saga rewrites each order five times).
- */
-struct splice {
-	size_t from, to;        /* replace doc[from, to) */
-	const char *with;
-	size_t with_len;
-};
-
-#define ORDER_MAX_SPLICES (ORDER_MAX_LEGS + 8)
-
-/* Offset just after `anchor` at or after *pos, or -1. */
-static long anchor_after(const struct order *o, size_t pos, const char *anchor)
-{
-	const char *d = o->row.doc;
-	size_t al = strlen(anchor);
-	const char *hit = pos <= o->row.doc_len ? memmem(d + pos, o->row.doc_len - pos, anchor, al) : NULL;
-	return hit ? (long)(hit - d + (long)al) : -1;
-}
-
-/* End of a scalar value starting at v: a string "...", null, true or false. */
-static long scalar_end(const struct order *o, long v)
-{
-	const char *d = o->row.doc;
-	size_t n = o->row.doc_len;
-	if (v < 0 || (size_t)v >= n)
-		return -1;
-	if (d[v] == '"') {
-		for (size_t i = (size_t)v + 1; i < n; i++) {
-			if (d[i] == '\\')
-				i++;
-			else if (d[i] == '"')
-				return (long)i + 1;
-		}
-		return -1;
-	}
-	size_t i = (size_t)v;
-	while (i < n && d[i] >= 'a' && d[i] <= 'z')
-		i++;
-	return i > (size_t)v ? (long)i : -1;
-}
-
-static int add_splice(struct splice *sp, unsigned *n, long from, long to, const char *with, size_t with_len)
-{
-	if (from < 0 || to < from || *n == ORDER_MAX_SPLICES || (*n && (long)sp[*n - 1].to > from))
-		return -1;
-	sp[(*n)++] = (struct splice){(size_t)from, (size_t)to, with, with_len};
-	return 0;
-}
-
-static int rewrite_spliced(const struct order *o, const struct order_patch *p, const char *now, struct buf *out)
-{
-	struct splice sp[ORDER_MAX_SPLICES];
-	unsigned n = 0;
-	char q_status[24], q_now[ORDER_TS_MAX + 2], q_pay[24], q_charge[ID_MAX_LEN + 2], q_saga[8], failure[512];
-	char q_leg[ORDER_MAX_LEGS][24];
-	long v, e;
-	if (p->status >= 0) {
-		snprintf(q_status, sizeof(q_status), "\"%s\"", order_status_names[p->status]);
-		v = anchor_after(o, 0, ",\"status\":");
-		if ((e = scalar_end(o, v)) < 0 || add_splice(sp, &n, v, e, q_status, strlen(q_status)))
-			return -1;
-	}
-	size_t pos = n ? sp[n - 1].to : 0;
-	for (unsigned i = 0; p->leg_status && i < o->n_legs; i++) {
-		char a[96];
-		snprintf(a, sizeof(a), "{\"leg_id\":\"%s\",\"status\":", o->legs[i].leg_id);
-		snprintf(q_leg[i], sizeof(q_leg[i]), "\"%s\"", leg_status_names[p->leg_status[i]]);
-		v = anchor_after(o, pos, a);
-		if ((e = scalar_end(o, v)) < 0 || add_splice(sp, &n, v, e, q_leg[i], strlen(q_leg[i])))
-			return -1;
-		pos = (size_t)e;
-	}
-	if (p->pay_state) {
-		long pay = anchor_after(o, pos, ",\"payment\":{");
-		snprintf(q_pay, sizeof(q_pay), "\"%s\"", p->pay_state);
-		v = pay < 0 ? -1 : anchor_after(o, (size_t)pay, ",\"state\":");
-		if ((e = scalar_end(o, v)) < 0 || add_splice(sp, &n, v, e, q_pay, strlen(q_pay)))
-			return -1;
-		if (p->charge_id && p->charge_id[0]) {
-			snprintf(q_charge, sizeof(q_charge), "\"%s\"", p->charge_id);
-			v = anchor_after(o, (size_t)e, ",\"charge_id\":");
-			if ((e = scalar_end(o, v)) < 0 || add_splice(sp, &n, v, e, q_charge, strlen(q_charge)))
-				return -1;
-		}
-		pos = (size_t)e;
-	}
-	if (p->failure) {
-		int fl = snprintf(failure, sizeof(failure), "{\"code\":\"%s\",\"detail\":", order_failure_codes[p->failure]);
-		struct buf esc;
-		buf_init(&esc, sizeof(failure));
-		if (jw_escape(&esc, p->failure_detail ? p->failure_detail : "",
-			      strlen(p->failure_detail ? p->failure_detail : "")) ||
-		    fl < 0 || (size_t)fl + esc.len + 64 > sizeof(failure)) {
-			buf_free(&esc);
-			return -1;
-		}
-		memcpy(failure + fl, esc.data, esc.len);
-		fl += (int)esc.len;
-		buf_free(&esc);
-		fl += snprintf(failure + fl, sizeof(failure) - (size_t)fl, ",\"at\":\"%s\"}", now);
-		v = anchor_after(o, pos, ",\"failure\":");
-		if (v < 0 || strncmp(o->row.doc + v, "null", 4))
-			return -1; /* a failure is recorded once */
-		if (add_splice(sp, &n, v, v + 4, failure, (size_t)fl))
-			return -1;
-		pos = (size_t)v + 4;
-	}
-	if (p->compensated >= 0) {
-		snprintf(q_saga, sizeof(q_saga), "%s", p->compensated ? "true" : "false");
-		v = anchor_after(o, pos, ",\"saga\":{\"compensated\":");
-		if ((e = scalar_end(o, v)) < 0 || add_splice(sp, &n, v, e, q_saga, strlen(q_saga)))
-			return -1;
-		pos = (size_t)e;
-	}
-	snprintf(q_now, sizeof(q_now), "\"%s\"", now);
-	v = anchor_after(o, pos, ",\"updated_at\":");
-	if ((e = scalar_end(o, v)) < 0 || add_splice(sp, &n, v, e, q_now, strlen(q_now)))
-		return -1;
-	size_t at = 0;
-	for (unsigned i = 0; i < n; i++) {
-		if (buf_append(out, o->row.doc + at, sp[i].from - at) || buf_append(out, sp[i].with, sp[i].with_len))
-			return -1;
-		at = sp[i].to;
-	}
-	return buf_append(out, o->row.doc + at, o->row.doc_len - at);
-}
-
-int order_stage(struct shard *sh, const struct order *o, const struct order_patch *p)
-{
-	char now[ORDER_TS_MAX];
-	fmt_rfc3339_ms(now, wall_ms());
 	struct buf doc;
 	buf_init(&doc, REC_MAX_VAL);
-	int rc = rewrite_spliced(o, p, now, &doc);
-#ifdef WM_TESTING
-	/* test builds: the splice must write exactly what the generic rewrite writes */
-	if (!rc) {
-		struct buf chk;
-		buf_init(&chk, REC_MAX_VAL);
-		int same = !rewrite_parsed(o, p, now, &chk) && chk.len == doc.len && !memcmp(chk.data, doc.data, doc.len);
-		buf_free(&chk);
-		if (!same) {
-			log_error("msg=\"order splice differs from the parsed rewrite\" order=%s", o->row.id);
-			abort();
-		}
-	}
-#endif
-	if (rc) {
-		log_warn("msg=\"order document rewritten the slow way (anchors not found)\" order=%s", o->row.id);
-		buf_reset(&doc);
-		rc = rewrite_parsed(o, p, now, &doc);
-	}
-	int status = p->status >= 0 ? p->status : o->status;
-	if (!rc)
-		rc = txn_put(sh, REC_T_ORDER, o->row.id, o->row.id_len, doc.data, doc.len) ? -1 : 0;
-	if (!rc && p->event)
-		rc = stage_event(sh, p->event, o->row.id, status, o->seller_id, o->dest, o->total_minor, o->currency,
-				 p->failure, p->event_extra);
+	struct jw w;
+	jw_init(&w, &doc);
+	order_state_write(&w, v);
+	int rc = w.err || txn_put(sh, REC_T_ORDER_STATE, id, id_len, doc.data, doc.len) ? -1 : 0;
 	buf_free(&doc);
 	return rc;
+}
+
+/* Stage the order's new state v and the step's event (when event).  0 or -1. */
+static int stage_state(struct shard *sh, const struct order *o, const struct order_state_v *v, const char *event,
+		       int failure, const char *extra)
+{
+	if (stage_state_row(sh, o->row.id, o->row.id_len, v))
+		return -1;
+	if (!event)
+		return 0;
+	return stage_event(sh, event, o->row.id, v->status, o->seller_id, o->dest, o->total_minor, o->currency,
+			   failure, extra);
+}
+
+/* Build the new state from the current one and the patch: no parse, no copy of the body. */
+int order_stage(struct shard *sh, const struct order *o, const struct order_patch *p)
+{
+	const struct order_state *s = order_state_get(sh, o->row.id, o->row.id_len);
+	char now[ORDER_TS_MAX];
+	fmt_rfc3339_ms(now, wall_ms());
+	struct order_state_v v;
+	if (!s)
+		return -1;
+	v = s->v;
+	if (order_state_apply(&v, p, now))
+		return -1;
+	return stage_state(sh, o, &v, p->event, p->failure, p->event_extra);
 }
 
 /* ---- capture: building the order document ---------------------------------------------- */
@@ -903,8 +662,7 @@ static void write_legs(struct jw *w, const struct capture *k)
 		char id[64];
 		jw_obj_begin(w);
 		snprintf(id, sizeof(id), "%s.L%u", k->order_id, g + 1);
-		jw_kstr(w, "leg_id", id);
-		jw_kstr(w, "status", leg_status_names[LS_PENDING]);
+		jw_kstr(w, "leg_id", id); /* the leg's status goes here (order_doc) */
 		snprintf(id, sizeof(id), "%s.H%u", k->order_id, g + 1);
 		jw_kstr(w, "hold_id", id);
 		jw_kstr(w, "offer_id", l->offer->row.id);
@@ -935,13 +693,19 @@ static void write_legs(struct jw *w, const struct capture *k)
 	jw_arr_end(w);
 }
 
+/*
+ * The order's body: the order document minus its state's members, whose
+ * places order_doc() knows (status after id, each leg's status after its
+ * leg_id, payment state and charge_id before amount, failure and saga
+ * before idempotency, updated_at last).  Canonical JSON, so those places
+ * are found by anchors (see engine/order_state.c).
+ */
 static void write_order_doc(struct jw *w, const struct capture *k, const char *entity)
 {
 	const struct quote *q = k->q;
 	jw_obj_begin(w);
 	jw_kstr(w, "order_id", k->order_id);
 	jw_kstr(w, "id", k->order_id);
-	jw_kstr(w, "status", order_status_names[ORD_PLACED]);
 	jw_kstr(w, "channel", order_channel_names[k->channel]);
 	jw_key(w, "consumer");
 	write_consumer(w, k);
@@ -970,15 +734,8 @@ static void write_order_doc(struct jw *w, const struct capture *k, const char *e
 	jw_obj_begin(w);
 	jw_kstr(w, "provider", "sandbox");
 	jw_kstr(w, "method", pay_method_names[k->pay_method]);
-	jw_kstr(w, "state", "pending");
-	jw_knull(w, "charge_id");
 	quote_write_money(w, "amount", q->all.total, q->all.minor);
 	jw_kstr(w, "currency", q->all.currency);
-	jw_obj_end(w);
-	jw_knull(w, "failure");
-	jw_key(w, "saga");
-	jw_obj_begin(w);
-	jw_kbool(w, "compensated", 0);
 	jw_obj_end(w);
 	if (k->idem_key) {
 		char hx[33];
@@ -994,7 +751,6 @@ static void write_order_doc(struct jw *w, const struct capture *k, const char *e
 		jw_knull(w, "idempotency");
 	}
 	jw_kstr(w, "created_at", k->now);
-	jw_kstr(w, "updated_at", k->now);
 	jw_obj_end(w);
 }
 
@@ -1123,25 +879,10 @@ static void write_consumer_view(struct jw *w, const struct json_value *cv, enum 
 	jw_obj_end(w);
 }
 
-/*
- * Write the order as the caller may see it: the stored document for the
- * seller and the platform; for other participants the same minus the
- * consumer's contact details and the seller's idempotency record.  member:
- * NULL for the whole order, else just that member's value.
- */
-static void write_view(struct api_ctx *c, struct jw *w, const struct order *o, const char *member)
+/* A member of the order's document (or null), or the document for a
+ * participant: minus the consumer's contact details and the idempotency record. */
+static void write_filtered(struct jw *w, const struct json_value *root, enum order_view v, const char *member)
 {
-	enum order_view v = view_of(c, o);
-	if (v == OV_FULL && !member) {
-		jw_raw(w, o->row.doc, o->row.doc_len);
-		return;
-	}
-	struct json_doc *d = json_parse(o->row.doc, o->row.doc_len, NULL, NULL);
-	if (!d) {
-		w->err = 1;
-		return;
-	}
-	const struct json_value *root = json_root(d);
 	if (member) {
 		const struct json_value *x = json_get(root, member);
 		if (x)
@@ -1162,7 +903,37 @@ static void write_view(struct api_ctx *c, struct jw *w, const struct order *o, c
 		}
 		jw_obj_end(w);
 	}
+}
+
+/*
+ * Write the order as the caller may see it: its document (body and state,
+ * order_doc) for the seller and the platform; for other participants the
+ * same minus the consumer's contact details and the seller's idempotency
+ * record.  member: NULL for the whole order, else just that member's value.
+ */
+static void write_view(struct api_ctx *c, struct jw *w, const struct order *o, const char *member)
+{
+	enum order_view v = view_of(c, o);
+	const struct order_state *s = order_state_get(c->sh, o->row.id, o->row.id_len);
+	struct buf doc;
+	buf_init(&doc, REC_MAX_VAL);
+	struct json_doc *d = NULL;
+	if (!s || order_doc(o, s, &doc))
+		w->err = 1;
+	else if (v == OV_FULL && !member)
+		jw_raw(w, doc.data, doc.len);
+	else if (!(d = json_parse(doc.data, doc.len, NULL, NULL)))
+		w->err = 1;
+	else
+		write_filtered(w, json_root(d), v, member);
 	json_doc_free(d);
+	buf_free(&doc);
+}
+
+/* The order's current values (o from order_get: its state exists). */
+static const struct order_state_v *cur(struct shard *sh, const struct order *o)
+{
+	return &order_state_get(sh, o->row.id, o->row.id_len)->v;
 }
 
 /* The answer to a create (first time or replayed): the order, or why it failed. */
@@ -1183,19 +954,20 @@ static void answer_create(struct api_ctx *c, const struct order *o, int replay)
 	if (replay)
 		buf_puts(&c->rs->headers, "Idempotent-Replayed: true\r\n");
 	buf_printf(&c->rs->headers, "Location: /v1/orders/%s\r\n", o->row.id);
-	if (o->status != ORD_FAILED) {
+	const struct order_state_v *st = cur(c->sh, o);
+	if (st->status != ORD_FAILED) {
 		c->rs->status = 201;
 		write_view(c, &c->w, o, NULL);
 		return;
 	}
 	unsigned i = 0;
-	while (i + 1 < sizeof(fail_http) / sizeof(fail_http[0]) && fail_http[i].failure != o->failure)
+	while (i + 1 < sizeof(fail_http) / sizeof(fail_http[0]) && fail_http[i].failure != st->failure)
 		i++;
 	buf_reset(&c->rs->body);
 	jw_init(&c->w, &c->rs->body);
 	c->rs->status = fail_http[i].status;
 	c->rs->content_type = PROBLEM_CONTENT_TYPE;
-	problem_begin(&c->w, fail_http[i].status, order_failure_codes[o->failure], fail_http[i].title,
+	problem_begin(&c->w, fail_http[i].status, order_failure_codes[st->failure], fail_http[i].title,
 		      "the order failed; every hold was released and any charge refunded (see order.failure)");
 	jw_kstr(&c->w, "order_id", o->row.id);
 	jw_key(&c->w, "order");
@@ -1251,8 +1023,11 @@ static void order_create(struct api_ctx *c)
 	struct jw w;
 	jw_init(&w, &doc);
 	write_order_doc(&w, k, c->who.entity_id);
-	txn_begin(c->sh);
+	struct order_state_v st;
+	order_state_initial(&st, k->n_legs, k->now);
+	txn_begin(c->sh); /* T0: the body, the state, order.placed */
 	int bad = w.err || txn_put(c->sh, REC_T_ORDER, k->order_id, strlen(k->order_id), doc.data, doc.len) ||
+		  stage_state_row(c->sh, k->order_id, strlen(k->order_id), &st) ||
 		  stage_event(c->sh, "order.placed", k->order_id, ORD_PLACED, k->q->seller, k->q->dest, k->q->all.total,
 			      k->q->all.currency, OF_NONE, NULL) ||
 		  !txn_commit(c->sh);
@@ -1315,7 +1090,7 @@ static void order_fulfillments(struct api_ctx *c)
 	c->rs->status = 200;
 	jw_obj_begin(&c->w);
 	jw_kstr(&c->w, "order_id", o->row.id);
-	jw_kstr(&c->w, "status", order_status_names[o->status]);
+	jw_kstr(&c->w, "status", order_status_names[cur(c->sh, o)->status]);
 	jw_key(&c->w, "data");
 	write_view(c, &c->w, o, "fulfillments");
 	jw_obj_end(&c->w);
@@ -1342,10 +1117,12 @@ static int has_role(const struct order *o, const char *who, int role)
 
 static int list_filter(struct api_ctx *c, const struct row *r, void *arg)
 {
-	(void)c;
 	const struct list_q *q = arg;
 	const struct order *o = (const struct order *)r;
-	if (q->status >= 0 && o->status != q->status)
+	const struct order_state *s = order_state_get(c->sh, r->id, r->id_len);
+	if (!s) /* a body without its state is no order */
+		return 0;
+	if (q->status >= 0 && s->v.status != q->status)
 		return 0;
 	if (q->partner[0] && !order_involves(o, q->partner))
 		return 0;
@@ -1424,31 +1201,32 @@ static void order_cancel(struct api_ctx *c)
 		api_error(c, 403, "not_order_seller", "only the order's seller or the platform cancels an order");
 		return;
 	}
+	const struct order_state_v *sv = cur(c->sh, o);
 	/* a leg counts as fulfilled once its hold is consumed, even if a crash
 	 * came before the leg's own status was written (fulfil again heals it) */
 	int fulfilled_leg = 0;
 	for (unsigned i = 0; i < o->n_legs; i++) {
 		const struct hold *h = hold_get(c->sh, o->legs[i].hold_id, strlen(o->legs[i].hold_id));
-		fulfilled_leg |= o->legs[i].status == LS_FULFILLED || (h && h->state == HS_CONSUMED);
+		fulfilled_leg |= sv->leg_status[i] == LS_FULFILLED || (h && h->state == HS_CONSUMED);
 	}
-	if (o->status < ORD_PLACED || o->status > ORD_RESERVED || fulfilled_leg) {
+	if (sv->status < ORD_PLACED || sv->status > ORD_RESERVED || fulfilled_leg) {
 		char d[160];
 		snprintf(d, sizeof(d), "an order in state %s cannot be cancelled (only before fulfilment)",
-			 fulfilled_leg && o->status == ORD_RESERVED ? "reserved with a fulfilled leg"
-								   : order_status_names[o->status]);
+			 fulfilled_leg && sv->status == ORD_RESERVED ? "reserved with a fulfilled leg"
+								   : order_status_names[sv->status]);
 		buf_reset(&c->rs->body);
 		jw_init(&c->w, &c->rs->body);
 		c->rs->status = 409;
 		c->rs->content_type = PROBLEM_CONTENT_TYPE;
 		problem_begin(&c->w, 409, "invalid_order_state", "Conflict", d);
-		jw_kstr(&c->w, "current_status", order_status_names[o->status]);
+		jw_kstr(&c->w, "current_status", order_status_names[sv->status]);
 		problem_end(&c->w);
 		return;
 	}
 	char id[ID_MAX_LEN];
 	snprintf(id, sizeof(id), "%s", o->row.id);
 	char extra[96];
-	snprintf(extra, sizeof(extra), "{\"from_status\":\"%s\",\"cancelled_by\":\"%s\"}", order_status_names[o->status],
+	snprintf(extra, sizeof(extra), "{\"from_status\":\"%s\",\"cancelled_by\":\"%s\"}", order_status_names[sv->status],
 		 c->who.is_platform ? "platform" : "seller");
 	struct order_patch p = {.status = ORD_CANCELLED, .compensated = 0, .event = "order.cancelled",
 				.event_extra = extra};
@@ -1483,21 +1261,22 @@ static void order_fulfil(struct api_ctx *c)
 		return;
 	}
 	const struct order_leg *l = &o->legs[li];
+	const struct order_state_v *sv = cur(c->sh, o);
 	if (!c->who.is_platform && strcmp(l->fulfiller_id, c->who.entity_id)) {
 		api_error(c, 403, "not_leg_fulfiller", "only the leg's fulfiller or the platform fulfils a leg");
 		return;
 	}
-	if (o->status != ORD_RESERVED || l->status != LS_RESERVED) {
+	if (sv->status != ORD_RESERVED || sv->leg_status[li] != LS_RESERVED) {
 		char d[160];
 		snprintf(d, sizeof(d), "the order is %s and the leg %s: only a reserved leg of a reserved order is fulfilled",
-			 order_status_names[o->status], leg_status_names[l->status]);
+			 order_status_names[sv->status], leg_status_names[sv->leg_status[li]]);
 		buf_reset(&c->rs->body);
 		jw_init(&c->w, &c->rs->body);
 		c->rs->status = 409;
 		c->rs->content_type = PROBLEM_CONTENT_TYPE;
 		problem_begin(&c->w, 409, "invalid_order_state", "Conflict", d);
-		jw_kstr(&c->w, "current_status", order_status_names[o->status]);
-		jw_kstr(&c->w, "leg_status", leg_status_names[l->status]);
+		jw_kstr(&c->w, "current_status", order_status_names[sv->status]);
+		jw_kstr(&c->w, "leg_status", leg_status_names[sv->leg_status[li]]);
 		problem_end(&c->w);
 		return;
 	}
@@ -1512,10 +1291,11 @@ static void order_fulfil(struct api_ctx *c)
 	}
 	saga_crash_point(c->sh, "order_crash_after_consume");
 	o = order_get(c->sh, id, strlen(id));
+	sv = cur(c->sh, o);
 	uint8_t st[ORDER_MAX_LEGS];
 	int all = 1;
 	for (unsigned i = 0; i < o->n_legs; i++) {
-		st[i] = i == li ? LS_FULFILLED : o->legs[i].status;
+		st[i] = i == li ? LS_FULFILLED : sv->leg_status[i];
 		all &= st[i] == LS_FULFILLED;
 	}
 	char extra[ID_MAX_LEN + 64];

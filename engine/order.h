@@ -2,9 +2,20 @@
  * order.h -- orders (spec 2.8, 3.1, 4.1): the order resource, its state
  * machine, and the flash buy-sell saga that creates it (DESIGN.md 5).
  *
- *   engine/order.c   the resource: table, document, reads, cancel, fulfil
- *   engine/saga.c    the saga steps, their compensations, the driver that
- *                    runs them for a new order and resumes them on restart
+ *   engine/order.c        the resource: the body table, capture, reads,
+ *                         cancel, fulfil, order_stage
+ *   engine/order_state.c  the mutable half: the state table, its document,
+ *                         and the full order document assembled from both
+ *   engine/saga.c         the saga steps, their compensations, the driver
+ *                         that runs them for a new order and resumes them
+ *                         on restart
+ *
+ * An order is two rows under the same id: its BODY (REC_T_ORDER, struct
+ * order: everything capture decided, written once) and its STATE
+ * (REC_T_ORDER_STATE, struct order_state: status, leg statuses, payment
+ * state, failure, saga, updated_at; replaced by every saga step).  An
+ * order exists when both rows do and agree on the number of legs;
+ * order_get() and order_state_get() answer NULL otherwise.
  */
 #ifndef WM_ORDER_H
 #define WM_ORDER_H
@@ -17,12 +28,17 @@
 #include "engine/inventory.h"
 #include "engine/quote.h"
 #include "engine/table.h"
+#include "net/buf.h"
+#include "net/jsonw.h"
 
 #define ORDER_MAX_LEGS 32           /* fulfilment legs (source x location) per order */
 #define ORDER_LEVELS_PER_SOURCE QUOTE_LEVELS_PER_SOURCE /* locations one source may be split over (4) */
 #define ORDER_TEXT_MAX 200          /* consumer name, address lines, city */
 #define ORDER_EMAIL_MAX 254
 #define ORDER_REF_MAX 64            /* consumer_id given by the seller */
+#define ORDER_TS_MAX 32             /* an RFC 3339 time with milliseconds, NUL */
+#define ORDER_DETAIL_MAX 255        /* failure.detail bytes */
+#define ORDER_PAY_STATE_MAX 24      /* payment.state name, NUL */
 
 /* Spec 3.1, in the spec's order. */
 enum order_status {
@@ -34,7 +50,8 @@ extern const char *const order_status_names[]; /* NULL-terminated */
 enum order_channel { OC_MARKETPLACE, OC_WEBSHOP_CONNECT, OC_POS_QR, ORDER_N_CHANNEL };
 extern const char *const order_channel_names[];
 
-/* A fulfilment leg: one source (offer) at one location, holding one hold. */
+/* A fulfilment leg: one source (offer) at one location, holding one hold.
+ * Its status lives in the order's state row (order_state_v.leg_status). */
 enum leg_status { LS_PENDING, LS_HELD, LS_RESERVED, LS_FULFILLED, LS_RELEASED, ORDER_N_LEG_STATUS };
 extern const char *const leg_status_names[];
 
@@ -44,7 +61,6 @@ struct order_leg {
 	char level_id[ID_MAX_LEN], offer_id[ID_MAX_LEN], originator_id[ID_MAX_LEN], fulfiller_id[ID_MAX_LEN],
 		location_id[ID_MAX_LEN];
 	int64_t qty;
-	uint8_t status;                     /* enum leg_status */
 };
 
 /* Why a saga failed (the order's failure.code). */
@@ -54,11 +70,9 @@ enum order_failure {
 };
 extern const char *const order_failure_codes[];
 
+/* The order's body (REC_T_ORDER): what capture decided, never rewritten. */
 struct order {
 	struct row row;
-	uint8_t status;                     /* enum order_status */
-	uint8_t compensated;                /* failed/cancelled: every hold released, payment refunded or voided */
-	uint8_t failure;                    /* enum order_failure */
 	uint8_t pay_method;                 /* enum pay_method */
 	char dest[3], currency[4];
 	char seller_id[ID_MAX_LEN];
@@ -72,7 +86,31 @@ struct order {
 	struct order_leg *legs;             /* n_legs, owned by the row */
 };
 
+/* The order's mutable values: what its state row holds. */
+struct order_state_v {
+	uint8_t status;                     /* enum order_status */
+	uint8_t compensated;                /* failed/cancelled: every hold released, payment refunded or voided */
+	uint8_t failure;                    /* enum order_failure (OF_NONE: failure is null) */
+	uint8_t n_legs;
+	uint8_t leg_status[ORDER_MAX_LEGS]; /* enum leg_status, in leg order */
+	char pay_state[ORDER_PAY_STATE_MAX];/* payment.state: "pending", then a pay_state_names[] name */
+	char charge_id[ID_MAX_LEN];         /* payment.charge_id, "" while null */
+	char updated_at[ORDER_TS_MAX];
+	char failure_at[ORDER_TS_MAX];      /* failure.at, failure.detail (when failure) */
+	char failure_detail[ORDER_DETAIL_MAX + 1];
+};
+
+/* The order's state row (REC_T_ORDER_STATE, id = the order id). */
+struct order_state {
+	struct row row;
+	struct order_state_v v;
+};
+
+/* The order's body, or NULL (no such order). */
 const struct order *order_get(struct shard *sh, const char *id, size_t len);
+/* The order's current state, or NULL (no such order).  The pointer is
+ * good until the next transaction that stages the order. */
+const struct order_state *order_state_get(struct shard *sh, const char *id, size_t len);
 /* The order created by entity with Idempotency-Key key, or NULL. */
 const struct order *order_by_idem(struct shard *sh, const char *entity, const char *key, size_t key_len);
 /* The least id > after of an order not at rest (in flight, or failed /
@@ -83,9 +121,9 @@ int order_pending_next(struct shard *sh, const char *after, char *out);
 int order_involves(const struct order *o, const char *partner_id);
 
 /*
- * Rewrite an order's document with a new status and/or saga fields, in the
- * OPEN transaction, with the event `event` (may be NULL).  Members the
- * patch does not name are copied byte-for-byte.  leg_status: NULL to keep,
+ * Stage a new state row for the order: its current state with the patch
+ * applied, in the OPEN transaction, with the event `event` (may be NULL).
+ * The body is neither parsed nor copied.  leg_status: NULL to keep,
  * else n_legs new leg statuses.  failure: OF_NONE to keep.  compensated:
  * -1 keep, else 0/1.  pay_state: NULL to keep, else the payment's state
  * name.  0, or -1 (nothing staged that matters: the caller aborts).
@@ -102,6 +140,25 @@ struct order_patch {
 	const char *event_extra;            /* a JSON object: the event payload's "detail", or NULL */
 };
 int order_stage(struct shard *sh, const struct order *o, const struct order_patch *p);
+
+/* ---- the state row and the assembled document (engine/order_state.c) ------ */
+
+/* The state at capture: placed, every leg pending, payment pending. */
+void order_state_initial(struct order_state_v *v, unsigned n_legs, const char *now);
+/* Apply a patch at time now.  0, or -1 (a value out of its bounds). */
+int order_state_apply(struct order_state_v *v, const struct order_patch *p, const char *now);
+/* Write the state row's canonical document. */
+void order_state_write(struct jw *w, const struct order_state_v *v);
+/*
+ * Append the order's full document to out: the body with the state's
+ * values at the places the document has always had them (status after
+ * id, each leg's status after its leg_id, payment state and charge_id
+ * before its amount, failure and saga before idempotency, updated_at
+ * last).  0, or -1 (out of memory, or a body that does not parse).
+ */
+int order_doc(const struct order *o, const struct order_state *s, struct buf *out);
+/* Index of s in a NULL-terminated name list, or -1. */
+int order_name_index(const char *const *names, const char *s);
 
 /* ---- saga (engine/saga.c) ------------------------------------------------- */
 
@@ -131,6 +188,7 @@ void saga_crash_point(struct shard *sh, const char *name);
 unsigned saga_recover(struct shard *sh);
 
 extern const struct table_ops order_table_ops;
+extern const struct table_ops order_state_table_ops;
 extern const struct route order_routes[];
 
 #endif

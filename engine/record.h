@@ -50,7 +50,8 @@ enum rec_table {
 	REC_T_REFDATA = 17,
 	REC_T_REVIEW = 18,
 	REC_T_PAYMENT = 19,  /* the sandbox payment provider's ledger (engine/payment.c) */
-	REC_T_ORDER = 20,
+	REC_T_ORDER = 20,    /* an order's body, written once at capture (engine/order.c) */
+	REC_T_ORDER_STATE = 21, /* an order's mutable state, id = the order id (engine/order_state.c) */
 	REC_T_COUNT_
 };
 

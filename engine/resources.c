@@ -23,6 +23,7 @@ const struct table_ops *const resource_tables[] = {
 	&inventory_table_ops, /* after offers and locations */
 	&hold_table_ops, /* after levels */
 	&order_table_ops, /* after holds */
+	&order_state_table_ops, /* after order bodies: snapshot order */
 	&refdata_table_ops, /* one row: an uploaded reference-data version (engine/refadmin.c) */
 	&payment_table_ops, /* the sandbox payment ledger, one row per order (engine/payment.c) */
 	NULL,

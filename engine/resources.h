@@ -28,6 +28,7 @@ extern const struct table_ops hold_table_ops;
 extern const struct table_ops refdata_table_ops;
 extern const struct table_ops payment_table_ops;
 extern const struct table_ops order_table_ops;
+extern const struct table_ops order_state_table_ops;
 
 /* NULL-terminated list of every table the shard has. */
 extern const struct table_ops *const resource_tables[];

@@ -78,6 +78,16 @@ static int pause_point(const char *name, int recovering)
 
 static const struct order *get(struct shard *sh, const char *id) { return order_get(sh, id, strlen(id)); }
 
+/* The order's current values (its state row), or NULL (no such order). */
+static const struct order_state_v *cur(struct shard *sh, const char *id)
+{
+	const struct order_state *s = order_state_get(sh, id, strlen(id));
+	return s ? &s->v : NULL;
+}
+
+/* The order's current status, or -1 (no such order). */
+static int status_of(struct shard *sh, const char *id) { return cur(sh, id) ? cur(sh, id)->status : -1; }
+
 /* Stage a patch of the order in a transaction of its own.  0 or -1. */
 static int commit_patch(struct shard *sh, const char *id, const struct order_patch *p)
 {
@@ -247,11 +257,12 @@ int saga_drive(struct shard *sh, const char *order_id, int recovering)
 	char id[ID_MAX_LEN];
 	snprintf(id, sizeof(id), "%s", order_id);
 	for (int step = 0; step < SAGA_MAX_STEPS; step++) {
-		const struct order *o = get(sh, id);
-		if (!o)
+		const struct order_state_v *sv = cur(sh, id);
+		if (!sv)
 			return -1;
 		int why = OF_NONE;
-		switch (o->status) {
+		const int status = sv->status, compensated = sv->compensated; /* sv is replaced by each step */
+		switch (status) {
 		case ORD_PLACED:
 			if (recovering) {
 				why = OF_INTERRUPTED;
@@ -270,12 +281,12 @@ int saga_drive(struct shard *sh, const char *order_id, int recovering)
 			continue;
 		case ORD_PAID:
 			if (step_commit_sell(sh, id))
-				return o->status;
+				return status;
 			saga_crash_point(sh, "order_crash_after_confirmed");
 			continue;
 		case ORD_CONFIRMED:
 			if (step_commit_routing(sh, id))
-				return o->status;
+				return status;
 			saga_crash_point(sh, "order_crash_after_sourced");
 			if (pause_point("order_pause_after_sourced", recovering))
 				return ORD_SOURCED;
@@ -289,19 +300,18 @@ int saga_drive(struct shard *sh, const char *order_id, int recovering)
 			continue;
 		case ORD_FAILED:
 		case ORD_CANCELLED:
-			if (!o->compensated && !compensate(sh, id))
+			if (!compensated && !compensate(sh, id))
 				continue;
-			return get(sh, id) ? get(sh, id)->status : -1;
+			return status_of(sh, id);
 		default:
-			return o->status;
+			return status;
 		}
 		/* abort: the failure record first, then compensation */
 		if (record_failure(sh, id, why, failure_details[why]))
-			return get(sh, id) ? get(sh, id)->status : -1;
+			return status_of(sh, id);
 		saga_crash_point(sh, "order_crash_after_failed");
 	}
-	const struct order *o = get(sh, id);
-	return o ? o->status : -1;
+	return status_of(sh, id);
 }
 
 unsigned saga_recover(struct shard *sh)
@@ -312,8 +322,7 @@ unsigned saga_recover(struct shard *sh)
 	 * index, so walking "the next pending id after the last one" visits
 	 * each once, stuck ones included */
 	while (order_pending_next(sh, after, id)) {
-		const struct order *o = get(sh, id);
-		int from = o ? o->status : -1;
+		int from = status_of(sh, id);
 		int to = saga_drive(sh, id, 1);
 		log_warn("msg=\"order resumed after restart\" order=%s from=%s to=%s", id,
 			 from >= 0 ? order_status_names[from] : "?", to >= 0 ? order_status_names[to] : "?");

@@ -388,30 +388,37 @@ fi
 # /v1/orders (1 unit, box_units 12, to DE, one consumer) at each -c.
 #
 # Measured 2026-11-21 on the 2-core dev box (ext4, nothing else running),
-# with the saga splicing its values into the stored order and the WAL's
-# pre-zeroed spare segment, with
+# with the order split into a body written once and a small state row each
+# saga step replaces (engine/order_state.c), with
 #   BENCH_SKIP_CATALOGUE=1 BENCH_SKIP_OFFERS=1 BENCH_SKIP_QUOTE=1 BENCH_SKIP_INDEX=1 perf/bench.sh
-# i.e. wrk -t1 -c16|-c64 -d10s --latency -s perf/post_order.lua http://127.0.0.1:PORT -- WINE_ID:
-#   -c16: 5405-5619 orders/s, p50 2.55-2.72 ms, p99 5.7-6.5 ms; every response 201;
-#         1.30-1.32 fsyncs/order (mean fsync 0.105 ms), 8.0 WAL txns/order,
-#         ~6.1 txns/fsync, ~3350 WAL bytes/order (zstd frames)
-#   -c64: 4379-5893 orders/s, p50 10.4-13.8 ms, p99 18.8-135 ms (run to run:
-#         the slow runs are the later ones on a shard already holding
-#         60-100k orders, ~10 KB of rows and events each); every response
-#         201; 1.2-1.6 fsyncs/order, 5.0-6.6 txns/fsync
+# i.e. wrk -t1 -c16|-c64 -d10s --latency -s perf/post_order.lua http://127.0.0.1:PORT -- WINE_ID
+# (4 runs):
+#   -c16: 6214-7498 orders/s, p50 2.04-2.32 ms, p99 5.5-14.8 ms; every response 201;
+#         0.81-1.03 fsyncs/order (mean fsync 0.11-0.15 ms), 8.0 WAL txns/order,
+#         7.7-9.9 txns/fsync, 2162-2559 WAL bytes/order (zstd frames)
+#   -c64: 6086-6621 orders/s, p50 9.1-9.7 ms, p99 119-132 ms (not
+#         investigated; the previous build had 34-127 ms); every response
+#         201; 0.88-1.20 fsyncs/order, 6.7-9.0 txns/fsync, 2328-2715 WAL
+#         bytes/order
+# The previous build (every step rewrote the whole ~5 KB order document),
+# run alternately with it (2 runs): -c16 5035-5531 orders/s p99 5.7-6.5 ms,
+# -c64 3966-4528 orders/s p50 12.7-16.4 ms, 1.39-1.44 fsyncs/order,
+# 3521-3613 WAL bytes/order.
 # Before the splice: -c16 3070 orders/s p99 19.7 ms, -c64 3491 orders/s
 # p99 82 ms, 2.0-2.35 fsyncs/order.  Before the spare segment, every
 # rotation wrote 64 MiB of zeros on the commit path (POST /v1/partners p99
 # 86 ms; now 3.5 ms at 45.6k/s).
-# Reading: throughput is bound by the shard's event-loop thread (~97 % of a
-# core, ~190 us CPU per order: capture with the quote engine, 8
-# transactions -- placed, hold, charge, paid, confirmed, sourced, commit buy,
-# reserved -- 5 of them replacing the ~5 KB order document, which applying
-# parses again: JSON parsing is ~half the profile), not by the
-# WAL (its thread ~45 %), so -c64 only adds queueing (p50 ~ 64 / rate).  An
+# Reading: throughput is bound by the shard's event-loop thread (~90 % of a
+# core under perf at -c16, ~140 us CPU per order: capture with the quote
+# engine, 8 transactions -- placed, hold, charge, paid, confirmed, sourced,
+# commit buy, reserved), not by the WAL (its thread ~45 %), so -c64 only
+# adds queueing (p50 ~ 64 / rate).  Applying the transactions (table_put:
+# parse and decode of every row written) is ~half of the event loop, JSON
+# parsing ~a third: the order body once at capture (~17 %), then the small
+# rows (state, holds, levels, payment, events).  An
 # fsync costs ~0.1 ms on this disk, so the WAL thread syncs whatever is
-# queued at once (~6 transactions, most of an order) instead of waiting
-# for a bigger batch: ~1.3 fsyncs per order here; a slower disk batches more orders
+# queued at once (~8 transactions, about an order) instead of waiting
+# for a bigger batch: ~1 fsync per order here; a slower disk batches more orders
 # per fsync.  The counts of orders come from wm_table_rows{table="order"}
 # (wrk drops the few in flight at its deadline; the shard still stores them).
 echo

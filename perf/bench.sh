@@ -396,10 +396,14 @@ fi
 #   -c16: 6214-7498 orders/s, p50 2.04-2.32 ms, p99 5.5-14.8 ms; every response 201;
 #         0.81-1.03 fsyncs/order (mean fsync 0.11-0.15 ms), 8.0 WAL txns/order,
 #         7.7-9.9 txns/fsync, 2162-2559 WAL bytes/order (zstd frames)
-#   -c64: 6086-6621 orders/s, p50 9.1-9.7 ms, p99 119-132 ms (not
-#         investigated; the previous build had 34-127 ms); every response
-#         201; 0.88-1.20 fsyncs/order, 6.7-9.0 txns/fsync, 2328-2715 WAL
-#         bytes/order
+#   -c64: 5618-6621 orders/s, p50 9.1-9.8 ms, p99 119-134 ms; every
+#         response 201; 0.88-1.20 fsyncs/order, 6.7-9.0 txns/fsync,
+#         2328-2715 WAL bytes/order.  The -c64 tail is the hash indexes
+#         doubling: by then the shard holds 60-130k orders and ~9 events
+#         each, and a whole-table rehash stops the loop (a standalone
+#         hidx_put of the 734,004th key takes 57 ms, the rehash to 2^21
+#         slots); a first -c64 run on a fresh shard had p99 18.8 ms.
+#         Incremental rehashing (as Redis's dict does) is the fix.
 # The previous build (every step rewrote the whole ~5 KB order document),
 # run alternately with it (2 runs): -c16 5035-5531 orders/s p99 5.7-6.5 ms,
 # -c64 3966-4528 orders/s p50 12.7-16.4 ms, 1.39-1.44 fsyncs/order,

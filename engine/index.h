@@ -39,8 +39,11 @@ struct hidx_slot {
 struct hidx {
 	struct hidx_slot *slots;
 	size_t cap;          /* power of two */
-	size_t count;
-	size_t tombstones;
+	size_t count;        /* live entries, in both arrays */
+	size_t tombstones;   /* in slots */
+	/* incremental rehash (index.c): the previous array while its entries move */
+	struct hidx_slot *old;
+	size_t old_cap, moving, move_pos;
 };
 
 void hidx_init(struct hidx *h);

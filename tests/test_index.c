@@ -138,6 +138,73 @@ WM_TEST(hidx, growth_100k)
 	free(keys);
 }
 
+/*
+ * Incremental rehash: once a table past HIDX_MOVE_AT_ONCE entries grows,
+ * the previous array stays while its entries move a few slots per insert
+ * or delete.  Meanwhile every key is found exactly once (in one array or
+ * the other), set/del/put work on keys in either array, iteration visits
+ * each live entry once, and the previous array is freed when drained.
+ */
+WM_TEST(hidx, incremental_rehash_keeps_every_key)
+{
+	enum { N = 40000 };
+	static char keys[N][16];
+	struct hidx h;
+	hidx_init(&h);
+	int saw_old = 0;
+	size_t max_moving = 0;
+	for (int i = 0; i < N; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "r%d", i);
+		cr_assert_eq(hidx_put(&h, keys[i], (uint32_t)strlen(keys[i]), tag((uintptr_t)i + 1)), 0);
+		if (h.old) {
+			saw_old = 1;
+			max_moving = h.moving > max_moving ? h.moving : max_moving;
+			/* mid-move: every key so far is found, wherever it lives */
+			if (i % 997 == 0)
+				for (int j = 0; j <= i; j++)
+					cr_assert_eq(hidx_get(&h, keys[j], (uint32_t)strlen(keys[j])), tag((uintptr_t)j + 1),
+						     "key %d lost while moving", j);
+		}
+		cr_assert_leq((h.count + h.tombstones) * 10, h.cap * 7);
+	}
+	cr_assert(saw_old, "no rehash of %d entries was incremental", N);
+	cr_assert_gt(max_moving, 4096, "a big table moved at once");
+	/* force a state with entries in both arrays: grow once more */
+	int i = N;
+	static char extra[N][16];
+	while (!h.old && i < 2 * N) {
+		snprintf(extra[i - N], sizeof(extra[0]), "x%d", i);
+		cr_assert_eq(hidx_put(&h, extra[i - N], (uint32_t)strlen(extra[i - N]), tag((uintptr_t)i + 1)), 0);
+		i++;
+	}
+	cr_assert_not_null(h.old, "expected a rehash in progress");
+	/* set, put and del on keys still in the previous array */
+	size_t before = hidx_count(&h);
+	cr_assert_eq(hidx_put(&h, keys[1], (uint32_t)strlen(keys[1]), tag(999999)), 1);
+	cr_assert_eq(hidx_set(&h, keys[2], (uint32_t)strlen(keys[2]), tag(777777)), 0);
+	cr_assert_eq(hidx_get(&h, keys[2], (uint32_t)strlen(keys[2])), tag(777777));
+	cr_assert_eq(hidx_del(&h, keys[3], (uint32_t)strlen(keys[3])), tag(4));
+	cr_assert_null(hidx_get(&h, keys[3], (uint32_t)strlen(keys[3])));
+	cr_assert_eq(hidx_count(&h), before - 1);
+	/* iteration while moving: each live entry once */
+	size_t pos = 0, visited = 0;
+	const char *k;
+	uint32_t kl;
+	for (void *v; (v = hidx_next(&h, &pos, &k, &kl)) != NULL;) {
+		cr_assert_eq(hidx_get(&h, k, kl), v);
+		visited++;
+	}
+	cr_assert_eq(visited, hidx_count(&h));
+	/* deletes drain it too; then it is freed */
+	for (int j = 0; j < N && h.old; j += 2) {
+		hidx_del(&h, keys[j], (uint32_t)strlen(keys[j]));
+		cr_assert_null(hidx_get(&h, keys[j], (uint32_t)strlen(keys[j])), "key %d found after its delete", j);
+	}
+	cr_assert_null(h.old, "the previous array was never freed");
+	cr_assert_eq(h.moving, 0);
+	hidx_free(&h);
+}
+
 WM_TEST(hidx, tombstones_and_reinsert)
 {
 	enum { N = 5000 };

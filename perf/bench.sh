@@ -396,14 +396,14 @@ fi
 #   -c16: 6214-7498 orders/s, p50 2.04-2.32 ms, p99 5.5-14.8 ms; every response 201;
 #         0.81-1.03 fsyncs/order (mean fsync 0.11-0.15 ms), 8.0 WAL txns/order,
 #         7.7-9.9 txns/fsync, 2162-2559 WAL bytes/order (zstd frames)
-#   -c64: 5618-6621 orders/s, p50 9.1-9.8 ms, p99 119-134 ms; every
-#         response 201; 0.88-1.20 fsyncs/order, 6.7-9.0 txns/fsync,
-#         2328-2715 WAL bytes/order.  The -c64 tail is the hash indexes
-#         doubling: by then the shard holds 60-130k orders and ~9 events
-#         each, and a whole-table rehash stops the loop (a standalone
-#         hidx_put of the 734,004th key takes 57 ms, the rehash to 2^21
-#         slots); a first -c64 run on a fresh shard had p99 18.8 ms.
-#         Incremental rehashing (as Redis's dict does) is the fix.
+#   -c64: 5618-6621 orders/s, p50 9.1-9.8 ms; p99 was 119-134 ms: the
+#         hash indexes doubling once the shard holds 60-130k orders (~9
+#         events each) -- a whole-table rehash stopped the loop (a
+#         standalone hidx_put of the 734,004th key took 57 ms).  With the
+#         incremental rehash (engine/index.c, as Redis's dict does; that
+#         insert now 2.7 ms): 5898 orders/s, p50 9.6 ms, p99 26.7 ms; every
+#         response 201; 1.06 fsyncs/order, 7.5 txns/fsync, 2461 WAL
+#         bytes/order.  (-c16 in that run: 6652 orders/s, p99 5.4 ms.)
 # The previous build (every step rewrote the whole ~5 KB order document),
 # run alternately with it (2 runs): -c16 5035-5531 orders/s p99 5.7-6.5 ms,
 # -c64 3966-4528 orders/s p50 12.7-16.4 ms, 1.39-1.44 fsyncs/order,

@@ -103,7 +103,7 @@ build/rel/engine/openapi_blob.o build/san/engine/openapi_blob.o build/fuzz/engin
 
 # ---- fuzzing (clang + libFuzzer) -----------------------------------------
 FUZZ_CFLAGS := -std=c17 -D_GNU_SOURCE -I. -Wall -Wextra -Werror $(PKG_CFLAGS) -g -O1 \
-	-fsanitize=address,undefined -fno-sanitize-recover=all -DWM_TESTING -DWM_FUZZ
+	-fsanitize=address,undefined -fno-sanitize-recover=all -DWM_TESTING -DWM_FUZZ -MMD -MP
 
 build/fuzz/%.o: %.c
 	@mkdir -p $(@D)

@@ -15,6 +15,7 @@
 #include "engine/record.h"
 #include "engine/shard.h"
 #include "tests/harness.h"
+#include "tests/shard_fixture.h"
 #include "tests/wm_test.h"
 
 /* ---- GLN and SEED ---------------------------------------------------------------- */
@@ -71,38 +72,6 @@ WM_TEST(location, seed_shape_unit)
 
 /* ---- holds in-process ------------------------------------------------------------ */
 
-struct fixture {
-	struct shard sh;
-	struct config cfg;
-	char dir[256];
-};
-
-static void fx_open(struct fixture *f)
-{
-	char err[256];
-	cr_assert_eq(shard_open(&f->sh, &f->cfg, err, sizeof(err)), 0, "%s", err);
-}
-
-static struct fixture *fixture_new(void)
-{
-	struct fixture *f = calloc(1, sizeof(*f));
-	snprintf(f->dir, sizeof(f->dir), "/tmp/wm-inv-units-XXXXXX");
-	cr_assert_not_null(mkdtemp(f->dir));
-	config_defaults(&f->cfg);
-	snprintf(f->cfg.data_dir, sizeof(f->cfg.data_dir), "%s/data", f->dir);
-	snprintf(f->cfg.wal_mode, sizeof(f->cfg.wal_mode), "write");
-	f->cfg.snapshot_interval_s = 0;
-	fx_open(f);
-	return f;
-}
-
-static void fixture_free(struct fixture *f)
-{
-	shard_close(&f->sh);
-	rm_rf(f->dir);
-	free(f);
-}
-
 /* A level document written straight to the table (no offer: no qty sync). */
 static void put_level(struct fixture *f, const char *id, const char *cond, long on_hand)
 {
@@ -143,7 +112,7 @@ static int state_of(struct fixture *f, const char *hid)
 
 WM_TEST(hold, place_commit_release_arithmetic)
 {
-	struct fixture *f = fixture_new();
+	struct fixture *f = fixture_new("inv");
 	put_level(f, "inv_a", "sellable", 10);
 	cr_assert_eq(hold_place(&f->sh, "inv_a", 4, "o1:l1"), HOLD_OK);
 	expect_level(f, "inv_a", 10, 4, 0);
@@ -163,7 +132,7 @@ WM_TEST(hold, place_commit_release_arithmetic)
 
 WM_TEST(hold, short_atp_fails_atomically)
 {
-	struct fixture *f = fixture_new();
+	struct fixture *f = fixture_new("inv");
 	put_level(f, "inv_a", "sellable", 10);
 	uint64_t lsn = f->sh.lsn;
 	cr_assert_eq(hold_place(&f->sh, "inv_a", 11, "big"), HOLD_E_SHORT);
@@ -184,7 +153,7 @@ WM_TEST(hold, short_atp_fails_atomically)
 
 WM_TEST(hold, idempotent_by_id_and_bounds)
 {
-	struct fixture *f = fixture_new();
+	struct fixture *f = fixture_new("inv");
 	put_level(f, "inv_a", "sellable", INV_QTY_MAX);
 	put_level(f, "inv_b", "sellable", 10);
 	cr_assert_eq(hold_place(&f->sh, "inv_a", 3, "h"), HOLD_OK);
@@ -225,7 +194,7 @@ WM_TEST(hold, idempotent_by_id_and_bounds)
 
 WM_TEST(hold, levels_and_holds_rebuilt_on_reopen)
 {
-	struct fixture *f = fixture_new();
+	struct fixture *f = fixture_new("inv");
 	put_level(f, "inv_a", "sellable", 10);
 	cr_assert_eq(hold_place(&f->sh, "inv_a", 2, "p"), HOLD_OK);
 	cr_assert_eq(hold_place(&f->sh, "inv_a", 3, "c"), HOLD_OK);

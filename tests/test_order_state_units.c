@@ -25,6 +25,7 @@
 #include "engine/record.h"
 #include "engine/shard.h"
 #include "tests/harness.h"
+#include "tests/shard_fixture.h"
 #include "tests/wm_test.h"
 
 #define SEED_ORDER_ID "ord_DE_01M7YK9RN60001C20B1S" /* the id inside the seeds */
@@ -200,41 +201,6 @@ WM_TEST(order_state, apply_checks_bounds)
 	cr_assert_eq(order_state_apply(&v, &l, "t"), -1, "leg status out of range");
 }
 
-struct fixture {
-	struct shard sh;
-	struct config cfg;
-	char dir[256];
-};
-
-/* Open (or reopen: replay) the fixture's shard. */
-static void fx_open(struct fixture *f)
-{
-	char err[256];
-	cr_assert_eq(shard_open(&f->sh, &f->cfg, err, sizeof(err)), 0, "%s", err);
-}
-
-/* A shard on a fresh data directory. */
-static struct fixture *fixture_new(void)
-{
-	struct fixture *f = calloc(1, sizeof(*f));
-	snprintf(f->dir, sizeof(f->dir), "/tmp/wm-ostate-units-XXXXXX");
-	cr_assert_not_null(mkdtemp(f->dir));
-	config_defaults(&f->cfg);
-	snprintf(f->cfg.data_dir, sizeof(f->cfg.data_dir), "%s/data", f->dir);
-	snprintf(f->cfg.wal_mode, sizeof(f->cfg.wal_mode), "write");
-	f->cfg.snapshot_interval_s = 0;
-	fx_open(f);
-	return f;
-}
-
-/* Close the shard and remove its directory. */
-static void fixture_free(struct fixture *f)
-{
-	shard_close(&f->sh);
-	rm_rf(f->dir);
-	free(f);
-}
-
 /* Commit one record of table tab under the seeds' order id. */
 static void commit_row(struct fixture *f, uint8_t tab, const char *doc)
 {
@@ -254,7 +220,7 @@ static int is_order(struct fixture *f)
 
 WM_TEST(order_state, orphans_are_no_orders)
 {
-	struct fixture *f = fixture_new();
+	struct fixture *f = fixture_new("ostate");
 	size_t bl, sl;
 	char *body = seed("order", &bl), *state = seed("order_state", &sl);
 	char id[ID_MAX_LEN];

@@ -18,39 +18,8 @@
 #include "engine/record.h"
 #include "engine/shard.h"
 #include "tests/harness.h"
+#include "tests/shard_fixture.h"
 #include "tests/wm_test.h"
-
-struct fixture {
-	struct shard sh;
-	struct config cfg;
-	char dir[256];
-};
-
-static void fx_open(struct fixture *f)
-{
-	char err[256];
-	cr_assert_eq(shard_open(&f->sh, &f->cfg, err, sizeof(err)), 0, "%s", err);
-}
-
-static struct fixture *fixture_new(void)
-{
-	struct fixture *f = calloc(1, sizeof(*f));
-	snprintf(f->dir, sizeof(f->dir), "/tmp/wm-pay-units-XXXXXX");
-	cr_assert_not_null(mkdtemp(f->dir));
-	config_defaults(&f->cfg);
-	snprintf(f->cfg.data_dir, sizeof(f->cfg.data_dir), "%s/data", f->dir);
-	snprintf(f->cfg.wal_mode, sizeof(f->cfg.wal_mode), "write");
-	f->cfg.snapshot_interval_s = 0;
-	fx_open(f);
-	return f;
-}
-
-static void fixture_free(struct fixture *f)
-{
-	shard_close(&f->sh);
-	rm_rf(f->dir);
-	free(f);
-}
 
 static struct pay_request req(const char *order_id, int64_t amount, const char *cur, uint8_t method)
 {
@@ -130,7 +99,7 @@ WM_TEST(payment, names_follow_the_enums)
 
 WM_TEST(payment, every_charge_outcome_and_what_it_writes)
 {
-	struct fixture *f = fixture_new();
+	struct fixture *f = fixture_new("pay");
 	/* sandbox_ok: captured, one row, one event, exact amount */
 	uint64_t lsn = f->sh.lsn;
 	struct pay_result r = charge(f, "ord_ok", 12345, "EUR", PM_SANDBOX_OK);
@@ -195,7 +164,7 @@ WM_TEST(payment, every_charge_outcome_and_what_it_writes)
 
 WM_TEST(payment, charge_is_idempotent_by_order_id)
 {
-	struct fixture *f = fixture_new();
+	struct fixture *f = fixture_new("pay");
 	struct pay_result first = charge(f, "ord_1", 1000, "EUR", PM_SANDBOX_OK);
 	expect(first, PAY_CAPTURED, "");
 	uint64_t lsn = f->sh.lsn;
@@ -229,7 +198,7 @@ WM_TEST(payment, charge_is_idempotent_by_order_id)
 
 WM_TEST(payment, refund_after_charge_then_again_then_charge_refused)
 {
-	struct fixture *f = fixture_new();
+	struct fixture *f = fixture_new("pay");
 	struct pay_result c = charge(f, "ord_r", 4999, "EUR", PM_SANDBOX_OK);
 	expect(c, PAY_CAPTURED, "");
 	uint64_t lsn = f->sh.lsn;
@@ -274,7 +243,7 @@ WM_TEST(payment, refund_after_charge_then_again_then_charge_refused)
 
 WM_TEST(payment, refund_before_charge_voids_and_refuses_the_late_charge)
 {
-	struct fixture *f = fixture_new();
+	struct fixture *f = fixture_new("pay");
 	cr_assert_eq(pay_state_of(&f->sh, "ord_v"), PS_NONE);
 	uint64_t lsn = f->sh.lsn;
 	struct pay_result v = refund(f, "ord_v");
@@ -312,7 +281,7 @@ WM_TEST(payment, refund_before_charge_voids_and_refuses_the_late_charge)
 
 WM_TEST(payment, argument_bounds)
 {
-	struct fixture *f = fixture_new();
+	struct fixture *f = fixture_new("pay");
 	/* amount 1 .. 10^13 */
 	expect(charge(f, "a0", 0, "EUR", PM_SANDBOX_OK), PAY_ERROR, "invalid_argument");
 	expect(charge(f, "a0", -1, "EUR", PM_SANDBOX_OK), PAY_ERROR, "invalid_argument");
@@ -379,7 +348,7 @@ WM_TEST(payment, argument_bounds)
 
 WM_TEST(payment, ledger_unavailable_writes_nothing)
 {
-	struct fixture *f = fixture_new();
+	struct fixture *f = fixture_new("pay");
 	struct pay_result ok = charge(f, "ord_c", 100, "EUR", PM_SANDBOX_OK);
 	expect(ok, PAY_CAPTURED, "");
 	/* the WAL refuses the next append (its LSN is not the next one):
@@ -489,7 +458,7 @@ WM_TEST(payment, table_decode_accepts_the_rows_and_refuses_bad_documents)
 
 WM_TEST(payment, ledger_rebuilt_from_the_wal_and_a_snapshot)
 {
-	struct fixture *f = fixture_new();
+	struct fixture *f = fixture_new("pay");
 	struct pay_result c = charge(f, "ord_c", 12345, "EUR", PM_SANDBOX_OK);
 	struct pay_result r = charge(f, "ord_r", 500, "GBP", PM_SANDBOX_OK);
 	expect(refund(f, "ord_r"), PAY_OK, "");

@@ -49,7 +49,10 @@ LISTEN       ?= 127.0.0.1:8080
 .PHONY: all run test test-build fuzz bench clean deps deps-fuzz deps-bench
 .DEFAULT_GOAL := all
 
-all: deps $(PROGRAMS:%=bin/%)
+# deps runs first and alone (a recursive make), so `make -j` never compiles
+# before the packages it needs are installed.
+all: deps
+	@$(MAKE) --no-print-directory $(PROGRAMS:%=bin/%)
 
 deps:
 	@.ci/deps build
@@ -86,7 +89,8 @@ build/san/%.o: %.c
 build/san/wm-tests: $(TEST_OBJS) build/san/lib.a
 	$(CC) $(SAN_CFLAGS) -o $@ $(TEST_OBJS) build/san/lib.a $(LDLIBS) $(shell pkg-config --libs criterion) -ljansson
 
-test-build: deps build/san/wm-tests $(PROGRAMS:%=build/san/bin/%)
+test-build: deps
+	@$(MAKE) --no-print-directory build/san/wm-tests $(PROGRAMS:%=build/san/bin/%)
 
 # The test binary finds the sanitized programs through WM_BIN_DIR.
 test: test-build

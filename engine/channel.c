@@ -495,11 +495,6 @@ const struct channel *channel_get(struct shard *sh, const char *id, size_t len)
 	return (const struct channel *)table_get(&sh->tables[REC_T_CHANNEL], id, len);
 }
 
-const struct shop *shop_get(struct shard *sh, const char *id, size_t len)
-{
-	return (const struct shop *)table_get(&sh->tables[REC_T_SHOP], id, len);
-}
-
 const struct shop *shop_on_channel(struct shard *sh, const char *channel_id)
 {
 	const struct channel *ch = channel_get(sh, channel_id, strlen(channel_id));

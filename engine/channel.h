@@ -59,7 +59,6 @@ struct shop {
  * status ch->s.status (a closed channel sells nothing). */
 const struct channel *channel_get(struct shard *sh, const char *id, size_t len);
 /* A curated shop by id, or NULL. */
-const struct shop *shop_get(struct shard *sh, const char *id, size_t len);
 
 /*
  * Is the channel a live storefront of `seller_id`: it exists, belongs to

@@ -81,15 +81,6 @@ int buf_printf(struct buf *b, const char *fmt, ...)
 	return 0;
 }
 
-int buf_put_u8(struct buf *b, uint8_t v) { return buf_append(b, &v, 1); }
-
-int buf_put_u16(struct buf *b, uint16_t v)
-{
-	uint8_t t[2];
-	wr_u16(t, v);
-	return buf_append(b, t, 2);
-}
-
 int buf_put_u32(struct buf *b, uint32_t v)
 {
 	uint8_t t[4];

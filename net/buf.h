@@ -42,8 +42,6 @@ int buf_putc(struct buf *b, char c);
 int buf_printf(struct buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Little-endian fixed-width integer appends (for binary formats). */
-int buf_put_u8(struct buf *b, uint8_t v);
-int buf_put_u16(struct buf *b, uint16_t v);
 int buf_put_u32(struct buf *b, uint32_t v);
 int buf_put_u64(struct buf *b, uint64_t v);
 /* Drop the first n bytes (n <= len), shifting the rest down. */

@@ -518,6 +518,37 @@ const struct shop *shop_on_channel(struct shard *sh, const char *channel_id)
 	return NULL;
 }
 
+enum channel_pick channel_default_of(struct shard *sh, const char *seller_id, const struct channel **out)
+{
+	*out = NULL;
+	size_t sl = strlen(seller_id);
+	if (sl + 1 > IDX_MAX_KEY)
+		return CHP_NONE;
+	uint8_t k[IDX_MAX_KEY];
+	memcpy(k, seller_id, sl);
+	k[sl] = 0;
+	uint32_t kl;
+	unsigned rows = 0, n_open = 0;
+	struct oidx_iter it;
+	for (int ok = oidx_seek_ge(&ext(&sh->tables[REC_T_CHANNEL])->by_seller, k, (uint32_t)sl + 1, &it); ok;
+	     ok = oidx_next(&it)) {
+		const uint8_t *key = oidx_iter_key(&it, &kl);
+		if (kl < sl + 1 || memcmp(key, k, sl + 1))
+			break;
+		if (++rows > CHANNEL_DEFAULT_SCAN)
+			return CHP_SEVERAL;
+		const struct channel *ch = oidx_iter_val(&it);
+		if (ch->s.status == SHELF_CLOSED)
+			continue;
+		if (++n_open > 1)
+			return CHP_SEVERAL;
+		*out = ch;
+	}
+	if (!rows)
+		return CHP_NONE;
+	return n_open ? CHP_ONE : CHP_NO_OPEN;
+}
+
 int channel_of_seller(struct shard *sh, const char *channel_id, const char *seller_id)
 {
 	const struct channel *ch = channel_get(sh, channel_id, strlen(channel_id));

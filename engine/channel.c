@@ -44,6 +44,10 @@
  *    paused.
  *  - Events sales_channel.created/updated and curated_shop.created/updated
  *    carry the document and belong to the seller.
+ *  - `location_ids` is what the channel may sell from (spec 2.5): quotes
+ *    and orders through the channel take stock only at these locations
+ *    (quote.c), and channel_default_of() picks the channel a request of a
+ *    seller with exactly one open channel need not name.
  *
  * Both resources share one code path, driven by a `shelf_kind` table:
  * overlay the request on the current values (stored document, or

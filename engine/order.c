@@ -24,6 +24,12 @@
  *    document five times per order used to be ~40 % of the event loop.
  *    Reads assemble the document from both (order_doc): the same bytes,
  *    member for member, as when it was one document.
+ *  - Sales channel: capture quotes through the channel the request names
+ *    (quote.c's rules), records its `channel_id` in the body (written once,
+ *    so every read and every restart returns it) and takes the channel's
+ *    kind as the order's `channel` (a different `channel` is a 422
+ *    channel_kind).  Legs take units only from levels at the channel's
+ *    linked locations.
  *  - Legs: a source's units come from its offer's sellable levels, most
  *    ATP first (ORDER_LEVELS_PER_SOURCE at most -- the same levels capture's
  *    stock-backed ATP counted, so routing never picks a source whose units

@@ -48,6 +48,24 @@
  *    > 3 bar); every sparkling kind is sparkling; fortified is fortified;
  *    everything else is still.
  *  - Volume caps: quote_caps[] below (spec section 8's example values).
+ *  - Sales channel (spec 2.5: "availability is scoped by the sales
+ *    channel's linked locations"; spec 5's read-path filter: "the caller's
+ *    channel scope admits it").  A quote goes through one channel of the
+ *    seller: `channel_id`, else a channel-scoped key's channel, else the
+ *    seller's only channel that is not closed (channel_default_of); a
+ *    seller with several must name one (422 `required`), another seller's
+ *    channel is answered like an unknown id (its existence is not
+ *    revealed), a paused or closed one is a 422 `active`.  A seller that
+ *    has no channel at all (onboarding step 4 not done) quotes unscoped:
+ *    it has configured no shelf to scope by; the lead may decide to refuse
+ *    it instead.  Through a channel, a candidate's ATP, shipping location
+ *    and fulfiller come only from its sellable levels at the channel's
+ *    linked locations (inv_offer_sellable_at), routing stays the same pure
+ *    function of those inputs, and a permitted candidate with stock only
+ *    elsewhere is listed with its own rule, not_on_channel (after
+ *    not_permitted: a candidate the seller may not sell is named as such,
+ *    never as being off the channel).  M_Curator is the seller's live
+ *    listing of the offer on that channel.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -29,8 +29,10 @@
  *    originator): otherwise 422 offer_id with the evaluator's code as the
  *    rule (`seller_not_named`, `seller_country_blocked`, `not_network_shareable`,
  *    ...).  The offer must be sellable (active, inside its window): 422
- *    offer_id `not_sellable`.  Unknown: 422 offer_id `exists`.  The same
- *    checks run again whenever a listing goes live (relist).
+ *    offer_id `not_sellable`.  Unknown, or an offer the caller may not see
+ *    (the offer read-path filter): 422 offer_id `exists`, byte for byte
+ *    the same answer, so the rule never tells a hidden offer from none.
+ *    The same checks run again whenever a listing goes live (relist).
  *  - channel_id: an open sales channel of the seller (channel_of_seller);
  *    another seller's or an unknown one is 422 `seller_channel`, a closed
  *    one 422 `open`.
@@ -758,6 +760,8 @@ static void listings_create(struct api_ctx *c)
 	if (!listing_initial[v->status])
 		api_field_error(c, "status", "initial", "a new listing starts as draft or live");
 	const struct offer *o = v->offer_id[0] ? offer_get(c->sh, v->offer_id, strlen(v->offer_id)) : NULL;
+	if (o && !offer_visible_to(c, o))
+		o = NULL; /* an offer the caller may not see answers as an unknown id */
 	if (v->offer_id[0] && !o)
 		api_field_error(c, "offer_id", "exists", "no offer with this id");
 	else if (o && v->seller_id[0])

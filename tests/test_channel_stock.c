@@ -191,6 +191,20 @@ WM_TEST(channel_stock, quotes_pick_the_stock_of_their_channel)
 	expect_field(b, "channel_id", "unknown");
 	json_decref(a);
 	json_decref(b);
+	/* channel_id must be an id string; null is the same as absent */
+	char body[512];
+	snprintf(body, sizeof(body),
+		 "{\"channel_id\":42,\"destination_country\":\"DE\",\"lines\":[{\"sku\":\"%s\",\"qty\":1,\"box_units\":6}]}",
+		 w.wine);
+	q = tc_expect(w.port, "POST", "/v1/orders/quote-calculate", w.ksel, body, 422);
+	expect_field(q, "channel_id", "type");
+	json_decref(q);
+	snprintf(body, sizeof(body),
+		 "{\"channel_id\":null,\"destination_country\":\"DE\",\"lines\":[{\"sku\":\"%s\",\"qty\":1,\"box_units\":6}]}",
+		 w.wine);
+	q = tc_expect(w.port, "POST", "/v1/orders/quote-calculate", w.ksel1, body, 200);
+	cr_assert_str_eq(tc_jstr(q, "channel_id"), w.ch_only);
+	json_decref(q);
 	/* a paused channel does not sell */
 	char path[128];
 	snprintf(path, sizeof(path), "/v1/sales-channels/%s", w.ch_shop);

@@ -252,6 +252,11 @@ static void conn_process(struct conn *c)
 			conn_reject(c, herr.status, herr.msg);
 			return;
 		}
+		if (http_check_host(&req, &herr) != HTTP_PARSE_OK) {
+			buf_consume(&c->in, off);
+			conn_reject(c, herr.status, herr.msg);
+			return;
+		}
 		struct srv_request rq = {.http = &req, .start_us = ev_clock_us(), .peer = c->peer};
 		srv_make_request_id(s, &rq);
 		struct srv_response *rs = &s->resp;

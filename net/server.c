@@ -629,7 +629,9 @@ static int srv_evict_idle(struct srv *s)
 	for (struct conn *c = s->conns; c; c = c->next) {
 		int idle = c->in.len == 0 && c->mark_n == 0 && c->sent == c->out.len && !c->read_eof &&
 			   !(c->tls && !tls_handshake_done(c->tls) && c->tls_hs_started);
-		if (idle && (!victim || c->last_progress_ms < victim->last_progress_ms))
+		/* the list runs newest first and the loop clock is coarse:
+		 * "<=" makes the oldest of equally idle connections the victim */
+		if (idle && (!victim || c->last_progress_ms <= victim->last_progress_ms))
 			victim = c;
 	}
 	if (!victim)

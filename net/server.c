@@ -608,10 +608,14 @@ static void conn_on_event(struct ev_loop *loop, struct ev_handle *h, uint32_t ev
 		conn_close(c);
 		return;
 	}
-	if (c->tls && !tls_handshake_done(c->tls) && conn_handshake(c))
+	int fresh = c->tls && !tls_handshake_done(c->tls);
+	if (fresh && conn_handshake(c))
 		return;
+	/* read on readability, right after a handshake (the first request may
+	 * have come with it), or when a TLS read waited for writability */
 	size_t got;
-	if (conn_read(c, &got)) {
+	if ((fresh || (events & (EPOLLIN | EPOLLRDHUP)) || (c->tls_rd_want_write && (events & EPOLLOUT))) &&
+	    conn_read(c, &got)) {
 		conn_close(c);
 		return;
 	}

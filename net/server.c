@@ -108,6 +108,7 @@ struct conn {
 	int in_blocked;         /* `in` holds bytes not processed because of a bound */
 	struct tls_conn *tls;   /* NULL on a plain connection */
 	int tls_hs_started;     /* the handshake has seen bytes (not idle any more) */
+	int data_waiting;       /* bytes were waiting at accept, before the first read */
 	int tls_hs_want_write;  /* the handshake waits for writability */
 	int tls_rd_want_write;  /* a TLS read needs the socket writable */
 	int tls_wr_want_read;   /* a TLS write needs the socket readable */
@@ -608,6 +609,7 @@ static void conn_on_event(struct ev_loop *loop, struct ev_handle *h, uint32_t ev
 		conn_close(c);
 		return;
 	}
+	c->data_waiting = 0;
 	int fresh = c->tls && !tls_handshake_done(c->tls);
 	if (fresh && conn_handshake(c))
 		return;
@@ -632,6 +634,7 @@ static int srv_evict_idle(struct srv *s)
 	struct conn *victim = NULL;
 	for (struct conn *c = s->conns; c; c = c->next) {
 		int idle = c->in.len == 0 && c->mark_n == 0 && c->sent == c->out.len && !c->read_eof &&
+			   !c->data_waiting &&
 			   !(c->tls && !tls_handshake_done(c->tls) && c->tls_hs_started);
 		/* the list runs newest first and the loop clock is coarse:
 		 * "<=" makes the oldest of equally idle connections the victim */
@@ -735,11 +738,13 @@ static void srv_on_accept(struct ev_loop *loop, struct ev_handle *h, uint32_t ev
 		s->conns = c;
 		s->n_conns++;
 		ipt_inc(s, c->addr);
-		/* A request (or ClientHello) that is already waiting is taken now,
-		 * so the connection is busy, not idle, before the next accept. */
+		/* Bytes (a request, a ClientHello) already waiting make the
+		 * connection busy, not idle, before its first read: a burst of
+		 * accepts must not evict it.  It is read on its EPOLLIN event, in
+		 * a later batch, so requests keep running one batch at a time
+		 * (what the loop's prepare hook relies on). */
 		char b;
-		if (recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 1)
-			conn_on_event(s->loop, &c->h, EPOLLIN);
+		c->data_waiting = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
 	}
 }
 

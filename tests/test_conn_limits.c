@@ -413,6 +413,17 @@ WM_TEST(conn, per_address_cap_at_and_past_its_edge)
 	cr_assert_eq(r.status, 200, "after a close: %d", r.status);
 	http_resp_free(&r);
 	close(fd);
+	/* operators see the refusal in /metrics (from yet another address) */
+	fd = connect_from("127.0.0.8", p.port);
+	char mreq[256];
+	int ml = snprintf(mreq, sizeof(mreq), "GET /metrics HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer %s\r\n\r\n",
+			  WM_TEST_KEY);
+	send_all(fd, mreq, (size_t)ml);
+	cr_assert_geq(http_read_response(fd, &r, 5000), 0);
+	cr_assert_eq(r.status, 200);
+	cr_assert(strstr(r.body, "wm_connections_rejected_total{reason=\"per_ip\"} 1\n"), "%s", r.body);
+	http_resp_free(&r);
+	close(fd);
 	for (int i = 1; i < 4; i++)
 		close(held[i]);
 	wm_proc_cleanup(&p);

@@ -880,6 +880,29 @@ static int remove_stale_tmp(const char *dir, uint64_t lsn)
 	return removed;
 }
 
+/* Contract (snapshot.h). */
+int snap_remove_temp(const char *dir, char *path, size_t size)
+{
+	struct lsn_list s = { 0 }, t = { 0 };
+	if (list_dir(dir, &s, &t) != 0) {
+		int e = errno;
+		free(s.v);
+		free(t.v);
+		errno = e;
+		return e == ENOENT ? 0 : -1;
+	}
+	int rc = 0;
+	if (t.n) {
+		int n = snprintf(path, size, "%s/%020" PRIu64 SNAP_TMP_SUFFIX, dir, t.v[0]);
+		rc = n < 0 || (size_t)n >= size || unlink(path) ? -1 : 1;
+		if (rc == 1 && fs_fsync_dir(dir) != 0)
+			fprintf(stderr, "snapshot: fsync of %s after removing %s failed: %s\n", dir, path, strerror(errno));
+	}
+	free(s.v);
+	free(t.v);
+	return rc;
+}
+
 /* Contract (snapshot.h): walking newest first, keep the first `keep`
  * snapshots that fully verify and delete every snapshot older than the
  * oldest kept one (valid or not).  Invalid snapshots newer than that are

@@ -62,4 +62,10 @@ int snap_find_latest(const char *dir, struct snap_info *info);
  * none), so the caller can prune WAL segments below it. */
 uint64_t snap_prune(const char *dir, unsigned keep);
 
+/* Start-up, with the data directory's lock held (so no writer of ours is
+ * alive, a dying orphan at most): remove ONE <lsn>.snap.inprogress file,
+ * locked or not, its path into path[0..size).  1 removed, 0 none left,
+ * -1 error (errno). */
+int snap_remove_temp(const char *dir, char *path, size_t size);
+
 #endif

@@ -501,6 +501,13 @@ int shard_snapshot_start(struct shard *sh)
 {
 	if (sh->snap_pid > 0)
 		return 1;
+	if (sh->wal && wal_space(sh->wal, 0, NULL) != 0) {
+		/* low on space: the snapshot would fail for it, and wal_flush could
+		 * wait on a rotation that waits for space, blocking every read */
+		log_warn("msg=\"snapshot skipped: the disk is full\" data_dir=%s", sh->cfg.data_dir);
+		sh->snaps_failed++;
+		return -1;
+	}
 	wal_flush(sh->wal); /* snapshot LSN must never be ahead of the durable log */
 	pid_t parent = getpid();
 	pid_t pid = fork();

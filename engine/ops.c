@@ -129,6 +129,11 @@ static void snapshot_status(struct api_ctx *c)
 static void snapshot_take(struct api_ctx *c)
 {
 	int r = shard_snapshot_start(c->sh);
+	if (r < 0 && c->sh->wal && wal_space(c->sh->wal, 0, NULL) != 0) {
+		api_error(c, 507, "insufficient_storage", "the data directory's file system is full: no snapshot now");
+		buf_puts(&c->rs->headers, "Retry-After: 10\r\n");
+		return;
+	}
 	if (r < 0) {
 		api_error(c, 500, "snapshot_failed", "the snapshot could not be started; see the log");
 		return;

@@ -298,6 +298,7 @@ static const char *const garbage[] = {
 	"{\"qty\":123456789012345678901234567890,\"seller_price\":1e999999,\"name\":-0.0000000000000000001}",
 	"{\"legal_name\":{\"nested\":[1,{\"x\":null}]},\"roles\":\"seller\",\"on_hand\":\"ten\"}",
 	NULL, /* deep nesting, built at run time */
+	NULL, /* long strings in the usual fields, built at run time */
 };
 
 static void deep(char *out, size_t depth)
@@ -316,6 +317,14 @@ WM_TEST(idem_routes, every_write_route_twice_with_a_key_and_garbage_bodies, .tim
 	int port = w.x.port;
 	char path[512], buf[4096], what[600], key[64], nest[2 * 600 + 1];
 	deep(nest, 600);
+	static char longs[16384], l300[301], l70[71];
+	memset(l300, 'q', 300);
+	memset(l70, 'z', 70);
+	snprintf(longs, sizeof(longs),
+		 "{\"name\":\"%s\",\"legal_name\":\"%s\",\"sku\":\"%s\",\"title\":\"%s\",\"cuvee\":\"%s\","
+		 "\"hold_id\":\"%s\",\"level_id\":\"%s\",\"offer_id\":\"%s\",\"entity_id\":\"%s\",\"scheme\":\"gtin\","
+		 "\"value\":\"%s\",\"country\":\"%s\",\"email\":\"%s@x.fr\",\"channel_id\":\"%s\",\"qty\":1}",
+		 l300, l300, l300, l300, l300, l70, l300, l300, l300, l300, l300, l300, l300);
 	unsigned walked = 0, n = 0;
 	int saw_cancel = 0, saw_fulfil = 0;
 	for (const struct route *r = api_route_table(); r->pattern; r++) {
@@ -330,7 +339,7 @@ WM_TEST(idem_routes, every_write_route_twice_with_a_key_and_garbage_bodies, .tim
 		twice_with_key(port, r, path, good_body(&w, r, buf, sizeof(buf)), key, first);
 		/* then garbage (without a key, then with a fresh one) */
 		for (size_t g = 0; g < sizeof(garbage) / sizeof(garbage[0]); g++) {
-			const char *body = garbage[g] ? garbage[g] : nest;
+			const char *body = garbage[g] ? garbage[g] : g + 1 < sizeof(garbage) / sizeof(garbage[0]) ? nest : longs;
 			struct http_resp a;
 			snprintf(what, sizeof(what), "%s %s with garbage #%zu", method_names[r->method], path, g);
 			cr_assert_eq(req(port, method_names[r->method], path, NULL, body, &a), 0,

@@ -92,6 +92,12 @@ static int wal_replay_apply(void *ctx, uint64_t lsn, const void *payload, size_t
 	return 0;
 }
 
+static void log_temp_removed(void *ctx, const char *path)
+{
+	(void)ctx;
+	log_warn("msg=\"half-written snapshot removed\" file=%s", path);
+}
+
 int shard_load(struct shard *sh, const struct config *cfg, const char *snap_path, uint64_t upto_lsn,
 	       char *err, size_t errlen)
 {
@@ -120,12 +126,8 @@ int shard_load(struct shard *sh, const struct config *cfg, const char *snap_path
 	/* We hold the LOCK, so no writer of ours is alive: every temp snapshot
 	 * is a half-written one left by a crash (or by a snapshot child dying
 	 * with its killed shard). */
-	for (int n = 0; n < SNAP_STARTUP_TMP_MAX; n++) {
-		char tmp[700];
-		if (snap_remove_temp(sh->snap_dir, tmp, sizeof(tmp)) != 1)
-			break;
-		log_warn("msg=\"half-written snapshot removed\" file=%s", tmp);
-	}
+	if (snap_remove_temps(sh->snap_dir, log_temp_removed, NULL) < 0)
+		log_warn("msg=\"cannot list the snapshot directory\" dir=%s error=\"%s\"", sh->snap_dir, strerror(errno));
 	for (size_t i = 0; resource_tables[i]; i++) {
 		const struct table_ops *ops = resource_tables[i];
 		if (table_init(&sh->tables[ops->rec_table], ops, &sh->cfg)) {

@@ -138,7 +138,6 @@ void shard_space_poll(struct shard *sh);
 int shard_apply(struct shard *sh, uint64_t lsn, const void *payload, size_t len, char *why);
 
 #define SNAP_TEST_STALL_S 60u     /* errinj snapshot_child_stall */
-#define SNAP_STARTUP_TMP_MAX 64   /* temp snapshot files removed at start-up, at most */
 
 /* Take a snapshot now (forks).  0 started, 1 one is already running, -1
  * failed.  The child dies with this process and holds none of its

@@ -881,7 +881,7 @@ static int remove_stale_tmp(const char *dir, uint64_t lsn)
 }
 
 /* Contract (snapshot.h). */
-int snap_remove_temp(const char *dir, char *path, size_t size)
+int snap_remove_temps(const char *dir, void (*fn)(void *ctx, const char *path), void *ctx)
 {
 	struct lsn_list s = { 0 }, t = { 0 };
 	if (list_dir(dir, &s, &t) != 0) {
@@ -891,16 +891,21 @@ int snap_remove_temp(const char *dir, char *path, size_t size)
 		errno = e;
 		return e == ENOENT ? 0 : -1;
 	}
-	int rc = 0;
-	if (t.n) {
-		int n = snprintf(path, size, "%s/%020" PRIu64 SNAP_TMP_SUFFIX, dir, t.v[0]);
-		rc = n < 0 || (size_t)n >= size || unlink(path) ? -1 : 1;
-		if (rc == 1 && fs_fsync_dir(dir) != 0)
-			fprintf(stderr, "snapshot: fsync of %s after removing %s failed: %s\n", dir, path, strerror(errno));
+	int removed = 0;
+	for (size_t i = 0; i < t.n; i++) {
+		char path[PATH_MAX];
+		int n = snprintf(path, sizeof(path), "%s/%020" PRIu64 SNAP_TMP_SUFFIX, dir, t.v[i]);
+		if (n > 0 && (size_t)n < sizeof(path) && unlink(path) == 0) {
+			removed++;
+			if (fn)
+				fn(ctx, path);
+		}
 	}
+	if (removed && fs_fsync_dir(dir) != 0)
+		fprintf(stderr, "snapshot: fsync of %s after removing temp files failed: %s\n", dir, strerror(errno));
 	free(s.v);
 	free(t.v);
-	return rc;
+	return removed;
 }
 
 /* Contract (snapshot.h): walking newest first, keep the first `keep`

@@ -84,6 +84,7 @@
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -398,6 +399,17 @@ static int spare_make(struct wal *w)
 {
 	if (ERRINJ("wal_spare_enospc")) {
 		unlink(w->spare_path);
+		errno = ENOSPC;
+		return -1;
+	}
+	/* Retried every WAL_SPARE_RETRY_MS on a full disk: do not write (and
+	 * throw away) a partial segment each time when the file system says
+	 * it cannot hold a whole one.  An old spare's own blocks count. */
+	struct statvfs vs;
+	struct stat old;
+	uint64_t mine = stat(w->spare_path, &old) == 0 ? (uint64_t)old.st_blocks * 512u : 0;
+	if (statvfs(w->dir, &vs) == 0 && vs.f_blocks > 0 &&
+	    (uint64_t)vs.f_bavail * vs.f_frsize + mine < w->segment_size) {
 		errno = ENOSPC;
 		return -1;
 	}

@@ -13,7 +13,21 @@
  * parent keeps serving writes.  Before forking, the parent waits for the WAL
  * to make everything applied durable, so the snapshot's LSN is never ahead
  * of the log (a snapshot never contains a write the log could lose, and the
- * log never has a gap below a snapshot).
+ * log never has a gap below a snapshot).  The child must never outlive the
+ * shard nor hold what a restart needs (snapshot_child_detach): it dies
+ * with its parent and closes every inherited descriptor, the data
+ * directory's LOCK above all; a snapshot it leaves half-written is a temp
+ * file that the next start-up removes (with the LOCK held, no writer of
+ * ours can be alive).
+ *
+ * Held transactions (idempotency, shard.h): a request may commit any
+ * number of times; each commit logs the held one before it, and the
+ * stored response joins the last.
+ *
+ * A full disk (shard.h, wal.c "Running out of space"): a transaction the
+ * WAL refuses is refused before it is applied, so memory never shows
+ * what the log does not hold; write requests are refused up front with
+ * 507 while the WAL cannot promise SHARD_WRITE_HEADROOM; reads go on.
  */
 #include "engine/shard.h"
 

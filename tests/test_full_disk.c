@@ -47,9 +47,12 @@ static void sleep_ms(int ms)
 
 static int mounted;
 static char mount_dir[300];
+static struct wm_proc *live; /* killed before the umount, also when an assertion ends the test */
 
 static void unmount_it(void)
 {
+	if (live && live->pid > 0)
+		wm_kill9(live);
 	if (mounted && umount2(mount_dir, MNT_DETACH) == 0)
 		mounted = 0;
 }
@@ -185,7 +188,7 @@ static void refused_absent(int port, unsigned seq)
 
 WM_TEST(full_disk, writes_507_reads_go_on_resume_when_space_returns, .timeout = 240)
 {
-	struct wm_proc p;
+	static struct wm_proc p; /* static: the exit-time cleanup (unmount_it) may reach it */
 	wm_proc_init(&p);
 	snprintf(mount_dir, sizeof(mount_dir), "%s", p.data_dir);
 	cr_assert_eq(mkdir(mount_dir, 0755), 0);
@@ -193,6 +196,7 @@ WM_TEST(full_disk, writes_507_reads_go_on_resume_when_space_returns, .timeout = 
 		     "mounting a tmpfs failed (%s): this test needs root (CI runs as root); it does not skip",
 		     strerror(errno));
 	mounted = 1;
+	live = &p;
 	atexit(unmount_it);
 
 	cr_assert_eq(wm_start(&p, args, NULL), 0, "wm-shard did not start (logs in %s)", p.dir);
@@ -272,6 +276,7 @@ WM_TEST(full_disk, writes_507_reads_go_on_resume_when_space_returns, .timeout = 
 	free(a.ids);
 	wm_stop(&p);
 	unmount_it();
+	live = NULL;
 	cr_assert_eq(mounted, 0, "umount failed");
 	wm_proc_cleanup(&p);
 }

@@ -619,9 +619,12 @@ static void rotate(struct wal *w, uint64_t first, size_t frame_len, struct batch
 				w->dir);
 		logged = 1;
 		pthread_mutex_lock(&w->mu);
-		if (!w->spare_ready)
+		int stopping = w->stop;
+		if (!w->spare_ready && !stopping)
 			cond_wait_ms(&w->done, &w->mu, WAL_SPARE_RETRY_MS);
 		pthread_mutex_unlock(&w->mu);
+		if (stopping) /* shutdown while waiting: this batch was never acknowledged */
+			die("segment rotation at shutdown (no space)", e);
 	}
 }
 

@@ -7,8 +7,8 @@
  *     bounded size whatever the body, and the MAC is computed in one call
  *     over a small stack buffer (no allocation per request).
  *   - The header is parsed strictly (exact prefix, digits, exactly 64 lower-
- *     or upper-case hex digits, nothing after): anything else is malformed,
- *     never "probably fine".
+ *     case hex digits, nothing after): anything else is malformed, never
+ *     "probably fine".
  *   - The comparison is CRYPTO_memcmp over the 32 raw bytes, so the time it
  *     takes says nothing about how many bytes matched.
  *   - The skew check comes after the parse but before the MAC, and a
@@ -28,6 +28,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "net/hex.h"
 
 #define CK_SIGNED_MAX (16 + 4096 + 24 + 64 + 8) /* method, path, ts, body hash, separators */
 #define CK_PATH_MAX 4096
@@ -90,11 +92,8 @@ static int ck_mac(const struct cluster_key *k, const char *method, size_t method
 	memcpy(msg + n, path, path_len);
 	n += path_len;
 	n += (size_t)snprintf(msg + n, sizeof(msg) - n, "\n%lld\n", (long long)ts);
-	static const char hex[] = "0123456789abcdef";
-	for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) {
-		msg[n++] = hex[h[i] >> 4];
-		msg[n++] = hex[h[i] & 15];
-	}
+	hex_encode(h, SHA256_DIGEST_LENGTH, msg + n);
+	n += 2 * SHA256_DIGEST_LENGTH;
 	unsigned ml = 0;
 	return HMAC(EVP_sha256(), k->secret, (int)k->len, (const uint8_t *)msg, n, mac, &ml) && ml == 32 ? 0 : -1;
 }
@@ -106,27 +105,11 @@ int ck_sign(const struct cluster_key *k, const char *method, size_t method_len, 
 	if (ts < 0 || ck_mac(k, method, method_len, path, path_len, ts, body, body_len, mac))
 		return -1;
 	int n = snprintf(out, CK_HEADER_MAX, "t=%lld,v1=", (long long)ts);
-	static const char hex[] = "0123456789abcdef";
-	for (int i = 0; i < 32; i++) {
-		out[n++] = hex[mac[i] >> 4];
-		out[n++] = hex[mac[i] & 15];
-	}
-	out[n] = 0;
+	hex_encode(mac, sizeof(mac), out + n);
 	return 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* "t=<1..19 digits>,v1=<64 hex>" exactly: the timestamp and raw MAC; 0 or -1. */
+/* "t=<1..18 digits>,v1=<64 lower-case hex>" exactly: the timestamp and raw MAC; 0 or -1. */
 static int parse_header(const char *h, size_t len, int64_t *ts, uint8_t mac[32])
 {
 	if (len < 2 || memcmp(h, "t=", 2))
@@ -142,12 +125,8 @@ static int parse_header(const char *h, size_t len, int64_t *ts, uint8_t mac[32])
 	if (digits == 0 || len - i != 4 + 64 || memcmp(h + i, ",v1=", 4))
 		return -1;
 	i += 4;
-	for (int b = 0; b < 32; b++) {
-		int hi = hexval(h[i + 2 * (size_t)b]), lo = hexval(h[i + 2 * (size_t)b + 1]);
-		if (hi < 0 || lo < 0)
-			return -1;
-		mac[b] = (uint8_t)(hi << 4 | lo);
-	}
+	if (hex_decode(h + i, 32, mac))
+		return -1;
 	*ts = (int64_t)t;
 	return 0;
 }

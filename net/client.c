@@ -1,0 +1,570 @@
+/*
+ * client.c -- outbound HTTP/1.1 connection pools on the event loop
+ * (contract in client.h).
+ *
+ * Life of a call:
+ *   hc_send -> serialise the request into the call -> an idle connection,
+ *   or a new one (non-blocking connect), or the pool's queue -> write ->
+ *   read until head + Content-Length bytes -> done(response) -> the
+ *   connection goes back to idle (or closes on "Connection: close") and
+ *   takes the next queued call.
+ *
+ * Why this shape:
+ *   - Bounded everything: connections per peer, queued calls, head and body
+ *     bytes.  A peer that is slow or gone costs at most max_conns sockets
+ *     and max_queue small buffers, and the caller learns at once when the
+ *     pool is full.
+ *   - One deadline per call, swept on the loop's tick like the server's
+ *     time-outs: no timer structure, and a call is failed exactly once
+ *     (the call is unlinked before its callback runs, so a callback may
+ *     start new calls on the same pool).
+ *   - No automatic retry: a write that reached the peer may have been
+ *     applied even if its answer was lost; only the caller knows whether
+ *     sending it again is safe (internal writes carry idempotency keys).
+ *   - Errors found while starting a call (connect refused at once) are
+ *     reported from the loop, never from inside hc_send, so a caller's
+ *     state is never re-entered half-built.
+ */
+#include "net/client.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "net/buf.h"
+
+#define HC_MAX_CONNS_CAP 256
+#define HC_MAX_QUEUE_CAP 65536
+#define HC_READ_CHUNK 16384
+
+struct hc_call {
+	struct buf req;          /* the serialised request */
+	hc_done_fn done;
+	void *arg;
+	uint64_t deadline_ms;
+	struct hc_call *next;    /* queue link */
+};
+
+enum hc_state { HC_CONNECTING, HC_IDLE, HC_BUSY };
+
+struct hc_conn {
+	struct ev_handle h;
+	struct hc_pool *pool;
+	enum hc_state state;
+	int connect_errno;       /* a connect that failed at once (reported from the loop) */
+	struct hc_call *call;    /* the call on this connection (CONNECTING, BUSY) */
+	size_t sent;
+	struct buf in;
+	struct hc_conn *prev, *next;
+};
+
+struct hc_pool {
+	struct ev_loop *loop;
+	struct hc_config cfg;
+	char host[64];           /* Host header value */
+	struct sockaddr_storage sa;
+	socklen_t sl;
+	struct hc_conn *conns;
+	struct hc_call *qhead, *qtail;
+	struct hc_stats st;
+};
+
+static void conn_on_event(struct ev_loop *loop, struct ev_handle *h, uint32_t events);
+
+/* ---- calls -------------------------------------------------------------- */
+
+static void call_free(struct hc_call *c)
+{
+	buf_free(&c->req);
+	free(c);
+}
+
+/* Report a call's outcome and free it (it is already unlinked). */
+static void call_finish(struct hc_pool *p, struct hc_call *c, const struct hc_response *r, const char *err)
+{
+	if (r)
+		p->st.ok++;
+	else
+		p->st.failed++;
+	c->done(c->arg, r, err);
+	call_free(c);
+}
+
+/* ---- connections --------------------------------------------------------- */
+
+static void conn_close(struct hc_conn *k)
+{
+	struct hc_pool *p = k->pool;
+	ev_del(p->loop, &k->h);
+	close(k->h.fd);
+	if (k->prev)
+		k->prev->next = k->next;
+	else
+		p->conns = k->next;
+	if (k->next)
+		k->next->prev = k->prev;
+	p->st.open--;
+	if (k->state == HC_BUSY || k->state == HC_CONNECTING)
+		p->st.busy--;
+	buf_free(&k->in);
+	free(k);
+}
+
+static struct hc_conn *conn_open(struct hc_pool *p, struct hc_call *c);
+
+/* Give queued calls the connections a close made room for. */
+static void pool_refill(struct hc_pool *p)
+{
+	while (p->qhead && p->st.open < p->cfg.max_conns) {
+		struct hc_call *c = p->qhead;
+		if (!conn_open(p, c))
+			return; /* no socket now: the calls wait for their deadline or a free connection */
+		p->qhead = c->next;
+		if (!p->qhead)
+			p->qtail = NULL;
+		c->next = NULL;
+		p->st.queued--;
+	}
+}
+
+/* Fail the connection's call (if any) with err and close it. */
+static void conn_fail(struct hc_conn *k, const char *err)
+{
+	struct hc_pool *p = k->pool;
+	struct hc_call *c = k->call;
+	k->call = NULL;
+	conn_close(k);
+	if (c)
+		call_finish(p, c, NULL, err);
+	pool_refill(p);
+}
+
+static void conn_interest(struct hc_conn *k)
+{
+	uint32_t ev = EPOLLIN | EPOLLRDHUP;
+	if (k->state == HC_CONNECTING || (k->state == HC_BUSY && k->call && k->sent < k->call->req.len))
+		ev |= EPOLLOUT;
+	ev_mod(k->pool->loop, &k->h, ev);
+}
+
+/* A new connection (non-blocking connect) carrying call c; NULL on failure
+ * to make a socket (c stays with the caller). */
+static struct hc_conn *conn_open(struct hc_pool *p, struct hc_call *c)
+{
+	int fd = socket(p->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return NULL;
+	struct hc_conn *k = calloc(1, sizeof(*k));
+	if (!k) {
+		close(fd);
+		return NULL;
+	}
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, (struct sockaddr *)&p->sa, p->sl) && errno != EINPROGRESS)
+		k->connect_errno = errno ? errno : ECONNREFUSED;
+	k->pool = p;
+	k->h = (struct ev_handle){.fd = fd, .fn = conn_on_event, .arg = k};
+	k->state = HC_CONNECTING;
+	k->call = c;
+	buf_init(&k->in, HC_MAX_HEAD + (size_t)p->cfg.max_response_bytes + HC_READ_CHUNK);
+	if (ev_add(p->loop, &k->h, EPOLLOUT | EPOLLIN | EPOLLRDHUP)) {
+		buf_free(&k->in);
+		close(fd);
+		free(k);
+		return NULL;
+	}
+	k->next = p->conns;
+	if (p->conns)
+		p->conns->prev = k;
+	p->conns = k;
+	p->st.open++;
+	p->st.busy++;
+	p->st.connects++;
+	return k;
+}
+
+/* Put call c on the idle connection k. */
+static void conn_assign(struct hc_conn *k, struct hc_call *c)
+{
+	k->state = HC_BUSY;
+	k->pool->st.busy++;
+	k->call = c;
+	k->sent = 0;
+	k->in.len = 0;
+	conn_interest(k);
+}
+
+/* The connection finished a call: take the next queued one, or idle. */
+static void conn_next(struct hc_conn *k)
+{
+	struct hc_pool *p = k->pool;
+	k->state = HC_IDLE;
+	p->st.busy--;
+	k->call = NULL;
+	k->in.len = 0;
+	if (p->qhead) {
+		struct hc_call *c = p->qhead;
+		p->qhead = c->next;
+		if (!p->qhead)
+			p->qtail = NULL;
+		p->st.queued--;
+		c->next = NULL;
+		conn_assign(k, c);
+		return;
+	}
+	conn_interest(k);
+}
+
+/* ---- responses ------------------------------------------------------------ */
+
+/* The value of header `name` in head (one line each), copied into out;
+ * the number of times it appears. */
+static int head_value(const char *head, size_t len, const char *name, char *out, size_t size)
+{
+	size_t nl = strlen(name);
+	int seen = 0;
+	const char *end = head + len;
+	for (const char *l = memchr(head, '\n', len); l && l + 1 < end; l = memchr(l + 1, '\n', (size_t)(end - l - 1))) {
+		const char *s = l + 1;
+		if ((size_t)(end - s) > nl && !strncasecmp(s, name, nl) && s[nl] == ':') {
+			const char *v = s + nl + 1, *e = memchr(v, '\r', (size_t)(end - v));
+			while (v < end && (*v == ' ' || *v == '\t'))
+				v++;
+			size_t vl = e ? (size_t)(e - v) : 0;
+			if (vl >= size)
+				vl = size - 1;
+			memcpy(out, v, vl);
+			out[vl] = 0;
+			seen++;
+		}
+	}
+	return seen;
+}
+
+int hc_parse_response(const char *data, size_t len, uint32_t max_body, struct hc_response *r, int *close_after,
+		      const char **err)
+{
+	const char *end = memmem(data, len, "\r\n\r\n", 4);
+	if (!end) {
+		if (len > HC_MAX_HEAD)
+			return *err = "response head too large", -1;
+		return 0;
+	}
+	size_t hl = (size_t)(end - data) + 4;
+	if (hl > HC_MAX_HEAD)
+		return *err = "response head too large", -1;
+	/* "HTTP/1.x NNN" then a space or the line's end: three digits, read by hand */
+	if (hl < 16 || memcmp(data, "HTTP/1.", 7) || data[8] != ' ' || (data[12] != ' ' && data[12] != '\r'))
+		return *err = "malformed status line", -1;
+	int status = 0;
+	for (int i = 9; i < 12; i++) {
+		if (data[i] < '0' || data[i] > '9')
+			return *err = "malformed status line", -1;
+		status = status * 10 + (data[i] - '0');
+	}
+	if (status < 100 || status > 599)
+		return *err = "malformed status line", -1;
+	char v[32];
+	if (head_value(data, hl, "Transfer-Encoding", v, sizeof(v)))
+		return *err = "unframed response (Transfer-Encoding)", -1;
+	if (head_value(data, hl, "Content-Length", v, sizeof(v)) != 1)
+		return *err = "response without exactly one Content-Length", -1;
+	char *e;
+	errno = 0;
+	unsigned long long cl = strtoull(v, &e, 10);
+	if (!v[0] || *e || errno || v[0] == '-')
+		return *err = "malformed Content-Length", -1;
+	if (cl > max_body)
+		return *err = "response larger than max_response_bytes", -1;
+	if (len < hl + cl)
+		return 0;
+	if (len > hl + cl)
+		return *err = "bytes after the response", -1;
+	*close_after = head_value(data, hl, "Connection", v, sizeof(v)) && !strcasecmp(v, "close");
+	*r = (struct hc_response){.status = status, .head = data, .head_len = hl, .body = data + hl,
+				  .body_len = (size_t)cl};
+	return 1;
+}
+
+/* ---- socket events ------------------------------------------------------------ */
+
+static int conn_write(struct hc_conn *k)
+{
+	struct hc_call *c = k->call;
+	while (k->sent < c->req.len) {
+		ssize_t n = send(k->h.fd, c->req.data + k->sent, c->req.len - k->sent, MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			return -1;
+		}
+		k->sent += (size_t)n;
+	}
+	return 0;
+}
+
+/* Read what is there: 1 at EOF, 0 otherwise, -1 on an error or overflow. */
+static int conn_read(struct hc_conn *k)
+{
+	size_t cap = HC_MAX_HEAD + (size_t)k->pool->cfg.max_response_bytes + 1;
+	for (;;) {
+		if (k->in.len >= cap)
+			return 0; /* parse_response refuses it */
+		size_t want = cap - k->in.len < HC_READ_CHUNK ? cap - k->in.len : HC_READ_CHUNK;
+		if (buf_reserve(&k->in, want))
+			return -1;
+		ssize_t n = recv(k->h.fd, k->in.data + k->in.len, want, 0);
+		if (n == 0)
+			return 1;
+		if (n < 0)
+			return errno == EINTR ? 0 : (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
+		k->in.len += (size_t)n;
+	}
+}
+
+static void conn_on_event(struct ev_loop *loop, struct ev_handle *h, uint32_t events)
+{
+	(void)loop;
+	struct hc_conn *k = h->arg;
+	if (k->state == HC_CONNECTING) {
+		int e = k->connect_errno;
+		socklen_t el = sizeof(e);
+		if (!e && (events & (EPOLLERR | EPOLLHUP)))
+			getsockopt(h->fd, SOL_SOCKET, SO_ERROR, &e, &el);
+		if (!e && !(events & EPOLLOUT))
+			return;
+		if (e || (events & (EPOLLERR | EPOLLHUP))) {
+			char msg[96];
+			snprintf(msg, sizeof(msg), "connect failed: %s", strerror(e ? e : ECONNREFUSED));
+			conn_fail(k, msg);
+			return;
+		}
+		k->state = HC_BUSY; /* still counted busy */
+	}
+	if (k->state == HC_IDLE) {
+		/* an idle connection has nothing to say: the peer closed it */
+		struct hc_pool *p = k->pool;
+		conn_close(k);
+		pool_refill(p);
+		return;
+	}
+	if ((events & EPOLLOUT) && conn_write(k)) {
+		conn_fail(k, "peer closed the connection while the request was sent");
+		return;
+	}
+	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+		int eof = conn_read(k);
+		struct hc_response r;
+		int close_after = 0;
+		const char *err = NULL;
+		int pr = eof < 0 ? -1
+				 : hc_parse_response(k->in.data, k->in.len, k->pool->cfg.max_response_bytes, &r,
+						     &close_after, &err);
+		if (pr == 1) {
+			struct hc_pool *p = k->pool;
+			struct hc_call *c = k->call;
+			k->call = NULL;
+			/* the response lives in k->in: report before reusing the connection */
+			p->st.ok++;
+			c->done(c->arg, &r, NULL);
+			call_free(c);
+			if (close_after || eof) {
+				conn_close(k);
+				pool_refill(p);
+			} else {
+				conn_next(k);
+			}
+			return;
+		}
+		if (pr < 0 || eof) {
+			conn_fail(k, pr < 0 ? (err ? err : "read failed") : "peer closed the connection before the response");
+			return;
+		}
+	}
+	conn_interest(k);
+}
+
+/* ---- public ------------------------------------------------------------------------ */
+
+static int parse_addr(const char *addr, struct sockaddr_storage *sa, socklen_t *sl)
+{
+	const char *colon = strrchr(addr, ':');
+	if (!colon || colon == addr)
+		return -1;
+	char *e;
+	long port = strtol(colon + 1, &e, 10);
+	if (*e || port < 1 || port > 65535)
+		return -1;
+	char host[64];
+	size_t hl = (size_t)(colon - addr);
+	if (addr[0] == '[') {
+		if (hl < 3 || addr[hl - 1] != ']' || hl - 2 >= sizeof(host))
+			return -1;
+		memcpy(host, addr + 1, hl - 2);
+		host[hl - 2] = 0;
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)sa;
+		memset(s6, 0, sizeof(*s6));
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)port);
+		*sl = sizeof(*s6);
+		return inet_pton(AF_INET6, host, &s6->sin6_addr) == 1 ? 0 : -1;
+	}
+	if (hl >= sizeof(host))
+		return -1;
+	memcpy(host, addr, hl);
+	host[hl] = 0;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)sa;
+	memset(s4, 0, sizeof(*s4));
+	s4->sin_family = AF_INET;
+	s4->sin_port = htons((uint16_t)port);
+	*sl = sizeof(*s4);
+	return inet_pton(AF_INET, host, &s4->sin_addr) == 1 ? 0 : -1;
+}
+
+struct hc_pool *hc_pool_new(struct ev_loop *loop, const struct hc_config *cfg, char *err, size_t errlen)
+{
+	if (!cfg->addr || cfg->max_conns < 1 || cfg->max_conns > HC_MAX_CONNS_CAP || cfg->max_queue > HC_MAX_QUEUE_CAP ||
+	    cfg->max_response_bytes == 0) {
+		snprintf(err, errlen, "client pool: max_conns 1..%d, max_queue 0..%d, max_response_bytes > 0",
+			 HC_MAX_CONNS_CAP, HC_MAX_QUEUE_CAP);
+		return NULL;
+	}
+	struct hc_pool *p = calloc(1, sizeof(*p));
+	if (!p) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (strlen(cfg->addr) >= sizeof(p->host) || parse_addr(cfg->addr, &p->sa, &p->sl)) {
+		snprintf(err, errlen, "client pool: \"%s\" is not a numeric IPv4:port or [IPv6]:port", cfg->addr);
+		free(p);
+		return NULL;
+	}
+	p->loop = loop;
+	p->cfg = *cfg;
+	snprintf(p->host, sizeof(p->host), "%s", cfg->addr);
+	p->cfg.addr = p->host;
+	return p;
+}
+
+/* The request bytes: request line, Host, Content-Length, extra headers, body. */
+static struct hc_call *call_new(const struct hc_pool *p, const struct hc_request *rq, hc_done_fn done, void *arg)
+{
+	if (!rq->method || !rq->path || rq->path[0] != '/' || strpbrk(rq->path, " \r\n") ||
+	    strpbrk(rq->method, " \r\n") || rq->timeout_ms == 0 || (rq->body_len && !rq->body))
+		return NULL;
+	struct hc_call *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	buf_init(&c->req, 0);
+	buf_printf(&c->req, "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %zu\r\n", rq->method, rq->path, p->host,
+		   rq->body_len);
+	if (rq->headers)
+		buf_puts(&c->req, rq->headers);
+	buf_append(&c->req, "\r\n", 2);
+	if (rq->body_len)
+		buf_append(&c->req, rq->body, rq->body_len);
+	if (c->req.overflow) {
+		call_free(c);
+		return NULL;
+	}
+	c->done = done;
+	c->arg = arg;
+	c->deadline_ms = ev_now_ms(p->loop) + rq->timeout_ms;
+	return c;
+}
+
+int hc_send(struct hc_pool *p, const struct hc_request *rq, hc_done_fn done, void *arg)
+{
+	struct hc_conn *idle = NULL;
+	uint32_t n = 0;
+	for (struct hc_conn *k = p->conns; k; k = k->next, n++)
+		if (k->state == HC_IDLE && !idle)
+			idle = k;
+	if (!idle && n >= p->cfg.max_conns && p->st.queued >= p->cfg.max_queue) {
+		p->st.refused_full++;
+		return -1;
+	}
+	struct hc_call *c = call_new(p, rq, done, arg);
+	if (!c)
+		return -1;
+	p->st.calls++;
+	if (idle) {
+		conn_assign(idle, c);
+		return 0;
+	}
+	if (n < p->cfg.max_conns && conn_open(p, c))
+		return 0;
+	if (p->st.queued >= p->cfg.max_queue) { /* no socket could be made and no room to wait */
+		p->st.calls--;
+		call_free(c);
+		p->st.refused_full++;
+		return -1;
+	}
+	if (p->qtail)
+		p->qtail->next = c;
+	else
+		p->qhead = c;
+	p->qtail = c;
+	p->st.queued++;
+	return 0;
+}
+
+void hc_tick(struct hc_pool *p)
+{
+	uint64_t now = ev_now_ms(p->loop);
+	for (struct hc_conn *k = p->conns, *next; k; k = next) {
+		next = k->next;
+		if (k->call && now >= k->call->deadline_ms) {
+			p->st.timeouts++;
+			conn_fail(k, "timed out");
+			next = p->conns; /* a callback may have changed the list: start over */
+		}
+	}
+	for (struct hc_call **pp = &p->qhead; *pp;) {
+		struct hc_call *c = *pp;
+		if (now < c->deadline_ms) {
+			pp = &c->next;
+			continue;
+		}
+		*pp = c->next;
+		if (p->qtail == c)
+			p->qtail = NULL;
+		p->st.queued--;
+		p->st.timeouts++;
+		call_finish(p, c, NULL, "timed out waiting for a connection");
+		pp = &p->qhead; /* the same: start over */
+	}
+	if (!p->qhead)
+		p->qtail = NULL;
+	else
+		for (struct hc_call *c = p->qhead; c; c = c->next)
+			p->qtail = c;
+}
+
+void hc_stats(const struct hc_pool *p, struct hc_stats *st) { *st = p->st; }
+
+void hc_pool_free(struct hc_pool *p)
+{
+	if (!p)
+		return;
+	while (p->conns)
+		conn_fail(p->conns, "pool closed");
+	while (p->qhead) {
+		struct hc_call *c = p->qhead;
+		p->qhead = c->next;
+		p->st.queued--;
+		call_finish(p, c, NULL, "pool closed");
+	}
+	free(p);
+}

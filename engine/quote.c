@@ -216,7 +216,9 @@ static int price_incoterm_of(int offer_incoterm)
 
 static void cand_add(struct quote *s, struct quote_line *ql, const struct offer *o)
 {
-	if (ql->ncand >= QUOTE_MAX_CANDIDATES || !offer_sellable(o, s->now_ms))
+	/* an offer the caller may not see is no candidate at all: not counted
+	 * (it takes no slot), not explained, not routed (it could not win) */
+	if (ql->ncand >= QUOTE_MAX_CANDIDATES || !offer_sellable(o, s->now_ms) || !offer_visible_to(s->caller, o))
 		return;
 	unsigned i = ql->ncand++;
 	struct route_cand *rc = &ql->cand[i];
@@ -258,7 +260,7 @@ static void cand_add(struct quote *s, struct quote_line *ql, const struct offer 
 		const struct location *loc = location_get(s->sh, lv->location_id, strlen(lv->location_id));
 		if (loc) {
 			origin = loc->country;
-			ql->fulfiller[i] = lv->owner_id;
+			ql->fulfiller[i] = quote_fulfiller_of(s->sh, lv);
 			ql->location[i] = lv->location_id;
 		}
 	}
@@ -288,6 +290,36 @@ static void cand_add(struct quote *s, struct quote_line *ql, const struct offer 
 	ql->perr[i] = price_quote(s->rd, &in, &s->one);
 	rc->compliant = ql->perr[i] == PRICE_OK;
 	rc->cost = rc->compliant ? s->one.total : INT64_MAX;
+}
+
+const char *quote_fulfiller_of(struct shard *sh, const struct inv_level *lv)
+{
+	const struct location *loc = location_get(sh, lv->location_id, strlen(lv->location_id));
+	if (loc && strcmp(loc->owner_id, lv->owner_id)) {
+		const struct partner *p = partner_get(sh, loc->owner_id, strlen(loc->owner_id));
+		if (p && (p->v.roles & ROLE_FULFILLER))
+			return loc->owner_id;
+	}
+	return lv->owner_id;
+}
+
+int quote_permission_hidden(const char *code)
+{
+	for (int v = 0; v < PERMIT_N_VERDICTS; v++)
+		if (!strcmp(permit_code((enum permit_verdict)v), code))
+			return quote_verdict_hidden((enum permit_verdict)v);
+	return 1; /* a code this build does not know: hide rather than guess */
+}
+
+int quote_verdict_hidden(enum permit_verdict v)
+{
+	switch (v) {
+	case PERMIT_OK: case PERMIT_OK_OWNER:
+	case PERMIT_DESTINATION_BLOCKED: case PERMIT_DESTINATION_NOT_ALLOWED:
+		return 0; /* the seller passes every rule about itself: it sees the offer */
+	default:
+		return 1;
+	}
 }
 
 static int cand_cb(const struct offer *o, void *arg)
@@ -897,6 +929,7 @@ struct quote *quote_compute(struct api_ctx *c, const struct json_value *b, int s
 		return NULL;
 	}
 	s->sh = c->sh;
+	s->caller = c;
 	s->rd = rd;
 	s->now_ms = (int64_t)wall_ms();
 	s->stock_backed = (uint8_t)(stock_backed != 0);

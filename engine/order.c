@@ -918,6 +918,13 @@ static struct order_view view_of(const struct api_ctx *c, const struct order *o)
 	return v;
 }
 
+/* Leg l is in view v (the rule order_view_write applies to fulfillments[]). */
+static int leg_in_view(const struct order_view *v, const struct order_leg *l)
+{
+	return v->platform || (v->roles & OR_SELLER) || !strcmp(l->originator_id, v->me) ||
+	       !strcmp(l->fulfiller_id, v->me);
+}
+
 /* True if name is in the NULL-terminated list. */
 static int in_list(const char *const *list, const char *name)
 {
@@ -1433,6 +1440,7 @@ static const char *const role_names[] = {"seller", "originator", "fulfiller", NU
 struct list_q {
 	int status, role;
 	const char *party;         /* whose role the role filter names */
+	const char *viewer;        /* the caller's entity; NULL for the platform */
 	char partner[ID_MAX_LEN];  /* ?partner= ("" none) */
 	char from[ORDER_TS_MAX], to[ORDER_TS_MAX]; /* normalised created_at bounds ("" none) */
 };
@@ -1447,6 +1455,28 @@ static int has_role(const struct order *o, const char *who, int role)
 	return 0;
 }
 
+/*
+ * ?partner= for a partner's own list: partner is named in viewer's view of
+ * o (order_view_write), so the filter never tells a participant who else
+ * takes part beyond what its view shows.  The seller's view names every
+ * participant; an originator's or a fulfiller's names the seller, itself
+ * and the partners on the legs it sees.
+ */
+static int party_in_view(const struct order *o, const char *viewer, const char *partner)
+{
+	if (!strcmp(o->seller_id, partner))
+		return 1;
+	if (!strcmp(o->seller_id, viewer))
+		return order_involves(o, partner);
+	for (unsigned i = 0; i < o->n_legs; i++) {
+		const struct order_leg *l = &o->legs[i];
+		if ((!strcmp(l->originator_id, viewer) || !strcmp(l->fulfiller_id, viewer)) &&
+		    (!strcmp(l->originator_id, partner) || !strcmp(l->fulfiller_id, partner)))
+			return 1;
+	}
+	return 0;
+}
+
 static int list_filter(struct api_ctx *c, const struct row *r, void *arg)
 {
 	const struct list_q *q = arg;
@@ -1456,7 +1486,7 @@ static int list_filter(struct api_ctx *c, const struct row *r, void *arg)
 		return 0;
 	if (q->status >= 0 && s->v.status != q->status)
 		return 0;
-	if (q->partner[0] && !order_involves(o, q->partner))
+	if (q->partner[0] && !(q->viewer ? party_in_view(o, q->viewer, q->partner) : order_involves(o, q->partner)))
 		return 0;
 	if (q->role >= 0 && !has_role(o, q->party, q->role))
 		return 0;
@@ -1506,6 +1536,7 @@ static void order_list(struct api_ctx *c)
 		q.partner[0] = 0;
 	const char *me = c->who.is_platform ? (q.partner[0] ? q.partner : NULL) : c->who.entity_id;
 	q.party = me;
+	q.viewer = c->who.is_platform ? NULL : c->who.entity_id;
 	if (q.role >= 0 && !me) {
 		api_error(c, 400, "invalid_filter", "role filters the orders of a partner: give partner= too");
 		return;
@@ -1583,10 +1614,13 @@ static void order_fulfil(struct api_ctx *c)
 	char leg[64];
 	if (!o)
 		return;
+	/* a leg outside the caller's view (another originator's) answers as an
+	 * unknown leg: its existence is not revealed */
+	struct order_view v = view_of(c, o);
 	unsigned li = o->n_legs;
 	if (api_param(c, 1, leg, sizeof(leg)) > 0)
 		for (unsigned i = 0; i < o->n_legs; i++)
-			if (!strcmp(o->legs[i].leg_id, leg))
+			if (!strcmp(o->legs[i].leg_id, leg) && leg_in_view(&v, &o->legs[i]))
 				li = i;
 	if (li == o->n_legs) {
 		api_error(c, 404, "not_found", "no such fulfilment leg on this order");

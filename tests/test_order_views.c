@@ -275,7 +275,7 @@ WM_TEST(order_views, role_matrix_on_a_split_order)
 	int port = x.port;
 
 	/* the platform: the whole document */
-	json_t *v = view(&x, NULL);
+	json_t *l, *v = view(&x, NULL);
 	keys_are(v, full_top, "platform");
 	keys_are(json_object_get(v, "consumer"), consumer_full, "platform");
 	cr_assert_eq(json_array_size(json_object_get(v, "fulfillments")), 2, "%s", dump(v));
@@ -322,11 +322,26 @@ WM_TEST(order_views, role_matrix_on_a_split_order)
 	mentions_none(v, not_tpl, "the 3PL's view");
 	json_decref(v);
 
+	/* ?partner= never names a participant the caller's view does not show */
+	const struct {
+		const char *key, *partner;
+		size_t n;
+	} pf[] = {{x.kimp, x.est, 0}, {x.kimp, x.tpl, 1}, {x.kimp, x.s1, 1}, {x.kimp, x.imp, 1},
+		  {x.ktpl, x.est, 0}, {x.ktpl, x.imp, 1}, {x.kest, x.imp, 0}, {x.kest, x.tpl, 0},
+		  {x.kest, x.s1, 1},  {x.ks1, x.est, 1},  {x.ks1, x.tpl, 1}};
+	for (size_t i = 0; i < sizeof(pf) / sizeof(pf[0]); i++) {
+		char path[200];
+		snprintf(path, sizeof(path), "/v1/orders?partner=%s", pf[i].partner);
+		l = tc_expect(port, "GET", path, pf[i].key, NULL, 200);
+		cr_assert_eq(json_array_size(json_object_get(l, "data")), pf[i].n, "case %zu: %s", i, dump(l));
+		json_decref(l);
+	}
+
 	/* everybody else: no such order; a storefront key: no order scope */
 	json_decref(get(&x, x.ks2, NULL, 404));
 	json_decref(get(&x, x.ks2, "/sourcing", 404));
 	json_decref(get(&x, x.ks2, "/fulfillments", 404));
-	json_t *l = tc_expect(port, "GET", "/v1/orders", x.ks2, NULL, 200);
+	l = tc_expect(port, "GET", "/v1/orders", x.ks2, NULL, 200);
 	cr_assert_eq(json_array_size(json_object_get(l, "data")), 0, "%s", dump(l));
 	json_decref(l);
 	json_decref(get(&x, x.kpub, NULL, 403));
@@ -584,6 +599,22 @@ WM_TEST(order_views, hidden_rows_answer_as_unknown_ones)
 	same_answer(port, "GET", "/v1/orders/%s/sourcing", NULL, x.ks2, x.order, "ord_DE_00000000000000000000");
 	same_answer(port, "GET", "/v1/orders/%s/fulfillments", NULL, x.ks2, x.order, "ord_DE_00000000000000000000");
 	same_answer(port, "POST", "/v1/orders/%s/cancel", NULL, x.ks2, x.order, "ord_DE_00000000000000000000");
+	/* the estate's leg, to the importer (a participant of the same order),
+	 * answers as a leg the order does not have */
+	char est_leg[96], unknown_leg[96], leg_path[200];
+	json_t *o = tc_expect(port, "GET", "/v1/orders?page_size=1", NULL, NULL, 200);
+	size_t i;
+	json_t *g;
+	est_leg[0] = 0;
+	json_array_foreach(json_object_get(jat(o, "data", 0), "fulfillments"), i, g)
+		if (!strcmp(tc_jstr(g, "originator_id"), x.est))
+			snprintf(est_leg, sizeof(est_leg), "%s", tc_jstr(g, "leg_id"));
+	json_decref(o);
+	cr_assert(est_leg[0]);
+	snprintf(unknown_leg, sizeof(unknown_leg), "%s.L9", x.order);
+	snprintf(leg_path, sizeof(leg_path), "/v1/orders/%s/fulfillments/%%s/fulfill", x.order);
+	same_answer(port, "POST", leg_path, NULL, x.kimp, est_leg, unknown_leg);
+	same_answer(port, "POST", leg_path, NULL, x.ktpl, est_leg, unknown_leg);
 
 	/* visible to S2 but not deliverable to DE: nothing hidden, not_permitted */
 	char wine[64], offer[64];

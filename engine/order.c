@@ -36,7 +36,11 @@
  *    the legs cannot reach); allocations of several
  *    lines to the same offer and level share one leg (items[] per line).
  *    Fulfiller: the location's owner when it is a Fulfiller partner other
- *    than the stock owner (a 3PL holding the stock), else the stock owner.
+ *    than the stock owner (a 3PL holding the stock), else the stock owner
+ *    (quote_fulfiller_of: the quote's preview uses the same rule).  It is
+ *    derived once, per leg; a source's fulfiller_id and location_id (in
+ *    sourcing and in the settlement's freight party) are read from its
+ *    first leg, so sourcing and fulfillments never name two shippers.
  *    Freight was priced from the offer's best level (the quote's choice);
  *    a source spread over several locations keeps that price.
  *  - Idempotency-Key is handled here, not by idem.c (ROUTE_F_OWN_IDEM):
@@ -49,10 +53,24 @@
  *    durable (api_handle stamps state_lsn), so no 409-in-flight is needed.
  *  - Reads: an order is visible to its seller, the originator of any
  *    source, the fulfiller of any leg, and the platform; to anyone else it
- *    does not exist (404).  Participants other than the seller see the
- *    consumer without email, and originators that fulfil nothing see
- *    neither name nor address (they sell to the platform, not to the
- *    consumer).  Lists walk an index of (participant, order id), so a
+ *    does not exist (404).  Each reader gets a view of the same stored
+ *    document, written by ONE function (order_view_write) for the detail,
+ *    /sourcing, /fulfillments, the list and the answers of create, cancel
+ *    and fulfil, so no route can show more than another: the platform all
+ *    of it; the seller its order minus the routing candidates it may not
+ *    see (an order the platform placed for it, or one stored before that
+ *    rule, may hold them); an originator its own sources, legs, lines and
+ *    payout and the order's state, never another originator's terms or
+ *    the consumer's price and the seller's margin; a fulfiller the legs it
+ *    ships, the ship-to and the packaging, no prices.  Roles add up.  The
+ *    view is an allowlist: a member a later build adds to the document is
+ *    shown to the seller and the platform only until a rule says more.
+ *    Participants other than the seller never get the consumer's email,
+ *    and originators that fulfil nothing neither name nor address (they
+ *    sell to the platform, not to the consumer).  The same views bound
+ *    what a participant can probe: ?partner= on its list matches only the
+ *    partners its view names, and a leg outside its view answers fulfil as
+ *    an unknown leg.  Lists walk an index of (participant, order id), so a
  *    partner's page never scans other partners' orders.
  *  - Cancel is valid in any state before fulfilment (spec 3.1): the order
  *    becomes cancelled (order.cancelled) and the saga's compensation

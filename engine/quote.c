@@ -23,6 +23,16 @@
  *    offers it to idem.c like every write: WITHOUT an Idempotency-Key
  *    header nothing is stored; WITH one, idem.c stores the response like
  *    any write's (harmless: replaying it returns the same preview).
+ *  - Candidates are what the caller may see (spec 5: the read-path filter
+ *    applies before serialisation; DESIGN.md 7: rows of others answer as
+ *    rows that do not exist).  An offer offer_visible_to() hides from the
+ *    caller -- not shared, seller not named, the seller's country blocked
+ *    or not allowed, default deny -- is dropped before it takes a
+ *    candidate slot: not routed (it could never win), not listed, not
+ *    explained, so a wine whose only offers are hidden answers exactly as a
+ *    wine without offers (no_sellable_offer).  `not_permitted` remains for
+ *    offers the seller sees but may not ship to the destination.  The
+ *    platform sees every offer and gets every rule.
  *  - Scope write:orders ("quote, create and cancel orders") with action
  *    can_create_orders: quoting is the first step of selling.  A partner
  *    quotes as itself; the platform names the seller.
@@ -31,7 +41,9 @@
  *  - `sku` is a wine id; an offer id is accepted too and pins the line to
  *    that offer (routing then has one candidate).
  *  - Freight origin = the country of the location of the offer's sellable
- *    level with the most ATP; fulfiller = that level's owner.  An offer
+ *    level with the most ATP; fulfiller = who ships from that level
+ *    (quote_fulfiller_of: a 3PL owning the location, else the stock owner;
+ *    the one rule order legs use too).  An offer
  *    without levels ships from its originator's country, fulfilled by it.
  *  - Offer incoterms: DAP, DPU and DDP deliver (no freight); EXW, FCA, CPT,
  *    CIP as themselves; the sea terms (FAS, FOB, CFR, CIF) are priced like

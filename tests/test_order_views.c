@@ -348,7 +348,26 @@ WM_TEST(order_views, role_matrix_on_a_split_order)
 	json_decref(get(&x, x.kpub, "/sourcing", 403));
 	json_decref(get(&x, x.kpub, "/fulfillments", 403));
 	json_decref(tc_expect(port, "GET", "/v1/orders", x.kpub, NULL, 403));
-	json_decref(tc_expect(port, "POST", "/v1/orders/quote-calculate", x.kpub, "{}", 403));
+
+	/* quote-calculate: each seller's candidates are the offers it may see;
+	 * only sellers quote (can_create_orders) */
+	char qbody[512];
+	snprintf(qbody, sizeof(qbody),
+		 "{\"destination_country\":\"DE\",\"lines\":[{\"sku\":\"%s\",\"qty\":1,\"box_units\":6}]}", x.wine);
+	json_t *q = tc_expect(port, "POST", "/v1/orders/quote-calculate", x.ks1, qbody, 200);
+	json_t *cands = json_object_get(jat(q, "lines", 0), "candidates");
+	cr_assert_eq(json_array_size(cands), 2, "S1 sees both offers: %s", dump(q));
+	json_decref(q);
+	q = tc_expect(port, "POST", "/v1/orders/quote-calculate", x.ks2, qbody, 200);
+	cands = json_object_get(jat(q, "lines", 0), "candidates");
+	cr_assert_eq(json_array_size(cands), 1, "%s", dump(q));
+	cr_assert_str_eq(tc_jstr(json_array_get(cands, 0), "offer_id"), x.of_imp);
+	const char *const not_s2q[] = {x.of_est, x.est, x.cellar, "seller_not_named", NULL};
+	mentions_none(q, not_s2q, "S2's quote");
+	json_decref(q);
+	const char *const non_sellers[] = {x.kest, x.kimp, x.ktpl, x.kpub};
+	for (size_t i = 0; i < sizeof(non_sellers) / sizeof(non_sellers[0]); i++)
+		json_decref(tc_expect(port, "POST", "/v1/orders/quote-calculate", non_sellers[i], qbody, 403));
 
 	/* events: each participant's own only */
 	const struct {

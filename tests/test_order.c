@@ -736,10 +736,12 @@ WM_TEST(order, fulfil_consumes_stock_and_blocks_cancel)
 	cr_assert_eq(json_array_size(json_object_get(o, "fulfillments")), 2, "%s", dump(o));
 	json_t *l1 = jat(o, "fulfillments", 0), *l2 = jat(o, "fulfillments", 1);
 	cr_assert_str_eq(tc_jstr(l2, "fulfiller_id"), x.stk);
-	/* the stockist takes part in the order but does not ship the estate's leg */
+	/* the stockist takes part in the order but does not ship the estate's
+	 * leg, which is not in its view: it answers as a leg the order does not
+	 * have (issue 22: no existence oracle; test_order_views.c compares bytes) */
 	snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/fulfill", id, tc_jstr(l1, "leg_id"));
-	json_t *e = tc_expect(x.port, "POST", path, x.kstk, NULL, 403);
-	cr_assert_str_eq(tc_jstr(e, "code"), "not_leg_fulfiller");
+	json_t *e = tc_expect(x.port, "POST", path, x.kstk, NULL, 404);
+	cr_assert_str_eq(tc_jstr(e, "code"), "not_found");
 	json_decref(e);
 	snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/fulfill", id, tc_jstr(l2, "leg_id"));
 	json_decref(o);

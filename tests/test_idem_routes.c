@@ -75,6 +75,12 @@ static void build(struct world *w)
 	id_of(j, w->producer, sizeof(w->producer));
 	json_decref(j);
 
+	/* the orders first: a seller without a channel sells unscoped, and the
+	 * channel made below links no location (spec 2.5: it would sell nothing) */
+	reserved_order(w, w->ord_cancel, sizeof(w->ord_cancel));
+	reserved_order(w, w->ord_fulfil, sizeof(w->ord_fulfil));
+	reserved_order(w, w->ord_hold, sizeof(w->ord_hold));
+
 	j = tc_expect(port, "POST", "/v1/sales-channels", w->x.ksel, "{\"name\":\"Web\",\"kind\":\"webshop_connect\"}",
 		      201);
 	id_of(j, w->channel, sizeof(w->channel));
@@ -95,9 +101,6 @@ static void build(struct world *w)
 	snprintf(body, sizeof(body), "{\"hold_id\":\"%s\",\"level_id\":\"%s\",\"qty\":1}", w->hold_free, w->x.lv_stk);
 	json_decref(tc_expect(port, "POST", "/v1/holds", NULL, body, 201));
 
-	reserved_order(w, w->ord_cancel, sizeof(w->ord_cancel));
-	reserved_order(w, w->ord_fulfil, sizeof(w->ord_fulfil));
-	reserved_order(w, w->ord_hold, sizeof(w->ord_hold));
 	snprintf(w->leg_fulfil, sizeof(w->leg_fulfil), "%s.L1", w->ord_fulfil);
 	snprintf(w->hold_of_order, sizeof(w->hold_of_order), "%s.H1", w->ord_hold);
 }

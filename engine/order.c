@@ -36,7 +36,11 @@
  *    the legs cannot reach); allocations of several
  *    lines to the same offer and level share one leg (items[] per line).
  *    Fulfiller: the location's owner when it is a Fulfiller partner other
- *    than the stock owner (a 3PL holding the stock), else the stock owner.
+ *    than the stock owner (a 3PL holding the stock), else the stock owner
+ *    (quote_fulfiller_of: the quote's preview uses the same rule).  It is
+ *    derived once, per leg; a source's fulfiller_id and location_id (in
+ *    sourcing and in the settlement's freight party) are read from its
+ *    first leg, so sourcing and fulfillments never name two shippers.
  *    Freight was priced from the offer's best level (the quote's choice);
  *    a source spread over several locations keeps that price.
  *  - Idempotency-Key is handled here, not by idem.c (ROUTE_F_OWN_IDEM):
@@ -49,10 +53,24 @@
  *    durable (api_handle stamps state_lsn), so no 409-in-flight is needed.
  *  - Reads: an order is visible to its seller, the originator of any
  *    source, the fulfiller of any leg, and the platform; to anyone else it
- *    does not exist (404).  Participants other than the seller see the
- *    consumer without email, and originators that fulfil nothing see
- *    neither name nor address (they sell to the platform, not to the
- *    consumer).  Lists walk an index of (participant, order id), so a
+ *    does not exist (404).  Each reader gets a view of the same stored
+ *    document, written by ONE function (order_view_write) for the detail,
+ *    /sourcing, /fulfillments, the list and the answers of create, cancel
+ *    and fulfil, so no route can show more than another: the platform all
+ *    of it; the seller its order minus the routing candidates it may not
+ *    see (an order the platform placed for it, or one stored before that
+ *    rule, may hold them); an originator its own sources, legs, lines and
+ *    payout and the order's state, never another originator's terms or
+ *    the consumer's price and the seller's margin; a fulfiller the legs it
+ *    ships, the ship-to and the packaging, no prices.  Roles add up.  The
+ *    view is an allowlist: a member a later build adds to the document is
+ *    shown to the seller and the platform only until a rule says more.
+ *    Participants other than the seller never get the consumer's email,
+ *    and originators that fulfil nothing neither name nor address (they
+ *    sell to the platform, not to the consumer).  The same views bound
+ *    what a participant can probe: ?partner= on its list matches only the
+ *    partners its view names, and a leg outside its view answers fulfil as
+ *    an unknown leg.  Lists walk an index of (participant, order id), so a
  *    partner's page never scans other partners' orders.
  *  - Cancel is valid in any state before fulfilment (spec 3.1): the order
  *    becomes cancelled (order.cancelled) and the saga's compensation
@@ -447,20 +465,10 @@ struct capture {
 	struct cap_leg legs[ORDER_MAX_LEGS];
 };
 
-/* Who ships a level's units: a 3PL Fulfiller owning the location, else the stock owner. */
-static const char *fulfiller_of(struct shard *sh, const struct inv_level *lv)
-{
-	const struct location *loc = location_get(sh, lv->location_id, strlen(lv->location_id));
-	if (loc && strcmp(loc->owner_id, lv->owner_id)) {
-		const struct partner *p = partner_get(sh, loc->owner_id, strlen(loc->owner_id));
-		if (p && (p->v.roles & ROLE_FULFILLER))
-			return loc->owner_id;
-	}
-	return lv->owner_id;
-}
-
-static int leg_add(struct shard *sh, struct capture *k, const struct offer *of, const struct inv_level *lv,
-		   unsigned line, int64_t qty)
+/* Add qty units of line `line` from level lv to the leg of lv (made when
+ * new, its fulfiller derived here, once).  The leg, or NULL past the bound. */
+static const struct cap_leg *leg_add(struct shard *sh, struct capture *k, const struct offer *of,
+				     const struct inv_level *lv, unsigned line, int64_t qty)
 {
 	struct cap_leg *g = NULL;
 	for (unsigned i = 0; i < k->n_legs && !g; i++)
@@ -468,29 +476,35 @@ static int leg_add(struct shard *sh, struct capture *k, const struct offer *of, 
 			g = &k->legs[i];
 	if (!g) {
 		if (k->n_legs == ORDER_MAX_LEGS)
-			return -1;
+			return NULL;
 		g = &k->legs[k->n_legs++];
-		*g = (struct cap_leg){.lv = lv, .offer = of, .fulfiller = fulfiller_of(sh, lv)};
+		*g = (struct cap_leg){.lv = lv, .offer = of, .fulfiller = quote_fulfiller_of(sh, lv)};
 	}
 	g->qty += qty;
 	if (g->n_items && g->items[g->n_items - 1].line == line)
 		g->items[g->n_items - 1].qty += qty;
 	else
 		g->items[g->n_items++] = (struct leg_item){line, qty};
-	return 0;
+	return g;
 }
 
 /*
  * Allocate every source's units to its offer's sellable levels (most ATP
- * first).  0, or -1 with the 422/409 written: more legs than the bound, or
- * the levels (shared between lines) cannot hold what the lines need.
+ * first).  Who ships a source is then read from its legs, never derived a
+ * second time: the source's fulfiller_id and location_id become those of
+ * its first leg (the level with the most ATP it could take from, where the
+ * quote priced its freight), so sourcing.source[], the settlement's
+ * fulfiller party and fulfillments[] name the same partner (issue 22 item
+ * 6).  0, or -1 with the 422/409 written: more legs than the bound, or the
+ * levels (shared between lines) cannot hold what the lines need.
  */
 static int build_legs(struct api_ctx *c, struct capture *k)
 {
-	const struct quote *q = k->q;
+	struct quote *q = k->q;
 	for (unsigned i = 0; i < q->n; i++) {
-		const struct quote_line *ql = &q->l[i];
+		struct quote_line *ql = &q->l[i];
 		for (unsigned a = 0; a < ql->plan.n; a++) {
+			const struct cap_leg *first = NULL;
 			const struct offer *of = ql->offer[ql->plan.a[a].cand];
 			const struct inv_level *lv[ORDER_LEVELS_PER_SOURCE];
 			struct inv_loc_set set;
@@ -506,12 +520,18 @@ static int build_legs(struct api_ctx *c, struct capture *k)
 				take = take < left ? take : left;
 				if (take <= 0)
 					continue;
-				if (leg_add(c->sh, k, of, lv[j], i, take)) {
+				const struct cap_leg *g = leg_add(c->sh, k, of, lv[j], i, take);
+				if (!g) {
 					api_error(c, 422, "too_many_legs",
 						  "the order needs more fulfilment legs than an order may have (32); split it");
 					return -1;
 				}
+				first = first ? first : g;
 				left -= take;
+			}
+			if (first) {
+				ql->fulfiller[ql->plan.a[a].cand] = first->fulfiller;
+				ql->location[ql->plan.a[a].cand] = first->lv->location_id;
 			}
 			if (left > 0) {
 				char f[32];
@@ -888,81 +908,381 @@ static int check_accepted(struct api_ctx *c, const struct json_value *b, const s
 	return -1;
 }
 
-/* The view of an order a caller gets (see the top of the file). */
-enum order_view { OV_FULL, OV_FULFILLER, OV_ORIGINATOR };
+/* ---- the views: one function serialises every role's view ---------------------------- */
 
-static enum order_view view_of(const struct api_ctx *c, const struct order *o)
+/* The roles a caller holds on one order (several at once: an estate that
+ * ships its own leg is its originator and its fulfiller). */
+enum { OR_SELLER = 1, OR_ORIGINATOR = 2, OR_FULFILLER = 4 };
+
+struct order_view {
+	int platform;             /* the whole document */
+	unsigned roles;           /* OR_* of `me` on this order */
+	const char *me;           /* the caller's entity */
+};
+
+/* The caller's view of o, from the typed legs (the same data the document's
+ * sources and legs were written from). */
+static struct order_view view_of(const struct api_ctx *c, const struct order *o)
 {
-	if (c->who.is_platform || !strcmp(c->who.entity_id, o->seller_id))
-		return OV_FULL;
-	for (unsigned i = 0; i < o->n_legs; i++)
-		if (!strcmp(o->legs[i].fulfiller_id, c->who.entity_id))
-			return OV_FULFILLER;
-	return OV_ORIGINATOR;
+	struct order_view v = {.platform = c->who.is_platform, .roles = 0, .me = c->who.entity_id};
+	if (!strcmp(o->seller_id, v.me))
+		v.roles |= OR_SELLER;
+	for (unsigned i = 0; i < o->n_legs; i++) {
+		if (!strcmp(o->legs[i].originator_id, v.me))
+			v.roles |= OR_ORIGINATOR;
+		if (!strcmp(o->legs[i].fulfiller_id, v.me))
+			v.roles |= OR_FULFILLER;
+	}
+	return v;
 }
 
-static void write_consumer_view(struct jw *w, const struct json_value *cv, enum order_view v)
+/* Leg l is in view v (the rule order_view_write applies to fulfillments[]). */
+static int leg_in_view(const struct order_view *v, const struct order_leg *l)
+{
+	return v->platform || (v->roles & OR_SELLER) || !strcmp(l->originator_id, v->me) ||
+	       !strcmp(l->fulfiller_id, v->me);
+}
+
+/* True if name is in the NULL-terminated list. */
+static int in_list(const char *const *list, const char *name)
+{
+	for (unsigned i = 0; list[i]; i++)
+		if (!strcmp(list[i], name))
+			return 1;
+	return 0;
+}
+
+/* The members of object obj, in its order: those in keep (keep NULL: all)
+ * and not in drop (drop NULL: none). */
+static void copy_members(struct jw *w, const struct json_value *obj, const char *const *keep, const char *const *drop)
 {
 	jw_obj_begin(w);
-	for (uint32_t i = 0; cv->type == JSON_OBJECT && i < cv->len; i++) {
-		const struct json_member *m = &cv->u.members[i];
-		int keep = !strcmp(m->key, "consumer_id") || !strcmp(m->key, "country") ||
-			   (v == OV_FULFILLER && (!strcmp(m->key, "name") || !strcmp(m->key, "address")));
-		if (keep) {
-			jw_keyn(w, m->key, m->key_len);
-			jw_value(w, &m->value);
-		}
+	for (uint32_t i = 0; obj->type == JSON_OBJECT && i < obj->len; i++) {
+		const struct json_member *m = &obj->u.members[i];
+		if ((keep && !in_list(keep, m->key)) || (drop && in_list(drop, m->key)))
+			continue;
+		jw_keyn(w, m->key, m->key_len);
+		jw_value(w, &m->value);
 	}
 	jw_obj_end(w);
 }
 
-/* A member of the order's document (or null), or the document for a
- * participant: minus the consumer's contact details and the idempotency record. */
-static void write_filtered(struct jw *w, const struct json_value *root, enum order_view v, const char *member)
+/* obj's string member k equals s. */
+static int str_is(const struct json_value *obj, const char *k, const char *s)
 {
-	if (member) {
-		const struct json_value *x = json_get(root, member);
-		if (x)
-			jw_value(w, x);
-		else
-			jw_null(w);
-	} else {
+	const struct json_value *x = obj->type == JSON_OBJECT ? json_get(obj, k) : NULL;
+	return x && x->type == JSON_STRING && !strcmp(x->u.str, s);
+}
+
+/* obj's integer member "line", or -1. */
+static int64_t line_of(const struct json_value *obj)
+{
+	int64_t n;
+	const struct json_value *x = obj->type == JSON_OBJECT ? json_get(obj, "line") : NULL;
+	return x && !json_to_int64(x, &n) ? n : -1;
+}
+
+/* What a source or leg of another participant's order shows a caller that
+ * ships it but does not own it: no price (p2b), none of the owner's stock
+ * internals (hold and level ids). */
+static const char *const ship_only_drop[] = {"p2b", "p2b_currency", "hold_id", "level_id", NULL};
+
+/* How much of a source or leg entry (originator_id / fulfiller_id members)
+ * the caller sees: 2 all (its own), 1 the shipping view, 0 nothing. */
+static int entry_share(const struct json_value *e, const struct order_view *v)
+{
+	if ((v->roles & OR_ORIGINATOR) && str_is(e, "originator_id", v->me))
+		return 2;
+	if ((v->roles & OR_FULFILLER) && str_is(e, "fulfiller_id", v->me))
+		return 1;
+	return 0;
+}
+
+/* An array of source or leg entries, each as entry_share says. */
+static void write_entries(struct jw *w, const struct json_value *arr, const struct order_view *v)
+{
+	jw_arr_begin(w);
+	for (uint32_t i = 0; arr->type == JSON_ARRAY && i < arr->len; i++) {
+		int share = entry_share(&arr->u.items[i], v);
+		if (share)
+			copy_members(w, &arr->u.items[i], NULL, share == 2 ? NULL : ship_only_drop);
+	}
+	jw_arr_end(w);
+}
+
+/* A fulfiller ships something of line n: a leg of its has an item of it. */
+static int ships_line(const struct json_value *legs, int64_t n, const struct order_view *v)
+{
+	for (uint32_t i = 0; legs && legs->type == JSON_ARRAY && i < legs->len; i++) {
+		const struct json_value *g = &legs->u.items[i], *items = json_get(g, "items");
+		if (!(v->roles & OR_FULFILLER) || !str_is(g, "fulfiller_id", v->me) || !items || items->type != JSON_ARRAY)
+			continue;
+		for (uint32_t k = 0; k < items->len; k++)
+			if (line_of(&items->u.items[k]) == n)
+				return 1;
+	}
+	return 0;
+}
+
+/* lines[] for a participant: the lines it supplies (with its own sources,
+ * p2b but no consumer price) or ships (what and how it is packed). */
+static void write_part_lines(struct jw *w, const struct json_value *lines, const struct json_value *legs,
+			     const struct order_view *v)
+{
+	static const char *const keep[] = {"line", "sku", "wine_id", "box_units", NULL};
+	static const char *const src_keep[] = {"offer_id", "originator_id", "qty", "p2b", "p2b_currency", NULL};
+	jw_arr_begin(w);
+	for (uint32_t i = 0; lines->type == JSON_ARRAY && i < lines->len; i++) {
+		const struct json_value *ln = &lines->u.items[i], *srcs = json_get(ln, "sources");
+		int mine = 0;
+		for (uint32_t k = 0; srcs && srcs->type == JSON_ARRAY && k < srcs->len; k++)
+			mine |= (v->roles & OR_ORIGINATOR) && str_is(&srcs->u.items[k], "originator_id", v->me);
+		if (!mine && !ships_line(legs, line_of(ln), v))
+			continue;
 		jw_obj_begin(w);
-		for (uint32_t i = 0; i < root->len; i++) {
-			const struct json_member *m = &root->u.members[i];
-			if (!strcmp(m->key, "idempotency"))
-				continue;
-			jw_keyn(w, m->key, m->key_len);
-			if (!strcmp(m->key, "consumer"))
-				write_consumer_view(w, &m->value, v);
-			else
-				jw_value(w, &m->value);
+		for (uint32_t m = 0; ln->type == JSON_OBJECT && m < ln->len; m++)
+			if (in_list(keep, ln->u.members[m].key)) {
+				jw_keyn(w, ln->u.members[m].key, ln->u.members[m].key_len);
+				jw_value(w, &ln->u.members[m].value);
+			}
+		if (mine) {
+			jw_key(w, "sources");
+			jw_arr_begin(w);
+			for (uint32_t k = 0; k < srcs->len; k++)
+				if (str_is(&srcs->u.items[k], "originator_id", v->me))
+					copy_members(w, &srcs->u.items[k], src_keep, NULL);
+			jw_arr_end(w);
 		}
 		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+}
+
+/* settlement_split for a participant: its own payouts only. */
+static void write_part_settlement(struct jw *w, const struct json_value *ss, const struct order_view *v)
+{
+	const struct json_value *cur = json_get(ss, "currency"), *parties = json_get(ss, "parties");
+	jw_obj_begin(w);
+	if (cur) {
+		jw_key(w, "currency");
+		jw_value(w, cur);
+	}
+	jw_key(w, "parties");
+	jw_arr_begin(w);
+	for (uint32_t i = 0; parties && parties->type == JSON_ARRAY && i < parties->len; i++)
+		if (str_is(&parties->u.items[i], "partner_id", v->me))
+			jw_value(w, &parties->u.items[i]);
+	jw_arr_end(w);
+	jw_obj_end(w);
+}
+
+/* A candidate the seller may not see: refused by a rule about the seller
+ * itself (recorded by an order placed before this rule, or by the platform
+ * for the seller). */
+static int cand_hidden(const struct json_value *cand)
+{
+	const struct json_value *perm = json_get(cand, "permission"), *ok = json_get(cand, "permitted");
+	if (ok && ok->type == JSON_TRUE)
+		return 0;
+	return !perm || perm->type != JSON_STRING || quote_permission_hidden(perm->u.str);
+}
+
+/* sourcing for the seller: the whole member minus the candidates it may not
+ * see (spec 5: the read-path filter applies before serialisation). */
+static void write_seller_sourcing(struct jw *w, const struct json_value *src)
+{
+	jw_obj_begin(w);
+	for (uint32_t i = 0; src->type == JSON_OBJECT && i < src->len; i++) {
+		const struct json_member *m = &src->u.members[i];
+		jw_keyn(w, m->key, m->key_len);
+		if (strcmp(m->key, "lines") || m->value.type != JSON_ARRAY) {
+			jw_value(w, &m->value);
+			continue;
+		}
+		jw_arr_begin(w);
+		for (uint32_t l = 0; l < m->value.len; l++) {
+			const struct json_value *ln = &m->value.u.items[l];
+			jw_obj_begin(w);
+			for (uint32_t k = 0; ln->type == JSON_OBJECT && k < ln->len; k++) {
+				const struct json_member *lm = &ln->u.members[k];
+				jw_keyn(w, lm->key, lm->key_len);
+				if (strcmp(lm->key, "candidates") || lm->value.type != JSON_ARRAY) {
+					jw_value(w, &lm->value);
+					continue;
+				}
+				jw_arr_begin(w);
+				for (uint32_t ci = 0; ci < lm->value.len; ci++)
+					if (!cand_hidden(&lm->value.u.items[ci]))
+						jw_value(w, &lm->value.u.items[ci]);
+				jw_arr_end(w);
+			}
+			jw_obj_end(w);
+		}
+		jw_arr_end(w);
+	}
+	jw_obj_end(w);
+}
+
+/* consumer for a participant: consumer_id and country; a fulfiller also the
+ * name and address it ships to; never the email (the seller's relationship). */
+static void write_part_consumer(struct jw *w, const struct json_value *cv, const struct order_view *v)
+{
+	static const char *const keep[] = {"consumer_id", "country", NULL};
+	static const char *const keep_ship[] = {"consumer_id", "name", "address", "country", NULL};
+	copy_members(w, cv, (v->roles & OR_FULFILLER) ? keep_ship : keep, NULL);
+}
+
+/* How a top-level member reaches a participant that is not the order's
+ * seller; a member not listed (channel_id, financial_breakdown,
+ * components, total, reference_data, documents, compliance, payment,
+ * idempotency, and any member a later build adds) is not shown. */
+enum part_how { PH_COPY, PH_CONSUMER, PH_LINES, PH_SOURCING, PH_LEGS, PH_SETTLEMENT };
+static const struct {
+	const char *key;
+	uint8_t how;
+} part_members[] = {
+	{"order_id", PH_COPY},	       {"id", PH_COPY},		   {"status", PH_COPY},
+	{"channel", PH_COPY},	       {"consumer", PH_CONSUMER},  {"seller", PH_COPY},
+	{"platform_entity", PH_COPY},  {"destination_country", PH_COPY}, {"currency", PH_COPY},
+	{"lines", PH_LINES},	       {"sourcing", PH_SOURCING},  {"fulfillments", PH_LEGS},
+	{"settlement_split", PH_SETTLEMENT}, {"failure", PH_COPY}, {"saga", PH_COPY},
+	{"created_at", PH_COPY},       {"updated_at", PH_COPY},
+};
+
+/* The part_members index of key, or -1 when a participant does not see it. */
+static int part_member(const char *key)
+{
+	for (unsigned k = 0; k < sizeof(part_members) / sizeof(part_members[0]); k++)
+		if (!strcmp(part_members[k].key, key))
+			return (int)k;
+	return -1;
+}
+
+/* View v shows member key: the platform and the seller all of it (the
+ * seller's idempotency record included), a participant what part_members lists. */
+static int member_shown(const char *key, const struct order_view *v)
+{
+	return v->platform || (v->roles & OR_SELLER) || part_member(key) >= 0;
+}
+
+/* The value of member m of the document (shown: member_shown) as view v shows it. */
+static void write_member_view(struct jw *w, const struct json_value *root, const struct json_member *m,
+			      const struct order_view *v)
+{
+	if (v->platform) {
+		jw_value(w, &m->value);
+		return;
+	}
+	if (v->roles & OR_SELLER) { /* its order: all of it, minus the candidates it may not see */
+		if (!strcmp(m->key, "sourcing"))
+			write_seller_sourcing(w, &m->value);
+		else
+			jw_value(w, &m->value);
+		return;
+	}
+	switch (part_members[part_member(m->key)].how) {
+	case PH_COPY:
+		jw_value(w, &m->value);
+		break;
+	case PH_CONSUMER:
+		write_part_consumer(w, &m->value, v);
+		break;
+	case PH_LINES:
+		write_part_lines(w, &m->value, json_get(root, "fulfillments"), v);
+		break;
+	case PH_SOURCING: {
+		const struct json_value *pr = json_get(&m->value, "priority"), *src = json_get(&m->value, "source");
+		jw_obj_begin(w);
+		if (pr) {
+			jw_key(w, "priority");
+			jw_value(w, pr);
+		}
+		jw_key(w, "source");
+		if (src)
+			write_entries(w, src, v);
+		else {
+			jw_arr_begin(w);
+			jw_arr_end(w);
+		}
+		jw_obj_end(w);
+		break;
+	}
+	case PH_LEGS:
+		write_entries(w, &m->value, v);
+		break;
+	case PH_SETTLEMENT:
+		write_part_settlement(w, &m->value, v);
+		break;
 	}
 }
 
 /*
- * Write the order as the caller may see it: its document (body and state,
- * order_doc) for the seller and the platform; for other participants the
- * same minus the consumer's contact details and the seller's idempotency
- * record.  member: NULL for the whole order, else just that member's value.
+ * THE serialiser of an order for a reader (issue 22 item 3): the stored
+ * document (root: body and state, order_doc) as view v may see it --
+ *   platform     everything;
+ *   seller       its order, everything (its margin, every source, the
+ *                consumer's email, its idempotency record) minus the
+ *                routing candidates it may not see;
+ *   originator   the order's identity and state, the seller, the consumer's
+ *                id and country, the lines it supplies with its own sources
+ *                (its p2b), its own sources and legs, its own payout; no
+ *                other originator's offer, price, stock or payout, no
+ *                consumer price, margin, fee or tax;
+ *   fulfiller    the same identity and state, the consumer's name and
+ *                address (ship-to, never the email), the lines it ships
+ *                (sku, box_units), the sources and legs it ships without
+ *                prices or the owner's hold and level ids, its own payout;
+ * roles add up (an estate shipping its own leg is both).  member: NULL for
+ * the whole view, else that member's value in it (null when the view does
+ * not show it).
+ */
+static void order_view_write(struct jw *w, const struct json_value *root, const struct order_view *v,
+			     const char *member)
+{
+	if (member) {
+		const struct json_member *m = NULL;
+		for (uint32_t i = 0; i < root->len && !m; i++)
+			if (!strcmp(root->u.members[i].key, member))
+				m = &root->u.members[i];
+		if (m && member_shown(m->key, v))
+			write_member_view(w, root, m, v);
+		else
+			jw_null(w);
+		return;
+	}
+	jw_obj_begin(w);
+	for (uint32_t i = 0; i < root->len; i++) {
+		const struct json_member *m = &root->u.members[i];
+		if (!member_shown(m->key, v))
+			continue;
+		jw_keyn(w, m->key, m->key_len);
+		write_member_view(w, root, m, v);
+	}
+	jw_obj_end(w);
+}
+
+/*
+ * Write the order as the caller may see it (order_view_write).  The
+ * platform's whole order, and a seller's with no candidate it may not see
+ * (no unpermitted candidate at all), are the stored bytes as they are.
  */
 static void write_view(struct api_ctx *c, struct jw *w, const struct order *o, const char *member)
 {
-	enum order_view v = view_of(c, o);
+	struct order_view v = view_of(c, o);
 	const struct order_state *s = order_state_get(c->sh, o->row.id, o->row.id_len);
 	struct buf doc;
 	buf_init(&doc, REC_MAX_VAL);
 	struct json_doc *d = NULL;
+	static const char unpermitted[] = ",\"permitted\":false";
 	if (!s || order_doc(o, s, &doc))
 		w->err = 1;
-	else if (v == OV_FULL && !member)
+	else if (!member && (v.platform || ((v.roles & OR_SELLER) &&
+					    !memmem(doc.data, doc.len, unpermitted, sizeof(unpermitted) - 1))))
 		jw_raw(w, doc.data, doc.len);
 	else if (!(d = json_parse(doc.data, doc.len, NULL, NULL)))
 		w->err = 1;
 	else
-		write_filtered(w, json_root(d), v, member);
+		order_view_write(w, json_root(d), &v, member);
 	json_doc_free(d);
 	buf_free(&doc);
 }
@@ -1138,6 +1458,7 @@ static const char *const role_names[] = {"seller", "originator", "fulfiller", NU
 struct list_q {
 	int status, role;
 	const char *party;         /* whose role the role filter names */
+	const char *viewer;        /* the caller's entity; NULL for the platform */
 	char partner[ID_MAX_LEN];  /* ?partner= ("" none) */
 	char from[ORDER_TS_MAX], to[ORDER_TS_MAX]; /* normalised created_at bounds ("" none) */
 };
@@ -1152,6 +1473,28 @@ static int has_role(const struct order *o, const char *who, int role)
 	return 0;
 }
 
+/*
+ * ?partner= for a partner's own list: partner is named in viewer's view of
+ * o (order_view_write), so the filter never tells a participant who else
+ * takes part beyond what its view shows.  The seller's view names every
+ * participant; an originator's or a fulfiller's names the seller, itself
+ * and the partners on the legs it sees.
+ */
+static int party_in_view(const struct order *o, const char *viewer, const char *partner)
+{
+	if (!strcmp(o->seller_id, partner))
+		return 1;
+	if (!strcmp(o->seller_id, viewer))
+		return order_involves(o, partner);
+	for (unsigned i = 0; i < o->n_legs; i++) {
+		const struct order_leg *l = &o->legs[i];
+		if ((!strcmp(l->originator_id, viewer) || !strcmp(l->fulfiller_id, viewer)) &&
+		    (!strcmp(l->originator_id, partner) || !strcmp(l->fulfiller_id, partner)))
+			return 1;
+	}
+	return 0;
+}
+
 static int list_filter(struct api_ctx *c, const struct row *r, void *arg)
 {
 	const struct list_q *q = arg;
@@ -1161,7 +1504,7 @@ static int list_filter(struct api_ctx *c, const struct row *r, void *arg)
 		return 0;
 	if (q->status >= 0 && s->v.status != q->status)
 		return 0;
-	if (q->partner[0] && !order_involves(o, q->partner))
+	if (q->partner[0] && !(q->viewer ? party_in_view(o, q->viewer, q->partner) : order_involves(o, q->partner)))
 		return 0;
 	if (q->role >= 0 && !has_role(o, q->party, q->role))
 		return 0;
@@ -1211,6 +1554,7 @@ static void order_list(struct api_ctx *c)
 		q.partner[0] = 0;
 	const char *me = c->who.is_platform ? (q.partner[0] ? q.partner : NULL) : c->who.entity_id;
 	q.party = me;
+	q.viewer = c->who.is_platform ? NULL : c->who.entity_id;
 	if (q.role >= 0 && !me) {
 		api_error(c, 400, "invalid_filter", "role filters the orders of a partner: give partner= too");
 		return;
@@ -1288,10 +1632,13 @@ static void order_fulfil(struct api_ctx *c)
 	char leg[64];
 	if (!o)
 		return;
+	/* a leg outside the caller's view (another originator's) answers as an
+	 * unknown leg: its existence is not revealed */
+	struct order_view v = view_of(c, o);
 	unsigned li = o->n_legs;
 	if (api_param(c, 1, leg, sizeof(leg)) > 0)
 		for (unsigned i = 0; i < o->n_legs; i++)
-			if (!strcmp(o->legs[i].leg_id, leg))
+			if (!strcmp(o->legs[i].leg_id, leg) && leg_in_view(&v, &o->legs[i]))
 				li = i;
 	if (li == o->n_legs) {
 		api_error(c, 404, "not_found", "no such fulfilment leg on this order");

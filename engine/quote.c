@@ -23,6 +23,16 @@
  *    offers it to idem.c like every write: WITHOUT an Idempotency-Key
  *    header nothing is stored; WITH one, idem.c stores the response like
  *    any write's (harmless: replaying it returns the same preview).
+ *  - Candidates are what the caller may see (spec 5: the read-path filter
+ *    applies before serialisation; DESIGN.md 7: rows of others answer as
+ *    rows that do not exist).  An offer offer_visible_to() hides from the
+ *    caller -- not shared, seller not named, the seller's country blocked
+ *    or not allowed, default deny -- is dropped before it takes a
+ *    candidate slot: not routed (it could never win), not listed, not
+ *    explained, so a wine whose only offers are hidden answers exactly as a
+ *    wine without offers (no_sellable_offer).  `not_permitted` remains for
+ *    offers the seller sees but may not ship to the destination.  The
+ *    platform sees every offer and gets every rule.
  *  - Scope write:orders ("quote, create and cancel orders") with action
  *    can_create_orders: quoting is the first step of selling.  A partner
  *    quotes as itself; the platform names the seller.
@@ -31,7 +41,9 @@
  *  - `sku` is a wine id; an offer id is accepted too and pins the line to
  *    that offer (routing then has one candidate).
  *  - Freight origin = the country of the location of the offer's sellable
- *    level with the most ATP; fulfiller = that level's owner.  An offer
+ *    level with the most ATP; fulfiller = who ships from that level
+ *    (quote_fulfiller_of: a 3PL owning the location, else the stock owner;
+ *    the one rule order legs use too).  An offer
  *    without levels ships from its originator's country, fulfilled by it.
  *  - Offer incoterms: DAP, DPU and DDP deliver (no freight); EXW, FCA, CPT,
  *    CIP as themselves; the sea terms (FAS, FOB, CFR, CIF) are priced like
@@ -216,7 +228,9 @@ static int price_incoterm_of(int offer_incoterm)
 
 static void cand_add(struct quote *s, struct quote_line *ql, const struct offer *o)
 {
-	if (ql->ncand >= QUOTE_MAX_CANDIDATES || !offer_sellable(o, s->now_ms))
+	/* an offer the caller may not see is no candidate at all: not counted
+	 * (it takes no slot), not explained, not routed (it could not win) */
+	if (ql->ncand >= QUOTE_MAX_CANDIDATES || !offer_sellable(o, s->now_ms) || !offer_visible_to(s->caller, o))
 		return;
 	unsigned i = ql->ncand++;
 	struct route_cand *rc = &ql->cand[i];
@@ -258,7 +272,7 @@ static void cand_add(struct quote *s, struct quote_line *ql, const struct offer 
 		const struct location *loc = location_get(s->sh, lv->location_id, strlen(lv->location_id));
 		if (loc) {
 			origin = loc->country;
-			ql->fulfiller[i] = lv->owner_id;
+			ql->fulfiller[i] = quote_fulfiller_of(s->sh, lv);
 			ql->location[i] = lv->location_id;
 		}
 	}
@@ -288,6 +302,36 @@ static void cand_add(struct quote *s, struct quote_line *ql, const struct offer 
 	ql->perr[i] = price_quote(s->rd, &in, &s->one);
 	rc->compliant = ql->perr[i] == PRICE_OK;
 	rc->cost = rc->compliant ? s->one.total : INT64_MAX;
+}
+
+const char *quote_fulfiller_of(struct shard *sh, const struct inv_level *lv)
+{
+	const struct location *loc = location_get(sh, lv->location_id, strlen(lv->location_id));
+	if (loc && strcmp(loc->owner_id, lv->owner_id)) {
+		const struct partner *p = partner_get(sh, loc->owner_id, strlen(loc->owner_id));
+		if (p && (p->v.roles & ROLE_FULFILLER))
+			return loc->owner_id;
+	}
+	return lv->owner_id;
+}
+
+int quote_permission_hidden(const char *code)
+{
+	for (int v = 0; v < PERMIT_N_VERDICTS; v++)
+		if (!strcmp(permit_code((enum permit_verdict)v), code))
+			return quote_verdict_hidden((enum permit_verdict)v);
+	return 1; /* a code this build does not know: hide rather than guess */
+}
+
+int quote_verdict_hidden(enum permit_verdict v)
+{
+	switch (v) {
+	case PERMIT_OK: case PERMIT_OK_OWNER:
+	case PERMIT_DESTINATION_BLOCKED: case PERMIT_DESTINATION_NOT_ALLOWED:
+		return 0; /* the seller passes every rule about itself: it sees the offer */
+	default:
+		return 1;
+	}
 }
 
 static int cand_cb(const struct offer *o, void *arg)
@@ -897,6 +941,7 @@ struct quote *quote_compute(struct api_ctx *c, const struct json_value *b, int s
 		return NULL;
 	}
 	s->sh = c->sh;
+	s->caller = c;
 	s->rd = rd;
 	s->now_ms = (int64_t)wall_ms();
 	s->stock_backed = (uint8_t)(stock_backed != 0);

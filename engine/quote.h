@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "engine/id.h"
+#include "engine/permit.h"
 #include "engine/price.h"
 #include "engine/route.h"
 
@@ -126,6 +127,7 @@ struct quote_line {
 
 struct quote {
 	struct shard *sh;
+	struct api_ctx *caller;          /* whose read-path filter decides which offers are candidates */
 	const struct refdata *rd;
 	char dest[3];
 	char seller[ID_MAX_LEN];
@@ -160,6 +162,21 @@ void quote_free(struct quote *q);
  * inv_offer_sellable_at (built in *tmp, pointing into the channel row), or
  * NULL when the quote is unscoped (a seller without a channel). */
 const struct inv_loc_set *quote_locations(const struct quote *q, struct inv_loc_set *tmp);
+
+/* Who ships a level's units: the location's owner when it is a Fulfiller
+ * partner other than the stock owner (a 3PL holding the stock), else the
+ * stock owner.  The one rule for a quote's sources and an order's legs. */
+struct inv_level;
+const char *quote_fulfiller_of(struct shard *sh, const struct inv_level *lv);
+
+/* A candidate whose permission verdict for its seller is v is hidden from
+ * that seller (the read-path filter refuses the offer itself: not shared,
+ * seller not named, the seller's country blocked or not allowed, default
+ * deny): 1 hidden, 0 visible (allowed, or refused only for the
+ * destination).  quote_permission_hidden takes the stored code
+ * ("seller_not_named"); an unknown code is hidden. */
+int quote_verdict_hidden(enum permit_verdict v);
+int quote_permission_hidden(const char *code);
 
 /* Why candidate k of line i won or lost. */
 enum quote_rule quote_rule_of(const struct quote *q, unsigned i, unsigned k);

@@ -448,7 +448,9 @@ WM_TEST(order, lines_sharing_a_level_share_a_leg)
 
 /* Quoted, then both originators withdraw permission (the estate blocks DE,
  * the stockist stops sharing): capture re-checks and refuses; nothing is
- * stored, held or charged. */
+ * stored, held or charged.  Both offers are now hidden from the seller (its
+ * country is blocked, the other is not shared), so the answer is the one a
+ * wine without offers gets (issue 22 item 4: no existence oracle). */
 WM_TEST(order, permission_revoked_between_quote_and_order)
 {
 	struct oworld x;
@@ -462,8 +464,8 @@ WM_TEST(order, permission_revoked_between_quote_and_order)
 	int st;
 	json_t *o = ow_order(&x, 4, NULL, NULL, &st);
 	cr_assert_eq(st, 422, "%s", dump(o));
-	cr_assert_str_eq(tc_jstr(o, "code"), "not_permitted", "%s", dump(o));
-	cr_assert(tc_lists_error(o, "lines[0]", "not_permitted"), "%s", dump(o));
+	cr_assert_str_eq(tc_jstr(o, "code"), "no_sellable_offer", "%s", dump(o));
+	cr_assert(tc_lists_error(o, "lines[0]", "no_sellable_offer"), "%s", dump(o));
 	json_decref(o);
 	cr_assert_eq(list_n(&x, x.ksel, "/v1/orders"), 0);
 	cr_assert_eq(list_n(&x, NULL, "/v1/orders"), 0);
@@ -734,10 +736,12 @@ WM_TEST(order, fulfil_consumes_stock_and_blocks_cancel)
 	cr_assert_eq(json_array_size(json_object_get(o, "fulfillments")), 2, "%s", dump(o));
 	json_t *l1 = jat(o, "fulfillments", 0), *l2 = jat(o, "fulfillments", 1);
 	cr_assert_str_eq(tc_jstr(l2, "fulfiller_id"), x.stk);
-	/* the stockist takes part in the order but does not ship the estate's leg */
+	/* the stockist takes part in the order but does not ship the estate's
+	 * leg, which is not in its view: it answers as a leg the order does not
+	 * have (issue 22: no existence oracle; test_order_views.c compares bytes) */
 	snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/fulfill", id, tc_jstr(l1, "leg_id"));
-	json_t *e = tc_expect(x.port, "POST", path, x.kstk, NULL, 403);
-	cr_assert_str_eq(tc_jstr(e, "code"), "not_leg_fulfiller");
+	json_t *e = tc_expect(x.port, "POST", path, x.kstk, NULL, 404);
+	cr_assert_str_eq(tc_jstr(e, "code"), "not_found");
 	json_decref(e);
 	snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/fulfill", id, tc_jstr(l2, "leg_id"));
 	json_decref(o);

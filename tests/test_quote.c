@@ -202,8 +202,14 @@ static void qworld_args(struct qworld *x, const char *const *args)
 	tc_pub_wine_of(port, "No Offer Rouge", NULL, "wine", x->w3);
 	offer(port, x->kest, x->w1, "10.00", 5, "\"network_shareable\":true", x->of_est);
 	offer(port, x->ko2, x->w1, "11.00", 10, "\"network_shareable\":true", x->of_o2);
-	offer(port, x->ko2, x->w2, "9.00", 50,
-	      "\"network_shareable\":true,\"permissions\":{\"default\":\"any\",\"blocked_countries\":[\"DE\"]}", x->of_blk);
+	/* visible to the seller (named), but not deliverable to DE: not_permitted.
+	 * (An offer the seller may not see at all -- its country blocked, say --
+	 * answers like no offer: test_order_views.c.) */
+	char perm[256];
+	snprintf(perm, sizeof(perm),
+		 "\"network_shareable\":true,\"permissions\":{\"named_sellers\":[\"%s\"],\"allowed_countries\":[\"FR\"]}",
+		 x->sel);
+	offer(port, x->ko2, x->w2, "9.00", 50, perm, x->of_blk);
 	char body[512];
 	/* the stock behind the two offers of w1 (the same quantities), at a
 	 * location of each originator, both linked to the seller's one sales

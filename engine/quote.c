@@ -253,8 +253,9 @@ static void cand_add(struct quote *s, struct quote_line *ql, const struct offer 
 	memcpy(p->currency, o->currency, sizeof(p->currency));
 	snprintf(p->origin, sizeof(p->origin), "%s", origin);
 	/* compliance and landed cost: the whole line from this offer */
-	struct price_order_in in = {.n_lines = 1, .lines = p};
+	struct price_order_in in = {.n_lines = 1, .lines = p, .date = s->date};
 	memcpy(in.destination, s->dest, 3);
+	memcpy(in.region, s->region, sizeof(in.region));
 	ql->perr[i] = price_quote(s->rd, &in, &s->one);
 	rc->compliant = ql->perr[i] == PRICE_OK;
 	rc->cost = rc->compliant ? s->one.total : INT64_MAX;
@@ -786,6 +787,46 @@ static int route_all(struct api_ctx *c, struct quote *s)
 	return first ? -1 : 0;
 }
 
+/* The delivery postal code: quote-calculate's `delivery_postal_code`, or
+ * an order's consumer.address.postal_code; NULL when neither is given. */
+static const char *postal_of(const struct json_value *b)
+{
+	const struct json_value *v = json_get(b, "delivery_postal_code");
+	if (!v) {
+		const struct json_value *cv = json_get(b, "consumer");
+		const struct json_value *av = cv && cv->type == JSON_OBJECT ? json_get(cv, "address") : NULL;
+		v = av && av->type == JSON_OBJECT ? json_get(av, "postal_code") : NULL;
+	}
+	return v && v->type == JSON_STRING && v->len >= 1 && v->len <= 16 ? v->u.str : NULL;
+}
+
+/* The VAT region of the delivery (refdata_region_of_postal): "" (mainland)
+ * without a postal code -- the breakdown then says so.  0, or -1 with the
+ * 422 written for a postal code the destination's region table cannot read. */
+static int delivery_region(struct api_ctx *c, const struct json_value *b, struct quote *s)
+{
+	const struct json_value *v = json_get(b, "delivery_postal_code");
+	if (v && (v->type != JSON_STRING || v->len < 1 || v->len > 16)) {
+		api_field_error(c, "delivery_postal_code", "format", "a postal code of 1..16 characters");
+		fail(c, "validation_failed", "one or more fields are invalid; see errors[]");
+		return -1;
+	}
+	const char *pc = postal_of(b);
+	s->region[0] = 0;
+	if (!pc)
+		return 0;
+	const char *r = refdata_region_of_postal(s->dest, pc);
+	if (!r) {
+		api_field_error(c, v ? "delivery_postal_code" : "consumer.address.postal_code", "format",
+				"not a postal code of %s", s->dest);
+		fail(c, "validation_failed", "one or more fields are invalid; see errors[]");
+		return -1;
+	}
+	snprintf(s->region, sizeof(s->region), "%s", r);
+	s->postal_given = 1;
+	return 0;
+}
+
 struct quote *quote_compute(struct api_ctx *c, const struct json_value *b, int stock_backed)
 {
 	const struct refdata *rd = refdata_current();
@@ -801,8 +842,9 @@ struct quote *quote_compute(struct api_ctx *c, const struct json_value *b, int s
 	s->sh = c->sh;
 	s->rd = rd;
 	s->now_ms = (int64_t)wall_ms();
+	s->date = refdata_today();
 	s->stock_backed = (uint8_t)(stock_backed != 0);
-	if (parse(c, b, s) || check_caps(c, s) || route_all(c, s))
+	if (parse(c, b, s) || delivery_region(c, b, s) || check_caps(c, s) || route_all(c, s))
 		goto fail;
 
 	/* price every allocation at once */
@@ -816,9 +858,10 @@ struct quote *quote_compute(struct api_ctx *c, const struct json_value *b, int s
 			nf++;
 		}
 	}
-	struct price_order_in in = {.n_lines = nf, .lines = s->flat,
+	struct price_order_in in = {.n_lines = nf, .lines = s->flat, .date = s->date,
 				    .fixed_fee_cents = (int64_t)s->sh->cfg.platform_fixed_fee_cents};
 	memcpy(in.destination, s->dest, 3);
+	memcpy(in.region, s->region, sizeof(in.region));
 	enum price_err pe = price_quote(rd, &in, &s->all);
 	if (pe != PRICE_OK) {
 		api_error(c, 422, price_err_codes[pe], "the quote cannot be priced from the reference data");

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "engine/iso.h"
+#include "engine/log.h"
 #include "net/json.h"
 
 const char *const rd_file_names[RD_F_COUNT_] = {"version.txt", "vat.tsv", "excise.tsv", "freight.tsv",
@@ -24,16 +25,46 @@ const char *const rd_category_codes[RD_CAT_COUNT_] = {"W200", "W300", "I000"};
 const char *const rd_basis_names[RD_B_COUNT_] = {"per_hl_product", "per_l_pure_alcohol", "per_l_per_pct_vol",
 						 "per_l_product"};
 
-/* The header line each table must start with (first non-comment line). */
-static const char *const headers[RD_F_COUNT_] = {
-	NULL,
-	"country\trate_percent\tsource\tas_of",
-	"country\tcategory\tabv_min\tabv_max\tbasis\trate\tcurrency\tsource\tas_of",
-	"origin\tdestination\tbox_units\tprice_eur\tsource\tas_of",
-	"currency\tper_eur\tsource\tas_of",
+const char *const rd_vat_product_names[RD_VP_COUNT_] = {"still", "sparkling", "fortified", "default"};
+
+/* The header line each table must start with (first non-comment line):
+ * [0] the original layout (no dates: every row in force on every day, VAT
+ * for every product of the whole country), [1] the dated layout, which
+ * adds effective_from / effective_to (and, for VAT, region and product).
+ * Both load, so an upload written for the original layout stays valid. */
+static const char *const headers[RD_F_COUNT_][2] = {
+	{NULL, NULL},
+	{"country\trate_percent\tsource\tas_of",
+	 "country\tregion\tproduct\trate_percent\tsource\tas_of\teffective_from\teffective_to"},
+	{"country\tcategory\tabv_min\tabv_max\tbasis\trate\tcurrency\tsource\tas_of",
+	 "country\tcategory\tabv_min\tabv_max\tbasis\trate\tcurrency\tsource\tas_of\teffective_from\teffective_to"},
+	{"origin\tdestination\tbox_units\tprice_eur\tsource\tas_of", NULL},
+	{"currency\tper_eur\tsource\tas_of", NULL},
 };
 
-#define RD_MAX_COLS 9
+#define RD_MAX_COLS 11
+
+/*
+ * VAT regions: delivery areas whose VAT differs from the mainland's, found
+ * by postal code (inclusive numeric ranges of the leading `digits` digits).
+ * Codes are ISO 3166-2 where one exists.  Sources: CTT Portugal postal code
+ * plan (9000-9399 Madeira, 9500-9999 Acores); Correos (35xxx Las Palmas,
+ * 38xxx Santa Cruz de Tenerife, 51xxx Ceuta, 52xxx Melilla); Deutsche Post
+ * (78266 Buesingen am Hochrhein, 27498 Helgoland).  Council Directive
+ * 2006/112/EC art. 6 excludes Canarias, Ceuta, Melilla, Buesingen and
+ * Heligoland from EU VAT territory.
+ */
+static const struct {
+	char cc[3];
+	char region[RD_MAX_REGION + 1];
+	uint8_t digits;
+	uint32_t lo, hi;
+} vat_regions[] = {
+	{"PT", "PT-30", 4, 9000, 9399},   {"PT", "PT-20", 4, 9500, 9999},   {"ES", "ES-CN", 5, 35000, 35999},
+	{"ES", "ES-CN", 5, 38000, 38999}, {"ES", "ES-CE", 5, 51000, 51999}, {"ES", "ES-ML", 5, 52000, 52999},
+	{"DE", "DE-BUS", 5, 78266, 78266}, {"DE", "DE-HEL", 5, 27498, 27498},
+};
+#define N_VAT_REGIONS (sizeof(vat_regions) / sizeof(vat_regions[0]))
 
 /* EU member states (27, since 1 Feb 2020) -- Treaty on European Union art. 52. */
 static const char eu_members[] = "AT BE BG CY CZ DE DK EE ES FI FR GR HR HU IE IT LT LU LV MT NL PL PT RO SE SI SK";
@@ -159,6 +190,55 @@ static int valid_date(const char *p, size_t n)
 	return m >= 1 && m <= 12 && d >= 1 && d <= mdays[m - 1] && p[0] != '0';
 }
 
+uint32_t rd_ymd_parse(const char *p, size_t n)
+{
+	if (!valid_date(p, n))
+		return 0;
+	uint32_t y = 0;
+	for (int i = 0; i < 4; i++)
+		y = y * 10 + (uint32_t)(p[i] - '0');
+	return y * 10000u + (uint32_t)num2(p + 5) * 100u + (uint32_t)num2(p + 8);
+}
+
+void rd_ymd_format(uint32_t ymd, char out[11])
+{
+	if (ymd == RD_DATE_MIN || ymd >= RD_DATE_MAX) {
+		snprintf(out, 11, "-");
+		return;
+	}
+	snprintf(out, 11, "%04u-%02u-%02u", ymd / 10000u % 10000u, ymd / 100u % 100u, ymd % 100u);
+}
+
+/* effective_from / effective_to: YYYY-MM-DD, or "-" for an open end. */
+static int parse_eff(struct field f, uint32_t open, uint32_t *out, const char **why)
+{
+	if (f.len == 1 && f.p[0] == '-') {
+		*out = open;
+		return 0;
+	}
+	if (!(*out = rd_ymd_parse(f.p, f.len))) {
+		*why = "effective_from/effective_to is not YYYY-MM-DD or -";
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_range(struct field from, struct field to, uint32_t *f, uint32_t *t, const char **why)
+{
+	if (parse_eff(from, RD_DATE_MIN, f, why) || parse_eff(to, RD_DATE_MAX, t, why))
+		return -1;
+	if (*f > *t) {
+		*why = "effective_from is after effective_to";
+		return -1;
+	}
+	return 0;
+}
+
+static int ranges_overlap(uint32_t f1, uint32_t t1, uint32_t f2, uint32_t t2)
+{
+	return f1 <= t2 && f2 <= t1;
+}
+
 /* as_of: YYYY, YYYY-MM or YYYY-MM-DD. */
 static int parse_as_of(struct field f, char out[11], const char **why)
 {
@@ -200,17 +280,55 @@ static int parse_meta(struct field src, struct field as_of, uint32_t line, struc
 typedef int (*row_fn)(struct refdata *rd, const struct field *c, uint32_t line, const char **why,
 		      uint32_t *dup_line);
 
+static int region_known(const char *cc, const char *region)
+{
+	for (size_t i = 0; i < N_VAT_REGIONS; i++)
+		if (!strcmp(vat_regions[i].cc, cc) && !strcmp(vat_regions[i].region, region))
+			return 1;
+	return 0;
+}
+
 static int row_vat(struct refdata *rd, const struct field *c, uint32_t line, const char **why, uint32_t *dup)
 {
-	struct rd_vat v = {0};
-	if (parse_country(c[0], v.country, why) || parse_decimal(c[1], RD_VAT_SCALE, RD_MAX_VAT_E4, &v.rate_e4, why) ||
-	    parse_meta(c[2], c[3], line, &v.m, why))
+	struct rd_vat v = {.product = RD_VP_DEFAULT, .from = RD_DATE_MIN, .to = RD_DATE_MAX};
+	if (parse_country(c[0], v.country, why))
 		return -1;
-	const struct rd_vat *old = refdata_vat(rd, v.country);
-	if (old) {
-		*why = "duplicate country";
-		*dup = old->m.line;
+	if (rd->dated[RD_F_VAT]) { /* country region product rate source as_of from to */
+		if (!(c[1].len == 1 && c[1].p[0] == '-')) {
+			if (c[1].len > RD_MAX_REGION) {
+				*why = "unknown region (see data/README.md)";
+				return -1;
+			}
+			memcpy(v.region, c[1].p, c[1].len);
+			v.region[c[1].len] = 0;
+			if (!region_known(v.country, v.region)) {
+				*why = "unknown region (see data/README.md)";
+				return -1;
+			}
+		}
+		int pr = -1;
+		for (int i = 0; i < RD_VP_COUNT_; i++)
+			if (strlen(rd_vat_product_names[i]) == c[2].len && !memcmp(rd_vat_product_names[i], c[2].p, c[2].len))
+				pr = i;
+		if (pr < 0) {
+			*why = "product is not still|sparkling|fortified|default";
+			return -1;
+		}
+		v.product = (uint8_t)pr;
+		c += 2;
+		if (parse_range(c[4], c[5], &v.from, &v.to, why))
+			return -1;
+	}
+	if (parse_decimal(c[1], RD_VAT_SCALE, RD_MAX_VAT_E4, &v.rate_e4, why) || parse_meta(c[2], c[3], line, &v.m, why))
 		return -1;
+	for (uint32_t i = 0; i < rd->n_vat; i++) {
+		const struct rd_vat *o = &rd->vat[i];
+		if (!strcmp(o->country, v.country) && !strcmp(o->region, v.region) && o->product == v.product &&
+		    ranges_overlap(o->from, o->to, v.from, v.to)) {
+			*why = "duplicate country"; /* same region and product, in force on a common day */
+			*dup = o->m.line;
+			return -1;
+		}
 	}
 	rd->vat[rd->n_vat++] = v;
 	return 0;
@@ -227,8 +345,10 @@ static int parse_abv(struct field f, uint16_t *out, const char **why)
 
 static int row_excise(struct refdata *rd, const struct field *c, uint32_t line, const char **why, uint32_t *dup)
 {
-	struct rd_excise e = {0};
+	struct rd_excise e = {.from = RD_DATE_MIN, .to = RD_DATE_MAX};
 	if (parse_country(c[0], e.country, why))
+		return -1;
+	if (rd->dated[RD_F_EXCISE] && parse_range(c[9], c[10], &e.from, &e.to, why))
 		return -1;
 	int cat = rd_category_find(c[1].p, c[1].len);
 	if (cat < 0) {
@@ -257,7 +377,7 @@ static int row_excise(struct refdata *rd, const struct field *c, uint32_t line, 
 	for (uint32_t i = 0; i < rd->n_excise; i++) {
 		const struct rd_excise *o = &rd->excise[i];
 		if (!strcmp(o->country, e.country) && o->category == e.category && o->abv_min <= e.abv_max &&
-		    e.abv_min <= o->abv_max) {
+		    e.abv_min <= o->abv_max && ranges_overlap(o->from, o->to, e.from, e.to)) {
 			*why = "ABV band overlaps (duplicate)";
 			*dup = o->m.line;
 			return -1;
@@ -317,12 +437,12 @@ static int row_fx(struct refdata *rd, const struct field *c, uint32_t line, cons
 
 static const struct {
 	row_fn fn;
-	unsigned cols;
+	unsigned cols[2]; /* per layout: original, dated */
 } row_kinds[RD_F_COUNT_] = {
-	[RD_F_VAT] = {row_vat, 4},
-	[RD_F_EXCISE] = {row_excise, 9},
-	[RD_F_FREIGHT] = {row_freight, 6},
-	[RD_F_FX] = {row_fx, 4},
+	[RD_F_VAT] = {row_vat, {4, 8}},
+	[RD_F_EXCISE] = {row_excise, {9, 11}},
+	[RD_F_FREIGHT] = {row_freight, {6, 0}},
+	[RD_F_FX] = {row_fx, {4, 0}},
 };
 
 static uint32_t *row_count(struct refdata *rd, enum rd_file f)
@@ -428,8 +548,13 @@ int refdata_parse(struct refdata *rd, enum rd_file f, const char *text, size_t l
 			continue;
 		}
 		if (!seen_header) {
-			if (strlen(headers[f]) != n || memcmp(headers[f], p, n))
+			int lay = -1;
+			for (int k = 0; k < 2; k++)
+				if (headers[f][k] && strlen(headers[f][k]) == n && !memcmp(headers[f][k], p, n))
+					lay = k;
+			if (lay < 0)
 				return fail(err, errlen, f, line, "header line differs from the documented columns", 0);
+			rd->dated[f] = (uint8_t)lay;
 			seen_header = 1;
 			continue;
 		}
@@ -448,12 +573,15 @@ int refdata_parse(struct refdata *rd, enum rd_file f, const char *text, size_t l
 				s = i + 1;
 			}
 		}
-		if (nc != row_kinds[f].cols)
+		if (nc != row_kinds[f].cols[rd->dated[f]])
 			return fail(err, errlen, f, line, "wrong number of columns", 0);
+		unsigned src_col = nc - (rd->dated[f] ? 4 : 2); /* source, as_of[, effective_from, effective_to] */
 		for (unsigned i = 0; i < nc; i++)
 			if (!c[i].len)
-				return fail(err, errlen, f, line, i + 2 >= nc ? "every figure needs its source and as_of"
-									  : "empty column",
+				return fail(err, errlen, f, line,
+					    i >= src_col + 2 ? "effective_from/effective_to is not YYYY-MM-DD or -"
+					    : i >= src_col ? "every figure needs its source and as_of"
+							   : "empty column",
 					    0);
 		if (*row_count(rd, f) >= RD_MAX_ROWS)
 			return fail(err, errlen, f, line, "more than RD_MAX_ROWS figure lines", 0);
@@ -632,18 +760,45 @@ const struct rd_vat *refdata_vat(const struct refdata *rd, const char *country)
 	return NULL;
 }
 
-int refdata_excise(const struct refdata *rd, const char *country, int category, uint32_t abv,
+const struct rd_vat *refdata_vat_at(const struct refdata *rd, const char *country, const char *region,
+				    int category, uint32_t ymd)
+{
+	const struct rd_vat *dflt = NULL;
+	for (uint32_t i = 0; i < rd->n_vat; i++) {
+		const struct rd_vat *v = &rd->vat[i];
+		if (strcmp(v->country, country) || strcmp(v->region, region) || ymd < v->from || ymd > v->to)
+			continue;
+		if (v->product == category)
+			return v;
+		if (v->product == RD_VP_DEFAULT)
+			dflt = v;
+	}
+	return dflt;
+}
+
+int refdata_excise(const struct refdata *rd, const char *country, int category, uint32_t abv, uint32_t ymd,
 		   const struct rd_excise **out)
 {
 	for (uint32_t i = 0; i < rd->n_excise; i++) {
 		const struct rd_excise *e = &rd->excise[i];
-		if (e->category == category && abv >= e->abv_min && abv <= e->abv_max && !strcmp(e->country, country)) {
+		if (e->category == category && abv >= e->abv_min && abv <= e->abv_max && ymd >= e->from &&
+		    ymd <= e->to && !strcmp(e->country, country)) {
 			*out = e;
 			return e->not_found ? RD_NOT_PUBLISHED : RD_FOUND;
 		}
 	}
 	*out = NULL;
 	return RD_NO_ENTRY;
+}
+
+int refdata_excise_category_known(const struct refdata *rd, const char *country, int category, uint32_t ymd)
+{
+	for (uint32_t i = 0; i < rd->n_excise; i++) {
+		const struct rd_excise *e = &rd->excise[i];
+		if (e->category == category && ymd >= e->from && ymd <= e->to && !strcmp(e->country, country))
+			return 1;
+	}
+	return 0;
 }
 
 const struct rd_freight *refdata_freight(const struct refdata *rd, const char *origin, const char *destination,
@@ -688,4 +843,77 @@ const char *refdata_country_currency(const char *country)
 		if (!strcmp(country_currency[i].cc, country))
 			return country_currency[i].cur;
 	return NULL;
+}
+
+/* ---- dates and regions --------------------------------------------------- */
+
+uint32_t refdata_today(void)
+{
+#ifdef WM_TESTING
+	const char *path = getenv("WM_TEST_DATE_FILE");
+	if (path && *path) {
+		char b[16] = "";
+		FILE *fp = fopen(path, "rb");
+		size_t n = fp ? fread(b, 1, sizeof(b) - 1, fp) : 0;
+		if (fp)
+			fclose(fp);
+		while (n && (b[n - 1] == '\n' || b[n - 1] == '\r'))
+			n--;
+		uint32_t d = rd_ymd_parse(b, n);
+		if (d)
+			return d;
+	}
+#endif
+	/* civil date of the UTC day (Howard Hinnant's days_from_civil inverse) */
+	int64_t z = (int64_t)(wall_ms() / 86400000ull) + 719468;
+	int64_t era = z / 146097, doe = z - era * 146097;
+	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	int64_t y = yoe + era * 400, doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	int64_t mp = (5 * doy + 2) / 153, d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9;
+	y += m <= 2;
+	return (uint32_t)(y * 10000 + m * 100 + d);
+}
+
+/* as_of (YYYY, YYYY-MM, YYYY-MM-DD) as YYYYMMDD, missing parts = 01. */
+static uint32_t as_of_ymd(const char *a)
+{
+	size_t n = strlen(a);
+	uint32_t y = (uint32_t)strtoul(a, NULL, 10);
+	uint32_t m = n >= 7 ? (uint32_t)num2(a + 5) : 1, d = n == 10 ? (uint32_t)num2(a + 8) : 1;
+	return y * 10000u + m * 100u + d;
+}
+
+uint32_t refdata_newest(const struct refdata *rd)
+{
+	uint32_t best = 0;
+	for (uint32_t i = 0; i < rd->n_vat; i++) {
+		uint32_t a = as_of_ymd(rd->vat[i].m.as_of), f = rd->vat[i].from;
+		best = a > best ? a : best;
+		best = f > best ? f : best;
+	}
+	for (uint32_t i = 0; i < rd->n_excise; i++) {
+		uint32_t a = as_of_ymd(rd->excise[i].m.as_of), f = rd->excise[i].from;
+		best = a > best ? a : best;
+		best = f > best ? f : best;
+	}
+	return best;
+}
+
+const char *refdata_region_of_postal(const char *country, const char *postal)
+{
+	for (size_t i = 0; i < N_VAT_REGIONS; i++) {
+		if (strcmp(vat_regions[i].cc, country))
+			continue;
+		/* leading digits: "9000-123" (PT) and "35001" (ES) alike */
+		uint32_t v = 0;
+		unsigned k = 0;
+		for (; k < vat_regions[i].digits; k++) {
+			if (postal[k] < '0' || postal[k] > '9')
+				return NULL;
+			v = v * 10 + (uint32_t)(postal[k] - '0');
+		}
+		if (v >= vat_regions[i].lo && v <= vat_regions[i].hi)
+			return vat_regions[i].region;
+	}
+	return "";
 }

@@ -60,9 +60,24 @@ struct rd_meta {
 	char as_of[11];                /* YYYY, YYYY-MM or YYYY-MM-DD */
 };
 
+/* Dates as YYYYMMDD integers (20260201), so that ranges compare as
+ * numbers.  A row is in force on day D when from <= D <= to (both
+ * inclusive); RD_DATE_MIN / RD_DATE_MAX stand for an open end ("-"). */
+#define RD_DATE_MIN 0u
+#define RD_DATE_MAX 99991231u
+
+/* VAT product dimension: a category's own row, else the country's default. */
+enum rd_vat_product { RD_VP_STILL = 0, RD_VP_SPARKLING, RD_VP_FORTIFIED, RD_VP_DEFAULT, RD_VP_COUNT_ };
+extern const char *const rd_vat_product_names[RD_VP_COUNT_];
+
+#define RD_MAX_REGION 7         /* bytes of a region code ("PT-30", "DE-BUS") */
+
 struct rd_vat {
 	char country[3];
+	char region[RD_MAX_REGION + 1]; /* "" = the whole country / mainland */
+	uint8_t product;               /* enum rd_vat_product */
 	int64_t rate_e4;
+	uint32_t from, to;             /* effective_from / effective_to, YYYYMMDD inclusive */
 	struct rd_meta m;
 };
 
@@ -74,6 +89,7 @@ struct rd_excise {
 	uint16_t abv_min, abv_max;     /* inclusive, hundredths of % */
 	int64_t rate_e4;               /* 0 when not_found */
 	char currency[4];
+	uint32_t from, to;             /* effective_from / effective_to, YYYYMMDD inclusive */
 	struct rd_meta m;
 };
 
@@ -101,6 +117,7 @@ struct refdata {
 	uint8_t source;                /* enum rd_source */
 	char loaded_at[32];            /* RFC 3339 of the upload; "" for files */
 	uint8_t have[RD_F_COUNT_];     /* file parsed */
+	uint8_t dated[RD_F_COUNT_];    /* the file uses the dated layout (data/README.md) */
 	uint32_t n_vat, n_excise, n_freight, n_fx;
 	struct rd_vat vat[RD_MAX_ROWS];
 	struct rd_excise excise[RD_MAX_ROWS];
@@ -148,13 +165,27 @@ const struct refdata *refdata_current(void);
 void refdata_set_current(struct refdata *rd);
 
 /* ---- lookups (NULL / negative when absent) ---------------------------- */
+/* Any VAT row of the country (whatever its date, region or product): the
+ * destination is known to the reference data. */
 const struct rd_vat *refdata_vat(const struct refdata *rd, const char *country);
+/*
+ * The VAT row in force on `ymd` for a delivery to (country, region) of a
+ * wine of `category` (enum rd_category): the row for that category if one
+ * is in force, else the country's `default` row.  region "" = the whole
+ * country (mainland); a region is never answered by the mainland's rows
+ * (its rate differs or is outside EU VAT): no row -> NULL.
+ */
+const struct rd_vat *refdata_vat_at(const struct refdata *rd, const char *country, const char *region,
+				    int category, uint32_t ymd);
 enum rd_lookup { RD_FOUND = 0, RD_NO_ENTRY = -1, RD_NOT_PUBLISHED = -2 };
-/* The excise row for (country, category) whose band holds abv.  RD_FOUND
- * with *out; RD_NOT_PUBLISHED when the band is marked NOT_FOUND (*out set,
- * for its source note); RD_NO_ENTRY when no band covers the ABV. */
-int refdata_excise(const struct refdata *rd, const char *country, int category, uint32_t abv,
+/* The excise row for (country, category) in force on `ymd` whose band holds
+ * abv.  RD_FOUND with *out; RD_NOT_PUBLISHED when the band is marked
+ * NOT_FOUND (*out set, for its source note); RD_NO_ENTRY when no band in
+ * force covers the ABV. */
+int refdata_excise(const struct refdata *rd, const char *country, int category, uint32_t abv, uint32_t ymd,
 		   const struct rd_excise **out);
+/* 1 if the country has any excise row in force on ymd for the category. */
+int refdata_excise_category_known(const struct refdata *rd, const char *country, int category, uint32_t ymd);
 const struct rd_freight *refdata_freight(const struct refdata *rd, const char *origin,
 					 const char *destination, unsigned box_units);
 /* Units per EUR x 10^6 of a currency (RD_FX_ONE for EUR), or -1. */
@@ -163,5 +194,29 @@ int64_t refdata_fx(const struct refdata *rd, const char *currency, const struct 
 int refdata_is_eu(const char *country);
 /* The currency consumers in `country` are charged in, or NULL if unknown. */
 const char *refdata_country_currency(const char *country);
+
+/* ---- dates and regions ------------------------------------------------- */
+/* "YYYY-MM-DD" -> YYYYMMDD, or 0 when not a valid calendar date. */
+uint32_t rd_ymd_parse(const char *p, size_t n);
+/* YYYYMMDD -> "YYYY-MM-DD" (out holds 11 bytes); "-" for an open end. */
+void rd_ymd_format(uint32_t ymd, char out[11]);
+/*
+ * Today's date (UTC) as YYYYMMDD: the day rates are looked up for.  In a
+ * test build (-DWM_TESTING) only, the file named by WM_TEST_DATE_FILE, when
+ * set and holding "YYYY-MM-DD", overrides the clock (read on every call, so
+ * a test moves a running shard's day by rewriting the file).
+ */
+uint32_t refdata_today(void);
+/* The newest effective_from / as_of date of any VAT or excise row, YYYYMMDD
+ * (an as_of of YYYY or YYYY-MM counts as its first day). */
+uint32_t refdata_newest(const struct refdata *rd);
+/*
+ * The VAT region of a delivery postal code in `country` (fixed table in
+ * refdata.c: PT Madeira/Azores, ES Canarias/Ceuta/Melilla, DE Buesingen/
+ * Heligoland): the region code, or "" for the mainland (also for a postal
+ * code the table does not name).  NULL when the postal code is malformed
+ * for a country the table covers (digits expected).
+ */
+const char *refdata_region_of_postal(const char *country, const char *postal);
 
 #endif

@@ -249,7 +249,7 @@ WM_TEST(quote, estate_covered_fr_to_de_equals_the_engine)
 
 	struct refdata *rd = load_repo();
 	struct price_line_in l = eng_line(1000, 455, 4);
-	struct price_order_in in = {.destination = "DE", .n_lines = 1, .lines = &l};
+	struct price_order_in in = {.destination = "DE", .date = 20251101, .n_lines = 1, .lines = &l};
 	struct price_quote *q = malloc(sizeof(*q));
 	cr_assert_eq(price_quote(rd, &in, q), PRICE_OK);
 	cr_assert_eq(cents(j, "total"), q->total);
@@ -318,7 +318,7 @@ WM_TEST(quote, split_when_estate_atp_short)
 
 	struct refdata *rd = load_repo();
 	struct price_line_in l[2] = {eng_line(1000, 455, 5), eng_line(1100, 0, 7)};
-	struct price_order_in in = {.destination = "DE", .n_lines = 2, .lines = l};
+	struct price_order_in in = {.destination = "DE", .date = 20251101, .n_lines = 2, .lines = l};
 	struct price_quote *q = malloc(sizeof(*q));
 	cr_assert_eq(price_quote(rd, &in, q), PRICE_OK);
 	cr_assert_eq(q->total, 35847);
@@ -400,7 +400,7 @@ WM_TEST(quote, platform_fee_is_configured)
 	struct refdata *rd = load_repo();
 	struct price_line_in l = eng_line(1000, 455, 4);
 	l.platform_ppm = 0;
-	struct price_order_in in = {.destination = "DE", .n_lines = 1, .lines = &l, .fixed_fee_cents = 250};
+	struct price_order_in in = {.destination = "DE", .date = 20251101, .n_lines = 1, .lines = &l, .fixed_fee_cents = 250};
 	struct price_quote *q = malloc(sizeof(*q));
 	cr_assert_eq(price_quote(rd, &in, q), PRICE_OK);
 	cr_assert_eq(cents(json_object_get(j, "components"), "F_Platform"), 250);

@@ -32,21 +32,21 @@ WM_TEST(refdata, repository_data_loads_with_published_figures)
 	cr_assert_eq(refdata_vat(rd, "CH")->rate_e4, 81000);
 	cr_assert_null(refdata_vat(rd, "US"));
 	const struct rd_excise *e;
-	cr_assert_eq(refdata_excise(rd, "DE", RD_CAT_SPARKLING, 1200, &e), RD_FOUND);
+	cr_assert_eq(refdata_excise(rd, "DE", RD_CAT_SPARKLING, 1200, 20251101, &e), RD_FOUND);
 	cr_assert_eq(e->rate_e4, 1360000);
-	cr_assert_eq(refdata_excise(rd, "DE", RD_CAT_SPARKLING, 599, &e), RD_FOUND); /* band edge */
+	cr_assert_eq(refdata_excise(rd, "DE", RD_CAT_SPARKLING, 599, 20251101, &e), RD_FOUND); /* band edge */
 	cr_assert_eq(e->rate_e4, 510000);
-	cr_assert_eq(refdata_excise(rd, "GB", RD_CAT_FORTIFIED, 2000, &e), RD_FOUND);
+	cr_assert_eq(refdata_excise(rd, "GB", RD_CAT_FORTIFIED, 2000, 20251101, &e), RD_FOUND);
 	cr_assert_eq(e->basis, RD_B_PER_L_PURE_ALCOHOL);
 	cr_assert_eq(e->rate_e4, 295400);
 	cr_assert_str_eq(e->currency, "GBP");
-	cr_assert_eq(refdata_excise(rd, "GB", RD_CAT_STILL, 849, &e), RD_FOUND);
+	cr_assert_eq(refdata_excise(rd, "GB", RD_CAT_STILL, 849, 20251101, &e), RD_FOUND);
 	cr_assert_eq(e->rate_e4, 256700);
-	cr_assert_eq(refdata_excise(rd, "GB", RD_CAT_STILL, 349, &e), RD_NO_ENTRY);
-	cr_assert_eq(refdata_excise(rd, "NO", RD_CAT_STILL, 1250, &e), RD_FOUND);
+	cr_assert_eq(refdata_excise(rd, "GB", RD_CAT_STILL, 349, 20251101, &e), RD_NO_ENTRY);
+	cr_assert_eq(refdata_excise(rd, "NO", RD_CAT_STILL, 1250, 20251101, &e), RD_FOUND);
 	cr_assert_eq(e->basis, RD_B_PER_L_PER_PCT_VOL);
 	cr_assert_eq(e->rate_e4, 52900);
-	cr_assert_eq(refdata_excise(rd, "FR", RD_CAT_FORTIFIED, 1900, &e), RD_NOT_PUBLISHED);
+	cr_assert_eq(refdata_excise(rd, "FR", RD_CAT_FORTIFIED, 1900, 20251101, &e), RD_NOT_PUBLISHED);
 	cr_assert_not_null(e);
 	cr_assert_eq(refdata_freight(rd, "FR", "DE", 12)->price_cents, 7200);
 	cr_assert_null(refdata_freight(rd, "DE", "FR", 12));

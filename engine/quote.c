@@ -420,12 +420,30 @@ int64_t quote_line_sums(const struct quote *q, unsigned i, int64_t *comp)
 	return total;
 }
 
+/* The days a rate is in force and the day it was applied for. */
+static void write_in_force(struct jw *w, uint32_t from, uint32_t to, uint32_t priced_on)
+{
+	char d[11];
+	rd_ymd_format(from, d);
+	if (from == RD_DATE_MIN)
+		jw_knull(w, "effective_from");
+	else
+		jw_kstr(w, "effective_from", d);
+	rd_ymd_format(to, d);
+	if (to >= RD_DATE_MAX)
+		jw_knull(w, "effective_to");
+	else
+		jw_kstr(w, "effective_to", d);
+	rd_ymd_format(priced_on, d);
+	jw_kstr(w, "priced_on", d);
+}
+
 void quote_write_line_tax(struct jw *w, const struct quote *q, unsigned i)
 {
 	const struct quote_line *ql = &q->l[i];
 	const struct price_line_out *o = &q->all.lines[ql->first];
 	int64_t comp[PC_COUNT_];
-	quote_line_sums(q, i, comp);
+	int64_t total = quote_line_sums(q, i, comp); /* over the line's sources: each reconciles on its own */
 	int minor = q->all.minor;
 	jw_arr_begin(w);
 	if (o->excise) {
@@ -445,6 +463,7 @@ void quote_write_line_tax(struct jw *w, const struct quote *q, unsigned i)
 		quote_write_money(w, "amount", comp[PC_E_EXCISE], minor);
 		jw_kstr(w, "source", o->excise->m.source);
 		jw_kstr(w, "as_of", o->excise->m.as_of);
+		write_in_force(w, o->excise->from, o->excise->to, q->all.date);
 		jw_kstr(w, "reference_version", q->all.version);
 		jw_kstr(w, "effective_date", q->all.effective_date);
 		jw_obj_end(w);
@@ -456,9 +475,17 @@ void quote_write_line_tax(struct jw *w, const struct quote *q, unsigned i)
 		jw_fixed(w, o->vat->rate_e4, RD_VAT_SCALE);
 		jw_kstr(w, "basis", "percent");
 		jw_kstr(w, "applies_to", "P_B2B+R_Recruiter+M_Curator+F_Platform+C_Freight+E_Excise");
+		quote_write_money(w, "taxable_amount", total - comp[PC_V_VAT], minor);
 		quote_write_money(w, "amount", comp[PC_V_VAT], minor);
+		jw_kstr(w, "product", rd_vat_product_names[o->vat->product]);
+		if (o->vat->region[0])
+			jw_kstr(w, "region", o->vat->region);
+		else
+			jw_knull(w, "region");
+		jw_kstr(w, "region_basis", q->postal_given ? "delivery_postal_code" : "mainland_without_postal_code");
 		jw_kstr(w, "source", o->vat->m.source);
 		jw_kstr(w, "as_of", o->vat->m.as_of);
+		write_in_force(w, o->vat->from, o->vat->to, q->all.date);
 		jw_kstr(w, "reference_version", q->all.version);
 		jw_kstr(w, "effective_date", q->all.effective_date);
 		jw_obj_end(w);
@@ -759,10 +786,56 @@ static int check_caps(struct api_ctx *c, const struct quote *s)
 	return 0;
 }
 
-/* Gather candidates and route every line: 0, or -1 with the 422 written. */
+/* One refusal per (line, candidate the engine could not price): its stable
+ * code (price_err_codes[]: excise_rate_not_found, excise_band_not_found,
+ * vat_rate_not_found, freight_lane_not_found, fx_rate_not_found, ...) and
+ * what it concerns, so a partner sees WHY a route is refused. */
+static void write_refusals(struct jw *w, const struct quote *s, const uint8_t *line_err)
+{
+	jw_key(w, "refusals");
+	jw_arr_begin(w);
+	for (unsigned i = 0; i < s->n; i++) {
+		const struct quote_line *ql = &s->l[i];
+		if (line_err[i] != ROUTE_E_NOT_PRICEABLE)
+			continue;
+		for (unsigned k = 0; k < ql->ncand; k++) {
+			const struct route_cand *rc = &ql->cand[k];
+			if (!rc->permitted || rc->compliant)
+				continue;
+			const struct price_line_in *p = &ql->pin[k];
+			jw_obj_begin(w);
+			jw_kint(w, "line", i);
+			jw_kstr(w, "sku", ql->sku);
+			jw_kstr(w, "code", price_err_codes[ql->perr[k]]);
+			jw_kstr(w, "offer_id", rc->offer_id);
+			jw_kstr(w, "origin_country", p->origin);
+			jw_kstr(w, "destination_country", s->dest);
+			jw_kstr(w, "category", rd_category_names[ql->cat]);
+			jw_key(w, "abv");
+			if (p->abv <= RD_MAX_ABV)
+				jw_fixed(w, p->abv, 2);
+			else
+				jw_null(w);
+			jw_kint(w, "box_units", ql->box);
+			jw_kstr(w, "incoterm", price_incoterms[p->incoterm].name);
+			char d[11];
+			rd_ymd_format(s->date, d);
+			jw_kstr(w, "priced_on", d);
+			jw_obj_end(w);
+		}
+	}
+	jw_arr_end(w);
+}
+
+/* Gather candidates and route every line: 0, or -1 with the 422 written.
+ * A line no permitted candidate can be priced for is 422
+ * pricing_unavailable with, per line, errors[].rule = the first
+ * candidate's cause and refusals[] naming every candidate's cause. */
 static int route_all(struct api_ctx *c, struct quote *s)
 {
 	const char *first = NULL;
+	uint8_t line_err[QUOTE_MAX_LINES] = {0};
+	int unpriceable = 0;
 	for (unsigned i = 0; i < s->n; i++) {
 		struct quote_line *ql = &s->l[i];
 		const struct producer *pr = producer_get(c->sh, ql->w->producer_id, strlen(ql->w->producer_id));
@@ -774,7 +847,20 @@ static int route_all(struct api_ctx *c, struct quote *s)
 			offer_wine_any(c->sh, ql->w->row.id, ql->w->row.id_len, cand_cb, arg);
 		}
 		enum route_err e = route_line(ql->cand, ql->ncand, ql->qty, &ql->plan);
-		if (e != ROUTE_OK) {
+		line_err[i] = (uint8_t)e;
+		if (e == ROUTE_E_NOT_PRICEABLE) {
+			unsigned k = 0;
+			while (k < ql->ncand && !(ql->cand[k].permitted && !ql->cand[k].compliant))
+				k++;
+			char f[64];
+			snprintf(f, sizeof(f), "lines[%u]", i);
+			api_field_error(c, f, price_err_codes[ql->perr[k]],
+					"line %u (sku %s) cannot be priced into %s: %s (offer %s from %s; see refusals[])", i,
+					ql->sku, s->dest, price_err_codes[ql->perr[k]], ql->cand[k].offer_id,
+					ql->pin[k].origin);
+			first = first ? first : route_err_codes[e];
+			unpriceable = 1;
+		} else if (e != ROUTE_OK) {
 			char f[64];
 			snprintf(f, sizeof(f), "lines[%u]", i);
 			api_field_error(c, f, route_err_codes[e], "line %u (sku %s) cannot be routed: %s", i, ql->sku,
@@ -782,9 +868,22 @@ static int route_all(struct api_ctx *c, struct quote *s)
 			first = first ? first : route_err_codes[e];
 		}
 	}
-	if (first)
+	if (!first)
+		return 0;
+	if (!unpriceable) {
 		fail(c, first, "a line cannot be routed; see errors[]");
-	return first ? -1 : 0;
+		return -1;
+	}
+	buf_reset(&c->rs->body);
+	jw_init(&c->w, &c->rs->body);
+	c->rs->status = 422;
+	c->rs->content_type = PROBLEM_CONTENT_TYPE;
+	problem_begin(&c->w, 422, first, "Unprocessable Content",
+		      "a line cannot be routed or priced; see errors[] and refusals[]");
+	problem_fields(&c->w, c->errs, c->n_errs);
+	write_refusals(&c->w, s, line_err);
+	problem_end(&c->w);
+	return -1;
 }
 
 /* The delivery postal code: quote-calculate's `delivery_postal_code`, or

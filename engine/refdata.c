@@ -69,12 +69,13 @@ static const struct {
 /* EU member states (27, since 1 Feb 2020) -- Treaty on European Union art. 52. */
 static const char eu_members[] = "AT BE BG CY CZ DE DK EE ES FI FR GR HR HU IE IT LT LU LV MT NL PL PT RO SE SI SK";
 
-/* Consumer currency by country (ISO 4217 list one); BG uses BGN until
- * 2025-12-31, the effective dates this table serves. */
+/* Consumer currency by country (ISO 4217 list one).  BG: the euro from
+ * 2026-01-01 (shared/reference/excise-vat-2026.md "BG on EUR from 2026";
+ * Council Decision (EU) 2025/1407), so BGN is no longer charged. */
 static const struct {
 	char cc[3], cur[4];
 } country_currency[] = {
-	{"AT", "EUR"}, {"BE", "EUR"}, {"BG", "BGN"}, {"CY", "EUR"}, {"CZ", "CZK"}, {"DE", "EUR"},
+	{"AT", "EUR"}, {"BE", "EUR"}, {"BG", "EUR"}, {"CY", "EUR"}, {"CZ", "CZK"}, {"DE", "EUR"},
 	{"DK", "DKK"}, {"EE", "EUR"}, {"ES", "EUR"}, {"FI", "EUR"}, {"FR", "EUR"}, {"GR", "EUR"},
 	{"HR", "EUR"}, {"HU", "HUF"}, {"IE", "EUR"}, {"IT", "EUR"}, {"LT", "EUR"}, {"LU", "EUR"},
 	{"LV", "EUR"}, {"MT", "EUR"}, {"NL", "EUR"}, {"PL", "PLN"}, {"PT", "EUR"}, {"RO", "RON"},

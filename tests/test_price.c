@@ -49,8 +49,8 @@ static void expect(const struct price_quote *q, const char *cur, const int64_t w
 			     (long long)q->lines[0].comp[c], (long long)want[c]);
 	cr_assert_eq(q->lines[0].total, total);
 	cr_assert_eq(q->total, total);
-	cr_assert_str_eq(q->version, "2025-11-01.1");
-	cr_assert_str_eq(q->effective_date, "2025-11-01");
+	cr_assert_str_eq(q->version, "2026-11-25.1");
+	cr_assert_str_eq(q->effective_date, "2026-11-25");
 }
 
 /*
@@ -83,9 +83,10 @@ WM_TEST(price, still_fr_to_de)
  * Sparkling IT -> FR, 6 x 0.75 l at 12 %, box of 6, EXW, P_B2B 8.35, platform 3 %.
  *   P = 6 x 8.35 = 50.10;  F = 3 % x 50.10 = 1.503 -> 1.50
  *   C = 1 box x 48.00 (IT-FR 6, sample tariff)
- *   E = FR sparkling 9.85 EUR/hl (fgvb.fr, 2023) x 4.5 l = 0.045 hl -> 0.44325 -> 0.44
- *   V = 20 % x the base shown (50.10 + 1.50 + 48.00 + 0.44 = 100.04) = 20.008 -> 20.01
- *   total = 50.10 + 1.50 + 48.00 + 0.44 + 20.01 = 120.05 EUR
+ *   E = FR sparkling 10.20 EUR/hl (2025 row, in force 2025-01-01..2025-12-31; vinetur.com) x 4.5 l
+ *       = 0.045 hl -> 0.459 -> 0.46
+ *   V = 20 % x the base shown (50.10 + 1.50 + 48.00 + 0.46 = 100.06) = 20.012 -> 20.01
+ *   total = 50.10 + 1.50 + 48.00 + 0.46 + 20.01 = 120.07 EUR (priced on 2025-11-01)
  */
 WM_TEST(price, sparkling_it_to_fr)
 {
@@ -94,8 +95,8 @@ WM_TEST(price, sparkling_it_to_fr)
 	l.platform_ppm = 30000;
 	struct price_quote q;
 	cr_assert_eq(quote1(rd, "FR", &l, &q), PRICE_OK);
-	expect(&q, "EUR", (int64_t[]){5010, 0, 0, 150, 4800, 44, 2001}, 12005);
-	cr_assert_eq(q.lines[0].excise->rate_e4, 98500);
+	expect(&q, "EUR", (int64_t[]){5010, 0, 0, 150, 4800, 46, 2001}, 12007);
+	cr_assert_eq(q.lines[0].excise->rate_e4, 102000);
 	refdata_free(rd);
 }
 
@@ -194,10 +195,11 @@ WM_TEST(price, not_found_figures_are_explicit_errors)
 {
 	struct refdata *rd = load_repo();
 	struct price_quote q;
-	/* FR -> DE fortified: DE intermediate-product rate is NOT_FOUND in data/excise.tsv */
+	/* FR -> BE fortified (DAP): the BE intermediate-product rate is NOT_FOUND in data/excise.tsv */
 	struct price_line_in ok = line("FR", "EUR", 1000, 0, 6, 6, RD_CAT_STILL, 1300, 750000);
 	struct price_line_in l[2] = {ok, line("FR", "EUR", 1000, 0, 6, 6, RD_CAT_FORTIFIED, 1900, 750000)};
-	struct price_order_in in = {.destination = "DE", .date = 20251101, .n_lines = 2, .lines = l};
+	l[0].incoterm = l[1].incoterm = PRICE_INCO_DAP;
+	struct price_order_in in = {.destination = "BE", .date = 20251101, .n_lines = 2, .lines = l};
 	cr_assert_eq(price_quote(rd, &in, &q), PRICE_E_EXCISE_NOT_FOUND);
 	cr_assert_eq(q.err_line, 1);
 	cr_assert_str_eq(price_err_codes[PRICE_E_EXCISE_NOT_FOUND], "excise_rate_not_found");

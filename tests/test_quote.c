@@ -272,8 +272,8 @@ WM_TEST(quote, estate_covered_fr_to_de_equals_the_engine)
 	json_t *vat = json_array_get(tb, 1);
 	cr_assert_str_eq(tc_jstr(vat, "tax"), "vat");
 	cr_assert_str_eq(tc_jstr(vat, "basis"), "percent");
-	cr_assert_str_eq(tc_jstr(vat, "reference_version"), "2025-11-01.1");
-	cr_assert_str_eq(tc_jstr(vat, "effective_date"), "2025-11-01");
+	cr_assert_str_eq(tc_jstr(vat, "reference_version"), "2026-11-25.1");
+	cr_assert_str_eq(tc_jstr(vat, "effective_date"), "2026-11-25");
 	cr_assert_str_eq(tc_jstr(json_array_get(tb, 0), "basis"), "per_hl_product");
 
 	/* settlement: originator 40.00, seller 18.20, fulfiller 72.00 (the estate:

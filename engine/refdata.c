@@ -45,6 +45,42 @@ static const char *const headers[RD_F_COUNT_][2] = {
 #define RD_MAX_COLS 11
 
 /*
+ * Freight zones of the SAMPLE tariff (data/freight.tsv): a lane without its
+ * own row is priced by the row of its (origin zone, destination zone), the
+ * way carriers price Europe by 2-4 zones from neighbouring to eastern
+ * countries (tarif-colis.com/faq-envoi-colis/transporteurs-express-zones-
+ * expeditions.html; chronopost.fr zoning FAQ).  Zones are regional groups:
+ *   Z1 western/central core, Z2 south and Mediterranean islands,
+ *   Z3 British Isles, Nordics and Baltics, Z4 central-eastern.
+ * Every country the reference data names is in exactly one zone.
+ */
+static const struct {
+	char cc[3];
+	char zone[3];
+} freight_zones[] = {
+	{"AT", "Z1"}, {"BE", "Z1"}, {"CH", "Z1"}, {"CZ", "Z1"}, {"DE", "Z1"}, {"DK", "Z1"}, {"FR", "Z1"},
+	{"LU", "Z1"}, {"NL", "Z1"}, {"CY", "Z2"}, {"ES", "Z2"}, {"GR", "Z2"}, {"HR", "Z2"}, {"IT", "Z2"},
+	{"MT", "Z2"}, {"PT", "Z2"}, {"SI", "Z2"}, {"EE", "Z3"}, {"FI", "Z3"}, {"GB", "Z3"}, {"IE", "Z3"},
+	{"LT", "Z3"}, {"LV", "Z3"}, {"NO", "Z3"}, {"SE", "Z3"}, {"BG", "Z4"}, {"HU", "Z4"}, {"PL", "Z4"},
+	{"RO", "Z4"}, {"SK", "Z4"},
+};
+#define N_FREIGHT_ZONES (sizeof(freight_zones) / sizeof(freight_zones[0]))
+
+/* A freight zone token: 'Z' and one digit 1-9 (never an ISO 3166 code). */
+static int is_zone(const char *p, size_t n)
+{
+	return n == 2 && p[0] == 'Z' && p[1] >= '1' && p[1] <= '9';
+}
+
+const char *refdata_freight_zone(const char *country)
+{
+	for (size_t i = 0; i < N_FREIGHT_ZONES; i++)
+		if (!strcmp(freight_zones[i].cc, country))
+			return freight_zones[i].zone;
+	return NULL;
+}
+
+/*
  * VAT regions: delivery areas whose VAT differs from the mainland's, found
  * by postal code (inclusive numeric ranges of the leading `digits` digits).
  * Codes are ISO 3166-2 where one exists.  Sources: CTT Portugal postal code
@@ -388,12 +424,34 @@ static int row_excise(struct refdata *rd, const struct field *c, uint32_t line, 
 	return 0;
 }
 
+/* The row of exactly this lane (countries or zones), or NULL. */
+static const struct rd_freight *freight_exact(const struct refdata *rd, const char *o, const char *d, unsigned box)
+{
+	for (uint32_t i = 0; i < rd->n_freight; i++) {
+		const struct rd_freight *f = &rd->freight[i];
+		if (f->box_units == box && !strcmp(f->origin, o) && !strcmp(f->destination, d))
+			return f;
+	}
+	return NULL;
+}
+
 static int row_freight(struct refdata *rd, const struct field *c, uint32_t line, const char **why, uint32_t *dup)
 {
 	struct rd_freight f = {0};
 	int64_t box;
-	if (parse_country(c[0], f.origin, why) || parse_country(c[1], f.destination, why) ||
-	    parse_decimal(c[2], 0, 12, &box, why))
+	for (int k = 0; k < 2; k++) { /* a country, or a zone of freight_zones[] */
+		char *dst = k ? f.destination : f.origin;
+		if (is_zone(c[k].p, c[k].len)) {
+			memcpy(dst, c[k].p, 2);
+			dst[2] = 0;
+		} else if (parse_country(c[k], dst, why))
+			return -1;
+	}
+	if (is_zone(f.origin, 2) != is_zone(f.destination, 2)) {
+		*why = "a lane is country to country or zone to zone";
+		return -1;
+	}
+	if (parse_decimal(c[2], 0, 12, &box, why))
 		return -1;
 	if (box != 6 && box != 12) {
 		*why = "box_units must be 6 or 12";
@@ -402,7 +460,7 @@ static int row_freight(struct refdata *rd, const struct field *c, uint32_t line,
 	f.box_units = (uint8_t)box;
 	if (parse_decimal(c[3], 2, RD_MAX_FREIGHT_CENTS, &f.price_cents, why) || parse_meta(c[4], c[5], line, &f.m, why))
 		return -1;
-	const struct rd_freight *old = refdata_freight(rd, f.origin, f.destination, f.box_units);
+	const struct rd_freight *old = freight_exact(rd, f.origin, f.destination, f.box_units);
 	if (old) {
 		*why = "duplicate lane";
 		*dup = old->m.line;
@@ -805,12 +863,11 @@ int refdata_excise_category_known(const struct refdata *rd, const char *country,
 const struct rd_freight *refdata_freight(const struct refdata *rd, const char *origin, const char *destination,
 					 unsigned box_units)
 {
-	for (uint32_t i = 0; i < rd->n_freight; i++) {
-		const struct rd_freight *f = &rd->freight[i];
-		if (f->box_units == box_units && !strcmp(f->origin, origin) && !strcmp(f->destination, destination))
-			return f;
-	}
-	return NULL;
+	const struct rd_freight *f = freight_exact(rd, origin, destination, box_units);
+	if (f)
+		return f;
+	const char *zo = refdata_freight_zone(origin), *zd = refdata_freight_zone(destination);
+	return zo && zd ? freight_exact(rd, zo, zd, box_units) : NULL;
 }
 
 int64_t refdata_fx(const struct refdata *rd, const char *currency, const struct rd_fx **row)

@@ -186,8 +186,12 @@ int refdata_excise(const struct refdata *rd, const char *country, int category, 
 		   const struct rd_excise **out);
 /* 1 if the country has any excise row in force on ymd for the category. */
 int refdata_excise_category_known(const struct refdata *rd, const char *country, int category, uint32_t ymd);
+/* The freight row of a lane: the lane's own row, else the row of its
+ * (origin zone, destination zone) (refdata_freight_zone); NULL if neither. */
 const struct rd_freight *refdata_freight(const struct refdata *rd, const char *origin,
 					 const char *destination, unsigned box_units);
+/* The SAMPLE tariff's freight zone of a country ("Z1".."Z4"), or NULL. */
+const char *refdata_freight_zone(const char *country);
 /* Units per EUR x 10^6 of a currency (RD_FX_ONE for EUR), or -1. */
 int64_t refdata_fx(const struct refdata *rd, const char *currency, const struct rd_fx **row);
 /* 1 if the country is an EU member state (at the version's effective date). */

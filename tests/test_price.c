@@ -185,9 +185,11 @@ WM_TEST(price, dap_leg_has_no_freight_and_fixed_fee_is_order_level)
 	cr_assert_eq(q.order_fee, 199);
 	cr_assert_eq(q.order_fee_vat, 42);
 	cr_assert_eq(q.total, 7782 + 199 + 42);
-	/* the same leg EXW has no FR... IT-NL tariff: the explicit error */
+	/* the same leg EXW from a country outside the tariff's zones: the explicit error */
 	l.incoterm = PRICE_INCO_EXW;
+	memcpy(l.origin, "US", 3);
 	cr_assert_eq(price_quote(rd, &in, &q), PRICE_E_NO_FREIGHT);
+	cr_assert_str_eq(price_err_codes[PRICE_E_NO_FREIGHT], "freight_lane_not_found");
 	refdata_free(rd);
 }
 

@@ -54,7 +54,10 @@ WM_TEST(refdata, repository_data_loads_with_published_figures)
 	cr_assert_eq(refdata_excise(rd, "BE", RD_CAT_FORTIFIED, 1900, 20251101, &e), RD_NOT_PUBLISHED);
 	cr_assert_not_null(e);
 	cr_assert_eq(refdata_freight(rd, "FR", "DE", 12)->price_cents, 7200);
-	cr_assert_null(refdata_freight(rd, "DE", "FR", 12));
+	/* DE -> FR has no lane row: the SAMPLE zone row Z1 -> Z1 (72.00 for 12) */
+	cr_assert_eq(refdata_freight(rd, "DE", "FR", 12)->price_cents, 7200);
+	cr_assert_str_eq(refdata_freight(rd, "DE", "FR", 12)->origin, "Z1");
+	cr_assert_null(refdata_freight(rd, "US", "FR", 12));
 	cr_assert_eq(refdata_fx(rd, "EUR", NULL), RD_FX_ONE);
 	cr_assert_eq(refdata_fx(rd, "NOK", NULL), 11700000);
 	cr_assert_eq(refdata_fx(rd, "XYZ", NULL), -1);

@@ -399,6 +399,68 @@ WM_TEST(tax_2026, abv_outside_every_band_is_excise_band_not_found)
 	refdata_free(rd);
 }
 
+/* ---- freight covers every route (issue 23 item 6) ------------------------- */
+
+static const char *const countries[] = {"AT", "BE", "BG", "CY", "CZ", "DE", "DK", "EE", "ES", "FI",
+					"FR", "GR", "HR", "HU", "IE", "IT", "LT", "LU", "LV", "MT",
+					"NL", "PL", "PT", "RO", "SE", "SI", "SK", "GB", "NO", "CH"};
+
+/*
+ * Every origin x destination x box size among the 30 countries has a
+ * tariff (a lane row or the zone row); a lane row wins over its zone row:
+ *   FR -> DE 12: lane row 72.00;  DE -> FR 6: zone Z1 -> Z1 45.00
+ *   PT -> PL 6: Z2 -> Z4 69.00;   FI -> PT 12: Z3 -> Z2 130.00
+ * A country outside the zones (US) has none: freight_lane_not_found, while
+ * a DAP leg from it needs no tariff.
+ */
+WM_TEST(tax_2026, freight_covers_every_pair)
+{
+	struct refdata *rd = load_repo();
+	size_t n = sizeof(countries) / sizeof(countries[0]);
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < n; j++)
+			for (unsigned b = 6; b <= 12; b += 6)
+				cr_assert_not_null(refdata_freight(rd, countries[i], countries[j], b), "%s -> %s box %u",
+						   countries[i], countries[j], b);
+	cr_assert_eq(refdata_freight(rd, "FR", "DE", 12)->price_cents, 7200);
+	cr_assert_str_eq(refdata_freight(rd, "FR", "DE", 12)->origin, "FR");
+	cr_assert_eq(refdata_freight(rd, "DE", "FR", 6)->price_cents, 4500);
+	cr_assert_eq(refdata_freight(rd, "PT", "PL", 6)->price_cents, 6900);
+	cr_assert_eq(refdata_freight(rd, "FI", "PT", 12)->price_cents, 13000);
+	cr_assert_null(refdata_freight(rd, "US", "DE", 6));
+	struct price_line_in l = {.p_b2b = 1000, .currency = "EUR", .qty = 7, .box_units = 6, .category = RD_CAT_STILL,
+				  .incoterm = PRICE_INCO_EXW, .abv = 1300, .volume_ul = 750000, .origin = "PT"};
+	struct price_order_in in = {.destination = "PL", .date = 20261125, .n_lines = 1, .lines = &l};
+	struct price_quote q;
+	cr_assert_eq(price_quote(rd, &in, &q), PRICE_OK);
+	/* 7 units in boxes of 6: 2 boxes x 69.00 EUR x 4.25 PLN/EUR (sample) = 586.50 PLN */
+	cr_assert_eq(q.lines[0].boxes, 2);
+	cr_assert_eq(q.lines[0].comp[PC_C_FREIGHT], 58650);
+	memcpy(l.origin, "US", 3);
+	cr_assert_eq(price_quote(rd, &in, &q), PRICE_E_NO_FREIGHT);
+	l.incoterm = PRICE_INCO_DAP;
+	cr_assert_eq(price_quote(rd, &in, &q), PRICE_OK);
+	cr_assert_eq(q.lines[0].comp[PC_C_FREIGHT], 0);
+	refdata_free(rd);
+}
+
+/* The freight table's zone rows are strict: zone to zone only, Z1-Z9. */
+WM_TEST(tax_2026, freight_zone_rows_are_strict)
+{
+	char err[256];
+#define FR_H "origin\tdestination\tbox_units\tprice_eur\tsource\tas_of\n"
+	cr_assert_eq(parse1(RD_F_FREIGHT, FR_H "Z1\tZ9\t6\t10.00\ts\t2026\n", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(parse1(RD_F_FREIGHT, FR_H "Z1\tDE\t6\t10.00\ts\t2026\n", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "zone to zone"), "%s", err);
+	cr_assert_eq(parse1(RD_F_FREIGHT, FR_H "Z0\tZ1\t6\t10.00\ts\t2026\n", err, sizeof(err)), -1);
+	cr_assert_eq(parse1(RD_F_FREIGHT, FR_H "Z10\tZ1\t6\t10.00\ts\t2026\n", err, sizeof(err)), -1);
+	cr_assert_eq(parse1(RD_F_FREIGHT, FR_H "Z1\tZ2\t6\t10.00\ts\t2026\nZ1\tZ2\t6\t11.00\ts\t2026\n", err,
+			    sizeof(err)),
+		     -1);
+	cr_assert(strstr(err, "duplicate lane"), "%s", err);
+#undef FR_H
+}
+
 /* ---- over HTTP: the fake clock, an order keeps its rate, refusals -------- */
 
 static char date_file[256];
@@ -487,4 +549,115 @@ WM_TEST(tax_2026, rate_applies_from_its_day_and_an_order_keeps_its_rate)
 	wm_stop(&x.p);
 	unlink(date_file);
 	rmdir(tmpl);
+}
+
+/* A published 0.75 l wine of `category` at `abv` (JSON decimal); no estate. */
+static void wine_at(int port, const char *title, const char *category, const char *abv, char *out)
+{
+	char body[1400], prd[64], path[160];
+	snprintf(body, sizeof(body), "{\"name\":\"Domaine %s\"}", title);
+	json_t *j = post(port, "/v1/producers", WM_TEST_KEY, body, 201);
+	snprintf(prd, sizeof(prd), "%s", tc_jstr(j, "id"));
+	json_decref(j);
+	snprintf(body, sizeof(body),
+		 "{\"title\":\"%s\",\"producer\":\"%s\",\"vintage\":2020,\"abv\":%s,\"volume_in_liters\":0.75,"
+		 "\"colour\":\"red\",\"category\":\"%s\",\"country\":\"FR\",\"region\":\"Bourgogne\","
+		 "\"bottler\":{\"name\":\"Domaine Test\",\"address\":\"21000 Dijon, France\"},\"lot_number\":\"L2020-1\","
+		 "\"allergens\":[\"sulphites\"],\"ingredients\":\"grapes, preservative: sulphites\","
+		 "\"energy_kj_per_100ml\":297,\"energy_kcal_per_100ml\":71%s}",
+		 title, prd, abv, category, strstr(category, "sparkling") ? ",\"dosage_class\":\"brut\"" : "");
+	j = post(port, "/v1/wines", WM_TEST_KEY, body, 201);
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
+	json_decref(j);
+	snprintf(path, sizeof(path), "/v1/wines/%s/publish", out);
+	json_decref(post(port, path, WM_TEST_KEY, "{}", 200));
+}
+
+/* One refused quote: 422 pricing_unavailable whose errors[0] names the
+ * code on lines[0] and whose refusals[0] names the candidate. */
+static void expect_refusal(int port, const char *key, const char *body, const char *code, const char *offer)
+{
+	json_t *j = post(port, "/v1/orders/quote-calculate", key, body, 422);
+	cr_assert_str_eq(tc_jstr(j, "code"), "pricing_unavailable");
+	json_t *e0 = json_array_get(json_object_get(j, "errors"), 0);
+	cr_assert_str_eq(tc_jstr(e0, "field"), "lines[0]");
+	cr_assert_str_eq(tc_jstr(e0, "rule"), code, "%s", body);
+	json_t *r0 = json_array_get(json_object_get(j, "refusals"), 0);
+	cr_assert_not_null(r0, "no refusals[]");
+	cr_assert_str_eq(tc_jstr(r0, "code"), code);
+	cr_assert_str_eq(tc_jstr(r0, "offer_id"), offer);
+	cr_assert_eq(json_integer_value(json_object_get(r0, "line")), 0);
+	cr_assert(tc_jstr(r0, "priced_on") != NULL);
+	json_decref(j);
+}
+
+/*
+ * Each refusal code of the price engine, reached once through the API:
+ *   excise_rate_not_found   port (19.5 %) into BE: no citable BE intermediate rate
+ *   excise_band_not_found   still wine at 20 % into SE: SE wine bands end at 18 %
+ *   vat_rate_not_found      still wine into ES with a Canary Islands postal code
+ *                           (35001: outside EU VAT, IGIC not in the references)
+ *   freight_lane_not_found  an EXW offer shipped from the US (outside every zone)
+ */
+WM_TEST(tax_2026, every_refusal_code_names_its_cause)
+{
+	struct wm_proc p;
+	wm_proc_init(&p);
+	cr_assert_eq(wm_start(&p, NULL, NULL), 0, "logs in %s", p.dir);
+	char sel[64], ksel[128], org[64], korg[128], us[64], kus[128];
+	char port_w[64], strong[64], still[64], of1[64], of2[64], of3[64], of4[64], body[1024];
+	tc_partner_live(p.port, "Shop", "DE", "[\"seller\"]", NULL, sel);
+	tc_key_for(p.port, sel, ksel);
+	tc_partner_live(p.port, "Quinta", "PT", "[\"originator\"]", "\"originator_type\":\"stock\"", org);
+	tc_key_for(p.port, org, korg);
+	tc_partner_live(p.port, "Importer", "US", "[\"originator\"]", "\"originator_type\":\"stock\"", us);
+	tc_key_for(p.port, us, kus);
+	wine_at(p.port, "Porto", "fortified", "19.5", port_w);
+	wine_at(p.port, "Forte", "wine", "20", strong);
+	wine_at(p.port, "Tinto", "wine", "13", still);
+	const char *m = "\"seller_price\":10.00,\"qty_available\":60,\"incoterm\":\"EXW\",\"status\":\"active\","
+			"\"network_shareable\":true";
+	json_decref(tc_offer(p.port, korg, port_w, m, 201, of1));
+	json_decref(tc_offer(p.port, korg, strong, m, 201, of2));
+	json_decref(tc_offer(p.port, korg, still, m, 201, of3));
+	char still_us[64];
+	wine_at(p.port, "Napa", "wine", "13", still_us);
+	json_decref(tc_offer(p.port, kus, still_us, m, 201, of4));
+
+	snprintf(body, sizeof(body), "{\"destination_country\":\"BE\",\"lines\":[{\"sku\":\"%s\",\"qty\":6,\"box_units\":6}]}",
+		 port_w);
+	expect_refusal(p.port, ksel, body, "excise_rate_not_found", of1);
+	snprintf(body, sizeof(body), "{\"destination_country\":\"SE\",\"lines\":[{\"sku\":\"%s\",\"qty\":6,\"box_units\":6}]}",
+		 strong);
+	expect_refusal(p.port, ksel, body, "excise_band_not_found", of2);
+	snprintf(body, sizeof(body),
+		 "{\"destination_country\":\"ES\",\"delivery_postal_code\":\"35001\","
+		 "\"lines\":[{\"sku\":\"%s\",\"qty\":6,\"box_units\":6}]}",
+		 still);
+	expect_refusal(p.port, ksel, body, "vat_rate_not_found", of3);
+	snprintf(body, sizeof(body), "{\"destination_country\":\"DE\",\"lines\":[{\"sku\":\"%s\",\"qty\":6,\"box_units\":6}]}",
+		 still_us);
+	expect_refusal(p.port, ksel, body, "freight_lane_not_found", of4);
+
+	/* the same still wine to mainland Spain (Madrid) is priced, and the
+	 * breakdown says which region chose the VAT */
+	snprintf(body, sizeof(body),
+		 "{\"destination_country\":\"ES\",\"delivery_postal_code\":\"28001\","
+		 "\"lines\":[{\"sku\":\"%s\",\"qty\":6,\"box_units\":6}]}",
+		 still);
+	json_t *j = post(p.port, "/v1/orders/quote-calculate", ksel, body, 200);
+	json_t *tb = json_object_get(json_array_get(json_object_get(j, "lines"), 0), "tax_breakdown");
+	json_t *vat = json_array_get(tb, 1);
+	cr_assert_str_eq(tc_jstr(vat, "tax"), "vat");
+	cr_assert_str_eq(tc_jstr(vat, "region_basis"), "delivery_postal_code");
+	json_decref(j);
+	/* a malformed postal code for a country with regions is a field error */
+	snprintf(body, sizeof(body),
+		 "{\"destination_country\":\"PT\",\"delivery_postal_code\":\"ABC\","
+		 "\"lines\":[{\"sku\":\"%s\",\"qty\":6,\"box_units\":6}]}",
+		 still);
+	j = post(p.port, "/v1/orders/quote-calculate", ksel, body, 422);
+	cr_assert_str_eq(tc_jstr(json_array_get(json_object_get(j, "errors"), 0), "field"), "delivery_postal_code");
+	json_decref(j);
+	wm_proc_cleanup(&p);
 }

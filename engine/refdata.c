@@ -15,6 +15,7 @@
 
 #include "engine/iso.h"
 #include "engine/log.h"
+#include "net/buf.h"
 #include "net/json.h"
 
 const char *const rd_file_names[RD_F_COUNT_] = {"version.txt", "vat.tsv", "excise.tsv", "freight.tsv",
@@ -802,11 +803,62 @@ const struct refdata *refdata_current(void)
 	return current;
 }
 
+static uint32_t max_age_days = RD_DEFAULT_MAX_AGE_DAYS;
+
 void refdata_set_current(struct refdata *rd)
 {
 	struct refdata *old = current;
 	current = rd;
 	refdata_free(old);
+	uint32_t today = refdata_today();
+	if (rd && refdata_is_stale(rd, today)) {
+		char newest[11];
+		rd_ymd_format(refdata_newest(rd), newest);
+		log_warn("msg=\"reference data stale\" version=%s newest_figure=%s age_days=%lld max_age_days=%u", rd->version,
+			 newest, (long long)refdata_age_days(rd, today), max_age_days);
+	}
+}
+
+void refdata_set_max_age_days(uint32_t days)
+{
+	max_age_days = days < 1 ? 1 : days > RD_MAX_MAX_AGE_DAYS ? RD_MAX_MAX_AGE_DAYS : days;
+}
+
+/* Days since 1970-01-01 of a YYYYMMDD date (proleptic Gregorian). */
+static int64_t days_of(uint32_t ymd)
+{
+	int64_t y = ymd / 10000, m = ymd / 100 % 100, d = ymd % 100;
+	y -= m <= 2;
+	int64_t era = (y >= 0 ? y : y - 399) / 400, yoe = y - era * 400;
+	int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+int64_t refdata_age_days(const struct refdata *rd, uint32_t today)
+{
+	uint32_t n = refdata_newest(rd);
+	return n ? days_of(today) - days_of(n) : days_of(today);
+}
+
+int refdata_is_stale(const struct refdata *rd, uint32_t today)
+{
+	return refdata_age_days(rd, today) > (int64_t)max_age_days;
+}
+
+void refdata_metrics(struct buf *out)
+{
+	const struct refdata *rd = current;
+	if (!rd)
+		return;
+	uint32_t today = refdata_today();
+	buf_printf(out,
+		   "# HELP wm_reference_data_age_days Days since the newest VAT/excise figure of the active version.\n"
+		   "# TYPE wm_reference_data_age_days gauge\nwm_reference_data_age_days %lld\n"
+		   "# TYPE wm_reference_data_max_age_days gauge\nwm_reference_data_max_age_days %u\n"
+		   "# HELP wm_reference_data_stale 1 when the newest figure is older than --ref-max-age-days.\n"
+		   "# TYPE wm_reference_data_stale gauge\nwm_reference_data_stale %d\n",
+		   (long long)refdata_age_days(rd, today), max_age_days, refdata_is_stale(rd, today));
 }
 
 /* ---- lookups ------------------------------------------------------------ */

@@ -160,8 +160,9 @@ int refdata_from_json(const struct json_value *doc, struct refdata **out, char *
 
 /* ---- the process's current version (one shard per process) ---------- */
 const struct refdata *refdata_current(void);
-/* Install rd (owned from now on) and free the previous version.  The event
- * loop is single-threaded: no request holds a pointer across this call. */
+/* Install rd (owned from now on) and free the previous version; log a
+ * warning when it is already stale (refdata_is_stale).  The event loop is
+ * single-threaded: no request holds a pointer across this call. */
 void refdata_set_current(struct refdata *rd);
 
 /* ---- lookups (NULL / negative when absent) ---------------------------- */
@@ -222,5 +223,22 @@ uint32_t refdata_newest(const struct refdata *rd);
  * for a country the table covers (digits expected).
  */
 const char *refdata_region_of_postal(const char *country, const char *postal);
+
+/* ---- staleness ----------------------------------------------------------- */
+#define RD_DEFAULT_MAX_AGE_DAYS 365   /* --ref-max-age-days default */
+#define RD_MAX_MAX_AGE_DAYS 3650
+/* The configured age (days, 1..RD_MAX_MAX_AGE_DAYS) past which the newest
+ * VAT/excise figure makes the version stale. */
+void refdata_set_max_age_days(uint32_t days);
+/* Whole days from the version's newest figure (refdata_newest) to `today`
+ * (YYYYMMDD); negative when the newest figure is in the future. */
+int64_t refdata_age_days(const struct refdata *rd, uint32_t today);
+/* 1 when refdata_age_days(rd, today) > the configured maximum. */
+int refdata_is_stale(const struct refdata *rd, uint32_t today);
+/* Prometheus gauges of the current version (for /metrics):
+ * wm_reference_data_age_days, wm_reference_data_max_age_days,
+ * wm_reference_data_stale (0/1). */
+struct buf;
+void refdata_metrics(struct buf *out);
 
 #endif

@@ -661,3 +661,75 @@ WM_TEST(tax_2026, every_refusal_code_names_its_cause)
 	json_decref(j);
 	wm_proc_cleanup(&p);
 }
+
+/* ---- stale reference data (issue 23 item 3, last sentence) --------------- */
+
+/* Age arithmetic across month and leap-year edges. */
+WM_TEST(tax_2026, reference_data_age_in_days)
+{
+	struct refdata *rd = refdata_new();
+	char err[256];
+	const char *vat = VAT_H2 "DE\t-\tdefault\t19\ts\t2024\t2024-02-28\t-\n";
+	cr_assert_eq(refdata_parse(rd, RD_F_VAT, vat, strlen(vat), err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(refdata_newest(rd), 20240228u);
+	cr_assert_eq(refdata_age_days(rd, 20240228), 0);
+	cr_assert_eq(refdata_age_days(rd, 20240301), 2); /* 2024 is a leap year */
+	cr_assert_eq(refdata_age_days(rd, 20250228), 366);
+	cr_assert_eq(refdata_age_days(rd, 20240227), -1);
+	refdata_set_max_age_days(366);
+	cr_assert_eq(refdata_is_stale(rd, 20250228), 0, "at the limit: not stale");
+	cr_assert_eq(refdata_is_stale(rd, 20250301), 1, "one day past: stale");
+	refdata_free(rd);
+}
+
+static long metric(int port, const char *name)
+{
+	struct http_resp r;
+	cr_assert_eq(http_do(port, "GET", "/metrics", NULL, NULL, &r), 0);
+	cr_assert_eq(r.status, 200);
+	char key[128];
+	snprintf(key, sizeof(key), "\n%s ", name);
+	const char *p = strstr(r.body, key);
+	cr_assert_not_null(p, "%s missing from /metrics", name);
+	long v = strtol(p + strlen(key), NULL, 10);
+	http_resp_free(&r);
+	return v;
+}
+
+/*
+ * --ref-max-age-days=30: the repository data's newest figure is LV's
+ * 2026-03-01 row, so on 2026-03-31 (30 days) the data is not stale and on
+ * 2026-04-01 (31 days) it is: /metrics says so, and a shard started on
+ * that day logs the warning.
+ */
+WM_TEST(tax_2026, stale_reference_data_warns_in_metrics_and_log)
+{
+	struct refdata *rd = load_repo();
+	cr_assert_eq(refdata_newest(rd), 20260301u);
+	refdata_free(rd);
+	char tmpl[] = "/tmp/wm-taxstale-XXXXXX";
+	cr_assert_not_null(mkdtemp(tmpl));
+	snprintf(date_file, sizeof(date_file), "%s/today", tmpl);
+	set_day("2026-03-31");
+	setenv("WM_TEST_DATE_FILE", date_file, 1);
+	struct wm_proc p;
+	wm_proc_init(&p);
+	const char *const args[] = {"--ref-max-age-days=30", NULL};
+	cr_assert_eq(wm_start(&p, args, NULL), 0, "logs in %s", p.dir);
+	cr_assert_eq(metric(p.port, "wm_reference_data_age_days"), 30);
+	cr_assert_eq(metric(p.port, "wm_reference_data_max_age_days"), 30);
+	cr_assert_eq(metric(p.port, "wm_reference_data_stale"), 0);
+	set_day("2026-04-01");
+	cr_assert_eq(metric(p.port, "wm_reference_data_age_days"), 31);
+	cr_assert_eq(metric(p.port, "wm_reference_data_stale"), 1);
+	wm_stop(&p);
+	/* started on a stale day: the log says so */
+	cr_assert_eq(wm_start(&p, args, NULL), 0, "logs in %s", p.dir);
+	wm_stop(&p);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "grep -q 'reference data stale' %s/shard-*.log", p.dir);
+	cr_assert_eq(system(cmd), 0, "no stale warning in %s", p.dir);
+	wm_proc_cleanup(&p);
+	unlink(date_file);
+	rmdir(tmpl);
+}

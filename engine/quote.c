@@ -451,6 +451,7 @@ void quote_write_line_tax(struct jw *w, const struct quote *q, unsigned i)
 		jw_kstr(w, "tax", "excise");
 		jw_kstr(w, "category", rd_category_names[o->excise->category]);
 		jw_kstr(w, "excise_tax_category", rd_category_codes[o->excise->category]);
+		jw_kstr(w, "hs_tariff_code", refdata_hs_code(o->excise->category, ql->w->volume_ul));
 		jw_key(w, "rate");
 		jw_fixed(w, o->excise->rate_e4, RD_RATE_SCALE);
 		jw_kstr(w, "rate_currency", o->excise->currency);

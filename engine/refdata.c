@@ -1027,3 +1027,10 @@ const char *refdata_region_of_postal(const char *country, const char *postal)
 	}
 	return "";
 }
+
+const char *refdata_hs_code(int category, int64_t volume_ul)
+{
+	if (category == RD_CAT_SPARKLING)
+		return "220410";
+	return volume_ul <= 2000000 ? "220421" : volume_ul <= 10000000 ? "220422" : "220429";
+}

@@ -224,6 +224,11 @@ uint32_t refdata_newest(const struct refdata *rd);
  */
 const char *refdata_region_of_postal(const char *country, const char *postal);
 
+/* HS 2022 subheading (WCO heading 22.04; EU CN chapter 22) of a wine of
+ * `category` in a container of volume_ul: 220410 sparkling; other wine
+ * (still, fortified/liqueur) 220421 <= 2 l, 220422 <= 10 l, else 220429. */
+const char *refdata_hs_code(int category, int64_t volume_ul);
+
 /* ---- staleness ----------------------------------------------------------- */
 #define RD_DEFAULT_MAX_AGE_DAYS 365   /* --ref-max-age-days default */
 #define RD_MAX_MAX_AGE_DAYS 3650

@@ -733,3 +733,99 @@ WM_TEST(tax_2026, stale_reference_data_warns_in_metrics_and_log)
 	unlink(date_file);
 	rmdir(tmpl);
 }
+
+/* ---- the tax context of spec 2.6 (issue 23 item 7) ----------------------- */
+
+static json_t *get_ctx(int port, const char *query, int want)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "/v1/tax-context?%s", query);
+	struct http_resp r;
+	cr_assert_eq(http_do(port, "GET", path, NULL, NULL, &r), 0);
+	cr_assert_eq(r.status, want, "%s: %d %s", path, r.status, r.body);
+	json_t *j = json_loadb(r.body, r.body_len, 0, NULL);
+	cr_assert_not_null(j);
+	http_resp_free(&r);
+	return j;
+}
+
+static double num(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	cr_assert(json_is_number(v), "%s is not a number", k);
+	return json_number_value(v);
+}
+
+/*
+ * Still wine 13 % in 0.75 l from a bonded warehouse in FR to PT:
+ *   hs_tariff_code 220421 (HS 2204.21: other wine, containers <= 2 l)
+ *   duty_status EXCISE_SUSPENDED (a bonded warehouse ships under suspension)
+ *   liters_pure_alcohol = 0.75 x 13 / 100 = 0.0975
+ *   VAT: PT still wine 13 % (reduced; standard 23 %), category code W200
+ */
+WM_TEST(tax_2026, tax_context_has_the_spec_fields)
+{
+	struct wm_proc p;
+	wm_proc_init(&p);
+	cr_assert_eq(wm_start(&p, NULL, NULL), 0, "logs in %s", p.dir);
+	json_t *j = get_ctx(p.port,
+			    "origin=FR&destination=PT&category=still&abv=13&volume_liters=0.75&location_type=BONDED_WAREHOUSE"
+			    "&incoterm=DAP",
+			    200);
+	cr_assert_str_eq(tc_jstr(j, "hs_tariff_code"), "220421");
+	cr_assert_str_eq(tc_jstr(j, "country_of_origin"), "FR");
+	cr_assert_str_eq(tc_jstr(j, "duty_status"), "EXCISE_SUSPENDED");
+	cr_assert_str_eq(tc_jstr(j, "duty_status_basis"), "location_type");
+	json_t *by = json_object_get(j, "duty_status_by_location_type");
+	cr_assert_str_eq(tc_jstr(by, "DUTY_PAID_WAREHOUSE"), "DUTY_PAID");
+	cr_assert_str_eq(tc_jstr(by, "IN_TRANSIT_CONTAINER"), "PRE_ARRIVAL");
+	json_t *vm = json_object_get(j, "volumetric_metrics");
+	cr_assert_eq(num(vm, "volume_liters"), 0.75);
+	cr_assert_eq(num(vm, "abv_percentage"), 13.0);
+	cr_assert_eq(num(vm, "liters_pure_alcohol"), 0.0975);
+	cr_assert(json_is_null(json_object_get(vm, "net_weight_kg")));
+	json_t *tc = json_object_get(j, "tax_classification");
+	cr_assert_eq(num(tc, "vat_rate_percent"), 13.0);
+	cr_assert_str_eq(tc_jstr(tc, "vat_rate_type"), "reduced");
+	cr_assert_str_eq(tc_jstr(tc, "sales_tax_category_code"), "still");
+	cr_assert_str_eq(tc_jstr(tc, "excise_tax_category"), "W200");
+	json_t *cb = json_object_get(j, "cross_border_terms");
+	cr_assert_str_eq(tc_jstr(cb, "incoterm"), "DAP");
+	cr_assert_eq(num(cb, "import_duty_rate_percent"), 0.0);
+	cr_assert(json_is_null(json_object_get(cb, "preferential_trade_agreement_code")));
+	json_t *pl = json_object_get(j, "packaging_and_environmental_levies");
+	cr_assert_not_null(pl);
+	cr_assert(json_is_null(json_object_get(pl, "container_deposit_fee")));
+	/* only the still rows whose band holds 13 %, each saying whether it is in force */
+	json_t *ex = json_object_get(j, "excise");
+	cr_assert_eq(json_array_size(ex), 1);
+	cr_assert_str_eq(tc_jstr(json_array_get(ex, 0), "category"), "still");
+	cr_assert(json_is_true(json_object_get(json_array_get(ex, 0), "in_force")));
+	json_decref(j);
+
+	/* sparkling in a magnum: 2204.10; still in 3 l: 2204.22; 12 l: 2204.29 */
+	j = get_ctx(p.port, "origin=FR&destination=DE&category=sparkling&volume_liters=1.5", 200);
+	cr_assert_str_eq(tc_jstr(j, "hs_tariff_code"), "220410");
+	cr_assert_str_eq(tc_jstr(j, "duty_status"), "DUTY_PAID");
+	cr_assert_str_eq(tc_jstr(j, "duty_status_basis"), "consumer_delivery");
+	json_decref(j);
+	j = get_ctx(p.port, "origin=FR&destination=DE&category=still&volume_liters=2", 200);
+	cr_assert_str_eq(tc_jstr(j, "hs_tariff_code"), "220421");
+	json_decref(j);
+	j = get_ctx(p.port, "origin=FR&destination=DE&category=fortified&volume_liters=3", 200);
+	cr_assert_str_eq(tc_jstr(j, "hs_tariff_code"), "220422");
+	json_decref(j);
+	j = get_ctx(p.port, "origin=FR&destination=DE&category=still&volume_liters=12", 200);
+	cr_assert_str_eq(tc_jstr(j, "hs_tariff_code"), "220429");
+	json_decref(j);
+	/* bounds: abv 22 and volume 30 are accepted, one step past is a 400 */
+	json_decref(get_ctx(p.port, "origin=FR&destination=DE&abv=22&volume_liters=30", 200));
+	json_decref(get_ctx(p.port, "origin=FR&destination=DE&abv=22.01", 400));
+	json_decref(get_ctx(p.port, "origin=FR&destination=DE&volume_liters=30.000001", 400));
+	json_decref(get_ctx(p.port, "origin=FR&destination=DE&volume_liters=0", 400));
+	json_decref(get_ctx(p.port, "origin=FR&destination=DE&abv=1e1", 400));
+	json_decref(get_ctx(p.port, "origin=FR&destination=DE&category=rose", 400));
+	json_decref(get_ctx(p.port, "origin=FR&destination=DE&location_type=CASTLE", 400));
+	json_decref(get_ctx(p.port, "origin=FR&destination=DE&incoterm=DA", 400));
+	wm_proc_cleanup(&p);
+}

@@ -169,3 +169,122 @@ WM_TEST(vat_reconcile, hand_case_gbp_into_chf)
 	cr_assert_eq(q.lines[0].comp[PC_V_VAT], 1490);
 	refdata_free(rd);
 }
+
+/* ---- the same property on the documents the API returns ------------------ */
+
+#include <jansson.h>
+#include <math.h>
+
+#include "tests/api_client.h"
+#include "tests/harness.h"
+#include "tests/order_world.h"
+
+static int64_t minor_of(json_t *v)
+{
+	cr_assert(json_is_number(v));
+	return llround(json_number_value(v) * 100.0); /* every destination currency has 2 minor digits */
+}
+
+/* Every (line, offer) leg of financial_breakdown: VAT shown = the line's VAT
+ * rate x the leg's other components shown, half-up once.  Returns legs seen. */
+static int check_document(json_t *doc)
+{
+	json_t *lines = json_object_get(doc, "lines");
+	json_t *fb = json_object_get(json_object_get(doc, "financial_breakdown"), "lines");
+	cr_assert(json_is_array(fb), "no financial_breakdown");
+	int legs = 0;
+	size_t i, k;
+	json_t *ln, *e;
+	json_array_foreach(lines, i, ln) {
+		int64_t rate_e4 = -1;
+		json_t *t;
+		json_array_foreach(json_object_get(ln, "tax_breakdown"), k, t) if (!strcmp(tc_jstr(t, "tax"), "vat"))
+			rate_e4 = llround(json_number_value(json_object_get(t, "rate_percent")) * 10000.0);
+		cr_assert_geq(rate_e4, 0, "line %zu has no VAT entry", i);
+		/* legs of this line: group the component rows by offer */
+		const char *offers[8];
+		int64_t base[8] = {0}, vat[8] = {0};
+		int n = 0;
+		json_array_foreach(fb, k, e) {
+			if ((size_t)json_integer_value(json_object_get(e, "line")) != i)
+				continue;
+			const char *of = tc_jstr(e, "offer_id");
+			int at = 0;
+			while (at < n && strcmp(offers[at], of))
+				at++;
+			if (at == n) {
+				cr_assert_lt(n, 8);
+				offers[n++] = of;
+			}
+			int64_t amt = minor_of(json_object_get(e, "amount"));
+			if (!strcmp(tc_jstr(e, "component"), "V_VAT"))
+				vat[at] += amt;
+			else
+				base[at] += amt;
+		}
+		for (int a = 0; a < n; a++) {
+			int64_t want = (int64_t)(((__int128)base[a] * rate_e4 + 500000) / 1000000);
+			cr_assert_eq(vat[a], want, "line %zu leg %s: VAT %lld, rate %lld e-4 %% x base %lld = %lld", i,
+				     offers[a], (long long)vat[a], (long long)rate_e4, (long long)base[a], (long long)want);
+			legs++;
+		}
+	}
+	return legs;
+}
+
+/*
+ * Random quotes AND orders through the API: the estate (10.00 EUR) and the
+ * stockist (11.00 EUR) of one still wine, both FR, EXW; random destinations
+ * among those with a still-wine figure (27 of 30; several currencies, so
+ * every component is converted), random quantities and box sizes (splits
+ * happen when a quantity exceeds one holder's stock).
+ */
+WM_TEST(vat_reconcile, api_quotes_and_orders_reconcile)
+{
+	static const char *const to[] = {"AT", "BE", "BG", "CY", "CZ", "DE", "DK", "ES", "FR", "GR", "HR", "HU", "IE", "IT",
+					 "LU", "LV", "MT", "NL", "PL", "PT", "RO", "SE", "SI", "SK", "GB", "NO", "CH"};
+	struct oworld x;
+	ow_start(&x, NULL, 40, 400);
+	rs = 0x23bb1;
+	int legs = 0, orders = 0;
+	for (int t = 0; t < 40; t++) {
+		const char *d = to[rnd(sizeof(to) / sizeof(to[0]))];
+		int qty = 1 + (int)rnd(60);
+		int box = rnd(2) ? 6 : 12;
+		char body[1024];
+		snprintf(body, sizeof(body),
+			 "{\"destination_country\":\"%s\",\"lines\":[{\"sku\":\"%s\",\"qty\":%d,\"box_units\":%d}]}", d, x.w1,
+			 qty, box);
+		char h[256];
+		snprintf(h, sizeof(h), "Authorization: Bearer %s\r\n", x.ksel);
+		struct http_resp r;
+		cr_assert_eq(http_do(x.port, "POST", "/v1/orders/quote-calculate", h, body, &r), 0);
+		cr_assert_eq(r.status, 200, "%s: %s", body, r.body);
+		json_t *q = json_loadb(r.body, r.body_len, 0, NULL);
+		http_resp_free(&r);
+		legs += check_document(q);
+		json_decref(q);
+		if (t % 4 == 0) { /* and as an order (stock-backed) */
+			snprintf(body, sizeof(body),
+				 "{\"destination_country\":\"%s\",\"consumer\":{\"name\":\"A\",\"email\":\"a@example.org\","
+				 "\"address\":{\"line1\":\"1 Street\",\"city\":\"Town\",\"postal_code\":\"%s\"}},"
+				 "\"lines\":[{\"sku\":\"%s\",\"qty\":%d,\"box_units\":%d}]}",
+				 d,
+				 !strcmp(d, "DE")   ? "10115"
+				 : !strcmp(d, "ES") ? "28001"
+				 : !strcmp(d, "PT") ? "1000-001"
+						    : "1000",
+				 x.w1, qty % 20 + 1, box);
+			cr_assert_eq(http_do(x.port, "POST", "/v1/orders", h, body, &r), 0);
+			cr_assert_eq(r.status, 201, "%s: %s", body, r.body);
+			json_t *o = json_loadb(r.body, r.body_len, 0, NULL);
+			http_resp_free(&r);
+			legs += check_document(o);
+			json_decref(o);
+			orders++;
+		}
+	}
+	cr_assert_geq(legs, 50); /* one leg per quote and order at least */
+	cr_assert_eq(orders, 10);
+	wm_stop(&x.p);
+}

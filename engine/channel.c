@@ -44,6 +44,10 @@
  *    paused.
  *  - Events sales_channel.created/updated and curated_shop.created/updated
  *    carry the document and belong to the seller.
+ *  - `location_ids` is what the channel may sell from (spec 2.5): quotes
+ *    and orders through the channel take stock only at these locations
+ *    (quote.c), and channel_default_of() picks the channel a request of a
+ *    seller with exactly one open channel need not name.
  *
  * Both resources share one code path, driven by a `shelf_kind` table:
  * overlay the request on the current values (stored document, or
@@ -518,6 +522,37 @@ const struct shop *shop_on_channel(struct shard *sh, const char *channel_id)
 	return NULL;
 }
 
+enum channel_pick channel_default_of(struct shard *sh, const char *seller_id, const struct channel **out)
+{
+	*out = NULL;
+	size_t sl = strlen(seller_id);
+	if (sl + 1 > IDX_MAX_KEY)
+		return CHP_NONE;
+	uint8_t k[IDX_MAX_KEY];
+	memcpy(k, seller_id, sl);
+	k[sl] = 0;
+	uint32_t kl;
+	unsigned rows = 0, n_open = 0;
+	struct oidx_iter it;
+	for (int ok = oidx_seek_ge(&ext(&sh->tables[REC_T_CHANNEL])->by_seller, k, (uint32_t)sl + 1, &it); ok;
+	     ok = oidx_next(&it)) {
+		const uint8_t *key = oidx_iter_key(&it, &kl);
+		if (kl < sl + 1 || memcmp(key, k, sl + 1))
+			break;
+		if (++rows > CHANNEL_DEFAULT_SCAN)
+			return CHP_SEVERAL;
+		const struct channel *ch = oidx_iter_val(&it);
+		if (ch->s.status == SHELF_CLOSED)
+			continue;
+		if (++n_open > 1)
+			return CHP_SEVERAL;
+		*out = ch;
+	}
+	if (!rows)
+		return CHP_NONE;
+	return n_open ? CHP_ONE : CHP_NO_OPEN;
+}
+
 int channel_of_seller(struct shard *sh, const char *channel_id, const char *seller_id)
 {
 	const struct channel *ch = channel_get(sh, channel_id, strlen(channel_id));
@@ -526,16 +561,61 @@ int channel_of_seller(struct shard *sh, const char *channel_id, const char *sell
 
 /* ---- visibility ------------------------------------------------------------------ */
 
-/* May the caller see the row: its seller's (or the platform), and for a
- * channel-scoped publishable key only its storefront channel. */
+/* A publishable (storefront) key of a partner: it gets the storefront view. */
+static int storefront(const struct api_ctx *c) { return c->who.kind == KEY_PUBLISHABLE && !c->who.is_platform; }
+
+/* May the caller see the row: its seller's (or the platform); a publishable
+ * key only its own storefront channel and that channel's shops, and nothing
+ * without a channel (spec 5: a storefront sees what its shop page shows). */
 static int shelf_visible(const struct api_ctx *c, const struct shelf_kind *k, const struct shelf_row *s)
 {
 	if (!api_owns(c, s->seller_id, strlen(s->seller_id)))
 		return 0;
-	if (c->who.kind == KEY_PUBLISHABLE && c->who.channel_id[0])
-		return k->on_channel(s, c->who.channel_id);
+	if (storefront(c))
+		return c->who.channel_id[0] && k->on_channel(s, c->who.channel_id);
 	return 1;
 }
+
+/*
+ * The storefront view: the members a shop page shows, nothing of how the
+ * seller runs it (no warehouse location_ids, no markup, no seller id); a
+ * channel's listings[] are those the key may see (its live ones).  One list
+ * per kind, in the order of the stored document.
+ */
+static const char *const channel_storefront[] = {"id",	   "name",   "kind",	 "country",
+						   "currency", "status", "listings", NULL};
+static const char *const shop_storefront[] = {"id", "name", "layout", "channel_id", "status", NULL};
+
+static int in_list(const char *const *list, const char *k)
+{
+	for (; *list; list++)
+		if (!strcmp(*list, k))
+			return 1;
+	return 0;
+}
+
+/* Emit the members of r's document that `keep` names. */
+static void storefront_emit(struct api_ctx *c, const struct row *r, const char *const *keep)
+{
+	struct json_doc *d = json_parse(r->doc, r->doc_len, NULL, NULL);
+	if (!d) {
+		c->w.err = 1;
+		return;
+	}
+	const struct json_value *o = json_root(d);
+	jw_obj_begin(&c->w);
+	for (uint32_t i = 0; i < o->len; i++)
+		if (in_list(keep, o->u.members[i].key)) {
+			jw_key(&c->w, o->u.members[i].key);
+			jw_value(&c->w, &o->u.members[i].value);
+		}
+	jw_obj_end(&c->w);
+	json_doc_free(d);
+}
+
+static void channel_emit_only(struct api_ctx *c, const struct row *r, const char *const *keep);
+static void channel_storefront_emit(struct api_ctx *c, const struct row *r) { channel_emit_only(c, r, channel_storefront); }
+static void shop_storefront_emit(struct api_ctx *c, const struct row *r) { storefront_emit(c, r, shop_storefront); }
 
 /* The visible row of the path, or NULL with the 404 written. */
 static const struct shelf_row *shelf_from_path(struct api_ctx *c, const struct shelf_kind *k)
@@ -735,7 +815,9 @@ static void shelf_patch(struct api_ctx *c, const struct shelf_kind *k)
 
 /* A channel as reads return it: the stored members, with `listings`
  * filled from the listings-by-channel index (see the top). */
-static void channel_emit(struct api_ctx *c, const struct row *r)
+/* The channel document with its listings[] joined (those the caller may
+ * see); keep: the members to emit (NULL: all). */
+static void channel_emit_only(struct api_ctx *c, const struct row *r, const char *const *keep)
 {
 	struct json_doc *d = json_parse(r->doc, r->doc_len, NULL, NULL);
 	if (!d) {
@@ -749,6 +831,8 @@ static void channel_emit(struct api_ctx *c, const struct row *r)
 	int more = 0;
 	for (uint32_t i = 0; i < o->len; i++) {
 		const struct json_member *m = &o->u.members[i];
+		if (keep && !in_list(keep, m->key))
+			continue;
 		jw_key(&c->w, m->key);
 		if (!strcmp(m->key, "listings"))
 			more = listing_channel_ids(c, id, &c->w);
@@ -760,11 +844,20 @@ static void channel_emit(struct api_ctx *c, const struct row *r)
 	json_doc_free(d);
 }
 
+static void channel_emit(struct api_ctx *c, const struct row *r) { channel_emit_only(c, r, NULL); }
+
 static void shelf_get(struct api_ctx *c, const struct shelf_kind *k)
 {
 	const struct shelf_row *s = shelf_from_path(c, k);
 	if (!s)
 		return;
+	if (storefront(c)) {
+		if (api_read_row(c))
+			return;
+		(k->table == REC_T_CHANNEL ? channel_storefront_emit : shop_storefront_emit)(c, &s->row);
+		c->rs->status = 200;
+		return;
+	}
 	if (k->table != REC_T_CHANNEL) {
 		api_send_doc(c, 200, s->row.doc, s->row.doc_len);
 		return;
@@ -826,7 +919,10 @@ static void shelf_list(struct api_ctx *c, const struct shelf_kind *k)
 		prefix[sl] = 0;
 		pl = (uint32_t)sl + 1;
 	}
-	api_list(c, idx, prefix, pl, &pg, shelf_match, &f, k->table == REC_T_CHANNEL ? channel_emit : NULL);
+	api_row_emit emit = k->table == REC_T_CHANNEL ? channel_emit : NULL;
+	if (storefront(c))
+		emit = k->table == REC_T_CHANNEL ? channel_storefront_emit : shop_storefront_emit;
+	api_list(c, idx, prefix, pl, &pg, shelf_match, &f, emit);
 }
 
 /* ---- availability --------------------------------------------------------------- */
@@ -858,6 +954,7 @@ struct avail_src {
 	 * (the page cursor) while asking for the next, so two alternate */
 	char keys[2][ID_MAX_LEN];
 	int flip;
+	int storefront;                /* a publishable key: no originator_id */
 };
 
 static int64_t channel_atp(struct shard *sh, const struct channel *ch, const char *offer_id)
@@ -870,8 +967,11 @@ static int64_t channel_atp(struct shard *sh, const struct channel *ch, const cha
 
 static void avail_doc(struct avail_src *a, const char *offer_id, const struct offer *o)
 {
-	int n = snprintf(a->doc, sizeof(a->doc), "{\"offer_id\":\"%s\",\"originator_id\":\"%s\",\"atp\":%lld}",
-			 offer_id, o ? o->originator_id : "", (long long)channel_atp(a->sh, a->ch, offer_id));
+	int n = a->storefront /* a shop page shows stock, not who supplies it */
+			? snprintf(a->doc, sizeof(a->doc), "{\"offer_id\":\"%s\",\"atp\":%lld}", offer_id,
+				   (long long)channel_atp(a->sh, a->ch, offer_id))
+			: snprintf(a->doc, sizeof(a->doc), "{\"offer_id\":\"%s\",\"originator_id\":\"%s\",\"atp\":%lld}",
+				   offer_id, o ? o->originator_id : "", (long long)channel_atp(a->sh, a->ch, offer_id));
 	a->r.doc = a->doc;
 	a->r.doc_len = n > 0 && (size_t)n < sizeof(a->doc) ? (uint32_t)n : 0;
 }
@@ -928,6 +1028,7 @@ static void channels_availability(struct api_ctx *c)
 	memset(&a, 0, sizeof(a));
 	a.sh = c->sh;
 	a.ch = ch;
+	a.storefront = storefront(c);
 	char offer[ID_MAX_LEN];
 	int n = api_query(c, "offer", offer, sizeof(offer));
 	if (n == 0 || n == -2) {

@@ -384,6 +384,12 @@ int listing_live_on(struct shard *sh, const char *offer_id, size_t offer_len, co
 	return l && l->status == LS_LIVE;
 }
 
+const struct listing *listing_live_on_channel(struct shard *sh, const char *offer_id, const char *channel_id)
+{
+	const struct listing *l = by_natural(sh, offer_id, strlen(offer_id), channel_id);
+	return l && l->status == LS_LIVE ? l : NULL;
+}
+
 const struct listing *listing_live_of_seller(struct shard *sh, const char *offer_id, const char *seller_id)
 {
 	uint8_t k[IDX_MAX_KEY];

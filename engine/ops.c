@@ -13,10 +13,23 @@
 #include "engine/ops.h"
 #include "engine/refdata.h"
 
+/* "storage": "ok"; "low" when the WAL's spare segment cannot be made
+ * (disk full) but the current segment still takes writes; "full" while
+ * writes are refused with 507.  The process is alive and serves reads:
+ * neither probe fails for it. */
+static void storage(struct api_ctx *c)
+{
+	static const char *const names[] = {"ok", "low", "full"};
+	int st = c->sh->wal ? wal_space(c->sh->wal, SHARD_WRITE_HEADROOM, NULL) : 0;
+	shard_space_poll(c->sh);
+	jw_kstr(&c->w, "storage", names[st < 0 || st > 2 ? 0 : st]);
+}
+
 static void healthz(struct api_ctx *c)
 {
 	jw_obj_begin(&c->w);
 	jw_kstr(&c->w, "status", "ok");
+	storage(c);
 	jw_obj_end(&c->w);
 }
 
@@ -29,6 +42,7 @@ static void readyz(struct api_ctx *c)
 	jw_obj_begin(&c->w);
 	jw_kstr(&c->w, "status", "ready");
 	jw_kint(&c->w, "lsn", (int64_t)c->sh->lsn);
+	storage(c);
 	jw_obj_end(&c->w);
 }
 
@@ -78,11 +92,20 @@ static void metrics(struct api_ctx *c)
 	struct srv_stats ss;
 	srv_get_stats(sh->srv, &ss);
 	buf_printf(o, "# TYPE wm_connections_open gauge\nwm_connections_open %llu\n"
-		      "# TYPE wm_connections_rejected_total counter\nwm_connections_rejected_total %llu\n"
+		      "# HELP wm_connections_rejected_total Connections refused at accept: the table was full of busy "
+		      "connections, or the client address had --max-conns-per-ip open.\n"
+		      "# TYPE wm_connections_rejected_total counter\n"
+		      "wm_connections_rejected_total{reason=\"full\"} %llu\n"
+		      "wm_connections_rejected_total{reason=\"per_ip\"} %llu\n"
+		      "# HELP wm_connections_evicted_total Idle connections closed to admit a new one.\n"
+		      "# TYPE wm_connections_evicted_total counter\nwm_connections_evicted_total %llu\n"
+		      "# TYPE wm_tls_handshake_failures_total counter\nwm_tls_handshake_failures_total %llu\n"
 		      "# TYPE wm_http_timeouts_total counter\nwm_http_timeouts_total %llu\n"
 		      "# TYPE wm_http_parse_errors_total counter\nwm_http_parse_errors_total %llu\n",
 		   (unsigned long long)ss.open, (unsigned long long)ss.rejected_full,
-		   (unsigned long long)ss.timeouts, (unsigned long long)ss.parse_errors);
+		   (unsigned long long)ss.rejected_per_ip, (unsigned long long)ss.evicted_idle,
+		   (unsigned long long)ss.tls_handshake_failures, (unsigned long long)ss.timeouts,
+		   (unsigned long long)ss.parse_errors);
 	audit_metrics(sh, o);
 	refdata_metrics(o);
 	for (int i = 0; i < REC_T_COUNT_; i++)
@@ -117,6 +140,11 @@ static void snapshot_status(struct api_ctx *c)
 static void snapshot_take(struct api_ctx *c)
 {
 	int r = shard_snapshot_start(c->sh);
+	if (r < 0 && c->sh->wal && wal_space(c->sh->wal, 0, NULL) != 0) {
+		api_error(c, 507, "insufficient_storage", "the data directory's file system is full: no snapshot now");
+		buf_puts(&c->rs->headers, "Retry-After: 10\r\n");
+		return;
+	}
 	if (r < 0) {
 		api_error(c, 500, "snapshot_failed", "the snapshot could not be started; see the log");
 		return;

@@ -699,10 +699,10 @@ static int has_sulphites(const struct wine_in *in) { return (in->allergens & 1u)
 static int sparkling(const struct wine_in *in) { return wine_category_is_sparkling_4_7(in->category); }
 static int has_dosage(const struct wine_in *in) { return in->f[WF_DOSAGE] != NULL; }
 static int has_ingredients(const struct wine_in *in) { return in->f[WF_INGREDIENTS] || in->f[WF_E_LABEL]; }
-static int has_energy(const struct wine_in *in)
-{
-	return (in->f[WF_ENERGY_KJ] && in->f[WF_ENERGY_KCAL]) || in->f[WF_E_LABEL];
-}
+/* kJ and kcal are two members: each is named when it is the one missing
+ * (one row for both named energy_kj_per_100ml when only kcal was absent) */
+static int has_energy_kj(const struct wine_in *in) { return in->f[WF_ENERGY_KJ] || in->f[WF_E_LABEL]; }
+static int has_energy_kcal(const struct wine_in *in) { return in->f[WF_ENERGY_KCAL] || in->f[WF_E_LABEL]; }
 
 /* Spec 2.2 "Label particulars that must be describable", in label order. */
 static const struct gate_particular gate[] = {
@@ -717,8 +717,10 @@ static const struct gate_particular gate[] = {
 	{"allergens", "allergen statement naming sulphites", always, has_sulphites},
 	{"dosage_class", "sugar content (sparkling categories 4-7)", sparkling, has_dosage},
 	{"ingredients", "ingredients list (on the record or via e_label_url)", always, has_ingredients},
-	{"energy_kj_per_100ml", "energy value in kJ and kcal per 100 ml (on the record or via e_label_url)", always,
-	 has_energy},
+	{"energy_kj_per_100ml", "energy value in kJ per 100 ml (on the record or via e_label_url)", always,
+	 has_energy_kj},
+	{"energy_kcal_per_100ml", "energy value in kcal per 100 ml (on the record or via e_label_url)", always,
+	 has_energy_kcal},
 };
 
 /* Record one field error per missing particular; returns how many. */

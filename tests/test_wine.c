@@ -548,7 +548,8 @@ WM_TEST(wine_gate, each_missing_particular_is_listed)
 	snprintf(path, sizeof(path), "/v1/wines/%s/publish", id);
 	json_t *j = expect(p.port, "POST", path, NULL, NULL, 422);
 	static const char *const missing[] = {"category", "abv", "country", "bottler", "volume_in_liters",
-					      "lot_number", "allergens", "ingredients", "energy_kj_per_100ml"};
+					      "lot_number", "allergens", "ingredients", "energy_kj_per_100ml",
+					      "energy_kcal_per_100ml"};
 	for (size_t i = 0; i < sizeof(missing) / sizeof(missing[0]); i++)
 		cr_assert(tc_lists_error(j, missing[i], "required_to_publish"), "%s not listed", missing[i]);
 	cr_assert_eq(json_array_size(json_object_get(j, "errors")), sizeof(missing) / sizeof(missing[0]));

@@ -575,7 +575,9 @@ void quote_write_line_tax(struct jw *w, const struct quote *q, unsigned i)
 			jw_kstr(w, "region", o->vat->region);
 		else
 			jw_knull(w, "region");
-		jw_kstr(w, "region_basis", q->postal_given ? "delivery_postal_code" : "mainland_without_postal_code");
+		jw_kstr(w, "region_basis", q->postal_given == 1   ? "delivery_postal_code"
+					   : q->postal_given == 2 ? "mainland_postal_code_not_recognised"
+								  : "mainland_without_postal_code");
 		jw_kstr(w, "source", o->vat->m.source);
 		jw_kstr(w, "as_of", o->vat->m.as_of);
 		write_in_force(w, o->vat->from, o->vat->to, q->all.date);
@@ -999,8 +1001,10 @@ static const char *postal_of(const struct json_value *b)
 }
 
 /* The VAT region of the delivery (refdata_region_of_postal): "" (mainland)
- * without a postal code -- the breakdown then says so.  0, or -1 with the
- * 422 written for a postal code the destination's region table cannot read. */
+ * without a postal code, or with one the destination's region table cannot
+ * read (the order module owns postal-code format; the breakdown says which,
+ * region_basis).  0, or -1 with the 422 written for a delivery_postal_code
+ * that is not a string of 1..16 bytes. */
 static int delivery_region(struct api_ctx *c, const struct json_value *b, struct quote *s)
 {
 	const struct json_value *v = json_get(b, "delivery_postal_code");
@@ -1014,14 +1018,8 @@ static int delivery_region(struct api_ctx *c, const struct json_value *b, struct
 	if (!pc)
 		return 0;
 	const char *r = refdata_region_of_postal(s->dest, pc);
-	if (!r) {
-		api_field_error(c, v ? "delivery_postal_code" : "consumer.address.postal_code", "format",
-				"not a postal code of %s", s->dest);
-		fail(c, "validation_failed", "one or more fields are invalid; see errors[]");
-		return -1;
-	}
-	snprintf(s->region, sizeof(s->region), "%s", r);
-	s->postal_given = 1;
+	snprintf(s->region, sizeof(s->region), "%s", r ? r : "");
+	s->postal_given = r ? 1 : 2;
 	return 0;
 }
 

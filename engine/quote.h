@@ -138,7 +138,7 @@ struct quote {
 	int64_t now_ms;
 	uint32_t date;                   /* YYYYMMDD the rates are taken for (refdata_today) */
 	char region[RD_MAX_REGION + 1];  /* VAT region of the delivery postal code, "" = mainland */
-	uint8_t postal_given;            /* a delivery postal code chose the region */
+	uint8_t postal_given;            /* 0 none, 1 a postal code chose the region, 2 one the region table could not read */
 	uint8_t stock_backed;            /* ATP = the offer's sellable inventory levels (order capture) */
 	unsigned n;
 	struct quote_line l[QUOTE_MAX_LINES];

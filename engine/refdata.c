@@ -27,6 +27,10 @@ const char *const rd_basis_names[RD_B_COUNT_] = {"per_hl_product", "per_l_pure_a
 						 "per_l_product"};
 
 const char *const rd_vat_product_names[RD_VP_COUNT_] = {"still", "sparkling", "fortified", "default"};
+/* a wine's category is its VAT product (refdata_vat_at compares them) */
+_Static_assert((int)RD_VP_STILL == (int)RD_CAT_STILL && (int)RD_VP_SPARKLING == (int)RD_CAT_SPARKLING &&
+		       (int)RD_VP_FORTIFIED == (int)RD_CAT_FORTIFIED && (int)RD_VP_DEFAULT == (int)RD_CAT_COUNT_,
+	       "VAT products extend the excise categories");
 
 /* The header line each table must start with (first non-comment line):
  * [0] the original layout (no dates: every row in force on every day, VAT

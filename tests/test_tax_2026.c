@@ -651,9 +651,29 @@ WM_TEST(tax_2026, every_refusal_code_names_its_cause)
 	cr_assert_str_eq(tc_jstr(vat, "tax"), "vat");
 	cr_assert_str_eq(tc_jstr(vat, "region_basis"), "delivery_postal_code");
 	json_decref(j);
-	/* a malformed postal code for a country with regions is a field error */
+	/* a postal code the PT region table cannot read is taken as the mainland, and the breakdown says so */
 	snprintf(body, sizeof(body),
 		 "{\"destination_country\":\"PT\",\"delivery_postal_code\":\"ABC\","
+		 "\"lines\":[{\"sku\":\"%s\",\"qty\":6,\"box_units\":6}]}",
+		 still);
+	j = post(p.port, "/v1/orders/quote-calculate", ksel, body, 200);
+	vat = json_array_get(json_object_get(json_array_get(json_object_get(j, "lines"), 0), "tax_breakdown"), 1);
+	cr_assert_str_eq(tc_jstr(vat, "region_basis"), "mainland_postal_code_not_recognised");
+	cr_assert_eq(json_number_value(json_object_get(vat, "rate_percent")), 13.0);
+	json_decref(j);
+	/* Madeira: 12 % */
+	snprintf(body, sizeof(body),
+		 "{\"destination_country\":\"PT\",\"delivery_postal_code\":\"9000-018\","
+		 "\"lines\":[{\"sku\":\"%s\",\"qty\":6,\"box_units\":6}]}",
+		 still);
+	j = post(p.port, "/v1/orders/quote-calculate", ksel, body, 200);
+	vat = json_array_get(json_object_get(json_array_get(json_object_get(j, "lines"), 0), "tax_breakdown"), 1);
+	cr_assert_str_eq(tc_jstr(vat, "region"), "PT-30");
+	cr_assert_eq(json_number_value(json_object_get(vat, "rate_percent")), 12.0);
+	json_decref(j);
+	/* delivery_postal_code must be a string of 1..16 bytes */
+	snprintf(body, sizeof(body),
+		 "{\"destination_country\":\"PT\",\"delivery_postal_code\":\"12345678901234567\","
 		 "\"lines\":[{\"sku\":\"%s\",\"qty\":6,\"box_units\":6}]}",
 		 still);
 	j = post(p.port, "/v1/orders/quote-calculate", ksel, body, 422);

@@ -19,7 +19,8 @@
 #include "net/json.h"
 
 const char *const rd_file_names[RD_F_COUNT_] = {"version.txt", "vat.tsv", "excise.tsv", "freight.tsv",
-						"fx.tsv"};
+						"fx.tsv", "levies.tsv"};
+const char *const rd_levy_basis_names[RD_LB_COUNT_] = {"per_unit", "per_hl_product"};
 const char *const rd_source_names[2] = {"files", "api"};
 const char *const rd_category_names[RD_CAT_COUNT_] = {"still", "sparkling", "fortified"};
 const char *const rd_category_codes[RD_CAT_COUNT_] = {"W200", "W300", "I000"};
@@ -45,6 +46,7 @@ static const char *const headers[RD_F_COUNT_][2] = {
 	 "country\tcategory\tabv_min\tabv_max\tbasis\trate\tcurrency\tsource\tas_of\teffective_from\teffective_to"},
 	{"origin\tdestination\tbox_units\tprice_eur\tsource\tas_of", NULL},
 	{"currency\tper_eur\tsource\tas_of", NULL},
+	{NULL, "country\tname\tbasis\trate\tcurrency\tsource\tas_of\teffective_from\teffective_to"},
 };
 
 #define RD_MAX_COLS 11
@@ -499,6 +501,47 @@ static int row_fx(struct refdata *rd, const struct field *c, uint32_t line, cons
 	return 0;
 }
 
+static int row_levy(struct refdata *rd, const struct field *c, uint32_t line, const char **why, uint32_t *dup)
+{
+	struct rd_levy l = {0};
+	if (parse_country(c[0], l.country, why))
+		return -1;
+	int ok = c[1].len >= 1 && c[1].len <= RD_MAX_LEVY_NAME;
+	for (size_t i = 0; ok && i < c[1].len; i++)
+		ok = (c[1].p[i] >= 'a' && c[1].p[i] <= 'z') || (c[1].p[i] >= '0' && c[1].p[i] <= '9') || c[1].p[i] == '_';
+	if (!ok) {
+		*why = "name must be 1..RD_MAX_LEVY_NAME bytes of [a-z0-9_]";
+		return -1;
+	}
+	memcpy(l.name, c[1].p, c[1].len);
+	int b = -1;
+	for (int i = 0; i < RD_LB_COUNT_; i++)
+		if (strlen(rd_levy_basis_names[i]) == c[2].len && !memcmp(rd_levy_basis_names[i], c[2].p, c[2].len))
+			b = i;
+	if (b < 0) {
+		*why = "basis is not per_unit|per_hl_product";
+		return -1;
+	}
+	l.basis = (uint8_t)b;
+	if (c[3].len == 9 && !memcmp(c[3].p, "NOT_FOUND", 9))
+		l.not_found = 1;
+	else if (parse_decimal(c[3], RD_RATE_SCALE, RD_MAX_RATE_E4, &l.rate_e4, why))
+		return -1;
+	if (parse_currency(c[4], l.currency, why) || parse_meta(c[5], c[6], line, &l.m, why) ||
+	    parse_range(c[7], c[8], &l.from, &l.to, why))
+		return -1;
+	for (uint32_t i = 0; i < rd->n_levies; i++) {
+		const struct rd_levy *o = &rd->levies[i];
+		if (!strcmp(o->country, l.country) && !strcmp(o->name, l.name) && ranges_overlap(o->from, o->to, l.from, l.to)) {
+			*why = "duplicate levy (same country and name in force on a common day)";
+			*dup = o->m.line;
+			return -1;
+		}
+	}
+	rd->levies[rd->n_levies++] = l;
+	return 0;
+}
+
 static const struct {
 	row_fn fn;
 	unsigned cols[2]; /* per layout: original, dated */
@@ -507,6 +550,7 @@ static const struct {
 	[RD_F_EXCISE] = {row_excise, {9, 11}},
 	[RD_F_FREIGHT] = {row_freight, {6, 0}},
 	[RD_F_FX] = {row_fx, {4, 0}},
+	[RD_F_LEVIES] = {row_levy, {0, 9}},
 };
 
 static uint32_t *row_count(struct refdata *rd, enum rd_file f)
@@ -516,6 +560,7 @@ static uint32_t *row_count(struct refdata *rd, enum rd_file f)
 	case RD_F_EXCISE: return &rd->n_excise;
 	case RD_F_FREIGHT: return &rd->n_freight;
 	case RD_F_FX: return &rd->n_fx;
+	case RD_F_LEVIES: return &rd->n_levies;
 	default: return NULL;
 	}
 }
@@ -663,13 +708,16 @@ int refdata_parse(struct refdata *rd, enum rd_file f, const char *text, size_t l
 int refdata_finish(struct refdata *rd, char *err, size_t errlen)
 {
 	for (int f = 0; f < RD_F_COUNT_; f++)
-		if (!rd->have[f])
+		if (!rd->have[f] && f != RD_F_LEVIES)
 			return fail(err, errlen, (enum rd_file)f, 0, "file missing", 0);
 	for (uint32_t i = 0; i < rd->n_excise; i++) {
 		const struct rd_excise *e = &rd->excise[i];
 		if (refdata_fx(rd, e->currency, NULL) < 0)
 			return fail(err, errlen, RD_F_EXCISE, e->m.line, "currency has no rate in fx.tsv", 0);
 	}
+	for (uint32_t i = 0; i < rd->n_levies; i++)
+		if (refdata_fx(rd, rd->levies[i].currency, NULL) < 0)
+			return fail(err, errlen, RD_F_LEVIES, rd->levies[i].m.line, "currency has no rate in fx.tsv", 0);
 	return 0;
 }
 
@@ -686,6 +734,8 @@ int refdata_load_dir(const char *dir, struct refdata **out, char *err, size_t er
 		char path[1024];
 		snprintf(path, sizeof(path), "%s/%s", dir, rd_file_names[f]);
 		FILE *fp = fopen(path, "rb");
+		if (!fp && errno == ENOENT && f == RD_F_LEVIES)
+			continue; /* optional */
 		if (!fp) {
 			snprintf(err, errlen, "%s: %s", path, strerror(errno));
 			goto done;
@@ -746,7 +796,8 @@ int refdata_from_json(const struct json_value *doc, struct refdata **out, char *
 			known |= !strcmp(m->key, rd_file_names[f]);
 		if (!known || m->value.type != JSON_STRING) {
 			snprintf(err, errlen, "files: %.64s: %s", m->key,
-				 known ? "must be a string" : "unknown file (vat.tsv, excise.tsv, freight.tsv, fx.tsv)");
+				 known ? "must be a string"
+				       : "unknown file (vat.tsv, excise.tsv, freight.tsv, fx.tsv, optional levies.tsv)");
 			return -1;
 		}
 	}
@@ -777,6 +828,8 @@ int refdata_from_json(const struct json_value *doc, struct refdata **out, char *
 	}
 	for (int f = RD_F_VAT; f < RD_F_COUNT_; f++) {
 		const struct json_value *v = json_get(files, rd_file_names[f]);
+		if (!v && f == RD_F_LEVIES)
+			continue; /* optional */
 		if (!v) {
 			snprintf(err, errlen, "%s:0: file missing", rd_file_names[f]);
 			goto bad;

@@ -39,7 +39,9 @@
 #define RD_MAX_FREIGHT_CENTS 10000000 /* EUR 100,000 per box */
 #define RD_FX_ONE 1000000       /* per_eur of EUR itself */
 
-enum rd_file { RD_F_VERSION, RD_F_VAT, RD_F_EXCISE, RD_F_FREIGHT, RD_F_FX, RD_F_COUNT_ };
+/* levies.tsv is OPTIONAL (a directory or upload without it has no levies);
+ * every other file is required. */
+enum rd_file { RD_F_VERSION, RD_F_VAT, RD_F_EXCISE, RD_F_FREIGHT, RD_F_FX, RD_F_LEVIES, RD_F_COUNT_ };
 /* File name of each kind ("vat.tsv", ...). */
 extern const char *const rd_file_names[RD_F_COUNT_];
 
@@ -106,6 +108,23 @@ struct rd_fx {
 	struct rd_meta m;
 };
 
+/* A packaging / environmental levy of a destination (levies.tsv): reported
+ * by the tax context, NOT charged by quotes (its base -- units, return
+ * share, container type -- is not modelled). */
+#define RD_MAX_LEVY_NAME 48
+enum rd_levy_basis { RD_LB_PER_UNIT, RD_LB_PER_HL_PRODUCT, RD_LB_COUNT_ };
+extern const char *const rd_levy_basis_names[RD_LB_COUNT_];
+struct rd_levy {
+	char country[3];
+	char name[RD_MAX_LEVY_NAME + 1];  /* [a-z0-9_] */
+	uint8_t basis;                    /* enum rd_levy_basis */
+	uint8_t not_found;
+	int64_t rate_e4;                  /* major units x 10^4 per basis unit; 0 when not_found */
+	char currency[4];
+	uint32_t from, to;
+	struct rd_meta m;
+};
+
 /* Where a version came from: the --data-ref-dir files at start-up, or an
  * operator upload (POST /v1/admin/reference-data, kept in the WAL). */
 enum rd_source { RD_SRC_FILES, RD_SRC_API };
@@ -118,11 +137,12 @@ struct refdata {
 	char loaded_at[32];            /* RFC 3339 of the upload; "" for files */
 	uint8_t have[RD_F_COUNT_];     /* file parsed */
 	uint8_t dated[RD_F_COUNT_];    /* the file uses the dated layout (data/README.md) */
-	uint32_t n_vat, n_excise, n_freight, n_fx;
+	uint32_t n_vat, n_excise, n_freight, n_fx, n_levies;
 	struct rd_vat vat[RD_MAX_ROWS];
 	struct rd_excise excise[RD_MAX_ROWS];
 	struct rd_freight freight[RD_MAX_ROWS];
 	struct rd_fx fx[RD_MAX_ROWS];
+	struct rd_levy levies[RD_MAX_ROWS];
 };
 
 /* A zeroed version (NULL on allocation failure); free with refdata_free. */

@@ -30,9 +30,10 @@
  *    vat_rate_type standard / reduced (below the default rate).
  *  - cross_border_terms: incoterm as given; import duty 0 inside the EU,
  *    NOT FOUND otherwise; preferential agreement NOT FOUND in the references.
- *  - packaging_and_environmental_levies: NOT FOUND as charged figures (the
- *    references give NO and BE packaging taxes informationally only; see
- *    data/README.md); container_deposit_fee and EPR code null.
+ *  - packaging_and_environmental_levies: the destination's rows of the
+ *    optional levies.tsv (NO beverage-packaging taxes, BE packaging levy),
+ *    reported and never charged (their base is not modelled);
+ *    container_deposit_fee and the EPR code are null (not in the references).
  */
 #include "engine/taxctx.h"
 
@@ -101,6 +102,43 @@ static const char *const duty_by_type[LOC_N_TYPE] = {
 	[LT_3PL_FULFILLMENT_CENTER] = "DUTY_PAID", [LT_CONSIGNMENT_CELLAR] = "DUTY_PAID",
 	[LT_IN_TRANSIT_CONTAINER] = "PRE_ARRIVAL",
 };
+
+/* packaging_and_environmental_levies: the destination's levies.tsv rows
+ * (every schedule, each saying whether it is in force), reported, never
+ * charged; container_deposit_fee and the EPR code are not in the references. */
+static void write_levies(struct jw *w, const struct refdata *rd, const char *d, uint32_t today)
+{
+	jw_key(w, "packaging_and_environmental_levies");
+	jw_obj_begin(w);
+	jw_knull(w, "container_deposit_fee");
+	jw_knull(w, "epr_recycling_category_code");
+	jw_kbool(w, "charged_in_quotes", 0);
+	unsigned n = 0;
+	jw_key(w, "levies");
+	jw_arr_begin(w);
+	for (uint32_t i = 0; i < rd->n_levies; i++) {
+		const struct rd_levy *l = &rd->levies[i];
+		if (strcmp(l->country, d))
+			continue;
+		n++;
+		jw_obj_begin(w);
+		jw_kstr(w, "name", l->name);
+		jw_kstr(w, "basis", rd_levy_basis_names[l->basis]);
+		jw_key(w, "rate");
+		if (l->not_found)
+			jw_null(w);
+		else
+			jw_fixed(w, l->rate_e4, RD_RATE_SCALE);
+		jw_kstr(w, "currency", l->currency);
+		jw_kstr(w, "status", l->not_found ? "not_found" : "published");
+		meta(w, &l->m);
+		in_force(w, l->from, l->to, today);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_kstr(w, "status", n ? "listed" : "not_found");
+	jw_obj_end(w);
+}
 
 /* Optional exact decimal query parameter: 0 absent (*out untouched), 1
  * set, -1 with a 400 written (not a plain decimal of <= scale places in
@@ -274,12 +312,7 @@ static void tax_context(struct api_ctx *c)
 	jw_knull(w, "preferential_trade_agreement_code");
 	jw_kstr(w, "preferential_trade_agreement_status", intra || domestic ? "not_applicable" : "not_found");
 	jw_obj_end(w);
-	jw_key(w, "packaging_and_environmental_levies");
-	jw_obj_begin(w);
-	jw_knull(w, "container_deposit_fee");
-	jw_knull(w, "epr_recycling_category_code");
-	jw_kstr(w, "status", "not_found");
-	jw_obj_end(w);
+	write_levies(w, rd, d, today);
 	jw_key(w, "reference_data");
 	jw_obj_begin(w);
 	jw_kstr(w, "version", rd->version);

@@ -816,11 +816,43 @@ WM_TEST(tax_2026, tax_context_has_the_spec_fields)
 	json_t *pl = json_object_get(j, "packaging_and_environmental_levies");
 	cr_assert_not_null(pl);
 	cr_assert(json_is_null(json_object_get(pl, "container_deposit_fee")));
+	cr_assert_str_eq(tc_jstr(pl, "status"), "not_found", "PT has no levy row");
+	cr_assert_eq(json_array_size(json_object_get(pl, "levies")), 0);
 	/* only the still rows whose band holds 13 %, each saying whether it is in force */
 	json_t *ex = json_object_get(j, "excise");
 	cr_assert_eq(json_array_size(ex), 1);
 	cr_assert_str_eq(tc_jstr(json_array_get(ex, 0), "category"), "still");
 	cr_assert(json_is_true(json_object_get(json_array_get(ex, 0), "in_force")));
+	json_decref(j);
+
+	/* NO beverage-packaging taxes (levies.tsv): 2024 and 2025 rates, 2026 not
+	 * published -- listed, never charged; BE packaging levy 9.86 EUR/hl */
+	j = get_ctx(p.port, "origin=FR&destination=NO", 200);
+	pl = json_object_get(j, "packaging_and_environmental_levies");
+	cr_assert_str_eq(tc_jstr(pl, "status"), "listed");
+	cr_assert(json_is_false(json_object_get(pl, "charged_in_quotes")));
+	json_t *lv = json_object_get(pl, "levies");
+	cr_assert_eq(json_array_size(lv), 6);
+	int in_force = 0, glass_2025 = 0;
+	size_t li;
+	json_t *le;
+	json_array_foreach(lv, li, le) {
+		if (json_is_true(json_object_get(le, "in_force"))) {
+			in_force++;
+			cr_assert_str_eq(tc_jstr(le, "status"), "not_found", "2026 NO packaging rates are not published");
+		}
+		if (!strcmp(tc_jstr(le, "name"), "packaging_environmental_tax_glass_metal") &&
+		    json_is_number(json_object_get(le, "rate")) && num(le, "rate") == 6.91)
+			glass_2025++;
+	}
+	cr_assert_eq(in_force, 2);
+	cr_assert_eq(glass_2025, 1);
+	json_decref(j);
+	j = get_ctx(p.port, "origin=FR&destination=BE", 200);
+	lv = json_object_get(json_object_get(j, "packaging_and_environmental_levies"), "levies");
+	cr_assert_eq(json_array_size(lv), 2);
+	cr_assert_eq(num(json_array_get(lv, 0), "rate"), 9.86);
+	cr_assert_str_eq(tc_jstr(json_array_get(lv, 0), "basis"), "per_hl_product");
 	json_decref(j);
 
 	/* sparkling in a magnum: 2204.10; still in 3 l: 2204.22; 12 l: 2204.29 */
@@ -847,5 +879,106 @@ WM_TEST(tax_2026, tax_context_has_the_spec_fields)
 	json_decref(get_ctx(p.port, "origin=FR&destination=DE&category=rose", 400));
 	json_decref(get_ctx(p.port, "origin=FR&destination=DE&location_type=CASTLE", 400));
 	json_decref(get_ctx(p.port, "origin=FR&destination=DE&incoterm=DA", 400));
+	wm_proc_cleanup(&p);
+}
+
+/* levies.tsv: optional, strict, and its currencies need an FX rate. */
+WM_TEST(tax_2026, levies_table_is_optional_and_strict)
+{
+	char err[256];
+#define LV_H "country\tname\tbasis\trate\tcurrency\tsource\tas_of\teffective_from\teffective_to\n"
+	cr_assert_eq(parse1(RD_F_LEVIES, LV_H "NO\tpackaging_basic_tax\tper_unit\t1.42\tNOK\ts\t2025\t2025-01-01\t2025-12-31\n"
+					   "NO\tpackaging_basic_tax\tper_unit\tNOT_FOUND\tNOK\ts\t2026\t2026-01-01\t-\n",
+			    err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_eq(parse1(RD_F_LEVIES, LV_H "NO\tBasic Tax\tper_unit\t1.42\tNOK\ts\t2025\t-\t-\n", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "levies.tsv:2: name"), "%s", err);
+	cr_assert_eq(parse1(RD_F_LEVIES, LV_H "NO\tbasic\tper_box\t1.42\tNOK\ts\t2025\t-\t-\n", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "basis"), "%s", err);
+	/* 48 bytes of name load, 49 do not */
+	char body[1024];
+	snprintf(body, sizeof(body), LV_H "NO\t%.48s\tper_unit\t1\tNOK\ts\t2025\t-\t-\n",
+		 "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz");
+	cr_assert_eq(parse1(RD_F_LEVIES, body, err, sizeof(err)), 0, "%s", err);
+	snprintf(body, sizeof(body), LV_H "NO\t%.49s\tper_unit\t1\tNOK\ts\t2025\t-\t-\n",
+		 "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz");
+	cr_assert_eq(parse1(RD_F_LEVIES, body, err, sizeof(err)), -1);
+	cr_assert_eq(parse1(RD_F_LEVIES, LV_H "NO\tb\tper_unit\t1\tNOK\ts\t2025\t-\t-\nNO\tb\tper_unit\t2\tNOK\ts\t2026\t2026-01-01\t-\n",
+			    err, sizeof(err)),
+		     -1);
+	cr_assert(strstr(err, "levies.tsv:3: duplicate levy"), "%s", err);
+	/* the original-layout header is not accepted for this new table */
+	cr_assert_eq(parse1(RD_F_LEVIES, "country\tname\tbasis\trate\tcurrency\tsource\tas_of\n", err, sizeof(err)), -1);
+	/* a directory without levies.tsv loads (no levies) */
+	const char *src = getenv("WM_SRC_DIR");
+	char tmpl[] = "/tmp/wm-taxlev-XXXXXX", cmd[1400];
+	cr_assert_not_null(mkdtemp(tmpl));
+	snprintf(cmd, sizeof(cmd), "cp %s/data/version.txt %s/data/vat.tsv %s/data/excise.tsv %s/data/freight.tsv %s/data/fx.tsv %s/",
+		 src ? src : ".", src ? src : ".", src ? src : ".", src ? src : ".", src ? src : ".", tmpl);
+	cr_assert_eq(system(cmd), 0);
+	struct refdata *rd = NULL;
+	cr_assert_eq(refdata_load_dir(tmpl, &rd, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(rd->n_levies, 0);
+	refdata_free(rd);
+	/* a levy in a currency without an FX rate refuses the version */
+	snprintf(cmd, sizeof(cmd), "printf '" LV_H "XX\\tb\\tper_unit\\t1\\tAUD\\ts\\t2025\\t-\\t-\\n' > %s/levies.tsv", tmpl);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert_eq(refdata_load_dir(tmpl, &rd, err, sizeof(err)), -1);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpl);
+	cr_assert_eq(system(cmd), 0);
+#undef LV_H
+}
+
+/* A file of data/ as a malloc'd string. */
+static char *data_text(const char *name)
+{
+	const char *src = getenv("WM_SRC_DIR");
+	char path[600];
+	snprintf(path, sizeof(path), "%s/data/%s", src ? src : ".", name);
+	FILE *f = fopen(path, "rb");
+	cr_assert_not_null(f, "%s", path);
+	char *buf = calloc(1, 1 << 20);
+	cr_assert_not_null(buf);
+	size_t n = fread(buf, 1, (1 << 20) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	return buf;
+}
+
+/* An operator upload with levies.tsv keeps it across a restart (WAL). */
+WM_TEST(tax_2026, uploaded_levies_survive_restart)
+{
+	struct wm_proc p;
+	wm_proc_init(&p);
+	cr_assert_eq(wm_start(&p, NULL, NULL), 0, "logs in %s", p.dir);
+	char *vat = data_text("vat.tsv"), *ex = data_text("excise.tsv"), *fr = data_text("freight.tsv"),
+	     *fx = data_text("fx.tsv");
+	const char *lev = "country\tname\tbasis\trate\tcurrency\tsource\tas_of\teffective_from\teffective_to\n"
+			  "BE\tpackaging_levy_non_reusable\tper_hl_product\t9.86\tEUR\ts\t2025\t-\t-\n";
+	json_t *b = json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s}}", "version", "2026-11-25.lev", "effective_date",
+			      "2026-11-25", "files", "vat.tsv", vat, "excise.tsv", ex, "freight.tsv", fr, "fx.tsv", fx,
+			      "levies.tsv", lev);
+	char *body = json_dumps(b, JSON_COMPACT);
+	json_decref(b);
+	free(vat);
+	free(ex);
+	free(fr);
+	free(fx);
+	json_t *j = post(p.port, "/v1/admin/reference-data", WM_TEST_KEY, body, 200);
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(j, "rows"), "levies.tsv")), 1);
+	json_decref(j);
+	free(body);
+	for (int round = 0; round < 2; round++) {
+		j = get_ctx(p.port, "origin=FR&destination=BE", 200);
+		json_t *lv = json_object_get(json_object_get(j, "packaging_and_environmental_levies"), "levies");
+		cr_assert_eq(json_array_size(lv), 1, "round %d", round);
+		cr_assert_str_eq(tc_jstr(json_object_get(j, "reference_data"), "version"), "2026-11-25.lev");
+		json_decref(j);
+		j = get_ctx(p.port, "origin=FR&destination=NO", 200);
+		cr_assert_eq(json_array_size(json_object_get(json_object_get(j, "packaging_and_environmental_levies"), "levies")), 0);
+		json_decref(j);
+		wm_stop(&p);
+		cr_assert_eq(wm_start(&p, NULL, NULL), 0, "logs in %s", p.dir);
+	}
 	wm_proc_cleanup(&p);
 }

@@ -9,7 +9,7 @@
  * order body carries a postal code that picks a VAT region.  The loader
  * must refuse anything malformed with "file:line: reason" or load it --
  * never crash, overflow a row array or read past the text.  Input: byte 0
- * picks the table (mod 4) and the postal-code country, the rest is the
+ * picks the table (mod 5, levies.tsv included) and the postal-code country, the rest is the
  * table text; a successful parse is then queried on a few dates.
  */
 #include <stddef.h>
@@ -24,14 +24,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	static const enum rd_file kinds[4] = {RD_F_VAT, RD_F_EXCISE, RD_F_FREIGHT, RD_F_FX};
+	static const enum rd_file kinds[5] = {RD_F_VAT, RD_F_EXCISE, RD_F_FREIGHT, RD_F_FX, RD_F_LEVIES};
 	static const char *const cc[4] = {"PT", "ES", "DE", "FR"};
 	struct refdata *rd = refdata_new();
 	if (!rd)
 		return 0;
 	char err[256];
 	const char *text = (const char *)data + 1;
-	if (!refdata_parse(rd, kinds[data[0] % 4], text, size - 1, err, sizeof(err))) {
+	if (!refdata_parse(rd, kinds[data[0] % 5], text, size - 1, err, sizeof(err))) {
 		const struct rd_excise *e;
 		static const uint32_t days[3] = {20250101, 20260201, 20991231};
 		for (int i = 0; i < 3; i++) {
@@ -49,6 +49,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t n = size - 1 < 16 ? size - 1 : 16;
 	memcpy(pc, text, n);
 	pc[n] = 0;
-	(void)refdata_region_of_postal(cc[data[0] / 4 % 4], pc);
+	(void)refdata_region_of_postal(cc[data[0] / 5 % 4], pc);
 	return 0;
 }

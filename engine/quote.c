@@ -84,6 +84,7 @@
 #include "engine/producer.h"
 #include "engine/quote.h"
 #include "engine/refdata.h"
+#include "engine/taxctx.h"
 #include "engine/wine.h"
 
 const char *const route_split_names[] = {NULL, "estate_atp_short", "multi_originator_policy"};
@@ -544,6 +545,13 @@ void quote_write_line_tax(struct jw *w, const struct quote *q, unsigned i)
 		jw_kstr(w, "category", rd_category_names[o->excise->category]);
 		jw_kstr(w, "excise_tax_category", rd_category_codes[o->excise->category]);
 		jw_kstr(w, "hs_tariff_code", refdata_hs_code(o->excise->category, ql->w->volume_ul));
+		/* the first source's shipping location: its stock's duty status (tax-context's map) */
+		const char *lid = ql->plan.n ? ql->location[ql->plan.a[0].cand] : NULL;
+		const struct location *loc = lid ? location_get(q->sh, lid, strlen(lid)) : NULL;
+		if (loc && loc->type < LOC_N_TYPE)
+			jw_kstr(w, "origin_duty_status", taxctx_duty_by_type[loc->type]);
+		else
+			jw_knull(w, "origin_duty_status");
 		jw_key(w, "rate");
 		jw_fixed(w, o->excise->rate_e4, RD_RATE_SCALE);
 		jw_kstr(w, "rate_currency", o->excise->currency);

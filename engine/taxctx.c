@@ -96,7 +96,7 @@ static void in_force(struct jw *w, uint32_t from, uint32_t to, uint32_t today)
 static const char *const category_names_z[] = {"still", "sparkling", "fortified", NULL};
 
 /* Duty status of stock shipped from a location of each type (spec 2.6 enum). */
-static const char *const duty_by_type[LOC_N_TYPE] = {
+const char *const taxctx_duty_by_type[LOC_N_TYPE] = {
 	[LT_WINERY_ESTATE] = "DUTY_PAID",	   [LT_BONDED_WAREHOUSE] = "EXCISE_SUSPENDED",
 	[LT_DUTY_PAID_WAREHOUSE] = "DUTY_PAID",	   [LT_RETAIL_STORE] = "DUTY_PAID",
 	[LT_3PL_FULFILLMENT_CENTER] = "DUTY_PAID", [LT_CONSIGNMENT_CELLAR] = "DUTY_PAID",
@@ -226,12 +226,12 @@ static void tax_context(struct api_ctx *c)
 		jw_kstr(w, rd_category_names[k], refdata_hs_code(k, vol > 0 ? vol : 750000));
 	jw_obj_end(w);
 	/* consumer deliveries without a location: duty paid in the destination */
-	jw_kstr(w, "duty_status", lt >= 0 ? duty_by_type[lt] : "DUTY_PAID");
+	jw_kstr(w, "duty_status", lt >= 0 ? taxctx_duty_by_type[lt] : "DUTY_PAID");
 	jw_kstr(w, "duty_status_basis", lt >= 0 ? "location_type" : "consumer_delivery");
 	jw_key(w, "duty_status_by_location_type");
 	jw_obj_begin(w);
 	for (int k = 0; k < LOC_N_TYPE; k++)
-		jw_kstr(w, loc_type_names[k], duty_by_type[k]);
+		jw_kstr(w, loc_type_names[k], taxctx_duty_by_type[k]);
 	jw_obj_end(w);
 	jw_kstr(w, "liters_pure_alcohol", "volume_liters x abv_percentage / 100");
 	jw_key(w, "volumetric_metrics");

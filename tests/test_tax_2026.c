@@ -526,6 +526,9 @@ WM_TEST(tax_2026, rate_applies_from_its_day_and_an_order_keeps_its_rate)
 	cr_assert_eq(ow_cents(ex, "rate") , 2954);
 	cr_assert_str_eq(tc_jstr(ex, "effective_to"), "2026-01-31");
 	cr_assert_str_eq(tc_jstr(ex, "priced_on"), "2026-01-31");
+	/* the same figures as the tax context: HS code, and the estate's stock sits in a bonded warehouse */
+	cr_assert_str_eq(tc_jstr(ex, "hs_tariff_code"), "220421");
+	cr_assert_str_eq(tc_jstr(ex, "origin_duty_status"), "EXCISE_SUSPENDED");
 	json_decref(q);
 	json_t *o = post(x.port, "/v1/orders", x.ksel, body, 201);
 	char oid[64], path[128];

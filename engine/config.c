@@ -55,6 +55,7 @@ static const struct opt opts[] = {
 	{"audit-alert-min-rows", OPT_U64, N(audit_alert_min_rows), 1, 1000000000, NULL, "... and at least this many rows in one window"},
 	{"platform-fee-ppm", OPT_U64, N(platform_fee_ppm), 0, 1000000, NULL, "platform fee, parts per million of P_B2B + curator margin"},
 	{"platform-fixed-fee-cents", OPT_U64, N(platform_fixed_fee_cents), 0, 1000000, NULL, "fixed platform fee per order (EUR cents)"},
+	{"ref-max-age-days", OPT_U64, N(ref_max_age_days), 1, 3650, NULL, "reference data whose newest VAT/excise figure is older is stale (/metrics, log)"},
 	{"audit-alert-window-s", OPT_U64, N(audit_alert_window_s), 1, 86400, NULL, "audit volume window (seconds)"},
 	{"media-max-kb", OPT_U64, N(media_max_kb), 1, 65536, NULL, "largest media upload (KiB); at most --max-body-kb"},
 	{"platform-legal-name", OPT_STR, S(platform_legal_name), 0, 0, NULL, "legal name of the platform, merchant of record on every order"},
@@ -93,6 +94,7 @@ void config_defaults(struct config *c)
 	c->audit_alert_window_s = 60;
 	c->platform_fee_ppm = 50000; /* = QUOTE_PLATFORM_FEE_PPM (engine/quote.h) */
 	c->platform_fixed_fee_cents = 0;
+	c->ref_max_age_days = 365; /* = RD_DEFAULT_MAX_AGE_DAYS (engine/refdata.h) */
 	c->media_max_kb = 1024;
 	c->media_url_ttl_s = 900;
 	strcpy(c->platform_legal_name, "Wine Marketplace Platform");

@@ -47,6 +47,7 @@ struct config {
 	/* pricing (engine/quote.c) */
 	uint64_t platform_fee_ppm;        /* F_Platform rate, parts per million of (P_B2B + M) */
 	uint64_t platform_fixed_fee_cents; /* optional fixed platform fee per order, EUR cents */
+	uint64_t ref_max_age_days;   /* reference data older than this is stale (warning) */
 	char platform_legal_name[128];     /* merchant of record on every order (platform_entity) */
 	/* media uploads (engine/media.c) */
 	uint64_t media_max_kb;     /* largest image accepted (KiB); clamped to max_body_kb at start */

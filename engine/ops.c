@@ -11,6 +11,7 @@
 #include "engine/audit.h"
 #include "engine/log.h"
 #include "engine/ops.h"
+#include "engine/refdata.h"
 
 /* "storage": "ok"; "low" when the WAL's spare segment cannot be made
  * (disk full) but the current segment still takes writes; "full" while
@@ -106,6 +107,7 @@ static void metrics(struct api_ctx *c)
 		   (unsigned long long)ss.tls_handshake_failures, (unsigned long long)ss.timeouts,
 		   (unsigned long long)ss.parse_errors);
 	audit_metrics(sh, o);
+	refdata_metrics(o);
 	for (int i = 0; i < REC_T_COUNT_; i++)
 		if (sh->tables[i].ops)
 			buf_printf(o, "wm_table_rows{table=\"%s\"} %zu\n", sh->tables[i].ops->name,

@@ -26,7 +26,7 @@ const char *const price_err_codes[PRICE_E_COUNT_] = {
 	[PRICE_E_NO_VAT] = "vat_rate_not_found",
 	[PRICE_E_EXCISE_NOT_FOUND] = "excise_rate_not_found",
 	[PRICE_E_NO_EXCISE_BAND] = "excise_band_not_found",
-	[PRICE_E_NO_FREIGHT] = "freight_rate_not_found",
+	[PRICE_E_NO_FREIGHT] = "freight_lane_not_found",
 	[PRICE_E_NO_FX] = "fx_rate_not_found",
 	[PRICE_E_OVERFLOW] = "amount_overflow",
 };
@@ -95,17 +95,18 @@ static int q_mul(struct q *x, i128 a, i128 b)
 	return q_norm(x);
 }
 
-/* x += y.  -1 on overflow. */
-static int q_add(struct q *x, const struct q *y)
+/* VAT of a shown base (minor units, >= 0) at rate_e4 (percent x 10^4 =
+ * fraction x 10^6), rounded half-up once.  -1 on overflow. */
+static int vat_of(int64_t base, int64_t rate_e4, int64_t *out)
 {
-	i128 g = gcd128(x->d, y->d);
-	i128 yd = y->d / g, xd = x->d / g;
-	i128 a, b, d;
-	if (__builtin_mul_overflow(x->n, yd, &a) || __builtin_mul_overflow(y->n, xd, &b) ||
-	    __builtin_add_overflow(a, b, &x->n) || __builtin_mul_overflow(x->d, yd, &d))
+	i128 n = (i128)base * rate_e4, d = PRICE_MAX_PPM;
+	i128 v = n / d, r = n % d;
+	if (r >= d - r)
+		v++;
+	if (v > INT64_MAX)
 		return -1;
-	x->d = d;
-	return q_norm(x);
+	*out = (int64_t)v;
+	return 0;
 }
 
 /* Half-up to an integer: floor(n/d + 1/2) = floor((2n + d) / 2d). */
@@ -160,15 +161,18 @@ static int line_valid(const struct price_line_in *l)
 	} while (0)
 
 static enum price_err price_line(const struct refdata *rd, const struct price_order_in *in,
-				 const struct price_line_in *l, const struct rd_vat *vat, int64_t f_dest,
-				 int u_dest, struct price_line_out *o)
+				 const struct price_line_in *l, int64_t f_dest, int u_dest, struct price_line_out *o)
 {
 	const enum price_err OV = PRICE_E_OVERFLOW;
 	memset(o, 0, sizeof(*o));
-	o->vat = vat;
 	o->fx_dest_e6 = f_dest;
 	if (!line_valid(l))
 		return PRICE_E_INPUT;
+	/* VAT by product and delivery region, in force on the day */
+	const struct rd_vat *vat = refdata_vat_at(rd, in->destination, in->region, l->category, in->date);
+	if (!vat)
+		return PRICE_E_NO_VAT;
+	o->vat = vat;
 	struct q k_offer, k_eur, exact[PC_COUNT_];
 	int64_t f_eur;
 	TRY(conv_factor(rd, l->currency, f_dest, u_dest, &k_offer, &o->fx_offer_e6), PRICE_E_NO_FX);
@@ -198,7 +202,7 @@ static enum price_err price_line(const struct refdata *rd, const struct price_or
 	}
 
 	/* E: rate (published currency, x10^4 major) x base quantity */
-	int r = refdata_excise(rd, in->destination, l->category, l->abv, &o->excise);
+	int r = refdata_excise(rd, in->destination, l->category, l->abv, in->date, &o->excise);
 	if (r == RD_NOT_PUBLISHED)
 		return PRICE_E_EXCISE_NOT_FOUND;
 	if (r != RD_FOUND)
@@ -211,17 +215,18 @@ static enum price_err price_line(const struct refdata *rd, const struct price_or
 	TRY(q_mul(&exact[PC_E_EXCISE], (i128)o->excise->rate_e4 * pow10i(duty_minor), pow10i(RD_RATE_SCALE)), OV);
 	TRY(q_mul(&exact[PC_E_EXCISE], qty_num, basis_base[o->excise->basis].den), OV);
 
-	/* V: rate x the exact sum of everything above */
-	struct q sum = {0, 1};
-	for (int c = 0; c < PC_V_VAT; c++)
-		TRY(q_add(&sum, &exact[c]), OV);
-	exact[PC_V_VAT] = sum;
-	TRY(q_mul(&exact[PC_V_VAT], vat->rate_e4, PRICE_MAX_PPM), OV);
-
-	for (int c = 0; c < PC_COUNT_; c++) {
+	/* every component but V rounded once; their sum is the taxable base
+	 * the consumer's document shows */
+	int64_t base_shown = 0;
+	for (int c = 0; c < PC_V_VAT; c++) {
 		TRY(q_round(&exact[c], &o->comp[c]), OV);
-		TRY(__builtin_add_overflow(o->total, o->comp[c], &o->total), OV);
+		TRY(__builtin_add_overflow(base_shown, o->comp[c], &base_shown), OV);
 	}
+	/* V: rate x the SHOWN base, rounded half-up once (DESIGN.md 6: the
+	 * invoice reconciles -- shown base x rate = VAT shown) */
+	TRY(vat_of(base_shown, vat->rate_e4, &o->comp[PC_V_VAT]), OV);
+	o->vat_base = base_shown;
+	TRY(__builtin_add_overflow(base_shown, o->comp[PC_V_VAT], &o->total), OV);
 	return PRICE_OK;
 }
 
@@ -230,8 +235,10 @@ enum price_err price_quote(const struct refdata *rd, const struct price_order_in
 	memset(out, 0, sizeof(*out));
 	out->version = rd->version;
 	out->effective_date = rd->effective_date;
+	out->date = in->date;
 	if (!in->n_lines || in->n_lines > PRICE_MAX_LINES || !in->lines || in->fixed_fee_cents < 0 ||
-	    in->fixed_fee_cents > PRICE_MAX_FIXED_FEE || strlen(in->destination) != 2)
+	    in->fixed_fee_cents > PRICE_MAX_FIXED_FEE || strlen(in->destination) != 2 || !in->date ||
+	    in->date >= RD_DATE_MAX || strnlen(in->region, sizeof(in->region)) == sizeof(in->region))
 		return PRICE_E_INPUT;
 	const char *cur = refdata_country_currency(in->destination);
 	if (!cur)
@@ -241,11 +248,8 @@ enum price_err price_quote(const struct refdata *rd, const struct price_order_in
 	int64_t f_dest = refdata_fx(rd, cur, NULL);
 	if (f_dest <= 0)
 		return PRICE_E_NO_FX;
-	const struct rd_vat *vat = refdata_vat(rd, in->destination);
-	if (!vat)
-		return PRICE_E_NO_VAT;
 	for (unsigned i = 0; i < in->n_lines; i++) {
-		enum price_err e = price_line(rd, in, &in->lines[i], vat, f_dest, out->minor, &out->lines[i]);
+		enum price_err e = price_line(rd, in, &in->lines[i], f_dest, out->minor, &out->lines[i]);
 		if (e) {
 			out->err_line = i;
 			return e;
@@ -256,15 +260,19 @@ enum price_err price_quote(const struct refdata *rd, const struct price_order_in
 			    PRICE_E_OVERFLOW);
 		TRY(__builtin_add_overflow(out->total, out->lines[i].total, &out->total), PRICE_E_OVERFLOW);
 	}
-	/* the order's fixed fee: converted exactly, VAT on the exact amount */
+	/* the order's fixed fee: converted exactly, shown rounded, VAT on the
+	 * shown fee at the destination's default rate (a service, not a wine) */
 	if (in->fixed_fee_cents) {
-		struct q fee, fee_vat;
+		const struct rd_vat *vat = refdata_vat_at(rd, in->destination, in->region, RD_VP_DEFAULT, in->date);
+		if (!vat)
+			return PRICE_E_NO_VAT;
+		struct q fee;
 		int64_t f_eur;
 		TRY(conv_factor(rd, "EUR", f_dest, out->minor, &fee, &f_eur), PRICE_E_NO_FX);
 		TRY(q_mul(&fee, in->fixed_fee_cents, 1), PRICE_E_OVERFLOW);
-		fee_vat = fee;
-		TRY(q_mul(&fee_vat, vat->rate_e4, PRICE_MAX_PPM), PRICE_E_OVERFLOW);
-		TRY(q_round(&fee, &out->order_fee) || q_round(&fee_vat, &out->order_fee_vat), PRICE_E_OVERFLOW);
+		/* the fee as shown, then its VAT on that shown amount */
+		TRY(q_round(&fee, &out->order_fee) || vat_of(out->order_fee, vat->rate_e4, &out->order_fee_vat),
+		    PRICE_E_OVERFLOW);
 		out->comp_total[PC_F_PLATFORM] += out->order_fee;
 		out->comp_total[PC_V_VAT] += out->order_fee_vat;
 		out->total += out->order_fee + out->order_fee_vat;

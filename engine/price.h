@@ -10,8 +10,10 @@
  * Arithmetic: every component is first computed as an EXACT rational
  * (numerator/denominator in __int128, reduced by gcd) in destination minor
  * units -- FX conversions, percentages and duty bases included -- and then
- * rounded half-up ONCE per line.  VAT is the VAT rate times the exact
- * (unrounded) sum of the other components.  The line total is the sum of
+ * rounded half-up ONCE per line.  VAT is the VAT rate times the line's
+ * taxable amount AS SHOWN (the sum of its rounded components), rounded
+ * half-up once, so every invoice reconciles: shown base x rate = VAT shown
+ * (DESIGN.md section 6; the order's fixed fee likewise).  The line total is the sum of
  * its rounded components; the quote total is the sum of line totals plus the
  * order-level fixed fee (and its VAT), so the components always add up.
  * Any intermediate that would overflow __int128 fails with PRICE_E_OVERFLOW
@@ -61,6 +63,8 @@ struct price_line_in {
 
 struct price_order_in {
 	char destination[3];
+	char region[RD_MAX_REGION + 1]; /* VAT region of the delivery ("" = mainland) */
+	uint32_t date;            /* YYYYMMDD: rates in force on this day (required) */
 	int64_t fixed_fee_cents;  /* optional platform fee per order, EUR cents */
 	unsigned n_lines;
 	const struct price_line_in *lines;
@@ -78,7 +82,7 @@ enum price_err {
 	PRICE_E_NO_VAT,           /* no VAT rate for the destination */
 	PRICE_E_EXCISE_NOT_FOUND, /* the figure is NOT_FOUND in the references */
 	PRICE_E_NO_EXCISE_BAND,   /* no band of the destination covers category/ABV */
-	PRICE_E_NO_FREIGHT,       /* no tariff for origin/destination/box size */
+	PRICE_E_NO_FREIGHT,       /* no freight lane for origin/destination/box size */
 	PRICE_E_NO_FX,            /* no FX rate for a currency */
 	PRICE_E_OVERFLOW,
 	PRICE_E_COUNT_
@@ -89,6 +93,7 @@ extern const char *const price_err_codes[PRICE_E_COUNT_];
 struct price_line_out {
 	int64_t comp[PC_COUNT_];  /* destination minor units, each rounded half-up once */
 	int64_t total;
+	int64_t vat_base;         /* the taxable amount shown: sum of comp[] before V */
 	uint32_t boxes;           /* 0 when the incoterm delivers */
 	/* the figures used (pointers into the reference version) */
 	const struct rd_vat *vat;
@@ -106,6 +111,7 @@ struct price_quote {
 	int64_t comp_total[PC_COUNT_];    /* sum over lines, plus the fixed fee in F and V */
 	int64_t total;
 	const char *version, *effective_date;
+	uint32_t date;            /* the day priced (YYYYMMDD) */
 	unsigned err_line;        /* on error: the index of the failing line */
 };
 

@@ -96,6 +96,7 @@
 #include "engine/producer.h"
 #include "engine/quote.h"
 #include "engine/refdata.h"
+#include "engine/taxctx.h"
 #include "engine/wine.h"
 
 const char *const route_split_names[] = {NULL, "estate_atp_short", "multi_originator_policy"};
@@ -297,8 +298,9 @@ static void cand_add(struct quote *s, struct quote_line *ql, const struct offer 
 	memcpy(p->currency, o->currency, sizeof(p->currency));
 	snprintf(p->origin, sizeof(p->origin), "%s", origin);
 	/* compliance and landed cost: the whole line from this offer */
-	struct price_order_in in = {.n_lines = 1, .lines = p};
+	struct price_order_in in = {.n_lines = 1, .lines = p, .date = s->date};
 	memcpy(in.destination, s->dest, 3);
+	memcpy(in.region, s->region, sizeof(in.region));
 	ql->perr[i] = price_quote(s->rd, &in, &s->one);
 	rc->compliant = ql->perr[i] == PRICE_OK;
 	rc->cost = rc->compliant ? s->one.total : INT64_MAX;
@@ -555,12 +557,30 @@ int64_t quote_line_sums(const struct quote *q, unsigned i, int64_t *comp)
 	return total;
 }
 
+/* The days a rate is in force and the day it was applied for. */
+static void write_in_force(struct jw *w, uint32_t from, uint32_t to, uint32_t priced_on)
+{
+	char d[11];
+	rd_ymd_format(from, d);
+	if (from == RD_DATE_MIN)
+		jw_knull(w, "effective_from");
+	else
+		jw_kstr(w, "effective_from", d);
+	rd_ymd_format(to, d);
+	if (to >= RD_DATE_MAX)
+		jw_knull(w, "effective_to");
+	else
+		jw_kstr(w, "effective_to", d);
+	rd_ymd_format(priced_on, d);
+	jw_kstr(w, "priced_on", d);
+}
+
 void quote_write_line_tax(struct jw *w, const struct quote *q, unsigned i)
 {
 	const struct quote_line *ql = &q->l[i];
 	const struct price_line_out *o = &q->all.lines[ql->first];
 	int64_t comp[PC_COUNT_];
-	quote_line_sums(q, i, comp);
+	int64_t total = quote_line_sums(q, i, comp); /* over the line's sources: each reconciles on its own */
 	int minor = q->all.minor;
 	jw_arr_begin(w);
 	if (o->excise) {
@@ -568,6 +588,14 @@ void quote_write_line_tax(struct jw *w, const struct quote *q, unsigned i)
 		jw_kstr(w, "tax", "excise");
 		jw_kstr(w, "category", rd_category_names[o->excise->category]);
 		jw_kstr(w, "excise_tax_category", rd_category_codes[o->excise->category]);
+		jw_kstr(w, "hs_tariff_code", refdata_hs_code(o->excise->category, ql->w->volume_ul));
+		/* the first source's shipping location: its stock's duty status (tax-context's map) */
+		const char *lid = ql->plan.n ? ql->location[ql->plan.a[0].cand] : NULL;
+		const struct location *loc = lid ? location_get(q->sh, lid, strlen(lid)) : NULL;
+		if (loc && loc->type < LOC_N_TYPE)
+			jw_kstr(w, "origin_duty_status", taxctx_duty_by_type[loc->type]);
+		else
+			jw_knull(w, "origin_duty_status");
 		jw_key(w, "rate");
 		jw_fixed(w, o->excise->rate_e4, RD_RATE_SCALE);
 		jw_kstr(w, "rate_currency", o->excise->currency);
@@ -580,6 +608,7 @@ void quote_write_line_tax(struct jw *w, const struct quote *q, unsigned i)
 		quote_write_money(w, "amount", comp[PC_E_EXCISE], minor);
 		jw_kstr(w, "source", o->excise->m.source);
 		jw_kstr(w, "as_of", o->excise->m.as_of);
+		write_in_force(w, o->excise->from, o->excise->to, q->all.date);
 		jw_kstr(w, "reference_version", q->all.version);
 		jw_kstr(w, "effective_date", q->all.effective_date);
 		jw_obj_end(w);
@@ -591,9 +620,19 @@ void quote_write_line_tax(struct jw *w, const struct quote *q, unsigned i)
 		jw_fixed(w, o->vat->rate_e4, RD_VAT_SCALE);
 		jw_kstr(w, "basis", "percent");
 		jw_kstr(w, "applies_to", "P_B2B+R_Recruiter+M_Curator+F_Platform+C_Freight+E_Excise");
+		quote_write_money(w, "taxable_amount", total - comp[PC_V_VAT], minor);
 		quote_write_money(w, "amount", comp[PC_V_VAT], minor);
+		jw_kstr(w, "product", rd_vat_product_names[o->vat->product]);
+		if (o->vat->region[0])
+			jw_kstr(w, "region", o->vat->region);
+		else
+			jw_knull(w, "region");
+		jw_kstr(w, "region_basis", q->postal_given == 1   ? "delivery_postal_code"
+					   : q->postal_given == 2 ? "mainland_postal_code_not_recognised"
+								  : "mainland_without_postal_code");
 		jw_kstr(w, "source", o->vat->m.source);
 		jw_kstr(w, "as_of", o->vat->m.as_of);
+		write_in_force(w, o->vat->from, o->vat->to, q->all.date);
 		jw_kstr(w, "reference_version", q->all.version);
 		jw_kstr(w, "effective_date", q->all.effective_date);
 		jw_obj_end(w);
@@ -900,10 +939,56 @@ static int check_caps(struct api_ctx *c, const struct quote *s)
 	return 0;
 }
 
-/* Gather candidates and route every line: 0, or -1 with the 422 written. */
+/* One refusal per (line, candidate the engine could not price): its stable
+ * code (price_err_codes[]: excise_rate_not_found, excise_band_not_found,
+ * vat_rate_not_found, freight_lane_not_found, fx_rate_not_found, ...) and
+ * what it concerns, so a partner sees WHY a route is refused. */
+static void write_refusals(struct jw *w, const struct quote *s, const uint8_t *line_err)
+{
+	jw_key(w, "refusals");
+	jw_arr_begin(w);
+	for (unsigned i = 0; i < s->n; i++) {
+		const struct quote_line *ql = &s->l[i];
+		if (line_err[i] != ROUTE_E_NOT_PRICEABLE)
+			continue;
+		for (unsigned k = 0; k < ql->ncand; k++) {
+			const struct route_cand *rc = &ql->cand[k];
+			if (!rc->permitted || rc->compliant)
+				continue;
+			const struct price_line_in *p = &ql->pin[k];
+			jw_obj_begin(w);
+			jw_kint(w, "line", i);
+			jw_kstr(w, "sku", ql->sku);
+			jw_kstr(w, "code", price_err_codes[ql->perr[k]]);
+			jw_kstr(w, "offer_id", rc->offer_id);
+			jw_kstr(w, "origin_country", p->origin);
+			jw_kstr(w, "destination_country", s->dest);
+			jw_kstr(w, "category", rd_category_names[ql->cat]);
+			jw_key(w, "abv");
+			if (p->abv <= RD_MAX_ABV)
+				jw_fixed(w, p->abv, 2);
+			else
+				jw_null(w);
+			jw_kint(w, "box_units", ql->box);
+			jw_kstr(w, "incoterm", price_incoterms[p->incoterm].name);
+			char d[11];
+			rd_ymd_format(s->date, d);
+			jw_kstr(w, "priced_on", d);
+			jw_obj_end(w);
+		}
+	}
+	jw_arr_end(w);
+}
+
+/* Gather candidates and route every line: 0, or -1 with the 422 written.
+ * A line no permitted candidate can be priced for is 422
+ * pricing_unavailable with, per line, errors[].rule = the first
+ * candidate's cause and refusals[] naming every candidate's cause. */
 static int route_all(struct api_ctx *c, struct quote *s)
 {
 	const char *first = NULL;
+	uint8_t line_err[QUOTE_MAX_LINES] = {0};
+	int unpriceable = 0;
 	for (unsigned i = 0; i < s->n; i++) {
 		struct quote_line *ql = &s->l[i];
 		const struct producer *pr = producer_get(c->sh, ql->w->producer_id, strlen(ql->w->producer_id));
@@ -915,7 +1000,20 @@ static int route_all(struct api_ctx *c, struct quote *s)
 			offer_wine_any(c->sh, ql->w->row.id, ql->w->row.id_len, cand_cb, arg);
 		}
 		enum route_err e = route_line(ql->cand, ql->ncand, ql->qty, &ql->plan);
-		if (e != ROUTE_OK) {
+		line_err[i] = (uint8_t)e;
+		if (e == ROUTE_E_NOT_PRICEABLE) {
+			unsigned k = 0;
+			while (k < ql->ncand && !(ql->cand[k].permitted && !ql->cand[k].compliant))
+				k++;
+			char f[64];
+			snprintf(f, sizeof(f), "lines[%u]", i);
+			api_field_error(c, f, price_err_codes[ql->perr[k]],
+					"line %u (sku %s) cannot be priced into %s: %s (offer %s from %s; see refusals[])", i,
+					ql->sku, s->dest, price_err_codes[ql->perr[k]], ql->cand[k].offer_id,
+					ql->pin[k].origin);
+			first = first ? first : route_err_codes[e];
+			unpriceable = 1;
+		} else if (e != ROUTE_OK) {
 			char f[64];
 			snprintf(f, sizeof(f), "lines[%u]", i);
 			api_field_error(c, f, route_err_codes[e], "line %u (sku %s) cannot be routed: %s", i, ql->sku,
@@ -923,9 +1021,58 @@ static int route_all(struct api_ctx *c, struct quote *s)
 			first = first ? first : route_err_codes[e];
 		}
 	}
-	if (first)
+	if (!first)
+		return 0;
+	if (!unpriceable) {
 		fail(c, first, "a line cannot be routed; see errors[]");
-	return first ? -1 : 0;
+		return -1;
+	}
+	buf_reset(&c->rs->body);
+	jw_init(&c->w, &c->rs->body);
+	c->rs->status = 422;
+	c->rs->content_type = PROBLEM_CONTENT_TYPE;
+	problem_begin(&c->w, 422, first, "Unprocessable Content",
+		      "a line cannot be routed or priced; see errors[] and refusals[]");
+	problem_fields(&c->w, c->errs, c->n_errs);
+	write_refusals(&c->w, s, line_err);
+	problem_end(&c->w);
+	return -1;
+}
+
+/* The delivery postal code: quote-calculate's `delivery_postal_code`, or
+ * an order's consumer.address.postal_code; NULL when neither is given. */
+static const char *postal_of(const struct json_value *b)
+{
+	const struct json_value *v = json_get(b, "delivery_postal_code");
+	if (!v) {
+		const struct json_value *cv = json_get(b, "consumer");
+		const struct json_value *av = cv && cv->type == JSON_OBJECT ? json_get(cv, "address") : NULL;
+		v = av && av->type == JSON_OBJECT ? json_get(av, "postal_code") : NULL;
+	}
+	return v && v->type == JSON_STRING && v->len >= 1 && v->len <= 16 ? v->u.str : NULL;
+}
+
+/* The VAT region of the delivery (refdata_region_of_postal): "" (mainland)
+ * without a postal code, or with one the destination's region table cannot
+ * read (the order module owns postal-code format; the breakdown says which,
+ * region_basis).  0, or -1 with the 422 written for a delivery_postal_code
+ * that is not a string of 1..16 bytes. */
+static int delivery_region(struct api_ctx *c, const struct json_value *b, struct quote *s)
+{
+	const struct json_value *v = json_get(b, "delivery_postal_code");
+	if (v && (v->type != JSON_STRING || v->len < 1 || v->len > 16)) {
+		api_field_error(c, "delivery_postal_code", "format", "a postal code of 1..16 characters");
+		fail(c, "validation_failed", "one or more fields are invalid; see errors[]");
+		return -1;
+	}
+	const char *pc = postal_of(b);
+	s->region[0] = 0;
+	if (!pc)
+		return 0;
+	const char *r = refdata_region_of_postal(s->dest, pc);
+	snprintf(s->region, sizeof(s->region), "%s", r ? r : "");
+	s->postal_given = r ? 1 : 2;
+	return 0;
 }
 
 struct quote *quote_compute(struct api_ctx *c, const struct json_value *b, int stock_backed)
@@ -944,8 +1091,9 @@ struct quote *quote_compute(struct api_ctx *c, const struct json_value *b, int s
 	s->caller = c;
 	s->rd = rd;
 	s->now_ms = (int64_t)wall_ms();
+	s->date = refdata_today();
 	s->stock_backed = (uint8_t)(stock_backed != 0);
-	if (parse(c, b, s) || check_caps(c, s) || route_all(c, s))
+	if (parse(c, b, s) || delivery_region(c, b, s) || check_caps(c, s) || route_all(c, s))
 		goto fail;
 
 	/* price every allocation at once */
@@ -959,9 +1107,10 @@ struct quote *quote_compute(struct api_ctx *c, const struct json_value *b, int s
 			nf++;
 		}
 	}
-	struct price_order_in in = {.n_lines = nf, .lines = s->flat,
+	struct price_order_in in = {.n_lines = nf, .lines = s->flat, .date = s->date,
 				    .fixed_fee_cents = (int64_t)s->sh->cfg.platform_fixed_fee_cents};
 	memcpy(in.destination, s->dest, 3);
+	memcpy(in.region, s->region, sizeof(in.region));
 	enum price_err pe = price_quote(rd, &in, &s->all);
 	if (pe != PRICE_OK) {
 		api_error(c, 422, price_err_codes[pe], "the quote cannot be priced from the reference data");

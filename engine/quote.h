@@ -138,6 +138,9 @@ struct quote {
 	char channel_id[ID_MAX_LEN];     /* "" when ch is NULL */
 	const char *estate;              /* the current wine's estate partner id or NULL */
 	int64_t now_ms;
+	uint32_t date;                   /* YYYYMMDD the rates are taken for (refdata_today) */
+	char region[RD_MAX_REGION + 1];  /* VAT region of the delivery postal code, "" = mainland */
+	uint8_t postal_given;            /* 0 none, 1 a postal code chose the region, 2 one the region table could not read */
 	uint8_t stock_backed;            /* ATP = the offer's sellable inventory levels (order capture) */
 	unsigned n;
 	struct quote_line l[QUOTE_MAX_LINES];

@@ -2,7 +2,8 @@
  * refadmin.c -- POST/GET /v1/admin/reference-data and the reference_data
  * table (see refadmin.h).  Decisions:
  *   - the body is {version, effective_date, files: {vat.tsv, excise.tsv,
- *     freight.tsv, fx.tsv}}: all four tables, each parsed by the loader
+ *     freight.tsv, fx.tsv, levies.tsv?}}: all four tables (levies.tsv is
+ *     optional: no levies without it), each parsed by the loader
  *     with the loader's bounds; the request is bounded by --max-body-kb and
  *     each file's text by the JSON string bound (64 KiB);
  *   - the whole version is validated BEFORE anything changes: 422
@@ -53,7 +54,7 @@ const struct table_ops refdata_table_ops = {
 
 /* ---- routes -------------------------------------------------------------- */
 
-static const enum rd_file upload_files[] = {RD_F_VAT, RD_F_EXCISE, RD_F_FREIGHT, RD_F_FX};
+static const enum rd_file upload_files[] = {RD_F_VAT, RD_F_EXCISE, RD_F_FREIGHT, RD_F_FX, RD_F_LEVIES};
 #define N_UPLOAD_FILES (sizeof(upload_files) / sizeof(upload_files[0]))
 
 static uint32_t rows_of(const struct refdata *rd, enum rd_file f)
@@ -63,6 +64,7 @@ static uint32_t rows_of(const struct refdata *rd, enum rd_file f)
 	case RD_F_EXCISE: return rd->n_excise;
 	case RD_F_FREIGHT: return rd->n_freight;
 	case RD_F_FX: return rd->n_fx;
+	case RD_F_LEVIES: return rd->n_levies;
 	default: return 0;
 	}
 }
@@ -146,7 +148,7 @@ static void refdata_post(struct api_ctx *c)
 	char at[32];
 	fmt_rfc3339_ms(at, wall_ms());
 
-	/* the row: version, date, upload time and caller, the four texts */
+	/* the row: version, date, upload time and caller, the texts (four, or five with levies.tsv) */
 	struct buf doc, ev;
 	buf_init(&doc, REC_MAX_VAL);
 	buf_init(&ev, 4096);
@@ -162,6 +164,8 @@ static void refdata_post(struct api_ctx *c)
 	const struct json_value *files = json_get(body, "files");
 	for (size_t i = 0; i < N_UPLOAD_FILES; i++) {
 		const struct json_value *v = json_get(files, rd_file_names[upload_files[i]]);
+		if (!v) /* levies.tsv is optional (refdata_from_json checked the rest) */
+			continue;
 		jw_key(&w, rd_file_names[upload_files[i]]);
 		jw_strn(&w, v->u.str, v->len);
 	}

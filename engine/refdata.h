@@ -39,7 +39,9 @@
 #define RD_MAX_FREIGHT_CENTS 10000000 /* EUR 100,000 per box */
 #define RD_FX_ONE 1000000       /* per_eur of EUR itself */
 
-enum rd_file { RD_F_VERSION, RD_F_VAT, RD_F_EXCISE, RD_F_FREIGHT, RD_F_FX, RD_F_COUNT_ };
+/* levies.tsv is OPTIONAL (a directory or upload without it has no levies);
+ * every other file is required. */
+enum rd_file { RD_F_VERSION, RD_F_VAT, RD_F_EXCISE, RD_F_FREIGHT, RD_F_FX, RD_F_LEVIES, RD_F_COUNT_ };
 /* File name of each kind ("vat.tsv", ...). */
 extern const char *const rd_file_names[RD_F_COUNT_];
 
@@ -60,9 +62,24 @@ struct rd_meta {
 	char as_of[11];                /* YYYY, YYYY-MM or YYYY-MM-DD */
 };
 
+/* Dates as YYYYMMDD integers (20260201), so that ranges compare as
+ * numbers.  A row is in force on day D when from <= D <= to (both
+ * inclusive); RD_DATE_MIN / RD_DATE_MAX stand for an open end ("-"). */
+#define RD_DATE_MIN 0u
+#define RD_DATE_MAX 99991231u
+
+/* VAT product dimension: a category's own row, else the country's default. */
+enum rd_vat_product { RD_VP_STILL = 0, RD_VP_SPARKLING, RD_VP_FORTIFIED, RD_VP_DEFAULT, RD_VP_COUNT_ };
+extern const char *const rd_vat_product_names[RD_VP_COUNT_];
+
+#define RD_MAX_REGION 7         /* bytes of a region code ("PT-30", "DE-BUS") */
+
 struct rd_vat {
 	char country[3];
+	char region[RD_MAX_REGION + 1]; /* "" = the whole country / mainland */
+	uint8_t product;               /* enum rd_vat_product */
 	int64_t rate_e4;
+	uint32_t from, to;             /* effective_from / effective_to, YYYYMMDD inclusive */
 	struct rd_meta m;
 };
 
@@ -74,6 +91,7 @@ struct rd_excise {
 	uint16_t abv_min, abv_max;     /* inclusive, hundredths of % */
 	int64_t rate_e4;               /* 0 when not_found */
 	char currency[4];
+	uint32_t from, to;             /* effective_from / effective_to, YYYYMMDD inclusive */
 	struct rd_meta m;
 };
 
@@ -90,6 +108,23 @@ struct rd_fx {
 	struct rd_meta m;
 };
 
+/* A packaging / environmental levy of a destination (levies.tsv): reported
+ * by the tax context, NOT charged by quotes (its base -- units, return
+ * share, container type -- is not modelled). */
+#define RD_MAX_LEVY_NAME 48
+enum rd_levy_basis { RD_LB_PER_UNIT, RD_LB_PER_HL_PRODUCT, RD_LB_COUNT_ };
+extern const char *const rd_levy_basis_names[RD_LB_COUNT_];
+struct rd_levy {
+	char country[3];
+	char name[RD_MAX_LEVY_NAME + 1];  /* [a-z0-9_] */
+	uint8_t basis;                    /* enum rd_levy_basis */
+	uint8_t not_found;
+	int64_t rate_e4;                  /* major units x 10^4 per basis unit; 0 when not_found */
+	char currency[4];
+	uint32_t from, to;
+	struct rd_meta m;
+};
+
 /* Where a version came from: the --data-ref-dir files at start-up, or an
  * operator upload (POST /v1/admin/reference-data, kept in the WAL). */
 enum rd_source { RD_SRC_FILES, RD_SRC_API };
@@ -101,11 +136,13 @@ struct refdata {
 	uint8_t source;                /* enum rd_source */
 	char loaded_at[32];            /* RFC 3339 of the upload; "" for files */
 	uint8_t have[RD_F_COUNT_];     /* file parsed */
-	uint32_t n_vat, n_excise, n_freight, n_fx;
+	uint8_t dated[RD_F_COUNT_];    /* the file uses the dated layout (data/README.md) */
+	uint32_t n_vat, n_excise, n_freight, n_fx, n_levies;
 	struct rd_vat vat[RD_MAX_ROWS];
 	struct rd_excise excise[RD_MAX_ROWS];
 	struct rd_freight freight[RD_MAX_ROWS];
 	struct rd_fx fx[RD_MAX_ROWS];
+	struct rd_levy levies[RD_MAX_ROWS];
 };
 
 /* A zeroed version (NULL on allocation failure); free with refdata_free. */
@@ -143,25 +180,90 @@ int refdata_from_json(const struct json_value *doc, struct refdata **out, char *
 
 /* ---- the process's current version (one shard per process) ---------- */
 const struct refdata *refdata_current(void);
-/* Install rd (owned from now on) and free the previous version.  The event
- * loop is single-threaded: no request holds a pointer across this call. */
+/* Install rd (owned from now on) and free the previous version; log a
+ * warning when it is already stale (refdata_is_stale).  The event loop is
+ * single-threaded: no request holds a pointer across this call. */
 void refdata_set_current(struct refdata *rd);
 
 /* ---- lookups (NULL / negative when absent) ---------------------------- */
+/* Any VAT row of the country (whatever its date, region or product): the
+ * destination is known to the reference data. */
 const struct rd_vat *refdata_vat(const struct refdata *rd, const char *country);
+/*
+ * The VAT row in force on `ymd` for a delivery to (country, region) of a
+ * wine of `category` (enum rd_category): the row for that category if one
+ * is in force, else the country's `default` row.  region "" = the whole
+ * country (mainland); a region is never answered by the mainland's rows
+ * (its rate differs or is outside EU VAT): no row -> NULL.
+ */
+const struct rd_vat *refdata_vat_at(const struct refdata *rd, const char *country, const char *region,
+				    int category, uint32_t ymd);
 enum rd_lookup { RD_FOUND = 0, RD_NO_ENTRY = -1, RD_NOT_PUBLISHED = -2 };
-/* The excise row for (country, category) whose band holds abv.  RD_FOUND
- * with *out; RD_NOT_PUBLISHED when the band is marked NOT_FOUND (*out set,
- * for its source note); RD_NO_ENTRY when no band covers the ABV. */
-int refdata_excise(const struct refdata *rd, const char *country, int category, uint32_t abv,
+/* The excise row for (country, category) in force on `ymd` whose band holds
+ * abv.  RD_FOUND with *out; RD_NOT_PUBLISHED when the band is marked
+ * NOT_FOUND (*out set, for its source note); RD_NO_ENTRY when no band in
+ * force covers the ABV. */
+int refdata_excise(const struct refdata *rd, const char *country, int category, uint32_t abv, uint32_t ymd,
 		   const struct rd_excise **out);
+/* 1 if the country has any excise row in force on ymd for the category. */
+int refdata_excise_category_known(const struct refdata *rd, const char *country, int category, uint32_t ymd);
+/* The freight row of a lane: the lane's own row, else the row of its
+ * (origin zone, destination zone) (refdata_freight_zone); NULL if neither. */
 const struct rd_freight *refdata_freight(const struct refdata *rd, const char *origin,
 					 const char *destination, unsigned box_units);
+/* The SAMPLE tariff's freight zone of a country ("Z1".."Z4"), or NULL. */
+const char *refdata_freight_zone(const char *country);
 /* Units per EUR x 10^6 of a currency (RD_FX_ONE for EUR), or -1. */
 int64_t refdata_fx(const struct refdata *rd, const char *currency, const struct rd_fx **row);
 /* 1 if the country is an EU member state (at the version's effective date). */
 int refdata_is_eu(const char *country);
 /* The currency consumers in `country` are charged in, or NULL if unknown. */
 const char *refdata_country_currency(const char *country);
+
+/* ---- dates and regions ------------------------------------------------- */
+/* "YYYY-MM-DD" -> YYYYMMDD, or 0 when not a valid calendar date. */
+uint32_t rd_ymd_parse(const char *p, size_t n);
+/* YYYYMMDD -> "YYYY-MM-DD" (out holds 11 bytes); "-" for an open end. */
+void rd_ymd_format(uint32_t ymd, char out[11]);
+/*
+ * Today's date (UTC) as YYYYMMDD: the day rates are looked up for.  In a
+ * test build (-DWM_TESTING) only, the file named by WM_TEST_DATE_FILE, when
+ * set and holding "YYYY-MM-DD", overrides the clock (read on every call, so
+ * a test moves a running shard's day by rewriting the file).
+ */
+uint32_t refdata_today(void);
+/* The newest effective_from / as_of date of any VAT or excise row, YYYYMMDD
+ * (an as_of of YYYY or YYYY-MM counts as its first day). */
+uint32_t refdata_newest(const struct refdata *rd);
+/*
+ * The VAT region of a delivery postal code in `country` (fixed table in
+ * refdata.c: PT Madeira/Azores, ES Canarias/Ceuta/Melilla, DE Buesingen/
+ * Heligoland): the region code, or "" for the mainland (also for a postal
+ * code the table does not name).  NULL when the postal code is malformed
+ * for a country the table covers (digits expected).
+ */
+const char *refdata_region_of_postal(const char *country, const char *postal);
+
+/* HS 2022 subheading (WCO heading 22.04; EU CN chapter 22) of a wine of
+ * `category` in a container of volume_ul: 220410 sparkling; other wine
+ * (still, fortified/liqueur) 220421 <= 2 l, 220422 <= 10 l, else 220429. */
+const char *refdata_hs_code(int category, int64_t volume_ul);
+
+/* ---- staleness ----------------------------------------------------------- */
+#define RD_DEFAULT_MAX_AGE_DAYS 365   /* --ref-max-age-days default */
+#define RD_MAX_MAX_AGE_DAYS 3650
+/* The configured age (days, 1..RD_MAX_MAX_AGE_DAYS) past which the newest
+ * VAT/excise figure makes the version stale. */
+void refdata_set_max_age_days(uint32_t days);
+/* Whole days from the version's newest figure (refdata_newest) to `today`
+ * (YYYYMMDD); negative when the newest figure is in the future. */
+int64_t refdata_age_days(const struct refdata *rd, uint32_t today);
+/* 1 when refdata_age_days(rd, today) > the configured maximum. */
+int refdata_is_stale(const struct refdata *rd, uint32_t today);
+/* Prometheus gauges of the current version (for /metrics):
+ * wm_reference_data_age_days, wm_reference_data_max_age_days,
+ * wm_reference_data_stale (0/1). */
+struct buf;
+void refdata_metrics(struct buf *out);
 
 #endif

@@ -130,6 +130,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "wm-shard: reference data in %s: %s\n", cfg.data_ref_dir, err);
 		return 1;
 	}
+	refdata_set_max_age_days((uint32_t)cfg.ref_max_age_days);
 	refdata_set_current(rd);
 	if (shard_open(&sh, &cfg, err, sizeof(err))) {
 		log_error("msg=\"cannot start\" error=\"%s\"", err);

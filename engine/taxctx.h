@@ -12,4 +12,9 @@
 
 extern const struct route taxctx_routes[];
 
+/* Spec 2.6 duty_status of stock shipped from a location of each enum
+ * loc_type (engine/location.h): BONDED_WAREHOUSE EXCISE_SUSPENDED,
+ * IN_TRANSIT_CONTAINER PRE_ARRIVAL, every other type DUTY_PAID. */
+extern const char *const taxctx_duty_by_type[];
+
 #endif

@@ -36,7 +36,7 @@ static struct price_line_in line(const char *origin, const char *cur, int64_t p,
 static enum price_err quote1(const struct refdata *rd, const char *dest, const struct price_line_in *l,
 			     struct price_quote *q)
 {
-	struct price_order_in in = {.n_lines = 1, .lines = l};
+	struct price_order_in in = {.date = 20251101, .n_lines = 1, .lines = l};
 	snprintf(in.destination, sizeof(in.destination), "%s", dest);
 	return price_quote(rd, &in, q);
 }
@@ -49,8 +49,8 @@ static void expect(const struct price_quote *q, const char *cur, const int64_t w
 			     (long long)q->lines[0].comp[c], (long long)want[c]);
 	cr_assert_eq(q->lines[0].total, total);
 	cr_assert_eq(q->total, total);
-	cr_assert_str_eq(q->version, "2025-11-01.1");
-	cr_assert_str_eq(q->effective_date, "2025-11-01");
+	cr_assert_str_eq(q->version, "2026-11-25.1");
+	cr_assert_str_eq(q->effective_date, "2026-11-25");
 }
 
 /*
@@ -83,9 +83,10 @@ WM_TEST(price, still_fr_to_de)
  * Sparkling IT -> FR, 6 x 0.75 l at 12 %, box of 6, EXW, P_B2B 8.35, platform 3 %.
  *   P = 6 x 8.35 = 50.10;  F = 3 % x 50.10 = 1.503 -> 1.50
  *   C = 1 box x 48.00 (IT-FR 6, sample tariff)
- *   E = FR sparkling 9.85 EUR/hl (fgvb.fr, 2023) x 4.5 l = 0.045 hl -> 0.44325 -> 0.44
- *   V = 20 % x (50.10 + 1.503 + 48.00 + 0.44325 = 100.04625) = 20.00925 -> 20.01
- *   total = 50.10 + 1.50 + 48.00 + 0.44 + 20.01 = 120.05 EUR
+ *   E = FR sparkling 10.20 EUR/hl (2025 row, in force 2025-01-01..2025-12-31; vinetur.com) x 4.5 l
+ *       = 0.045 hl -> 0.459 -> 0.46
+ *   V = 20 % x the base shown (50.10 + 1.50 + 48.00 + 0.46 = 100.06) = 20.012 -> 20.01
+ *   total = 50.10 + 1.50 + 48.00 + 0.46 + 20.01 = 120.07 EUR (priced on 2025-11-01)
  */
 WM_TEST(price, sparkling_it_to_fr)
 {
@@ -94,8 +95,8 @@ WM_TEST(price, sparkling_it_to_fr)
 	l.platform_ppm = 30000;
 	struct price_quote q;
 	cr_assert_eq(quote1(rd, "FR", &l, &q), PRICE_OK);
-	expect(&q, "EUR", (int64_t[]){5010, 0, 0, 150, 4800, 44, 2001}, 12005);
-	cr_assert_eq(q.lines[0].excise->rate_e4, 98500);
+	expect(&q, "EUR", (int64_t[]){5010, 0, 0, 150, 4800, 46, 2001}, 12007);
+	cr_assert_eq(q.lines[0].excise->rate_e4, 102000);
 	refdata_free(rd);
 }
 
@@ -106,8 +107,9 @@ WM_TEST(price, sparkling_it_to_fr)
  *   C = 69.00 EUR (PT-GB 6) x 0.865 = 59.685 -> 59.69 (half-up)
  *   E = UK 8.5-22 % band 29.54 GBP per l pure alcohol (gov.uk, from 1 Feb 2025)
  *       x (4.5 l x 20 % = 0.9 lpa) = 26.586 -> 26.59
- *   V = 20 % x (77.85 + 59.685 + 26.586 = 164.121) = 32.8242 -> 32.82
- *   total = 77.85 + 59.69 + 26.59 + 32.82 = 196.95 GBP
+ *   V = 20 % x the base shown (77.85 + 59.69 + 26.59 = 164.13) = 32.826 -> 32.83
+ *       (before the fix: 20 % of the unrounded 164.121 = 32.82, one penny off the invoice)
+ *   total = 77.85 + 59.69 + 26.59 + 32.83 = 196.96 GBP
  */
 WM_TEST(price, fortified_pt_to_uk_pure_alcohol_band)
 {
@@ -115,7 +117,7 @@ WM_TEST(price, fortified_pt_to_uk_pure_alcohol_band)
 	struct price_line_in l = line("PT", "EUR", 1500, 0, 6, 6, RD_CAT_FORTIFIED, 2000, 750000);
 	struct price_quote q;
 	cr_assert_eq(quote1(rd, "GB", &l, &q), PRICE_OK);
-	expect(&q, "GBP", (int64_t[]){7785, 0, 0, 0, 5969, 2659, 3282}, 19695);
+	expect(&q, "GBP", (int64_t[]){7785, 0, 0, 0, 5969, 2659, 3283}, 19696);
 	cr_assert_eq(q.lines[0].excise->basis, RD_B_PER_L_PURE_ALCOHOL);
 	refdata_free(rd);
 }
@@ -126,7 +128,7 @@ WM_TEST(price, fortified_pt_to_uk_pure_alcohol_band)
  *   P = 108.00 EUR x 11.7 = 1263.60 NOK
  *   C = 159.00 EUR (ES-NO 12) x 11.7 = 1860.30 NOK
  *   E = NOK 5.29 per litre per % vol (skatteetaten.no) x 9 l x 12.5 = 595.125 -> 595.13
- *   V = 25 % x (1263.60 + 1860.30 + 595.125 = 3719.025) = 929.75625 -> 929.76
+ *   V = 25 % x the base shown (1263.60 + 1860.30 + 595.13 = 3719.03) = 929.7575 -> 929.76
  *   total = 1263.60 + 1860.30 + 595.13 + 929.76 = 4648.79 NOK
  * (NO packaging fee: amount NOT FOUND in the references, not charged.)
  */
@@ -146,9 +148,10 @@ WM_TEST(price, still_es_to_no_per_litre_per_pct_vol)
  *   P = 120.00 GBP / 0.865 x 0.93 = 12000 x 186 / 173 cents = 12901.734... -> 129.02 CHF
  *   C = 59.00 EUR (FR-CH 6) x 0.93 = 54.87 CHF
  *   E = CH natural wine <= 18 % vol: CHF 0 (bazg.admin.ch)
- *   V = 8.1 % x (2232000/173 + 5487 = 3181251/173 cents) = 1489.487... cents -> 14.89
- *       (VAT on the ROUNDED sum 183.89 would give 14.895... -> 14.90: VAT is on the exact sum)
- *   total = 129.02 + 54.87 + 0 + 14.89 = 198.78 CHF
+ *   V = 8.1 % x the base shown (129.02 + 54.87 + 0 = 183.89) = 14.89509 -> 14.90
+ *       (the invoice reconciles: 8.1 % of the shown 183.89 is 14.90; VAT on the exact
+ *       unrounded sum 3181251/173 cents would give 14.89, one centime off)
+ *   total = 129.02 + 54.87 + 0 + 14.90 = 198.79 CHF
  */
 WM_TEST(price, gbp_offer_into_chf)
 {
@@ -156,14 +159,14 @@ WM_TEST(price, gbp_offer_into_chf)
 	struct price_line_in l = line("FR", "GBP", 2000, 0, 6, 6, RD_CAT_STILL, 1350, 750000);
 	struct price_quote q;
 	cr_assert_eq(quote1(rd, "CH", &l, &q), PRICE_OK);
-	expect(&q, "CHF", (int64_t[]){12902, 0, 0, 0, 5487, 0, 1489}, 19878);
+	expect(&q, "CHF", (int64_t[]){12902, 0, 0, 0, 5487, 0, 1490}, 19879);
 	refdata_free(rd);
 }
 
 /*
  * DAP leg IT -> NL: no freight.  6 x 0.75 l still at 13 %, P_B2B 10.00 EUR.
  *   E = NL wine > 8.5 % 95.69 EUR/hl (wijninfo.nl, 2024) x 0.045 hl = 4.30605 -> 4.31
- *   V = 21 % x (60.00 + 4.30605) = 13.5042705 -> 13.50;  total = 60.00 + 4.31 + 13.50 = 77.81
+ *   V = 21 % x the base shown (60.00 + 4.31 = 64.31) = 13.5051 -> 13.51;  total = 60.00 + 4.31 + 13.51 = 77.82
  * Plus a fixed platform fee of 1.99 EUR per order: its VAT 21 % = 0.4179 -> 0.42.
  */
 WM_TEST(price, dap_leg_has_no_freight_and_fixed_fee_is_order_level)
@@ -171,20 +174,22 @@ WM_TEST(price, dap_leg_has_no_freight_and_fixed_fee_is_order_level)
 	struct refdata *rd = load_repo();
 	struct price_line_in l = line("IT", "EUR", 1000, 0, 6, 6, RD_CAT_STILL, 1300, 750000);
 	l.incoterm = PRICE_INCO_DAP;
-	struct price_order_in in = {.destination = "NL", .fixed_fee_cents = 199, .n_lines = 1, .lines = &l};
+	struct price_order_in in = {.destination = "NL", .fixed_fee_cents = 199, .date = 20251101, .n_lines = 1, .lines = &l};
 	struct price_quote q;
 	cr_assert_eq(price_quote(rd, &in, &q), PRICE_OK);
 	cr_assert_eq(q.lines[0].comp[PC_C_FREIGHT], 0);
 	cr_assert_eq(q.lines[0].boxes, 0);
 	cr_assert_eq(q.lines[0].comp[PC_E_EXCISE], 431);
-	cr_assert_eq(q.lines[0].comp[PC_V_VAT], 1350);
-	cr_assert_eq(q.lines[0].total, 7781);
+	cr_assert_eq(q.lines[0].comp[PC_V_VAT], 1351);
+	cr_assert_eq(q.lines[0].total, 7782);
 	cr_assert_eq(q.order_fee, 199);
 	cr_assert_eq(q.order_fee_vat, 42);
-	cr_assert_eq(q.total, 7781 + 199 + 42);
-	/* the same leg EXW has no FR... IT-NL tariff: the explicit error */
+	cr_assert_eq(q.total, 7782 + 199 + 42);
+	/* the same leg EXW from a country outside the tariff's zones: the explicit error */
 	l.incoterm = PRICE_INCO_EXW;
+	memcpy(l.origin, "US", 3);
 	cr_assert_eq(price_quote(rd, &in, &q), PRICE_E_NO_FREIGHT);
+	cr_assert_str_eq(price_err_codes[PRICE_E_NO_FREIGHT], "freight_lane_not_found");
 	refdata_free(rd);
 }
 
@@ -192,10 +197,11 @@ WM_TEST(price, not_found_figures_are_explicit_errors)
 {
 	struct refdata *rd = load_repo();
 	struct price_quote q;
-	/* FR -> DE fortified: DE intermediate-product rate is NOT_FOUND in data/excise.tsv */
+	/* FR -> BE fortified (DAP): the BE intermediate-product rate is NOT_FOUND in data/excise.tsv */
 	struct price_line_in ok = line("FR", "EUR", 1000, 0, 6, 6, RD_CAT_STILL, 1300, 750000);
 	struct price_line_in l[2] = {ok, line("FR", "EUR", 1000, 0, 6, 6, RD_CAT_FORTIFIED, 1900, 750000)};
-	struct price_order_in in = {.destination = "DE", .n_lines = 2, .lines = l};
+	l[0].incoterm = l[1].incoterm = PRICE_INCO_DAP;
+	struct price_order_in in = {.destination = "BE", .date = 20251101, .n_lines = 2, .lines = l};
 	cr_assert_eq(price_quote(rd, &in, &q), PRICE_E_EXCISE_NOT_FOUND);
 	cr_assert_eq(q.err_line, 1);
 	cr_assert_str_eq(price_err_codes[PRICE_E_EXCISE_NOT_FOUND], "excise_rate_not_found");
@@ -218,7 +224,7 @@ WM_TEST(price, input_bounds_at_and_past_their_edges)
 	struct price_line_in base = line("ES", "EUR", PRICE_MAX_UNIT, PRICE_MAX_UNIT, PRICE_MAX_QTY, 6,
 					 RD_CAT_STILL, RD_MAX_ABV, PRICE_MAX_VOLUME_UL);
 	base.recruiter_ppm = base.platform_ppm = PRICE_MAX_PPM;
-	struct price_order_in in = {.destination = "NO", .fixed_fee_cents = PRICE_MAX_FIXED_FEE, .n_lines = 1,
+	struct price_order_in in = {.destination = "NO", .fixed_fee_cents = PRICE_MAX_FIXED_FEE, .date = 20251101, .n_lines = 1,
 				    .lines = &base};
 	cr_assert_eq(price_quote(rd, &in, &q), PRICE_OK); /* every bound at its edge: no overflow */
 	cr_assert_eq(q.lines[0].boxes, (PRICE_MAX_QTY + 5) / 6);
@@ -305,7 +311,7 @@ WM_TEST(price, property_components_sum_to_total)
 		unsigned lane = rnd(N_LANES), n = 1 + rnd(8);
 		for (unsigned i = 0; i < n; i++)
 			lines[i] = random_line(lane);
-		struct price_order_in in = {.fixed_fee_cents = rnd(2) ? rnd(500) : 0, .n_lines = n, .lines = lines};
+		struct price_order_in in = {.fixed_fee_cents = rnd(2) ? rnd(500) : 0, .date = 20251101, .n_lines = n, .lines = lines};
 		memcpy(in.destination, lanes[lane].d, 3);
 		cr_assert_eq(price_quote(rd, &in, q), PRICE_OK, "iter %d", iter);
 		int64_t total = 0, comp[PC_COUNT_] = {0};
@@ -354,7 +360,7 @@ WM_TEST(price, property_invariant_to_line_order)
 		}
 		for (unsigned i = 0; i < n; i++)
 			shuffled[i] = lines[perm[i]];
-		struct price_order_in in = {.fixed_fee_cents = 99, .n_lines = n, .lines = lines};
+		struct price_order_in in = {.fixed_fee_cents = 99, .date = 20251101, .n_lines = n, .lines = lines};
 		memcpy(in.destination, lanes[lane].d, 3);
 		cr_assert_eq(price_quote(rd, &in, a), PRICE_OK);
 		in.lines = shuffled;
@@ -380,7 +386,8 @@ static int64_t half_up(i128 n, i128 d)
 /*
  * Independent recomputation for EUR -> EUR lanes: every component's exact
  * value as a numerator over ONE common denominator D = 10^12 cents, each
- * rounded once; VAT on the exact sum of numerators.  Any hidden intermediate
+ * rounded once; VAT on the sum of the rounded components (the base shown,
+ * DESIGN.md 6).  Any hidden intermediate
  * rounding in the engine shows up as a one-cent difference over 5000 seeds.
  */
 WM_TEST(price, property_no_component_rounded_twice)
@@ -397,7 +404,7 @@ WM_TEST(price, property_no_component_rounded_twice)
 		struct price_line_in l = random_line(lane);
 		cr_assert_eq(quote1(rd, lanes[lane].d, &l, &q), PRICE_OK);
 		const struct rd_excise *e;
-		cr_assert_eq(refdata_excise(rd, lanes[lane].d, l.category, l.abv, &e), RD_FOUND);
+		cr_assert_eq(refdata_excise(rd, lanes[lane].d, l.category, l.abv, 20251101, &e), RD_FOUND);
 		cr_assert_eq(e->basis, RD_B_PER_HL_PRODUCT);
 		i128 n[PC_COUNT_] = {0};
 		i128 base = ((i128)l.p_b2b + l.margin) * l.qty;
@@ -411,16 +418,14 @@ WM_TEST(price, property_no_component_rounded_twice)
 		}
 		/* rate_e4 / 10^4 EUR per hl x 100 cents x vol_ul x qty / 10^8 ul per hl = ... / 10^10 */
 		n[PC_E_EXCISE] = (i128)e->rate_e4 * 100 * l.volume_ul * l.qty * (D / 1000000000000LL);
-		i128 sum = 0;
-		for (int c = 0; c < PC_V_VAT; c++)
-			sum += n[c];
 		int64_t want_total = 0;
 		for (int c = 0; c < PC_V_VAT; c++) {
 			int64_t w = half_up(n[c], D);
 			cr_assert_eq(q.lines[0].comp[c], w, "iter %d %s", iter, price_comp_names[c]);
 			want_total += w;
 		}
-		int64_t v = half_up(sum * refdata_vat(rd, lanes[lane].d)->rate_e4, D * 1000000);
+		/* VAT on the base as shown (the rounded components), rounded once */
+		int64_t v = half_up((i128)want_total * refdata_vat(rd, lanes[lane].d)->rate_e4, 1000000);
 		cr_assert_eq(q.lines[0].comp[PC_V_VAT], v, "iter %d VAT", iter);
 		cr_assert_eq(q.lines[0].total, want_total + v);
 	}

@@ -284,7 +284,7 @@ WM_TEST(quote, estate_covered_fr_to_de_equals_the_engine)
 
 	struct refdata *rd = load_repo();
 	struct price_line_in l = eng_line(1000, 455, 4);
-	struct price_order_in in = {.destination = "DE", .n_lines = 1, .lines = &l};
+	struct price_order_in in = {.destination = "DE", .date = 20251101, .n_lines = 1, .lines = &l};
 	struct price_quote *q = malloc(sizeof(*q));
 	cr_assert_eq(price_quote(rd, &in, q), PRICE_OK);
 	cr_assert_eq(cents(j, "total"), q->total);
@@ -307,8 +307,8 @@ WM_TEST(quote, estate_covered_fr_to_de_equals_the_engine)
 	json_t *vat = json_array_get(tb, 1);
 	cr_assert_str_eq(tc_jstr(vat, "tax"), "vat");
 	cr_assert_str_eq(tc_jstr(vat, "basis"), "percent");
-	cr_assert_str_eq(tc_jstr(vat, "reference_version"), "2025-11-01.1");
-	cr_assert_str_eq(tc_jstr(vat, "effective_date"), "2025-11-01");
+	cr_assert_str_eq(tc_jstr(vat, "reference_version"), "2026-11-25.1");
+	cr_assert_str_eq(tc_jstr(vat, "effective_date"), "2026-11-25");
 	cr_assert_str_eq(tc_jstr(json_array_get(tb, 0), "basis"), "per_hl_product");
 
 	/* settlement: originator 40.00, seller 18.20, fulfiller 72.00 (the estate,
@@ -353,7 +353,7 @@ WM_TEST(quote, split_when_estate_atp_short)
 
 	struct refdata *rd = load_repo();
 	struct price_line_in l[2] = {eng_line(1000, 455, 5), eng_line(1100, 0, 7)};
-	struct price_order_in in = {.destination = "DE", .n_lines = 2, .lines = l};
+	struct price_order_in in = {.destination = "DE", .date = 20251101, .n_lines = 2, .lines = l};
 	struct price_quote *q = malloc(sizeof(*q));
 	cr_assert_eq(price_quote(rd, &in, q), PRICE_OK);
 	cr_assert_eq(q->total, 35847);
@@ -435,7 +435,7 @@ WM_TEST(quote, platform_fee_is_configured)
 	struct refdata *rd = load_repo();
 	struct price_line_in l = eng_line(1000, 455, 4);
 	l.platform_ppm = 0;
-	struct price_order_in in = {.destination = "DE", .n_lines = 1, .lines = &l, .fixed_fee_cents = 250};
+	struct price_order_in in = {.destination = "DE", .date = 20251101, .n_lines = 1, .lines = &l, .fixed_fee_cents = 250};
 	struct price_quote *q = malloc(sizeof(*q));
 	cr_assert_eq(price_quote(rd, &in, q), PRICE_OK);
 	cr_assert_eq(cents(json_object_get(j, "components"), "F_Platform"), 250);

@@ -166,9 +166,10 @@ static long long comp_of(json_t *o, int k) { return cents(json_object_get(o, "co
  *   P = 6 x 8.35 = 50.10
  *   F = 5 % x 50.10 = 2.505 -> 2.51 (half-up)
  *   C = 1 box x 48.00 (freight.tsv IT-FR 6, sample tariff)
- *   E = FR sparkling 9.85 EUR/hl (excise.tsv, fgvb.fr 2023) x 0.045 hl = 0.44325 -> 0.44
- *   V = 20 % (vat.tsv FR) x (50.10 + 2.505 + 48.00 + 0.44325 = 101.04825) = 20.20965 -> 20.21
- *   total = 50.10 + 2.51 + 48.00 + 0.44 + 20.21 = 121.26 EUR
+ *   E = FR sparkling 10.38 EUR/hl (excise.tsv, in force from 2026-01-01, vinetur.com)
+ *       x 0.045 hl = 0.4671 -> 0.47
+ *   V = 20 % (vat.tsv FR) x the base shown (50.10 + 2.51 + 48.00 + 0.47 = 101.08) = 20.216 -> 20.22
+ *   total = 50.10 + 2.51 + 48.00 + 0.47 + 20.22 = 121.30 EUR
  */
 WM_TEST(quote_ref, sparkling_it_to_fr)
 {
@@ -181,13 +182,13 @@ WM_TEST(quote_ref, sparkling_it_to_fr)
 	snprintf(ln, sizeof(ln), "{\"sku\":\"%s\",\"qty\":6,\"box_units\":6}", w);
 	json_t *j = quote_to(&x, "FR", ln, 200);
 	cr_assert_str_eq(tc_jstr(j, "currency"), "EUR");
-	cr_assert_eq(check_sums(j), 12126, "%s", json_dumps(j, JSON_COMPACT));
+	cr_assert_eq(check_sums(j), 12130, "%s", json_dumps(j, JSON_COMPACT));
 	json_t *c = json_object_get(j, "components");
 	cr_assert_eq(cents(c, "P_B2B"), 5010);
 	cr_assert_eq(cents(c, "F_Platform"), 251);
 	cr_assert_eq(cents(c, "C_Freight"), 4800);
-	cr_assert_eq(cents(c, "E_Excise"), 44);
-	cr_assert_eq(cents(c, "V_VAT"), 2021);
+	cr_assert_eq(cents(c, "E_Excise"), 47);
+	cr_assert_eq(cents(c, "V_VAT"), 2022);
 	json_t *l0 = json_array_get(json_object_get(j, "lines"), 0);
 	cr_assert_str_eq(tc_jstr(l0, "excise_category"), "sparkling");
 	cr_assert_str_eq(tc_jstr(json_array_get(json_object_get(json_object_get(l0, "sourcing"), "source"), 0),
@@ -203,10 +204,10 @@ WM_TEST(quote_ref, sparkling_it_to_fr)
  *   P = 90.00 EUR x 0.865 = 77.85 GBP
  *   F = 5 % x 90.00 = 4.50 EUR x 0.865 = 3.8925 -> 3.89
  *   C = 69.00 EUR (freight.tsv PT-GB 6) x 0.865 = 59.685 -> 59.69
- *   E = GB fortified 8.50-22.00 % band 29.54 GBP per l pure alcohol (excise.tsv,
- *       gov.uk from 2025-02-01) x 4.5 l x 20 % = 0.9 lpa = 26.586 -> 26.59
- *   V = 20 % (vat.tsv GB) x (77.85 + 3.8925 + 59.685 + 26.586 = 168.0135) = 33.6027 -> 33.60
- *   total = 77.85 + 3.89 + 59.69 + 26.59 + 33.60 = 201.62 GBP
+ *   E = GB fortified 8.50-22.00 % band 30.62 GBP per l pure alcohol (excise.tsv,
+ *       from 2026-02-01) x 4.5 l x 20 % = 0.9 lpa = 27.558 -> 27.56
+ *   V = 20 % (vat.tsv GB) x the base shown (77.85 + 3.89 + 59.69 + 27.56 = 168.99) = 33.798 -> 33.80
+ *   total = 168.99 + 33.80 = 202.79 GBP
  */
 WM_TEST(quote_ref, fortified_pt_to_gb_pure_alcohol_band)
 {
@@ -219,20 +220,20 @@ WM_TEST(quote_ref, fortified_pt_to_gb_pure_alcohol_band)
 	snprintf(ln, sizeof(ln), "{\"sku\":\"%s\",\"qty\":6,\"box_units\":6}", w);
 	json_t *j = quote_to(&x, "GB", ln, 200);
 	cr_assert_str_eq(tc_jstr(j, "currency"), "GBP");
-	cr_assert_eq(check_sums(j), 20162, "%s", json_dumps(j, JSON_COMPACT));
+	cr_assert_eq(check_sums(j), 20279, "%s", json_dumps(j, JSON_COMPACT));
 	json_t *c = json_object_get(j, "components");
 	cr_assert_eq(cents(c, "P_B2B"), 7785);
 	cr_assert_eq(cents(c, "F_Platform"), 389);
 	cr_assert_eq(cents(c, "C_Freight"), 5969);
-	cr_assert_eq(cents(c, "E_Excise"), 2659);
-	cr_assert_eq(cents(c, "V_VAT"), 3360);
+	cr_assert_eq(cents(c, "E_Excise"), 2756);
+	cr_assert_eq(cents(c, "V_VAT"), 3380);
 	json_t *l0 = json_array_get(json_object_get(j, "lines"), 0);
 	cr_assert_str_eq(tc_jstr(l0, "excise_category"), "fortified");
 	json_t *ex = json_array_get(json_object_get(l0, "tax_breakdown"), 0);
 	cr_assert_str_eq(tc_jstr(ex, "basis"), "per_l_pure_alcohol");
 	json_decref(j);
-	/* the same port into DE: Zwischenerzeugnisse rate NOT_FOUND -> explicit 422 */
-	j = quote_to(&x, "DE", ln, 422);
+	/* the same port into BE: intermediate-product rate NOT_FOUND -> explicit 422 */
+	j = quote_to(&x, "BE", ln, 422);
 	cr_assert_not_null(tc_jstr(j, "code"));
 	json_decref(j);
 	wm_stop(&x.p);
@@ -547,10 +548,11 @@ static int64_t half_up(int64_t n, int64_t d) { return (n + d / 2) / d; }
  * (a) in integers from the data files' figures, each component rounded once
  *     from its exact value (EUR -> DE: F = X/20 exact, E = 1.02 EUR/unit for
  *     sparkling >= 6 % (136 EUR/hl x 0.0075 hl), 0 for still; VAT 19 % of the
- *     EXACT sum, i.e. 19 x (21 X + 20 (C + E)) / 2000 with X = qty x P_B2B);
+ *     base AS SHOWN, i.e. 19 x (X + F + C + E) / 100 with X = qty x P_B2B and
+ *     F already rounded -- DESIGN.md 6: the invoice reconciles);
  * (b) price_quote() over that single leg.
- * A component rounded twice (e.g. VAT on the rounded F) is off by a cent
- * somewhere in these quotes.
+ * A component rounded twice, or VAT taken on the unrounded F, is off by a
+ * cent somewhere in these quotes.
  */
 WM_TEST(quote_prop, no_component_rounded_twice)
 {
@@ -580,7 +582,7 @@ WM_TEST(quote_prop, no_component_rounded_twice)
 				int64_t C = boxes * pw_tariff[o][l[i].box == 12];
 				int64_t E = sparkling ? qty * 102 : 0;
 				int64_t F = half_up(X, 20);
-				int64_t V = half_up(19 * (21 * X + 20 * (C + E)), 2000);
+				int64_t V = half_up(19 * (X + F + C + E), 100);
 				odd_f += X % 20 != 0;
 				legs++;
 				cr_assert_eq(comp_of(e, PC_P_B2B), X);
@@ -603,7 +605,7 @@ WM_TEST(quote_prop, no_component_rounded_twice)
 							   .recruiter_ppm = QUOTE_RECRUITER_PPM,
 							   .platform_ppm = QUOTE_PLATFORM_FEE_PPM};
 				snprintf(pl.origin, sizeof(pl.origin), "%s", pw_country[o]);
-				struct price_order_in in = {.destination = "DE", .n_lines = 1, .lines = &pl};
+				struct price_order_in in = {.destination = "DE", .date = refdata_today(), .n_lines = 1, .lines = &pl};
 				cr_assert_eq(price_quote(x.rd, &in, q), PRICE_OK);
 				for (int k = 0; k < PC_COUNT_; k++)
 					cr_assert_eq(comp_of(e, k), q->lines[0].comp[k], "%s", price_comp_names[k]);

@@ -24,32 +24,40 @@ static struct refdata *load_repo(void)
 WM_TEST(refdata, repository_data_loads_with_published_figures)
 {
 	struct refdata *rd = load_repo();
-	cr_assert_str_eq(rd->version, "2025-11-01.1");
-	cr_assert_str_eq(rd->effective_date, "2025-11-01");
-	cr_assert_eq(rd->n_vat, 30); /* EU 27 + GB, NO, CH */
+	cr_assert_str_eq(rd->version, "2026-11-25.1");
+	cr_assert_str_eq(rd->effective_date, "2026-11-25");
+	cr_assert_eq(rd->n_vat, 36); /* EU 27 + GB, NO, CH default rows + PT by product and region */
+	for (const char *p = "AT BE BG CY CZ DE DK EE ES FI FR GR HR HU IE IT LT LU LV MT NL PL PT RO SE SI SK GB NO CH"; *p;
+	     p += p[2] ? 3 : 2) {
+		char cc[3] = {p[0], p[1], 0};
+		cr_assert_not_null(refdata_vat_at(rd, cc, "", RD_VP_DEFAULT, 20261125), "%s has no VAT today", cc);
+	}
 	cr_assert_eq(refdata_vat(rd, "DE")->rate_e4, 190000);
 	cr_assert_eq(refdata_vat(rd, "FI")->rate_e4, 255000);
 	cr_assert_eq(refdata_vat(rd, "CH")->rate_e4, 81000);
 	cr_assert_null(refdata_vat(rd, "US"));
 	const struct rd_excise *e;
-	cr_assert_eq(refdata_excise(rd, "DE", RD_CAT_SPARKLING, 1200, &e), RD_FOUND);
+	cr_assert_eq(refdata_excise(rd, "DE", RD_CAT_SPARKLING, 1200, 20251101, &e), RD_FOUND);
 	cr_assert_eq(e->rate_e4, 1360000);
-	cr_assert_eq(refdata_excise(rd, "DE", RD_CAT_SPARKLING, 599, &e), RD_FOUND); /* band edge */
+	cr_assert_eq(refdata_excise(rd, "DE", RD_CAT_SPARKLING, 599, 20251101, &e), RD_FOUND); /* band edge */
 	cr_assert_eq(e->rate_e4, 510000);
-	cr_assert_eq(refdata_excise(rd, "GB", RD_CAT_FORTIFIED, 2000, &e), RD_FOUND);
+	cr_assert_eq(refdata_excise(rd, "GB", RD_CAT_FORTIFIED, 2000, 20251101, &e), RD_FOUND);
 	cr_assert_eq(e->basis, RD_B_PER_L_PURE_ALCOHOL);
 	cr_assert_eq(e->rate_e4, 295400);
 	cr_assert_str_eq(e->currency, "GBP");
-	cr_assert_eq(refdata_excise(rd, "GB", RD_CAT_STILL, 849, &e), RD_FOUND);
+	cr_assert_eq(refdata_excise(rd, "GB", RD_CAT_STILL, 849, 20251101, &e), RD_FOUND);
 	cr_assert_eq(e->rate_e4, 256700);
-	cr_assert_eq(refdata_excise(rd, "GB", RD_CAT_STILL, 349, &e), RD_NO_ENTRY);
-	cr_assert_eq(refdata_excise(rd, "NO", RD_CAT_STILL, 1250, &e), RD_FOUND);
+	cr_assert_eq(refdata_excise(rd, "GB", RD_CAT_STILL, 349, 20251101, &e), RD_NO_ENTRY);
+	cr_assert_eq(refdata_excise(rd, "NO", RD_CAT_STILL, 1250, 20251101, &e), RD_FOUND);
 	cr_assert_eq(e->basis, RD_B_PER_L_PER_PCT_VOL);
 	cr_assert_eq(e->rate_e4, 52900);
-	cr_assert_eq(refdata_excise(rd, "FR", RD_CAT_FORTIFIED, 1900, &e), RD_NOT_PUBLISHED);
+	cr_assert_eq(refdata_excise(rd, "BE", RD_CAT_FORTIFIED, 1900, 20251101, &e), RD_NOT_PUBLISHED);
 	cr_assert_not_null(e);
 	cr_assert_eq(refdata_freight(rd, "FR", "DE", 12)->price_cents, 7200);
-	cr_assert_null(refdata_freight(rd, "DE", "FR", 12));
+	/* DE -> FR has no lane row: the SAMPLE zone row Z1 -> Z1 (72.00 for 12) */
+	cr_assert_eq(refdata_freight(rd, "DE", "FR", 12)->price_cents, 7200);
+	cr_assert_str_eq(refdata_freight(rd, "DE", "FR", 12)->origin, "Z1");
+	cr_assert_null(refdata_freight(rd, "US", "FR", 12));
 	cr_assert_eq(refdata_fx(rd, "EUR", NULL), RD_FX_ONE);
 	cr_assert_eq(refdata_fx(rd, "NOK", NULL), 11700000);
 	cr_assert_eq(refdata_fx(rd, "XYZ", NULL), -1);

@@ -149,18 +149,19 @@ WM_TEST(refreload, upload_switches_validates_and_survives_restarts)
 	wm_proc_init(&p);
 	cr_assert_eq(wm_start(&p, NULL, NULL), 0, "logs in %s", p.dir);
 	int port = p.port;
-	expect_active(port, "2025-11-01.1", "files", 19.0);
+	expect_active(port, "2026-11-25.1", "files", 19.0);
 
 	/* a malformed upload (DE row without source) is refused, naming file:line */
 	char *vat = read_data("vat.tsv");
 	char *bad_vat = strdup(vat);
-	replace(&bad_vat, "DE\t19\thttps://calculariva.app/en-PH/blog/tipos-de-iva-aplicables-en-2025-segun-los-paises-"
-			  "miembros-de-la-union-europea\t2025",
-		"DE\t21\t\t2025");
+	replace(&bad_vat, "DE\t-\tdefault\t19\thttps://calculariva.app/en-PH/blog/tipos-de-iva-aplicables-en-2025-segun-los-paises-"
+			  "miembros-de-la-union-europea (no 2026 standard-rate change: easytax.co/en/tax-mag/info/eu-new-vat-"
+			  "rates-from-2026-what-business-need-to-know)",
+		"DE\t-\tdefault\t21\t");
 	char *body = upload("2026-01-01.1", bad_vat);
 	json_t *j = call(port, "POST", "/v1/admin/reference-data", NULL, body, 422);
 	cr_assert_str_eq(jstr(j, "code"), "reference_data_invalid");
-	cr_assert(strstr(jstr(j, "detail"), "vat.tsv:12: every figure needs its source and as_of"), "%s",
+	cr_assert(strstr(jstr(j, "detail"), "vat.tsv:15: every figure needs its source and as_of"), "%s",
 		  jstr(j, "detail"));
 	json_t *e0 = json_array_get(json_object_get(j, "errors"), 0);
 	cr_assert_str_eq(jstr(e0, "field"), "files.vat.tsv");
@@ -175,18 +176,18 @@ WM_TEST(refreload, upload_switches_validates_and_survives_restarts)
 	free(body);
 	json_decref(call(port, "POST", "/v1/admin/reference-data", NULL,
 			 "{\"version\":\"x1\",\"effective_date\":\"2026-01-01\",\"files\":{\"version.txt\":\"\"}}", 422));
-	expect_active(port, "2025-11-01.1", "files", 19.0);
+	expect_active(port, "2026-11-25.1", "files", 19.0);
 	cr_assert_eq(count_events(port, "reference_data.loaded"), 0);
 
 	/* a partner key may not upload nor read */
 	char pkey[128];
 	partner_key(port, pkey);
-	replace(&vat, "DE\t19\t", "DE\t21\t");
+	replace(&vat, "DE\t-\tdefault\t19\t", "DE\t-\tdefault\t21\t");
 	body = upload("2026-01-01.1", vat);
 	j = call(port, "POST", "/v1/admin/reference-data", pkey, body, 403);
 	json_decref(j);
 	json_decref(call(port, "GET", "/v1/admin/reference-data", pkey, NULL, 403));
-	expect_active(port, "2025-11-01.1", "files", 19.0);
+	expect_active(port, "2026-11-25.1", "files", 19.0);
 
 	/* the operator uploads: active at once, one event */
 	j = call(port, "POST", "/v1/admin/reference-data", NULL, body, 200);
@@ -208,7 +209,7 @@ WM_TEST(refreload, upload_switches_validates_and_survives_restarts)
 	expect_active(port, "2026-01-01.1", "api", 21.0);
 
 	/* a second upload, then snapshot + restart: the newest one is kept */
-	replace(&vat, "DE\t21\t", "DE\t20.5\t");
+	replace(&vat, "DE\t-\tdefault\t21\t", "DE\t-\tdefault\t20.5\t");
 	body = upload("2026-02-01.1", vat);
 	json_decref(call(port, "POST", "/v1/admin/reference-data", NULL, body, 200));
 	free(body);

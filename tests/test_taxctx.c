@@ -57,12 +57,19 @@ WM_TEST(taxctx, routes_report_rates_bases_and_sources)
 	cr_assert_str_eq(json_string_value(json_object_get(sp, "basis")), "per_hl_product");
 	cr_assert_str_eq(json_string_value(json_object_get(sp, "excise_tax_category")), "W300");
 	cr_assert(strstr(json_string_value(json_object_get(sp, "source")), "zoll.de"));
+	/* intermediate products > 15 % vol: 153 EUR/hl (zoll.de, SchaumwZwStG s.30) */
 	json_t *fo = band(json_object_get(j, "excise"), "fortified", 19.0);
+	cr_assert_eq(json_number_value(json_object_get(fo, "rate")), 153.0);
+	cr_assert_str_eq(json_string_value(json_object_get(fo, "status")), "published");
+	json_decref(j);
+	/* BE intermediate products: no citable figure -> listed as not_found, rate null */
+	j = get(p.port, "/v1/tax-context?origin=FR&destination=BE", 200);
+	fo = band(json_object_get(j, "excise"), "fortified", 19.0);
 	cr_assert(json_is_null(json_object_get(fo, "rate")));
 	cr_assert_str_eq(json_string_value(json_object_get(fo, "status")), "not_found");
 	json_t *rv = json_object_get(j, "reference_data");
-	cr_assert_str_eq(json_string_value(json_object_get(rv, "version")), "2025-11-01.1");
-	cr_assert_str_eq(json_string_value(json_object_get(rv, "effective_date")), "2025-11-01");
+	cr_assert_str_eq(json_string_value(json_object_get(rv, "version")), "2026-11-25.1");
+	cr_assert_str_eq(json_string_value(json_object_get(rv, "effective_date")), "2026-11-25");
 	json_decref(j);
 
 	j = get(p.port, "/v1/tax-context?origin=PT&destination=GB", 200);
@@ -103,13 +110,13 @@ WM_TEST(taxctx, malformed_reference_data_refuses_start_with_file_line)
 	const char *src = getenv("WM_SRC_DIR");
 	char dir[600], cmd[4096], msg[2048] = "";
 	snprintf(dir, sizeof(dir), "%s/refbad", p.dir);
-	snprintf(cmd, sizeof(cmd), "mkdir -p %s && cp %s/data/*.t?? %s/ && printf 'DE\\t19\\t-\\t2025\\n' >> %s/vat.tsv",
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s && cp %s/data/*.t?? %s/ && printf 'DE\\t-\\tstill\\t19\\t-\\t2025\\t-\\t-\\n' >> %s/vat.tsv",
 		 dir, src ? src : ".", dir, dir);
 	cr_assert_eq(system(cmd), 0);
 	char arg[700];
 	snprintf(arg, sizeof(arg), "--data-ref-dir=%s", dir);
 	const char *const args[] = {arg, NULL};
 	cr_assert_neq(wm_start_expect_fail(&p, args, msg, sizeof(msg)), 0);
-	cr_assert(strstr(msg, "vat.tsv:34: every figure needs its source"), "%s", msg);
+	cr_assert(strstr(msg, "vat.tsv:43: every figure needs its source"), "%s", msg);
 	wm_proc_cleanup(&p);
 }

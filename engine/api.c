@@ -17,6 +17,7 @@
 
 #include "engine/audit.h"
 #include "engine/auth.h"
+#include "engine/etag.h"
 #include "engine/idem.h"
 #include "engine/log.h"
 
@@ -51,6 +52,11 @@ static int route_match(const char *pat, const char *path, uint32_t plen, struct 
 		return 0;
 	c->n_params = np;
 	return 1;
+}
+
+int api_route_bind(const char *pattern, const char *path, uint32_t plen, struct api_ctx *c)
+{
+	return route_match(pattern, path, plen, c);
 }
 
 static const struct route *route_find(struct api_ctx *c, int *path_known)
@@ -90,8 +96,8 @@ static int is_write(enum http_method m)
 
 /*
  * The request pipeline of a routed request: identity (key, scope, action,
- * rate) -> idempotency (writes) -> handler -> audit (reads).  Public routes
- * skip all of it.
+ * rate) -> idempotency (writes) -> If-Match (writes, etag.c) -> handler ->
+ * ETag (etag.c) -> audit (reads).  Public routes skip all of it.
  */
 static void api_run(struct api_ctx *c)
 {
@@ -101,14 +107,19 @@ static void api_run(struct api_ctx *c)
 		return;
 	}
 	if (auth_request(c) == 0) {
+		int ran = 1;
 		if (is_write(r->method) && !(r->flags & ROUTE_F_OWN_IDEM)) {
-			if (idem_begin(c) == 0) {
-				r->fn(c);
+			ran = idem_begin(c) == 0;
+			if (ran) {
+				if (etag_precondition(c) == 0)
+					r->fn(c);
 				idem_end(c);
 			}
 		} else {
 			r->fn(c);
 		}
+		if (ran)
+			etag_stamp(c); /* not on a replay: its body is the stored one */
 	}
 	if (c->who.authenticated && !is_write(r->method))
 		audit_read(c);
@@ -208,7 +219,7 @@ void api_validation_failed(struct api_ctx *c)
 
 int api_read_row(struct api_ctx *c)
 {
-	if (!c->route || is_write(c->route->method))
+	if (!c->route || is_write(c->route->method) || c->probe)
 		return 0;
 	if (auth_quota_left(c) < 1) {
 		auth_quota_refuse(c);

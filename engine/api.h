@@ -68,6 +68,7 @@ struct api_ctx {
 	int quota_refused;              /* the read was refused by the record quota */
 	char span_from[API_MAX_SPAN];   /* cursor the read started after ("" = start) */
 	char span_to[API_MAX_SPAN];     /* next_cursor it returned ("" = none) */
+	int probe;                      /* etag.c runs a GET only for its ETag: no quota */
 	/* per-field validation errors collected by a handler */
 	struct problem_field errs[API_MAX_FIELD_ERRORS];
 	char err_field[API_MAX_FIELD_ERRORS][64];
@@ -81,6 +82,10 @@ void api_handle(void *app, const struct srv_request *rq, struct srv_response *rs
 void api_done(void *app, const struct srv_request *rq, const struct srv_response *rs,
 	      uint64_t latency_us);
 
+
+/* Match path[0..plen) against a route pattern, filling c's path
+ * parameters; 1 on match (etag.c runs a route on a path it derives). */
+int api_route_bind(const char *pattern, const char *path, uint32_t plen, struct api_ctx *c);
 
 /* ---- responses --------------------------------------------------------- */
 void api_error(struct api_ctx *c, int status, const char *code, const char *detail);

@@ -104,6 +104,40 @@ static void walk(int port, const char *key, const char *get_path, const char *me
 	json_decref(j);
 }
 
+/*
+ * GET path as each of the three keys (NULL: the operator): a tag is shared
+ * exactly when the bytes are, so two role views never share a tag.  With
+ * must_differ, at least two of the views must differ (the walk would prove
+ * nothing otherwise).
+ */
+static void views(int port, const char *path, const char *const keys[3], int must_differ)
+{
+	char tags[3][128], *bodies[3];
+	for (int i = 0; i < 3; i++) {
+		char h[256] = "";
+		if (keys[i])
+			snprintf(h, sizeof(h), "Authorization: Bearer %s\r\n", keys[i]);
+		struct http_resp r;
+		cr_assert_eq(http_do(port, "GET", path, h[0] ? h : NULL, NULL, &r), 0);
+		cr_assert_eq(r.status, 200, "view %d of %s: %d", i, path, r.status);
+		cr_assert_geq(http_header(&r, "ETag", tags[i], sizeof(tags[i])), 0, "view %d has an ETag", i);
+		bodies[i] = r.body;
+		r.body = NULL;
+	}
+	int differ = 0;
+	for (int i = 0; i < 3; i++)
+		for (int k = i + 1; k < 3; k++) {
+			int same_body = !strcmp(bodies[i], bodies[k]);
+			differ += !same_body;
+			cr_assert_eq(same_body, !strcmp(tags[i], tags[k]), "%s views %d and %d: bodies %s, tags %s", path,
+				     i, k, same_body ? "equal" : "differ", strcmp(tags[i], tags[k]) ? "differ" : "equal");
+		}
+	if (must_differ)
+		cr_assert_gt(differ, 0, "%s: the views were expected to differ", path);
+	for (int i = 0; i < 3; i++)
+		free(bodies[i]);
+}
+
 WM_TEST(etag, partner_read_write_and_stale_if_match)
 {
 	struct wm_proc p;
@@ -206,6 +240,9 @@ WM_TEST(etag, offer_read_write_and_stale_if_match_as_its_seller)
 	snprintf(path, sizeof(path), "/v1/offers/%s", x.of_est);
 	walk(x.port, x.kest, path, "PATCH", path, "{\"qty_available\":7}", "{\"qty_available\":3}", "qty_available",
 	     "7");
+	/* the seller's, the operator's and a customer's views of one offer */
+	const char *keys[] = {x.kest, NULL, x.ksel};
+	views(x.port, path, keys, 0);
 	wm_proc_cleanup(&x.p);
 }
 
@@ -231,6 +268,9 @@ WM_TEST(etag, order_cancel_with_stale_if_match)
 	snprintf(status0, sizeof(status0), "%s", before);
 	json_decref(j);
 	assert_strong(t0, "order");
+	/* the seller's, the operator's and the fulfilling estate's views */
+	const char *keys[] = {x.ksel, NULL, x.kest};
+	views(x.port, path, keys, 1);
 	/* a tag the order never had: refused, the order is as it was */
 	cr_assert_eq(req(x.port, "POST", cpath, x.ksel, NEVER_TAG, NULL, NULL, t, &j), 412);
 	assert_412(j, "cancel with a never-seen tag");

@@ -18,6 +18,8 @@ recorded response to its operation (path template and method) and checks
     the Debian package python3-jsonschema; OpenAPI 3.1 schemas are 2020-12,
     $ref resolved against the document),
   - every header the declared response marks `required` is present,
+  - the document itself: every $ref resolves, every component schema is
+    valid JSON Schema 2020-12 (checked first),
   - every 4xx and 5xx is application/problem+json valid against Problem,
     and every response carries X-Request-Id -- these two also for responses
     whose request the harness did not build (raw-socket tests record
@@ -142,6 +144,34 @@ class Contract:
         if len(msg) > 240:
             msg = msg[:240] + "..."
         return "at %s: %s (schema %s)" % (where, msg, "/".join(str(p) for p in e.absolute_schema_path))
+
+
+def check_document(c):
+    """The document's own faults: a $ref that resolves to nothing, or a
+    schema that is not valid JSON Schema 2020-12.  A list of messages."""
+    out = []
+
+    def refs(o, where):
+        if isinstance(o, dict):
+            r = o.get("$ref")
+            if isinstance(r, str):
+                try:
+                    c.deref({"$ref": r})
+                except (KeyError, ValueError, TypeError):
+                    out.append("%s: $ref %s resolves to nothing" % (where, r))
+            for k, v in o.items():
+                refs(v, where + "/" + k)
+        elif isinstance(o, list):
+            for i, v in enumerate(o):
+                refs(v, "%s/%d" % (where, i))
+
+    refs(c.doc, "#")
+    for name, sch in c.doc.get("components", {}).get("schemas", {}).items():
+        try:
+            Draft202012Validator.check_schema(sch)
+        except jsonschema.exceptions.SchemaError as e:
+            out.append("components/schemas/%s is not valid JSON Schema 2020-12: %s" % (name, e.message))
+    return out
 
 
 def parse_head(head):
@@ -319,8 +349,16 @@ def self_test(c):
         if not check_one(c, r):
             print("contract self-test: FAIL: not reported: %s" % name)
             failed += 1
-    print("contract self-test: %d wrong responses reported, %d right ones passed, %d failures" %
-          (len(wrong), len(good), failed))
+    if check_document(c):
+        print("contract self-test: FAIL: the document itself has faults (run the check to see them)")
+        failed += 1
+    broken = Contract({"paths": {}, "components": {"schemas": {
+        "A": {"$ref": "#/components/schemas/Missing"}, "B": {"type": "no-such-type"}}}})
+    if len(check_document(broken)) != 2:
+        print("contract self-test: FAIL: a dangling $ref and an invalid schema were not both reported")
+        failed += 1
+    print("contract self-test: %d wrong responses reported, %d right ones passed, broken document reported, "
+          "%d failures" % (len(wrong), len(good), failed))
     return failed
 
 
@@ -337,6 +375,11 @@ def main(argv):
         return 2
     with open(argv[1], encoding="utf-8") as f:
         c = Contract(jload(f.read()))
+    doc_faults = check_document(c)
+    for m in doc_faults:
+        print("contract: DOCUMENT %s" % m)
+    if doc_faults:
+        return 1
     recs = load_records(argv[2])
     if not recs:
         print("contract: no responses recorded in %s: nothing was checked" % argv[2])

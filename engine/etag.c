@@ -243,6 +243,24 @@ static int member_matches(const char *m, size_t n, const char *tag)
 	return n == strlen(tag) && n >= 2 && m[0] == '"' && memcmp(m, tag, n) == 0;
 }
 
+int etag_list_matches(const char *v, size_t n, const char *tag)
+{
+	const char *p = v, *end = v + n;
+	while (p < end) {
+		const char *comma = memchr(p, ',', (size_t)(end - p));
+		const char *stop = comma ? comma : end;
+		const char *a = p, *b = stop;
+		while (a < b && (*a == ' ' || *a == '\t'))
+			a++;
+		while (b > a && (b[-1] == ' ' || b[-1] == '\t'))
+			b--;
+		if (member_matches(a, (size_t)(b - a), tag))
+			return 1;
+		p = comma ? comma + 1 : end;
+	}
+	return 0;
+}
+
 /* Does any element of any If-Match header match? 1 yes, 0 no, -1 no header. */
 static int if_match(const struct http_request *h, const char *tag)
 {
@@ -252,19 +270,8 @@ static int if_match(const struct http_request *h, const char *tag)
 		if (x->name_len != 8 || strncasecmp(x->name, "if-match", 8) != 0)
 			continue;
 		seen = 1;
-		const char *p = x->value, *end = x->value + x->value_len;
-		while (p < end) {
-			const char *comma = memchr(p, ',', (size_t)(end - p));
-			const char *stop = comma ? comma : end;
-			const char *a = p, *b = stop;
-			while (a < b && (*a == ' ' || *a == '\t'))
-				a++;
-			while (b > a && (b[-1] == ' ' || b[-1] == '\t'))
-				b--;
-			if (member_matches(a, (size_t)(b - a), tag))
-				return 1;
-			p = comma ? comma + 1 : end;
-		}
+		if (etag_list_matches(x->value, x->value_len, tag))
+			return 1;
 	}
 	return seen ? 0 : -1;
 }

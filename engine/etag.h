@@ -5,6 +5,8 @@
 #ifndef WM_ETAG_H
 #define WM_ETAG_H
 
+#include <stddef.h>
+
 struct api_ctx;
 
 /* "W/" never: our tags are strong.  Quoted, 32 hex digits: 34 bytes + NUL. */
@@ -28,5 +30,14 @@ int etag_precondition(struct api_ctx *c);
  * (media content: its sha256) keeps it.
  */
 void etag_stamp(struct api_ctx *c);
+
+/*
+ * The If-Match rule on one header value v[0..n) (untrusted bytes, not
+ * NUL-terminated): 1 when a comma-separated member, optional whitespace
+ * trimmed, is `*` or exactly the strong tag `tag` (NUL-terminated, quoted);
+ * else 0.  Weak (W/) and malformed members never match.  Reads only
+ * v[0..n).  Pure: fuzzed by tests/fuzz/fuzz_etag.c.
+ */
+int etag_list_matches(const char *v, size_t n, const char *tag);
 
 #endif

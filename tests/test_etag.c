@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/etag.h"
 #include "tests/api_client.h"
 #include "tests/order_world.h"
 #include "tests/wm_test.h"
@@ -292,4 +293,37 @@ WM_TEST(etag, order_cancel_with_stale_if_match)
 	assert_412(j, "cancel with the pre-cancel tag");
 	json_decref(j);
 	wm_proc_cleanup(&x.p);
+}
+
+/* The If-Match list rule alone (engine/etag.c etag_list_matches; fuzzed by
+ * tests/fuzz/fuzz_etag.c): strong comparison, `*`, lists, whitespace. */
+WM_TEST(etag, if_match_list_rule)
+{
+	static const char tag[] = "\"0123456789abcdef0123456789abcdef\"";
+	static const struct {
+		const char *v;
+		int want;
+	} cases[] = {
+	    {"\"0123456789abcdef0123456789abcdef\"", 1},
+	    {"*", 1},
+	    {" \t*\t ", 1},
+	    {"\"x\", \"0123456789abcdef0123456789abcdef\"", 1},
+	    {"\"x\",\t\"0123456789abcdef0123456789abcdef\"\t,", 1},
+	    {"W/\"0123456789abcdef0123456789abcdef\"", 0},        /* weak never matches */
+	    {"\"0123456789abcdef0123456789abcdef", 0},           /* unterminated */
+	    {"\"0123456789abcdef0123456789abcdef\"x", 0},         /* trailing byte */
+	    {"\"0123456789abcdef0123456789abcdeF\"", 0},          /* case matters */
+	    {"0123456789abcdef0123456789abcdef", 0},              /* unquoted */
+	    {"**", 0},
+	    {"", 0},
+	    {",,,", 0},
+	    {"\"\"", 0},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		cr_assert_eq(etag_list_matches(cases[i].v, strlen(cases[i].v), tag), cases[i].want, "case %zu: [%s]", i,
+			     cases[i].v);
+	/* only v[0..n) is read: a match just past n does not count */
+	const char *v = "\"x\",*";
+	cr_assert_eq(etag_list_matches(v, 4, tag), 0);
+	cr_assert_eq(etag_list_matches(v, 5, tag), 1);
 }

@@ -170,6 +170,25 @@ WM_TEST(openapi, every_operation_declares_the_edge_and_key_statuses)
 			cr_assert(has_header(doc, resp, "X-Request-Id", &req) && req, "%s %s %s: X-Request-Id",
 				  method_name(r->method), r->pattern, code);
 		}
+		/* a write to a resource that has its own GET route is conditional
+		 * (engine/etag.c): 412 and the If-Match parameter are declared */
+		size_t pl = strlen(r->pattern);
+		int get_too = 0;
+		for (const struct route *g = api_route_table(); g->pattern && !get_too; g++)
+			get_too = g->method == HTTP_M_GET && !strcmp(g->pattern, r->pattern);
+		if (r->method != HTTP_M_GET && get_too && pl && r->pattern[pl - 1] == '}') {
+			cr_assert_not_null(json_object_get(resps, "412"), "%s %s: 412", method_name(r->method),
+					   r->pattern);
+			int im = 0;
+			size_t i;
+			json_t *prm;
+			json_array_foreach(json_object_get(op, "parameters"), i, prm)
+			{
+				json_t *x = deref(doc, prm);
+				im |= !strcmp(json_string_value(json_object_get(x, "name")) ?: "", "If-Match");
+			}
+			cr_assert(im, "%s %s: If-Match parameter", method_name(r->method), r->pattern);
+		}
 		if (r->method == HTTP_M_GET && strchr(r->pattern, '{')) {
 			int req = 0;
 			cr_assert(has_header(doc, json_object_get(resps, "200"), "ETag", &req) && req,

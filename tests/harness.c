@@ -372,7 +372,7 @@ int http_do(int port, const char *method, const char *path, const char *headers,
 	if (fd < 0)
 		return -1;
 	size_t bl = body ? strlen(body) : 0;
-	size_t cap = 1024 + bl + (headers ? strlen(headers) : 0);
+	size_t cap = 1024 + strlen(method) + strlen(path) + bl + (headers ? strlen(headers) : 0);
 	char *req = malloc(cap);
 	/* The operator key unless the test names its own Authorization (or
 	 * says "Authorization: none" to send none). */

@@ -112,7 +112,7 @@ WM_TEST(openapi, scope_list_matches_the_scope_table)
 }
 
 /* ---- the statuses and headers every operation can answer (issue 21 item 9)
- * The edge answers 400/413/414/431/503 before any route runs, the key layer
+ * The edge answers 400/411/413/414/431/503 before any route runs, the key layer
  * 401/403/429 on every authenticated route, a full disk 507 on writes, and
  * engine/etag.c 412 on writes to a resource with a GET route: the document
  * must say so for every operation, not only for the ones a test happened to
@@ -148,7 +148,7 @@ WM_TEST(openapi, every_operation_declares_the_edge_and_key_statuses)
 		json_t *op = json_object_get(json_object_get(json_object_get(doc, "paths"), r->pattern),
 					     method_name(r->method));
 		json_t *resps = json_object_get(op, "responses");
-		static const char *const edge[] = {"400", "413", "414", "431", "503"};
+		static const char *const edge[] = {"400", "411", "413", "414", "431", "503"};
 		for (size_t i = 0; i < sizeof(edge) / sizeof(edge[0]); i++)
 			cr_assert_not_null(json_object_get(resps, edge[i]), "%s %s: %s not declared",
 					   method_name(r->method), r->pattern, edge[i]);

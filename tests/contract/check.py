@@ -297,7 +297,7 @@ def run(c, recs, quiet=False):
     if not quiet:
         for i, k in enumerate(KNOWN):
             print("contract: KNOWN %s: %d %s (%s)" % ("seen" if i in known_seen else
-                                                       "NOT SEEN any more: remove it from KNOWN",
+                                                       "not seen in this run (once a full run no longer shows it, remove it)",
                                                        k[0], k[1], k[3]))
         for i, key in enumerate(order):
             if i == MAX_PRINTED:

@@ -3,7 +3,7 @@
 declare_common.py -- add to api/openapi.json what every operation shares, so
 a new route cannot be documented without it (issue 21 item 9).
 
-Why: the edge (400/413/414/431/503), the key layer (401/403/429 with
+Why: the edge (400/411/413/414/431/503), the key layer (401/403/429 with
 Retry-After and the RateLimit headers), the disk (507 on writes), the
 conditional-write layer (412 and If-Match on writes to a resource with a
 GET route, ETag on resource reads) and the server (X-Request-Id on every
@@ -49,6 +49,7 @@ resp['TooManyRequests']=pr("The key is over its request rate (`rate_limited`) or
     collections.OrderedDict([("Retry-After",dict(H("Retry-After"))),("RateLimit",H("RateLimit")),("RateLimit-Policy",H("RateLimit-Policy"))]))
 resp['TooManyRequests']['headers']['Retry-After']={"$ref":"#/components/headers/Retry-After","required":True} if False else {"description":"Seconds to wait before retrying.","required":True,"schema":{"type":"integer","minimum":0}}
 resp['PayloadTooLarge']=pr("The body is over the edge's limit (`--max-body`, checked from `Content-Length` before the body is read: `payload_too_large`), or the JSON is over the parser's bounds (`json_too_large`).")
+resp['LengthRequired']=pr("The request carried `Transfer-Encoding` (chunked request bodies are not accepted): send `Content-Length` (`length_required`).")
 resp['UriTooLong']=pr("The request target is over the edge's limit (`uri_too_long`).")
 resp['HeadersTooLarge']=pr("The request head or the number of header fields is over the edge's limit (`headers_too_large`).")
 resp['PreconditionFailed']=pr("`If-Match` does not match the resource's current `ETag` (`precondition_failed`): it changed since it was read; nothing was written.")
@@ -96,7 +97,7 @@ for m,p in routes:
     has_idem=any(x.get('$ref','').endswith('/IdempotencyKey') for x in params)
     kind,tg=target(m,p) if write else (None,None)
     # statuses every operation can answer
-    add(resps,'400','BadRequest'); add(resps,'413','PayloadTooLarge'); add(resps,'414','UriTooLong')
+    add(resps,'400','BadRequest'); add(resps,'411','LengthRequired'); add(resps,'413','PayloadTooLarge'); add(resps,'414','UriTooLong')
     add(resps,'431','HeadersTooLarge'); add(resps,'503','ServiceUnavailable')
     if auth:
         add(resps,'401','Unauthorized'); add(resps,'403','Forbidden')

@@ -135,10 +135,10 @@ class Contract:
                 warnings.simplefilter("ignore", DeprecationWarning)
                 v = Draft202012Validator(schema, resolver=self.resolver)
             self.validators[key] = v
-        errs = sorted(v.iter_errors(instance), key=lambda e: list(e.absolute_path))
-        if not errs:
+        # best_match descends into anyOf/oneOf to the most relevant error
+        e = jsonschema.exceptions.best_match(v.iter_errors(instance))
+        if e is None:
             return None
-        e = errs[0]
         where = "/".join(str(p) for p in e.absolute_path) or "(root)"
         msg = e.message
         if len(msg) > 240:

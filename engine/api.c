@@ -94,6 +94,16 @@ static int is_write(enum http_method m)
 	return m == HTTP_M_POST || m == HTTP_M_PUT || m == HTTP_M_PATCH || m == HTTP_M_DELETE;
 }
 
+/* Close the read set before anything that reads for the engine's own sake
+ * (the audit); UINT64_MAX = unknown, resolved to the newest state. */
+static void api_take_reveals(struct api_ctx *c)
+{
+	if (c->reveals_taken)
+		return;
+	c->reveals_lsn = table_reads_end(UINT64_MAX);
+	c->reveals_taken = 1;
+}
+
 /*
  * The request pipeline of a routed request: identity (key, scope, action,
  * rate) -> idempotency (writes) -> If-Match (writes, etag.c) -> handler ->
@@ -121,6 +131,7 @@ static void api_run(struct api_ctx *c)
 		if (ran)
 			etag_stamp(c); /* not on a replay: its body is the stored one */
 	}
+	api_take_reveals(c);
 	if (c->who.authenticated && !is_write(r->method))
 		audit_read(c);
 }
@@ -136,6 +147,8 @@ void api_handle(void *app, const struct srv_request *rq, struct srv_response *rs
 	c.http = rq->http;
 	c.rs = rs;
 	jw_init(&c.w, &rs->body);
+	uint64_t state_before = sh->state_lsn;
+	table_reads_begin();
 	int known;
 	const struct route *r = route_find(&c, &known);
 	if (!r) {
@@ -159,7 +172,18 @@ void api_handle(void *app, const struct srv_request *rq, struct srv_response *rs
 		rs->status = 500;
 		rs->content_type = PROBLEM_CONTENT_TYPE;
 	}
-	rs->lsn = sh->state_lsn;
+	/*
+	 * The LSN the response waits for: what it reveals.  A request that
+	 * committed state depends on its own commit (the newest state); one
+	 * that only read depends on the rows it read (DESIGN.md section 3), so
+	 * a /healthz, a 401 or a read of old rows never waits for another
+	 * connection's fsync.
+	 */
+	api_take_reveals(&c);
+	if (sh->state_lsn != state_before || c.reveals_lsn == UINT64_MAX)
+		rs->lsn = sh->state_lsn;
+	else
+		rs->lsn = c.reveals_lsn;
 }
 
 void api_done(void *app, const struct srv_request *rq, const struct srv_response *rs,

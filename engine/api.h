@@ -68,6 +68,10 @@ struct api_ctx {
 	int quota_refused;              /* the read was refused by the record quota */
 	char span_from[API_MAX_SPAN];   /* cursor the read started after ("" = start) */
 	char span_to[API_MAX_SPAN];     /* next_cursor it returned ("" = none) */
+	/* what the response reveals (table.h's read set), taken before the
+	 * audit's own lookups; 0 = not yet taken */
+	uint64_t reveals_lsn;
+	int reveals_taken;
 	int probe;                      /* etag.c runs a GET only for its ETag: no quota */
 	/* per-field validation errors collected by a handler */
 	struct problem_field errs[API_MAX_FIELD_ERRORS];

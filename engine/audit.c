@@ -216,7 +216,7 @@ static void audit_trim(struct table *t)
 		if (!oidx_seek_ge(&t->by_order, NULL, 0, &it))
 			break;
 		const struct row *r = oidx_iter_val(&it);
-		if (table_del(t, r->id, r->id_len))
+		if (table_del(t, r->id, r->id_len, t->chg_lsn))
 			break; /* indexes disagree: never loop forever */
 	}
 }

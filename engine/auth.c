@@ -100,7 +100,7 @@ void auth_state_free(struct shard *sh)
 static void *rt_get(struct hidx *h, const char *id, size_t size)
 {
 	size_t len = strlen(id);
-	void *v = hidx_get(h, id, (uint32_t)len);
+	void *v = hidx_get_untracked(h, id, (uint32_t)len); /* memory only: reveals nothing durable */
 	if (v)
 		return v;
 	char *e = calloc(1, size);
@@ -271,9 +271,7 @@ int auth_request(struct api_ctx *c)
 			api_error(c, 403, "entity_suspended", "this partner is suspended; contact the platform operator");
 			return -1;
 		}
-		snprintf(d, sizeof(d), "the action %s is not open to this entity in its roles and status \"%s\"",
-			 action_defs[r->action].name,
-			 c->who.is_platform ? "platform" : partner_status_names[c->who.status]);
+		policy_explain((enum action)r->action, c->who.roles, c->who.status, d, sizeof(d));
 		api_error(c, 403, "action_not_allowed", d);
 		return -1;
 	}

@@ -44,6 +44,10 @@
  *    paused.
  *  - Events sales_channel.created/updated and curated_shop.created/updated
  *    carry the document and belong to the seller.
+ *  - `location_ids` is what the channel may sell from (spec 2.5): quotes
+ *    and orders through the channel take stock only at these locations
+ *    (quote.c), and channel_default_of() picks the channel a request of a
+ *    seller with exactly one open channel need not name.
  *
  * Both resources share one code path, driven by a `shelf_kind` table:
  * overlay the request on the current values (stored document, or
@@ -516,6 +520,37 @@ const struct shop *shop_on_channel(struct shard *sh, const char *channel_id)
 			return s;
 	}
 	return NULL;
+}
+
+enum channel_pick channel_default_of(struct shard *sh, const char *seller_id, const struct channel **out)
+{
+	*out = NULL;
+	size_t sl = strlen(seller_id);
+	if (sl + 1 > IDX_MAX_KEY)
+		return CHP_NONE;
+	uint8_t k[IDX_MAX_KEY];
+	memcpy(k, seller_id, sl);
+	k[sl] = 0;
+	uint32_t kl;
+	unsigned rows = 0, n_open = 0;
+	struct oidx_iter it;
+	for (int ok = oidx_seek_ge(&ext(&sh->tables[REC_T_CHANNEL])->by_seller, k, (uint32_t)sl + 1, &it); ok;
+	     ok = oidx_next(&it)) {
+		const uint8_t *key = oidx_iter_key(&it, &kl);
+		if (kl < sl + 1 || memcmp(key, k, sl + 1))
+			break;
+		if (++rows > CHANNEL_DEFAULT_SCAN)
+			return CHP_SEVERAL;
+		const struct channel *ch = oidx_iter_val(&it);
+		if (ch->s.status == SHELF_CLOSED)
+			continue;
+		if (++n_open > 1)
+			return CHP_SEVERAL;
+		*out = ch;
+	}
+	if (!rows)
+		return CHP_NONE;
+	return n_open ? CHP_ONE : CHP_NO_OPEN;
 }
 
 int channel_of_seller(struct shard *sh, const char *channel_id, const char *seller_id)

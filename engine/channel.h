@@ -72,6 +72,23 @@ int channel_of_seller(struct shard *sh, const char *channel_id, const char *sell
  * Walks the channel seller's shops (by-seller index), not the table. */
 const struct shop *shop_on_channel(struct shard *sh, const char *channel_id);
 
+/*
+ * The sales channel a quote or an order of `seller_id` goes through when
+ * the request names none (spec 2.5: availability is scoped by the
+ * channel's linked locations).  Walks the seller's channels (by-seller
+ * index, id order), at most CHANNEL_DEFAULT_SCAN rows:
+ *   CHP_NONE      the seller has no channel at all: nothing to scope by
+ *                 (a seller not yet configured sells unscoped);
+ *   CHP_ONE       exactly one channel that is not closed: *out (it may be
+ *                 paused; the caller decides);
+ *   CHP_NO_OPEN   channels exist, every one closed;
+ *   CHP_SEVERAL   two or more not closed, or more rows than the scan
+ *                 bound: the request must name its channel.
+ */
+#define CHANNEL_DEFAULT_SCAN 64
+enum channel_pick { CHP_NONE, CHP_ONE, CHP_NO_OPEN, CHP_SEVERAL };
+enum channel_pick channel_default_of(struct shard *sh, const char *seller_id, const struct channel **out);
+
 extern const struct route channel_routes[];
 
 #endif

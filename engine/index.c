@@ -89,6 +89,8 @@
 #include <string.h>
 #include <xxhash.h>
 
+uint64_t idx_probes;
+
 /* ======================================================================= */
 /* hidx                                                                    */
 /* ======================================================================= */
@@ -289,13 +291,19 @@ int hidx_set(struct hidx *h, const char *key, uint32_t key_len, void *val)
 }
 
 /* hidx_get: the value for key, or NULL (also for a bad key).  No allocation. */
-void *hidx_get(const struct hidx *h, const char *key, uint32_t key_len)
+void *hidx_get_untracked(const struct hidx *h, const char *key, uint32_t key_len)
 {
 	if (!hidx_key_ok(key, key_len))
 		return NULL;
 	int in_old;
 	const struct hidx_slot *at = hidx_find(h, hidx_hash(key, key_len), key, key_len, &in_old);
 	return at ? at->val : NULL;
+}
+
+void *hidx_get(const struct hidx *h, const char *key, uint32_t key_len)
+{
+	idx_probes++;
+	return hidx_get_untracked(h, key, key_len);
 }
 
 /* Remove the live slot `at` of the current array.  Leaves a tombstone
@@ -350,6 +358,7 @@ void *hidx_del(struct hidx *h, const char *key, uint32_t key_len)
  * must not be NULL; callers store rows, which never are. */
 void *hidx_next(const struct hidx *h, size_t *pos, const char **key, uint32_t *key_len)
 {
+	idx_probes++;
 	for (size_t i = *pos; i < h->cap + h->old_cap; i++) {
 		const struct hidx_slot *s = i < h->cap ? &h->slots[i] : &h->old[i - h->cap];
 		if (s->hash >= 2) {
@@ -740,6 +749,7 @@ int oidx_set(struct oidx *t, const void *key, uint32_t key_len, void *val)
 /* oidx_get: the value stored for key, or NULL.  O(log n), no allocation. */
 void *oidx_get(const struct oidx *t, const void *key, uint32_t key_len)
 {
+	idx_probes++;
 	if (!t->root || !oidx_key_ok(key, key_len))
 		return NULL;
 	struct oidx_leaf *l = descend(t, key, key_len);
@@ -893,6 +903,7 @@ void *oidx_del(struct oidx *t, const void *key, uint32_t key_len)
  * 1 if positioned, 0 if there is none (it->leaf is then NULL). */
 int oidx_seek_ge(const struct oidx *t, const void *key, uint32_t key_len, struct oidx_iter *it)
 {
+	idx_probes++;
 	it->leaf = NULL;
 	it->pos = 0;
 	if (!t->root)
@@ -918,6 +929,7 @@ int oidx_seek_ge(const struct oidx *t, const void *key, uint32_t key_len, struct
  * 1 if positioned, 0 if there is none. */
 int oidx_seek_le(const struct oidx *t, const void *key, uint32_t key_len, struct oidx_iter *it)
 {
+	idx_probes++;
 	it->leaf = NULL;
 	it->pos = 0;
 	if (!t->root)

@@ -27,6 +27,16 @@
 
 #define IDX_MAX_KEY 255u
 
+/*
+ * Lookups and walks since the process started (hidx_get, hidx_next,
+ * oidx_get, oidx_seek_ge/le each add one).  The engine compares it before
+ * and after a request to tell a response built only from rows it noted
+ * precisely (table.h: the read set) from one that walked or probed an
+ * index, whose dependencies are then unknown.  Single-threaded like the
+ * indexes themselves.
+ */
+extern uint64_t idx_probes;
+
 /* ---- hash index ------------------------------------------------------- */
 
 struct hidx_slot {
@@ -55,6 +65,10 @@ int hidx_put(struct hidx *h, const char *key, uint32_t key_len, void *val);
  * equal).  Returns 0 or -1. */
 int hidx_set(struct hidx *h, const char *key, uint32_t key_len, void *val);
 void *hidx_get(const struct hidx *h, const char *key, uint32_t key_len);
+/* hidx_get without counting a probe: for a caller that accounts for what it
+ * reads itself (table.h's read set notes the row's LSN; runtime maps such as
+ * rate-limit buckets hold nothing durable). */
+void *hidx_get_untracked(const struct hidx *h, const char *key, uint32_t key_len);
 /* Remove; returns the old value or NULL. */
 void *hidx_del(struct hidx *h, const char *key, uint32_t key_len);
 static inline size_t hidx_count(const struct hidx *h) { return h->count; }

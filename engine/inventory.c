@@ -374,8 +374,25 @@ int64_t inv_location_offer_atp(struct shard *sh, const char *location_id, const 
 	return sum;
 }
 
+/* Is the level at a location of the set (NULL: every location)? */
+static int level_in_set(const struct inv_level *l, const struct inv_loc_set *at)
+{
+	if (!at)
+		return 1;
+	for (unsigned i = 0; i < at->n; i++)
+		if (!strcmp(at->ids[i], l->location_id))
+			return 1;
+	return 0;
+}
+
 unsigned inv_offer_sellable(struct shard *sh, const char *offer_id, const struct inv_level **out, unsigned max,
 			    int64_t *atp_sum)
+{
+	return inv_offer_sellable_at(sh, offer_id, NULL, out, max, atp_sum);
+}
+
+unsigned inv_offer_sellable_at(struct shard *sh, const char *offer_id, const struct inv_loc_set *at,
+			       const struct inv_level **out, unsigned max, int64_t *atp_sum)
 {
 	uint8_t k[IDX_MAX_KEY];
 	unsigned n = 0;
@@ -392,7 +409,7 @@ unsigned inv_offer_sellable(struct shard *sh, const char *offer_id, const struct
 		if (kl < pl || memcmp(key, k, pl))
 			break;
 		const struct inv_level *l = oidx_iter_val(&it);
-		if (l->condition != IC_SELLABLE || inv_atp(l) <= 0)
+		if (l->condition != IC_SELLABLE || inv_atp(l) <= 0 || !level_in_set(l, at))
 			continue;
 		if (atp_sum)
 			*atp_sum += inv_atp(l); /* <= 1000 levels x 10^8: no overflow */

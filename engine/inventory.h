@@ -51,6 +51,17 @@ const struct inv_level *inv_offer_best_level(struct shard *sh, const char *offer
 unsigned inv_offer_sellable(struct shard *sh, const char *offer_id, const struct inv_level **out, unsigned max,
 			    int64_t *atp_sum);
 
+/* A set of stock locations: a sales channel's linked locations (spec 2.5).
+ * ids[0..n) are NUL-terminated; the caller owns them. */
+struct inv_loc_set {
+	unsigned n;
+	const char (*ids)[ID_MAX_LEN];
+};
+/* inv_offer_sellable restricted to levels at a location of `at` (NULL:
+ * every location, exactly inv_offer_sellable).  Same bound. */
+unsigned inv_offer_sellable_at(struct shard *sh, const char *offer_id, const struct inv_loc_set *at,
+			       const struct inv_level **out, unsigned max, int64_t *atp_sum);
+
 /* The least offer id strictly after `after` ("" = from the first) that has
  * a level (any condition) at the location: copied into out (ID_MAX_LEN
  * bytes), 1; or 0 when none.  Walks by_location (location NUL offer NUL id):

@@ -249,7 +249,7 @@ const struct api_key *key_lookup(struct shard *sh, const char *tok, size_t len)
 	if (sha256(tok, len, d))
 		return NULL;
 	const struct table *t = &sh->tables[REC_T_KEY];
-	const struct api_key *k = hidx_get(&ext(t)->by_digest, (const char *)d, 32);
+	const struct api_key *k = (const struct api_key *)table_find(t, &ext(t)->by_digest, (const char *)d, 32);
 	if (!k || CRYPTO_memcmp(k->digest, d, 32) != 0)
 		return NULL;
 	return k;

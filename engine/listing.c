@@ -29,8 +29,10 @@
  *    originator): otherwise 422 offer_id with the evaluator's code as the
  *    rule (`seller_not_named`, `seller_country_blocked`, `not_network_shareable`,
  *    ...).  The offer must be sellable (active, inside its window): 422
- *    offer_id `not_sellable`.  Unknown: 422 offer_id `exists`.  The same
- *    checks run again whenever a listing goes live (relist).
+ *    offer_id `not_sellable`.  Unknown, or an offer the caller may not see
+ *    (the offer read-path filter): 422 offer_id `exists`, byte for byte
+ *    the same answer, so the rule never tells a hidden offer from none.
+ *    The same checks run again whenever a listing goes live (relist).
  *  - channel_id: an open sales channel of the seller (channel_of_seller);
  *    another seller's or an unknown one is 422 `seller_channel`, a closed
  *    one 422 `open`.
@@ -380,6 +382,12 @@ int listing_live_on(struct shard *sh, const char *offer_id, size_t offer_len, co
 {
 	const struct listing *l = by_natural(sh, offer_id, offer_len, channel_id);
 	return l && l->status == LS_LIVE;
+}
+
+const struct listing *listing_live_on_channel(struct shard *sh, const char *offer_id, const char *channel_id)
+{
+	const struct listing *l = by_natural(sh, offer_id, strlen(offer_id), channel_id);
+	return l && l->status == LS_LIVE ? l : NULL;
 }
 
 const struct listing *listing_live_of_seller(struct shard *sh, const char *offer_id, const char *seller_id)
@@ -752,6 +760,8 @@ static void listings_create(struct api_ctx *c)
 	if (!listing_initial[v->status])
 		api_field_error(c, "status", "initial", "a new listing starts as draft or live");
 	const struct offer *o = v->offer_id[0] ? offer_get(c->sh, v->offer_id, strlen(v->offer_id)) : NULL;
+	if (o && !offer_visible_to(c, o))
+		o = NULL; /* an offer the caller may not see answers as an unknown id */
 	if (v->offer_id[0] && !o)
 		api_field_error(c, "offer_id", "exists", "no offer with this id");
 	else if (o && v->seller_id[0])

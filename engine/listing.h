@@ -43,6 +43,11 @@ const struct listing *listing_get(struct shard *sh, const char *id, size_t len);
  * One hash lookup.  1 or 0.  (offer.c's channel_admits().) */
 int listing_live_on(struct shard *sh, const char *offer_id, size_t offer_len, const char *channel_id);
 
+/* The LIVE listing of offer `offer_id` on channel `channel_id`, or NULL:
+ * the M_Curator source of a quote sold through that channel.  One hash
+ * lookup. */
+const struct listing *listing_live_on_channel(struct shard *sh, const char *offer_id, const char *channel_id);
+
 /* The seller's first LIVE listing (in listing id order) over offer
  * `offer_id`, or NULL: the quote's M_Curator source.  Walks the offer's
  * listings (by-offer index). */

@@ -24,6 +24,12 @@
  *    document five times per order used to be ~40 % of the event loop.
  *    Reads assemble the document from both (order_doc): the same bytes,
  *    member for member, as when it was one document.
+ *  - Sales channel: capture quotes through the channel the request names
+ *    (quote.c's rules), records its `channel_id` in the body (written once,
+ *    so every read and every restart returns it) and takes the channel's
+ *    kind as the order's `channel` (a different `channel` is a 422
+ *    channel_kind).  Legs take units only from levels at the channel's
+ *    linked locations.
  *  - Legs: a source's units come from its offer's sellable levels, most
  *    ATP first (ORDER_LEVELS_PER_SOURCE at most -- the same levels capture's
  *    stock-backed ATP counted, so routing never picks a source whose units
@@ -61,6 +67,7 @@
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
+#include "engine/channel.h"
 #include "engine/errinj.h"
 #include "engine/fields.h"
 #include "engine/iso.h"
@@ -486,7 +493,9 @@ static int build_legs(struct api_ctx *c, struct capture *k)
 		for (unsigned a = 0; a < ql->plan.n; a++) {
 			const struct offer *of = ql->offer[ql->plan.a[a].cand];
 			const struct inv_level *lv[ORDER_LEVELS_PER_SOURCE];
-			unsigned nl = inv_offer_sellable(c->sh, of->row.id, lv, ORDER_LEVELS_PER_SOURCE, NULL);
+			struct inv_loc_set set;
+			unsigned nl = inv_offer_sellable_at(c->sh, of->row.id, quote_locations(q, &set), lv,
+							    ORDER_LEVELS_PER_SOURCE, NULL);
 			int64_t left = ql->plan.a[a].qty;
 			for (unsigned j = 0; j < nl && left > 0; j++) {
 				int64_t used = 0; /* what earlier legs of this order already take from the level */
@@ -707,6 +716,10 @@ static void write_order_doc(struct jw *w, const struct capture *k, const char *e
 	jw_kstr(w, "order_id", k->order_id);
 	jw_kstr(w, "id", k->order_id);
 	jw_kstr(w, "channel", order_channel_names[k->channel]);
+	if (q->ch)
+		jw_kstr(w, "channel_id", q->channel_id);
+	else
+		jw_knull(w, "channel_id");
 	jw_key(w, "consumer");
 	write_consumer(w, k);
 	jw_key(w, "seller");
@@ -759,8 +772,8 @@ static void write_order_doc(struct jw *w, const struct capture *k, const char *e
 /* The body members capture reads beyond the quote's (destination_country, seller, lines). */
 static void parse_capture(struct api_ctx *c, const struct json_value *b, struct capture *k)
 {
-	static const char *const known[] = {"channel", "consumer", "seller", "destination_country", "lines",
-					    "payment", "quote", NULL};
+	static const char *const known[] = {"channel", "channel_id", "consumer", "seller", "destination_country",
+					    "lines", "payment", "quote", NULL};
 	fld_reject_unknown(c, b, known, NULL);
 	k->channel = OC_MARKETPLACE;
 	fld_enum(c, b, "channel", NULL, order_channel_names, &k->channel);
@@ -824,6 +837,30 @@ static void parse_capture(struct api_ctx *c, const struct json_value *b, struct 
 	const struct json_value *qv = json_get(b, "quote");
 	if (qv && (qv->type != JSON_OBJECT || !json_get(qv, "total") || json_get(qv, "total")->type != JSON_NUMBER))
 		api_field_error(c, "quote", "type", "an object {total, currency} of the quote accepted");
+}
+
+_Static_assert((int)OC_MARKETPLACE == (int)CHK_MARKETPLACE && (int)OC_WEBSHOP_CONNECT == (int)CHK_WEBSHOP_CONNECT &&
+		       (int)OC_POS_QR == (int)CHK_POS_QR && (int)ORDER_N_CHANNEL == (int)CHANNEL_N_KIND,
+	       "an order's channel is its sales channel's kind");
+
+/* Through a sales channel, the order's `channel` is the channel's kind:
+ * absent it takes the kind, a different one is a 422 naming both.  0, or
+ * -1 with the 422 written. */
+static int channel_kind_agrees(struct api_ctx *c, const struct json_value *b, struct capture *k)
+{
+	const struct channel *ch = k->q->ch;
+	if (!ch)
+		return 0;
+	if (!json_get(b, "channel")) {
+		k->channel = ch->kind;
+		return 0;
+	}
+	if (k->channel == ch->kind)
+		return 0;
+	api_field_error(c, "channel", "channel_kind", "sales channel %s is a %s channel, not %s", k->q->channel_id,
+			channel_kind_names[ch->kind], order_channel_names[k->channel]);
+	api_validation_failed(c);
+	return -1;
 }
 
 /* The accepted quote's total against the capture price: 0, or -1 with the 409 written. */
@@ -1010,7 +1047,7 @@ static void order_create(struct api_ctx *c)
 		goto out;
 	parse_capture(c, b, k);
 	k->q = quote_compute(c, b, 1); /* answers every field error at once, ours included */
-	if (!k->q || check_accepted(c, b, k->q) || build_legs(c, k))
+	if (!k->q || channel_kind_agrees(c, b, k) || check_accepted(c, b, k->q) || build_legs(c, k))
 		goto out;
 	k->seller = partner_get(c->sh, k->q->seller, strlen(k->q->seller));
 	if (!k->consumer_id[0])

@@ -10,6 +10,7 @@
  */
 #include "engine/policy.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "engine/partner.h"
@@ -85,6 +86,71 @@ const struct action_def action_defs[ACT_COUNT_] = {
 	[ACT_READ_NETWORK] = {"can_read_network", R_ANY, 0, ACTF_PLATFORM_ONLY},
 	[ACT_OPERATE] = {"can_operate", R_ANY, 0, ACTF_PLATFORM_ONLY},
 };
+
+/* Append to out[*at..size): snprintf that never moves *at past the end. */
+static void put(char *out, size_t size, size_t *at, const char *s)
+{
+	if (*at >= size)
+		return;
+	int n = snprintf(out + *at, size - *at, "%s", s);
+	*at = n < 0 ? size : *at + (size_t)n;
+}
+
+/* The roles in a role mask, as "a, b" ("none" when empty). */
+static void put_roles(char *out, size_t size, size_t *at, uint8_t roles, const char *sep)
+{
+	int any = 0;
+	for (int i = 0; partner_role_names[i]; i++)
+		if (roles & (1u << i)) {
+			put(out, size, at, any ? sep : "");
+			put(out, size, at, partner_role_names[i]);
+			any = 1;
+		}
+	if (!any)
+		put(out, size, at, "none");
+}
+
+void policy_explain(enum action a, uint8_t roles, uint8_t status, char *out, size_t size)
+{
+	size_t at = 0;
+	if (!size)
+		return;
+	out[0] = 0;
+	if ((unsigned)a >= ACT_COUNT_)
+		return;
+	const struct action_def *d = &action_defs[a];
+	put(out, size, &at, "the action ");
+	put(out, size, &at, d->name);
+	if (d->flags & ACTF_PLATFORM_ONLY || !d->statuses) {
+		put(out, size, &at, " is open to the platform only");
+		return;
+	}
+	int clause = 0;
+	if (status >= 16 || !(d->statuses & (1u << status))) {
+		/* the first status that opens it, and whether every later one does too */
+		int first = -1, through = 1;
+		for (int s = 0; s <= PS_LIVE; s++)
+			if (d->statuses & (1u << s)) {
+				if (first < 0)
+					first = s;
+			} else if (first >= 0) {
+				through = 0;
+			}
+		put(out, size, &at, " requires onboarding status ");
+		put(out, size, &at, first >= 0 ? partner_status_names[first] : "(none)");
+		if (first >= 0 && first < PS_LIVE && through)
+			put(out, size, &at, " or later");
+		put(out, size, &at, "; partner is ");
+		put(out, size, &at, status < PARTNER_N_STATUS ? partner_status_names[status] : "unknown");
+		clause = 1;
+	}
+	if (d->roles_any && !(roles & d->roles_any)) {
+		put(out, size, &at, clause ? ", and requires the " : " requires the ");
+		put_roles(out, size, &at, d->roles_any, " or ");
+		put(out, size, &at, " role; partner's roles: ");
+		put_roles(out, size, &at, roles, ", ");
+	}
+}
 
 int policy_allows(enum action a, int is_platform, uint8_t roles, uint8_t status)
 {

@@ -92,4 +92,15 @@ extern const struct action_def action_defs[ACT_COUNT_];
  */
 int policy_allows(enum action a, int is_platform, uint8_t roles, uint8_t status);
 
+/*
+ * Why a partner (not the platform) may not take the action, for a 403's
+ * detail: what unlocks it, named from the table, and where the partner
+ * stands, e.g. "the action can_create_orders requires onboarding status
+ * live; partner is verified" or "... requires the originator role;
+ * partner's roles: seller" (both clauses when both fail).  Writes a
+ * NUL-terminated string of at most size bytes into out (truncated, never
+ * overflowing).  Pure.
+ */
+void policy_explain(enum action a, uint8_t roles, uint8_t status, char *out, size_t size);
+
 #endif

@@ -48,11 +48,30 @@
  *    > 3 bar); every sparkling kind is sparkling; fortified is fortified;
  *    everything else is still.
  *  - Volume caps: quote_caps[] below (spec section 8's example values).
+ *  - Sales channel (spec 2.5: "availability is scoped by the sales
+ *    channel's linked locations"; spec 5's read-path filter: "the caller's
+ *    channel scope admits it").  A quote goes through one channel of the
+ *    seller: `channel_id`, else a channel-scoped key's channel, else the
+ *    seller's only channel that is not closed (channel_default_of); a
+ *    seller with several must name one (422 `required`), another seller's
+ *    channel is answered like an unknown id (its existence is not
+ *    revealed), a paused or closed one is a 422 `active`.  A seller that
+ *    has no channel at all (onboarding step 4 not done) quotes unscoped:
+ *    it has configured no shelf to scope by; the lead may decide to refuse
+ *    it instead.  Through a channel, a candidate's ATP, shipping location
+ *    and fulfiller come only from its sellable levels at the channel's
+ *    linked locations (inv_offer_sellable_at), routing stays the same pure
+ *    function of those inputs, and a permitted candidate with stock only
+ *    elsewhere is listed with its own rule, not_on_channel (after
+ *    not_permitted: a candidate the seller may not sell is named as such,
+ *    never as being off the channel).  M_Curator is the seller's live
+ *    listing of the offer on that channel.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/api.h"
+#include "engine/channel.h"
 #include "engine/inventory.h"
 #include "engine/iso.h"
 #include "engine/listing.h"
@@ -71,7 +90,8 @@ const char *const route_split_names[] = {NULL, "estate_atp_short", "multi_origin
 const char *const quote_rule_names[] = {
 	[QR_SELECTED_ESTATE] = "estate_covers_line", [QR_SELECTED_CHEAPEST] = "cheapest_covering_offer",
 	[QR_SELECTED_SPLIT] = "split_allocation",     [QR_NOT_PERMITTED] = "not_permitted",
-	[QR_NOT_PRICEABLE] = "not_priceable",         [QR_NO_ATP] = "no_atp",
+	[QR_NOT_PRICEABLE] = "not_priceable",         [QR_NOT_ON_CHANNEL] = "not_on_channel",
+	[QR_NO_ATP] = "no_atp",
 	[QR_ATP_SHORT] = "atp_short",                 [QR_ESTATE_FIRST] = "estate_first",
 	[QR_HIGHER_COST] = "higher_landed_cost",      [QR_NOT_NEEDED] = "split_already_covered",
 	[QUOTE_N_RULE] = NULL,
@@ -203,15 +223,24 @@ static void cand_add(struct quote *s, struct quote_line *ql, const struct offer 
 	ql->offer[i] = o;
 	rc->offer_id = o->row.id;
 	rc->atp = o->qty > 0 ? o->qty : 0;
+	/* the levels this quote may ship from: the sales channel's linked
+	 * locations (spec 2.5), or every location for a seller without one */
+	struct inv_loc_set set;
+	const struct inv_loc_set *at = quote_locations(s, &set);
+	const struct inv_level *top[QUOTE_LEVELS_PER_SOURCE];
+	int64_t at_sum = 0;
+	unsigned nt = inv_offer_sellable_at(s->sh, o->row.id, at, top, QUOTE_LEVELS_PER_SOURCE, &at_sum);
 	if (s->stock_backed) { /* order capture: only what holds can take, from the
 				* QUOTE_LEVELS_PER_SOURCE levels a source's legs may use */
-		const struct inv_level *top[QUOTE_LEVELS_PER_SOURCE];
-		unsigned nt = inv_offer_sellable(s->sh, o->row.id, top, QUOTE_LEVELS_PER_SOURCE, NULL);
 		int64_t lv_atp = 0;
 		for (unsigned k = 0; k < nt; k++)
 			lv_atp += inv_atp(top[k]);
 		rc->atp = lv_atp < rc->atp ? lv_atp : rc->atp;
+	} else if (at) { /* preview through a channel: the stock at its locations */
+		rc->atp = at_sum < rc->atp ? at_sum : rc->atp;
 	}
+	/* stock exists, but none where the channel may ship from */
+	ql->off_channel[i] = (uint8_t)(at && at_sum == 0 && o->qty > 0);
 	rc->is_estate = s->estate && !strcmp(s->estate, o->originator_id);
 	struct permit_rules pr;
 	offer_rules(o, &pr);
@@ -224,7 +253,7 @@ static void cand_add(struct quote *s, struct quote_line *ql, const struct offer 
 	const char *origin = NULL;
 	ql->fulfiller[i] = o->originator_id;
 	ql->location[i] = NULL;
-	const struct inv_level *lv = inv_offer_best_level(s->sh, o->row.id);
+	const struct inv_level *lv = nt ? top[0] : NULL; /* the most ATP: where a leg ships from */
 	if (lv) {
 		const struct location *loc = location_get(s->sh, lv->location_id, strlen(lv->location_id));
 		if (loc) {
@@ -238,7 +267,8 @@ static void cand_add(struct quote *s, struct quote_line *ql, const struct offer 
 		origin = op ? op->v.country : "";
 	}
 	int64_t margin = 0;
-	const struct listing *li = listing_live_of_seller(s->sh, o->row.id, s->seller);
+	const struct listing *li = s->ch ? listing_live_on_channel(s->sh, o->row.id, s->channel_id)
+					 : listing_live_of_seller(s->sh, o->row.id, s->seller);
 	if (li && !strcmp(li->currency, o->currency) && li->shelf_minor >= o->price_minor)
 		margin = li->shelf_minor - o->price_minor;
 	struct price_line_in *p = &ql->pin[i];
@@ -310,6 +340,67 @@ static unsigned resolve_skus(struct api_ctx *c, struct quote *s)
 	return unknown;
 }
 
+/*
+ * The sales channel the quote sells through (spec 2.5), into s->ch: the
+ * body's `channel_id`, else the channel of a channel-scoped key, else the
+ * seller's only channel.  A field error on `channel_id` when it names no
+ * channel of the seller (another seller's channel answers the same as an
+ * unknown id: its existence is not revealed), when the channel is not
+ * active (paused or closed: a storefront that does not sell), when it
+ * differs from the key's channel, or when none is named and the seller has
+ * several (or only closed ones).  A seller without any channel quotes
+ * unscoped (s->ch NULL).  s->seller is set.
+ */
+static void parse_channel(struct api_ctx *c, const struct json_value *b, struct quote *s)
+{
+	const struct json_value *v = json_get(b, "channel_id");
+	const char *key_ch = c->who.channel_id[0] ? c->who.channel_id : NULL;
+	const struct channel *ch = NULL;
+	if (v && v->type != JSON_NULL) {
+		if (v->type != JSON_STRING || v->len == 0 || v->len >= ID_MAX_LEN) {
+			api_field_error(c, "channel_id", "type", "a sales channel id");
+			return;
+		}
+		if (key_ch && strcmp(key_ch, v->u.str)) {
+			api_field_error(c, "channel_id", "key_channel", "this key sells through channel %s only", key_ch);
+			return;
+		}
+		ch = channel_get(c->sh, v->u.str, v->len);
+		if (!ch || strcmp(ch->s.seller_id, s->seller)) {
+			api_field_error(c, "channel_id", "unknown", "no sales channel %s of seller %s", v->u.str, s->seller);
+			return;
+		}
+	} else if (key_ch) {
+		ch = channel_get(c->sh, key_ch, strlen(key_ch));
+		if (!ch || strcmp(ch->s.seller_id, s->seller)) {
+			api_field_error(c, "channel_id", "unknown", "the key's sales channel %s is gone", key_ch);
+			return;
+		}
+	} else {
+		switch (channel_default_of(c->sh, s->seller, &ch)) {
+		case CHP_NONE:
+			return; /* not configured yet: unscoped */
+		case CHP_ONE:
+			break;
+		case CHP_NO_OPEN:
+			api_field_error(c, "channel_id", "required", "every sales channel of seller %s is closed", s->seller);
+			return;
+		case CHP_SEVERAL:
+			api_field_error(c, "channel_id", "required",
+					"seller %s has several sales channels: name the one this sale goes through",
+					s->seller);
+			return;
+		}
+	}
+	if (ch->s.status != SHELF_ACTIVE) {
+		api_field_error(c, "channel_id", "active", "sales channel %.*s is %s; only an active channel sells",
+				(int)ch->s.row.id_len, ch->s.row.id, shelf_status_names[ch->s.status]);
+		return;
+	}
+	s->ch = ch;
+	snprintf(s->channel_id, sizeof(s->channel_id), "%.*s", (int)ch->s.row.id_len, ch->s.row.id);
+}
+
 /* Field validation and sku resolution; every error at once (an unknown sku
  * is listed beside the other field errors, not after they are fixed).  0 or
  * -1 (response written). */
@@ -339,6 +430,7 @@ static int parse(struct api_ctx *c, const struct json_value *b, struct quote *s)
 		else {
 			snprintf(s->seller, sizeof(s->seller), "%s", id);
 			s->seller_country = p->v.country[0] ? p->v.country : NULL;
+			parse_channel(c, b, s);
 		}
 	}
 
@@ -515,6 +607,8 @@ enum quote_rule quote_rule_of(const struct quote *q, unsigned i, unsigned k)
 		return QR_NOT_PERMITTED;
 	if (!rc->compliant)
 		return QR_NOT_PRICEABLE;
+	if (ql->off_channel[k])
+		return QR_NOT_ON_CHANNEL;
 	if (rc->atp <= 0)
 		return QR_NO_ATP;
 	if (ql->plan.n > 1)
@@ -666,6 +760,10 @@ static void respond(struct api_ctx *c, struct quote *s)
 	jw_kstr(w, "currency", q->currency);
 	jw_kstr(w, "destination_country", s->dest);
 	jw_kstr(w, "seller", s->seller);
+	if (s->ch)
+		jw_kstr(w, "channel_id", s->channel_id);
+	else
+		jw_knull(w, "channel_id");
 	jw_key(w, "sourcing");
 	jw_arr_begin(w);
 	for (unsigned i = 0; i < s->n; i++)
@@ -831,6 +929,15 @@ fail:
 }
 
 void quote_free(struct quote *q) { free(q); }
+
+const struct inv_loc_set *quote_locations(const struct quote *q, struct inv_loc_set *tmp)
+{
+	if (!q->ch)
+		return NULL;
+	tmp->n = q->ch->n_locations;
+	tmp->ids = q->ch->location_ids;
+	return tmp;
+}
 
 static void quote_calculate(struct api_ctx *c)
 {

@@ -79,6 +79,8 @@ const struct quote_cap *quote_cap_for(const char *destination);
 /* ---- the quote engine, shared by quote-calculate and order capture ---------- */
 
 struct offer;
+struct channel;
+struct inv_loc_set;
 struct wine;
 struct refdata;
 struct shard;
@@ -93,6 +95,7 @@ enum quote_rule {
 	QR_SELECTED_SPLIT,        /* rule 3: one allocation of a split */
 	QR_NOT_PERMITTED,         /* the permission evaluator refused (seller, destination) */
 	QR_NOT_PRICEABLE,         /* the price engine cannot price it (tariff, excise, FX) */
+	QR_NOT_ON_CHANNEL,        /* its stock lies only at locations the sales channel is not linked to */
 	QR_NO_ATP,                /* nothing available to promise */
 	QR_ATP_SHORT,             /* cannot cover the line alone and a single offer won */
 	QR_ESTATE_FIRST,          /* covers the line, but an estate offer won (priority 1) */
@@ -115,6 +118,7 @@ struct quote_line {
 	const char *fulfiller[QUOTE_MAX_CANDIDATES];
 	const char *location[QUOTE_MAX_CANDIDATES];
 	uint8_t verdict[QUOTE_MAX_CANDIDATES];
+	uint8_t off_channel[QUOTE_MAX_CANDIDATES]; /* has stock, none at the channel's locations */
 	enum price_err perr[QUOTE_MAX_CANDIDATES];
 	struct route_plan plan;
 	unsigned first;                  /* index of its first priced line in all.lines */
@@ -126,6 +130,10 @@ struct quote {
 	char dest[3];
 	char seller[ID_MAX_LEN];
 	const char *seller_country;
+	/* the sales channel sold through (spec 2.5): its linked locations scope
+	 * every candidate's stock; NULL = a seller without any channel (unscoped) */
+	const struct channel *ch;
+	char channel_id[ID_MAX_LEN];     /* "" when ch is NULL */
 	const char *estate;              /* the current wine's estate partner id or NULL */
 	int64_t now_ms;
 	uint8_t stock_backed;            /* ATP = the offer's sellable inventory levels (order capture) */
@@ -136,7 +144,7 @@ struct quote {
 };
 
 /*
- * Validate destination_country, seller and lines[] of a body and resolve
+ * Validate destination_country, seller, channel_id and lines[] of a body and resolve
  * skus (adding to any field errors the caller already collected: all,
  * unknown skus included, are answered at once), check the volume caps,
  * gather candidates, route every line
@@ -147,6 +155,11 @@ struct quote {
  */
 struct quote *quote_compute(struct api_ctx *c, const struct json_value *body, int stock_backed);
 void quote_free(struct quote *q);
+
+/* The quote's sales channel's linked locations as a set for
+ * inv_offer_sellable_at (built in *tmp, pointing into the channel row), or
+ * NULL when the quote is unscoped (a seller without a channel). */
+const struct inv_loc_set *quote_locations(const struct quote *q, struct inv_loc_set *tmp);
 
 /* Why candidate k of line i won or lost. */
 enum quote_rule quote_rule_of(const struct quote *q, unsigned i, unsigned k);

@@ -50,7 +50,28 @@ struct review_vals {
 	char label_media_id[ID_MAX_LEN];
 	uint8_t status;
 	char created_at[REVIEW_MAX_TS], decided_at[REVIEW_MAX_TS], decided_by[ID_MAX_LEN];
+	/* a submission review: who sent it and its body (points into the
+	 * parsed document it was read from, or the caller's buffer) */
+	char submitted_by[ID_MAX_LEN];
+	const char *submission;
+	size_t submission_len;
 };
+
+/* The submission member's text, re-serialised from the parsed document
+ * into b (the review's lifetime is the caller's). */
+static void submission_of(const struct json_value *doc, struct review_vals *v, struct buf *b)
+{
+	const struct json_value *sv = json_get(doc, "submission");
+	if (!sv || sv->type != JSON_OBJECT)
+		return;
+	struct jw w;
+	jw_init(&w, b);
+	jw_value(&w, sv);
+	if (!w.err) {
+		v->submission = b->data;
+		v->submission_len = b->len;
+	}
+}
 
 /* Copy a string member (bounded); 1 if present and fitting, else 0 and "". */
 static int doc_str(const struct json_value *doc, const char *name, char *out, size_t size)
@@ -68,7 +89,9 @@ static int review_read(const struct json_value *doc, struct review_vals *v)
 {
 	memset(v, 0, sizeof(*v));
 	char st[16];
-	int ok = doc_str(doc, "id", v->id, sizeof(v->id)) && doc_str(doc, "wine_id", v->wine_id, sizeof(v->wine_id)) &&
+	doc_str(doc, "submitted_by", v->submitted_by, sizeof(v->submitted_by));
+	int ok = doc_str(doc, "id", v->id, sizeof(v->id)) &&
+		 (doc_str(doc, "wine_id", v->wine_id, sizeof(v->wine_id)) || v->submitted_by[0]) &&
 		 doc_str(doc, "candidate_wine_id", v->candidate_id, sizeof(v->candidate_id)) &&
 		 doc_str(doc, "created_at", v->created_at, sizeof(v->created_at)) &&
 		 doc_str(doc, "status", st, sizeof(st));
@@ -95,7 +118,11 @@ static void review_write(struct jw *w, const struct review_vals *v)
 {
 	jw_obj_begin(w);
 	jw_kstr(w, "id", v->id);
-	jw_kstr(w, "wine_id", v->wine_id);
+	jw_kstr(w, "kind", v->submitted_by[0] ? "submission" : "candidate");
+	if (v->wine_id[0])
+		jw_kstr(w, "wine_id", v->wine_id);
+	else
+		jw_knull(w, "wine_id");
 	jw_kstr(w, "candidate_wine_id", v->candidate_id);
 	jw_kint(w, "tier", v->tier);
 	jw_key(w, "confidence");
@@ -113,6 +140,11 @@ static void review_write(struct jw *w, const struct review_vals *v)
 	} else {
 		jw_knull(w, "decided_at");
 		jw_knull(w, "decided_by");
+	}
+	if (v->submitted_by[0]) {
+		jw_kstr(w, "submitted_by", v->submitted_by);
+		jw_key(w, "submission");
+		jw_raw(w, v->submission, v->submission_len);
 	}
 	jw_obj_end(w);
 }
@@ -248,6 +280,34 @@ int review_open(struct api_ctx *c, const char *wine_id, const struct wine_match 
 	return rc;
 }
 
+int review_open_submission(struct api_ctx *c, const struct wine_match *m, const char *body, size_t body_len,
+			   char review_id[ID_MAX_LEN])
+{
+	if (!m->wine)
+		return -1;
+	struct review_vals v;
+	memset(&v, 0, sizeof(v));
+	id_new(&c->sh->ids, "rev", v.id);
+	snprintf(v.candidate_id, sizeof(v.candidate_id), "%.*s", (int)m->wine->row.id_len, m->wine->row.id);
+	v.tier = (int)m->tier;
+	v.confidence = m->confidence;
+	snprintf(v.reason, sizeof(v.reason), "%s",
+		 "a submission whose identifiers lead to a draft its sender may not read");
+	snprintf(v.submitted_by, sizeof(v.submitted_by), "%s",
+		 c->who.is_platform ? KEY_PLATFORM_ENTITY : c->who.entity_id);
+	v.submission = body;
+	v.submission_len = body_len;
+	v.status = RVS_PENDING;
+	fmt_rfc3339_ms(v.created_at, wall_ms());
+	struct buf doc;
+	buf_init(&doc, REC_MAX_VAL);
+	int rc = review_put(c, &v, "review.opened", &doc);
+	buf_free(&doc);
+	if (!rc)
+		memcpy(review_id, v.id, sizeof(v.id));
+	return rc;
+}
+
 /* ---- handlers ------------------------------------------------------------------ */
 
 /* The review of the path; otherwise the 404 is written and NULL returned. */
@@ -294,6 +354,27 @@ static void reviews_list(struct api_ctx *c)
 }
 
 /*
+ * Confirm a submission review: the sender's body enriches the candidate as
+ * a tier 4 match would have (wine_enrich, in the open transaction).  0, or
+ * -1 with code/detail.
+ */
+static int confirm_submission(struct api_ctx *c, const struct review_vals *v, const struct wine *into,
+			      const char **code, char *detail, size_t dlen)
+{
+	struct json_doc *body = json_parse(v->submission, v->submission_len, NULL, NULL);
+	struct wine_ingest_result out;
+	memset(&out, 0, sizeof(out));
+	struct wine_match m = {WR_MATCHED, TIER_LABEL_REVIEW, WINE_CONF_ONE, into, ""};
+	int rc = body && wine_enrich(c, into, json_root(body), &m, &out) == 200 ? 0 : -1;
+	json_doc_free(body);
+	if (rc) {
+		*code = body ? (out.code ? out.code : "validation_failed") : "corrupt_record";
+		snprintf(detail, dlen, "%s", body ? out.detail : "the stored submission does not parse");
+	}
+	return rc;
+}
+
+/*
  * Decide the review of the path: confirm (merge the new wine into the
  * candidate) or reject.  One transaction; the answer is the decided review.
  */
@@ -310,15 +391,23 @@ static void review_decide(struct api_ctx *c, int confirm)
 	}
 	struct json_doc *d = json_parse(rv->row.doc, rv->row.doc_len, NULL, NULL);
 	struct review_vals v;
+	struct buf sub;
+	buf_init(&sub, REC_MAX_VAL);
 	int bad = !d || review_read(json_root(d), &v);
+	if (!bad && v.submitted_by[0]) {
+		submission_of(json_root(d), &v, &sub);
+		bad = !v.submission;
+	}
 	json_doc_free(d);
 	if (bad) {
+		buf_free(&sub);
 		api_error(c, 500, "corrupt_record", "the stored review does not decode");
 		return;
 	}
-	const struct wine *dup = wine_get(c->sh, v.wine_id, strlen(v.wine_id));
+	const struct wine *dup = v.wine_id[0] ? wine_get(c->sh, v.wine_id, strlen(v.wine_id)) : NULL;
 	const struct wine *into = wine_get(c->sh, v.candidate_id, strlen(v.candidate_id));
-	if (confirm && (!dup || !into)) {
+	if (confirm && ((!dup && !v.submitted_by[0]) || !into)) {
+		buf_free(&sub);
 		api_error(c, 409, "wine_missing", "a wine of the review no longer exists");
 		return;
 	}
@@ -330,7 +419,8 @@ static void review_decide(struct api_ctx *c, int confirm)
 	struct buf doc;
 	buf_init(&doc, REC_MAX_VAL);
 	txn_begin(c->sh);
-	if ((confirm && wine_merge_duplicate(c, dup, into, &code, detail, sizeof(detail))) ||
+	if ((confirm && (dup ? wine_merge_duplicate(c, dup, into, &code, detail, sizeof(detail))
+			     : confirm_submission(c, &v, into, &code, detail, sizeof(detail)))) ||
 	    review_put(c, &v, confirm ? "review.confirmed" : "review.rejected", &doc) || !txn_commit(c->sh)) {
 		txn_abort(c->sh);
 		int status = !strcmp(code, "record_too_large") ? 413 : !strcmp(code, "corrupt_record") ? 500 : 409;
@@ -340,6 +430,7 @@ static void review_decide(struct api_ctx *c, int confirm)
 		buf_append(&c->rs->body, doc.data, doc.len);
 	}
 	buf_free(&doc);
+	buf_free(&sub);
 }
 
 static void reviews_confirm(struct api_ctx *c) { review_decide(c, 1); }

@@ -19,7 +19,7 @@ extern const char *const review_status_names[];
 struct review {
 	struct row row;
 	uint8_t status;                     /* enum review_status */
-	char wine_id[ID_MAX_LEN];           /* the wine the ingest created */
+	char wine_id[ID_MAX_LEN];           /* the wine the ingest created ("" for a submission) */
 	char candidate_id[ID_MAX_LEN];      /* the existing wine it resembles */
 };
 
@@ -30,6 +30,16 @@ struct review {
  * a review.opened event.  0, or -1 (the caller aborts the transaction).
  */
 int review_open(struct api_ctx *c, const char *wine_id, const struct wine_match *m, const char *label_media_id);
+
+/*
+ * Open a pending submission review in the OPEN transaction: an ingest body
+ * (canonical JSON text, body_len bytes) from c->who whose keys led to the
+ * wine m->wine that the sender may not read.  Confirming it enriches that
+ * wine with the body (tier 4); rejecting it drops the body.  The review id
+ * into review_id; 0, or -1 (the caller aborts the transaction).
+ */
+int review_open_submission(struct api_ctx *c, const struct wine_match *m, const char *body, size_t body_len,
+			   char review_id[ID_MAX_LEN]);
 
 const struct review *review_get(struct shard *sh, const char *id, size_t len);
 

@@ -359,7 +359,7 @@ int shard_apply(struct shard *sh, uint64_t lsn, const void *payload, size_t len,
 				t->ops->trim(t);
 			id_observe(&sh->ids, rv.key, rv.key_len);
 		} else {
-			table_del(t, rv.key, rv.key_len);
+			table_del(t, rv.key, rv.key_len, lsn);
 		}
 	}
 	if (r < 0) {

@@ -45,11 +45,46 @@ void table_fini(struct table *t)
 	t->ops = NULL;
 }
 
+/* The read set of the request in hand (table.h).  probes_at is idx_probes
+ * when it began: any probe since that nobody noted makes it unknown. */
+static struct {
+	uint64_t lsn;
+	uint64_t probes_at;
+} reads;
+
+void table_reads_begin(void)
+{
+	reads.lsn = 0;
+	reads.probes_at = idx_probes;
+}
+
+void table_reads_note(uint64_t lsn)
+{
+	if (lsn > reads.lsn)
+		reads.lsn = lsn;
+}
+
+uint64_t table_reads_end(uint64_t all)
+{
+	return idx_probes != reads.probes_at ? all : reads.lsn;
+}
+
 struct row *table_get(const struct table *t, const char *id, size_t id_len)
 {
 	if (id_len > IDX_MAX_KEY)
 		return NULL;
-	return hidx_get(&t->by_id, id, (uint32_t)id_len);
+	struct row *r = hidx_get_untracked(&t->by_id, id, (uint32_t)id_len);
+	table_reads_note(r ? r->lsn : t->del_lsn);
+	return r;
+}
+
+struct row *table_find(const struct table *t, const struct hidx *h, const char *key, size_t key_len)
+{
+	if (key_len > IDX_MAX_KEY)
+		return NULL;
+	struct row *r = hidx_get_untracked(h, key, (uint32_t)key_len);
+	table_reads_note(r ? r->lsn : t->chg_lsn);
+	return r;
 }
 
 /* Allocate a row block and decode the document into it. */
@@ -113,10 +148,11 @@ int table_put(struct table *t, const char *id, size_t id_len, const char *doc, s
 		snprintf(why, 128, "secondary index failed for %s", t->ops->name);
 		abort();
 	}
+	t->chg_lsn = lsn;
 	return 0;
 }
 
-int table_del(struct table *t, const char *id, size_t id_len)
+int table_del(struct table *t, const char *id, size_t id_len, uint64_t lsn)
 {
 	struct row *old = table_get(t, id, id_len);
 	if (!old)
@@ -126,5 +162,6 @@ int table_del(struct table *t, const char *id, size_t id_len)
 	hidx_del(&t->by_id, id, (uint32_t)id_len);
 	oidx_del(&t->by_order, id, (uint32_t)id_len);
 	row_free(t, old);
+	t->chg_lsn = t->del_lsn = lsn;
 	return 0;
 }

@@ -59,12 +59,21 @@ struct table {
 	struct oidx by_order;
 	void *ext;            /* resource-owned secondary indexes */
 	const struct config *cfg; /* the shard's configuration (bounds such as audit_keep) */
+	uint64_t chg_lsn;     /* LSN of the last put or delete */
+	uint64_t del_lsn;     /* LSN of the last delete */
 };
 
 int table_init(struct table *t, const struct table_ops *ops, const struct config *cfg);
 void table_fini(struct table *t);
 static inline size_t table_count(const struct table *t) { return hidx_count(&t->by_id); }
+/* The row with this id, or NULL.  Adds what it saw to the read set (below):
+ * the row's LSN, or for a miss the table's last delete. */
 struct row *table_get(const struct table *t, const char *id, size_t id_len);
+/* A lookup in one of the table's secondary hash indexes (h lives in t->ext)
+ * whose value is a row of t, added to the read set precisely: the row's
+ * LSN, or for a miss the table's last change (a put can move a secondary
+ * key away).  Use it where a request reads through such an index. */
+struct row *table_find(const struct table *t, const struct hidx *h, const char *key, size_t key_len);
 
 /*
  * Install a new version of a row (insert or replace).  The document is
@@ -73,7 +82,27 @@ struct row *table_get(const struct table *t, const char *id, size_t id_len);
  */
 int table_put(struct table *t, const char *id, size_t id_len, const char *doc, size_t doc_len,
 	      uint64_t lsn, char *why);
-/* Remove a row; 0, or -1 if absent. */
-int table_del(struct table *t, const char *id, size_t id_len);
+/* Remove a row (the delete has LSN lsn); 0, or -1 if absent. */
+int table_del(struct table *t, const char *id, size_t id_len, uint64_t lsn);
+
+/*
+ * The read set: what the response being built may reveal (DESIGN.md
+ * section 3: no response reveals state that is not yet durable, and only
+ * what it reveals need be durable).  The loop thread handles one request at
+ * a time, so there is one read set:
+ *   table_reads_begin()  before the request is handled;
+ *   table_get/table_find add the LSN of each row they return (a miss adds
+ *                        the LSN of the change that could have removed it);
+ *   table_reads_end(all) after it: the highest LSN noted, or `all` (the
+ *                        shard's newest state) when the request walked or
+ *                        probed an index without noting what it found
+ *                        (index.h: idx_probes), whose dependencies are
+ *                        then unknown.
+ * So a /healthz, a 401 or a 405 depends on nothing, a read by id on its
+ * rows, a list on everything: never less than it reveals.
+ */
+void table_reads_begin(void);
+void table_reads_note(uint64_t lsn);
+uint64_t table_reads_end(uint64_t all);
 
 #endif

@@ -654,14 +654,21 @@ static int check_unique(struct api_ctx *c, const struct wine_in *in, const struc
 	const struct wine *o = wine_key_owner(c->sh, k, self, &what);
 	if (o) {
 		*code = strcmp(what, "natural_key") ? "identifier_conflict" : "duplicate_wine";
-		snprintf(detail, dlen, "wine %.*s already has this %s", (int)o->row.id_len, o->row.id, what);
+		if (wine_visible(c, o)) /* never name a row the caller may not read */
+			snprintf(detail, dlen, "wine %.*s already has this %s", (int)o->row.id_len, o->row.id, what);
+		else
+			snprintf(detail, dlen, "another wine already has this %s", what);
 		return -1;
 	}
 	if (in->medusa) {
 		o = wine_by_medusa(c->sh, in->medusa, strlen(in->medusa));
 		if (o && o != self) {
 			*code = "medusa_product_id_taken";
-			snprintf(detail, dlen, "wine %.*s already has this medusa_product_id", (int)o->row.id_len, o->row.id);
+			if (wine_visible(c, o))
+				snprintf(detail, dlen, "wine %.*s already has this medusa_product_id", (int)o->row.id_len,
+					 o->row.id);
+			else
+				snprintf(detail, dlen, "another wine already has this medusa_product_id");
 			return -1;
 		}
 	}
@@ -692,10 +699,10 @@ static int has_sulphites(const struct wine_in *in) { return (in->allergens & 1u)
 static int sparkling(const struct wine_in *in) { return wine_category_is_sparkling_4_7(in->category); }
 static int has_dosage(const struct wine_in *in) { return in->f[WF_DOSAGE] != NULL; }
 static int has_ingredients(const struct wine_in *in) { return in->f[WF_INGREDIENTS] || in->f[WF_E_LABEL]; }
-static int has_energy(const struct wine_in *in)
-{
-	return (in->f[WF_ENERGY_KJ] && in->f[WF_ENERGY_KCAL]) || in->f[WF_E_LABEL];
-}
+/* kJ and kcal are two members: each is named when it is the one missing
+ * (one row for both named energy_kj_per_100ml when only kcal was absent) */
+static int has_energy_kj(const struct wine_in *in) { return in->f[WF_ENERGY_KJ] || in->f[WF_E_LABEL]; }
+static int has_energy_kcal(const struct wine_in *in) { return in->f[WF_ENERGY_KCAL] || in->f[WF_E_LABEL]; }
 
 /* Spec 2.2 "Label particulars that must be describable", in label order. */
 static const struct gate_particular gate[] = {
@@ -710,8 +717,10 @@ static const struct gate_particular gate[] = {
 	{"allergens", "allergen statement naming sulphites", always, has_sulphites},
 	{"dosage_class", "sugar content (sparkling categories 4-7)", sparkling, has_dosage},
 	{"ingredients", "ingredients list (on the record or via e_label_url)", always, has_ingredients},
-	{"energy_kj_per_100ml", "energy value in kJ and kcal per 100 ml (on the record or via e_label_url)", always,
-	 has_energy},
+	{"energy_kj_per_100ml", "energy value in kJ per 100 ml (on the record or via e_label_url)", always,
+	 has_energy_kj},
+	{"energy_kcal_per_100ml", "energy value in kcal per 100 ml (on the record or via e_label_url)", always,
+	 has_energy_kcal},
 };
 
 /* Record one field error per missing particular; returns how many. */
@@ -872,10 +881,9 @@ static int ingest_create(struct api_ctx *c, const struct wine_in *in, const stru
 	return 201;
 }
 
-/* Enrich the matched wine: fill what it lacks, add identifiers, event. */
-static int ingest_enrich(struct api_ctx *c, const struct json_value *body, struct wine_ingest_result *out)
+int wine_enrich(struct api_ctx *c, const struct wine *w, const struct json_value *body, const struct wine_match *match,
+		struct wine_ingest_result *out)
 {
-	const struct wine *w = out->match.wine;
 	memcpy(out->wine_id, w->row.id, w->row.id_len);
 	out->wine_id[w->row.id_len] = 0;
 	struct json_doc *stored = json_parse(w->row.doc, w->row.doc_len, NULL, NULL);
@@ -916,27 +924,24 @@ static int ingest_enrich(struct api_ctx *c, const struct json_value *body, struc
 		}
 	}
 	out->n_enriched = filled;
-	txn_begin(c->sh);
-	int bad = 0;
 	if (filled) {
 		fmt_rfc3339_ms(m.updated_at, wall_ms());
-		bad = put_wine(c, &in, &m, &doc) || extid_put_identifiers(c, m.id, &in);
+		if (put_wine(c, &in, &m, &doc) || extid_put_identifiers(c, m.id, &in)) {
+			fail(out, 413, "record_too_large", "the wine record is too large to store");
+			goto done;
+		}
 	}
 	/* event payload: {"wine_id", "match": {...}} */
 	if (names.overflow || names.len >= sizeof(out->enriched))
 		buf_reset(&names);
 	snprintf(out->enriched, sizeof(out->enriched), "%s", buf_cstr(&names));
 	buf_printf(&ev, "{\"wine_id\":\"%s\",\"match\":", out->wine_id);
-	match_json(&ev, &out->match, out->enriched);
+	match_json(&ev, match, out->enriched);
 	buf_puts(&ev, "}");
-	bad = bad || ev.overflow || txn_event(c->sh, "wine.matched", scope_of(c), ev.data, ev.len) || !txn_commit(c->sh);
-	if (bad) {
-		txn_abort(c->sh);
+	if (ev.overflow || txn_event(c->sh, "wine.matched", scope_of(c), ev.data, ev.len)) {
 		fail(out, 413, "record_too_large", "the wine record is too large to store");
 		goto done;
 	}
-	/* the commit replaced the row: the old pointer is gone */
-	out->match.wine = wine_get(c->sh, out->wine_id, strlen(out->wine_id));
 	out->status = 200;
 done:
 	json_doc_free(md);
@@ -944,6 +949,46 @@ done:
 	buf_free(&names);
 	buf_free(&doc);
 	buf_free(&ev);
+	return out->status;
+}
+
+/* Enrich the matched wine (wine_enrich) in a transaction of its own. */
+static int ingest_enrich(struct api_ctx *c, const struct json_value *body, struct wine_ingest_result *out)
+{
+	txn_begin(c->sh);
+	if (wine_enrich(c, out->match.wine, body, &out->match, out) != 200 || !txn_commit(c->sh)) {
+		txn_abort(c->sh);
+		if (out->status == 200)
+			fail(out, 413, "record_too_large", "the wine record is too large to store");
+		return out->status;
+	}
+	/* the commit replaced the row: the old pointer is gone */
+	out->match.wine = wine_get(c->sh, out->wine_id, strlen(out->wine_id));
+	return out->status;
+}
+
+/*
+ * The keys led to a wine the caller may not read: keep the submission in a
+ * review for the platform (review.c) and answer 202 pending_review, naming
+ * nothing of that wine.  Nothing else changes.
+ */
+static int ingest_pending(struct api_ctx *c, const struct json_value *body, struct wine_ingest_result *out)
+{
+	struct buf sub;
+	buf_init(&sub, REC_MAX_VAL);
+	struct jw w;
+	jw_init(&w, &sub);
+	jw_value(&w, body);
+	txn_begin(c->sh);
+	if (w.err || review_open_submission(c, &out->match, sub.data, sub.len, out->review_id) ||
+	    !txn_commit(c->sh)) {
+		txn_abort(c->sh);
+		fail(out, 413, "record_too_large", "the submission is too large to store");
+	} else {
+		out->status = 202;
+	}
+	buf_free(&sub);
+	out->match = (struct wine_match){.result = WR_PENDING};
 	return out->status;
 }
 
@@ -1084,13 +1129,25 @@ int wine_ingest(struct api_ctx *c, const struct json_value *body, struct wine_in
 	struct wine_keys k;
 	wine_keys_of(&in, pname, pcc, &k);
 	wine_resolve(c->sh, &in, &k, &out->match);
+	const struct wine *hidden = out->match.wine && !wine_visible(c, out->match.wine) ? out->match.wine : NULL;
+	const char *what;
+	const struct wine *owner = wine_key_owner(c->sh, &k, NULL, &what);
+	if (!hidden && owner && !wine_visible(c, owner) && out->match.result != WR_MATCHED)
+		hidden = owner; /* a unique key another entity's draft holds */
+	if (hidden && out->match.result != WR_CANDIDATE) {
+		out->match.wine = hidden;
+		return ingest_pending(c, body, out);
+	}
 	if (out->match.result == WR_CONFLICT) {
 		fail(out, 409, "identifier_conflict", out->match.why);
 		return out->status;
 	}
 	if (out->match.result == WR_MATCHED)
 		return ingest_enrich(c, body, out);
-	return ingest_create(c, &in, &k, pid, out);
+	rc = ingest_create(c, &in, &k, pid, out);
+	if (hidden) /* similar to a hidden draft: the platform's review names it, the caller hears "new" */
+		out->match = (struct wine_match){.result = WR_NEW};
+	return rc;
 }
 
 int wine_match_body(struct api_ctx *c, const struct json_value *body, struct wine_match *m)
@@ -1104,6 +1161,8 @@ int wine_match_body(struct api_ctx *c, const struct json_value *body, struct win
 	struct wine_keys k;
 	wine_keys_of(&in, pname, pcc, &k);
 	wine_resolve(c->sh, &in, &k, m);
+	if (m->wine && !wine_visible(c, m->wine))
+		*m = (struct wine_match){.result = WR_NEW}; /* as for a wine nobody has */
 	return 0;
 }
 
@@ -1124,26 +1183,24 @@ static void wines_create(struct api_ctx *c)
 		api_error(c, r.status, r.code, r.detail);
 		return;
 	}
-	const struct wine *w = wine_get(c->sh, r.wine_id, strlen(r.wine_id));
 	struct buf mb;
 	buf_init(&mb, 64 * 1024);
 	buf_puts(&mb, "\"match\":");
 	size_t at = mb.len;
 	/* created: new, or candidate naming the wine it resembles; 200: matched */
 	match_json(&mb, &r.match, r.status == 200 ? r.enriched : NULL);
-	const char *text = buf_cstr(&mb);
 	c->rs->status = r.status;
-	if (wine_visible(c, w)) {
-		wine_emit_doc(c, &c->w, w, text);
-	} else {
-		/* matched a draft the caller may not see: its id and the match only */
+	if (r.status == 202) {
+		/* pending review: the review's id and the match, nothing else */
 		jw_obj_begin(&c->w);
-		jw_key(&c->w, "id");
-		jw_strn(&c->w, w->row.id, w->row.id_len);
-		jw_kstr(&c->w, "status", wine_status_names[w->status]);
+		jw_kstr(&c->w, "status", "pending_review");
+		jw_kstr(&c->w, "review_id", r.review_id);
 		jw_key(&c->w, "match");
-		jw_raw(&c->w, text + at, strlen(text + at));
+		jw_raw(&c->w, mb.data + at, mb.len - at);
 		jw_obj_end(&c->w);
+	} else {
+		const struct wine *w = wine_get(c->sh, r.wine_id, strlen(r.wine_id));
+		wine_emit_doc(c, &c->w, w, buf_cstr(&mb));
 	}
 	buf_free(&mb);
 }

@@ -191,7 +191,9 @@ int wine_writable(const struct api_ctx *c, const struct wine *w);
 /* ---- dedup (wine_match.c) ----------------------------------------------- */
 
 enum wine_tier { TIER_NONE = 0, TIER_GTIN = 1, TIER_LWIN = 2, TIER_NATURAL_KEY = 3, TIER_LABEL_REVIEW = 4 };
-enum wine_result { WR_NEW = 0, WR_CANDIDATE, WR_MATCHED, WR_CONFLICT };
+/* WR_PENDING: the keys lead to a wine the caller may not read; the
+ * submission waits in the review queue (wine.c, wine_ingest). */
+enum wine_result { WR_NEW = 0, WR_CANDIDATE, WR_MATCHED, WR_CONFLICT, WR_PENDING };
 extern const char *const wine_result_names[];
 
 #define WINE_NK_PREFIX_CAP (2 * WID_NK_PART_MAX + 3)
@@ -251,13 +253,14 @@ void wine_list_indexes(struct shard *sh, struct wine_lists *out);
 /* ---- ingest (wine.c) ---------------------------------------------------- */
 
 struct wine_ingest_result {
-	int status;                   /* 201 created, 200 matched, else the error status */
+	int status;                   /* 201 created, 200 matched, 202 pending review, else the error status */
 	const char *code;             /* problem code when status >= 400 */
 	char detail[200];
 	struct wine_match match;
 	char wine_id[ID_MAX_LEN];
 	unsigned n_enriched;          /* members a match added to the existing wine */
 	char enriched[512];           /* their names as JSON strings, comma-separated */
+	char review_id[ID_MAX_LEN];   /* 202: the review the submission waits in */
 };
 
 /*
@@ -266,10 +269,24 @@ struct wine_ingest_result {
  * tiers 1-3, then either enrich the matched wine (missing members filled,
  * never overwritten; new identifiers added) with a wine.matched event, or
  * create the wine (and an inline producer) with wine.created -- one
- * transaction, committed before return.  Used by POST /v1/wines and by the
- * catalogue benchmark.  Returns out->status.
+ * transaction, committed before return.  When the keys lead to a wine the
+ * caller may not read (another entity's draft), nothing of it is changed or
+ * revealed: the submission is stored in a review for the platform (202,
+ * result pending_review, no id, no tier), keeping dedup's promise of one
+ * canonical row.  Used by POST /v1/wines and by the catalogue benchmark.
+ * Returns out->status.
  */
 int wine_ingest(struct api_ctx *c, const struct json_value *body, struct wine_ingest_result *out);
+
+/*
+ * Enrich `w` with `body` (an ingest body, already validated once) as the
+ * tier-1..4 enrichment does: members w lacks are filled, nothing is
+ * overwritten, and a wine.matched event with `m` is added -- all into the
+ * OPEN transaction (the caller commits).  Returns 200, or the error status
+ * with code/detail in *out.  review.c uses it to confirm a submission.
+ */
+int wine_enrich(struct api_ctx *c, const struct wine *w, const struct json_value *body, const struct wine_match *m,
+		struct wine_ingest_result *out);
 
 /*
  * Tier 4 confirmed by an operator (review.c): `dup` and `into` are the same

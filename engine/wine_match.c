@@ -52,7 +52,7 @@
 
 #include "engine/wine.h"
 
-const char *const wine_result_names[] = {"new", "candidate", "matched", "candidate", NULL};
+const char *const wine_result_names[] = {"new", "candidate", "matched", "candidate", "pending_review", NULL};
 
 /* Confidence of each outcome, 0..WINE_CONF_ONE (scale 4). */
 enum {

@@ -19,6 +19,8 @@
 #   d. nginx serving a fixed 200-byte body (if nginx is installed): what this
 #      machine, kernel loopback and wrk can do at all -- the baseline the
 #      engine figures should be read against.
+#   a2. (a) again while a second wrk POSTs partners (fsync) at -c16: reads of
+#      old rows must not wait for the writers' fsyncs.
 #   e. GET /healthz: the engine's own ceiling for a minimal request (HTTP
 #      parse + tiny response), so (a) minus (e) is the cost of the resource.
 #   f. perf/bench_index (in-process index throughput/memory), if it compiles.
@@ -217,6 +219,20 @@ fi
 echo
 echo "records per fsync during POST run: delta wm_wal_transactions_total $dtx / delta wm_wal_fsync_seconds_count $dfs = $per_fsync"
 echo "(wrk counted $post_requests completed POSTs; the WAL counts every committed transaction)"
+
+# ---- a2. reads while durable writes run ---------------------------------------
+# The (a) read again while a second wrk (-c16) POSTs partners with fsync: a
+# read of an old row depends on nothing being written, so it must not wait
+# for the writers' fsyncs (DESIGN.md section 3; engine/table.h, the read set).
+mix_out="$root/mix_post.out"
+wrk -t1 -c16 -d"$DURATION" --latency -s perf/post_partner.lua "$base" -- "mix$$" >"$mix_out" 2>&1 &
+mix_pid=$!
+sleep 0.2
+run_wrk "GET /v1/partners/{id} during POST load" -s perf/get_partner.lua "$base" -- "$ids"
+wait "$mix_pid" || die "the concurrent POST wrk failed: $(tail -n 3 "$mix_out")"
+mix_rps=$(sed -n 's/^BENCH_RESULT rps=\([^ ]*\).*/\1/p' "$mix_out" | tail -n 1)
+echo "concurrent POST /v1/partners (fsync, wrk -t1 -c16): $(printf '%.0f' "${mix_rps:-0}") req/s"
+rows+=("  (concurrent POST /v1/partners -c16)|$(printf '%.0f' "${mix_rps:-0}")|-|-|ok|wrk -t1 -c16 -d$DURATION -s perf/post_partner.lua")
 
 # ---- e. minimal-request ceiling -----------------------------------------------
 run_wrk "GET /healthz" -s perf/report.lua "$base/healthz"

@@ -185,14 +185,14 @@ WM_TEST(idem, table_decodes_and_chains_one_key_across_entities)
 	cr_assert_null(idem_find(&t, "platform", "k-", 2));
 
 	/* unlink from the middle, the head and the tail of the chain */
-	cr_assert_eq(table_del(&t, "idem_2", 6), 0);
+	cr_assert_eq(table_del(&t, "idem_2", 6, 8), 0);
 	cr_assert_null(idem_find(&t, "ptn_A", "k-1", 3));
 	cr_assert_not_null(idem_find(&t, "platform", "k-1", 3));
 	cr_assert_not_null(idem_find(&t, "ptn_B", "k-1", 3));
-	cr_assert_eq(table_del(&t, "idem_3", 6), 0);
+	cr_assert_eq(table_del(&t, "idem_3", 6, 9), 0);
 	cr_assert_null(idem_find(&t, "ptn_B", "k-1", 3));
 	expect_body(idem_find(&t, "platform", "k-1", 3), "{\"id\":\"ptn_1\"}");
-	cr_assert_eq(table_del(&t, "idem_1", 6), 0);
+	cr_assert_eq(table_del(&t, "idem_1", 6, 10), 0);
 	cr_assert_null(idem_find(&t, "platform", "k-1", 3));
 	cr_assert_not_null(idem_find(&t, "platform", "k-2", 3));
 	/* a key string reused after its record is gone */

@@ -361,6 +361,21 @@ WM_TEST(listing, offers_the_evaluator_refuses_and_own_offers)
 	offer(port, x.ko2, x.w[2], "10", SHARED ",\"permissions\":{\"blocked_countries\":[\"DE\"]}", blocked);
 	offer(port, x.ko2, x.w[3], "10", "\"network_shareable\":true", draft);
 	offer(port, x.ko2, x.w[3], "10", "\"condition\":\"bin_end\",\"status\":\"active\"", closed_sh);
+	/* Offers S1 may not see answer exactly as an unknown id (no existence
+	 * oracle: the rule the evaluator would give is not revealed). */
+	static char unknown[4096], hidden[4096];
+	snprintf(body, sizeof(body), "{\"offer_id\":\"%s\",\"channel_id\":\"%s\",\"shelf_price\":11}",
+		 "off_00000000000000000000", x.c1);
+	raw(port, "POST", "/v1/listings", x.ks1, body, 422, unknown, sizeof(unknown));
+	cr_assert(strstr(unknown, "\"rule\":\"exists\""), "%s", unknown);
+	const char *const hidden_offers[] = {named2, blocked, draft, closed_sh};
+	for (size_t i = 0; i < sizeof(hidden_offers) / sizeof(hidden_offers[0]); i++) {
+		snprintf(body, sizeof(body), "{\"offer_id\":\"%s\",\"channel_id\":\"%s\",\"shelf_price\":11}",
+			 hidden_offers[i], x.c1);
+		raw(port, "POST", "/v1/listings", x.ks1, body, 422, hidden, sizeof(hidden));
+		cr_assert_str_eq(hidden, unknown, "offer %s is told apart from an unknown id", hidden_offers[i]);
+	}
+	/* the platform sees every offer: listing for S1, it gets the evaluator's rule */
 	const struct {
 		const char *offer;
 		const char *rule;
@@ -370,19 +385,20 @@ WM_TEST(listing, offers_the_evaluator_refuses_and_own_offers)
 		     {closed_sh, "not_network_shareable"}};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const char *const want[][2] = {{"offer_id", cases[i].rule}, {NULL, NULL}};
-		snprintf(body, sizeof(body), "{\"offer_id\":\"%s\",\"channel_id\":\"%s\",\"shelf_price\":11}",
-			 cases[i].offer, x.c1);
-		expect_errors(port, "POST", "/v1/listings", x.ks1, body, want);
+		snprintf(body, sizeof(body),
+			 "{\"offer_id\":\"%s\",\"channel_id\":\"%s\",\"seller_id\":\"%s\",\"shelf_price\":11}",
+			 cases[i].offer, x.c1, x.s1);
+		expect_errors(port, "POST", "/v1/listings", NULL, body, want);
 	}
 	/* S2 is named: allowed */
 	json_decref(listing(port, x.ks2, named2, x.c2, "\"shelf_price\":11", 201, NULL));
 	/* a seller that is also the originator lists its own unshared offer */
 	offer(port, x.ko1, x.w[0], "20", "\"status\":\"active\"", own);
 	json_decref(listing(port, x.ko1, own, x.co1, "\"shelf_price\":20,\"status\":\"live\"", 201, NULL));
-	/* others cannot */
-	const char *const ns[][2] = {{"offer_id", "not_network_shareable"}, {NULL, NULL}};
-	snprintf(body, sizeof(body), "{\"offer_id\":\"%s\",\"channel_id\":\"%s\",\"shelf_price\":21}", own, x.c1);
-	expect_errors(port, "POST", "/v1/listings", x.ks1, body, ns);
+	/* others cannot, and cannot tell it from an unknown offer */
+	snprintf(body, sizeof(body), "{\"offer_id\":\"%s\",\"channel_id\":\"%s\",\"shelf_price\":11}", own, x.c1);
+	raw(port, "POST", "/v1/listings", x.ks1, body, 422, hidden, sizeof(hidden));
+	cr_assert_str_eq(hidden, unknown);
 	wm_proc_cleanup(&x.p);
 }
 

@@ -159,6 +159,26 @@ static void offer(int port, const char *key, const char *wine, const char *price
 	json_decref(j);
 }
 
+static void location(int port, const char *key, const char *name, char *out)
+{
+	char body[512];
+	snprintf(body, sizeof(body),
+		 "{\"location_type\":\"BONDED_WAREHOUSE\",\"name\":\"%s\",\"address\":{\"line1\":\"1 rue du Vin\","
+		 "\"city\":\"Beaune\",\"postal_code\":\"21200\",\"country\":\"FR\"}}",
+		 name);
+	json_t *j = expect(port, "POST", "/v1/stock-locations", key, body, 201);
+	snprintf(out, 64, "%s", tc_jstr(j, "id"));
+	json_decref(j);
+}
+
+static void level(int port, const char *key, const char *offer, const char *loc, int units)
+{
+	char body[512];
+	snprintf(body, sizeof(body), "{\"sku\":\"SKU-%s\",\"offer_id\":\"%s\",\"location_id\":\"%s\",\"on_hand\":%d}",
+		 offer, offer, loc, units);
+	json_decref(expect(port, "POST", "/v1/inventory", key, body, 201));
+}
+
 struct qworld {
 	struct wm_proc p;
 	char est[64], o2[64], sel[64], kest[128], ko2[128], ksel[128];
@@ -185,8 +205,17 @@ static void qworld_args(struct qworld *x, const char *const *args)
 	offer(port, x->ko2, x->w2, "9.00", 50,
 	      "\"network_shareable\":true,\"permissions\":{\"default\":\"any\",\"blocked_countries\":[\"DE\"]}", x->of_blk);
 	char body[512];
-	json_t *j = expect(port, "POST", "/v1/sales-channels", x->ksel, "{\"name\":\"Web\",\"kind\":\"webshop_connect\"}",
-			   201);
+	/* the stock behind the two offers of w1 (the same quantities), at a
+	 * location of each originator, both linked to the seller's one sales
+	 * channel: availability is scoped by the channel's locations (spec 2.5) */
+	char loc_est[64], loc_o2[64];
+	location(port, x->kest, "Estate cellar", loc_est);
+	location(port, x->ko2, "Stockist warehouse", loc_o2);
+	level(port, x->kest, x->of_est, loc_est, 5);
+	level(port, x->ko2, x->of_o2, loc_o2, 10);
+	snprintf(body, sizeof(body), "{\"name\":\"Web\",\"kind\":\"webshop_connect\",\"location_ids\":[\"%s\",\"%s\"]}",
+		 loc_est, loc_o2);
+	json_t *j = expect(port, "POST", "/v1/sales-channels", x->ksel, body, 201);
 	snprintf(x->chn, sizeof(x->chn), "%s", tc_jstr(j, "id"));
 	json_decref(j);
 	snprintf(body, sizeof(body),
@@ -276,8 +305,8 @@ WM_TEST(quote, estate_covered_fr_to_de_equals_the_engine)
 	cr_assert_str_eq(tc_jstr(vat, "effective_date"), "2025-11-01");
 	cr_assert_str_eq(tc_jstr(json_array_get(tb, 0), "basis"), "per_hl_product");
 
-	/* settlement: originator 40.00, seller 18.20, fulfiller 72.00 (the estate:
-	 * no levels), platform 2.91, VAT 25.29 escrowed: adds up to the total */
+	/* settlement: originator 40.00, seller 18.20, fulfiller 72.00 (the estate,
+	 * owner of its cellar's level), platform 2.91, VAT 25.29 escrowed: adds up to the total */
 	json_t *ss = json_object_get(j, "settlement_split");
 	long long sum = cents(ss, "platform_fee") + cents(json_object_get(ss, "escrowed_taxes"), "excise") +
 			cents(json_object_get(ss, "escrowed_taxes"), "vat");

@@ -39,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	table_put(&t, "row_1", 5, doc, size - 1, 1, why);
 	table_put(&t, "row_1", 5, doc, size - 1, 2, why);
 	table_put(&t, "row_2", 5, doc, size - 1, 3, why);
-	table_del(&t, "row_2", 5);
+	table_del(&t, "row_2", 5, 2);
 	table_fini(&t);
 	return 0;
 }

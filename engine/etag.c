@@ -22,14 +22,19 @@
  *
  *  - The tag is the representation's own: XXH3-128 of the GET route
  *    pattern, content type and body bytes that a GET by the same caller
- *    returns, as 32 hex digits in quotes.  Every representation we serve
- *    carries its `updated_at` (or the fields that change), so the body is
- *    the resource's version as this caller sees it; two role views of one
- *    row differ in bytes and so never share a tag, and equal bytes are by
- *    definition the same representation (a strong validator may be equal
- *    exactly when the representation is).  It is computed, never stored:
- *    no WAL record or snapshot format changes, and the tag cannot go stale
- *    behind the data.  A handler that sets its own strong ETag (media
+ *    returns, as 32 hex digits in quotes.  Any change the caller can see
+ *    changes the bytes (most resources also carry `updated_at`), so the
+ *    tag changes with the resource's version as this caller sees it; two
+ *    role views of one row differ in bytes and so never share a tag.  Equal
+ *    bytes give an equal tag, which is what a strong validator promises
+ *    (RFC 9110 8.8.1: byte-identical representations); a resource that
+ *    returns to earlier bytes without an `updated_at` gets its earlier tag
+ *    back, and a write conditioned on it is then rightly applied to the
+ *    same representation the client read.  128 bits make an accidental
+ *    collision negligible.  The tag is computed, never stored: no WAL
+ *    record or snapshot format changes, and it cannot go stale behind the
+ *    data (the per-row LSN the lead is adding would make a cheaper
+ *    version stamp; the body hash needs nothing from table.c).  A handler that sets its own strong ETag (media
  *    content: the sha256 of the bytes) keeps it.
  *
  *  - A write's current and new tags come from running the GET handler on

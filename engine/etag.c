@@ -33,7 +33,7 @@
  *    same representation the client read.  128 bits make an accidental
  *    collision negligible.  The tag is computed, never stored: no WAL
  *    record or snapshot format changes, and it cannot go stale behind the
- *    data (the per-row LSN the lead is adding would make a cheaper
+ *    data (a per-row LSN would make a cheaper
  *    version stamp; the body hash needs nothing from table.c).  A handler that sets its own strong ETag (media
  *    content: the sha256 of the bytes) keeps it.
  *

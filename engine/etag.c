@@ -33,9 +33,9 @@
  *    same representation the client read.  128 bits make an accidental
  *    collision negligible.  The tag is computed, never stored: no WAL
  *    record or snapshot format changes, and it cannot go stale behind the
- *    data (a per-row LSN would make a cheaper
- *    version stamp; the body hash needs nothing from table.c).  A handler that sets its own strong ETag (media
- *    content: the sha256 of the bytes) keeps it.
+ *    data (a per-row LSN would make a cheaper version stamp; the body
+ *    hash needs nothing from table.c).  A handler that sets its own
+ *    strong ETag (media content: the sha256 of the bytes) keeps it.
  *
  *  - A write's current and new tags come from running the GET handler on
  *    the resource's path as the same caller into a private response (a

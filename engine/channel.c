@@ -561,16 +561,61 @@ int channel_of_seller(struct shard *sh, const char *channel_id, const char *sell
 
 /* ---- visibility ------------------------------------------------------------------ */
 
-/* May the caller see the row: its seller's (or the platform), and for a
- * channel-scoped publishable key only its storefront channel. */
+/* A publishable (storefront) key of a partner: it gets the storefront view. */
+static int storefront(const struct api_ctx *c) { return c->who.kind == KEY_PUBLISHABLE && !c->who.is_platform; }
+
+/* May the caller see the row: its seller's (or the platform); a publishable
+ * key only its own storefront channel and that channel's shops, and nothing
+ * without a channel (spec 5: a storefront sees what its shop page shows). */
 static int shelf_visible(const struct api_ctx *c, const struct shelf_kind *k, const struct shelf_row *s)
 {
 	if (!api_owns(c, s->seller_id, strlen(s->seller_id)))
 		return 0;
-	if (c->who.kind == KEY_PUBLISHABLE && c->who.channel_id[0])
-		return k->on_channel(s, c->who.channel_id);
+	if (storefront(c))
+		return c->who.channel_id[0] && k->on_channel(s, c->who.channel_id);
 	return 1;
 }
+
+/*
+ * The storefront view: the members a shop page shows, nothing of how the
+ * seller runs it (no warehouse location_ids, no markup, no seller id); a
+ * channel's listings[] are those the key may see (its live ones).  One list
+ * per kind, in the order of the stored document.
+ */
+static const char *const channel_storefront[] = {"id",	   "name",   "kind",	 "country",
+						   "currency", "status", "listings", NULL};
+static const char *const shop_storefront[] = {"id", "name", "layout", "channel_id", "status", NULL};
+
+static int in_list(const char *const *list, const char *k)
+{
+	for (; *list; list++)
+		if (!strcmp(*list, k))
+			return 1;
+	return 0;
+}
+
+/* Emit the members of r's document that `keep` names. */
+static void storefront_emit(struct api_ctx *c, const struct row *r, const char *const *keep)
+{
+	struct json_doc *d = json_parse(r->doc, r->doc_len, NULL, NULL);
+	if (!d) {
+		c->w.err = 1;
+		return;
+	}
+	const struct json_value *o = json_root(d);
+	jw_obj_begin(&c->w);
+	for (uint32_t i = 0; i < o->len; i++)
+		if (in_list(keep, o->u.members[i].key)) {
+			jw_key(&c->w, o->u.members[i].key);
+			jw_value(&c->w, &o->u.members[i].value);
+		}
+	jw_obj_end(&c->w);
+	json_doc_free(d);
+}
+
+static void channel_emit_only(struct api_ctx *c, const struct row *r, const char *const *keep);
+static void channel_storefront_emit(struct api_ctx *c, const struct row *r) { channel_emit_only(c, r, channel_storefront); }
+static void shop_storefront_emit(struct api_ctx *c, const struct row *r) { storefront_emit(c, r, shop_storefront); }
 
 /* The visible row of the path, or NULL with the 404 written. */
 static const struct shelf_row *shelf_from_path(struct api_ctx *c, const struct shelf_kind *k)
@@ -770,7 +815,9 @@ static void shelf_patch(struct api_ctx *c, const struct shelf_kind *k)
 
 /* A channel as reads return it: the stored members, with `listings`
  * filled from the listings-by-channel index (see the top). */
-static void channel_emit(struct api_ctx *c, const struct row *r)
+/* The channel document with its listings[] joined (those the caller may
+ * see); keep: the members to emit (NULL: all). */
+static void channel_emit_only(struct api_ctx *c, const struct row *r, const char *const *keep)
 {
 	struct json_doc *d = json_parse(r->doc, r->doc_len, NULL, NULL);
 	if (!d) {
@@ -784,6 +831,8 @@ static void channel_emit(struct api_ctx *c, const struct row *r)
 	int more = 0;
 	for (uint32_t i = 0; i < o->len; i++) {
 		const struct json_member *m = &o->u.members[i];
+		if (keep && !in_list(keep, m->key))
+			continue;
 		jw_key(&c->w, m->key);
 		if (!strcmp(m->key, "listings"))
 			more = listing_channel_ids(c, id, &c->w);
@@ -795,11 +844,20 @@ static void channel_emit(struct api_ctx *c, const struct row *r)
 	json_doc_free(d);
 }
 
+static void channel_emit(struct api_ctx *c, const struct row *r) { channel_emit_only(c, r, NULL); }
+
 static void shelf_get(struct api_ctx *c, const struct shelf_kind *k)
 {
 	const struct shelf_row *s = shelf_from_path(c, k);
 	if (!s)
 		return;
+	if (storefront(c)) {
+		if (api_read_row(c))
+			return;
+		(k->table == REC_T_CHANNEL ? channel_storefront_emit : shop_storefront_emit)(c, &s->row);
+		c->rs->status = 200;
+		return;
+	}
 	if (k->table != REC_T_CHANNEL) {
 		api_send_doc(c, 200, s->row.doc, s->row.doc_len);
 		return;
@@ -861,7 +919,10 @@ static void shelf_list(struct api_ctx *c, const struct shelf_kind *k)
 		prefix[sl] = 0;
 		pl = (uint32_t)sl + 1;
 	}
-	api_list(c, idx, prefix, pl, &pg, shelf_match, &f, k->table == REC_T_CHANNEL ? channel_emit : NULL);
+	api_row_emit emit = k->table == REC_T_CHANNEL ? channel_emit : NULL;
+	if (storefront(c))
+		emit = k->table == REC_T_CHANNEL ? channel_storefront_emit : shop_storefront_emit;
+	api_list(c, idx, prefix, pl, &pg, shelf_match, &f, emit);
 }
 
 /* ---- availability --------------------------------------------------------------- */
@@ -893,6 +954,7 @@ struct avail_src {
 	 * (the page cursor) while asking for the next, so two alternate */
 	char keys[2][ID_MAX_LEN];
 	int flip;
+	int storefront;                /* a publishable key: no originator_id */
 };
 
 static int64_t channel_atp(struct shard *sh, const struct channel *ch, const char *offer_id)
@@ -905,8 +967,11 @@ static int64_t channel_atp(struct shard *sh, const struct channel *ch, const cha
 
 static void avail_doc(struct avail_src *a, const char *offer_id, const struct offer *o)
 {
-	int n = snprintf(a->doc, sizeof(a->doc), "{\"offer_id\":\"%s\",\"originator_id\":\"%s\",\"atp\":%lld}",
-			 offer_id, o ? o->originator_id : "", (long long)channel_atp(a->sh, a->ch, offer_id));
+	int n = a->storefront /* a shop page shows stock, not who supplies it */
+			? snprintf(a->doc, sizeof(a->doc), "{\"offer_id\":\"%s\",\"atp\":%lld}", offer_id,
+				   (long long)channel_atp(a->sh, a->ch, offer_id))
+			: snprintf(a->doc, sizeof(a->doc), "{\"offer_id\":\"%s\",\"originator_id\":\"%s\",\"atp\":%lld}",
+				   offer_id, o ? o->originator_id : "", (long long)channel_atp(a->sh, a->ch, offer_id));
 	a->r.doc = a->doc;
 	a->r.doc_len = n > 0 && (size_t)n < sizeof(a->doc) ? (uint32_t)n : 0;
 }
@@ -963,6 +1028,7 @@ static void channels_availability(struct api_ctx *c)
 	memset(&a, 0, sizeof(a));
 	a.sh = c->sh;
 	a.ch = ch;
+	a.storefront = storefront(c);
 	char offer[ID_MAX_LEN];
 	int n = api_query(c, "offer", offer, sizeof(offer));
 	if (n == 0 || n == -2) {

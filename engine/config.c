@@ -33,8 +33,11 @@ static const struct opt opts[] = {
 	{"snapshot-keep", OPT_U64, N(snapshot_keep), 1, 100, NULL, "snapshots kept by retention"},
 	{"access-log", OPT_BOOL, N(access_log), 0, 1, NULL, "one log line per request (0 for benchmarks)"},
 	{"demo", OPT_BOOL, N(demo), 0, 1, NULL, "seed demo data into an empty data directory"},
-	{"max-conns", OPT_U64, N(max_conns), 1, 100000, NULL, "maximum open connections"},
-	{"header-timeout-ms", OPT_U64, N(header_timeout_ms), 10, 3600000, NULL, "time allowed for a request head"},
+	{"max-conns", OPT_U64, N(max_conns), 1, 100000, NULL, "maximum open connections (when full, the longest-idle one is closed for a new one)"},
+	{"max-conns-per-ip", OPT_U64, N(max_conns_per_ip), 0, 100000, NULL, "open connections one client address may hold (0 = no cap)"},
+	{"tls-cert", OPT_STR, S(tls_cert), 0, 0, NULL, "PEM certificate (chain) file: serve HTTPS only (TLS 1.2/1.3); reloaded on SIGHUP"},
+	{"tls-key", OPT_STR, S(tls_key), 0, 0, NULL, "PEM private key file for --tls-cert"},
+	{"header-timeout-ms", OPT_U64, N(header_timeout_ms), 10, 3600000, NULL, "time allowed for a request head (and TLS handshake), from accept or its first byte"},
 	{"body-timeout-ms", OPT_U64, N(body_timeout_ms), 10, 3600000, NULL, "time allowed for a whole request"},
 	{"idle-timeout-ms", OPT_U64, N(idle_timeout_ms), 10, 86400000, NULL, "keep-alive idle time-out"},
 	{"max-body-kb", OPT_U64, N(max_body_kb), 1, 65536, NULL, "largest request body (KiB)"},
@@ -71,6 +74,7 @@ void config_defaults(struct config *c)
 	c->snapshot_keep = 2;
 	c->access_log = 1;
 	c->max_conns = 1024;
+	c->max_conns_per_ip = 256;
 	c->header_timeout_ms = 10000;
 	c->body_timeout_ms = 30000;
 	c->idle_timeout_ms = 60000;
@@ -221,7 +225,7 @@ void config_usage(FILE *out, const char *prog)
 		const struct opt *o = &opts[i];
 		char def[64];
 		if (o->kind == OPT_STR || o->kind == OPT_ENUM)
-			snprintf(def, sizeof(def), "%s", (const char *)&d + o->off);
+			snprintf(def, sizeof(def), "%s", *((const char *)&d + o->off) ? (const char *)&d + o->off : "none");
 		else
 			snprintf(def, sizeof(def), "%llu", (unsigned long long)*(const uint64_t *)(const void *)((const char *)&d + o->off));
 		fprintf(out, "  --%-20s %s (default %s)\n", o->name, o->help, def);

@@ -23,6 +23,9 @@ struct config {
 	uint64_t access_log;       /* 0/1 */
 	uint64_t demo;             /* seed demo data on first start */
 	uint64_t max_conns;
+	uint64_t max_conns_per_ip; /* 0 = no cap */
+	char tls_cert[512];        /* "" = plain HTTP */
+	char tls_key[512];
 	uint64_t header_timeout_ms;
 	uint64_t body_timeout_ms;
 	uint64_t idle_timeout_ms;

@@ -77,11 +77,20 @@ static void metrics(struct api_ctx *c)
 	struct srv_stats ss;
 	srv_get_stats(sh->srv, &ss);
 	buf_printf(o, "# TYPE wm_connections_open gauge\nwm_connections_open %llu\n"
-		      "# TYPE wm_connections_rejected_total counter\nwm_connections_rejected_total %llu\n"
+		      "# HELP wm_connections_rejected_total Connections refused at accept: the table was full of busy "
+		      "connections, or the client address had --max-conns-per-ip open.\n"
+		      "# TYPE wm_connections_rejected_total counter\n"
+		      "wm_connections_rejected_total{reason=\"full\"} %llu\n"
+		      "wm_connections_rejected_total{reason=\"per_ip\"} %llu\n"
+		      "# HELP wm_connections_evicted_total Idle connections closed to admit a new one.\n"
+		      "# TYPE wm_connections_evicted_total counter\nwm_connections_evicted_total %llu\n"
+		      "# TYPE wm_tls_handshake_failures_total counter\nwm_tls_handshake_failures_total %llu\n"
 		      "# TYPE wm_http_timeouts_total counter\nwm_http_timeouts_total %llu\n"
 		      "# TYPE wm_http_parse_errors_total counter\nwm_http_parse_errors_total %llu\n",
 		   (unsigned long long)ss.open, (unsigned long long)ss.rejected_full,
-		   (unsigned long long)ss.timeouts, (unsigned long long)ss.parse_errors);
+		   (unsigned long long)ss.rejected_per_ip, (unsigned long long)ss.evicted_idle,
+		   (unsigned long long)ss.tls_handshake_failures, (unsigned long long)ss.timeouts,
+		   (unsigned long long)ss.parse_errors);
 	audit_metrics(sh, o);
 	for (int i = 0; i < REC_T_COUNT_; i++)
 		if (sh->tables[i].ops)

@@ -4,7 +4,9 @@
  * Signals arrive through a signalfd so that SIGTERM/SIGINT are just another
  * event on the loop: the server stops accepting, finishes what is in flight,
  * the WAL is flushed, and the process exits 0.  A second signal during the
- * drain exits at once (everything acknowledged is durable anyway).
+ * drain exits at once (everything acknowledged is durable anyway).  SIGHUP
+ * reloads the TLS certificate and key from their files (a file that does
+ * not load leaves the running certificate in place, with an error line).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -46,6 +48,17 @@ static void on_signal(struct ev_loop *loop, struct ev_handle *h, uint32_t events
 	struct signalfd_siginfo si;
 	ssize_t r = read(h->fd, &si, sizeof(si));
 	(void)r;
+	if (si.ssi_signo == SIGHUP) {
+		char err[512] = "";
+		int rc = srv_tls_reload(sh->srv, err, sizeof(err));
+		if (rc == 0)
+			log_info("msg=\"TLS certificate reloaded\" cert=\"%s\"", sh->cfg.tls_cert);
+		else if (rc < 0)
+			log_error("msg=\"TLS reload refused; the previous certificate stays\" error=\"%s\"", err);
+		else
+			log_info("msg=\"SIGHUP: nothing to reload (plain HTTP)\"");
+		return;
+	}
 	if (drain_requested) {
 		log_warn("msg=\"second signal: stopping now\"");
 		ev_stop(loop);
@@ -105,6 +118,7 @@ int main(int argc, char **argv)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -144,10 +158,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	sh.loop = ev_new();
-	struct srv_config sc = {.listen = cfg.listen, .handler = api_handle, .done = api_done,
-				.durable_lsn = durable_lsn, .app = &sh};
+	struct srv_config sc = {.listen = cfg.listen, .tls_cert = cfg.tls_cert, .tls_key = cfg.tls_key,
+				.handler = api_handle, .done = api_done, .durable_lsn = durable_lsn, .app = &sh};
 	srv_limits_default(&sc.lim);
 	sc.lim.max_conns = (uint32_t)cfg.max_conns;
+	sc.lim.max_conns_per_ip = (uint32_t)cfg.max_conns_per_ip;
 	sc.lim.header_timeout_ms = (uint32_t)cfg.header_timeout_ms;
 	sc.lim.body_timeout_ms = (uint32_t)cfg.body_timeout_ms;
 	sc.lim.idle_timeout_ms = (uint32_t)cfg.idle_timeout_ms;
@@ -177,9 +192,13 @@ int main(int argc, char **argv)
 	char *colon = strrchr(host, ':');
 	if (colon)
 		*colon = 0;
-	log_info("msg=\"listening\" url=http://%s:%d data_dir=%s wal_mode=%s lsn=%llu", host,
+	const char *scheme = srv_is_tls(sh.srv) ? "https" : "http";
+	log_info("msg=\"listening\" url=%s://%s:%d data_dir=%s wal_mode=%s lsn=%llu", scheme, host,
 		 srv_port(sh.srv), cfg.data_dir, cfg.wal_mode, (unsigned long long)sh.lsn);
-	printf("wm-shard listening on http://%s:%d (data in %s)\n", host, srv_port(sh.srv), cfg.data_dir);
+	if (!srv_is_tls(sh.srv) && !srv_is_loopback(sh.srv))
+		log_warn("msg=\"plain HTTP on a non-loopback address: API keys cross the network in clear; "
+			 "use --tls-cert/--tls-key\" listen=%s", cfg.listen);
+	printf("wm-shard listening on %s://%s:%d (data in %s)\n", scheme, host, srv_port(sh.srv), cfg.data_dir);
 	fflush(stdout);
 
 	int rc = ev_run(sh.loop);

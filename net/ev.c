@@ -5,6 +5,13 @@
  * handler that stops reading (back-pressure) just removes EPOLLIN.  The loop
  * caches "now" once per iteration so that time-out bookkeeping in handlers
  * costs no system call.
+ *
+ * A handler may unregister and free another handle whose event is still
+ * waiting later in the same batch (the server closes idle connections to
+ * admit a new one; a WAL event releases and closes other connections).
+ * ev_del therefore blanks that handle's pending entries in the batch being
+ * dispatched, so no event is ever delivered to freed memory -- nor to a new
+ * handle that happens to reuse its address.
  */
 #include "net/ev.h"
 
@@ -24,6 +31,8 @@ struct ev_loop {
 	void *prepare_arg;
 	uint64_t now_ms;
 	uint64_t last_tick_ms;
+	struct epoll_event *batch; /* events being dispatched; NULL outside ev_run's loop */
+	int batch_n;
 };
 
 uint64_t ev_clock_us(void)
@@ -80,6 +89,9 @@ void ev_del(struct ev_loop *loop, struct ev_handle *h)
 {
 	epoll_ctl(loop->epfd, EPOLL_CTL_DEL, h->fd, NULL);
 	h->events = 0;
+	for (int i = 0; loop->batch && i < loop->batch_n; i++)
+		if (loop->batch[i].data.ptr == h)
+			loop->batch[i].data.ptr = NULL;
 }
 
 void ev_set_prepare(struct ev_loop *loop, ev_tick_fn fn, void *arg)
@@ -109,10 +121,15 @@ int ev_run(struct ev_loop *loop)
 		if (n < 0 && errno != EINTR)
 			return -1;
 		loop->now_ms = ev_clock_us() / 1000;
+		loop->batch = evs;
+		loop->batch_n = n > 0 ? n : 0;
 		for (int i = 0; i < n; i++) {
 			struct ev_handle *h = evs[i].data.ptr;
-			h->fn(loop, h, evs[i].events);
+			if (h) /* NULL: unregistered by an earlier handler of this batch */
+				h->fn(loop, h, evs[i].events);
 		}
+		loop->batch = NULL;
+		loop->batch_n = 0;
 		if (loop->prepare)
 			loop->prepare(loop, loop->prepare_arg);
 		if (loop->tick && loop->now_ms - loop->last_tick_ms >= loop->tick_ms) {

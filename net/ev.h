@@ -33,7 +33,8 @@ void ev_free(struct ev_loop *loop);
 int ev_add(struct ev_loop *loop, struct ev_handle *h, uint32_t events);
 /* Change the event mask; no-op when unchanged. */
 int ev_mod(struct ev_loop *loop, struct ev_handle *h, uint32_t events);
-/* Unregister (before closing the fd). */
+/* Unregister (before closing the fd).  An event of h still pending in the
+ * batch being dispatched is dropped, so h may be freed right after. */
 void ev_del(struct ev_loop *loop, struct ev_handle *h);
 /* Tick callback, called at least every tick_ms while running. */
 void ev_set_tick(struct ev_loop *loop, unsigned tick_ms, ev_tick_fn fn, void *arg);

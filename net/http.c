@@ -457,6 +457,19 @@ int http_parse_request(const char *buf, size_t len, const struct http_limits *li
 
 /* ---- helpers -------------------------------------------------------------- */
 
+int http_check_host(const struct http_request *req, struct http_error *err)
+{
+	uint32_t hosts = 0;
+	uint32_t n = req->n_headers < HTTP_MAX_HEADERS_CAP ? req->n_headers : HTTP_MAX_HEADERS_CAP;
+	for (uint32_t i = 0; i < n; i++)
+		hosts += ieq(req->headers[i].name, req->headers[i].name_len, "host");
+	if (hosts > 1)
+		return fail(err, 400, "more than one Host header");
+	if (hosts == 0 && req->version_minor >= 1)
+		return fail(err, 400, "HTTP/1.1 request without a Host header");
+	return HTTP_PARSE_OK;
+}
+
 const struct http_header *http_find_header(const struct http_request *req, const char *name)
 {
 	if (!req || !name)

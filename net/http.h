@@ -21,7 +21,9 @@
  *     max_header_bytes -> 431;
  *   - versions other than HTTP/1.0 and HTTP/1.1 -> 505; an unknown method
  *     token is returned as HTTP_M_OTHER (the router answers 405/501).
- *   - the request target must be origin-form ("/..."), or "*" for OPTIONS.
+ *   - the request target must be origin-form ("/..."), or "*" for OPTIONS;
+ *   - Host: exactly one on HTTP/1.1, at most one on HTTP/1.0
+ *     (http_check_host, applied by the server after framing).
  */
 #ifndef WM_HTTP_H
 #define WM_HTTP_H
@@ -100,6 +102,16 @@ void http_limits_default(struct http_limits *l);
  */
 int http_parse_request(const char *buf, size_t len, const struct http_limits *lim,
 		       struct http_request *req, struct http_error *err);
+
+/*
+ * RFC 9112 section 3.2, checked on a request http_parse_request accepted:
+ * an HTTP/1.1 request must carry exactly one Host header (none, or two or
+ * more, is 400); HTTP/1.0 may omit it but may not repeat it.  Kept apart
+ * from the framing parser because it says nothing about where a request
+ * ends: the server answers 400 with the request already framed.  Returns
+ * HTTP_PARSE_OK, or HTTP_PARSE_ERROR with `err` (may be NULL) filled.
+ */
+int http_check_host(const struct http_request *req, struct http_error *err);
 
 /* Case-insensitive header lookup; returns the first match or NULL. */
 const struct http_header *http_find_header(const struct http_request *req, const char *name);

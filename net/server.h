@@ -10,6 +10,22 @@
  * whenever the WAL reports progress.  Because responses on one connection
  * are released in order and their LSNs never decrease, a connection keeps a
  * small ring of (end offset, lsn) marks and sends the longest durable prefix.
+ *
+ * Connection hygiene (why each rule exists):
+ *   - The head time-out runs from accept (and covers a TLS handshake), so a
+ *     socket that connects and sends nothing holds a slot for at most
+ *     header_timeout_ms; it is then closed without an answer, as an idle
+ *     keep-alive connection is (a partial request head gets 408).
+ *   - When the table is full, the connection idle for longest (nothing of a
+ *     request received, nothing queued) is closed to make room before a new
+ *     one is refused, so silent sockets cannot lock real clients out.
+ *   - At most max_conns_per_ip connections per client address (429);
+ *     refusals carry the same headers as every other response.
+ *   - A client that half-closes (shutdown(SHUT_WR)) after sending still
+ *     gets an answer to every complete request it sent, durable ones
+ *     included; then the connection is closed.
+ *   - With tls_cert/tls_key the listener speaks TLS only (net/tls.h); the
+ *     handshake runs inside the loop and srv_tls_reload swaps certificates.
  */
 #ifndef WM_SERVER_H
 #define WM_SERVER_H
@@ -23,8 +39,10 @@
 
 struct srv_limits {
 	struct http_limits http;
-	uint32_t max_conns;          /* default 1024; one more gets 503 and is closed */
-	uint32_t header_timeout_ms;  /* a request head must arrive within this; default 10000 */
+	uint32_t max_conns;          /* default 1024; one more evicts the longest-idle or gets 503 */
+	uint32_t max_conns_per_ip;   /* default 256; one more from that address gets 429; 0 = no cap */
+	uint32_t header_timeout_ms;  /* a request head (and the TLS handshake) must arrive within
+	                                this, from accept or from its first byte; default 10000 */
 	uint32_t body_timeout_ms;    /* the whole request must arrive within this; default 30000 */
 	uint32_t idle_timeout_ms;    /* keep-alive idle / no progress; default 60000 */
 	uint32_t max_inflight;       /* pipelined responses held per connection; default 64, max 256 */
@@ -60,6 +78,8 @@ typedef uint64_t (*srv_durable_fn)(void *app);
 
 struct srv_config {
 	const char *listen;          /* "host:port"; port 0 picks a free one */
+	const char *tls_cert;        /* PEM certificate (chain) file; NULL or "" = plain HTTP */
+	const char *tls_key;         /* PEM private key file; required with tls_cert */
 	struct srv_limits lim;
 	srv_handler_fn handler;
 	srv_done_fn done;            /* may be NULL */
@@ -69,6 +89,9 @@ struct srv_config {
 
 struct srv_stats {
 	uint64_t accepted, rejected_full, open, requests, timeouts, parse_errors;
+	uint64_t rejected_per_ip;    /* refused: the client address had max_conns_per_ip open */
+	uint64_t evicted_idle;       /* idle connections closed to admit a new one */
+	uint64_t tls_handshake_failures;
 };
 
 struct srv;
@@ -85,6 +108,14 @@ int srv_drained(const struct srv *s);
 /* Periodic work (time-outs, drain deadline); call from the loop tick. */
 void srv_tick(struct srv *s);
 void srv_get_stats(const struct srv *s, struct srv_stats *st);
+/* 1 when the listener serves TLS. */
+int srv_is_tls(const struct srv *s);
+/* 1 when the listener is bound to a loopback address (127.0.0.0/8, ::1). */
+int srv_is_loopback(const struct srv *s);
+/* Rebuild the TLS context from the configured files: 0 = new connections
+ * use it; -1 = the files were refused (err says why) and the old context
+ * stays; 1 = the server is plain HTTP, nothing to reload. */
+int srv_tls_reload(struct srv *s, char *err, size_t errlen);
 void srv_free(struct srv *s);
 
 #endif

@@ -126,10 +126,11 @@ int wm_start(struct wm_proc *p, const char *const *args, const char *const *env)
 			break;
 		len += (size_t)n;
 		buf[len] = 0;
-		const char *m = strstr(buf, "listening on http://");
+		/* "listening on http://HOST:PORT" or "https://" with --tls-cert */
+		const char *m = strstr(buf, "listening on http");
 		const char *nl = m ? strchr(m, '\n') : NULL;
 		if (m && nl) {
-			const char *colon = strrchr(m + 20, ':');
+			const char *colon = strrchr(m + 17, ':');
 			if (colon && colon < nl)
 				p->port = atoi(colon + 1);
 			break;

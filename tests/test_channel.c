@@ -472,6 +472,95 @@ WM_TEST(channel, publishable_keys_are_scoped_to_an_own_open_channel)
 	wm_proc_cleanup(&p);
 }
 
+/* The members of o, sorted, comma-joined into out (for golden field lists). */
+static void member_names(json_t *o, char *out, size_t size)
+{
+	const char *keys[64];
+	size_t n = 0;
+	const char *k;
+	json_t *v;
+	json_object_foreach(o, k, v)
+	{
+		if (n < 64)
+			keys[n++] = k;
+	}
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && strcmp(keys[j - 1], keys[j]) > 0; j--) {
+			const char *t = keys[j];
+			keys[j] = keys[j - 1];
+			keys[j - 1] = t;
+		}
+	out[0] = 0;
+	for (size_t i = 0; i < n; i++)
+		snprintf(out + strlen(out), size - strlen(out), "%s%s", i ? "," : "", keys[i]);
+}
+
+/* A publishable key gets the storefront view: what a shop page shows, not
+ * how the seller runs it (no location_ids, markup or seller_id); without a
+ * channel it gets no channel or shop data at all (issue 22 item 5). */
+WM_TEST(channel, publishable_keys_get_the_storefront_view_only)
+{
+	struct wm_proc p;
+	tc_start(&p);
+	struct cast c;
+	cast(p.port, &c);
+	char mine[64], shop[64], loc[64], pk[128], pk_none[128], extra[160], body[320], path[160], names[512];
+	create(p.port, "/v1/stock-locations", c.ko,
+	       "{\"location_type\":\"BONDED_WAREHOUSE\",\"name\":\"Cellar\",\"address\":{\"line1\":\"1 rue du Vin\","
+	       "\"city\":\"Beaune\",\"postal_code\":\"21200\",\"country\":\"FR\"}}",
+	       loc);
+	snprintf(body, sizeof(body), "{\"name\":\"Store\",\"kind\":\"webshop_connect\",\"location_ids\":[\"%s\"]}", loc);
+	create(p.port, "/v1/sales-channels", c.k1, body, mine);
+	snprintf(body, sizeof(body), "{\"name\":\"Curated\",\"markup\":5,\"channel_id\":\"%s\"}", mine);
+	create(p.port, "/v1/curated-shops", c.k1, body, shop);
+	snprintf(extra, sizeof(extra), "\"kind\":\"publishable\",\"channel_id\":\"%s\"", mine);
+	key_for(p.port, c.s1, extra, pk);
+	key_for(p.port, c.s1, "\"kind\":\"publishable\"", pk_none);
+
+	/* the seller's own secret key still sees everything it stored */
+	snprintf(path, sizeof(path), "/v1/sales-channels/%s", mine);
+	json_t *j = tc_expect(p.port, "GET", path, c.k1, NULL, 200);
+	cr_assert_eq(json_array_size(json_object_get(j, "location_ids")), 1);
+	json_decref(j);
+
+	/* golden lists, from the storefront rule: identity, name, kind, market, status, live listings */
+	static const char channel_view[] = "country,currency,id,kind,listings,listings_truncated,name,status";
+	static const char shop_view[] = "channel_id,id,layout,name,status";
+	j = tc_expect(p.port, "GET", path, pk, NULL, 200);
+	member_names(j, names, sizeof(names));
+	cr_assert_str_eq(names, channel_view);
+	json_decref(j);
+	j = tc_expect(p.port, "GET", "/v1/sales-channels", pk, NULL, 200);
+	cr_assert_eq(json_array_size(json_object_get(j, "data")), 1);
+	member_names(json_array_get(json_object_get(j, "data"), 0), names, sizeof(names));
+	cr_assert_str_eq(names, channel_view);
+	json_decref(j);
+	snprintf(path, sizeof(path), "/v1/curated-shops/%s", shop);
+	j = tc_expect(p.port, "GET", path, pk, NULL, 200);
+	member_names(j, names, sizeof(names));
+	cr_assert_str_eq(names, shop_view);
+	json_decref(j);
+	j = tc_expect(p.port, "GET", "/v1/curated-shops", pk, NULL, 200);
+	member_names(json_array_get(json_object_get(j, "data"), 0), names, sizeof(names));
+	cr_assert_str_eq(names, shop_view);
+	json_decref(j);
+	snprintf(path, sizeof(path), "/v1/sales-channels/%s/availability", mine);
+	j = tc_expect(p.port, "GET", path, pk, NULL, 200);
+	char *dump = json_dumps(j, JSON_COMPACT);
+	cr_assert_null(strstr(dump, "originator_id"), "%s", dump);
+	free(dump);
+	json_decref(j);
+
+	/* no channel: no channel or shop data, its own channel answers as unknown */
+	cr_assert_eq(list_count(p.port, "/v1/sales-channels", pk_none), 0);
+	cr_assert_eq(list_count(p.port, "/v1/curated-shops", pk_none), 0);
+	snprintf(path, sizeof(path), "/v1/sales-channels/%s", mine);
+	tc_expect_code(p.port, "GET", path, pk_none, NULL, 404, "not_found");
+	snprintf(path, sizeof(path), "/v1/curated-shops/%s", shop);
+	tc_expect_code(p.port, "GET", path, pk_none, NULL, 404, "not_found");
+	wm_proc_cleanup(&p);
+}
+
 /* ---- durability ------------------------------------------------------------------ */
 
 WM_TEST(channel, survives_kill9_and_restart_with_indexes)

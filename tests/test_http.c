@@ -829,3 +829,46 @@ WM_TEST(http, null_limits_and_error_reset)
 	cr_assert_eq(l.max_header_bytes, 16384);
 	cr_assert_eq(l.max_body, 1024 * 1024);
 }
+
+/* ---- Host (RFC 9112 section 3.2) ------------------------------------------ */
+
+/* Parse s (must frame as one request) and return http_check_host's verdict;
+ * the error status into *status (0 when accepted). */
+static int host_verdict(const char *s, int *status)
+{
+	struct parsed p;
+	parse_s(&p, s);
+	cr_assert_eq(p.rc, HTTP_PARSE_OK, "framing failed for [%s]", s);
+	struct http_error e = {0};
+	int rc = http_check_host(&p.req, &e);
+	*status = rc == HTTP_PARSE_OK ? 0 : e.status;
+	if (rc != HTTP_PARSE_OK)
+		cr_assert_neq(e.msg[0], '\0', "error without message");
+	done(&p);
+	return rc;
+}
+
+WM_TEST(http, host_rules)
+{
+	int st;
+	/* HTTP/1.1: exactly one Host */
+	cr_assert_eq(host_verdict("GET / HTTP/1.1\r\nHost: a\r\n\r\n", &st), HTTP_PARSE_OK);
+	cr_assert_eq(host_verdict("GET / HTTP/1.1\r\nhOsT: a:8080\r\n\r\n", &st), HTTP_PARSE_OK);
+	cr_assert_eq(host_verdict("GET / HTTP/1.1\r\nHost:\r\n\r\n", &st), HTTP_PARSE_OK, "empty Host is allowed");
+	cr_assert_eq(host_verdict("GET / HTTP/1.1\r\n\r\n", &st), HTTP_PARSE_ERROR);
+	cr_assert_eq(st, 400);
+	cr_assert_eq(host_verdict("GET / HTTP/1.1\r\nX-Host: a\r\nHosts: b\r\n\r\n", &st), HTTP_PARSE_ERROR,
+		     "only the Host field counts");
+	cr_assert_eq(st, 400);
+	cr_assert_eq(host_verdict("GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", &st), HTTP_PARSE_ERROR,
+		     "two Host headers, even equal");
+	cr_assert_eq(st, 400);
+	cr_assert_eq(host_verdict("GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\nHOST: b\r\n\r\n", &st),
+		     HTTP_PARSE_ERROR);
+	cr_assert_eq(st, 400);
+	/* HTTP/1.0: Host optional, but never two */
+	cr_assert_eq(host_verdict("GET / HTTP/1.0\r\n\r\n", &st), HTTP_PARSE_OK);
+	cr_assert_eq(host_verdict("GET / HTTP/1.0\r\nHost: a\r\n\r\n", &st), HTTP_PARSE_OK);
+	cr_assert_eq(host_verdict("GET / HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n", &st), HTTP_PARSE_ERROR);
+	cr_assert_eq(st, 400);
+}

@@ -437,11 +437,13 @@ WM_TEST(http, pipelining_keepalive_and_limits)
 	cr_assert_eq(recv(fd, &x, 1, 0), 0, "and closed the connection");
 	close(fd);
 
-	/* connection limit: 3 allowed, the 4th gets 503 */
+	/* connection limit: 3 allowed, the 4th gets 503 (the three are busy:
+	 * each has part of a request in, so none is evicted as idle) */
 	int held[3];
 	for (int i = 0; i < 3; i++) {
 		held[i] = tcp_connect(p.port);
 		cr_assert_geq(held[i], 0);
+		cr_assert_eq(write(held[i], "GET /he", 7), 7);
 	}
 	usleep(100000);
 	fd = tcp_connect(p.port);

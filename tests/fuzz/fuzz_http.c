@@ -8,6 +8,7 @@
  * too: re-parsing exactly the consumed bytes (from an exact-size copy, so
  * ASan sees over-reads) gives the same request, and one byte fewer is
  * INCOMPLETE.  The query helper and header lookup run on what was parsed.
+ * http_check_host must agree with an independent count of Host headers.
  * Each input is parsed with the default limits and again with small ones,
  * so that short inputs also reach the 414/431/413 paths.
  */
@@ -16,6 +17,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -57,6 +59,15 @@ static void check_ok(const struct http_request *r, const struct http_limits *l, 
 		check(http_find_header(r, "content-length") == NULL || r->has_content_length);
 	}
 	check(http_find_header(r, "transfer-encoding") == NULL);
+
+	/* Host rule (RFC 9112 section 3.2), counted independently. */
+	uint32_t hosts = 0;
+	for (uint32_t i = 0; i < r->n_headers; i++)
+		hosts += r->headers[i].name_len == 4 && strncasecmp(r->headers[i].name, "host", 4) == 0;
+	struct http_error herr;
+	int hc = http_check_host(r, &herr);
+	check(hc == ((hosts == 1 || (hosts == 0 && r->version_minor == 0)) ? HTTP_PARSE_OK : HTTP_PARSE_ERROR));
+	check(hc == HTTP_PARSE_OK || herr.status == 400);
 
 	char out[8];
 	int q = http_query_get(r->query, r->query_len, "a", out, sizeof(out));

@@ -104,16 +104,46 @@ static void api_take_reveals(struct api_ctx *c)
 	c->reveals_taken = 1;
 }
 
+#define API_NOSPACE_RETRY_AFTER_S 10 /* Retry-After of a 507: the WAL retries its spare every 0.5 s */
+
+/* 507 insufficient_storage (shard.h, "A full disk"). */
+static void nospace_error(struct api_ctx *c)
+{
+	api_error(c, 507, "insufficient_storage",
+		  "the data directory's file system is full: writes are refused until space is freed; reads go on");
+	buf_printf(&c->rs->headers, "Retry-After: %d\r\n", API_NOSPACE_RETRY_AFTER_S);
+}
+
+/* Run a write handler unless the disk is full; a commit the WAL refused
+ * during it turns the answer into a 507 (what it committed before, if
+ * anything, is durable and a retry sees it). */
+static void run_write(struct api_ctx *c)
+{
+	struct shard *sh = c->sh;
+	if (shard_write_admit(sh)) {
+		nospace_error(c);
+		return;
+	}
+	c->route->fn(c);
+	if (sh->nospace_in_request)
+		nospace_error(c);
+}
+
 /*
  * The request pipeline of a routed request: identity (key, scope, action,
- * rate) -> idempotency (writes) -> If-Match (writes, etag.c) -> handler ->
- * ETag (etag.c) -> audit (reads).  Public routes skip all of it.
+ * rate) -> idempotency (writes) -> If-Match (writes, etag.c) -> space
+ * (writes) -> handler -> ETag (etag.c) -> audit (reads).  Public routes skip
+ * identity, idempotency, the ETag and audit.
  */
 static void api_run(struct api_ctx *c)
 {
 	const struct route *r = c->route;
+	c->sh->nospace_in_request = 0;
 	if (r->scope == SC_PUBLIC) {
-		r->fn(c);
+		if (is_write(r->method))
+			run_write(c);
+		else
+			r->fn(c);
 		return;
 	}
 	if (auth_request(c) == 0) {
@@ -122,9 +152,11 @@ static void api_run(struct api_ctx *c)
 			ran = idem_begin(c) == 0;
 			if (ran) {
 				if (etag_precondition(c) == 0)
-					r->fn(c);
+					run_write(c);
 				idem_end(c);
 			}
+		} else if (is_write(r->method)) {
+			run_write(c);
 		} else {
 			r->fn(c);
 		}

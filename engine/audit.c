@@ -409,9 +409,10 @@ void audit_flush(struct shard *sh)
 		pending_push(e, lsn, e->batch_n);
 	} else {
 		e->failed += e->batch_n;
-		log_error("msg=\"read audit records could not be committed\" records=%u "
-			  "action=\"check the WAL (disk space, errors above); these reads are not audited\"",
-			  e->batch_n);
+		if (!sh->disk_full) /* a full disk is logged once, by shard.c */
+			log_error("msg=\"read audit records could not be committed\" records=%u "
+				  "action=\"check the WAL (disk space, errors above); these reads are not audited\"",
+				  e->batch_n);
 	}
 	buf_reset(&e->batch);
 	e->batch_n = 0;

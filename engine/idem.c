@@ -21,7 +21,13 @@
  *    (memory changes at once, LSN assigned), idem_end() appends the record
  *    and txn_release() logs the whole image as one WAL transaction.  So the
  *    record can never be lost while the write survives (a retry after a
- *    crash would write twice), nor survive without the write.
+ *    crash would write twice), nor survive without the write.  A handler
+ *    that commits several times (cancel and its compensation, fulfil's
+ *    hold then order step, the saga) works the same way: each commit logs
+ *    the one before it, and the record joins the LAST one, so a record on
+ *    disk means every write of the request is on disk before it; a crash
+ *    between the commits leaves no record, and the retry runs against the
+ *    partial state exactly as a retry without a key would.
  *
  *  - Until that transaction is durable, its first response has not left
  *    (the server holds it), so the client cannot know the outcome.  A
@@ -526,9 +532,26 @@ void idem_end(struct api_ctx *c)
 	struct shard *sh = c->sh;
 	if (!sh->txn_hold)
 		return;
-	if (sh->held_lsn)
+	unsigned commits = sh->held_commits;
+	if (sh->nospace_in_request) {
+		/* answered 507: a retry must run again, so nothing is stored */
+		txn_release(sh);
+		return;
+	}
+	if (sh->txn_open == 2) { /* the request's last commit: the record joins it */
 		idem_store(c);
+		txn_release(sh);
+		return;
+	}
 	txn_release(sh);
+	if (!commits)
+		return; /* nothing written: a retry runs afresh */
+	/* The last commit was refused after earlier ones had been logged: the
+	 * record goes in a transaction of its own, after them. */
+	txn_begin(sh);
+	idem_store(c);
+	if (!txn_commit(sh))
+		log_warn("msg=\"idempotency record not stored\" entity_id=%s", c->who.entity_id);
 }
 
 /* ---- expiry ------------------------------------------------------------- */

@@ -4,8 +4,9 @@
  *
  * api_run() calls idem_begin() before a write handler and idem_end() after
  * it.  The stored response travels in the SAME WAL transaction as the
- * write it answers (txn_hold/txn_release), so a crash can never keep the
- * write and lose the record that would stop a retry from repeating it.
+ * (last) write it answers (txn_hold/txn_release), so a crash can never keep
+ * the write and lose the record that would stop a retry from repeating it.
+ * A handler may commit several times: the record joins the last commit.
  */
 #ifndef WM_IDEM_H
 #define WM_IDEM_H
@@ -61,11 +62,13 @@ int idem_begin(struct api_ctx *c);
 /*
  * After the handler.  If idem_begin() held the transaction and the handler
  * committed, add the idempotency record (entity, key, fingerprint, status,
- * content type, body, created_at) to the held transaction; then release
- * it, so the write and its record are one WAL transaction at the write's
- * LSN.  A handler that did not commit (validation error, 404, ...) stores
- * nothing: a retry with the same key runs again.  Safe to call when
- * idem_begin() held nothing (does nothing then).
+ * content type, body, created_at) to the held (last) commit; then release
+ * it, so the last write and its record are one WAL transaction at that
+ * write's LSN (if the last commit was refused after earlier ones were
+ * logged, the record gets a transaction of its own after them).  A handler
+ * that did not commit (validation error, 404, ...) or a request answered
+ * 507 (disk full) stores nothing: a retry with the same key runs again.
+ * Safe to call when idem_begin() held nothing (does nothing then).
  */
 void idem_end(struct api_ctx *c);
 

@@ -44,6 +44,16 @@
  * (one WAL record set), so recovery rebuilds both or neither.  Hold rows
  * are kept after release so an id stays idempotent.
  *
+ * A hold that belongs to an order (its id is a leg's hold id, named
+ * "<order id>.H<n>" by order.c) moves only with its order: the operator
+ * hold routes (place, commit, release) refuse it with 409
+ * hold_owned_by_order naming the order and the order route to use.
+ * Releasing an order's committed hold by hand left the order `reserved`
+ * with no stock behind it; committing or re-placing one would move stock
+ * the saga did not decide.  Ownership is read from the order itself (its
+ * legs), so an operator's own hold that merely looks like one is not
+ * caught.
+ *
  * NETWORK SNAPSHOT.  GET /v1/inventory/network-snapshot (read:network,
  * platform only): every location with its capabilities, coordinates, duty
  * context (tax_jurisdiction) and stock summed per offer (at most
@@ -60,6 +70,7 @@
 #include "engine/location.h"
 #include "engine/log.h"
 #include "engine/offer.h"
+#include "engine/order.h"
 #include "engine/partner.h"
 #include "engine/resources.h"
 
@@ -962,6 +973,8 @@ static void hold_answer(struct api_ctx *c, int rc, const char *id, int ok_status
 		api_error(c, 500, "commit_failed", "the hold could not be read back");
 }
 
+static int refuse_order_hold(struct api_ctx *c, const char *hold_id);
+
 static void holds_place(struct api_ctx *c)
 {
 	static const char *const known[] = {"hold_id", "level_id", "qty", NULL};
@@ -981,8 +994,46 @@ static void holds_place(struct api_ctx *c)
 		api_validation_failed(c);
 		return;
 	}
+	if (refuse_order_hold(c, id))
+		return;
 	int existed = hold_get(c->sh, id, strlen(id)) != NULL;
 	hold_answer(c, hold_place(c->sh, level, qty, id), id, existed ? 200 : 201);
+}
+
+/* The order whose legs name this hold id ("<order id>.H<n>"), or NULL. */
+static const struct order *hold_owner(struct shard *sh, const char *hold_id)
+{
+	const char *dot = strrchr(hold_id, '.');
+	if (!dot || dot == hold_id || dot[1] != 'H')
+		return NULL;
+	const struct order *o = order_get(sh, hold_id, (size_t)(dot - hold_id));
+	for (unsigned i = 0; o && i < o->n_legs; i++)
+		if (!strcmp(o->legs[i].hold_id, hold_id))
+			return o;
+	return NULL;
+}
+
+/* 409 hold_owned_by_order when an order owns the hold (1), else 0. */
+static int refuse_order_hold(struct api_ctx *c, const char *hold_id)
+{
+	const struct order *o = hold_owner(c->sh, hold_id);
+	if (!o)
+		return 0;
+	char d[320], route[ID_MAX_LEN + 40];
+	snprintf(route, sizeof(route), "POST /v1/orders/%s/cancel", o->row.id);
+	snprintf(d, sizeof(d),
+		 "hold %s belongs to order %s and moves only with it: cancel the order (%s) or fulfil its leg "
+		 "(POST /v1/orders/%s/fulfillments/{leg_id}/fulfill)",
+		 hold_id, o->row.id, route, o->row.id);
+	buf_reset(&c->rs->body);
+	jw_init(&c->w, &c->rs->body);
+	c->rs->status = 409;
+	c->rs->content_type = PROBLEM_CONTENT_TYPE;
+	problem_begin(&c->w, 409, "hold_owned_by_order", "Conflict", d);
+	jw_kstr(&c->w, "order_id", o->row.id);
+	jw_kstr(&c->w, "order_route", route);
+	problem_end(&c->w);
+	return 1;
 }
 
 static void hold_path_move(struct api_ctx *c, int (*fn)(struct shard *, const char *))
@@ -992,6 +1043,8 @@ static void hold_path_move(struct api_ctx *c, int (*fn)(struct shard *, const ch
 		api_error(c, 404, "not_found", "no hold with this id");
 		return;
 	}
+	if (refuse_order_hold(c, id))
+		return;
 	hold_answer(c, fn(c->sh, id), id, 200);
 }
 

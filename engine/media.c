@@ -680,6 +680,8 @@ static void media_upload(struct api_ctx *c)
 	const char *why = NULL;
 	if (sha256_hex(c->http->body, c->http->body_len, m.sha256) ||
 	    media_store(e, m.sha256, c->http->body, c->http->body_len, &why)) {
+		if (errno == ENOSPC || errno == EDQUOT)
+			shard_note_nospace(c->sh); /* answered 507 by api.c, logged once */
 		log_error("msg=\"media content could not be stored\" media_id=%s step=%s error=\"%s\" "
 			  "action=\"check space and permissions of %s\"",
 			  m.id, why ? why : "sha256", strerror(errno), e->root);

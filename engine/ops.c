@@ -12,10 +12,23 @@
 #include "engine/log.h"
 #include "engine/ops.h"
 
+/* "storage": "ok"; "low" when the WAL's spare segment cannot be made
+ * (disk full) but the current segment still takes writes; "full" while
+ * writes are refused with 507.  The process is alive and serves reads:
+ * neither probe fails for it. */
+static void storage(struct api_ctx *c)
+{
+	static const char *const names[] = {"ok", "low", "full"};
+	int st = c->sh->wal ? wal_space(c->sh->wal, SHARD_WRITE_HEADROOM, NULL) : 0;
+	shard_space_poll(c->sh);
+	jw_kstr(&c->w, "storage", names[st < 0 || st > 2 ? 0 : st]);
+}
+
 static void healthz(struct api_ctx *c)
 {
 	jw_obj_begin(&c->w);
 	jw_kstr(&c->w, "status", "ok");
+	storage(c);
 	jw_obj_end(&c->w);
 }
 
@@ -28,6 +41,7 @@ static void readyz(struct api_ctx *c)
 	jw_obj_begin(&c->w);
 	jw_kstr(&c->w, "status", "ready");
 	jw_kint(&c->w, "lsn", (int64_t)c->sh->lsn);
+	storage(c);
 	jw_obj_end(&c->w);
 }
 
@@ -124,6 +138,11 @@ static void snapshot_status(struct api_ctx *c)
 static void snapshot_take(struct api_ctx *c)
 {
 	int r = shard_snapshot_start(c->sh);
+	if (r < 0 && c->sh->wal && wal_space(c->sh->wal, 0, NULL) != 0) {
+		api_error(c, 507, "insufficient_storage", "the data directory's file system is full: no snapshot now");
+		buf_puts(&c->rs->headers, "Retry-After: 10\r\n");
+		return;
+	}
 	if (r < 0) {
 		api_error(c, 500, "snapshot_failed", "the snapshot could not be started; see the log");
 		return;

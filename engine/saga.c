@@ -62,6 +62,7 @@ void saga_crash_point(struct shard *sh, const char *name)
 	(void)name;
 	if (!ERRINJ(name))
 		return;
+	txn_flush_held(sh); /* a held commit of this request is part of what the crash keeps */
 	if (sh->wal)
 		wal_flush(sh->wal);
 	log_warn("msg=\"fault injection: crash\" point=%s lsn=%llu", name, (unsigned long long)sh->lsn);

@@ -13,7 +13,21 @@
  * parent keeps serving writes.  Before forking, the parent waits for the WAL
  * to make everything applied durable, so the snapshot's LSN is never ahead
  * of the log (a snapshot never contains a write the log could lose, and the
- * log never has a gap below a snapshot).
+ * log never has a gap below a snapshot).  The child must never outlive the
+ * shard nor hold what a restart needs (snapshot_child_detach): it dies
+ * with its parent and closes every inherited descriptor, the data
+ * directory's LOCK above all; a snapshot it leaves half-written is a temp
+ * file that the next start-up removes (with the LOCK held, no writer of
+ * ours can be alive).
+ *
+ * Held transactions (idempotency, shard.h): a request may commit any
+ * number of times; each commit logs the held one before it, and the
+ * stored response joins the last.
+ *
+ * A full disk (shard.h, wal.c "Running out of space"): a transaction the
+ * WAL refuses is refused before it is applied, so memory never shows
+ * what the log does not hold; write requests are refused up front with
+ * 507 while the WAL cannot promise SHARD_WRITE_HEADROOM; reads go on.
  */
 #include "engine/shard.h"
 
@@ -21,6 +35,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +106,12 @@ static int wal_replay_apply(void *ctx, uint64_t lsn, const void *payload, size_t
 	return 0;
 }
 
+static void log_temp_removed(void *ctx, const char *path)
+{
+	(void)ctx;
+	log_warn("msg=\"half-written snapshot removed\" file=%s", path);
+}
+
 int shard_load(struct shard *sh, const struct config *cfg, const char *snap_path, uint64_t upto_lsn,
 	       char *err, size_t errlen)
 {
@@ -116,6 +137,11 @@ int shard_load(struct shard *sh, const struct config *cfg, const char *snap_path
 		sh->lock_fd = -1;
 		return -1;
 	}
+	/* We hold the LOCK, so no writer of ours is alive: every temp snapshot
+	 * is a half-written one left by a crash (or by a snapshot child dying
+	 * with its killed shard). */
+	if (snap_remove_temps(sh->snap_dir, log_temp_removed, NULL) < 0)
+		log_warn("msg=\"cannot list the snapshot directory\" dir=%s error=\"%s\"", sh->snap_dir, strerror(errno));
 	for (size_t i = 0; resource_tables[i]; i++) {
 		const struct table_ops *ops = resource_tables[i];
 		if (table_init(&sh->tables[ops->rec_table], ops, &sh->cfg)) {
@@ -210,7 +236,8 @@ void shard_close(struct shard *sh)
 
 void txn_begin(struct shard *sh)
 {
-	assert(sh->txn_open != 2); /* one commit per held request */
+	if (sh->txn_open == 2) /* a held request commits again: the earlier commit is logged now */
+		txn_flush_held(sh);
 	buf_reset(&sh->txn);
 	sh->txn_open = 1;
 }
@@ -269,7 +296,14 @@ static uint64_t txn_commit_as(struct shard *sh, int changes_state)
 		return 0;
 	}
 	uint64_t lsn = sh->lsn + 1;
-	if (!sh->txn_hold && wal_append(sh->wal, lsn, sh->txn.data, sh->txn.len)) {
+	/* Logged before it is applied, or (held) its log space reserved before
+	 * it is applied: a transaction the WAL refuses (full disk) never
+	 * existed. */
+	int rc = sh->txn_hold ? wal_reserve(sh->wal, TXN_MAX_BYTES)
+			      : wal_append(sh->wal, lsn, sh->txn.data, sh->txn.len);
+	if (rc) {
+		if (rc == WAL_E_NOSPACE)
+			shard_note_nospace(sh);
 		txn_abort(sh);
 		return 0;
 	}
@@ -286,11 +320,34 @@ static uint64_t txn_commit_as(struct shard *sh, int changes_state)
 	if (sh->txn_hold) {
 		sh->held_lsn = lsn;
 		sh->held_len = sh->txn.len;
+		sh->held_commits++;
 		sh->txn_open = 2; /* held: txn_put may append, txn_release finishes */
 		return lsn;
 	}
 	txn_abort(sh);
 	return lsn;
+}
+
+/* Hand the held commit's image (without anything added after it) to the
+ * WAL under its reservation.  Only a bug can make that fail (the space was
+ * reserved, the LSN is the next one): memory already shows it, so stop. */
+static void held_log(struct shard *sh, uint64_t lsn, size_t len)
+{
+	if (wal_append_reserved(sh->wal, lsn, sh->txn.data, len, TXN_MAX_BYTES)) {
+		log_error("msg=\"held transaction could not be logged\" lsn=%llu bytes=%zu",
+			  (unsigned long long)lsn, len);
+		abort();
+	}
+}
+
+void txn_flush_held(struct shard *sh)
+{
+	if (sh->txn_open != 2)
+		return;
+	held_log(sh, sh->held_lsn, sh->held_len);
+	sh->held_lsn = 0;
+	sh->held_len = 0;
+	txn_abort(sh);
 }
 
 uint64_t txn_commit(struct shard *sh) { return txn_commit_as(sh, 1); }
@@ -299,24 +356,31 @@ uint64_t txn_commit_quiet(struct shard *sh) { return txn_commit_as(sh, 0); }
 
 void txn_hold(struct shard *sh)
 {
-	assert(!sh->txn_hold && !sh->txn_open);
+	if (sh->txn_hold || sh->txn_open) {
+		/* a request left a transaction behind: a bug, but not one to take
+		 * the shard down for -- log what is pending and go on */
+		log_error("msg=\"txn_hold inside a transaction\" open=%d hold=%d", sh->txn_open, sh->txn_hold);
+		if (sh->txn_open == 2)
+			txn_flush_held(sh);
+		else
+			txn_abort(sh);
+	}
 	sh->txn_hold = 1;
 	sh->held_lsn = 0;
 	sh->held_len = 0;
+	sh->held_commits = 0;
 }
 
 uint64_t txn_release(struct shard *sh)
 {
-	assert(sh->txn_hold);
 	uint64_t lsn = sh->held_lsn;
 	sh->txn_hold = 0;
 	sh->held_lsn = 0;
-	if (!lsn) {
+	if (sh->txn_open != 2) {
 		if (sh->txn_open)
 			txn_abort(sh);
 		return 0;
 	}
-	assert(sh->txn_open == 2);
 	if (sh->txn.overflow || sh->txn.len > TXN_MAX_BYTES) {
 		/* What was added after the commit does not fit: keep the commit. */
 		log_warn("msg=\"records added to a held transaction dropped: too large\" lsn=%llu bytes=%zu",
@@ -330,15 +394,44 @@ uint64_t txn_release(struct shard *sh)
 		log_error("msg=\"held records failed to apply\" lsn=%llu why=\"%s\"", (unsigned long long)lsn, why);
 		abort();
 	}
-	if (wal_append(sh->wal, lsn, sh->txn.data, sh->txn.len)) {
-		/* Memory already shows this transaction: we cannot go on without
-		 * it in the log.  Recovery will rebuild the state before it. */
-		log_error("msg=\"held transaction could not be logged\" lsn=%llu bytes=%zu", (unsigned long long)lsn,
-			  sh->txn.len);
-		abort();
-	}
+	held_log(sh, lsn, sh->txn.len);
 	txn_abort(sh);
 	return lsn;
+}
+
+/* ---- a full disk ------------------------------------------------------- */
+
+void shard_note_nospace(struct shard *sh)
+{
+	sh->nospace_in_request = 1;
+	if (!sh->disk_full) {
+		sh->disk_full = 1;
+		log_error("msg=\"disk full: writes refused (507), reads go on\" data_dir=%s wal_dir=%s "
+			  "action=\"free space on the file system of the data directory; writes resume by "
+			  "themselves\"", sh->cfg.data_dir, sh->wal_dir);
+	}
+}
+
+int shard_write_admit(struct shard *sh)
+{
+	if (!sh->wal)
+		return 0;
+	int st = wal_space(sh->wal, SHARD_WRITE_HEADROOM, NULL);
+	if (st == 2) {
+		shard_note_nospace(sh);
+		return -1;
+	}
+	if (st == 0 && sh->disk_full)
+		shard_space_poll(sh);
+	return 0;
+}
+
+void shard_space_poll(struct shard *sh)
+{
+	if (!sh->disk_full || !sh->wal || wal_space(sh->wal, SHARD_WRITE_HEADROOM, NULL) == 2)
+		return;
+	sh->disk_full = 0;
+	log_info("msg=\"disk space returned: writes accepted again\" data_dir=%s", sh->cfg.data_dir);
 }
 
 int shard_apply(struct shard *sh, uint64_t lsn, const void *payload, size_t len, char *why)
@@ -372,12 +465,31 @@ int shard_apply(struct shard *sh, uint64_t lsn, const void *payload, size_t len,
 
 /* ---- snapshots --------------------------------------------------------- */
 
+/*
+ * First thing in a snapshot child: it must never outlive its shard nor hold
+ * anything a restarted shard needs.  PR_SET_PDEATHSIG kills it when the
+ * parent dies (kill -9 included), and the getppid() check closes the race
+ * of a parent that died before the prctl.  Every inherited descriptor
+ * above stderr is closed: the data directory's LOCK (an flock belongs to
+ * the open file, shared with the child: a child holding it refused the
+ * restart with "in use"), the listening socket, client connections, WAL
+ * segments.  The child opens what it writes itself.
+ */
+static void snapshot_child_detach(pid_t parent)
+{
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+		_exit(3);
+	close_range(3, ~0U, 0);
+}
+
 /* Walk every table and write a snapshot at sh->lsn (runs in the child). */
 int shard_snapshot_write(struct shard *sh, char *err, size_t errlen)
 {
 	struct snap_writer *w = snap_writer_open(sh->snap_dir, sh->lsn, err, errlen);
 	if (!w)
 		return -1;
+	if (sh->snap_stall_s) /* test builds: a snapshot that takes a while (errinj snapshot_child_stall) */
+		sleep(sh->snap_stall_s);
 	struct buf rec;
 	buf_init(&rec, SNAP_MAX_RECORD);
 	for (int i = 0; i < REC_T_COUNT_; i++) {
@@ -405,7 +517,15 @@ int shard_snapshot_start(struct shard *sh)
 {
 	if (sh->snap_pid > 0)
 		return 1;
+	if (sh->wal && wal_space(sh->wal, 0, NULL) != 0) {
+		/* low on space: the snapshot would fail for it, and wal_flush could
+		 * wait on a rotation that waits for space, blocking every read */
+		log_warn("msg=\"snapshot skipped: the disk is full\" data_dir=%s", sh->cfg.data_dir);
+		sh->snaps_failed++;
+		return -1;
+	}
 	wal_flush(sh->wal); /* snapshot LSN must never be ahead of the durable log */
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0) {
 		log_error("msg=\"snapshot fork failed\" error=\"%s\"", strerror(errno));
@@ -415,6 +535,9 @@ int shard_snapshot_start(struct shard *sh)
 	if (pid == 0) {
 		char err[256];
 		signal(SIGTERM, SIG_DFL);
+		snapshot_child_detach(parent);
+		if (ERRINJ("snapshot_child_stall"))
+			sh->snap_stall_s = SNAP_TEST_STALL_S;
 		int rc = shard_snapshot_write(sh, err, sizeof(err));
 		if (rc)
 			log_error("msg=\"snapshot failed\" error=\"%s\"", err);

@@ -38,8 +38,11 @@ struct shard {
 	struct buf txn;        /* image of the open transaction */
 	int txn_open;          /* 0 closed, 1 open, 2 committed but held */
 	int txn_hold;          /* txn_hold() called: the next commit waits for txn_release() */
-	uint64_t held_lsn;
+	uint64_t held_lsn;     /* the held commit's LSN (0: none pending) */
 	size_t held_len;
+	unsigned held_commits; /* commits since txn_hold() */
+	int disk_full;         /* writes are being refused for space (logged once per episode) */
+	int nospace_in_request; /* a commit of the current request was refused for space; api.c clears it */
 	struct auth_state *auth; /* runtime rate/quota/volume state (engine/auth.c), not persisted */
 	struct ev_loop *loop;
 	struct srv *srv;
@@ -57,6 +60,7 @@ struct shard {
 	uint64_t snaps_taken, snaps_failed;
 	uint64_t upto_lsn;     /* replay stops after this LSN (0 = all) */
 	int lock_fd;           /* flock on <data_dir>/LOCK: one process per data directory */
+	unsigned snap_stall_s; /* test builds: the snapshot child sleeps this long after opening its file */
 	char wal_dir[600];
 	char snap_dir[600];
 };
@@ -96,22 +100,48 @@ uint64_t txn_commit_quiet(struct shard *sh);
 void txn_abort(struct shard *sh);
 
 /*
- * Held transactions (idempotency): after txn_hold(), the next txn_commit()
- * assigns the LSN and applies the records to memory but does not hand them
- * to the WAL; more records may then be added with txn_put() (the stored
- * response), and txn_release() applies those and logs the whole image as
- * ONE transaction at that LSN.  Nothing else may run in between (the loop
- * is single-threaded; the request is the unit).  A request commits at most
- * once while held.  txn_release() returns the LSN, or 0 if nothing was
- * committed.
+ * Held transactions (idempotency): after txn_hold(), each txn_commit()
+ * reserves the WAL space of a maximal transaction, assigns the LSN and
+ * applies the records to memory but does not hand them to the WAL yet; it
+ * stays "held" (txn_open == 2) until either the request commits again --
+ * txn_begin() then logs it as it was (txn_flush_held) and the new commit is
+ * the held one -- or the request ends: more records may be added with
+ * txn_put() (the stored response), and txn_release() applies those and
+ * logs the held image as ONE transaction at its LSN.  So the stored
+ * response always travels with the LAST commit of the request, and a
+ * request may commit any number of times (cancel's compensation, fulfil's
+ * second step, the saga).  Nothing else may run in between (the loop is
+ * single-threaded; the request is the unit).  txn_release() returns the
+ * LSN it logged, or 0 if no commit was pending (none, or the last one was
+ * refused after an earlier one had been logged).
  */
 void txn_hold(struct shard *sh);
 uint64_t txn_release(struct shard *sh);
+/* Log the held commit now (no-op when none is pending); see above. */
+void txn_flush_held(struct shard *sh);
+
+/*
+ * A full disk (wal.c, "Running out of space").  A write request is refused
+ * up front (507) while the WAL is low on space and cannot promise
+ * SHARD_WRITE_HEADROOM bytes: shard_write_admit() returns -1 then.  A
+ * commit the WAL refuses all the same is not applied (txn_commit returns
+ * 0) and calls shard_note_nospace(): sets nospace_in_request (api.c turns
+ * the response into a 507) and logs the episode once, naming the data
+ * directory.  shard_space_poll() (the tick) logs the end of the episode.
+ */
+#define SHARD_WRITE_HEADROOM TXN_MAX_BYTES
+int shard_write_admit(struct shard *sh);
+void shard_note_nospace(struct shard *sh);
+void shard_space_poll(struct shard *sh);
 
 /* Apply a transaction image (used by commit and by WAL replay). */
 int shard_apply(struct shard *sh, uint64_t lsn, const void *payload, size_t len, char *why);
 
-/* Take a snapshot now (forks).  0 started, 1 one is already running, -1 failed. */
+#define SNAP_TEST_STALL_S 60u     /* errinj snapshot_child_stall */
+
+/* Take a snapshot now (forks).  0 started, 1 one is already running, -1
+ * failed.  The child dies with this process and holds none of its
+ * descriptors (the data directory's LOCK above all): see shard.c. */
 int shard_snapshot_start(struct shard *sh);
 /* Reap a finished snapshot child, prune retention.  Called from the tick. */
 void shard_snapshot_poll(struct shard *sh);

@@ -84,6 +84,7 @@ static void on_tick(struct ev_loop *loop, void *arg)
 	audit_flush(sh);
 	srv_tick(sh->srv);
 	shard_snapshot_poll(sh);
+	shard_space_poll(sh);
 	idem_prune(sh);
 	uint64_t now = ev_now_ms(loop);
 	if (sh->cfg.snapshot_interval_s && now >= sh->snap_next_due_ms) {

@@ -525,6 +525,7 @@ const char *http_reason(int status)
 	case 503: return "Service Unavailable";
 	case 504: return "Gateway Timeout";
 	case 505: return "HTTP Version Not Supported";
+	case 507: return "Insufficient Storage";
 	default: return "Unknown";
 	}
 }

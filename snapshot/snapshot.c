@@ -880,6 +880,34 @@ static int remove_stale_tmp(const char *dir, uint64_t lsn)
 	return removed;
 }
 
+/* Contract (snapshot.h). */
+int snap_remove_temps(const char *dir, void (*fn)(void *ctx, const char *path), void *ctx)
+{
+	struct lsn_list s = { 0 }, t = { 0 };
+	if (list_dir(dir, &s, &t) != 0) {
+		int e = errno;
+		free(s.v);
+		free(t.v);
+		errno = e;
+		return e == ENOENT ? 0 : -1;
+	}
+	int removed = 0;
+	for (size_t i = 0; i < t.n; i++) {
+		char path[PATH_MAX];
+		int n = snprintf(path, sizeof(path), "%s/%020" PRIu64 SNAP_TMP_SUFFIX, dir, t.v[i]);
+		if (n > 0 && (size_t)n < sizeof(path) && unlink(path) == 0) {
+			removed++;
+			if (fn)
+				fn(ctx, path);
+		}
+	}
+	if (removed && fs_fsync_dir(dir) != 0)
+		fprintf(stderr, "snapshot: fsync of %s after removing temp files failed: %s\n", dir, strerror(errno));
+	free(s.v);
+	free(t.v);
+	return removed;
+}
+
 /* Contract (snapshot.h): walking newest first, keep the first `keep`
  * snapshots that fully verify and delete every snapshot older than the
  * oldest kept one (valid or not).  Invalid snapshots newer than that are

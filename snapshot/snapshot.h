@@ -62,4 +62,10 @@ int snap_find_latest(const char *dir, struct snap_info *info);
  * none), so the caller can prune WAL segments below it. */
 uint64_t snap_prune(const char *dir, unsigned keep);
 
+/* Start-up, with the data directory's lock held (so no writer of ours is
+ * alive, a dying orphan at most): remove every <lsn>.snap.inprogress file,
+ * locked or not, calling fn(ctx, path) for each one removed (may be NULL).
+ * Returns how many were removed, or -1 (errno) if dir cannot be listed. */
+int snap_remove_temps(const char *dir, void (*fn)(void *ctx, const char *path), void *ctx);
+
 #endif

@@ -37,6 +37,31 @@
  * failed fsync the kernel may have dropped the dirty pages, and only a
  * restart with recovery from what is really on disk is safe.
  *
+ * Running out of space.  Writing frames into a pre-zeroed segment never
+ * allocates, so the only places a full disk shows up are the spare (the
+ * preparer) and an inline segment creation.  A full disk must not stop the
+ * service (reads go on) and must not lose or fake an acknowledgement, so:
+ *   - the preparer never gives up: a failed spare is removed (its partial
+ *     zeros would hold space) and retried every WAL_SPARE_RETRY_MS, so
+ *     writes resume by themselves when space returns;
+ *   - while no spare is ready after a failure ("space low"), wal_append
+ *     and wal_reserve admit a transaction only if the current segment is
+ *     certain to hold it together with everything queued and reserved
+ *     before it, each counted at its worst-case frame size
+ *     (wal_txn_worst: a frame of its own, zstd's compress bound).  Anything
+ *     else is refused with WAL_E_NOSPACE BEFORE the engine applies it, so a
+ *     refused write never existed.  The spare is the reserve that makes
+ *     this refusal point predictable: the WAL only ever needs a rotation
+ *     it cannot do when a spare was announced and then vanished;
+ *   - should a rotation still find no spare and no room (the disk filled
+ *     while the preparer was between attempts, or an oversized frame), the
+ *     WAL thread does not exit: it logs once and retries every
+ *     WAL_SPARE_RETRY_MS.  The transactions in that batch are not durable,
+ *     so nobody has been told about them; they become durable when space
+ *     returns.
+ * An fdatasync failure stays fatal (see below); so do EIO and friends on
+ * write.
+ *
  * Locking: `mu` protects the open batch, appended LSN, stop flag and the
  * stats.  Everything under "WAL thread only" is touched by the WAL thread
  * alone after wal_open() returns.
@@ -59,6 +84,7 @@
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -117,9 +143,16 @@ struct wal {
 	int have_prep;
 	pthread_cond_t prep_cv; /* preparer: the spare was taken, or stop */
 	int spare_ready;      /* under mu: <dir>/next-segment.spare is zeroed, synced, segment_size long */
-	int prep_failed;      /* under mu: the preparer gave up (rotation creates segments inline) */
+	int prep_failed;      /* under mu: the last attempt failed; retried every WAL_SPARE_RETRY_MS */
 	int prep_stop;        /* under mu */
 	char *spare_path;
+
+	/* space accounting (see "Running out of space" above), all under mu */
+	uint64_t seg_room;    /* bytes free in the current segment after the last written batch */
+	uint64_t open_worst;  /* worst-case frame bytes of the transactions in `open` */
+	uint64_t inflight_worst; /* the same for the batch the WAL thread is writing */
+	uint64_t reserved;    /* wal_reserve()d and not yet appended */
+	uint64_t nospace_refusals; /* wal_reserve/wal_append refused for space */
 };
 
 /* Per-batch figures, merged into w->st under the lock. */
@@ -335,10 +368,12 @@ static int seg_create(struct wal *w, uint64_t first_lsn, uint64_t size, char *er
 	w->seg_cap = size;
 	w->salt = salt;
 	return 0;
-fail:
-	set_err(err, errlen, "wal: %s %s: %s", step, tmp, strerror(errno));
+fail:;
+	int e = errno;
+	set_err(err, errlen, "wal: %s %s: %s", step, tmp, strerror(e));
 	close(fd);
 	unlink(tmp);
+	errno = e; /* the caller tells a full disk from the rest */
 	return -1;
 }
 
@@ -355,53 +390,102 @@ fail:
  */
 #define WAL_SPARE_NAME "next-segment.spare"
 #define WAL_SPARE_SYNC_STEP ((uint64_t)1 << 20) /* bytes of zeros written back at a time */
+#define WAL_SPARE_RETRY_MS 500u /* a failed spare (disk full) is tried again this often */
 
-/* Make the spare file: zeros, segment_size bytes, synced.  0 or -1. */
+/* Make the spare file: zeros, segment_size bytes, synced.  0, or -1 with
+ * errno and the partial file removed (its blocks are what a full disk
+ * needs back). */
 static int spare_make(struct wal *w)
 {
+	if (ERRINJ("wal_spare_enospc")) {
+		unlink(w->spare_path);
+		errno = ENOSPC;
+		return -1;
+	}
+	/* Retried every WAL_SPARE_RETRY_MS on a full disk: do not write (and
+	 * throw away) a partial segment each time when the file system says
+	 * it cannot hold a whole one.  An old spare's own blocks count. */
+	struct statvfs vs;
+	struct stat old;
+	uint64_t mine = stat(w->spare_path, &old) == 0 ? (uint64_t)old.st_blocks * 512u : 0;
+	if (statvfs(w->dir, &vs) == 0 && vs.f_blocks > 0 &&
+	    (uint64_t)vs.f_bavail * vs.f_frsize + mine < w->segment_size) {
+		errno = ENOSPC;
+		return -1;
+	}
 	int fd = open(w->spare_path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -1;
-	for (uint64_t off = 0; off < w->segment_size;) {
+	int rc = 0;
+	for (uint64_t off = 0; off < w->segment_size && rc == 0;) {
 		size_t n = w->segment_size - off < WAL_ZERO_CHUNK ? (size_t)(w->segment_size - off) : WAL_ZERO_CHUNK;
-		if (pwrite_all(fd, zero_chunk, n, off, NULL)) {
-			close(fd);
-			return -1;
-		}
+		rc = pwrite_all(fd, zero_chunk, n, off, NULL);
 		off += n;
 		/* write back in small steps: one 64 MiB flush would queue ahead of
 		 * the WAL's own fdatasync on the same disk for its whole duration */
-		if (off % WAL_SPARE_SYNC_STEP == 0 && fdatasync(fd)) {
-			close(fd);
-			return -1;
-		}
+		if (rc == 0 && off % WAL_SPARE_SYNC_STEP == 0)
+			rc = fdatasync(fd);
 	}
-	int rc = fsync(fd);
+	if (rc == 0)
+		rc = fsync(fd);
+	int e = errno;
 	close(fd);
-	return rc ? -1 : 0;
+	if (rc) {
+		unlink(w->spare_path);
+		errno = e;
+		return -1;
+	}
+	return 0;
 }
 
-/* The preparer: keep one spare ready; stop when told or on the first error. */
+/* Wait on cv for up to ms (mu held). */
+static void cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, unsigned ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(cv, mu, &ts);
+}
+
+/* The preparer: keep one spare ready; after a failure, retry every
+ * WAL_SPARE_RETRY_MS (one log line when it starts failing, one when it
+ * recovers); stop when told. */
 static void *spare_thread(void *arg)
 {
 	struct wal *w = arg;
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
-		while (!w->prep_stop && (w->spare_ready || w->prep_failed))
+		while (!w->prep_stop && w->spare_ready)
 			pthread_cond_wait(&w->prep_cv, &w->mu);
 		if (w->prep_stop)
 			break;
+		if (w->prep_failed) {
+			cond_wait_ms(&w->prep_cv, &w->mu, WAL_SPARE_RETRY_MS);
+			if (w->prep_stop)
+				break;
+		}
 		pthread_mutex_unlock(&w->mu);
 		int ok = spare_make(w) == 0;
 		int e = errno;
 		pthread_mutex_lock(&w->mu);
 		if (ok) {
 			w->spare_ready = 1;
-		} else {
+			if (w->prep_failed)
+				fprintf(stderr, "wal: spare segment %s ready again: writes are accepted\n", w->spare_path);
+			w->prep_failed = 0;
+		} else if (!w->prep_failed) {
 			w->prep_failed = 1;
-			fprintf(stderr, "wal: cannot prepare the spare segment %s: %s (segments are created inline)\n",
-				w->spare_path, strerror(e));
+			fprintf(stderr,
+				"wal: cannot prepare the spare segment %s: %s (writes that need a new segment are "
+				"refused until it can be made; retrying every %u ms)\n",
+				w->spare_path, strerror(e), WAL_SPARE_RETRY_MS);
 		}
+		pthread_cond_broadcast(&w->done); /* a rotation may be waiting for the spare */
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
@@ -494,9 +578,14 @@ static void cut_back(struct wal *w, size_t done)
 			strerror(errno));
 }
 
+static int no_space(int e) { return e == ENOSPC || e == EDQUOT; }
+
 /* Start a new segment for a frame of frame_len bytes starting at `first`:
  * sync the old one, create the new one (sized to fit if the frame is larger
- * than a whole segment).  Exits the process on failure. */
+ * than a whole segment).  Out of space: log once, retry every
+ * WAL_SPARE_RETRY_MS (the spare or an inline segment, whichever comes
+ * first) -- the batch is not durable meanwhile, so nothing was promised.
+ * Exits the process on any other failure. */
 static void rotate(struct wal *w, uint64_t first, size_t frame_len, struct batch_stats *bs)
 {
 	seg_sync(w, bs); /* only the newest segment may hold an unsynced tail */
@@ -504,19 +593,39 @@ static void rotate(struct wal *w, uint64_t first, size_t frame_len, struct batch
 	if ((uint64_t)frame_len + WAL_SEG_HEADER_SIZE > size)
 		size = ((uint64_t)frame_len + WAL_SEG_HEADER_SIZE + 4095) & ~(uint64_t)4095;
 	char err[PATH_MAX + 128];
-	errno = 0;
-	int rc = size == w->segment_size ? spare_take(w, first, err, sizeof(err)) : 1;
-	if (rc == 0) {
-		bs->segments++;
-		bs->segments_spare++;
-		return;
-	}
-	if (rc < 0 || seg_create(w, first, size, err, sizeof(err))) {
+	for (int logged = 0;;) {
+		errno = 0;
+		int rc = size == w->segment_size ? spare_take(w, first, err, sizeof(err)) : 1;
+		if (rc == 0) {
+			bs->segments++;
+			bs->segments_spare++;
+			if (logged)
+				fprintf(stderr, "wal: space returned under %s: segment rotation done\n", w->dir);
+			return;
+		}
+		if (rc > 0 && seg_create(w, first, size, err, sizeof(err)) == 0) {
+			bs->segments++;
+			if (logged)
+				fprintf(stderr, "wal: space returned under %s: segment rotation done\n", w->dir);
+			return;
+		}
 		int e = errno ? errno : EIO;
-		fprintf(stderr, "%s\n", err);
-		die("segment rotation", e);
+		if (rc < 0 || !no_space(e)) {
+			fprintf(stderr, "%s\n", err);
+			die("segment rotation", e);
+		}
+		if (!logged)
+			fprintf(stderr, "%s -- waiting for space under %s (the batch is not acknowledged)\n", err,
+				w->dir);
+		logged = 1;
+		pthread_mutex_lock(&w->mu);
+		int stopping = w->stop;
+		if (!w->spare_ready && !stopping)
+			cond_wait_ms(&w->done, &w->mu, WAL_SPARE_RETRY_MS);
+		pthread_mutex_unlock(&w->mu);
+		if (stopping) /* shutdown while waiting: this batch was never acknowledged */
+			die("segment rotation at shutdown (no space)", e);
 	}
-	bs->segments++;
 }
 
 /*
@@ -605,6 +714,8 @@ static void *wal_thread(void *arg)
 		w->mine = t;
 		buf_reset(&w->open);
 		w->inflight = w->mine.len;
+		w->inflight_worst = w->open_worst;
+		w->open_worst = 0;
 		uint64_t last = w->appended;
 		pthread_mutex_unlock(&w->mu);
 
@@ -620,6 +731,8 @@ static void *wal_thread(void *arg)
 
 		pthread_mutex_lock(&w->mu);
 		w->inflight = 0;
+		w->inflight_worst = 0;
+		w->seg_room = w->seg_cap > w->seg_off ? w->seg_cap - w->seg_off : 0;
 		w->st.frames += bs.frames;
 		w->st.txns += bs.txns;
 		w->st.bytes_raw += bs.bytes_raw;
@@ -739,9 +852,21 @@ struct wal *wal_open(const struct wal_config *cfg, uint64_t next_lsn, char *err,
 		set_err(err, errlen, "wal: out of memory for zstd");
 		goto fail;
 	}
-	if (seg_create(w, next_lsn, seg, err, errlen))
-		goto fail;
-	w->st.segments_created = 1;
+	if (seg_create(w, next_lsn, seg, err, errlen)) {
+		if (!no_space(errno))
+			goto fail;
+		/* Start anyway, read-only: no current segment (room 0) and "space
+		 * low", so every write is refused until the preparer has made a
+		 * spare; the first frame then rotates into it. */
+		fprintf(stderr, "%s -- starting without a writable segment: writes are refused until space "
+				"returns under %s\n", err, w->dir);
+		w->prep_failed = 1;
+		if (err && errlen)
+			err[0] = 0;
+	} else {
+		w->st.segments_created = 1;
+	}
+	w->seg_room = w->seg_cap > w->seg_off ? w->seg_cap - w->seg_off : 0;
 	int e = pthread_create(&w->thr, NULL, wal_thread, w);
 	if (e) {
 		set_err(err, errlen, "wal: cannot start thread: %s", strerror(e));
@@ -758,16 +883,85 @@ fail:
 	return NULL;
 }
 
-/* See wal.h.  Also returns -1 if lsn is not exactly the previous LSN + 1. */
+/* See wal.h. */
+uint64_t wal_txn_worst(size_t len)
+{
+	return WAL_FRAME_HEADER_SIZE + (uint64_t)ZSTD_compressBound(WAL_TXN_HEADER_SIZE + len);
+}
+
+/* True if `need` more worst-case bytes are certain to be writable (mu held):
+ * always while a spare is ready or none has failed yet; in "space low" only
+ * within the current segment's remaining room. */
+static int room_for(const struct wal *w, uint64_t need)
+{
+	if (w->mode == WAL_MODE_NONE || w->spare_ready || !w->prep_failed)
+		return 1;
+	uint64_t used = w->open_worst + w->inflight_worst + w->reserved;
+	return used <= w->seg_room && need <= w->seg_room - used;
+}
+
+/* See wal.h. */
+int wal_reserve(struct wal *w, size_t len)
+{
+	uint64_t need = wal_txn_worst(len);
+	pthread_mutex_lock(&w->mu);
+	int ok = room_for(w, need);
+	if (ok)
+		w->reserved += need;
+	else
+		w->nospace_refusals++;
+	pthread_mutex_unlock(&w->mu);
+	return ok ? 0 : WAL_E_NOSPACE;
+}
+
+/* See wal.h. */
+void wal_unreserve(struct wal *w, size_t len)
+{
+	uint64_t need = wal_txn_worst(len);
+	pthread_mutex_lock(&w->mu);
+	w->reserved = w->reserved > need ? w->reserved - need : 0;
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* See wal.h. */
+int wal_space(const struct wal *w, uint64_t need_len, uint64_t *room)
+{
+	struct wal *mw = (struct wal *)w; /* the lock is not part of the logical state */
+	pthread_mutex_lock(&mw->mu);
+	int low = w->mode != WAL_MODE_NONE && !w->spare_ready && w->prep_failed;
+	uint64_t used = w->open_worst + w->inflight_worst + w->reserved;
+	if (room)
+		*room = !low ? UINT64_MAX : used < w->seg_room ? w->seg_room - used : 0;
+	int ok = room_for(w, wal_txn_worst(need_len));
+	pthread_mutex_unlock(&mw->mu);
+	return !low ? 0 : ok ? 1 : 2;
+}
+
+/* See wal.h. */
 int wal_append(struct wal *w, uint64_t lsn, const void *payload, size_t len)
 {
+	return wal_append_reserved(w, lsn, payload, len, 0);
+}
+
+/* See wal.h.  Also returns -1 if lsn is not exactly the previous LSN + 1. */
+int wal_append_reserved(struct wal *w, uint64_t lsn, const void *payload, size_t len, size_t reserved_len)
+{
 	assert(w->max_batch_bytes > WAL_TXN_HEADER_SIZE);
-	if (len > (size_t)w->max_batch_bytes - WAL_TXN_HEADER_SIZE)
+	if (len > (size_t)w->max_batch_bytes - WAL_TXN_HEADER_SIZE || (reserved_len && len > reserved_len))
 		return -1;
+	uint64_t worst = wal_txn_worst(len);
 	pthread_mutex_lock(&w->mu);
 	if (lsn != w->appended + 1) {
 		pthread_mutex_unlock(&w->mu);
 		return -1;
+	}
+	if (reserved_len) {
+		uint64_t r = wal_txn_worst(reserved_len);
+		w->reserved = w->reserved > r ? w->reserved - r : 0;
+	} else if (!room_for(w, worst)) {
+		w->nospace_refusals++;
+		pthread_mutex_unlock(&w->mu);
+		return WAL_E_NOSPACE;
 	}
 	if (w->mode == WAL_MODE_NONE) {
 		w->appended = lsn;
@@ -787,6 +981,7 @@ int wal_append(struct wal *w, uint64_t lsn, const void *payload, size_t len)
 		pthread_mutex_unlock(&w->mu);
 		return -1;
 	}
+	w->open_worst += worst;
 	w->appended = lsn;
 	pthread_cond_signal(&w->work);
 	pthread_mutex_unlock(&w->mu);
@@ -824,6 +1019,8 @@ void wal_stats(const struct wal *w, struct wal_stats *out)
 	pthread_mutex_lock(&mw->mu);
 	*out = w->st;
 	out->appended_lsn = w->appended;
+	out->space_low = w->mode != WAL_MODE_NONE && !w->spare_ready && w->prep_failed;
+	out->nospace_refusals = w->nospace_refusals;
 	pthread_mutex_unlock(&mw->mu);
 	out->durable_lsn = wal_durable_lsn(w);
 }

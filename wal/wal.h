@@ -26,6 +26,10 @@
  * from the engine's event-loop thread; the WAL thread does compression,
  * write and fdatasync.  An fdatasync or write failure is fatal: the WAL
  * thread logs it and calls exit(EXIT_FAILURE) (never retry fsync).
+ * A full disk is not fatal (wal.c, "Running out of space"): the WAL
+ * refuses, before anything is applied, the transactions it could not be
+ * sure to write (WAL_E_NOSPACE) and accepts them again once its spare
+ * segment could be made.
  */
 #ifndef WM_WAL_H
 #define WM_WAL_H
@@ -60,7 +64,11 @@ struct wal_stats {
 	uint64_t max_batch_txns;    /* largest number of transactions in one sync */
 	uint64_t durable_lsn;
 	uint64_t appended_lsn;
+	int space_low;              /* the spare segment could not be made: writes limited to the current segment */
+	uint64_t nospace_refusals;  /* transactions refused with WAL_E_NOSPACE */
 };
+
+#define WAL_E_NOSPACE (-2) /* wal_append / wal_reserve: refused, the disk is full (nothing queued) */
 
 struct wal;
 
@@ -80,6 +88,26 @@ struct wal *wal_open(const struct wal_config *cfg, uint64_t next_lsn, char *err,
  * max_batch_bytes - 12 (the engine must keep transactions smaller).
  */
 int wal_append(struct wal *w, uint64_t lsn, const void *payload, size_t len);
+
+/*
+ * Space (wal.c, "Running out of space").  The worst-case bytes a
+ * transaction of `len` payload bytes can take in a segment.  wal_append
+ * returns WAL_E_NOSPACE (nothing queued) when the spare segment could not
+ * be made and the current segment is not certain to hold the transaction
+ * after everything queued and reserved before it.
+ * wal_reserve: make sure a transaction of up to `len` bytes appended LATER
+ * will be accepted (0), or WAL_E_NOSPACE; the reservation is consumed by
+ * wal_append_reserved(..., reserved_len = len) or given back by
+ * wal_unreserve(len).
+ * wal_space: 0 space is fine; 1 space low (no spare) but a transaction of
+ * need_len still fits; 2 space low and it does not.  *room (may be NULL):
+ * the worst-case bytes still certain (UINT64_MAX when not low).
+ */
+uint64_t wal_txn_worst(size_t len);
+int wal_reserve(struct wal *w, size_t len);
+void wal_unreserve(struct wal *w, size_t len);
+int wal_append_reserved(struct wal *w, uint64_t lsn, const void *payload, size_t len, size_t reserved_len);
+int wal_space(const struct wal *w, uint64_t need_len, uint64_t *room);
 
 /* Highest LSN durable per the mode. */
 uint64_t wal_durable_lsn(const struct wal *w);

@@ -135,8 +135,9 @@ def setjson(p,m,code,schema,desc=None):
     r=d['paths'][p][m]['responses'][code]
     r['content']={"application/json":{"schema":schema}}
     if desc: r['description']=desc
-setjson('/healthz','get','200',{"type":"object","required":["status"],"properties":{"status":{"const":"ok"}},"additionalProperties":False})
-setjson('/readyz','get','200',{"type":"object","required":["status","lsn"],"properties":{"status":{"const":"ready"},"lsn":{"type":"integer","minimum":0,"description":"Last LSN recovered or written"}},"additionalProperties":False})
+STORAGE={"type":"string","enum":["ok","low","full"],"description":"The data directory's space: `ok`; `low` when the WAL's spare segment cannot be made (writes go on until the current segment fills); `full` while writes are refused with 507"}
+setjson('/healthz','get','200',{"type":"object","required":["status","storage"],"properties":{"status":{"const":"ok"},"storage":STORAGE},"additionalProperties":False})
+setjson('/readyz','get','200',{"type":"object","required":["status","lsn","storage"],"properties":{"status":{"const":"ready"},"lsn":{"type":"integer","minimum":0,"description":"Last LSN recovered or written"},"storage":STORAGE},"additionalProperties":False})
 setjson('/v1/openapi.json','get','200',{"type":"object","required":["openapi","info","paths"],"properties":{"openapi":{"type":"string"},"info":{"type":"object"},"paths":{"type":"object"}}},"This document (OpenAPI 3.1)")
 r=d['paths']['/v1/admin/snapshots']['post']['responses']['202']
 r.setdefault('content',collections.OrderedDict())['application/json']=({"schema":{"type":"object","required":["status","lsn"],"properties":{"status":{"enum":["started","already_running"]},"lsn":{"type":"integer","minimum":0,"description":"The LSN the snapshot is consistent at"}},"additionalProperties":False}})

@@ -56,7 +56,7 @@ resp['PreconditionFailed']=pr("`If-Match` does not match the resource's current 
 resp['ServiceUnavailable']=pr("Not ready (recovery running), out of memory for this request, or the connection table is full (`too_many_connections`, with `Retry-After`).",
     {"Retry-After":H("Retry-After")})
 resp['InsufficientStorage']=pr("The data directory's disk is full: writes are refused (`insufficient_storage`) until space returns; reads keep working. Retry after `Retry-After` seconds.",
-    {"Retry-After":H("Retry-After")})
+    {"Retry-After":{"description":"Seconds to wait before retrying.","required":True,"schema":{"type":"integer","minimum":0}}})
 comp['parameters']['IfMatch']={"name":"If-Match","in":"header","required":False,
   "description":"Make the write conditional (RFC 9110 section 13.1.1): one or more strong entity tags from `ETag`, or `*` (any existing resource). When none matches the resource's current tag the answer is 412 `precondition_failed` and nothing is written. Weak tags never match. Ignored when the resource does not exist or is not visible (the 404 is answered).",
   "schema":{"type":"string","maxLength":1024}}

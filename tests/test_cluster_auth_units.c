@@ -1,0 +1,154 @@
+/*
+ * test_cluster_auth_units.c -- signatures of internal requests
+ * (shard-router/cluster_auth.c): known vectors computed independently,
+ * tampering with each signed part, the skew bound at and past its edge,
+ * malformed headers, and the secret file's rules.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shard-router/cluster_auth.h"
+#include "tests/wm_test.h"
+
+#define SECRET "0123456789abcdef0123456789abcdef"
+
+static struct cluster_key key(void)
+{
+	struct cluster_key k;
+	memcpy(k.secret, SECRET, 32);
+	k.len = 32;
+	return k;
+}
+
+static int verify(const struct cluster_key *k, const char *m, const char *p, const char *body, const char *hdr,
+		  int64_t now)
+{
+	return ck_verify(k, m, strlen(m), p, strlen(p), body, strlen(body), hdr, strlen(hdr), now, 30);
+}
+
+/* Expected values from Python's hmac/hashlib, not from this code:
+ *   msg = b"POST\n/internal/holds\n1764000000\n" + sha256(b'{"qty":1}').hexdigest()
+ *   hmac.new(b"0123456789abcdef0123456789abcdef", msg, sha256).hexdigest() */
+WM_TEST(cluster_auth, known_vectors)
+{
+	struct cluster_key k = key();
+	char h[CK_HEADER_MAX];
+	const char *body = "{\"qty\":1}";
+	cr_assert_eq(ck_sign(&k, "POST", 4, "/internal/holds", 15, 1764000000, body, strlen(body), h), 0);
+	cr_assert_str_eq(h, "t=1764000000,v1=6d04b819499708c4161e5dff051475c8a7fb8264bb3f1651e30f959a5c015a58");
+	cr_assert_eq(ck_sign(&k, "GET", 3, "/internal/x", 11, 1, NULL, 0, h), 0);
+	cr_assert_str_eq(h, "t=1,v1=96280d7e14df2ff0545946d56c6181046162e9591d05217b2bf3ce240896c67e");
+	cr_assert_eq(verify(&k, "POST", "/internal/holds", body,
+			    "t=1764000000,v1=6d04b819499708c4161e5dff051475c8a7fb8264bb3f1651e30f959a5c015a58",
+			    1764000000),
+		     CK_OK);
+	cr_assert_eq(verify(&k, "POST", "/internal/holds", body,
+			    "t=1764000000,v1=6D04B819499708C4161E5DFF051475C8A7FB8264BB3F1651E30F959A5C015A58",
+			    1764000000),
+		     CK_E_MALFORMED, "one spelling: lower-case hex");
+}
+
+WM_TEST(cluster_auth, every_signed_part_is_bound)
+{
+	struct cluster_key k = key();
+	char h[CK_HEADER_MAX];
+	const char *body = "{\"qty\":1}";
+	cr_assert_eq(ck_sign(&k, "POST", 4, "/internal/holds", 15, 1000, body, strlen(body), h), 0);
+	cr_assert_eq(verify(&k, "POST", "/internal/holds", body, h, 1000), CK_OK);
+	cr_assert_eq(verify(&k, "PUT", "/internal/holds", body, h, 1000), CK_E_MISMATCH, "method");
+	cr_assert_eq(verify(&k, "POST", "/internal/hold", body, h, 1000), CK_E_MISMATCH, "path");
+	cr_assert_eq(verify(&k, "POST", "/internal/holds", "{\"qty\":2}", h, 1000), CK_E_MISMATCH, "body");
+	char other[CK_HEADER_MAX];
+	memcpy(other, h, sizeof(other));
+	other[2] = '2'; /* t=2000...: the timestamp is signed too */
+	cr_assert_eq(verify(&k, "POST", "/internal/holds", body, other, 2000), CK_E_MISMATCH, "timestamp");
+	struct cluster_key k2 = key();
+	k2.secret[0] ^= 1;
+	cr_assert_eq(verify(&k2, "POST", "/internal/holds", body, h, 1000), CK_E_MISMATCH, "another secret");
+	memcpy(other, h, sizeof(other));
+	other[strlen(other) - 1] ^= 1; /* the last hex digit */
+	cr_assert_eq(verify(&k, "POST", "/internal/holds", body, other, 1000), CK_E_MISMATCH);
+}
+
+WM_TEST(cluster_auth, skew_at_and_past_its_edge)
+{
+	struct cluster_key k = key();
+	char h[CK_HEADER_MAX];
+	cr_assert_eq(ck_sign(&k, "GET", 3, "/internal/x", 11, 5000, NULL, 0, h), 0);
+	cr_assert_eq(verify(&k, "GET", "/internal/x", "", h, 5030), CK_OK, "30 s late: the edge");
+	cr_assert_eq(verify(&k, "GET", "/internal/x", "", h, 4970), CK_OK, "30 s early: the edge");
+	cr_assert_eq(verify(&k, "GET", "/internal/x", "", h, 5031), CK_E_SKEW);
+	cr_assert_eq(verify(&k, "GET", "/internal/x", "", h, 4969), CK_E_SKEW);
+}
+
+WM_TEST(cluster_auth, malformed_headers)
+{
+	struct cluster_key k = key();
+	static const char *const bad[] = {
+		"",
+		"t=",
+		"t=1",
+		"t=1,v1=",
+		"t=x,v1=96280d7e14df2ff0545946d56c6181046162e9591d05217b2bf3ce240896c67e",
+		"t=1,v1=96280d7e14df2ff0545946d56c6181046162e9591d05217b2bf3ce240896c67",   /* 63 hex */
+		"t=1,v1=96280d7e14df2ff0545946d56c6181046162e9591d05217b2bf3ce240896c67e0", /* 65 hex */
+		"t=1,v1=96280d7e14df2ff0545946d56c6181046162e9591d05217b2bf3ce240896c67g",
+		"t=1,v2=96280d7e14df2ff0545946d56c6181046162e9591d05217b2bf3ce240896c67e",
+		"T=1,v1=96280d7e14df2ff0545946d56c6181046162e9591d05217b2bf3ce240896c67e",
+		" t=1,v1=96280d7e14df2ff0545946d56c6181046162e9591d05217b2bf3ce240896c67e",
+		"t=-1,v1=96280d7e14df2ff0545946d56c6181046162e9591d05217b2bf3ce240896c67e",
+		"t=1234567890123456789,v1=96280d7e14df2ff0545946d56c6181046162e9591d05217b2bf3ce240896c67e",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_eq(verify(&k, "GET", "/internal/x", "", bad[i], 1), CK_E_MALFORMED, "accepted: \"%s\"", bad[i]);
+	cr_assert_eq(ck_verify(&k, "GET", 3, "/internal/x", 11, NULL, 0, NULL, 0, 1, 30), CK_E_MALFORMED);
+	/* 18 digits is the longest timestamp */
+	char h[CK_HEADER_MAX];
+	cr_assert_eq(ck_sign(&k, "GET", 3, "/internal/x", 11, 123456789012345678, NULL, 0, h), 0);
+	cr_assert_eq(verify(&k, "GET", "/internal/x", "", h, 123456789012345678), CK_OK);
+}
+
+static void write_secret(const char *path, const char *text, size_t len, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, text, len), (ssize_t)len);
+	close(fd);
+	cr_assert_eq(chmod(path, mode), 0);
+}
+
+WM_TEST(cluster_auth, the_secret_file)
+{
+	char dir[] = "/tmp/wm-ck-XXXXXX", path[64], err[256];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/secret", dir);
+	struct cluster_key k;
+	static char big[CK_SECRET_MAX + 2];
+	memset(big, 's', sizeof(big));
+	write_secret(path, big, CK_SECRET_MIN, 0600);
+	cr_assert_eq(ck_load(path, &k, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(k.len, CK_SECRET_MIN, "the minimum is accepted");
+	write_secret(path, big, CK_SECRET_MIN - 1, 0600);
+	cr_assert_eq(ck_load(path, &k, err, sizeof(err)), -1, "one byte short");
+	write_secret(path, big, CK_SECRET_MAX, 0600);
+	cr_assert_eq(ck_load(path, &k, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(k.len, CK_SECRET_MAX);
+	big[CK_SECRET_MAX] = '\n';
+	write_secret(path, big, CK_SECRET_MAX + 1, 0600);
+	cr_assert_eq(ck_load(path, &k, err, sizeof(err)), 0, "a trailing newline is not part of it: %s", err);
+	cr_assert_eq(k.len, CK_SECRET_MAX);
+	big[CK_SECRET_MAX] = 's';
+	write_secret(path, big, CK_SECRET_MAX + 1, 0600);
+	cr_assert_eq(ck_load(path, &k, err, sizeof(err)), -1, "one byte past the maximum");
+	cr_assert(strstr(err, "32 to 256 bytes"), "%s", err);
+	write_secret(path, big, CK_SECRET_MIN, 0640);
+	cr_assert_eq(ck_load(path, &k, err, sizeof(err)), -1, "group-readable");
+	cr_assert(strstr(err, "chmod 600"), "%s", err);
+	unlink(path);
+	cr_assert_eq(ck_load(path, &k, err, sizeof(err)), -1);
+	rmdir(dir);
+}

@@ -92,12 +92,19 @@ build/san/wm-tests: $(TEST_OBJS) build/san/lib.a
 test-build: deps
 	@$(MAKE) --no-print-directory build/san/wm-tests $(PROGRAMS:%=build/san/bin/%)
 
-# The test binary finds the sanitized programs through WM_BIN_DIR.
+# The test binary finds the sanitized programs through WM_BIN_DIR.  Every
+# response the integration tests read is recorded in build/contract and then
+# checked against api/openapi.json (tests/contract/check.py; its self-test
+# first proves it can fail; a filtered run may record nothing).
+# /usr/bin/python3: Debian's, with jsonschema.
 test: test-build
-	WM_BIN_DIR=$(CURDIR)/build/san/bin WM_SRC_DIR=$(CURDIR) \
+	rm -rf build/contract && mkdir -p build/contract
+	WM_BIN_DIR=$(CURDIR)/build/san/bin WM_SRC_DIR=$(CURDIR) WM_CONTRACT_DIR=$(CURDIR)/build/contract \
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	build/san/wm-tests $(TEST_ARGS)
+	/usr/bin/python3 tests/contract/check.py --self-test api/openapi.json
+	/usr/bin/python3 tests/contract/check.py $(if $(TEST_ARGS),--allow-empty) api/openapi.json build/contract
 
 run: all
 	bin/wm-shard --listen $(LISTEN) --data-dir $(DATA_DIR) --demo

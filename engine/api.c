@@ -17,6 +17,7 @@
 
 #include "engine/audit.h"
 #include "engine/auth.h"
+#include "engine/etag.h"
 #include "engine/idem.h"
 #include "engine/log.h"
 
@@ -51,6 +52,11 @@ static int route_match(const char *pat, const char *path, uint32_t plen, struct 
 		return 0;
 	c->n_params = np;
 	return 1;
+}
+
+int api_route_bind(const char *pattern, const char *path, uint32_t plen, struct api_ctx *c)
+{
+	return route_match(pattern, path, plen, c);
 }
 
 static const struct route *route_find(struct api_ctx *c, int *path_known)
@@ -125,8 +131,9 @@ static void run_write(struct api_ctx *c)
 
 /*
  * The request pipeline of a routed request: identity (key, scope, action,
- * rate) -> idempotency (writes) -> space (writes) -> handler -> audit
- * (reads).  Public routes skip identity, idempotency and audit.
+ * rate) -> idempotency (writes) -> If-Match (writes, etag.c) -> space
+ * (writes) -> handler -> ETag (etag.c) -> audit (reads).  Public routes skip
+ * identity, idempotency, the ETag and audit.
  */
 static void api_run(struct api_ctx *c)
 {
@@ -140,9 +147,12 @@ static void api_run(struct api_ctx *c)
 		return;
 	}
 	if (auth_request(c) == 0) {
+		int ran = 1;
 		if (is_write(r->method) && !(r->flags & ROUTE_F_OWN_IDEM)) {
-			if (idem_begin(c) == 0) {
-				run_write(c);
+			ran = idem_begin(c) == 0;
+			if (ran) {
+				if (etag_precondition(c) == 0)
+					run_write(c);
 				idem_end(c);
 			}
 		} else if (is_write(r->method)) {
@@ -150,6 +160,8 @@ static void api_run(struct api_ctx *c)
 		} else {
 			r->fn(c);
 		}
+		if (ran)
+			etag_stamp(c); /* not on a replay: its body is the stored one */
 	}
 	api_take_reveals(c);
 	if (c->who.authenticated && !is_write(r->method))
@@ -263,7 +275,7 @@ void api_validation_failed(struct api_ctx *c)
 
 int api_read_row(struct api_ctx *c)
 {
-	if (!c->route || is_write(c->route->method))
+	if (!c->route || is_write(c->route->method) || c->probe)
 		return 0;
 	if (auth_quota_left(c) < 1) {
 		auth_quota_refuse(c);

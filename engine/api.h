@@ -72,6 +72,7 @@ struct api_ctx {
 	 * audit's own lookups; 0 = not yet taken */
 	uint64_t reveals_lsn;
 	int reveals_taken;
+	int probe;                      /* etag.c runs a GET only for its ETag: no quota */
 	/* per-field validation errors collected by a handler */
 	struct problem_field errs[API_MAX_FIELD_ERRORS];
 	char err_field[API_MAX_FIELD_ERRORS][64];
@@ -85,6 +86,10 @@ void api_handle(void *app, const struct srv_request *rq, struct srv_response *rs
 void api_done(void *app, const struct srv_request *rq, const struct srv_response *rs,
 	      uint64_t latency_us);
 
+
+/* Match path[0..plen) against a route pattern, filling c's path
+ * parameters; 1 on match (etag.c runs a route on a path it derives). */
+int api_route_bind(const char *pattern, const char *path, uint32_t plen, struct api_ctx *c);
 
 /* ---- responses --------------------------------------------------------- */
 void api_error(struct api_ctx *c, int status, const char *code, const char *detail);

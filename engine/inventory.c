@@ -810,6 +810,21 @@ static void inventory_patch(struct api_ctx *c)
 	commit_level(c, &v, l, "updated", 200);
 }
 
+/* GET /v1/inventory/{id}: one level, to its readers (the list's rule:
+ * the item's owner, the location's owner, operators); others 404.  It
+ * gives the level an ETag and so makes PATCH /v1/inventory/{id}
+ * conditional (engine/etag.c: a write is conditional on its resource's
+ * GET representation). */
+static void inventory_get(struct api_ctx *c)
+{
+	const struct inv_level *l = c->n_params ? inv_level_get(c->sh, c->params[0].p, c->params[0].len) : NULL;
+	if (!l || !level_visible(c, l)) {
+		api_error(c, 404, "not_found", "no inventory level with this id");
+		return;
+	}
+	api_send_doc(c, 200, l->row.doc, l->row.doc_len);
+}
+
 struct inv_filter {
 	char location[ID_MAX_LEN]; /* "" any (checked when walking by_offer) */
 };
@@ -1056,6 +1071,8 @@ const struct route inventory_routes[] = {
 	{HTTP_M_GET, "/v1/inventory/network-snapshot", network_snapshot, SC_READ_NETWORK, ACT_READ_NETWORK,
 	 "Whole-network snapshot: locations, stock, duty context", 0},
 	{HTTP_M_GET, "/v1/inventory", inventory_list, SC_READ_INVENTORY, ACT_READ_INVENTORY, "List inventory levels", 0},
+	{HTTP_M_GET, "/v1/inventory/{id}", inventory_get, SC_READ_INVENTORY, ACT_READ_INVENTORY,
+	 "Retrieve an inventory level", 0},
 	{HTTP_M_POST, "/v1/inventory", inventory_create, SC_WRITE_INVENTORY, ACT_WRITE_INVENTORY,
 	 "Declare inventory for an offer at a location", 0},
 	{HTTP_M_PATCH, "/v1/inventory/{id}", inventory_patch, SC_WRITE_INVENTORY, ACT_WRITE_INVENTORY,

@@ -3,6 +3,18 @@
  * harness.h).  Deliberately independent of the server's own code: the client
  * side parses responses itself, so a server bug cannot hide behind a shared
  * parser.
+ *
+ * Contract recording: when the environment names a directory in
+ * WM_CONTRACT_DIR, every response this file reads is appended as one JSON
+ * line (test, method, raw path, status, headers, body) to
+ * <dir>/resp-<pid>.jsonl.  tests/contract/check.py then checks each line
+ * against api/openapi.json after the Criterion run, so the document and the
+ * service cannot drift apart.  One file per process because Criterion runs
+ * each test in its own forked worker (possibly several at once); each line
+ * is one write() on an O_APPEND descriptor, so a line is never interleaved.
+ * Bodies are written as JSON strings of bytes (a byte >= 0x80 or a control
+ * byte becomes \u00XX): the checker reads them back as Latin-1 to get the
+ * exact bytes, binary media included.
  */
 #include "tests/harness.h"
 
@@ -10,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <criterion/criterion.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -204,7 +217,7 @@ int tcp_connect(int port)
 	return fd;
 }
 
-int http_read_response(int fd, struct http_resp *out, int timeout_ms)
+static int read_response(int fd, struct http_resp *out, int timeout_ms)
 {
 	memset(out, 0, sizeof(*out));
 	size_t cap = 1 << 16, len = 0;
@@ -255,6 +268,104 @@ fail:
 	return -1;
 }
 
+
+/* ---- contract recording (see the top comment) ---------------------------- */
+
+/* Append s[0..n) to b as the inside of a JSON string, byte by byte. */
+static void rec_str(char **b, size_t *len, size_t *cap, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (*len + 8 > *cap) {
+			*cap = *cap * 2 + 64;
+			*b = realloc(*b, *cap);
+			if (!*b)
+				abort();
+		}
+		unsigned char ch = (unsigned char)s[i];
+		if (ch == '"' || ch == '\\') {
+			(*b)[(*len)++] = '\\';
+			(*b)[(*len)++] = (char)ch;
+		} else if (ch < 0x20 || ch >= 0x7f) {
+			*len += (size_t)snprintf(*b + *len, 8, "\\u%04x", ch);
+		} else {
+			(*b)[(*len)++] = (char)ch;
+		}
+	}
+}
+
+static void rec_lit(char **b, size_t *len, size_t *cap, const char *lit)
+{
+	size_t n = strlen(lit);
+	if (*len + n + 1 > *cap) {
+		*cap = *cap * 2 + n + 64;
+		*b = realloc(*b, *cap);
+		if (!*b)
+			abort();
+	}
+	memcpy(*b + *len, lit, n);
+	*len += n;
+}
+
+/* Record one response (method/path NULL when the caller wrote the request
+ * itself and the harness does not know it).  No-op without WM_CONTRACT_DIR;
+ * a recording failure is reported on stderr and never fails the test (the
+ * checker then sees fewer responses, not wrong ones). */
+static void contract_record(const char *method, const char *path, const struct http_resp *r)
+{
+	const char *dir = getenv("WM_CONTRACT_DIR");
+	if (!dir || !*dir)
+		return;
+	char test[256] = "?";
+	if (criterion_current_test && criterion_current_suite)
+		snprintf(test, sizeof(test), "%s/%s", criterion_current_suite->name, criterion_current_test->name);
+	size_t cap = 1024 + r->body_len * 2, len = 0;
+	char *b = malloc(cap);
+	if (!b)
+		abort();
+	char num[32];
+	rec_lit(&b, &len, &cap, "{\"test\":\"");
+	rec_str(&b, &len, &cap, test, strlen(test));
+	rec_lit(&b, &len, &cap, "\",\"method\":");
+	if (method) {
+		rec_lit(&b, &len, &cap, "\"");
+		rec_str(&b, &len, &cap, method, strlen(method));
+		rec_lit(&b, &len, &cap, "\"");
+	} else {
+		rec_lit(&b, &len, &cap, "null");
+	}
+	rec_lit(&b, &len, &cap, ",\"path\":");
+	if (path) {
+		rec_lit(&b, &len, &cap, "\"");
+		rec_str(&b, &len, &cap, path, strlen(path));
+		rec_lit(&b, &len, &cap, "\"");
+	} else {
+		rec_lit(&b, &len, &cap, "null");
+	}
+	snprintf(num, sizeof(num), ",\"status\":%d", r->status);
+	rec_lit(&b, &len, &cap, num);
+	rec_lit(&b, &len, &cap, ",\"head\":\"");
+	rec_str(&b, &len, &cap, r->head, strlen(r->head));
+	rec_lit(&b, &len, &cap, "\",\"body\":\"");
+	rec_str(&b, &len, &cap, r->body ? r->body : "", r->body_len);
+	rec_lit(&b, &len, &cap, "\"}\n");
+	char fn[512];
+	snprintf(fn, sizeof(fn), "%s/resp-%d.jsonl", dir, (int)getpid());
+	int fd = open(fn, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, b, len) != (ssize_t)len)
+		fprintf(stderr, "contract: cannot record into %s\n", fn);
+	if (fd >= 0)
+		close(fd);
+	free(b);
+}
+
+int http_read_response(int fd, struct http_resp *out, int timeout_ms)
+{
+	int rc = read_response(fd, out, timeout_ms);
+	if (rc >= 0)
+		contract_record(NULL, NULL, out);
+	return rc;
+}
+
 int http_do(int port, const char *method, const char *path, const char *headers,
 	    const char *body, struct http_resp *out)
 {
@@ -262,7 +373,7 @@ int http_do(int port, const char *method, const char *path, const char *headers,
 	if (fd < 0)
 		return -1;
 	size_t bl = body ? strlen(body) : 0;
-	size_t cap = 1024 + bl + (headers ? strlen(headers) : 0);
+	size_t cap = 1024 + strlen(method) + strlen(path) + bl + (headers ? strlen(headers) : 0);
 	char *req = malloc(cap);
 	/* The operator key unless the test names its own Authorization (or
 	 * says "Authorization: none" to send none). */
@@ -281,7 +392,9 @@ int http_do(int port, const char *method, const char *path, const char *headers,
 	int rc = write(fd, req, (size_t)n) == n ? 0 : -1;
 	free(req);
 	if (rc == 0)
-		rc = http_read_response(fd, out, 30000) < 0 ? -1 : 0;
+		rc = read_response(fd, out, 30000) < 0 ? -1 : 0;
+	if (rc == 0)
+		contract_record(method, path, out);
 	close(fd);
 	return rc;
 }

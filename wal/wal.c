@@ -723,13 +723,16 @@ static void *wal_thread(void *arg)
 		memset(&bs, 0, sizeof(bs));
 		uint64_t n = write_batch(w, &bs);
 		assert(last >= atomic_load_explicit(&w->durable, memory_order_relaxed) + n);
+		buf_reset(&w->mine);
+
+		/* The batch's statistics and its durability are published together,
+		 * under the lock: whoever sees the LSN durable (wal_flush, the
+		 * loop) also sees the segments and syncs that made it so. */
+		pthread_mutex_lock(&w->mu);
 		atomic_store_explicit(&w->durable, last, memory_order_release);
 		uint64_t one = 1;
 		if (write(w->efd, &one, sizeof(one)) != (ssize_t)sizeof(one) && errno != EAGAIN)
 			fprintf(stderr, "wal: eventfd write: %s\n", strerror(errno));
-		buf_reset(&w->mine);
-
-		pthread_mutex_lock(&w->mu);
 		w->inflight = 0;
 		w->inflight_worst = 0;
 		w->seg_room = w->seg_cap > w->seg_off ? w->seg_cap - w->seg_off : 0;

@@ -19,8 +19,9 @@
 #   d. nginx serving a fixed 200-byte body (if nginx is installed): what this
 #      machine, kernel loopback and wrk can do at all -- the baseline the
 #      engine figures should be read against.
-#   a2. (a) again while a second wrk POSTs partners (fsync) at -c16: reads of
-#      old rows must not wait for the writers' fsyncs.
+#   a2. (a) again while a second wrk POSTs partners (fsync) at -c16, at -c64
+#      (throughput) and -c1 (one reader's latency): reads of old rows must not
+#      wait for the writers' fsyncs.
 #   e. GET /healthz: the engine's own ceiling for a minimal request (HTTP
 #      parse + tiny response), so (a) minus (e) is the cost of the resource.
 #   f. perf/bench_index (in-process index throughput/memory), if it compiles.
@@ -224,15 +225,21 @@ echo "(wrk counted $post_requests completed POSTs; the WAL counts every committe
 # The (a) read again while a second wrk (-c16) POSTs partners with fsync: a
 # read of an old row depends on nothing being written, so it must not wait
 # for the writers' fsyncs (DESIGN.md section 3; engine/table.h, the read set).
-mix_out="$root/mix_post.out"
-wrk -t1 -c16 -d"$DURATION" --latency -s perf/post_partner.lua "$base" -- "mix$$" >"$mix_out" 2>&1 &
-mix_pid=$!
-sleep 0.2
-run_wrk "GET /v1/partners/{id} during POST load" -s perf/get_partner.lua "$base" -- "$ids"
-wait "$mix_pid" || die "the concurrent POST wrk failed: $(tail -n 3 "$mix_out")"
-mix_rps=$(sed -n 's/^BENCH_RESULT rps=\([^ ]*\).*/\1/p' "$mix_out" | tail -n 1)
-echo "concurrent POST /v1/partners (fsync, wrk -t1 -c16): $(printf '%.0f' "${mix_rps:-0}") req/s"
-rows+=("  (concurrent POST /v1/partners -c16)|$(printf '%.0f' "${mix_rps:-0}")|-|-|ok|wrk -t1 -c16 -d$DURATION -s perf/post_partner.lua")
+mix_run() { # mix_run CONNS: GET at -cCONNS while a -c16 POST load runs
+	local mix_out="$root/mix_post.out" mix_pid mix_rps
+	wrk -t1 -c16 -d"$DURATION" --latency -s perf/post_partner.lua "$base" -- "mix$1$$" >"$mix_out" 2>&1 &
+	mix_pid=$!
+	sleep 0.2
+	run_wrk "GET /v1/partners/{id} -c$1 during POST load" -c"$1" -s perf/get_partner.lua "$base" -- "$ids"
+	wait "$mix_pid" || die "the concurrent POST wrk failed: $(tail -n 3 "$mix_out")"
+	mix_rps=$(sed -n 's/^BENCH_RESULT rps=\([^ ]*\).*/\1/p' "$mix_out" | tail -n 1)
+	echo "concurrent POST /v1/partners (fsync, wrk -t1 -c16): $(printf '%.0f' "${mix_rps:-0}") req/s"
+	rows+=("  (concurrent POST /v1/partners -c16)|$(printf '%.0f' "${mix_rps:-0}")|-|-|ok|wrk -t1 -c16 -d$DURATION -s perf/post_partner.lua")
+}
+# -c64: throughput (the loop is busy either way); -c1: the latency one
+# reader sees, where a wait for another connection's fsync would show.
+mix_run 64
+mix_run 1
 
 # ---- e. minimal-request ceiling -----------------------------------------------
 run_wrk "GET /healthz" -s perf/report.lua "$base/healthz"

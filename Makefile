@@ -110,7 +110,7 @@ run: all
 	bin/wm-shard --listen $(LISTEN) --data-dir $(DATA_DIR) --demo
 
 # The OpenAPI document is embedded with .incbin: rebuild when it changes.
-build/rel/engine/openapi_blob.o build/san/engine/openapi_blob.o build/fuzz/engine/openapi_blob.o: api/openapi.json
+build/rel/engine/edge/openapi_blob.o build/san/engine/edge/openapi_blob.o build/fuzz/engine/edge/openapi_blob.o: api/openapi.json
 
 # ---- fuzzing (clang + libFuzzer) -----------------------------------------
 FUZZ_CFLAGS := -std=c17 -D_GNU_SOURCE -I. -Wall -Wextra -Werror $(PKG_CFLAGS) -g -O1 \

@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/log.h"
-#include "engine/partner.h"
-#include "engine/wine.h"
+#include "engine/base/log.h"
+#include "engine/catalogue/partner.h"
+#include "engine/catalogue/wine.h"
 
 static const char *const demo_partners[] = {
 	"{\"legal_name\":\"Domaine des Trois Chênes SARL\",\"country\":\"FR\",\"roles\":[\"originator\"],"

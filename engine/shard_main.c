@@ -16,16 +16,16 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "engine/api.h"
-#include "engine/audit.h"
+#include "engine/edge/api.h"
+#include "engine/edge/audit.h"
 #include "engine/demo.h"
-#include "engine/idem.h"
-#include "engine/key.h"
-#include "engine/log.h"
-#include "engine/order.h"
-#include "engine/refdata.h"
-#include "engine/media.h"
-#include "engine/shard.h"
+#include "engine/edge/idem.h"
+#include "engine/edge/key.h"
+#include "engine/base/log.h"
+#include "engine/orders/order.h"
+#include "engine/pricing/refdata.h"
+#include "engine/catalogue/media.h"
+#include "engine/storage/shard.h"
 
 static int drain_requested;
 
@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* precedence: an uploaded version recovered from the snapshot/WAL
-	 * (engine/refadmin.c) replaced the --data-ref-dir files during shard_open */
+	 * (engine/pricing/refadmin.c) replaced the --data-ref-dir files during shard_open */
 	const struct refdata *act = refdata_current();
 	log_info("msg=\"reference data active\" version=%s effective_date=%s source=%s%s%s", act->version,
 		 act->effective_date, rd_source_names[act->source ? 1 : 0],

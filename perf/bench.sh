@@ -224,7 +224,7 @@ echo "(wrk counted $post_requests completed POSTs; the WAL counts every committe
 # ---- a2. reads while durable writes run ---------------------------------------
 # The (a) read again while a second wrk (-c16) POSTs partners with fsync: a
 # read of an old row depends on nothing being written, so it must not wait
-# for the writers' fsyncs (DESIGN.md section 3; engine/table.h, the read set).
+# for the writers' fsyncs (DESIGN.md section 3; engine/storage/table.h, the read set).
 mix_run() { # mix_run CONNS: GET at -cCONNS while a -c16 POST load runs
 	local mix_out="$root/mix_post.out" mix_pid mix_rps
 	wrk -t1 -c16 -d"$DURATION" --latency -s perf/post_partner.lua "$base" -- "mix$1$$" >"$mix_out" 2>&1 &
@@ -334,7 +334,7 @@ if [ "${BENCH_SKIP_INDEX:-0}" = 1 ]; then
 elif ! command -v gcc >/dev/null; then
 	echo "gcc not found: skipped"
 elif gcc -std=c17 -D_GNU_SOURCE -I. -O2 -Wall -Wextra -Werror -o "$root/bench_index" \
-	perf/bench_index.c engine/index.c -lxxhash 2>"$root/bench_index.err"; then
+	perf/bench_index.c engine/storage/index.c -lxxhash 2>"$root/bench_index.err"; then
 	timeout 120 "$root/bench_index" || echo "bench_index failed or timed out (exit $?)"
 else
 	head -n 5 "$root/bench_index.err"
@@ -412,7 +412,7 @@ fi
 #
 # Measured 2026-11-21 on the 2-core dev box (ext4, nothing else running),
 # with the order split into a body written once and a small state row each
-# saga step replaces (engine/order_state.c), with
+# saga step replaces (engine/orders/order_state.c), with
 #   BENCH_SKIP_CATALOGUE=1 BENCH_SKIP_OFFERS=1 BENCH_SKIP_QUOTE=1 BENCH_SKIP_INDEX=1 perf/bench.sh
 # i.e. wrk -t1 -c16|-c64 -d10s --latency -s perf/post_order.lua http://127.0.0.1:PORT -- WINE_ID
 # (4 runs):
@@ -423,7 +423,7 @@ fi
 #         hash indexes doubling once the shard holds 60-130k orders (~9
 #         events each) -- a whole-table rehash stopped the loop (a
 #         standalone hidx_put of the 734,004th key took 57 ms).  With the
-#         incremental rehash (engine/index.c, as Redis's dict does; that
+#         incremental rehash (engine/storage/index.c, as Redis's dict does; that
 #         insert now 2.7 ms): 5898 orders/s, p50 9.6 ms, p99 26.7 ms; every
 #         response 201; 1.06 fsyncs/order, 7.5 txns/fsync, 2461 WAL
 #         bytes/order.  (-c16 in that run: 6652 orders/s, p99 5.4 ms.)

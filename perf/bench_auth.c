@@ -15,11 +15,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/key.h"
-#include "engine/log.h"
-#include "engine/partner.h"
-#include "engine/policy.h"
-#include "engine/shard.h"
+#include "engine/edge/key.h"
+#include "engine/base/log.h"
+#include "engine/catalogue/partner.h"
+#include "engine/edge/policy.h"
+#include "engine/storage/shard.h"
 
 #define N_KEYS 10000
 #define N_ITER 1000000

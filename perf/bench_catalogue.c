@@ -34,11 +34,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/api.h"
-#include "engine/config.h"
-#include "engine/log.h"
-#include "engine/shard.h"
-#include "engine/wine.h"
+#include "engine/edge/api.h"
+#include "engine/base/config.h"
+#include "engine/base/log.h"
+#include "engine/storage/shard.h"
+#include "engine/catalogue/wine.h"
 
 #define DEFAULT_WINES 1000000
 #define DEFAULT_BODIES 100000

@@ -1,15 +1,15 @@
 /*
  * bench_index.c -- throughput and memory of the two index kinds
- * (engine/index.h) at the scale a shard serves: 1,000,000 keys.
+ * (engine/storage/index.h) at the scale a shard serves: 1,000,000 keys.
  *
  * Standalone program, not part of the library.  Build and run:
  *
  *   gcc -std=c17 -D_GNU_SOURCE -I. -O2 -Wall -Wextra -Werror \
- *       -o /tmp/bench_index perf/bench_index.c engine/index.c -lxxhash \
+ *       -o /tmp/bench_index perf/bench_index.c engine/storage/index.c -lxxhash \
  *     && /tmp/bench_index
  *
  * Two key shapes, both 24 bytes:
- *   ordered  "off_" + the engine/id.h body (10 chars ms time, 4 chars
+ *   ordered  "off_" + the engine/storage/id.h body (10 chars ms time, 4 chars
  *            sequence within the ms, 6 random chars; Crockford base32),
  *            generated in time order -- what offer ids look like, so
  *            inserts land at the right edge;
@@ -19,7 +19,7 @@
  * the key copies); hidx put/s, get/s, bytes per entry (the slot array; keys
  * are not copied by hidx).  One line per figure.
  */
-#include "engine/index.h"
+#include "engine/storage/index.h"
 
 #include <malloc.h>
 #include <stdint.h>

@@ -24,12 +24,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/api.h"
-#include "engine/config.h"
-#include "engine/log.h"
-#include "engine/offer.h"
-#include "engine/partner.h"
-#include "engine/shard.h"
+#include "engine/edge/api.h"
+#include "engine/base/config.h"
+#include "engine/base/log.h"
+#include "engine/supply/offer.h"
+#include "engine/catalogue/partner.h"
+#include "engine/storage/shard.h"
 
 #define PAGES 2000      /* timed pages per scenario */
 #define PAGE_SIZE 50

@@ -42,16 +42,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/api.h"
-#include "engine/config.h"
-#include "engine/key.h"
-#include "engine/log.h"
-#include "engine/partner.h"
-#include "engine/producer.h"
-#include "engine/quote.h"
-#include "engine/refdata.h"
-#include "engine/shard.h"
-#include "engine/wine.h"
+#include "engine/edge/api.h"
+#include "engine/base/config.h"
+#include "engine/edge/key.h"
+#include "engine/base/log.h"
+#include "engine/catalogue/partner.h"
+#include "engine/catalogue/producer.h"
+#include "engine/pricing/quote.h"
+#include "engine/pricing/refdata.h"
+#include "engine/storage/shard.h"
+#include "engine/catalogue/wine.h"
 
 #define N_ORIG 8
 #define WINES_PER_PRODUCER 20

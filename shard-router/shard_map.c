@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/iso.h"
+#include "engine/base/iso.h"
 
 #define SMAP_MAX_TOKENS 300 /* "shard ID ADDR" + every assigned country fits */
 

@@ -21,8 +21,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "engine/record.h"
-#include "engine/shard.h"
+#include "engine/storage/record.h"
+#include "engine/storage/shard.h"
 #include "snapshot/snapshot.h"
 #include "wal/wal.h"
 

@@ -1,7 +1,7 @@
 /*
  * snapshot.h -- snapshot files: a consistent image of every table at one LSN.
  *
- * A snapshot is a sequence of opaque records (engine/record.h PUT records)
+ * A snapshot is a sequence of opaque records (engine/storage/record.h PUT records)
  * written by whoever iterates the tables -- in production a fork()ed child,
  * so the parent keeps serving writes while the child sees a frozen
  * copy-on-write view.  This module only knows the file format:

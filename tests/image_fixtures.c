@@ -1,7 +1,7 @@
 /*
  * image_fixtures.c -- see image_fixtures.h.  Everything here follows the
  * format specifications (PNG ISO 15948, JPEG T.81, WebP container and
- * bitstream docs) and shares no code with engine/image.c, so a reader bug
+ * bitstream docs) and shares no code with engine/catalogue/image.c, so a reader bug
  * cannot be mirrored by a builder bug.
  */
 #include "tests/image_fixtures.h"

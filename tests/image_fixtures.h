@@ -1,7 +1,7 @@
 /*
  * image_fixtures.h -- tiny image files built byte by byte for the image
  * reader's unit tests and the media integration tests.  Built from the
- * format specifications, independently of engine/image.c: the PNG CRC-32
+ * format specifications, independently of engine/catalogue/image.c: the PNG CRC-32
  * and Adler-32 are computed here, small PNGs carry a real (stored-deflate)
  * IDAT and small JPEGs a real Huffman-coded scan, so the files decode in
  * an ordinary viewer.

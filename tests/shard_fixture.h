@@ -6,8 +6,8 @@
 #ifndef WM_SHARD_FIXTURE_H
 #define WM_SHARD_FIXTURE_H
 
-#include "engine/config.h"
-#include "engine/shard.h"
+#include "engine/base/config.h"
+#include "engine/storage/shard.h"
 
 struct fixture {
 	struct shard sh;

@@ -1,5 +1,5 @@
 /*
- * test_audit_units.c -- the read audit's engine side (engine/audit.c),
+ * test_audit_units.c -- the read audit's engine side (engine/edge/audit.c),
  * in-process: the audit table's decode and trim, replay rebuilding exactly
  * the rows the live process had (and more under a larger --audit-keep,
  * because the WAL keeps them), and the bound of the pending-durability
@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/api.h"
-#include "engine/audit.h"
-#include "engine/config.h"
-#include "engine/shard.h"
+#include "engine/edge/api.h"
+#include "engine/edge/audit.h"
+#include "engine/base/config.h"
+#include "engine/storage/shard.h"
 #include "tests/harness.h"
 #include "tests/wm_test.h"
 

@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "engine/route.h"
+#include "engine/edge/route.h"
 #include "snapshot/snapshot.h"
 #include "tests/api_client.h"
 #include "tests/harness.h"

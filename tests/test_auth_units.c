@@ -6,11 +6,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/key.h"
-#include "engine/log.h"
-#include "engine/partner.h"
-#include "engine/policy.h"
-#include "engine/route.h"
+#include "engine/edge/key.h"
+#include "engine/base/log.h"
+#include "engine/catalogue/partner.h"
+#include "engine/edge/policy.h"
+#include "engine/edge/route.h"
 #include "tests/wm_test.h"
 
 WM_TEST(key_format, generated_keys_parse_and_every_single_change_is_caught)

@@ -5,12 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/api.h"
-#include "engine/config.h"
-#include "engine/id.h"
-#include "engine/iso.h"
-#include "engine/metrics.h"
-#include "engine/record.h"
+#include "engine/edge/api.h"
+#include "engine/base/config.h"
+#include "engine/storage/id.h"
+#include "engine/base/iso.h"
+#include "engine/base/metrics.h"
+#include "engine/storage/record.h"
 #include "tests/wm_test.h"
 
 WM_TEST(ids, time_ordered_unique_and_valid)

@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/partner.h"
-#include "engine/policy.h"
+#include "engine/catalogue/partner.h"
+#include "engine/edge/policy.h"
 #include "tests/harness.h"
 #include "tests/wm_test.h"
 

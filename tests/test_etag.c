@@ -1,9 +1,9 @@
 /*
  * test_etag.c -- conditional writes (issue 21 item 9; RFC 9110 sections
- * 8.8.3 and 13.1.1; engine/etag.c): every read of one resource carries a
+ * 8.8.3 and 13.1.1; engine/edge/etag.c): every read of one resource carries a
  * strong ETag, a write answers the tag the next GET will show, and a write
  * whose If-Match no longer matches is a 412 precondition_failed that
- * changes nothing -- before engine/etag.c a stale If-Match was ignored and
+ * changes nothing -- before engine/edge/etag.c a stale If-Match was ignored and
  * the update applied.  Walked for partners, offers, wines and an order
  * action (cancel), against a real shard.  Expected values come from the
  * tests' own reasoning (the tag must change when the resource does), never
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/etag.h"
+#include "engine/edge/etag.h"
 #include "tests/api_client.h"
 #include "tests/order_world.h"
 #include "tests/wm_test.h"
@@ -295,7 +295,7 @@ WM_TEST(etag, order_cancel_with_stale_if_match)
 	wm_proc_cleanup(&x.p);
 }
 
-/* The If-Match list rule alone (engine/etag.c etag_list_matches; fuzzed by
+/* The If-Match list rule alone (engine/edge/etag.c etag_list_matches; fuzzed by
  * tests/fuzz/fuzz_etag.c): strong comparison, `*`, lists, whitespace. */
 WM_TEST(etag, if_match_list_rule)
 {

@@ -1,5 +1,5 @@
 /*
- * test_idem.c -- Idempotency-Key (engine/idem.c): the record table on its
+ * test_idem.c -- Idempotency-Key (engine/edge/idem.c): the record table on its
  * own (decode, the per-key chain across entities, rejected documents), then
  * real wm-shard processes: replay byte for byte, reuse with another request,
  * malformed keys, failed requests store nothing, keys per entity, secrets
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/idem.h"
+#include "engine/edge/idem.h"
 #include "tests/harness.h"
 #include "tests/wm_test.h"
 

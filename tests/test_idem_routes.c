@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/route.h"
+#include "engine/edge/route.h"
 #include "tests/order_world.h"
 #include "tests/wm_test.h"
 

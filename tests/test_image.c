@@ -1,5 +1,5 @@
 /*
- * test_image.c -- the image header reader (engine/image.c) on tiny files
+ * test_image.c -- the image header reader (engine/catalogue/image.c) on tiny files
  * built here byte by byte: PNG (with the IHDR CRC-32 computed by an
  * independent table-driven implementation, itself checked against the
  * standard check value), JPEG (marker segments up to each SOFn), WebP
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/image.h"
+#include "engine/catalogue/image.h"
 #include "tests/image_fixtures.h"
 #include "tests/wm_test.h"
 

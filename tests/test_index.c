@@ -1,5 +1,5 @@
 /*
- * test_index.c -- hidx (hash index) and oidx (B+tree) from engine/index.h.
+ * test_index.c -- hidx (hash index) and oidx (B+tree) from engine/storage/index.h.
  *
  * The oidx tests lean on a randomized model test: a seeded PRNG drives ~50k
  * mixed put/set/del operations against both the tree and a plain sorted
@@ -10,7 +10,7 @@
  * exercises the append split on the rightmost leaf.
  */
 #include "tests/wm_test.h"
-#include "engine/index.h"
+#include "engine/storage/index.h"
 
 #include <stdint.h>
 #include <stdio.h>

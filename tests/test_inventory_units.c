@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/config.h"
-#include "engine/inventory.h"
-#include "engine/location.h"
-#include "engine/record.h"
-#include "engine/shard.h"
+#include "engine/base/config.h"
+#include "engine/stock/inventory.h"
+#include "engine/stock/location.h"
+#include "engine/storage/record.h"
+#include "engine/storage/shard.h"
 #include "tests/harness.h"
 #include "tests/shard_fixture.h"
 #include "tests/wm_test.h"

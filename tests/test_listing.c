@@ -18,7 +18,7 @@
 #include "tests/harness.h"
 #include "tests/wm_test.h"
 
-/* engine/listing.h cannot be included beside jansson: its bounds, restated */
+/* engine/supply/listing.h cannot be included beside jansson: its bounds, restated */
 #define LISTING_MAX_NOTES 2000
 #define LISTING_MAX_PAIRING 500
 #define LISTING_NOTES_PAST (LISTING_MAX_NOTES + 1) /* one byte past the bound */

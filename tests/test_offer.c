@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/permit.h"
+#include "engine/supply/permit.h"
 #include "tests/api_client.h"
 #include "tests/harness.h"
 #include "tests/wm_test.h"

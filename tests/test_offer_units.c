@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/offer.h"
+#include "engine/supply/offer.h"
 #include "tests/wm_test.h"
 
 /* ---- the merge, in-process --------------------------------------------------- */

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "engine/route.h"
+#include "engine/edge/route.h"
 #include "tests/wm_test.h"
 
 static const char *method_name(enum http_method m)
@@ -114,7 +114,7 @@ WM_TEST(openapi, scope_list_matches_the_scope_table)
 /* ---- the statuses and headers every operation can answer (issue 21 item 9)
  * The edge answers 400/411/413/414/431/503 before any route runs, the key layer
  * 401/403/429 on every authenticated route, a full disk 507 on writes, and
- * engine/etag.c 412 on writes to a resource with a GET route: the document
+ * engine/edge/etag.c 412 on writes to a resource with a GET route: the document
  * must say so for every operation, not only for the ones a test happened to
  * provoke (the contract test, tests/contract/check.py, covers the rest). */
 
@@ -171,7 +171,7 @@ WM_TEST(openapi, every_operation_declares_the_edge_and_key_statuses)
 				  method_name(r->method), r->pattern, code);
 		}
 		/* a write to a resource that has its own GET route is conditional
-		 * (engine/etag.c): 412 and the If-Match parameter are declared */
+		 * (engine/edge/etag.c): 412 and the If-Match parameter are declared */
 		size_t pl = strlen(r->pattern);
 		int get_too = 0;
 		for (const struct route *g = api_route_table(); g->pattern && !get_too; g++)
@@ -201,7 +201,7 @@ WM_TEST(openapi, every_operation_declares_the_edge_and_key_statuses)
 }
 
 /* A page holds at most page_size <= API_PAGE_MAX rows: every list schema
- * says so.  (engine/api.h cannot be included beside jansson: its net/json.h
+ * says so.  (engine/edge/api.h cannot be included beside jansson: its net/json.h
  * names clash; test_integration checks page_size 201 is refused.) */
 #define API_PAGE_MAX 200
 static void lists_bounded(json_t *o, int *n)

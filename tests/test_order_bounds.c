@@ -1,6 +1,6 @@
 /*
  * test_order_bounds.c -- every bound of POST /v1/orders, at its edge and
- * one past it, over HTTP (engine/order.h, engine/quote.h, engine/price.h):
+ * one past it, over HTTP (engine/orders/order.h, engine/pricing/quote.h, engine/pricing/price.h):
  *
  *   consumer.name, address.line1/line2/city/region  ORDER_TEXT_MAX 200 bytes
  *   consumer.email                                  ORDER_EMAIL_MAX 254 bytes

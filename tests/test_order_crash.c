@@ -1,6 +1,6 @@
 /*
  * test_order_crash.c -- kill the shard at every step of the order saga
- * and check what the restart makes of it (engine/saga.c, DESIGN.md 5).
+ * and check what the restart makes of it (engine/orders/saga.c, DESIGN.md 5).
  *
  * Each case starts the shard with WM_ERRINJ=<crash point>: at that point
  * the saga flushes the WAL and _exits 137, so the POST gets no answer.

@@ -1,6 +1,6 @@
 /*
  * test_order_race.c -- many buyers race for the last units of an offer
- * (engine/order.c, engine/saga.c, the holds of engine/inventory.c).
+ * (engine/orders/order.c, engine/orders/saga.c, the holds of engine/stock/inventory.c).
  *
  * CLIENTS connections are opened and every request is written before any
  * response is read, so all of them are in flight at once.  Each orders

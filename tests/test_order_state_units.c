@@ -1,5 +1,5 @@
 /*
- * test_order_state_units.c -- an order as two rows (engine/order_state.c):
+ * test_order_state_units.c -- an order as two rows (engine/orders/order_state.c):
  * the body written once at capture and the state each saga step replaces.
  *
  *  - The document reads return, assembled from a body and a state, is byte
@@ -20,10 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/config.h"
-#include "engine/order.h"
-#include "engine/record.h"
-#include "engine/shard.h"
+#include "engine/base/config.h"
+#include "engine/orders/order.h"
+#include "engine/storage/record.h"
+#include "engine/storage/shard.h"
 #include "tests/harness.h"
 #include "tests/shard_fixture.h"
 #include "tests/wm_test.h"

@@ -6,7 +6,7 @@
  * seller, each originator of a source, each fulfiller of a leg, the
  * platform, and everybody else), and one function serialises every view of
  * the same stored document.  The golden field lists below are written by
- * hand from the rules (engine/order.c, api/openapi.json "Order"), never
+ * hand from the rules (engine/orders/order.c, api/openapi.json "Order"), never
  * copied from a response:
  *   seller       its order: everything (its margin too), minus routing
  *                candidates it may not see;

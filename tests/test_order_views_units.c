@@ -1,14 +1,14 @@
 /*
  * test_order_views_units.c -- the rule that decides which routing
- * candidates a seller may see (engine/quote.c quote_verdict_hidden,
+ * candidates a seller may see (engine/pricing/quote.c quote_verdict_hidden,
  * quote_permission_hidden), checked verdict by verdict without a shard.
  * The expected column is written from the read-path filter (spec 5): a
  * seller sees an offer when every rule about the seller itself passes;
  * the destination rules hide nothing (the seller sees the offer in its
  * lists, it just may not ship it there).
  */
-#include "engine/permit.h"
-#include "engine/quote.h"
+#include "engine/supply/permit.h"
+#include "engine/pricing/quote.h"
 #include "tests/wm_test.h"
 
 WM_TEST(order_views_units, every_verdict_hides_or_shows)

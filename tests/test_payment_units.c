@@ -1,6 +1,6 @@
 /*
  * test_payment_units.c -- the sandbox payment provider and its ledger
- * (engine/payment.c), in-process against a real shard: every charge
+ * (engine/orders/payment.c), in-process against a real shard: every charge
  * outcome with what it writes (row, event) or does not write, idempotency
  * by order id, refund/void and the late charge refused after
  * compensation, argument bounds at and one past each edge, a ledger that
@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/config.h"
-#include "engine/payment.h"
-#include "engine/record.h"
-#include "engine/shard.h"
+#include "engine/base/config.h"
+#include "engine/orders/payment.h"
+#include "engine/storage/record.h"
+#include "engine/storage/shard.h"
 #include "tests/harness.h"
 #include "tests/shard_fixture.h"
 #include "tests/wm_test.h"

@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "engine/permit.h"
+#include "engine/supply/permit.h"
 #include "tests/wm_test.h"
 
 static struct permit_rules rules(int shareable, int deflt, const char *allowed, const char *blocked,

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/price.h"
+#include "engine/pricing/price.h"
 #include "tests/wm_test.h"
 
 static struct refdata *load_repo(void)

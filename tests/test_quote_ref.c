@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/price.h"
-#include "engine/quote.h"
+#include "engine/pricing/price.h"
+#include "engine/pricing/quote.h"
 #include "tests/api_client.h"
 #include "tests/harness.h"
 #include "tests/wm_test.h"

@@ -1,9 +1,9 @@
 /*
- * test_read_set_units.c -- the read set (engine/table.h): what a response
+ * test_read_set_units.c -- the read set (engine/storage/table.h): what a response
  * depends on, from the rows it read; tests/test_reveals.c checks the same
  * rule on a live shard.
  */
-#include "engine/table.h"
+#include "engine/storage/table.h"
 #include "tests/wm_test.h"
 
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/refdata.h"
+#include "engine/pricing/refdata.h"
 #include "tests/wm_test.h"
 
 static struct refdata *load_repo(void)

@@ -1,6 +1,6 @@
 /*
  * test_reveals.c -- a response waits for exactly what it reveals
- * (DESIGN.md section 3; engine/table.h, the read set).
+ * (DESIGN.md section 3; engine/storage/table.h, the read set).
  *
  * The shard runs with wal_slow_sync (every fdatasync sleeps 400 ms), so a
  * write stays "in flight" long enough to observe the order in which

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/iso.h"
+#include "engine/base/iso.h"
 #include "shard-router/shard_map.h"
 #include "tests/wm_test.h"
 

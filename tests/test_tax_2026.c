@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/price.h"
+#include "engine/pricing/price.h"
 #include "tests/api_client.h"
 #include "tests/harness.h"
 #include "tests/order_world.h"

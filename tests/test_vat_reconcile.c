@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/price.h"
+#include "engine/pricing/price.h"
 #include "tests/wm_test.h"
 
 static uint64_t rs;

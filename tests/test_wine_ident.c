@@ -1,5 +1,5 @@
 /*
- * test_wine_ident.c -- the dedup identifiers (engine/wine_ident.c): GTIN
+ * test_wine_ident.c -- the dedup identifiers (engine/catalogue/wine_ident.c): GTIN
  * check digits, normalisation and case -> unit, LWIN parts for the four Liv-ex
  * lengths, volume spellings, vintage and NV spellings, slugs of accented
  * names, the natural key, every error, and generated property tests
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/wine_ident.h"
+#include "engine/catalogue/wine_ident.h"
 #include "tests/wm_test.h"
 
 #define S(lit) (lit), strlen(lit)

@@ -1,5 +1,5 @@
 /*
- * test_wine_units.c -- the catalogue in-process (engine/wine*.c, no HTTP):
+ * test_wine_units.c -- the catalogue in-process (engine/catalogue/wine*.c, no HTTP):
  * every validation bound at and past its edge, the canonical document's
  * round trip, the dedup tiers with real-looking identifiers, and the
  * property that re-ingesting any stored wine matches it at the highest
@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/api.h"
-#include "engine/config.h"
-#include "engine/shard.h"
-#include "engine/wine.h"
+#include "engine/edge/api.h"
+#include "engine/base/config.h"
+#include "engine/storage/shard.h"
+#include "engine/catalogue/wine.h"
 #include "tests/harness.h"
 #include "tests/wm_test.h"
 

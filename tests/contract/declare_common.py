@@ -13,7 +13,7 @@ $ref'd components and is idempotent: run it after adding or merging routes,
 then `make test` (tests/test_openapi.c checks the result, the contract
 checker checks the service against it).  It also declares the bodies of
 the public operations and the page bound of every list (maxItems 200 =
-API_PAGE_MAX).  The resource a write acts on is found as engine/etag.c
+API_PAGE_MAX).  The resource a write acts on is found as engine/edge/etag.c
 finds it (write_target).
 
     /usr/bin/python3 tests/contract/declare_common.py api/openapi.json
@@ -69,7 +69,7 @@ for p,item in d['paths'].items():
 gets={p for m,p in routes if m=='get'}
 def ends_param(p): return p.endswith('}')
 def target(m,p):
-    """(kind, get pattern) like engine/etag.c write_target"""
+    """(kind, get pattern) like engine/edge/etag.c write_target"""
     if p in gets and not ends_param(p):
         for g in gets:
             if g.startswith(p+'/{') and '/' not in g[len(p)+1:]: return ('create',g)

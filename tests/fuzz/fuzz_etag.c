@@ -1,6 +1,6 @@
 /*
  * fuzz_etag.c -- libFuzzer target for the If-Match list rule
- * (engine/etag.c etag_list_matches), the parser an untrusted If-Match
+ * (engine/edge/etag.c etag_list_matches), the parser an untrusted If-Match
  * header reaches.
  *
  * The input is used as the header value from an exact-size copy (so ASan
@@ -10,7 +10,7 @@
  * input must match; a value without '*' and without the tag's bytes must
  * not.
  */
-#include "engine/etag.h"
+#include "engine/edge/etag.h"
 
 #include <stdint.h>
 #include <stdlib.h>

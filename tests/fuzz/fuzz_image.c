@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/image.h"
+#include "engine/catalogue/image.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/key.h"
-#include "engine/log.h"
+#include "engine/edge/key.h"
+#include "engine/base/log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

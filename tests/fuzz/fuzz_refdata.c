@@ -1,6 +1,6 @@
 /*
  * fuzz_refdata.c -- libFuzzer target for the pricing reference-data loader
- * (engine/refdata.c) and the delivery postal-code reader.
+ * (engine/pricing/refdata.c) and the delivery postal-code reader.
  *
  * Why: the tables arrive from an operator upload (POST
  * /v1/admin/reference-data: untrusted bytes inside a JSON string) as well
@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "engine/refdata.h"
+#include "engine/pricing/refdata.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -16,9 +16,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "engine/config.h"
-#include "engine/resources.h"
-#include "engine/table.h"
+#include "engine/base/config.h"
+#include "engine/storage/resources.h"
+#include "engine/storage/table.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 /*
  * fuzz_wine.c -- libFuzzer target for the wine ingest validator
- * (engine/wine_validate.c), the first code a partner's wine body meets
+ * (engine/catalogue/wine_validate.c), the first code a partner's wine body meets
  * after the JSON parser, run without a server: parse, validate (and the
  * inline producer object), then, when the body is valid, check that the
  * canonical document it becomes is itself valid, decodes to the same
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/api.h"
-#include "engine/wine.h"
+#include "engine/edge/api.h"
+#include "engine/catalogue/wine.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 /*
  * fuzz_wine_ident.c -- libFuzzer target for the dedup identifiers
- * (engine/wine_ident.c), which read partner feed text before anything else
+ * (engine/catalogue/wine_ident.c), which read partner feed text before anything else
  * looks at it.  Every parser gets the whole input; the natural key gets it
  * split at newlines into producer, cuvee, vintage, volume and country.
  * Checks, beyond no crash and no out-of-bounds read: what a parser accepts
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/wine_ident.h"
+#include "engine/catalogue/wine_ident.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

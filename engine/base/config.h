@@ -1,0 +1,63 @@
+/*
+ * config.h -- the shard's configuration: one table of options (name, type,
+ * bounds, default, help) drives the config file parser, the command-line
+ * parser and --help, so an option exists in exactly one place.
+ *
+ * Precedence: built-in defaults < config file (--config FILE, "key = value"
+ * lines, '#' comments) < command-line flags (--key VALUE or --key=VALUE).
+ */
+#ifndef WM_CONFIG_H
+#define WM_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct config {
+	char listen[128];          /* HOST:PORT */
+	char data_dir[512];
+	char data_ref_dir[512];     /* pricing reference data (engine/pricing/refdata.h), relative to the cwd */
+	char wal_mode[8];          /* fsync | write | none */
+	uint64_t wal_segment_mb;
+	uint64_t snapshot_interval_s; /* 0 = no periodic snapshots */
+	uint64_t snapshot_keep;
+	uint64_t access_log;       /* 0/1 */
+	uint64_t demo;             /* seed demo data on first start */
+	uint64_t max_conns;
+	uint64_t max_conns_per_ip; /* 0 = no cap */
+	char tls_cert[512];        /* "" = plain HTTP */
+	char tls_key[512];
+	uint64_t header_timeout_ms;
+	uint64_t body_timeout_ms;
+	uint64_t idle_timeout_ms;
+	uint64_t max_body_kb;
+	uint64_t max_header_kb;
+	uint64_t max_headers;
+	uint64_t salvage;          /* start even if the WAL is corrupt mid-log (loses data) */
+	char log_level[8];         /* debug | info | warn | error */
+	/* identity and access (engine/edge/auth.c, idem.c, audit.c) */
+	uint64_t key_rate_rps;     /* default per-key request rate (token refill per second) */
+	uint64_t key_rate_burst;   /* default per-key bucket size */
+	uint64_t record_quota;     /* rows a partner entity may read per period */
+	uint64_t record_quota_period_s;
+	uint64_t idempotency_ttl_s; /* idempotency records kept at least this long */
+	uint64_t audit_keep;       /* audit rows kept in memory (older ones stay in the WAL) */
+	uint64_t audit_alert_factor;   /* alert when a window exceeds factor x trailing average */
+	uint64_t audit_alert_min_rows; /* ... and at least this many rows */
+	uint64_t audit_alert_window_s;
+	/* pricing (engine/pricing/quote.c) */
+	uint64_t platform_fee_ppm;        /* F_Platform rate, parts per million of (P_B2B + M) */
+	uint64_t platform_fixed_fee_cents; /* optional fixed platform fee per order, EUR cents */
+	uint64_t ref_max_age_days;   /* reference data older than this is stale (warning) */
+	char platform_legal_name[128];     /* merchant of record on every order (platform_entity) */
+	/* media uploads (engine/catalogue/media.c) */
+	uint64_t media_max_kb;     /* largest image accepted (KiB); clamped to max_body_kb at start */
+	uint64_t media_url_ttl_s;  /* lifetime of a signed upload URL */
+};
+
+void config_defaults(struct config *c);
+/* Parse argv (and any --config file it names).  Returns 0 to run, 1 if
+ * --help was printed, -1 on an error (message printed to `err`). */
+int config_parse_args(struct config *c, int argc, char **argv, FILE *err);
+void config_usage(FILE *out, const char *prog);
+
+#endif

@@ -1,0 +1,121 @@
+/*
+ * log.c -- logfmt lines on stderr.  One write(2) per line so lines from the
+ * WAL thread and the loop thread never interleave mid-line.
+ */
+#include "engine/base/log.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static enum log_level log_min = LOG_INFO;
+static const char *const level_names[] = {"debug", "info", "warn", "error"};
+
+void log_set_level(enum log_level lvl) { log_min = lvl; }
+
+unsigned long long wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (unsigned long long)ts.tv_sec * 1000ull + (unsigned long long)ts.tv_nsec / 1000000ull;
+}
+
+void fmt_rfc3339_ms(char *out, unsigned long long unix_ms)
+{
+	time_t s = (time_t)(unix_ms / 1000);
+	struct tm tm;
+	gmtime_r(&s, &tm);
+	char tmp[64];
+	snprintf(tmp, sizeof(tmp), "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", (tm.tm_year + 1900) % 10000,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(unix_ms % 1000));
+	memcpy(out, tmp, 25);
+	out[24] = 0;
+}
+
+void wm_log(enum log_level lvl, const char *fmt, ...)
+{
+	if (lvl < log_min)
+		return;
+	char line[2048];
+	char ts[32];
+	fmt_rfc3339_ms(ts, wall_ms());
+	int n = snprintf(line, sizeof(line), "ts=%s level=%s ", ts, level_names[lvl]);
+	va_list ap;
+	va_start(ap, fmt);
+	int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
+	if (len > sizeof(line) - 2)
+		len = sizeof(line) - 2;
+	line[len++] = '\n';
+	ssize_t w = write(STDERR_FILENO, line, len);
+	(void)w;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant). */
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+	y -= m <= 2;
+	int64_t era = (y >= 0 ? y : y - 399) / 400;
+	unsigned yoe = (unsigned)(y - era * 400);
+	unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + (int64_t)doe - 719468;
+}
+
+static int digits(const char *s, int n, int *out)
+{
+	int v = 0;
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+int parse_rfc3339_ms(const char *s, size_t n, long long *unix_ms)
+{
+	static const unsigned char mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	int y, mo, d, h, mi, sec, ms = 0;
+	if (n < 20 || n > 35 || digits(s, 4, &y) || s[4] != '-' || digits(s + 5, 2, &mo) || s[7] != '-' ||
+	    digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't') || digits(s + 11, 2, &h) || s[13] != ':' ||
+	    digits(s + 14, 2, &mi) || s[16] != ':' || digits(s + 17, 2, &sec))
+		return -1;
+	if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 || sec > 59)
+		return -1;
+	int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+	if (mo == 2 && d == 29 && !leap)
+		return -1;
+	size_t i = 19;
+	if (i < n && s[i] == '.') {
+		size_t k = ++i;
+		while (i < n && s[i] >= '0' && s[i] <= '9')
+			i++;
+		if (i == k || i - k > 9)
+			return -1;
+		for (size_t j = 0; j < 3; j++)
+			ms = ms * 10 + (k + j < i ? s[k + j] - '0' : 0);
+	}
+	int off = 0;
+	if (i < n && (s[i] == 'Z' || s[i] == 'z')) {
+		i++;
+	} else if (i + 6 == n && (s[i] == '+' || s[i] == '-')) {
+		int oh, om;
+		if (digits(s + i + 1, 2, &oh) || s[i + 3] != ':' || digits(s + i + 4, 2, &om) || oh > 23 || om > 59)
+			return -1;
+		off = (oh * 60 + om) * (s[i] == '+' ? 1 : -1);
+		i += 6;
+	} else {
+		return -1;
+	}
+	if (i != n)
+		return -1;
+	int64_t days = days_from_civil(y, (unsigned)mo, (unsigned)d);
+	*unix_ms = (((days * 24 + h) * 60 + mi - off) * 60 + sec) * 1000LL + ms;
+	return 0;
+}

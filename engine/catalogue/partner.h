@@ -1,0 +1,67 @@
+/*
+ * partner.h -- the partner record's typed view (see partner.c for the why).
+ */
+#ifndef WM_PARTNER_H
+#define WM_PARTNER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/edge/api.h"
+#include "engine/storage/id.h"
+#include "engine/storage/shard.h"
+#include "engine/storage/table.h"
+
+enum partner_role { ROLE_ORIGINATOR = 1, ROLE_FULFILLER = 2, ROLE_SELLER = 4 };
+
+enum partner_cap {
+	CAP_PROVIDES_WINE_DATA, CAP_PROVIDES_INVENTORY, CAP_PERMISSIONS, CAP_FULFILLS_ORDERS,
+	CAP_FEEDS_UNOFFERED_WINES, CAP_CREATES_ORDERS, CAP_CURATES_OFFERS, CAP_SETS_SHELF_PRICE,
+	PARTNER_N_CAPS
+};
+
+enum partner_status {
+	PS_APPLIED, PS_VERIFIED, PS_ROLES_ENABLED, PS_CONFIGURED, PS_INTEGRATED, PS_LIVE,
+	PS_SUSPENDED, PARTNER_N_STATUS
+};
+
+extern const char *const partner_role_names[];
+extern const char *const partner_status_names[];
+
+#define PARTNER_MAX_NAME 200
+
+struct partner_vals {
+	char id[ID_MAX_LEN];
+	char legal_name[PARTNER_MAX_NAME + 1];
+	char country[3];
+	struct {
+		char name[121];
+		char email[255];
+		char phone[33];
+	} contact;
+	uint8_t roles;          /* enum partner_role bits */
+	int8_t originator_type; /* -1 none, else index of estate/collector/stock */
+	uint8_t caps_set;       /* flags given explicitly */
+	uint8_t caps;           /* their values */
+	uint8_t status;         /* enum partner_status */
+	char payout_provider[33];
+	char payout_account_id[65];
+	char payout_currency[4];
+	char created_at[32];
+	char updated_at[32];
+};
+
+struct partner {
+	struct row row;
+	struct partner_vals v;
+};
+
+/* Effective capability bits (explicit flags, else role defaults). */
+uint8_t partner_caps(const struct partner_vals *p);
+const struct partner *partner_get(struct shard *sh, const char *id, size_t len);
+/* Create a partner from a JSON object without HTTP (demo data). */
+int partner_seed(struct shard *sh, const char *json);
+
+extern const struct route partner_routes[];
+
+#endif

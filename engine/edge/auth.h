@@ -1,0 +1,43 @@
+/*
+ * auth.h -- who is calling and may they: bearer-key authentication, scope
+ * and action checks, per-key request rate, per-entity record quota
+ * (implementation and the why in auth.c).
+ */
+#ifndef WM_AUTH_H
+#define WM_AUTH_H
+
+#include <stdint.h>
+
+#include "engine/edge/api.h"
+
+/*
+ * For a route that needs a key: authenticate the Authorization header,
+ * check the key's scope against the route, the entity's action against the
+ * policy, and take a token from the key's rate bucket.  On success fills
+ * c->who, adds the RateLimit headers and returns 0; otherwise writes the
+ * 401/403/429 problem response and returns -1.
+ */
+int auth_request(struct api_ctx *c);
+
+/*
+ * Record quota for reads.  auth_quota_left() is how many rows the caller's
+ * entity may still receive now (UINT32_MAX when unlimited: the platform);
+ * auth_quota_charge() counts rows actually returned.  auth_quota_refuse()
+ * writes the 429 (with Retry-After) that replaces a read the quota does not
+ * cover; the body says nothing about the rows.
+ */
+uint32_t auth_quota_left(struct api_ctx *c);
+void auth_quota_charge(struct api_ctx *c, uint32_t rows);
+void auth_quota_refuse(struct api_ctx *c);
+
+/* Runtime state (buckets, windows) lives outside the tables: it is not
+ * persisted.  Created lazily; freed by shard_close(). */
+void auth_state_free(struct shard *sh);
+
+/* Per-key read volume for the audit alert: add rows to the key's current
+ * window; returns 1 exactly once per window when the window's rows exceed
+ * factor x the trailing average and min_rows (the caller raises the alert),
+ * and puts the trailing average (rows per window) in *avg. */
+int auth_volume_add(struct api_ctx *c, uint32_t rows, uint64_t *window_rows, uint64_t *avg);
+
+#endif

@@ -1,0 +1,11 @@
+/* ops.h -- operational endpoints: health, readiness, metrics, OpenAPI, snapshots. */
+#ifndef WM_OPS_H
+#define WM_OPS_H
+
+#include "engine/edge/api.h"
+
+extern const struct route ops_routes[];
+/* The OpenAPI document embedded at build time (api/openapi.json). */
+extern const char openapi_json[];
+
+#endif

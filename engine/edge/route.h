@@ -1,0 +1,36 @@
+/*
+ * route.h -- one entry of the route table: method, path pattern, handler,
+ * the scope a key needs, the action the entity must be allowed, and a
+ * summary.  Kept apart from api.h so that code
+ * that only reads the table (the OpenAPI consistency test) needs nothing else.
+ */
+#ifndef WM_ROUTE_H
+#define WM_ROUTE_H
+
+#include "engine/edge/policy.h"
+#include "net/http.h"
+
+#define API_MAX_ROUTES 192
+
+struct api_ctx;
+typedef void (*route_fn)(struct api_ctx *c);
+
+struct route {
+	enum http_method method;
+	const char *pattern;   /* "/v1/partners/{id}" */
+	route_fn fn;
+	uint8_t scope;         /* enum scope a key needs; SC_PUBLIC = no key */
+	uint8_t action;        /* enum action the entity must be allowed (policy.h) */
+	const char *summary;
+	uint8_t flags;         /* ROUTE_F_*; 0 when omitted from an initializer */
+};
+
+/* The handler implements Idempotency-Key itself (POST /v1/orders: a retried
+ * create returns the existing order in its current state, see order.c);
+ * api_run() does not hand the request to idem.c. */
+#define ROUTE_F_OWN_IDEM 0x01
+
+/* Every route of the service, NULL-pattern terminated (routes.c). */
+const struct route *api_route_table(void);
+
+#endif

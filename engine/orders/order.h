@@ -1,0 +1,194 @@
+/*
+ * order.h -- orders (spec 2.8, 3.1, 4.1): the order resource, its state
+ * machine, and the flash buy-sell saga that creates it (DESIGN.md 5).
+ *
+ *   engine/orders/order.c        the resource: the body table, capture, reads,
+ *                         cancel, fulfil, order_stage
+ *   engine/orders/order_state.c  the mutable half: the state table, its document,
+ *                         and the full order document assembled from both
+ *   engine/orders/saga.c         the saga steps, their compensations, the driver
+ *                         that runs them for a new order and resumes them
+ *                         on restart
+ *
+ * An order is two rows under the same id: its BODY (REC_T_ORDER, struct
+ * order: everything capture decided, written once) and its STATE
+ * (REC_T_ORDER_STATE, struct order_state: status, leg statuses, payment
+ * state, failure, saga, updated_at; replaced by every saga step).  An
+ * order exists when both rows do and agree on the number of legs;
+ * order_get() and order_state_get() answer NULL otherwise.
+ */
+#ifndef WM_ORDER_H
+#define WM_ORDER_H
+
+#include <stdint.h>
+
+#include "engine/edge/api.h"
+#include "engine/storage/id.h"
+#include "engine/edge/idem.h"
+#include "engine/stock/inventory.h"
+#include "engine/pricing/quote.h"
+#include "engine/storage/table.h"
+#include "net/buf.h"
+#include "net/jsonw.h"
+
+#define ORDER_MAX_LEGS 32           /* fulfilment legs (source x location) per order */
+#define ORDER_LEVELS_PER_SOURCE QUOTE_LEVELS_PER_SOURCE /* locations one source may be split over (4) */
+#define ORDER_TEXT_MAX 200          /* consumer name, address lines, city */
+#define ORDER_EMAIL_MAX 254
+#define ORDER_REF_MAX 64            /* consumer_id given by the seller */
+#define ORDER_TS_MAX 32             /* an RFC 3339 time with milliseconds, NUL */
+#define ORDER_DETAIL_MAX 255        /* failure.detail bytes */
+#define ORDER_PAY_STATE_MAX 24      /* payment.state name, NUL */
+
+/* Spec 3.1, in the spec's order. */
+enum order_status {
+	ORD_DRAFT, ORD_PLACED, ORD_PAID, ORD_CONFIRMED, ORD_SOURCED, ORD_RESERVED, ORD_FULFILLED, ORD_IN_TRANSIT,
+	ORD_DELIVERED, ORD_SETTLED, ORD_CANCELLED, ORD_FAILED, ORD_REFUNDED, ORD_RETURNED, ORDER_N_STATUS
+};
+extern const char *const order_status_names[]; /* NULL-terminated */
+
+enum order_channel { OC_MARKETPLACE, OC_WEBSHOP_CONNECT, OC_POS_QR, ORDER_N_CHANNEL };
+extern const char *const order_channel_names[];
+
+/* A fulfilment leg: one source (offer) at one location, holding one hold.
+ * Its status lives in the order's state row (order_state_v.leg_status). */
+enum leg_status { LS_PENDING, LS_HELD, LS_RESERVED, LS_FULFILLED, LS_RELEASED, ORDER_N_LEG_STATUS };
+extern const char *const leg_status_names[];
+
+struct order_leg {
+	char leg_id[64];                    /* "<order_id>.L<n>" */
+	char hold_id[INV_HOLD_ID_MAX + 1];  /* "<order_id>.H<n>" */
+	char level_id[ID_MAX_LEN], offer_id[ID_MAX_LEN], originator_id[ID_MAX_LEN], fulfiller_id[ID_MAX_LEN],
+		location_id[ID_MAX_LEN];
+	int64_t qty;
+};
+
+/* Why a saga failed (the order's failure.code). */
+enum order_failure {
+	OF_NONE, OF_INSUFFICIENT_STOCK, OF_PAYMENT_DECLINED, OF_PAYMENT_FAILED, OF_PAYMENT_TIMEOUT,
+	OF_PAYMENT_UNAVAILABLE, OF_INTERRUPTED, OF_STORE, ORDER_N_FAILURE
+};
+extern const char *const order_failure_codes[];
+
+/* The order's body (REC_T_ORDER): what capture decided, never rewritten. */
+struct order {
+	struct row row;
+	uint8_t pay_method;                 /* enum pay_method */
+	char dest[3], currency[4];
+	char seller_id[ID_MAX_LEN];
+	char created_at[32];
+	int64_t total_minor;                /* what the consumer is charged */
+	/* Idempotency-Key of the create ("" without): (entity, key) is unique */
+	char idem_entity[ID_MAX_LEN];
+	char idem_key[IDEM_MAX_KEY + 1];
+	uint8_t idem_fp[16];
+	unsigned n_legs;
+	struct order_leg *legs;             /* n_legs, owned by the row */
+};
+
+/* The order's mutable values: what its state row holds. */
+struct order_state_v {
+	uint8_t status;                     /* enum order_status */
+	uint8_t compensated;                /* failed/cancelled: every hold released, payment refunded or voided */
+	uint8_t failure;                    /* enum order_failure (OF_NONE: failure is null) */
+	uint8_t n_legs;
+	uint8_t leg_status[ORDER_MAX_LEGS]; /* enum leg_status, in leg order */
+	char pay_state[ORDER_PAY_STATE_MAX];/* payment.state: "pending", then a pay_state_names[] name */
+	char charge_id[ID_MAX_LEN];         /* payment.charge_id, "" while null */
+	char updated_at[ORDER_TS_MAX];
+	char failure_at[ORDER_TS_MAX];      /* failure.at, failure.detail (when failure) */
+	char failure_detail[ORDER_DETAIL_MAX + 1];
+};
+
+/* The order's state row (REC_T_ORDER_STATE, id = the order id). */
+struct order_state {
+	struct row row;
+	struct order_state_v v;
+};
+
+/* The order's body, or NULL (no such order). */
+const struct order *order_get(struct shard *sh, const char *id, size_t len);
+/* The order's current state, or NULL (no such order).  The pointer is
+ * good until the next transaction that stages the order. */
+const struct order_state *order_state_get(struct shard *sh, const char *id, size_t len);
+/* The order created by entity with Idempotency-Key key, or NULL. */
+const struct order *order_by_idem(struct shard *sh, const char *entity, const char *key, size_t key_len);
+/* The least id > after of an order not at rest (in flight, or failed /
+ * cancelled and not yet compensated): copied into out, 1; or 0. */
+int order_pending_next(struct shard *sh, const char *after, char *out);
+/* True if partner id takes part in the order: its seller, the originator of
+ * a source, or the fulfiller of a leg. */
+int order_involves(const struct order *o, const char *partner_id);
+
+/*
+ * Stage a new state row for the order: its current state with the patch
+ * applied, in the OPEN transaction, with the event `event` (may be NULL).
+ * The body is neither parsed nor copied.  leg_status: NULL to keep,
+ * else n_legs new leg statuses.  failure: OF_NONE to keep.  compensated:
+ * -1 keep, else 0/1.  pay_state: NULL to keep, else the payment's state
+ * name.  0, or -1 (nothing staged that matters: the caller aborts).
+ */
+struct order_patch {
+	int status;                         /* enum order_status, or -1 to keep */
+	const uint8_t *leg_status;
+	int failure;                        /* enum order_failure, 0 = keep */
+	const char *failure_detail;
+	int compensated;
+	const char *pay_state;
+	const char *charge_id;
+	const char *event;                  /* "order.paid", ... or NULL */
+	const char *event_extra;            /* a JSON object: the event payload's "detail", or NULL */
+};
+int order_stage(struct shard *sh, const struct order *o, const struct order_patch *p);
+
+/* ---- the state row and the assembled document (engine/orders/order_state.c) ------ */
+
+/* The state at capture: placed, every leg pending, payment pending. */
+void order_state_initial(struct order_state_v *v, unsigned n_legs, const char *now);
+/* Apply a patch at time now.  0, or -1 (a value out of its bounds). */
+int order_state_apply(struct order_state_v *v, const struct order_patch *p, const char *now);
+/* Write the state row's canonical document. */
+void order_state_write(struct jw *w, const struct order_state_v *v);
+/*
+ * Append the order's full document to out: the body with the state's
+ * values at the places the document has always had them (status after
+ * id, each leg's status after its leg_id, payment state and charge_id
+ * before its amount, failure and saga before idempotency, updated_at
+ * last).  0, or -1 (out of memory, or a body that does not parse).
+ */
+int order_doc(const struct order *o, const struct order_state *s, struct buf *out);
+/* Index of s in a NULL-terminated name list, or -1. */
+int order_name_index(const char *const *names, const char *s);
+
+/* ---- saga (engine/orders/saga.c) ------------------------------------------------- */
+
+/*
+ * Drive an order from where it stands to a resting state, step by step,
+ * each step its own transaction:
+ *   placed   -> prepare a hold per leg -> charge -> paid
+ *   paid     -> decision (confirmed, sourced: routing committed)
+ *   sourced  -> commit buy legs (holds -> reservations, stock.reserved) -> reserved
+ * and on any failure the failure record (failed + order.failed) then every
+ * completed step's compensation (release holds, refund/void the charge),
+ * then compensated.  cancelled/failed orders not yet compensated are
+ * compensated.  recovering: called at start-up for an order a crash left
+ * mid-way -- a placed order (no decision, charge unknown) is aborted
+ * (presumed abort); paid and later are driven forward.
+ * Returns the order's resting status.
+ */
+int saga_drive(struct shard *sh, const char *order_id, int recovering);
+
+/* Test builds: at the named fault-injection point (WM_ERRINJ), wait until
+ * everything logged so far is durable, then _exit -- a kill -9 exactly
+ * between two saga steps.  Release builds: nothing. */
+void saga_crash_point(struct shard *sh, const char *name);
+
+/* At start-up, before serving: resume every order a crash left between
+ * steps.  Returns how many were resumed; logs each. */
+unsigned saga_recover(struct shard *sh);
+
+extern const struct table_ops order_table_ops;
+extern const struct table_ops order_state_table_ops;
+extern const struct route order_routes[];
+
+#endif

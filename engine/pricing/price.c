@@ -1,0 +1,281 @@
+/*
+ * price.c -- landed-cost engine (see price.h).  Why rationals: the price
+ * components are converted EUR -> destination at FX rates whose quotients
+ * do not terminate in decimal (1 / 0.865), and DESIGN.md section 6 allows
+ * exactly one rounding per component and line.  An exact numerator /
+ * denominator pair carries the value untouched until that one rounding.
+ */
+#include "engine/pricing/price.h"
+
+#include <string.h>
+
+#include "engine/base/iso.h"
+
+const struct price_incoterm_def price_incoterms[PRICE_INCO_COUNT_] = {
+	[PRICE_INCO_EXW] = {"EXW", 0}, [PRICE_INCO_FCA] = {"FCA", 0}, [PRICE_INCO_CPT] = {"CPT", 0},
+	[PRICE_INCO_CIP] = {"CIP", 0}, [PRICE_INCO_DAP] = {"DAP", 1},
+};
+
+const char *const price_comp_names[PC_COUNT_] = {"P_B2B", "R_Recruiter", "M_Curator", "F_Platform",
+						 "C_Freight", "E_Excise", "V_VAT"};
+
+const char *const price_err_codes[PRICE_E_COUNT_] = {
+	[PRICE_OK] = "ok",
+	[PRICE_E_INPUT] = "invalid_line",
+	[PRICE_E_COUNTRY] = "unknown_destination",
+	[PRICE_E_NO_VAT] = "vat_rate_not_found",
+	[PRICE_E_EXCISE_NOT_FOUND] = "excise_rate_not_found",
+	[PRICE_E_NO_EXCISE_BAND] = "excise_band_not_found",
+	[PRICE_E_NO_FREIGHT] = "freight_lane_not_found",
+	[PRICE_E_NO_FX] = "fx_rate_not_found",
+	[PRICE_E_OVERFLOW] = "amount_overflow",
+};
+
+int price_incoterm_find(const char *s, unsigned len)
+{
+	for (int i = 0; i < PRICE_INCO_COUNT_; i++)
+		if (strlen(price_incoterms[i].name) == len && !memcmp(price_incoterms[i].name, s, len))
+			return i;
+	return -1;
+}
+
+/* Duty base of each basis: quantity = volume_ul x qty [x abv] / den, in the
+ * basis unit (hl, l pure alcohol, l x % vol, l).  abv is in hundredths. */
+static const struct {
+	uint8_t uses_abv;
+	int64_t den;
+} basis_base[RD_B_COUNT_] = {
+	[RD_B_PER_HL_PRODUCT] = {0, 100000000LL},         /* ul -> hl: 10^8 */
+	[RD_B_PER_L_PURE_ALCOHOL] = {1, 10000000000LL},   /* ul -> l (10^6) x abv/100/100 (10^4) */
+	[RD_B_PER_L_PER_PCT_VOL] = {1, 100000000LL},      /* ul -> l (10^6) x abv/100 (10^2) */
+	[RD_B_PER_L_PRODUCT] = {0, 1000000LL},            /* ul -> l */
+};
+
+/* ---- exact non-negative rationals --------------------------------------- */
+
+typedef __int128 i128;
+struct q {
+	i128 n, d; /* n >= 0, d > 0, reduced */
+};
+
+static i128 gcd128(i128 a, i128 b)
+{
+	while (b) {
+		i128 t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+static int q_norm(struct q *x)
+{
+	if (x->n == 0) {
+		x->d = 1;
+		return 0;
+	}
+	i128 g = gcd128(x->n, x->d);
+	x->n /= g;
+	x->d /= g;
+	return 0;
+}
+
+/* x * (a / b); a >= 0, b > 0.  -1 on overflow. */
+static int q_mul(struct q *x, i128 a, i128 b)
+{
+	if (a == 0 || x->n == 0) {
+		x->n = 0;
+		x->d = 1;
+		return 0;
+	}
+	i128 g1 = gcd128(a, x->d), g2 = gcd128(x->n, b);
+	i128 n = x->n / g2, d = x->d / g1;
+	if (__builtin_mul_overflow(n, a / g1, &x->n) || __builtin_mul_overflow(d, b / g2, &x->d))
+		return -1;
+	return q_norm(x);
+}
+
+/* VAT of a shown base (minor units, >= 0) at rate_e4 (percent x 10^4 =
+ * fraction x 10^6), rounded half-up once.  -1 on overflow. */
+static int vat_of(int64_t base, int64_t rate_e4, int64_t *out)
+{
+	i128 n = (i128)base * rate_e4, d = PRICE_MAX_PPM;
+	i128 v = n / d, r = n % d;
+	if (r >= d - r)
+		v++;
+	if (v > INT64_MAX)
+		return -1;
+	*out = (int64_t)v;
+	return 0;
+}
+
+/* Half-up to an integer: floor(n/d + 1/2) = floor((2n + d) / 2d). */
+static int q_round(const struct q *x, int64_t *out)
+{
+	i128 v = x->n / x->d, r = x->n % x->d;
+	if (r >= x->d - r) /* r >= d/2, without doubling r */
+		v++;
+	if (v > INT64_MAX)
+		return -1;
+	*out = (int64_t)v;
+	return 0;
+}
+
+static i128 pow10i(int k)
+{
+	i128 v = 1;
+	while (k-- > 0)
+		v *= 10;
+	return v;
+}
+
+/* The factor turning minor units of a currency into destination minor
+ * units: (u_D x f_D) / (u_X x f_X). */
+static int conv_factor(const struct refdata *rd, const char *cur, int64_t f_dest, int u_dest, struct q *k,
+		       int64_t *f_out)
+{
+	int minor = iso_currency_minor(cur, strlen(cur));
+	int64_t f = refdata_fx(rd, cur, NULL);
+	if (minor < 0 || f <= 0)
+		return -1;
+	*f_out = f;
+	k->n = pow10i(u_dest) * f_dest;
+	k->d = pow10i(minor) * f;
+	return q_norm(k);
+}
+
+static int line_valid(const struct price_line_in *l)
+{
+	return l->p_b2b >= 0 && l->p_b2b <= PRICE_MAX_UNIT && l->margin >= 0 && l->margin <= PRICE_MAX_UNIT &&
+	       l->qty >= 1 && l->qty <= PRICE_MAX_QTY && (l->box_units == 6 || l->box_units == 12) &&
+	       l->category < RD_CAT_COUNT_ && l->incoterm < PRICE_INCO_COUNT_ && l->abv <= RD_MAX_ABV &&
+	       l->volume_ul >= 1 && l->volume_ul <= PRICE_MAX_VOLUME_UL && l->recruiter_ppm <= PRICE_MAX_PPM &&
+	       l->platform_ppm <= PRICE_MAX_PPM && iso_country_valid(l->origin, strlen(l->origin)) &&
+	       strlen(l->currency) == 3;
+}
+
+#define TRY(x, e)                          \
+	do {                               \
+		if (x)                     \
+			return (e);        \
+	} while (0)
+
+static enum price_err price_line(const struct refdata *rd, const struct price_order_in *in,
+				 const struct price_line_in *l, int64_t f_dest, int u_dest, struct price_line_out *o)
+{
+	const enum price_err OV = PRICE_E_OVERFLOW;
+	memset(o, 0, sizeof(*o));
+	o->fx_dest_e6 = f_dest;
+	if (!line_valid(l))
+		return PRICE_E_INPUT;
+	/* VAT by product and delivery region, in force on the day */
+	const struct rd_vat *vat = refdata_vat_at(rd, in->destination, in->region, l->category, in->date);
+	if (!vat)
+		return PRICE_E_NO_VAT;
+	o->vat = vat;
+	struct q k_offer, k_eur, exact[PC_COUNT_];
+	int64_t f_eur;
+	TRY(conv_factor(rd, l->currency, f_dest, u_dest, &k_offer, &o->fx_offer_e6), PRICE_E_NO_FX);
+	TRY(conv_factor(rd, "EUR", f_dest, u_dest, &k_eur, &f_eur), PRICE_E_NO_FX);
+
+	/* P, M and their base B = (P + M) */
+	struct q base = k_offer;
+	exact[PC_P_B2B] = k_offer;
+	exact[PC_M_CURATOR] = k_offer;
+	TRY(q_mul(&exact[PC_P_B2B], (i128)l->p_b2b * l->qty, 1), OV);
+	TRY(q_mul(&exact[PC_M_CURATOR], (i128)l->margin * l->qty, 1), OV);
+	TRY(q_mul(&base, ((i128)l->p_b2b + l->margin) * l->qty, 1), OV);
+	exact[PC_R_RECRUITER] = base;
+	exact[PC_F_PLATFORM] = base;
+	TRY(q_mul(&exact[PC_R_RECRUITER], l->recruiter_ppm, PRICE_MAX_PPM), OV);
+	TRY(q_mul(&exact[PC_F_PLATFORM], l->platform_ppm, PRICE_MAX_PPM), OV);
+
+	/* C: boxes x tariff (EUR cents), unless the incoterm delivers */
+	exact[PC_C_FREIGHT] = (struct q){0, 1};
+	if (!price_incoterms[l->incoterm].delivered) {
+		o->freight = refdata_freight(rd, l->origin, in->destination, l->box_units);
+		if (!o->freight)
+			return PRICE_E_NO_FREIGHT;
+		o->boxes = (l->qty + l->box_units - 1u) / l->box_units;
+		exact[PC_C_FREIGHT] = k_eur;
+		TRY(q_mul(&exact[PC_C_FREIGHT], (i128)o->boxes * o->freight->price_cents, 1), OV);
+	}
+
+	/* E: rate (published currency, x10^4 major) x base quantity */
+	int r = refdata_excise(rd, in->destination, l->category, l->abv, in->date, &o->excise);
+	if (r == RD_NOT_PUBLISHED)
+		return PRICE_E_EXCISE_NOT_FOUND;
+	if (r != RD_FOUND)
+		return PRICE_E_NO_EXCISE_BAND;
+	struct q k_duty;
+	TRY(conv_factor(rd, o->excise->currency, f_dest, u_dest, &k_duty, &o->fx_duty_e6), PRICE_E_NO_FX);
+	int duty_minor = iso_currency_minor(o->excise->currency, 3);
+	exact[PC_E_EXCISE] = k_duty;
+	i128 qty_num = (i128)l->volume_ul * l->qty * (basis_base[o->excise->basis].uses_abv ? l->abv : 1);
+	TRY(q_mul(&exact[PC_E_EXCISE], (i128)o->excise->rate_e4 * pow10i(duty_minor), pow10i(RD_RATE_SCALE)), OV);
+	TRY(q_mul(&exact[PC_E_EXCISE], qty_num, basis_base[o->excise->basis].den), OV);
+
+	/* every component but V rounded once; their sum is the taxable base
+	 * the consumer's document shows */
+	int64_t base_shown = 0;
+	for (int c = 0; c < PC_V_VAT; c++) {
+		TRY(q_round(&exact[c], &o->comp[c]), OV);
+		TRY(__builtin_add_overflow(base_shown, o->comp[c], &base_shown), OV);
+	}
+	/* V: rate x the SHOWN base, rounded half-up once (DESIGN.md 6: the
+	 * invoice reconciles -- shown base x rate = VAT shown) */
+	TRY(vat_of(base_shown, vat->rate_e4, &o->comp[PC_V_VAT]), OV);
+	o->vat_base = base_shown;
+	TRY(__builtin_add_overflow(base_shown, o->comp[PC_V_VAT], &o->total), OV);
+	return PRICE_OK;
+}
+
+enum price_err price_quote(const struct refdata *rd, const struct price_order_in *in, struct price_quote *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->version = rd->version;
+	out->effective_date = rd->effective_date;
+	out->date = in->date;
+	if (!in->n_lines || in->n_lines > PRICE_MAX_LINES || !in->lines || in->fixed_fee_cents < 0 ||
+	    in->fixed_fee_cents > PRICE_MAX_FIXED_FEE || strlen(in->destination) != 2 || !in->date ||
+	    in->date >= RD_DATE_MAX || strnlen(in->region, sizeof(in->region)) == sizeof(in->region))
+		return PRICE_E_INPUT;
+	const char *cur = refdata_country_currency(in->destination);
+	if (!cur)
+		return PRICE_E_COUNTRY;
+	memcpy(out->currency, cur, 4);
+	out->minor = iso_currency_minor(cur, 3);
+	int64_t f_dest = refdata_fx(rd, cur, NULL);
+	if (f_dest <= 0)
+		return PRICE_E_NO_FX;
+	for (unsigned i = 0; i < in->n_lines; i++) {
+		enum price_err e = price_line(rd, in, &in->lines[i], f_dest, out->minor, &out->lines[i]);
+		if (e) {
+			out->err_line = i;
+			return e;
+		}
+		out->n_lines++;
+		for (int c = 0; c < PC_COUNT_; c++)
+			TRY(__builtin_add_overflow(out->comp_total[c], out->lines[i].comp[c], &out->comp_total[c]),
+			    PRICE_E_OVERFLOW);
+		TRY(__builtin_add_overflow(out->total, out->lines[i].total, &out->total), PRICE_E_OVERFLOW);
+	}
+	/* the order's fixed fee: converted exactly, shown rounded, VAT on the
+	 * shown fee at the destination's default rate (a service, not a wine) */
+	if (in->fixed_fee_cents) {
+		const struct rd_vat *vat = refdata_vat_at(rd, in->destination, in->region, RD_VP_DEFAULT, in->date);
+		if (!vat)
+			return PRICE_E_NO_VAT;
+		struct q fee;
+		int64_t f_eur;
+		TRY(conv_factor(rd, "EUR", f_dest, out->minor, &fee, &f_eur), PRICE_E_NO_FX);
+		TRY(q_mul(&fee, in->fixed_fee_cents, 1), PRICE_E_OVERFLOW);
+		/* the fee as shown, then its VAT on that shown amount */
+		TRY(q_round(&fee, &out->order_fee) || vat_of(out->order_fee, vat->rate_e4, &out->order_fee_vat),
+		    PRICE_E_OVERFLOW);
+		out->comp_total[PC_F_PLATFORM] += out->order_fee;
+		out->comp_total[PC_V_VAT] += out->order_fee_vat;
+		out->total += out->order_fee + out->order_fee_vat;
+	}
+	return PRICE_OK;
+}

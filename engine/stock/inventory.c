@@ -1,0 +1,1086 @@
+/*
+ * inventory.c -- inventory items and levels (spec 2.5, 4.2), the
+ * reservation primitives of the orders saga (DESIGN.md 5) and the network
+ * snapshot.  Levels live on the shard of their location's country
+ * (DESIGN.md 2; this single shard owns every country for now).  Decisions
+ * where the spec is open (also in api/openapi.json):
+ *
+ *  - One record per LEVEL = item (sku, offer_id, owner_entity_id) x
+ *    location x condition, unique on (offer, location, condition): a
+ *    second declaration is a 409 inventory_exists naming the holder.
+ *    condition is the stock's physical state: sellable (default), damaged,
+ *    quarantine; only sellable levels count toward an offer's
+ *    qty_available and take holds.
+ *  - POST /v1/inventory: offer_id must be an offer the caller owns (the
+ *    platform: any), not withdrawn; owner_entity_id is the offer's
+ *    originator (defaults to it; another value is a 422 `offer_owner`);
+ *    location_id must be an active location owned by that originator or by
+ *    a fulfiller (a 3PL stores anyone's stock); else 422 `usable`/`active`.
+ *  - PATCH /v1/inventory/{id} changes on_hand and incoming only.
+ *    reserved and allocated move only through holds and orders (422
+ *    `read_only`), so a PATCH can never fake or erase a reservation.  A
+ *    PATCH that would leave atp = on_hand - allocated - reserved below 0 is
+ *    a 409 atp_negative (atp exactly 0 is fine).  No quantity is ever
+ *    negative or above INV_QTY_MAX.
+ *  - Every change of a level (declare, PATCH, hold place/commit/release)
+ *    appends `stock.changed` in the same transaction: level id, offer,
+ *    location, cause, hold id, old and new quantities with atp.
+ *  - An offer with levels has qty_available = sum of its sellable levels'
+ *    atp (capped at OFFER_QTY_MAX), rewritten in the same transaction by
+ *    offer_stage_qty().  A later offer PATCH of qty_available is
+ *    overwritten by the next stock change (the levels are the truth).
+ *  - Reads: the item's owner, the owner of the level's location (a 3PL
+ *    sees what is stored in its warehouse), or the platform.  GET
+ *    /v1/inventory walks by_offer (?offer=), by_location (?location=),
+ *    the caller's by_owner range (no filter) or, for the platform, every
+ *    level; never a scan-and-sort.
+ *
+ * HOLDS (DESIGN.md 5).  A hold is a REC_T_HOLD row keyed by the caller's
+ * hold id (the orders issue uses order+line+source).  place: PREPARED,
+ * reserved += qty.  commit: the buy leg is decided, the units move from
+ * reserved to allocated (still not available, now earmarked for the order;
+ * shipping will take them off on_hand and allocated).  release: the units
+ * return to atp.  The hold row and the level change are one transaction
+ * (one WAL record set), so recovery rebuilds both or neither.  Hold rows
+ * are kept after release so an id stays idempotent.
+ *
+ * A hold that belongs to an order (its id is a leg's hold id, named
+ * "<order id>.H<n>" by order.c) moves only with its order: the operator
+ * hold routes (place, commit, release) refuse it with 409
+ * hold_owned_by_order naming the order and the order route to use.
+ * Releasing an order's committed hold by hand left the order `reserved`
+ * with no stock behind it; committing or re-placing one would move stock
+ * the saga did not decide.  Ownership is read from the order itself (its
+ * legs), so an operator's own hold that merely looks like one is not
+ * caught.
+ *
+ * NETWORK SNAPSHOT.  GET /v1/inventory/network-snapshot (read:network,
+ * platform only): every location with its capabilities, coordinates, duty
+ * context (tax_jurisdiction) and stock summed per offer (at most
+ * INV_SNAPSHOT_STOCK_MAX offers, `stock_truncated` beyond), one page of
+ * locations at a time (cursor pagination over the location table).
+ */
+#include "engine/stock/inventory.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/edge/fields.h"
+#include "engine/stock/location.h"
+#include "engine/base/log.h"
+#include "engine/supply/offer.h"
+#include "engine/orders/order.h"
+#include "engine/catalogue/partner.h"
+#include "engine/storage/resources.h"
+
+const char *const inv_condition_names[] = {"sellable", "damaged", "quarantine", NULL};
+const char *const hold_state_names[] = {"prepared", "committed", "released", "consumed", NULL};
+
+_Static_assert(INV_QTY_MAX == OFFER_QTY_MAX, "a level's quantity fits an offer's qty_available");
+
+#define INV_TS_MAX 32
+
+/* ---- level values ------------------------------------------------------------ */
+
+struct lvl_vals {
+	char id[ID_MAX_LEN], sku[INV_SKU_MAX + 1];
+	char offer_id[ID_MAX_LEN], owner_id[ID_MAX_LEN], location_id[ID_MAX_LEN];
+	int condition;
+	int64_t on_hand, incoming, reserved, allocated;
+	char created_at[INV_TS_MAX], updated_at[INV_TS_MAX];
+};
+
+static int64_t vals_atp(const struct lvl_vals *v) { return v->on_hand - v->allocated - v->reserved; }
+
+/* A stored quantity: an integer 0..INV_QTY_MAX; 0 or -1. */
+static int doc_qty(const struct json_value *doc, const char *name, int64_t *out)
+{
+	const struct json_value *x = json_get(doc, name);
+	return x && x->type == JSON_NUMBER && !json_to_int64(x, out) && *out >= 0 && *out <= INV_QTY_MAX ? 0 : -1;
+}
+
+static int lvl_load(const struct json_value *doc, struct lvl_vals *v)
+{
+	memset(v, 0, sizeof(*v));
+	fld_doc_str(doc, "id", v->id, sizeof(v->id));
+	fld_doc_str(doc, "sku", v->sku, sizeof(v->sku));
+	fld_doc_str(doc, "offer_id", v->offer_id, sizeof(v->offer_id));
+	fld_doc_str(doc, "owner_entity_id", v->owner_id, sizeof(v->owner_id));
+	fld_doc_str(doc, "location_id", v->location_id, sizeof(v->location_id));
+	fld_doc_str(doc, "created_at", v->created_at, sizeof(v->created_at));
+	v->condition = -1;
+	fld_enum(NULL, doc, "condition", NULL, inv_condition_names, &v->condition);
+	if (doc_qty(doc, "on_hand", &v->on_hand) || doc_qty(doc, "incoming", &v->incoming) ||
+	    doc_qty(doc, "reserved", &v->reserved) || doc_qty(doc, "allocated", &v->allocated))
+		return -1;
+	return v->id[0] && v->sku[0] && v->offer_id[0] && v->owner_id[0] && v->location_id[0] && v->condition >= 0 &&
+			       vals_atp(v) >= 0
+		       ? 0
+		       : -1;
+}
+
+static void lvl_from_row(const struct inv_level *l, struct lvl_vals *v)
+{
+	memset(v, 0, sizeof(*v));
+	memcpy(v->id, l->row.id, l->row.id_len);
+	memcpy(v->sku, l->sku, sizeof(v->sku));
+	memcpy(v->offer_id, l->offer_id, sizeof(v->offer_id));
+	memcpy(v->owner_id, l->owner_id, sizeof(v->owner_id));
+	memcpy(v->location_id, l->location_id, sizeof(v->location_id));
+	memcpy(v->created_at, l->created_at, sizeof(v->created_at));
+	v->condition = l->condition;
+	v->on_hand = l->on_hand;
+	v->incoming = l->incoming;
+	v->reserved = l->reserved;
+	v->allocated = l->allocated;
+}
+
+static void jw_qtys(struct jw *w, const struct lvl_vals *v)
+{
+	jw_kint(w, "on_hand", v->on_hand);
+	jw_kint(w, "incoming", v->incoming);
+	jw_kint(w, "reserved", v->reserved);
+	jw_kint(w, "allocated", v->allocated);
+	jw_kint(w, "atp", vals_atp(v));
+}
+
+static void lvl_write(struct jw *w, const struct lvl_vals *v)
+{
+	jw_obj_begin(w);
+	jw_kstr(w, "id", v->id);
+	jw_kstr(w, "sku", v->sku);
+	jw_kstr(w, "offer_id", v->offer_id);
+	jw_kstr(w, "owner_entity_id", v->owner_id);
+	jw_kstr(w, "location_id", v->location_id);
+	jw_kstr(w, "condition", inv_condition_names[v->condition]);
+	jw_qtys(w, v);
+	jw_kstr(w, "created_at", v->created_at);
+	jw_kstr(w, "updated_at", v->updated_at);
+	jw_obj_end(w);
+}
+
+/* ---- the level table ------------------------------------------------------------ */
+
+struct inv_ext {
+	struct hidx by_natural;   /* offer NUL location NUL condition -> level */
+	struct oidx by_offer;     /* offer NUL id */
+	struct oidx by_location;  /* location NUL offer NUL id (grouped per offer: the snapshot) */
+	struct oidx by_owner;     /* owner NUL id */
+};
+
+static struct inv_ext *ext(const struct table *t) { return t->ext; }
+
+static int inv_init(struct table *t)
+{
+	struct inv_ext *e = calloc(1, sizeof(*e));
+	if (!e)
+		return -1;
+	hidx_init(&e->by_natural);
+	oidx_init(&e->by_offer);
+	oidx_init(&e->by_location);
+	oidx_init(&e->by_owner);
+	t->ext = e;
+	return 0;
+}
+
+static void inv_fini(struct table *t)
+{
+	hidx_free(&ext(t)->by_natural);
+	oidx_free(&ext(t)->by_offer);
+	oidx_free(&ext(t)->by_location);
+	oidx_free(&ext(t)->by_owner);
+	free(t->ext);
+	t->ext = NULL;
+}
+
+/* Join parts with NUL separators into out (IDX_MAX_KEY bytes); length. */
+static uint32_t key_join(uint8_t *out, const char *a, const char *b, const char *c3, size_t c3_len)
+{
+	uint32_t n = 0;
+	const char *parts[2] = {a, b};
+	for (int i = 0; i < 2 && parts[i]; i++) {
+		size_t l = strlen(parts[i]);
+		memcpy(out + n, parts[i], l);
+		n += (uint32_t)l;
+		out[n++] = 0;
+	}
+	memcpy(out + n, c3, c3_len);
+	return n + (uint32_t)c3_len;
+}
+
+_Static_assert(3 * ID_MAX_LEN <= IDX_MAX_KEY, "composite level keys fit an index key");
+
+static uint16_t natural_key(char *out, const char *offer, const char *loc, int cond)
+{
+	char cb[2] = {(char)('0' + cond), 0};
+	return (uint16_t)key_join((uint8_t *)out, offer, loc, cb, 1);
+}
+
+static int inv_decode(struct table *t, struct row *r, const struct json_value *doc)
+{
+	(void)t;
+	struct inv_level *l = (struct inv_level *)r;
+	struct lvl_vals v;
+	if (lvl_load(doc, &v))
+		return -1;
+	memcpy(l->sku, v.sku, sizeof(l->sku));
+	memcpy(l->offer_id, v.offer_id, sizeof(l->offer_id));
+	memcpy(l->owner_id, v.owner_id, sizeof(l->owner_id));
+	memcpy(l->location_id, v.location_id, sizeof(l->location_id));
+	memcpy(l->created_at, v.created_at, sizeof(l->created_at));
+	l->condition = (uint8_t)v.condition;
+	l->on_hand = v.on_hand;
+	l->incoming = v.incoming;
+	l->reserved = v.reserved;
+	l->allocated = v.allocated;
+	l->nkey_len = natural_key(l->nkey, l->offer_id, l->location_id, l->condition);
+	return 0;
+}
+
+static int inv_index_add(struct table *t, struct row *r)
+{
+	struct inv_level *l = (struct inv_level *)r;
+	struct inv_ext *e = ext(t);
+	uint8_t k[IDX_MAX_KEY];
+	if (hidx_set(&e->by_natural, l->nkey, l->nkey_len, l))
+		return -1;
+	if (oidx_set(&e->by_offer, k, key_join(k, l->offer_id, NULL, r->id, r->id_len), l) ||
+	    oidx_set(&e->by_location, k, key_join(k, l->location_id, l->offer_id, r->id, r->id_len), l) ||
+	    oidx_set(&e->by_owner, k, key_join(k, l->owner_id, NULL, r->id, r->id_len), l))
+		return -1;
+	return 0;
+}
+
+static void del_if(struct oidx *x, const uint8_t *k, uint32_t kl, const void *row)
+{
+	if (oidx_get(x, k, kl) == row)
+		oidx_del(x, k, kl);
+}
+
+static void inv_index_del(struct table *t, struct row *r)
+{
+	struct inv_level *l = (struct inv_level *)r;
+	struct inv_ext *e = ext(t);
+	uint8_t k[IDX_MAX_KEY];
+	if (hidx_get(&e->by_natural, l->nkey, l->nkey_len) == l)
+		hidx_del(&e->by_natural, l->nkey, l->nkey_len);
+	del_if(&e->by_offer, k, key_join(k, l->offer_id, NULL, r->id, r->id_len), l);
+	del_if(&e->by_location, k, key_join(k, l->location_id, l->offer_id, r->id, r->id_len), l);
+	del_if(&e->by_owner, k, key_join(k, l->owner_id, NULL, r->id, r->id_len), l);
+}
+
+const struct table_ops inventory_table_ops = {
+	.rec_table = REC_T_INVENTORY,
+	.name = "inventory_level",
+	.row_size = sizeof(struct inv_level),
+	.decode = inv_decode,
+	.index_add = inv_index_add,
+	.index_del = inv_index_del,
+	.init = inv_init,
+	.fini = inv_fini,
+};
+
+const struct inv_level *inv_level_get(struct shard *sh, const char *id, size_t len)
+{
+	return (const struct inv_level *)table_get(&sh->tables[REC_T_INVENTORY], id, len);
+}
+
+/* ---- the hold table ----------------------------------------------------------------- */
+
+static int hold_decode(struct table *t, struct row *r, const struct json_value *doc)
+{
+	(void)t;
+	struct hold *h = (struct hold *)r;
+	int st = -1;
+	fld_doc_str(doc, "level_id", h->level_id, sizeof(h->level_id));
+	fld_doc_str(doc, "created_at", h->created_at, sizeof(h->created_at));
+	fld_enum(NULL, doc, "state", NULL, hold_state_names, &st);
+	if (!h->level_id[0] || st < 0 || doc_qty(doc, "qty", &h->qty) || h->qty < 1)
+		return -1;
+	h->state = (uint8_t)st;
+	return 0;
+}
+
+const struct table_ops hold_table_ops = {
+	.rec_table = REC_T_HOLD,
+	.name = "hold",
+	.row_size = sizeof(struct hold),
+	.decode = hold_decode,
+};
+
+const struct hold *hold_get(struct shard *sh, const char *id, size_t len)
+{
+	return (const struct hold *)table_get(&sh->tables[REC_T_HOLD], id, len);
+}
+
+/* ---- staging a level change (inside the caller's transaction) ------------------------ */
+
+/* Rewrite the offer's qty_available to the sum of its sellable levels'
+ * atp, with level nv's new values standing in for its stored ones. */
+static int stage_offer_qty(struct shard *sh, const struct lvl_vals *nv)
+{
+	const struct offer *o = offer_get(sh, nv->offer_id, strlen(nv->offer_id));
+	if (!o)
+		return 0; /* levels outlive nothing: offers are never deleted; unit tests run without one */
+	int64_t sum = nv->condition == IC_SELLABLE ? vals_atp(nv) : 0;
+	uint8_t k[IDX_MAX_KEY];
+	uint32_t pl = key_join(k, nv->offer_id, NULL, "", 0), kl;
+	struct oidx_iter it;
+	const struct oidx *x = &ext(&sh->tables[REC_T_INVENTORY])->by_offer;
+	for (int ok = oidx_seek_ge(x, k, pl, &it); ok; ok = oidx_next(&it)) {
+		const uint8_t *key = oidx_iter_key(&it, &kl);
+		if (kl < pl || memcmp(key, k, pl))
+			break;
+		const struct inv_level *l = oidx_iter_val(&it);
+		if (l->condition == IC_SELLABLE && !(l->row.id_len == strlen(nv->id) && !memcmp(l->row.id, nv->id, l->row.id_len)))
+			sum += inv_atp(l);
+	}
+	if (sum > OFFER_QTY_MAX)
+		sum = OFFER_QTY_MAX;
+	return sum == o->qty ? 0 : offer_stage_qty(sh, o, sum);
+}
+
+int inv_location_next_offer(struct shard *sh, const char *location_id, const char *after, char *out)
+{
+	uint8_t k[IDX_MAX_KEY];
+	if (strlen(location_id) >= ID_MAX_LEN || strlen(after) >= ID_MAX_LEN)
+		return 0;
+	uint32_t pl = key_join(k, location_id, NULL, "", 0), kl;
+	uint32_t sl = pl;
+	if (after[0]) {
+		/* past every key "location NUL after NUL ...": after's keys continue
+		 * with NUL, any longer offer id with a byte above 0x01 */
+		sl = key_join(k, location_id, NULL, after, strlen(after));
+		k[sl++] = 1;
+	}
+	struct oidx_iter it;
+	if (!oidx_seek_ge(&ext(&sh->tables[REC_T_INVENTORY])->by_location, k, sl, &it))
+		return 0;
+	const uint8_t *key = oidx_iter_key(&it, &kl);
+	if (kl < pl || memcmp(key, k, pl))
+		return 0;
+	const struct inv_level *l = oidx_iter_val(&it);
+	snprintf(out, ID_MAX_LEN, "%s", l->offer_id);
+	return 1;
+}
+
+int64_t inv_location_offer_atp(struct shard *sh, const char *location_id, const char *offer_id)
+{
+	uint8_t k[IDX_MAX_KEY];
+	if (strlen(location_id) >= ID_MAX_LEN || strlen(offer_id) >= ID_MAX_LEN)
+		return 0;
+	uint32_t pl = key_join(k, location_id, offer_id, "", 0), kl;
+	int64_t sum = 0;
+	struct oidx_iter it;
+	for (int ok = oidx_seek_ge(&ext(&sh->tables[REC_T_INVENTORY])->by_location, k, pl, &it); ok;
+	     ok = oidx_next(&it)) {
+		const uint8_t *key = oidx_iter_key(&it, &kl);
+		if (kl < pl || memcmp(key, k, pl))
+			break;
+		const struct inv_level *l = oidx_iter_val(&it);
+		if (l->condition == IC_SELLABLE)
+			sum += inv_atp(l);
+	}
+	return sum;
+}
+
+/* Is the level at a location of the set (NULL: every location)? */
+static int level_in_set(const struct inv_level *l, const struct inv_loc_set *at)
+{
+	if (!at)
+		return 1;
+	for (unsigned i = 0; i < at->n; i++)
+		if (!strcmp(at->ids[i], l->location_id))
+			return 1;
+	return 0;
+}
+
+unsigned inv_offer_sellable(struct shard *sh, const char *offer_id, const struct inv_level **out, unsigned max,
+			    int64_t *atp_sum)
+{
+	return inv_offer_sellable_at(sh, offer_id, NULL, out, max, atp_sum);
+}
+
+unsigned inv_offer_sellable_at(struct shard *sh, const char *offer_id, const struct inv_loc_set *at,
+			       const struct inv_level **out, unsigned max, int64_t *atp_sum)
+{
+	uint8_t k[IDX_MAX_KEY];
+	unsigned n = 0;
+	if (atp_sum)
+		*atp_sum = 0;
+	if (strlen(offer_id) >= ID_MAX_LEN)
+		return 0;
+	uint32_t pl = key_join(k, offer_id, NULL, "", 0), kl;
+	struct oidx_iter it;
+	unsigned seen = 0;
+	const struct oidx *x = &ext(&sh->tables[REC_T_INVENTORY])->by_offer;
+	for (int ok = oidx_seek_ge(x, k, pl, &it); ok && seen < INV_LEVELS_PER_OFFER_MAX; ok = oidx_next(&it), seen++) {
+		const uint8_t *key = oidx_iter_key(&it, &kl);
+		if (kl < pl || memcmp(key, k, pl))
+			break;
+		const struct inv_level *l = oidx_iter_val(&it);
+		if (l->condition != IC_SELLABLE || inv_atp(l) <= 0 || !level_in_set(l, at))
+			continue;
+		if (atp_sum)
+			*atp_sum += inv_atp(l); /* <= 1000 levels x 10^8: no overflow */
+		/* insertion into out[], most ATP first, index (level id) order on ties */
+		unsigned pos = n < max ? n : max;
+		while (pos > 0 && inv_atp(out[pos - 1]) < inv_atp(l))
+			pos--;
+		if (pos >= max)
+			continue;
+		unsigned last = n < max ? n : max - 1;
+		for (unsigned j = last; j > pos; j--)
+			out[j] = out[j - 1];
+		out[pos] = l;
+		if (n < max)
+			n++;
+	}
+	return n;
+}
+
+const struct inv_level *inv_offer_best_level(struct shard *sh, const char *offer_id)
+{
+	const struct inv_level *best = NULL;
+	return inv_offer_sellable(sh, offer_id, &best, 1, NULL) ? best : NULL;
+}
+
+/*
+ * Stage level nv (old: its stored version, NULL on create) with its
+ * stock.changed event and the offer's qty_available into the open
+ * transaction; the level document is left in doc.  0 or -1.
+ */
+static int stage_level(struct shard *sh, struct lvl_vals *nv, const struct inv_level *old, const char *cause,
+		       const char *hold_id, struct buf *doc)
+{
+	fmt_rfc3339_ms(nv->updated_at, wall_ms());
+	if (!nv->created_at[0])
+		memcpy(nv->created_at, nv->updated_at, sizeof(nv->created_at));
+	struct jw w;
+	jw_init(&w, doc);
+	lvl_write(&w, nv);
+	struct buf ev;
+	buf_init(&ev, REC_MAX_VAL);
+	struct jw e;
+	jw_init(&e, &ev);
+	jw_obj_begin(&e);
+	jw_kstr(&e, "level_id", nv->id);
+	jw_kstr(&e, "offer_id", nv->offer_id);
+	jw_kstr(&e, "location_id", nv->location_id);
+	jw_kstr(&e, "owner_entity_id", nv->owner_id);
+	jw_kstr(&e, "condition", inv_condition_names[nv->condition]);
+	jw_kstr(&e, "cause", cause);
+	if (hold_id)
+		jw_kstr(&e, "hold_id", hold_id);
+	else
+		jw_knull(&e, "hold_id");
+	jw_key(&e, "old");
+	if (old) {
+		struct lvl_vals ov;
+		lvl_from_row(old, &ov);
+		jw_obj_begin(&e);
+		jw_qtys(&e, &ov);
+		jw_obj_end(&e);
+	} else
+		jw_null(&e);
+	jw_key(&e, "new");
+	jw_obj_begin(&e);
+	jw_qtys(&e, nv);
+	jw_obj_end(&e);
+	jw_obj_end(&e);
+	int rc = w.err || e.err || txn_put(sh, REC_T_INVENTORY, nv->id, strlen(nv->id), doc->data, doc->len) ||
+				 txn_event(sh, "stock.changed", nv->owner_id, ev.data, ev.len) || stage_offer_qty(sh, nv)
+			 ? -1
+			 : 0;
+	buf_free(&ev);
+	return rc;
+}
+
+/* ---- holds ------------------------------------------------------------------------- */
+
+static int hold_id_ok(const char *id)
+{
+	size_t n = id ? strlen(id) : 0;
+	if (n < 1 || n > INV_HOLD_ID_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char ch = id[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+		      strchr("_.:-", ch)))
+			return 0;
+	}
+	return 1;
+}
+
+static int stage_hold(struct shard *sh, const char *id, const char *level_id, int64_t qty, int state,
+		      const char *created_at, const char *event)
+{
+	char now[INV_TS_MAX];
+	fmt_rfc3339_ms(now, wall_ms());
+	struct buf doc;
+	buf_init(&doc, REC_MAX_VAL);
+	struct jw w;
+	jw_init(&w, &doc);
+	jw_obj_begin(&w);
+	jw_kstr(&w, "id", id);
+	jw_kstr(&w, "level_id", level_id);
+	jw_kint(&w, "qty", qty);
+	jw_kstr(&w, "state", hold_state_names[state]);
+	jw_kstr(&w, "created_at", created_at ? created_at : now);
+	jw_kstr(&w, "updated_at", now);
+	jw_obj_end(&w);
+	const struct inv_level *l = inv_level_get(sh, level_id, strlen(level_id));
+	int rc = w.err || txn_put(sh, REC_T_HOLD, id, strlen(id), doc.data, doc.len) ||
+				 (event && txn_event(sh, event, l ? l->owner_id : NULL, doc.data, doc.len))
+			 ? -1
+			 : 0;
+	buf_free(&doc);
+	return rc;
+}
+
+int hold_place(struct shard *sh, const char *level_id, int64_t qty, const char *hold_id)
+{
+	if (!hold_id_ok(hold_id) || !level_id || qty < 1 || qty > INV_QTY_MAX)
+		return HOLD_E_ARG;
+	const struct hold *h = hold_get(sh, hold_id, strlen(hold_id));
+	if (h)
+		return !strcmp(h->level_id, level_id) && h->qty == qty ? HOLD_OK : HOLD_E_CONFLICT;
+	const struct inv_level *l = inv_level_get(sh, level_id, strlen(level_id));
+	if (!l)
+		return HOLD_E_NO_LEVEL;
+	if (l->condition != IC_SELLABLE)
+		return HOLD_E_NOT_SELLABLE;
+	if (inv_atp(l) < qty)
+		return HOLD_E_SHORT;
+	struct lvl_vals nv;
+	lvl_from_row(l, &nv);
+	nv.reserved += qty; /* <= on_hand <= INV_QTY_MAX since atp >= qty */
+	struct buf doc;
+	buf_init(&doc, REC_MAX_VAL);
+	txn_begin(sh);
+	int rc = stage_hold(sh, hold_id, level_id, qty, HS_PREPARED, NULL, NULL) ||
+				 stage_level(sh, &nv, l, "hold_placed", hold_id, &doc) || !txn_commit(sh)
+			 ? HOLD_E_STORE
+			 : HOLD_OK;
+	if (rc)
+		txn_abort(sh);
+	buf_free(&doc);
+	return rc;
+}
+
+/* hold_moves[from][to]: what a move does to the level (0 = not allowed). */
+static const struct hold_move {
+	uint8_t ok;
+	int8_t d_reserved, d_allocated; /* times qty */
+	const char *cause, *event;      /* stock.changed cause; extra event or NULL */
+} hold_moves[HOLD_N_STATE][HOLD_N_STATE] = {
+	[HS_PREPARED][HS_COMMITTED] = {1, -1, +1, "hold_committed", "stock.reserved"},
+	[HS_PREPARED][HS_RELEASED] = {1, -1, 0, "hold_released", NULL},
+	[HS_COMMITTED][HS_RELEASED] = {1, 0, -1, "hold_released", NULL},
+	[HS_COMMITTED][HS_CONSUMED] = {1, 0, -1, "hold_consumed", NULL},
+};
+
+static int hold_move(struct shard *sh, const char *hold_id, int to)
+{
+	const struct hold *h = hold_id_ok(hold_id) ? hold_get(sh, hold_id, strlen(hold_id)) : NULL;
+	if (!h)
+		return HOLD_E_NOT_FOUND;
+	if (h->state == to)
+		return HOLD_OK;
+	const struct hold_move *m = &hold_moves[h->state][to];
+	if (!m->ok)
+		return HOLD_E_STATE;
+	const struct inv_level *l = inv_level_get(sh, h->level_id, strlen(h->level_id));
+	if (!l)
+		return HOLD_E_STORE; /* levels are never deleted: a broken invariant */
+	struct lvl_vals nv;
+	lvl_from_row(l, &nv);
+	nv.reserved += m->d_reserved * h->qty;
+	nv.allocated += m->d_allocated * h->qty;
+	if (to == HS_CONSUMED)
+		nv.on_hand -= h->qty; /* the units leave the building */
+	if (nv.reserved < 0 || nv.allocated < 0 || nv.allocated > INV_QTY_MAX || vals_atp(&nv) < 0)
+		return HOLD_E_STORE;
+	char level_id[ID_MAX_LEN], created[INV_TS_MAX];
+	int64_t qty = h->qty;
+	memcpy(level_id, h->level_id, sizeof(level_id));
+	memcpy(created, h->created_at, sizeof(created));
+	struct buf doc;
+	buf_init(&doc, REC_MAX_VAL);
+	txn_begin(sh);
+	int rc = stage_hold(sh, hold_id, level_id, qty, to, created, m->event) ||
+				 stage_level(sh, &nv, l, m->cause, hold_id, &doc) || !txn_commit(sh)
+			 ? HOLD_E_STORE
+			 : HOLD_OK;
+	if (rc)
+		txn_abort(sh);
+	buf_free(&doc);
+	return rc;
+}
+
+int hold_commit(struct shard *sh, const char *hold_id) { return hold_move(sh, hold_id, HS_COMMITTED); }
+int hold_release(struct shard *sh, const char *hold_id) { return hold_move(sh, hold_id, HS_RELEASED); }
+int hold_consume(struct shard *sh, const char *hold_id) { return hold_move(sh, hold_id, HS_CONSUMED); }
+
+/* ---- HTTP: inventory ------------------------------------------------------------------ */
+
+static const char *const inv_known[] = {"sku",	    "offer_id",	 "owner_entity_id", "location_id", "condition",
+					"on_hand",  "incoming",	 "reserved",	    "allocated",   "atp",
+					"id",	    "created_at", "updated_at",	    NULL};
+static const char *const inv_service[] = {"id", "reserved", "allocated", "atp", "created_at", "updated_at", NULL};
+static const char *const inv_identity[] = {"sku", "offer_id", "owner_entity_id", "location_id", "condition", NULL};
+
+static void rule_members(struct api_ctx *c, const struct json_value *body, const char *const *names, const char *rule,
+			 const char *msg)
+{
+	for (int i = 0; names[i]; i++)
+		if (json_get(body, names[i]))
+			api_field_error(c, names[i], rule, "%s", msg);
+}
+
+/* A quantity member: 0..INV_QTY_MAX, null refused. */
+static void read_qty(struct api_ctx *c, const struct json_value *body, const char *name, int64_t *out)
+{
+	if (fld_int(c, body, name, NULL, 0, INV_QTY_MAX, out) == FLD_NULL)
+		api_field_error(c, name, "required", "cannot be null");
+}
+
+/* May the location hold stock owned by owner: its own, or a fulfiller's. */
+static int location_usable(struct shard *sh, const struct location *l, const char *owner)
+{
+	if (!strcmp(l->owner_id, owner))
+		return 1;
+	const struct partner *p = partner_get(sh, l->owner_id, strlen(l->owner_id));
+	return p && (p->v.roles & ROLE_FULFILLER);
+}
+
+static int level_visible(struct api_ctx *c, const struct inv_level *l)
+{
+	if (api_owns(c, l->owner_id, strlen(l->owner_id)))
+		return 1;
+	const struct location *loc = location_get(c->sh, l->location_id, strlen(l->location_id));
+	return loc && api_owns(c, loc->owner_id, strlen(loc->owner_id));
+}
+
+/* Count the offer's levels (stops at the bound). */
+static unsigned offer_levels(struct shard *sh, const char *offer_id)
+{
+	uint8_t k[IDX_MAX_KEY];
+	uint32_t pl = key_join(k, offer_id, NULL, "", 0), kl;
+	struct oidx_iter it;
+	unsigned n = 0;
+	for (int ok = oidx_seek_ge(&ext(&sh->tables[REC_T_INVENTORY])->by_offer, k, pl, &it);
+	     ok && n < INV_LEVELS_PER_OFFER_MAX; ok = oidx_next(&it)) {
+		const uint8_t *key = oidx_iter_key(&it, &kl);
+		if (kl < pl || memcmp(key, k, pl))
+			break;
+		n++;
+	}
+	return n;
+}
+
+static void commit_level(struct api_ctx *c, struct lvl_vals *nv, const struct inv_level *old, const char *cause,
+			 int status)
+{
+	struct buf doc;
+	buf_init(&doc, REC_MAX_VAL);
+	txn_begin(c->sh);
+	if (stage_level(c->sh, nv, old, cause, NULL, &doc) || !txn_commit(c->sh)) {
+		txn_abort(c->sh);
+		buf_free(&doc);
+		api_error(c, 500, "commit_failed", "the inventory level could not be stored");
+		return;
+	}
+	api_send_doc(c, status, doc.data, doc.len);
+	buf_free(&doc);
+}
+
+static void inventory_create(struct api_ctx *c)
+{
+	const struct json_value *body = api_body(c);
+	if (!body)
+		return;
+	fld_reject_unknown(c, body, inv_known, NULL);
+	rule_members(c, body, inv_service, "read_only", "is assigned by the service (holds and orders move it)");
+	struct lvl_vals v;
+	memset(&v, 0, sizeof(v));
+	static const char *const required[] = {"sku", "offer_id", "location_id", NULL};
+	for (int i = 0; required[i]; i++) {
+		const struct json_value *m = json_get(body, required[i]);
+		if (!m || m->type == JSON_NULL)
+			api_field_error(c, required[i], "required", "is required");
+	}
+	if (fld_str(c, body, "sku", NULL, v.sku, INV_SKU_MAX) == FLD_SET) {
+		for (const char *p = v.sku; *p; p++)
+			if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+			      strchr("._-", *p))) {
+				api_field_error(c, "sku", "format", "letters, digits, '.', '_' and '-' only");
+				break;
+			}
+	}
+	char owner[ID_MAX_LEN] = "";
+	int ro = fld_str(c, body, "owner_entity_id", NULL, owner, ID_MAX_LEN - 1);
+	const struct offer *o = NULL;
+	if (fld_str(c, body, "offer_id", NULL, v.offer_id, ID_MAX_LEN - 1) == FLD_SET) {
+		o = offer_get(c->sh, v.offer_id, strlen(v.offer_id));
+		if (!o || !api_owns(c, o->originator_id, strlen(o->originator_id))) {
+			api_field_error(c, "offer_id", "exists", "no offer of yours with this id");
+			o = NULL;
+		} else if (o->status == OS_WITHDRAWN)
+			api_field_error(c, "offer_id", "withdrawn", "a withdrawn offer takes no inventory");
+		else {
+			memcpy(v.owner_id, o->originator_id, sizeof(v.owner_id));
+			if (ro == FLD_SET && strcmp(owner, o->originator_id))
+				api_field_error(c, "owner_entity_id", "offer_owner", "the stock's owner is the offer's originator");
+		}
+	}
+	if (fld_str(c, body, "location_id", NULL, v.location_id, ID_MAX_LEN - 1) == FLD_SET && o) {
+		const struct location *l = location_get(c->sh, v.location_id, strlen(v.location_id));
+		if (!l || !location_usable(c->sh, l, v.owner_id))
+			api_field_error(c, "location_id", "usable",
+					"no stock location with this id that the offer's originator may use");
+		else if (l->status != LS_ACTIVE)
+			api_field_error(c, "location_id", "active", "the location is inactive");
+	}
+	v.condition = IC_SELLABLE;
+	if (fld_enum(c, body, "condition", NULL, inv_condition_names, &v.condition) == FLD_NULL)
+		v.condition = IC_SELLABLE;
+	read_qty(c, body, "on_hand", &v.on_hand);
+	read_qty(c, body, "incoming", &v.incoming);
+	if (c->n_errs) {
+		api_validation_failed(c);
+		return;
+	}
+	char nk[3 * ID_MAX_LEN];
+	uint16_t nkl = natural_key(nk, v.offer_id, v.location_id, v.condition);
+	const struct inv_level *dup = hidx_get(&ext(&c->sh->tables[REC_T_INVENTORY])->by_natural, nk, nkl);
+	if (dup) {
+		char d[200];
+		snprintf(d, sizeof(d), "level %.*s already holds this offer at this location in this condition",
+			 (int)dup->row.id_len, dup->row.id);
+		api_error(c, 409, "inventory_exists", d);
+		return;
+	}
+	if (offer_levels(c->sh, v.offer_id) >= INV_LEVELS_PER_OFFER_MAX) {
+		api_error(c, 409, "too_many_levels", "the offer has the maximum number of inventory levels");
+		return;
+	}
+	{
+		/* DESIGN.md 2: the id embeds its location's country ("inv_FR_...") */
+		const struct location *lc = location_get(c->sh, v.location_id, strlen(v.location_id));
+		if (!lc || !id_new_country(&c->sh->ids, "inv", lc->country, v.id))
+			id_new(&c->sh->ids, "inv", v.id);
+	}
+	commit_level(c, &v, NULL, "declared", 201);
+}
+
+static void inventory_patch(struct api_ctx *c)
+{
+	const struct inv_level *l = c->n_params ? inv_level_get(c->sh, c->params[0].p, c->params[0].len) : NULL;
+	if (!l || !api_owns(c, l->owner_id, strlen(l->owner_id))) {
+		api_error(c, 404, "not_found", "no inventory level with this id");
+		return;
+	}
+	const struct json_value *body = api_body(c);
+	if (!body)
+		return;
+	fld_reject_unknown(c, body, inv_known, NULL);
+	rule_members(c, body, inv_service, "read_only", "is changed only by holds and orders");
+	rule_members(c, body, inv_identity, "immutable", "is the level's identity; declare another level");
+	struct lvl_vals v;
+	lvl_from_row(l, &v);
+	read_qty(c, body, "on_hand", &v.on_hand);
+	read_qty(c, body, "incoming", &v.incoming);
+	if (c->n_errs) {
+		api_validation_failed(c);
+		return;
+	}
+	if (vals_atp(&v) < 0) {
+		char d[200];
+		snprintf(d, sizeof(d), "on_hand %lld leaves atp %lld: %lld allocated and %lld reserved", (long long)v.on_hand,
+			 (long long)vals_atp(&v), (long long)v.allocated, (long long)v.reserved);
+		api_error(c, 409, "atp_negative", d);
+		return;
+	}
+	if (v.on_hand == l->on_hand && v.incoming == l->incoming) {
+		api_send_doc(c, 200, l->row.doc, l->row.doc_len); /* no change, no event */
+		return;
+	}
+	commit_level(c, &v, l, "updated", 200);
+}
+
+/* GET /v1/inventory/{id}: one level, to its readers (the list's rule:
+ * the item's owner, the location's owner, operators); others 404.  It
+ * gives the level an ETag and so makes PATCH /v1/inventory/{id}
+ * conditional (engine/edge/etag.c: a write is conditional on its resource's
+ * GET representation). */
+static void inventory_get(struct api_ctx *c)
+{
+	const struct inv_level *l = c->n_params ? inv_level_get(c->sh, c->params[0].p, c->params[0].len) : NULL;
+	if (!l || !level_visible(c, l)) {
+		api_error(c, 404, "not_found", "no inventory level with this id");
+		return;
+	}
+	api_send_doc(c, 200, l->row.doc, l->row.doc_len);
+}
+
+struct inv_filter {
+	char location[ID_MAX_LEN]; /* "" any (checked when walking by_offer) */
+};
+
+static int inv_match(struct api_ctx *c, const struct row *r, void *arg)
+{
+	const struct inv_filter *f = arg;
+	const struct inv_level *l = (const struct inv_level *)r;
+	return (!f->location[0] || !strcmp(l->location_id, f->location)) && level_visible(c, l);
+}
+
+static void inventory_list(struct api_ctx *c)
+{
+	struct api_page pg;
+	if (api_page_parse(c, &pg))
+		return;
+	struct inv_filter f;
+	char offer[ID_MAX_LEN];
+	memset(&f, 0, sizeof(f));
+	int no = api_query(c, "offer", offer, sizeof(offer));
+	int nl = api_query(c, "location", f.location, sizeof(f.location));
+	if (no == 0 || no == -2 || nl == 0 || nl == -2) {
+		api_error(c, 400, "invalid_filter", "offer and location must be ids");
+		return;
+	}
+	if (nl < 0)
+		f.location[0] = 0;
+	const struct table *t = &c->sh->tables[REC_T_INVENTORY];
+	const struct oidx *idx = &t->by_order;
+	uint8_t prefix[IDX_MAX_KEY];
+	uint32_t pl = 0;
+	if (no > 0) {
+		idx = &ext(t)->by_offer;
+		pl = key_join(prefix, offer, NULL, "", 0);
+	} else if (nl > 0) {
+		idx = &ext(t)->by_location;
+		pl = key_join(prefix, f.location, NULL, "", 0);
+	} else if (!c->who.is_platform) {
+		idx = &ext(t)->by_owner;
+		pl = key_join(prefix, c->who.entity_id, NULL, "", 0);
+	}
+	api_list(c, idx, prefix, pl, &pg, inv_match, &f, NULL);
+}
+
+/* ---- HTTP: network snapshot --------------------------------------------------------- */
+
+struct stock_sum {
+	const char *offer;
+	int64_t on_hand, incoming, reserved, allocated, atp;
+};
+
+static void jw_stock(struct jw *w, const struct stock_sum *s)
+{
+	jw_obj_begin(w);
+	jw_kstr(w, "offer_id", s->offer);
+	jw_kint(w, "on_hand", s->on_hand);
+	jw_kint(w, "incoming", s->incoming);
+	jw_kint(w, "reserved", s->reserved);
+	jw_kint(w, "allocated", s->allocated);
+	jw_kint(w, "atp", s->atp);
+	jw_obj_end(w);
+}
+
+/* The location's levels, summed per offer (by_location groups them). */
+static void snapshot_stock(struct api_ctx *c, const struct row *r)
+{
+	uint8_t k[IDX_MAX_KEY];
+	char lid[ID_MAX_LEN];
+	snprintf(lid, sizeof(lid), "%.*s", (int)r->id_len, r->id);
+	uint32_t pl = key_join(k, lid, NULL, "", 0), kl;
+	struct oidx_iter it;
+	struct stock_sum s = {0};
+	unsigned n = 0;
+	int truncated = 0;
+	jw_key(&c->w, "stock");
+	jw_arr_begin(&c->w);
+	for (int ok = oidx_seek_ge(&ext(&c->sh->tables[REC_T_INVENTORY])->by_location, k, pl, &it); ok;
+	     ok = oidx_next(&it)) {
+		const uint8_t *key = oidx_iter_key(&it, &kl);
+		if (kl < pl || memcmp(key, k, pl))
+			break;
+		const struct inv_level *l = oidx_iter_val(&it);
+		if (!s.offer || strcmp(s.offer, l->offer_id)) {
+			if (s.offer)
+				jw_stock(&c->w, &s);
+			if (n == INV_SNAPSHOT_STOCK_MAX) {
+				truncated = 1;
+				s.offer = NULL;
+				break;
+			}
+			n++;
+			memset(&s, 0, sizeof(s));
+			s.offer = l->offer_id;
+		}
+		s.on_hand += l->on_hand;
+		s.incoming += l->incoming;
+		s.reserved += l->reserved;
+		s.allocated += l->allocated;
+		if (l->condition == IC_SELLABLE)
+			s.atp += inv_atp(l);
+	}
+	if (s.offer)
+		jw_stock(&c->w, &s);
+	jw_arr_end(&c->w);
+	jw_kbool(&c->w, "stock_truncated", truncated);
+}
+
+static void snapshot_emit(struct api_ctx *c, const struct row *r)
+{
+	struct json_doc *d = json_parse(r->doc, r->doc_len, NULL, NULL);
+	if (!d) {
+		c->w.err = 1;
+		return;
+	}
+	const struct json_value *o = json_root(d);
+	jw_obj_begin(&c->w);
+	for (uint32_t i = 0; i < o->len; i++) {
+		jw_key(&c->w, o->u.members[i].key);
+		jw_value(&c->w, &o->u.members[i].value);
+	}
+	snapshot_stock(c, r);
+	jw_obj_end(&c->w);
+	json_doc_free(d);
+}
+
+static void network_snapshot(struct api_ctx *c)
+{
+	struct api_page pg;
+	if (api_page_parse(c, &pg))
+		return;
+	api_list(c, &c->sh->tables[REC_T_LOCATION].by_order, NULL, 0, &pg, NULL, NULL, snapshot_emit);
+}
+
+/* ---- HTTP: holds (operator primitives; the orders saga calls the C API) ------------- */
+
+/* HTTP answer per hold result. */
+static const struct {
+	int status;
+	const char *code, *detail;
+} hold_http[] = {
+	[HOLD_E_ARG] = {422, "validation_failed", "hold_id must be 1-64 of [A-Za-z0-9_.:-]; qty 1..10^8"},
+	[HOLD_E_NO_LEVEL] = {404, "not_found", "no inventory level with this id"},
+	[HOLD_E_NOT_SELLABLE] = {409, "not_sellable", "the level's condition is not sellable"},
+	[HOLD_E_SHORT] = {409, "atp_short", "the level's atp is below the quantity"},
+	[HOLD_E_CONFLICT] = {409, "hold_conflict", "this hold id is held for another level or quantity"},
+	[HOLD_E_NOT_FOUND] = {404, "not_found", "no hold with this id"},
+	[HOLD_E_STATE] = {409, "invalid_hold_state", "a released hold cannot be committed"},
+	[HOLD_E_STORE] = {500, "commit_failed", "the hold could not be stored"},
+};
+
+static void hold_answer(struct api_ctx *c, int rc, const char *id, int ok_status)
+{
+	if (rc != HOLD_OK) {
+		api_error(c, hold_http[rc].status, hold_http[rc].code, hold_http[rc].detail);
+		return;
+	}
+	const struct hold *h = hold_get(c->sh, id, strlen(id));
+	if (h)
+		api_send_doc(c, ok_status, h->row.doc, h->row.doc_len);
+	else
+		api_error(c, 500, "commit_failed", "the hold could not be read back");
+}
+
+static int refuse_order_hold(struct api_ctx *c, const char *hold_id);
+
+static void holds_place(struct api_ctx *c)
+{
+	static const char *const known[] = {"hold_id", "level_id", "qty", NULL};
+	const struct json_value *body = api_body(c);
+	if (!body)
+		return;
+	fld_reject_unknown(c, body, known, NULL);
+	char id[INV_HOLD_ID_MAX + 1] = "", level[ID_MAX_LEN] = "";
+	int64_t qty = 0;
+	if (fld_str(c, body, "hold_id", NULL, id, INV_HOLD_ID_MAX) != FLD_SET || !hold_id_ok(id))
+		api_field_error(c, "hold_id", "format", "1-%d of [A-Za-z0-9_.:-]", INV_HOLD_ID_MAX);
+	if (fld_str(c, body, "level_id", NULL, level, ID_MAX_LEN - 1) != FLD_SET)
+		api_field_error(c, "level_id", "required", "is required");
+	if (fld_int(c, body, "qty", NULL, 1, INV_QTY_MAX, &qty) != FLD_SET && !c->n_errs)
+		api_field_error(c, "qty", "required", "is required");
+	if (c->n_errs) {
+		api_validation_failed(c);
+		return;
+	}
+	if (refuse_order_hold(c, id))
+		return;
+	int existed = hold_get(c->sh, id, strlen(id)) != NULL;
+	hold_answer(c, hold_place(c->sh, level, qty, id), id, existed ? 200 : 201);
+}
+
+/* The order whose legs name this hold id ("<order id>.H<n>"), or NULL. */
+static const struct order *hold_owner(struct shard *sh, const char *hold_id)
+{
+	const char *dot = strrchr(hold_id, '.');
+	if (!dot || dot == hold_id || dot[1] != 'H')
+		return NULL;
+	const struct order *o = order_get(sh, hold_id, (size_t)(dot - hold_id));
+	for (unsigned i = 0; o && i < o->n_legs; i++)
+		if (!strcmp(o->legs[i].hold_id, hold_id))
+			return o;
+	return NULL;
+}
+
+/* 409 hold_owned_by_order when an order owns the hold (1), else 0. */
+static int refuse_order_hold(struct api_ctx *c, const char *hold_id)
+{
+	const struct order *o = hold_owner(c->sh, hold_id);
+	if (!o)
+		return 0;
+	char d[320], route[ID_MAX_LEN + 40];
+	snprintf(route, sizeof(route), "POST /v1/orders/%s/cancel", o->row.id);
+	snprintf(d, sizeof(d),
+		 "hold %s belongs to order %s and moves only with it: cancel the order (%s) or fulfil its leg "
+		 "(POST /v1/orders/%s/fulfillments/{leg_id}/fulfill)",
+		 hold_id, o->row.id, route, o->row.id);
+	buf_reset(&c->rs->body);
+	jw_init(&c->w, &c->rs->body);
+	c->rs->status = 409;
+	c->rs->content_type = PROBLEM_CONTENT_TYPE;
+	problem_begin(&c->w, 409, "hold_owned_by_order", "Conflict", d);
+	jw_kstr(&c->w, "order_id", o->row.id);
+	jw_kstr(&c->w, "order_route", route);
+	problem_end(&c->w);
+	return 1;
+}
+
+static void hold_path_move(struct api_ctx *c, int (*fn)(struct shard *, const char *))
+{
+	char id[INV_HOLD_ID_MAX + 1];
+	if (api_param(c, 0, id, sizeof(id)) < 0) {
+		api_error(c, 404, "not_found", "no hold with this id");
+		return;
+	}
+	if (refuse_order_hold(c, id))
+		return;
+	hold_answer(c, fn(c->sh, id), id, 200);
+}
+
+static void holds_commit(struct api_ctx *c) { hold_path_move(c, hold_commit); }
+static void holds_release(struct api_ctx *c) { hold_path_move(c, hold_release); }
+
+const struct route inventory_routes[] = {
+	/* before any /v1/inventory/{id} pattern: the first match wins */
+	{HTTP_M_GET, "/v1/inventory/network-snapshot", network_snapshot, SC_READ_NETWORK, ACT_READ_NETWORK,
+	 "Whole-network snapshot: locations, stock, duty context", 0},
+	{HTTP_M_GET, "/v1/inventory", inventory_list, SC_READ_INVENTORY, ACT_READ_INVENTORY, "List inventory levels", 0},
+	{HTTP_M_GET, "/v1/inventory/{id}", inventory_get, SC_READ_INVENTORY, ACT_READ_INVENTORY,
+	 "Retrieve an inventory level", 0},
+	{HTTP_M_POST, "/v1/inventory", inventory_create, SC_WRITE_INVENTORY, ACT_WRITE_INVENTORY,
+	 "Declare inventory for an offer at a location", 0},
+	{HTTP_M_PATCH, "/v1/inventory/{id}", inventory_patch, SC_WRITE_INVENTORY, ACT_WRITE_INVENTORY,
+	 "Update an inventory level's quantities", 0},
+	{HTTP_M_POST, "/v1/holds", holds_place, SC_OPERATOR, ACT_OPERATE, "Place a stock hold (operator)", 0},
+	{HTTP_M_POST, "/v1/holds/{id}/commit", holds_commit, SC_OPERATOR, ACT_OPERATE,
+	 "Commit a stock hold (operator)", 0},
+	{HTTP_M_POST, "/v1/holds/{id}/release", holds_release, SC_OPERATOR, ACT_OPERATE,
+	 "Release a stock hold (operator)", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
+};

@@ -1,0 +1,127 @@
+/*
+ * inventory.h -- inventory items and levels (spec 2.5), the reservation
+ * primitives (holds) the orders saga builds on (DESIGN.md 5), and the
+ * network snapshot.  The why and the rules are in inventory.c.
+ */
+#ifndef WM_INVENTORY_H
+#define WM_INVENTORY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/edge/api.h"
+#include "engine/storage/id.h"
+#include "engine/storage/shard.h"
+#include "engine/storage/table.h"
+
+#define INV_QTY_MAX 100000000LL          /* any one quantity of a level (= OFFER_QTY_MAX) */
+#define INV_SKU_MAX 64                   /* bytes of a sku */
+#define INV_LEVELS_PER_OFFER_MAX 1000    /* levels one offer may have (bounds the qty sum) */
+#define INV_SNAPSHOT_STOCK_MAX 200       /* offers listed per location in the network snapshot */
+#define INV_HOLD_ID_MAX 64               /* bytes of a hold id */
+
+enum inv_condition { IC_SELLABLE, IC_DAMAGED, IC_QUARANTINE, INV_N_CONDITION };
+extern const char *const inv_condition_names[]; /* NULL-terminated */
+
+/* One inventory level: item (sku, offer, owner) x location x condition. */
+struct inv_level {
+	struct row row;
+	char sku[INV_SKU_MAX + 1];
+	char offer_id[ID_MAX_LEN], owner_id[ID_MAX_LEN], location_id[ID_MAX_LEN];
+	uint8_t condition;                       /* enum inv_condition */
+	int64_t on_hand, incoming, reserved, allocated;
+	char nkey[3 * ID_MAX_LEN];               /* offer NUL location NUL condition: uniqueness */
+	uint16_t nkey_len;
+	char created_at[32];
+};
+
+/* atp = on_hand - allocated - reserved; never negative for a stored level. */
+static inline int64_t inv_atp(const struct inv_level *l) { return l->on_hand - l->allocated - l->reserved; }
+
+const struct inv_level *inv_level_get(struct shard *sh, const char *id, size_t len);
+
+/* The offer's sellable level with the most ATP (> 0; first in level id
+ * order on ties), or NULL: where a quote's leg ships from (its location's
+ * country is the freight origin, its owner the fulfiller). */
+const struct inv_level *inv_offer_best_level(struct shard *sh, const char *offer_id);
+
+/* The offer's sellable levels with ATP > 0, most ATP first (level id order
+ * on ties): at most max into out, returns how many; *atp_sum (may be NULL)
+ * gets the ATP of ALL of them.  Bounded by INV_LEVELS_PER_OFFER_MAX. */
+unsigned inv_offer_sellable(struct shard *sh, const char *offer_id, const struct inv_level **out, unsigned max,
+			    int64_t *atp_sum);
+
+/* A set of stock locations: a sales channel's linked locations (spec 2.5).
+ * ids[0..n) are NUL-terminated; the caller owns them. */
+struct inv_loc_set {
+	unsigned n;
+	const char (*ids)[ID_MAX_LEN];
+};
+/* inv_offer_sellable restricted to levels at a location of `at` (NULL:
+ * every location, exactly inv_offer_sellable).  Same bound. */
+unsigned inv_offer_sellable_at(struct shard *sh, const char *offer_id, const struct inv_loc_set *at,
+			       const struct inv_level **out, unsigned max, int64_t *atp_sum);
+
+/* The least offer id strictly after `after` ("" = from the first) that has
+ * a level (any condition) at the location: copied into out (ID_MAX_LEN
+ * bytes), 1; or 0 when none.  Walks by_location (location NUL offer NUL id):
+ * O(log n) per call. */
+int inv_location_next_offer(struct shard *sh, const char *location_id, const char *after, char *out);
+/* The sum of the ATP of the offer's sellable levels at the location (0 when
+ * none); ids longer than ID_MAX_LEN - 1 have no levels. */
+int64_t inv_location_offer_atp(struct shard *sh, const char *location_id, const char *offer_id);
+
+/* ---- holds ------------------------------------------------------------------ */
+
+enum hold_state { HS_PREPARED, HS_COMMITTED, HS_RELEASED, HS_CONSUMED, HOLD_N_STATE };
+extern const char *const hold_state_names[];
+
+struct hold {
+	struct row row;
+	char level_id[ID_MAX_LEN];
+	int64_t qty;
+	uint8_t state;                           /* enum hold_state */
+	char created_at[32];
+};
+
+enum hold_rc {
+	HOLD_OK = 0,
+	HOLD_E_ARG,          /* bad hold id (empty, too long, bad bytes) or qty outside 1..INV_QTY_MAX */
+	HOLD_E_NO_LEVEL,     /* no such level */
+	HOLD_E_NOT_SELLABLE, /* the level's condition is not sellable */
+	HOLD_E_SHORT,        /* atp < qty: nothing changed */
+	HOLD_E_CONFLICT,     /* the hold id exists for another level or qty */
+	HOLD_E_NOT_FOUND,    /* commit/release of an unknown hold id */
+	HOLD_E_STATE,        /* commit of a released hold */
+	HOLD_E_STORE,        /* the transaction could not be committed */
+};
+
+const struct hold *hold_get(struct shard *sh, const char *id, size_t len);
+
+/*
+ * Place a PREPARED hold of qty units on a sellable level: reserved += qty
+ * in one transaction with the hold row, the stock.changed event and the
+ * offer's qty_available.  Fails atomically (nothing changes) when atp <
+ * qty.  Idempotent by hold id: the same id with the same level and qty
+ * again is HOLD_OK and changes nothing (whatever the hold's state now);
+ * with another level or qty HOLD_E_CONFLICT.  A failed placement stores
+ * nothing, so retrying its id may succeed later.
+ */
+int hold_place(struct shard *sh, const char *level_id, int64_t qty, const char *hold_id);
+/* PREPARED -> COMMITTED: the units move from reserved to allocated (ATP
+ * unchanged); events stock.changed and stock.reserved.  COMMITTED again is
+ * HOLD_OK (no-op); RELEASED is HOLD_E_STATE. */
+int hold_commit(struct shard *sh, const char *hold_id);
+/* COMMITTED -> CONSUMED (the order's leg is fulfilled): allocated and
+ * on_hand both -= qty (ATP unchanged).  CONSUMED again is HOLD_OK;
+ * PREPARED or RELEASED is HOLD_E_STATE. */
+int hold_consume(struct shard *sh, const char *hold_id);
+/* PREPARED or COMMITTED -> RELEASED: the units return to ATP (reserved or
+ * allocated -= qty).  RELEASED again is HOLD_OK (no-op). */
+int hold_release(struct shard *sh, const char *hold_id);
+
+extern const struct table_ops inventory_table_ops;
+extern const struct table_ops hold_table_ops;
+extern const struct route inventory_routes[];
+
+#endif

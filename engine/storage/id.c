@@ -1,0 +1,145 @@
+/*
+ * id.c -- identifier generation (format in id.h).
+ */
+#include "engine/storage/id.h"
+
+#include <string.h>
+#include <sys/random.h>
+
+#include "engine/base/log.h"
+
+static const char b32[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+static int b32_val(char ch)
+{
+	const char *p = ch ? strchr(b32, ch) : NULL;
+	return p ? (int)(p - b32) : -1;
+}
+
+void id_clock_init(struct id_clock *c)
+{
+	memset(c, 0, sizeof(*c));
+	if (getrandom(&c->rng, sizeof(c->rng), 0) != sizeof(c->rng))
+		c->rng = wall_ms() * 0x9e3779b97f4a7c15ull;
+	c->rng |= 1;
+}
+
+static uint64_t id_rand(struct id_clock *c)
+{
+	/* xorshift64*: ids need uniqueness help, not secrecy */
+	c->rng ^= c->rng >> 12;
+	c->rng ^= c->rng << 25;
+	c->rng ^= c->rng >> 27;
+	return c->rng * 0x2545f4914f6cdd1dull;
+}
+
+static void put_b32(char *out, uint64_t v, int n)
+{
+	for (int i = n - 1; i >= 0; i--) {
+		out[i] = b32[v & 31];
+		v >>= 5;
+	}
+}
+
+size_t id_new(struct id_clock *c, const char *prefix, char *out)
+{
+	uint64_t now = wall_ms();
+	if (now > c->last_ms) {
+		c->last_ms = now;
+		c->seq = 0;
+	} else if (++c->seq >= (1u << 20)) {
+		c->last_ms++;
+		c->seq = 0;
+	}
+	size_t pl = strlen(prefix);
+	memcpy(out, prefix, pl);
+	out[pl] = '_';
+	put_b32(out + pl + 1, c->last_ms, 10);
+	put_b32(out + pl + 11, c->seq, 4);
+	put_b32(out + pl + 15, id_rand(c), 6);
+	out[pl + 1 + ID_BODY_LEN] = 0;
+	return pl + 1 + ID_BODY_LEN;
+}
+
+static int is_cc(const char *cc) { return cc[0] >= 'A' && cc[0] <= 'Z' && cc[1] >= 'A' && cc[1] <= 'Z'; }
+
+size_t id_new_country(struct id_clock *c, const char *prefix, const char *cc, char *out)
+{
+	if (!cc || strlen(cc) != 2 || !is_cc(cc)) {
+		out[0] = 0;
+		return 0;
+	}
+	char pre[ID_MAX_LEN];
+	size_t pl = strlen(prefix);
+	if (pl + 3 + ID_BODY_LEN + 1 > ID_MAX_LEN) {
+		out[0] = 0;
+		return 0;
+	}
+	memcpy(pre, prefix, pl);
+	pre[pl] = '_';
+	pre[pl + 1] = cc[0];
+	pre[pl + 2] = cc[1];
+	pre[pl + 3] = 0;
+	return id_new(c, pre, out);
+}
+
+int id_country(const char *id, size_t len, char cc_out[3])
+{
+	cc_out[0] = 0;
+	/* ..._CC_<body>: the country sits just before the body */
+	if (len < ID_BODY_LEN + 5 || id[len - ID_BODY_LEN - 1] != '_' || id[len - ID_BODY_LEN - 4] != '_')
+		return 0;
+	const char *cc = id + len - ID_BODY_LEN - 3;
+	if (!is_cc(cc))
+		return 0;
+	cc_out[0] = cc[0];
+	cc_out[1] = cc[1];
+	cc_out[2] = 0;
+	return 1;
+}
+
+static int body_decode(const char *body, uint64_t *ms, uint32_t *seq)
+{
+	uint64_t t = 0, s = 0;
+	for (int i = 0; i < ID_BODY_LEN; i++) {
+		int v = b32_val(body[i]);
+		if (v < 0)
+			return -1;
+		if (i < 10)
+			t = t << 5 | (uint64_t)v;
+		else if (i < 14)
+			s = s << 5 | (uint64_t)v;
+	}
+	*ms = t;
+	*seq = (uint32_t)s;
+	return 0;
+}
+
+void id_observe(struct id_clock *c, const char *id, size_t len)
+{
+	/* the body follows the last '_' (a country id has two) */
+	if (len < ID_BODY_LEN + 1 || id[len - ID_BODY_LEN - 1] != '_')
+		return;
+	const char *us = id + len - ID_BODY_LEN - 1;
+	uint64_t ms;
+	uint32_t seq;
+	if (body_decode(us + 1, &ms, &seq))
+		return;
+	if (ms > c->last_ms || (ms == c->last_ms && seq > c->seq)) {
+		c->last_ms = ms;
+		c->seq = seq;
+	}
+}
+
+int id_valid(const char *id, size_t len, const char *prefix)
+{
+	size_t pl = strlen(prefix);
+	if (len == pl + 4 + ID_BODY_LEN && !memcmp(id, prefix, pl) && id[pl] == '_' && is_cc(id + pl + 1) &&
+	    id[pl + 3] == '_')
+		pl += 3; /* "<prefix>_<CC>_<body>" */
+	if (len != pl + 1 + ID_BODY_LEN || memcmp(id, prefix, strlen(prefix)) || id[pl] != '_')
+		return 0;
+	uint64_t ms;
+	uint32_t seq;
+	return body_decode(id + pl + 1, &ms, &seq) == 0;
+}

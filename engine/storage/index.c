@@ -1,0 +1,1111 @@
+/*
+ * index.c -- the hash index (hidx) and the ordered index (oidx) that every
+ * table is served from.  See engine/storage/index.h for the public contract.
+ *
+ * Why two structures: lookups by id / uniqueness checks want O(1) and no
+ * ordering, so they go to an open-addressing hash; cursor pagination and
+ * ranges want "first key >= k, then the next 50 in order", which a B+tree
+ * with linked leaves gives in O(log n + page) without ever allocating.
+ *
+ * ---- hidx -----------------------------------------------------------------
+ *
+ * Linear probing over a power-of-two array of slots.  slot.hash encodes the
+ * slot state:
+ *     HIDX_EMPTY (0)  never used since the last rehash; ends a probe chain
+ *     HIDX_TOMB  (1)  deleted; probe chains continue through it
+ *     >= 2            live; the XXH3-64 of the key, with 0 and 1 remapped
+ * Invariants (checked by assert where cheap):
+ *   - cap is 0 (no array yet) or a power of two >= HIDX_MIN_CAP;
+ *   - count - moving + tombstones == number of non-empty slots of the
+ *     current array (moving: live entries still in the previous one);
+ *   - (count + tombstones) <= cap * 7/10 after every insert: before an
+ *     insert that would pass that load we rehash into a table sized so the
+ *     live load is <= 1/2 (the same size when tombstones were the problem,
+ *     otherwise doubled), which drops every tombstone;
+ *   - the rehash is incremental: the previous array stays (lookups probe
+ *     both; a key is in exactly one) and every insert or delete moves
+ *     HIDX_MOVE_STEP of its slots, so no single operation pays for a whole
+ *     table -- a 1M-entry table took ~57 ms to rehash at once, a stall of
+ *     every request behind it;
+ *   - every live key is reachable from its home slot without crossing an
+ *     empty slot.
+ * Keys are not copied (the row owns them); a slot keeps the caller's pointer.
+ * A deletion whose successor slot is empty turns itself, and the tombstones
+ * just before it, back into empty slots, so delete-heavy tables at the end
+ * of probe chains do not accumulate tombstones.
+ *
+ * ---- oidx -----------------------------------------------------------------
+ *
+ * A B+tree.  Every key lives in exactly one leaf; leaves are linked both ways
+ * (prev/next) in key order, so a walk is pointer chasing with no allocation
+ * and no re-descent.  Inner nodes hold separators: for an inner node with
+ * keys s[0..n) and children c[0..n], every key k in c[i] satisfies
+ * s[i-1] <= k < s[i].  A separator is a private copy (never a pointer into a
+ * leaf key), truncated to the shortest prefix of the right-hand neighbour's
+ * first key that still sorts above the left-hand neighbour's last key, which
+ * keeps inner nodes small for long keys with shared prefixes.
+ *
+ * Keys are stored as malloc'd blobs: byte 0 is the length (IDX_MAX_KEY is
+ * 255, so one byte suffices), bytes 1.. the key.  Order is memcmp over the
+ * common length, then the shorter key first.
+ *
+ * Node capacity: leaves hold up to OIDX_LEAF_MAX entries, inner nodes up to
+ * OIDX_INNER_MAX children (fan-out 64; one node is ~1 KiB).
+ *
+ * Fill invariant (verified by oidx_check):
+ *   - all leaves are at depth height-1;
+ *   - the root is a leaf with >= 1 entry, or an inner node with >= 2
+ *     children, or NULL when the tree is empty (height 0);
+ *   - any other node holds >= half its capacity, EXCEPT nodes on the
+ *     rightmost spine, which only need >= 1 entry (leaf) / >= 2 children.
+ * The exception exists because of the append split: when the key goes past
+ * the end of the last leaf (the common case for time-ordered ids), the full
+ * leaf is kept full and the new key starts a new leaf, instead of leaving
+ * two half-empty leaves behind.  This halves memory for sequential loads.
+ * Only the rightmost spine can be thin, so the height stays O(log n).
+ *
+ * Insert: descend recording the path, then count how many nodes on the path
+ * will split and allocate everything needed (key copy, new leaf, separator,
+ * new inner nodes, maybe a new root) BEFORE touching the tree; on OOM the
+ * tree is unchanged and -1 is returned.
+ *
+ * Delete: remove from the leaf; while the node is below half and not the
+ * root, merge it with a sibling (left one preferred) if both fit in one
+ * node, else redistribute the entries evenly.  Redistributing two leaves
+ * needs a new separator copy; if that allocation fails the node is simply
+ * left under-full (still a correct tree, only less compact).  An inner root
+ * left with one child is replaced by that child.  No node is ever empty
+ * except that an empty tree has no root at all.
+ *
+ * Single-threaded, no internal locking.  Iterators are plain (leaf, pos)
+ * pairs and are invalidated by any modification.
+ */
+#include "engine/storage/index.h"
+
+#include <assert.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+uint64_t idx_probes;
+
+/* ======================================================================= */
+/* hidx                                                                    */
+/* ======================================================================= */
+
+#define HIDX_EMPTY 0u
+#define HIDX_TOMB 1u
+#define HIDX_MIN_CAP 16u
+/* Rehash when (live + tombstones) would exceed cap * LOAD_NUM / LOAD_DEN. */
+#define HIDX_LOAD_NUM 7u
+#define HIDX_LOAD_DEN 10u
+/* Incremental rehash: slots of the previous array moved per insert/delete,
+ * and the size below which a rehash moves everything at once. */
+#define HIDX_MOVE_STEP 64u
+#define HIDX_MOVE_AT_ONCE 4096u
+
+/* The hash of a key, never HIDX_EMPTY nor HIDX_TOMB. */
+static uint64_t hidx_hash(const char *key, uint32_t key_len)
+{
+	uint64_t h = XXH3_64bits(key_len ? key : "", key_len);
+	return h < 2 ? h + 2 : h;
+}
+
+static bool hidx_key_eq(const struct hidx_slot *s, uint64_t hash, const char *key, uint32_t key_len)
+{
+	return s->hash == hash && s->key_len == key_len && (key_len == 0 || memcmp(s->key, key, key_len) == 0);
+}
+
+/* Arguments usable at all: length in bounds, bytes present when needed. */
+static bool hidx_key_ok(const char *key, uint32_t key_len)
+{
+	return key_len <= IDX_MAX_KEY && (key != NULL || key_len == 0);
+}
+
+/* hidx_init: an empty index that owns no memory yet.  Never fails. */
+void hidx_init(struct hidx *h)
+{
+	memset(h, 0, sizeof(*h));
+}
+
+/* hidx_free: releases the slot arrays (not the keys or values, which belong
+ * to the caller) and leaves an empty, reusable index. */
+void hidx_free(struct hidx *h)
+{
+	free(h->slots);
+	free(h->old);
+	hidx_init(h);
+}
+
+/* Index of the live slot holding key in slots[0..cap), or SIZE_MAX. */
+static size_t hidx_probe(const struct hidx_slot *slots, size_t cap, uint64_t hash, const char *key,
+			 uint32_t key_len)
+{
+	if (cap == 0)
+		return SIZE_MAX;
+	size_t mask = cap - 1;
+	for (size_t i = (size_t)hash & mask;; i = (i + 1) & mask) {
+		const struct hidx_slot *s = &slots[i];
+		if (s->hash == HIDX_EMPTY)
+			return SIZE_MAX;
+		if (hidx_key_eq(s, hash, key, key_len))
+			return i;
+	}
+}
+
+/* The live slot holding key, in the current array or (while a rehash is
+ * moving entries) the previous one; *in_old says which.  NULL if absent. */
+static struct hidx_slot *hidx_find(const struct hidx *h, uint64_t hash, const char *key, uint32_t key_len,
+				   int *in_old)
+{
+	size_t at = hidx_probe(h->slots, h->cap, hash, key, key_len);
+	*in_old = 0;
+	if (at != SIZE_MAX)
+		return &h->slots[at];
+	at = h->old ? hidx_probe(h->old, h->old_cap, hash, key, key_len) : SIZE_MAX;
+	*in_old = at != SIZE_MAX;
+	return at == SIZE_MAX ? NULL : &h->old[at];
+}
+
+/* Put a live entry whose key is in neither array into the current array:
+ * the first empty slot or tombstone of its probe chain. */
+static void hidx_place(struct hidx *h, const struct hidx_slot *e)
+{
+	size_t mask = h->cap - 1;
+	size_t i = (size_t)e->hash & mask;
+	while (h->slots[i].hash >= 2)
+		i = (i + 1) & mask;
+	if (h->slots[i].hash == HIDX_TOMB) {
+		assert(h->tombstones > 0);
+		h->tombstones--;
+	}
+	h->slots[i] = *e;
+}
+
+/* Move the live entries of up to n slots of the previous array into the
+ * current one; free it when it is empty. */
+static void hidx_move(struct hidx *h, size_t n)
+{
+	for (; h->old && n > 0 && h->move_pos < h->old_cap; n--, h->move_pos++) {
+		struct hidx_slot *e = &h->old[h->move_pos];
+		if (e->hash >= 2) {
+			hidx_place(h, e);
+			/* gone from here: a tombstone keeps the chains of the keys
+			 * still to move intact */
+			*e = (struct hidx_slot){ .hash = HIDX_TOMB };
+			h->moving--;
+		}
+	}
+	if (h->old && (h->moving == 0 || h->move_pos == h->old_cap)) {
+		assert(h->moving == 0);
+		free(h->old);
+		h->old = NULL;
+		h->old_cap = h->move_pos = 0;
+	}
+}
+
+/*
+ * Start a rehash into a table of new_cap slots (power of two, > count):
+ * the current array becomes the previous one and its entries move over
+ * HIDX_MOVE_STEP slots per later insert or delete (incremental, as Redis's
+ * dict does: no single operation pays for the whole table; a lookup
+ * probes both arrays meanwhile).  A rehash still moving is finished first.
+ * Small tables are moved at once.  -1 on OOM with the table unchanged.
+ */
+static int hidx_rehash(struct hidx *h, size_t new_cap)
+{
+	assert(new_cap >= HIDX_MIN_CAP && (new_cap & (new_cap - 1)) == 0 && new_cap > h->count);
+	struct hidx_slot *ns = calloc(new_cap, sizeof(*ns));
+	if (!ns)
+		return -1;
+	hidx_move(h, SIZE_MAX);
+	assert(!h->old);
+	h->old = h->slots;
+	h->old_cap = h->cap;
+	h->moving = h->count;
+	h->move_pos = 0;
+	h->slots = ns;
+	h->cap = new_cap;
+	h->tombstones = 0;
+	if (!h->old || h->moving <= HIDX_MOVE_AT_ONCE)
+		hidx_move(h, SIZE_MAX);
+	return 0;
+}
+
+/* Make room for one more live entry so the load rule still holds after the
+ * insert, counting the entries still to move (they land here too).  -1 on
+ * OOM (table unchanged). */
+static int hidx_reserve_one(struct hidx *h)
+{
+	size_t used = h->count + h->tombstones + 1;
+	if (h->cap != 0 && used * HIDX_LOAD_DEN <= h->cap * HIDX_LOAD_NUM)
+		return 0;
+	size_t nc = h->cap < HIDX_MIN_CAP ? HIDX_MIN_CAP : h->cap;
+	while ((h->count + 1) * 2 > nc) {
+		if (nc > SIZE_MAX / 2 / sizeof(struct hidx_slot))
+			return -1;
+		nc *= 2;
+	}
+	return hidx_rehash(h, nc);
+}
+
+/* Shared body of put and set.  replace: overwrite an existing entry. */
+static int hidx_insert(struct hidx *h, const char *key, uint32_t key_len, void *val, bool replace)
+{
+	if (!hidx_key_ok(key, key_len))
+		return -1;
+	hidx_move(h, HIDX_MOVE_STEP);
+	uint64_t hash = hidx_hash(key, key_len);
+	int in_old;
+	struct hidx_slot *at = hidx_find(h, hash, key, key_len, &in_old);
+	if (at) {
+		if (!replace)
+			return 1;
+		at->key = key;
+		at->val = val;
+		return 0;
+	}
+	if (hidx_reserve_one(h) != 0)
+		return -1;
+	hidx_place(h, &(struct hidx_slot){ .hash = hash, .key = key, .key_len = key_len, .val = val });
+	h->count++;
+	assert((h->count + h->tombstones) * HIDX_LOAD_DEN <= h->cap * HIDX_LOAD_NUM);
+	return 0;
+}
+
+/* hidx_put: insert key -> val unless the key is present.  0 inserted, 1 key
+ * already present (nothing changed), -1 key too long / NULL with length, or
+ * OOM (nothing changed).  The key bytes must outlive the entry. */
+int hidx_put(struct hidx *h, const char *key, uint32_t key_len, void *val)
+{
+	return hidx_insert(h, key, key_len, val, false);
+}
+
+/* hidx_set: insert, or replace the value and key pointer of the equal key.
+ * 0 or -1 (bad key / OOM, nothing changed). */
+int hidx_set(struct hidx *h, const char *key, uint32_t key_len, void *val)
+{
+	return hidx_insert(h, key, key_len, val, true);
+}
+
+/* hidx_get: the value for key, or NULL (also for a bad key).  No allocation. */
+void *hidx_get_untracked(const struct hidx *h, const char *key, uint32_t key_len)
+{
+	if (!hidx_key_ok(key, key_len))
+		return NULL;
+	int in_old;
+	const struct hidx_slot *at = hidx_find(h, hidx_hash(key, key_len), key, key_len, &in_old);
+	return at ? at->val : NULL;
+}
+
+void *hidx_get(const struct hidx *h, const char *key, uint32_t key_len)
+{
+	idx_probes++;
+	return hidx_get_untracked(h, key, key_len);
+}
+
+/* Remove the live slot `at` of the current array.  Leaves a tombstone
+ * unless the chain ends right after the slot (see the top). */
+static void hidx_unlink(struct hidx *h, size_t at)
+{
+	size_t mask = h->cap - 1;
+	if (h->slots[(at + 1) & mask].hash == HIDX_EMPTY) {
+		/* End of a chain: this slot and the tombstones before it are
+		 * no longer needed by any probe. */
+		size_t i = at;
+		h->slots[i] = (struct hidx_slot){ 0 };
+		for (i = (i - 1) & mask; h->slots[i].hash == HIDX_TOMB; i = (i - 1) & mask) {
+			h->slots[i] = (struct hidx_slot){ 0 };
+			h->tombstones--;
+		}
+	} else {
+		h->slots[at] = (struct hidx_slot){ .hash = HIDX_TOMB };
+		h->tombstones++;
+	}
+}
+
+/* hidx_del: remove key; returns its value, or NULL if absent. */
+void *hidx_del(struct hidx *h, const char *key, uint32_t key_len)
+{
+	if (!hidx_key_ok(key, key_len))
+		return NULL;
+	hidx_move(h, HIDX_MOVE_STEP);
+	int in_old;
+	struct hidx_slot *at = hidx_find(h, hidx_hash(key, key_len), key, key_len, &in_old);
+	if (!at)
+		return NULL;
+	void *val = at->val;
+	h->count--;
+	if (in_old) {
+		/* the previous array is only read and drained: a tombstone keeps
+		 * its chains intact until it is freed */
+		*at = (struct hidx_slot){ .hash = HIDX_TOMB };
+		h->moving--;
+		hidx_move(h, 0); /* frees it if that was its last entry */
+	} else {
+		hidx_unlink(h, (size_t)(at - h->slots));
+	}
+	return val;
+}
+
+/* hidx_next: the next live entry at or after position *pos (start at 0:
+ * the current array's slots, then the previous array's while a rehash is
+ * moving); sets *key / *key_len, advances *pos past it and returns its
+ * value; NULL at the end.  The index must not change during a walk.  A
+ * NULL value would read as the end (and as "absent" to get), so values
+ * must not be NULL; callers store rows, which never are. */
+void *hidx_next(const struct hidx *h, size_t *pos, const char **key, uint32_t *key_len)
+{
+	idx_probes++;
+	for (size_t i = *pos; i < h->cap + h->old_cap; i++) {
+		const struct hidx_slot *s = i < h->cap ? &h->slots[i] : &h->old[i - h->cap];
+		if (s->hash >= 2) {
+			*pos = i + 1;
+			if (key)
+				*key = s->key;
+			if (key_len)
+				*key_len = s->key_len;
+			return s->val;
+		}
+	}
+	*pos = h->cap + h->old_cap;
+	return NULL;
+}
+
+/* ======================================================================= */
+/* oidx                                                                    */
+/* ======================================================================= */
+
+#define OIDX_LEAF_MAX 64u                       /* entries per leaf */
+#define OIDX_LEAF_MIN (OIDX_LEAF_MAX / 2)       /* non-root, non-spine leaves */
+#define OIDX_INNER_MAX 64u                      /* children per inner node */
+#define OIDX_INNER_MIN (OIDX_INNER_MAX / 2)     /* non-root, non-spine inner */
+#define OIDX_MAX_HEIGHT 32u                     /* path arrays; unreachable */
+
+struct oidx_node {
+	uint32_t n;       /* leaf: entries; inner: separators (children = n+1) */
+	uint32_t is_leaf;
+};
+
+struct oidx_leaf {
+	struct oidx_node h;
+	struct oidx_leaf *prev, *next;
+	uint8_t *keys[OIDX_LEAF_MAX]; /* blobs: [len][bytes...] */
+	void *vals[OIDX_LEAF_MAX];
+};
+
+struct oidx_inner {
+	struct oidx_node h;
+	uint8_t *keys[OIDX_INNER_MAX - 1];
+	struct oidx_node *kids[OIDX_INNER_MAX];
+};
+
+static inline struct oidx_leaf *as_leaf(struct oidx_node *n)
+{
+	assert(n->is_leaf);
+	return (struct oidx_leaf *)n;
+}
+
+static inline struct oidx_inner *as_inner(struct oidx_node *n)
+{
+	assert(!n->is_leaf);
+	return (struct oidx_inner *)n;
+}
+
+static inline uint32_t kb_len(const uint8_t *kb) { return kb[0]; }
+static inline const uint8_t *kb_bytes(const uint8_t *kb) { return kb + 1; }
+
+/* memcmp over the common length, then shorter first.  Pointers may be NULL
+ * when their length is 0. */
+static int key_cmp(const void *a, uint32_t alen, const void *b, uint32_t blen)
+{
+	uint32_t m = alen < blen ? alen : blen;
+	if (m) {
+		int r = memcmp(a, b, m);
+		if (r)
+			return r;
+	}
+	return (alen > blen) - (alen < blen);
+}
+
+static int kb_cmp_key(const uint8_t *kb, const void *key, uint32_t key_len)
+{
+	return key_cmp(kb_bytes(kb), kb_len(kb), key, key_len);
+}
+
+static uint8_t *kb_new(const void *key, uint32_t key_len)
+{
+	assert(key_len <= IDX_MAX_KEY);
+	uint8_t *kb = malloc(1u + key_len);
+	if (!kb)
+		return NULL;
+	kb[0] = (uint8_t)key_len;
+	if (key_len)
+		memcpy(kb + 1, key, key_len);
+	return kb;
+}
+
+/* The shortest prefix of hi that sorts strictly above lo (lo < hi):
+ * lo < sep <= hi, so it is a valid separator between them. */
+static uint8_t *kb_separator(const uint8_t *lo, const uint8_t *hi)
+{
+	uint32_t ll = kb_len(lo), hl = kb_len(hi), m = ll < hl ? ll : hl, p = 0;
+	while (p < m && lo[1 + p] == hi[1 + p])
+		p++;
+	assert(p < hl); /* lo < hi, so hi is not a prefix of lo */
+	return kb_new(kb_bytes(hi), p + 1);
+}
+
+/* First index in the leaf whose key is >= key; *found if equal. */
+static uint32_t leaf_lower(const struct oidx_leaf *l, const void *key, uint32_t key_len, bool *found)
+{
+	uint32_t lo = 0, hi = l->h.n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (kb_cmp_key(l->keys[mid], key, key_len) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo < l->h.n && kb_cmp_key(l->keys[lo], key, key_len) == 0;
+	return lo;
+}
+
+/* First index in the leaf whose key is > key. */
+static uint32_t leaf_upper(const struct oidx_leaf *l, const void *key, uint32_t key_len)
+{
+	uint32_t lo = 0, hi = l->h.n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (kb_cmp_key(l->keys[mid], key, key_len) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The child of an inner node that may hold key: first separator > key. */
+static uint32_t inner_child(const struct oidx_inner *in, const void *key, uint32_t key_len)
+{
+	uint32_t lo = 0, hi = in->h.n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (kb_cmp_key(in->keys[mid], key, key_len) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static struct oidx_leaf *leaf_new(void)
+{
+	struct oidx_leaf *l = malloc(sizeof(*l));
+	if (l) {
+		l->h.n = 0;
+		l->h.is_leaf = 1;
+		l->prev = l->next = NULL;
+	}
+	return l;
+}
+
+static struct oidx_inner *inner_new(void)
+{
+	struct oidx_inner *in = malloc(sizeof(*in));
+	if (in) {
+		in->h.n = 0;
+		in->h.is_leaf = 0;
+	}
+	return in;
+}
+
+/* Descent to the leaf that may hold key. */
+static struct oidx_leaf *descend(const struct oidx *t, const void *key, uint32_t key_len)
+{
+	struct oidx_node *n = t->root;
+	while (!n->is_leaf) {
+		struct oidx_inner *in = as_inner(n);
+		n = in->kids[inner_child(in, key, key_len)];
+	}
+	return as_leaf(n);
+}
+
+static bool oidx_key_ok(const void *key, uint32_t key_len)
+{
+	return key_len <= IDX_MAX_KEY && (key != NULL || key_len == 0);
+}
+
+/* oidx_init: an empty tree owning no memory.  Never fails. */
+void oidx_init(struct oidx *t)
+{
+	t->root = NULL;
+	t->count = 0;
+	t->height = 0;
+}
+
+static void node_free(struct oidx_node *n)
+{
+	if (n->is_leaf) {
+		struct oidx_leaf *l = as_leaf(n);
+		for (uint32_t i = 0; i < l->h.n; i++)
+			free(l->keys[i]);
+	} else {
+		struct oidx_inner *in = as_inner(n);
+		for (uint32_t i = 0; i < in->h.n; i++)
+			free(in->keys[i]);
+		for (uint32_t i = 0; i <= in->h.n; i++)
+			node_free(in->kids[i]);
+	}
+	free(n);
+}
+
+/* oidx_free: releases every node and key copy (not the values) and leaves
+ * an empty, reusable tree.  Recursion depth is the height. */
+void oidx_free(struct oidx *t)
+{
+	if (t->root)
+		node_free(t->root);
+	oidx_init(t);
+}
+
+/* Shared body of put and set. */
+static int oidx_insert(struct oidx *t, const void *key, uint32_t key_len, void *val, bool replace)
+{
+	if (!oidx_key_ok(key, key_len))
+		return -1;
+	if (!t->root) {
+		struct oidx_leaf *l = leaf_new();
+		uint8_t *kb = kb_new(key, key_len);
+		if (!l || !kb) {
+			free(l);
+			free(kb);
+			return -1;
+		}
+		l->keys[0] = kb;
+		l->vals[0] = val;
+		l->h.n = 1;
+		t->root = &l->h;
+		t->height = 1;
+		t->count = 1;
+		return 0;
+	}
+
+	struct oidx_inner *path[OIDX_MAX_HEIGHT];
+	uint32_t pidx[OIDX_MAX_HEIGHT];
+	uint32_t depth = 0;
+	struct oidx_node *n = t->root;
+	while (!n->is_leaf) {
+		assert(depth < OIDX_MAX_HEIGHT);
+		struct oidx_inner *in = as_inner(n);
+		uint32_t ci = inner_child(in, key, key_len);
+		path[depth] = in;
+		pidx[depth] = ci;
+		depth++;
+		n = in->kids[ci];
+	}
+	assert(depth + 1 == t->height);
+	struct oidx_leaf *leaf = as_leaf(n);
+	bool found;
+	uint32_t p = leaf_lower(leaf, key, key_len, &found);
+	if (found) {
+		if (!replace)
+			return 1;
+		leaf->vals[p] = val;
+		return 0;
+	}
+
+	uint8_t *kb = kb_new(key, key_len);
+	if (!kb)
+		return -1;
+
+	if (leaf->h.n < OIDX_LEAF_MAX) {
+		memmove(&leaf->keys[p + 1], &leaf->keys[p], (leaf->h.n - p) * sizeof(leaf->keys[0]));
+		memmove(&leaf->vals[p + 1], &leaf->vals[p], (leaf->h.n - p) * sizeof(leaf->vals[0]));
+		leaf->keys[p] = kb;
+		leaf->vals[p] = val;
+		leaf->h.n++;
+		t->count++;
+		return 0;
+	}
+
+	/* The leaf splits.  Count the full ancestors that split with it. */
+	uint32_t nsplit = 0;
+	for (uint32_t j = depth; j-- > 0 && path[j]->h.n == OIDX_INNER_MAX - 1;)
+		nsplit++;
+	bool new_root = nsplit == depth;
+
+	/* The leaf's entries plus the new one, in order. */
+	uint8_t *tk[OIDX_LEAF_MAX + 1];
+	void *tv[OIDX_LEAF_MAX + 1];
+	memcpy(tk, leaf->keys, p * sizeof(tk[0]));
+	memcpy(tv, leaf->vals, p * sizeof(tv[0]));
+	tk[p] = kb;
+	tv[p] = val;
+	memcpy(&tk[p + 1], &leaf->keys[p], (OIDX_LEAF_MAX - p) * sizeof(tk[0]));
+	memcpy(&tv[p + 1], &leaf->vals[p], (OIDX_LEAF_MAX - p) * sizeof(tv[0]));
+	/* Append split: past the end of the last leaf, keep the old leaf full. */
+	bool append = leaf->next == NULL && p == OIDX_LEAF_MAX;
+	uint32_t nl = append ? OIDX_LEAF_MAX : (OIDX_LEAF_MAX + 1) / 2;
+
+	/* Allocate everything before touching the tree. */
+	struct oidx_leaf *nleaf = leaf_new();
+	uint8_t *sep = kb_separator(tk[nl - 1], tk[nl]);
+	struct oidx_inner *spare[OIDX_MAX_HEIGHT + 1];
+	uint32_t nspare = nsplit + (new_root ? 1 : 0);
+	bool oom = !nleaf || !sep;
+	for (uint32_t i = 0; i < nspare; i++) {
+		spare[i] = oom ? NULL : inner_new();
+		if (!spare[i])
+			oom = true;
+	}
+	if (oom) {
+		for (uint32_t i = 0; i < nspare; i++)
+			free(spare[i]);
+		free(nleaf);
+		free(sep);
+		free(kb);
+		return -1;
+	}
+
+	memcpy(leaf->keys, tk, nl * sizeof(tk[0]));
+	memcpy(leaf->vals, tv, nl * sizeof(tv[0]));
+	leaf->h.n = nl;
+	memcpy(nleaf->keys, &tk[nl], (OIDX_LEAF_MAX + 1 - nl) * sizeof(tk[0]));
+	memcpy(nleaf->vals, &tv[nl], (OIDX_LEAF_MAX + 1 - nl) * sizeof(tv[0]));
+	nleaf->h.n = OIDX_LEAF_MAX + 1 - nl;
+	nleaf->next = leaf->next;
+	if (nleaf->next)
+		nleaf->next->prev = nleaf;
+	nleaf->prev = leaf;
+	leaf->next = nleaf;
+	t->count++;
+
+	/* Push (sep, right node) up the path. */
+	uint8_t *up_key = sep;
+	struct oidx_node *up_node = &nleaf->h;
+	uint32_t used = 0;
+	for (uint32_t j = depth; j-- > 0;) {
+		struct oidx_inner *in = path[j];
+		uint32_t ci = pidx[j], cn = in->h.n;
+		if (cn < OIDX_INNER_MAX - 1) {
+			memmove(&in->keys[ci + 1], &in->keys[ci], (cn - ci) * sizeof(in->keys[0]));
+			memmove(&in->kids[ci + 2], &in->kids[ci + 1], (cn - ci) * sizeof(in->kids[0]));
+			in->keys[ci] = up_key;
+			in->kids[ci + 1] = up_node;
+			in->h.n++;
+			assert(used == nspare);
+			return 0;
+		}
+		/* Split a full inner node: OIDX_INNER_MAX keys, +1 children. */
+		uint8_t *ik[OIDX_INNER_MAX];
+		struct oidx_node *ic[OIDX_INNER_MAX + 1];
+		memcpy(ik, in->keys, ci * sizeof(ik[0]));
+		ik[ci] = up_key;
+		memcpy(&ik[ci + 1], &in->keys[ci], (cn - ci) * sizeof(ik[0]));
+		memcpy(ic, in->kids, (ci + 1) * sizeof(ic[0]));
+		ic[ci + 1] = up_node;
+		memcpy(&ic[ci + 2], &in->kids[ci + 1], (cn - ci) * sizeof(ic[0]));
+		uint32_t total = cn + 1;                     /* keys */
+		uint32_t ml = append ? total - 2 : total / 2; /* keys kept left */
+		struct oidx_inner *right = spare[used++];
+		memcpy(in->keys, ik, ml * sizeof(ik[0]));
+		memcpy(in->kids, ic, (ml + 1) * sizeof(ic[0]));
+		in->h.n = ml;
+		memcpy(right->keys, &ik[ml + 1], (total - ml - 1) * sizeof(ik[0]));
+		memcpy(right->kids, &ic[ml + 1], (total - ml) * sizeof(ic[0]));
+		right->h.n = total - ml - 1;
+		up_key = ik[ml];
+		up_node = &right->h;
+	}
+	assert(new_root && used + 1 == nspare);
+	struct oidx_inner *root = spare[used];
+	root->keys[0] = up_key;
+	root->kids[0] = t->root;
+	root->kids[1] = up_node;
+	root->h.n = 1;
+	t->root = &root->h;
+	t->height++;
+	assert(t->height < OIDX_MAX_HEIGHT);
+	return 0;
+}
+
+/* oidx_put: insert a copy of key -> val.  0 inserted, 1 already present
+ * (nothing changed), -1 bad key (too long, NULL with length) or OOM
+ * (nothing changed).  O(log n). */
+int oidx_put(struct oidx *t, const void *key, uint32_t key_len, void *val)
+{
+	return oidx_insert(t, key, key_len, val, false);
+}
+
+/* oidx_set: replace the value of key, or insert it.  0 or -1 (as put). */
+int oidx_set(struct oidx *t, const void *key, uint32_t key_len, void *val)
+{
+	return oidx_insert(t, key, key_len, val, true);
+}
+
+/* oidx_get: the value stored for key, or NULL.  O(log n), no allocation. */
+void *oidx_get(const struct oidx *t, const void *key, uint32_t key_len)
+{
+	idx_probes++;
+	if (!t->root || !oidx_key_ok(key, key_len))
+		return NULL;
+	struct oidx_leaf *l = descend(t, key, key_len);
+	bool found;
+	uint32_t p = leaf_lower(l, key, key_len, &found);
+	return found ? l->vals[p] : NULL;
+}
+
+/* Merge or even out leaf kid ci of parent with a sibling.  Returns true if
+ * the parent lost a child (merge), false otherwise. */
+static bool leaf_rebalance(struct oidx_inner *parent, uint32_t ci)
+{
+	uint32_t si = ci > 0 ? ci - 1 : ci; /* separator between L and R */
+	struct oidx_leaf *L = as_leaf(parent->kids[si]);
+	struct oidx_leaf *R = as_leaf(parent->kids[si + 1]);
+	uint32_t total = L->h.n + R->h.n;
+	if (total <= OIDX_LEAF_MAX) {
+		memcpy(&L->keys[L->h.n], R->keys, R->h.n * sizeof(R->keys[0]));
+		memcpy(&L->vals[L->h.n], R->vals, R->h.n * sizeof(R->vals[0]));
+		L->h.n = total;
+		L->next = R->next;
+		if (L->next)
+			L->next->prev = L;
+		free(R);
+		free(parent->keys[si]);
+		uint32_t pn = parent->h.n;
+		memmove(&parent->keys[si], &parent->keys[si + 1], (pn - si - 1) * sizeof(parent->keys[0]));
+		memmove(&parent->kids[si + 1], &parent->kids[si + 2], (pn - si - 1) * sizeof(parent->kids[0]));
+		parent->h.n--;
+		return true;
+	}
+	uint8_t *tk[2 * OIDX_LEAF_MAX];
+	void *tv[2 * OIDX_LEAF_MAX];
+	memcpy(tk, L->keys, L->h.n * sizeof(tk[0]));
+	memcpy(tv, L->vals, L->h.n * sizeof(tv[0]));
+	memcpy(&tk[L->h.n], R->keys, R->h.n * sizeof(tk[0]));
+	memcpy(&tv[L->h.n], R->vals, R->h.n * sizeof(tv[0]));
+	uint32_t nl = total / 2;
+	uint8_t *sep = kb_separator(tk[nl - 1], tk[nl]);
+	if (!sep)
+		return false; /* OOM: leave the node under-full; still correct */
+	memcpy(L->keys, tk, nl * sizeof(tk[0]));
+	memcpy(L->vals, tv, nl * sizeof(tv[0]));
+	L->h.n = nl;
+	memcpy(R->keys, &tk[nl], (total - nl) * sizeof(tk[0]));
+	memcpy(R->vals, &tv[nl], (total - nl) * sizeof(tv[0]));
+	R->h.n = total - nl;
+	free(parent->keys[si]);
+	parent->keys[si] = sep;
+	return false;
+}
+
+/* Same for an inner kid; separators rotate through the parent, so this
+ * never allocates. */
+static bool inner_rebalance(struct oidx_inner *parent, uint32_t ci)
+{
+	uint32_t si = ci > 0 ? ci - 1 : ci;
+	struct oidx_inner *L = as_inner(parent->kids[si]);
+	struct oidx_inner *R = as_inner(parent->kids[si + 1]);
+	uint32_t tkeys = L->h.n + 1 + R->h.n;
+	if (tkeys + 1 <= OIDX_INNER_MAX) {
+		L->keys[L->h.n] = parent->keys[si];
+		memcpy(&L->keys[L->h.n + 1], R->keys, R->h.n * sizeof(R->keys[0]));
+		memcpy(&L->kids[L->h.n + 1], R->kids, (R->h.n + 1) * sizeof(R->kids[0]));
+		L->h.n = tkeys;
+		free(R);
+		uint32_t pn = parent->h.n;
+		memmove(&parent->keys[si], &parent->keys[si + 1], (pn - si - 1) * sizeof(parent->keys[0]));
+		memmove(&parent->kids[si + 1], &parent->kids[si + 2], (pn - si - 1) * sizeof(parent->kids[0]));
+		parent->h.n--;
+		return true;
+	}
+	uint8_t *ik[2 * OIDX_INNER_MAX];
+	struct oidx_node *ic[2 * OIDX_INNER_MAX];
+	memcpy(ik, L->keys, L->h.n * sizeof(ik[0]));
+	ik[L->h.n] = parent->keys[si];
+	memcpy(&ik[L->h.n + 1], R->keys, R->h.n * sizeof(ik[0]));
+	memcpy(ic, L->kids, (L->h.n + 1) * sizeof(ic[0]));
+	memcpy(&ic[L->h.n + 1], R->kids, (R->h.n + 1) * sizeof(ic[0]));
+	uint32_t ml = (tkeys - 1) / 2;
+	memcpy(L->keys, ik, ml * sizeof(ik[0]));
+	memcpy(L->kids, ic, (ml + 1) * sizeof(ic[0]));
+	L->h.n = ml;
+	parent->keys[si] = ik[ml];
+	memcpy(R->keys, &ik[ml + 1], (tkeys - ml - 1) * sizeof(ik[0]));
+	memcpy(R->kids, &ic[ml + 1], (tkeys - ml) * sizeof(ic[0]));
+	R->h.n = tkeys - ml - 1;
+	return false;
+}
+
+/* oidx_del: remove key; returns its value or NULL if absent.  Rebalances on
+ * the way up (see the top); O(log n). */
+void *oidx_del(struct oidx *t, const void *key, uint32_t key_len)
+{
+	if (!t->root || !oidx_key_ok(key, key_len))
+		return NULL;
+	struct oidx_inner *path[OIDX_MAX_HEIGHT];
+	uint32_t pidx[OIDX_MAX_HEIGHT];
+	uint32_t depth = 0;
+	struct oidx_node *n = t->root;
+	while (!n->is_leaf) {
+		assert(depth < OIDX_MAX_HEIGHT);
+		struct oidx_inner *in = as_inner(n);
+		uint32_t ci = inner_child(in, key, key_len);
+		path[depth] = in;
+		pidx[depth] = ci;
+		depth++;
+		n = in->kids[ci];
+	}
+	struct oidx_leaf *leaf = as_leaf(n);
+	bool found;
+	uint32_t p = leaf_lower(leaf, key, key_len, &found);
+	if (!found)
+		return NULL;
+	void *val = leaf->vals[p];
+	free(leaf->keys[p]);
+	memmove(&leaf->keys[p], &leaf->keys[p + 1], (leaf->h.n - p - 1) * sizeof(leaf->keys[0]));
+	memmove(&leaf->vals[p], &leaf->vals[p + 1], (leaf->h.n - p - 1) * sizeof(leaf->vals[0]));
+	leaf->h.n--;
+	t->count--;
+
+	if (depth == 0) {
+		if (leaf->h.n == 0) {
+			assert(t->count == 0);
+			free(leaf);
+			oidx_init(t);
+		}
+		return val;
+	}
+
+	/* Walk up while the current node is under-full. */
+	bool under = leaf->h.n < OIDX_LEAF_MIN;
+	bool is_leaf = true;
+	for (uint32_t j = depth; under && j-- > 0;) {
+		bool merged = is_leaf ? leaf_rebalance(path[j], pidx[j]) : inner_rebalance(path[j], pidx[j]);
+		if (!merged)
+			break;
+		is_leaf = false;
+		under = path[j]->h.n + 1 < OIDX_INNER_MIN;
+	}
+	struct oidx_node *r = t->root;
+	if (!r->is_leaf && r->n == 0) {
+		t->root = as_inner(r)->kids[0];
+		free(r);
+		t->height--;
+	}
+	return val;
+}
+
+/* oidx_seek_ge: position on the first key >= key (NULL/0: the first key).
+ * 1 if positioned, 0 if there is none (it->leaf is then NULL). */
+int oidx_seek_ge(const struct oidx *t, const void *key, uint32_t key_len, struct oidx_iter *it)
+{
+	idx_probes++;
+	it->leaf = NULL;
+	it->pos = 0;
+	if (!t->root)
+		return 0;
+	if (!key)
+		key_len = 0; /* lengths beyond IDX_MAX_KEY compare fine: no copy */
+	struct oidx_leaf *l = descend(t, key, key_len);
+	bool found;
+	uint32_t p = leaf_lower(l, key, key_len, &found);
+	if (p == l->h.n) {
+		l = l->next;
+		p = 0;
+		if (!l)
+			return 0;
+	}
+	assert(p < l->h.n);
+	it->leaf = &l->h;
+	it->pos = p;
+	return 1;
+}
+
+/* oidx_seek_le: position on the last key <= key (key NULL: the last key).
+ * 1 if positioned, 0 if there is none. */
+int oidx_seek_le(const struct oidx *t, const void *key, uint32_t key_len, struct oidx_iter *it)
+{
+	idx_probes++;
+	it->leaf = NULL;
+	it->pos = 0;
+	if (!t->root)
+		return 0;
+	struct oidx_leaf *l;
+	uint32_t p;
+	if (!key) {
+		struct oidx_node *n = t->root;
+		while (!n->is_leaf)
+			n = as_inner(n)->kids[n->n];
+		l = as_leaf(n);
+		p = l->h.n;
+	} else {
+		l = descend(t, key, key_len);
+		p = leaf_upper(l, key, key_len);
+	}
+	if (p == 0) {
+		l = l->prev;
+		if (!l)
+			return 0;
+		p = l->h.n;
+	}
+	assert(p > 0 && p <= l->h.n);
+	it->leaf = &l->h;
+	it->pos = p - 1;
+	return 1;
+}
+
+/* oidx_iter_val: the value under a valid iterator. */
+void *oidx_iter_val(const struct oidx_iter *it)
+{
+	struct oidx_leaf *l = as_leaf(it->leaf);
+	assert(it->pos < l->h.n);
+	return l->vals[it->pos];
+}
+
+/* oidx_iter_key: the key under a valid iterator (the tree's copy; valid
+ * until the tree is modified); *key_len set if key_len is not NULL. */
+const void *oidx_iter_key(const struct oidx_iter *it, uint32_t *key_len)
+{
+	struct oidx_leaf *l = as_leaf(it->leaf);
+	assert(it->pos < l->h.n);
+	const uint8_t *kb = l->keys[it->pos];
+	if (key_len)
+		*key_len = kb_len(kb);
+	return kb_bytes(kb);
+}
+
+/* oidx_next: step to the following key.  1 if on an entry, 0 when walked
+ * off the end (the iterator then stays off: further steps return 0). */
+int oidx_next(struct oidx_iter *it)
+{
+	if (!it->leaf)
+		return 0;
+	struct oidx_leaf *l = as_leaf(it->leaf);
+	if (it->pos + 1 < l->h.n) {
+		it->pos++;
+		return 1;
+	}
+	l = l->next;
+	it->pos = 0;
+	it->leaf = l ? &l->h : NULL;
+	return l != NULL;
+}
+
+/* oidx_prev: step to the preceding key; 1, or 0 when walked off the start. */
+int oidx_prev(struct oidx_iter *it)
+{
+	if (!it->leaf)
+		return 0;
+	if (it->pos > 0) {
+		it->pos--;
+		return 1;
+	}
+	struct oidx_leaf *l = as_leaf(it->leaf)->prev;
+	if (!l) {
+		it->leaf = NULL;
+		return 0;
+	}
+	it->leaf = &l->h;
+	it->pos = l->h.n - 1;
+	return 1;
+}
+
+#ifdef WM_TESTING
+/* ---- oidx_check ------------------------------------------------------- */
+
+struct check_state {
+	const struct oidx *t;
+	struct oidx_leaf *prev_leaf; /* previous leaf in key order */
+	size_t count;
+	const char *err;
+};
+
+#define CHECK(cond, msg)                                                       \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			st->err = (msg);                                       \
+			return;                                                \
+		}                                                              \
+	} while (0)
+
+/* Keys of n lie in [lo, hi) (NULL: unbounded).  spine: n is on the rightmost
+ * path from the root. */
+static void check_node(struct check_state *st, struct oidx_node *n, uint32_t depth, const uint8_t *lo,
+		       const uint8_t *hi, bool spine)
+{
+	bool root = n == st->t->root;
+	CHECK(depth < st->t->height, "node deeper than height");
+	if (n->is_leaf) {
+		struct oidx_leaf *l = as_leaf(n);
+		CHECK(depth == st->t->height - 1, "leaf above the bottom level");
+		CHECK(l->h.n >= 1 && l->h.n <= OIDX_LEAF_MAX, "leaf entry count out of range");
+		CHECK(root || spine || l->h.n >= OIDX_LEAF_MIN, "leaf under half full off the right spine");
+		for (uint32_t i = 0; i < l->h.n; i++) {
+			const uint8_t *k = l->keys[i];
+			CHECK(k != NULL, "NULL key in leaf");
+			if (i > 0)
+				CHECK(kb_cmp_key(l->keys[i - 1], kb_bytes(k), kb_len(k)) < 0, "leaf keys not strictly ascending");
+			if (lo)
+				CHECK(kb_cmp_key(lo, kb_bytes(k), kb_len(k)) <= 0, "leaf key below its separator");
+			if (hi)
+				CHECK(kb_cmp_key(hi, kb_bytes(k), kb_len(k)) > 0, "leaf key at/above its separator");
+		}
+		CHECK(l->prev == st->prev_leaf, "leaf prev link wrong");
+		if (st->prev_leaf) {
+			CHECK(st->prev_leaf->next == l, "leaf next link wrong");
+			const uint8_t *a = st->prev_leaf->keys[st->prev_leaf->h.n - 1], *b = l->keys[0];
+			CHECK(kb_cmp_key(a, kb_bytes(b), kb_len(b)) < 0, "keys not ascending across leaves");
+		}
+		st->prev_leaf = l;
+		st->count += l->h.n;
+		return;
+	}
+	struct oidx_inner *in = as_inner(n);
+	CHECK(in->h.n + 1 >= 2 && in->h.n + 1 <= OIDX_INNER_MAX, "inner child count out of range");
+	CHECK(root || spine || in->h.n + 1 >= OIDX_INNER_MIN, "inner node under half full off the right spine");
+	for (uint32_t i = 0; i < in->h.n; i++) {
+		const uint8_t *k = in->keys[i];
+		CHECK(k != NULL, "NULL separator");
+		if (i > 0)
+			CHECK(kb_cmp_key(in->keys[i - 1], kb_bytes(k), kb_len(k)) < 0, "separators not ascending");
+		if (lo)
+			CHECK(kb_cmp_key(lo, kb_bytes(k), kb_len(k)) < 0, "separator not above the lower bound");
+		if (hi)
+			CHECK(kb_cmp_key(hi, kb_bytes(k), kb_len(k)) > 0, "separator not below the upper bound");
+	}
+	for (uint32_t i = 0; i <= in->h.n; i++) {
+		CHECK(in->kids[i] != NULL, "NULL child");
+		check_node(st, in->kids[i], depth + 1, i == 0 ? lo : in->keys[i - 1], i == in->h.n ? hi : in->keys[i],
+			   spine && i == in->h.n);
+		if (st->err)
+			return;
+	}
+}
+
+/* oidx_check: verify every invariant listed at the top of this file.
+ * Returns 0, or -1 after printing the first violation to stderr.  O(n). */
+int oidx_check(const struct oidx *t)
+{
+	struct check_state cs = { .t = t };
+	struct check_state *st = &cs;
+	if (!t->root) {
+		if (t->count != 0 || t->height != 0)
+			st->err = "empty tree with count or height";
+	} else {
+		check_node(st, t->root, 0, NULL, NULL, true);
+		if (!st->err && st->prev_leaf && st->prev_leaf->next != NULL)
+			st->err = "last leaf has a next link";
+		if (!st->err && st->count != t->count)
+			st->err = "entry count differs from t->count";
+	}
+	if (st->err) {
+		fprintf(stderr, "oidx_check: %s\n", st->err);
+		return -1;
+	}
+	return 0;
+}
+#endif

@@ -1,0 +1,80 @@
+/*
+ * record.h -- logical records: the unit of the WAL and of snapshots.
+ *
+ * A transaction image (the payload the engine hands to wal_append) is a
+ * sequence of records; a snapshot is a sequence of PUT records.  A record
+ * is the after-image of one row (DESIGN.md section 3):
+ *
+ *   u8 op (REC_PUT | REC_DEL)   u8 table (enum rec_table)
+ *   u8 format version           u8 reserved (0)
+ *   u16 key_len                 u32 val_len
+ *   key bytes (the row id)      value bytes (the row's stored document)
+ *
+ * The value is the row's canonical JSON document; the engine rebuilds its
+ * typed C struct from it on replay, through the same decoder as on create.
+ * The header is 10 bytes, little-endian.
+ */
+#ifndef WM_RECORD_H
+#define WM_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "net/buf.h"
+
+#define REC_HEADER_SIZE 10u
+#define REC_MAX_KEY 255u
+#define REC_MAX_VAL (4u << 20)
+
+enum rec_op { REC_PUT = 1, REC_DEL = 2 };
+
+/* Table ids are part of the on-disk format: append only, never renumber. */
+enum rec_table {
+	REC_T_META = 0,      /* engine metadata (id clock, ...) */
+	REC_T_EVENT = 1,
+	REC_T_PARTNER = 2,
+	REC_T_KEY = 3,
+	REC_T_IDEMPOTENCY = 4,
+	REC_T_AUDIT = 5,
+	REC_T_PRODUCER = 6,
+	REC_T_WINE = 7,
+	REC_T_EXTID = 8,
+	REC_T_MEDIA = 9,
+	REC_T_OFFER = 10,
+	REC_T_LISTING = 11,
+	REC_T_CHANNEL = 12,
+	REC_T_SHOP = 13,
+	REC_T_LOCATION = 14,
+	REC_T_INVENTORY = 15,
+	REC_T_HOLD = 16,
+	REC_T_REFDATA = 17,
+	REC_T_REVIEW = 18,
+	REC_T_PAYMENT = 19,  /* the sandbox payment provider's ledger (engine/orders/payment.c) */
+	REC_T_ORDER = 20,    /* an order's body, written once at capture (engine/orders/order.c) */
+	REC_T_ORDER_STATE = 21, /* an order's mutable state, id = the order id (engine/orders/order_state.c) */
+	REC_T_COUNT_
+};
+
+struct rec_view {
+	uint8_t op, table, version;
+	const char *key;
+	uint16_t key_len;
+	const char *val;
+	uint32_t val_len;
+};
+
+/* Human name of a table id ("partner", ...), "?" if unknown. */
+const char *rec_table_name(unsigned table);
+
+/* Append one record to `out`.  Returns 0, or -1 on bound/OOM. */
+int rec_encode(struct buf *out, uint8_t op, uint8_t table, uint8_t version,
+	       const char *key, size_t key_len, const char *val, size_t val_len);
+
+/*
+ * Decode the record at p[*off..len).  Returns 1 and advances *off, 0 at the
+ * clean end (*off == len), -1 on a malformed record (truncated, lengths
+ * past the end or over the bounds, unknown op or table).
+ */
+int rec_decode(const uint8_t *p, size_t len, size_t *off, struct rec_view *rv);
+
+#endif

@@ -1,0 +1,30 @@
+/*
+ * resources.c -- the list of tables a shard has.  Order is irrelevant for
+ * correctness (records name their table); it is the snapshot write order.
+ */
+#include "engine/storage/resources.h"
+
+const struct table_ops *const resource_tables[] = {
+	&partner_table_ops,
+	&event_table_ops,
+	&key_table_ops,
+	&idem_table_ops,
+	&audit_table_ops,
+	&media_table_ops,
+	&producer_table_ops, /* before wines: snapshot order */
+	&wine_table_ops,
+	&extid_table_ops,
+	&review_table_ops,
+	&channel_table_ops, /* before shops: snapshot order */
+	&shop_table_ops,
+	&offer_table_ops, /* after wines */
+	&listing_table_ops, /* after offers and channels */
+	&location_table_ops,
+	&inventory_table_ops, /* after offers and locations */
+	&hold_table_ops, /* after levels */
+	&order_table_ops, /* after holds */
+	&order_state_table_ops, /* after order bodies: snapshot order */
+	&refdata_table_ops, /* one row: an uploaded reference-data version (engine/pricing/refadmin.c) */
+	&payment_table_ops, /* the sandbox payment ledger, one row per order (engine/orders/payment.c) */
+	NULL,
+};

@@ -1,0 +1,574 @@
+/*
+ * shard.c -- the shard's state machine: open + recover, transactions, apply,
+ * snapshots.  (The HTTP side lives in api.c and the resource files.)
+ *
+ * Recovery is "newest valid snapshot, then the WAL tail": the snapshot's
+ * records are PUTs installed with table_put, and every WAL transaction
+ * above the snapshot's LSN is replayed through shard_apply -- the same
+ * function txn_commit uses on the live path.  There is no second code path
+ * that could interpret a record differently after a crash.
+ *
+ * Snapshots fork(): the child sees a copy-on-write image of memory frozen at
+ * the fork, walks every table in id order and writes PUT records, while the
+ * parent keeps serving writes.  Before forking, the parent waits for the WAL
+ * to make everything applied durable, so the snapshot's LSN is never ahead
+ * of the log (a snapshot never contains a write the log could lose, and the
+ * log never has a gap below a snapshot).  The child must never outlive the
+ * shard nor hold what a restart needs (snapshot_child_detach): it dies
+ * with its parent and closes every inherited descriptor, the data
+ * directory's LOCK above all; a snapshot it leaves half-written is a temp
+ * file that the next start-up removes (with the LOCK held, no writer of
+ * ours can be alive).
+ *
+ * Held transactions (idempotency, shard.h): a request may commit any
+ * number of times; each commit logs the held one before it, and the
+ * stored response joins the last.
+ *
+ * A full disk (shard.h, wal.c "Running out of space"): a transaction the
+ * WAL refuses is refused before it is applied, so memory never shows
+ * what the log does not hold; write requests are refused up front with
+ * 507 while the WAL cannot promise SHARD_WRITE_HEADROOM; reads go on.
+ */
+#include "engine/storage/shard.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "engine/edge/auth.h"
+#include "engine/base/errinj.h"
+#include "engine/base/log.h"
+#include "engine/storage/resources.h"
+#include "net/jsonw.h"
+#include "snapshot/snapshot.h"
+
+/* ---- open / recover ---------------------------------------------------- */
+
+static int mkdir_p(const char *path)
+{
+	char tmp[600];
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p == '/') {
+			*p = 0;
+			if (mkdir(tmp, 0755) && errno != EEXIST)
+				return -1;
+			*p = '/';
+		}
+	}
+	return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
+}
+
+static int snap_record_apply(void *ctx, const void *rec, size_t len)
+{
+	struct shard *sh = ctx;
+	size_t off = 0;
+	struct rec_view rv;
+	int r = rec_decode(rec, len, &off, &rv);
+	if (r != 1 || off != len || rv.op != REC_PUT || !sh->tables[rv.table].ops)
+		return -1;
+	char why[128];
+	if (table_put(&sh->tables[rv.table], rv.key, rv.key_len, rv.val, rv.val_len, 0, why)) {
+		log_error("msg=\"snapshot record rejected\" why=\"%s\"", why);
+		return -1;
+	}
+	if (sh->tables[rv.table].ops->trim) /* a smaller bound than the snapshot's writer had */
+		sh->tables[rv.table].ops->trim(&sh->tables[rv.table]);
+	id_observe(&sh->ids, rv.key, rv.key_len);
+	return 0;
+}
+
+static int wal_replay_apply(void *ctx, uint64_t lsn, const void *payload, size_t len)
+{
+	struct shard *sh = ctx;
+	char why[128];
+	if (sh->upto_lsn && lsn > sh->upto_lsn)
+		return WAL_REPLAY_STOP;
+	if (lsn != sh->lsn + 1 && sh->lsn != 0) {
+		log_error("msg=\"WAL LSN out of sequence\" expected=%llu got=%llu",
+			  (unsigned long long)sh->lsn + 1, (unsigned long long)lsn);
+		return -1;
+	}
+	if (shard_apply(sh, lsn, payload, len, why)) {
+		log_error("msg=\"WAL transaction rejected during replay\" lsn=%llu why=\"%s\"",
+			  (unsigned long long)lsn, why);
+		return -1;
+	}
+	return 0;
+}
+
+static void log_temp_removed(void *ctx, const char *path)
+{
+	(void)ctx;
+	log_warn("msg=\"half-written snapshot removed\" file=%s", path);
+}
+
+int shard_load(struct shard *sh, const struct config *cfg, const char *snap_path, uint64_t upto_lsn,
+	       char *err, size_t errlen)
+{
+	memset(sh, 0, sizeof(*sh));
+	sh->cfg = *cfg;
+	id_clock_init(&sh->ids);
+	buf_init(&sh->txn, TXN_MAX_BYTES + 4096);
+	sh->started_unix_ms = wall_ms();
+	snprintf(sh->wal_dir, sizeof(sh->wal_dir), "%s/wal", cfg->data_dir);
+	snprintf(sh->snap_dir, sizeof(sh->snap_dir), "%s/snap", cfg->data_dir);
+	if (mkdir_p(cfg->data_dir) || mkdir_p(sh->wal_dir) || mkdir_p(sh->snap_dir)) {
+		snprintf(err, errlen, "cannot create data directory %s: %s", cfg->data_dir, strerror(errno));
+		return -1;
+	}
+	char lock_path[700];
+	snprintf(lock_path, sizeof(lock_path), "%s/LOCK", cfg->data_dir);
+	sh->lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (sh->lock_fd < 0 || flock(sh->lock_fd, LOCK_EX | LOCK_NB)) {
+		snprintf(err, errlen, "data directory %s is in use by another process (lock %s): %s",
+			 cfg->data_dir, lock_path, strerror(errno));
+		if (sh->lock_fd >= 0)
+			close(sh->lock_fd);
+		sh->lock_fd = -1;
+		return -1;
+	}
+	/* We hold the LOCK, so no writer of ours is alive: every temp snapshot
+	 * is a half-written one left by a crash (or by a snapshot child dying
+	 * with its killed shard). */
+	if (snap_remove_temps(sh->snap_dir, log_temp_removed, NULL) < 0)
+		log_warn("msg=\"cannot list the snapshot directory\" dir=%s error=\"%s\"", sh->snap_dir, strerror(errno));
+	for (size_t i = 0; resource_tables[i]; i++) {
+		const struct table_ops *ops = resource_tables[i];
+		if (table_init(&sh->tables[ops->rec_table], ops, &sh->cfg)) {
+			snprintf(err, errlen, "cannot initialise table %s", ops->name);
+			return -1;
+		}
+	}
+	sh->upto_lsn = upto_lsn;
+	struct snap_info si;
+	memset(&si, 0, sizeof(si));
+	int found = 1;
+	if (snap_path)
+		snprintf(si.path, sizeof(si.path), "%s", snap_path);
+	else
+		found = snap_find_latest(sh->snap_dir, &si);
+	if (found < 0) {
+		snprintf(err, errlen, "cannot read snapshot directory %s", sh->snap_dir);
+		return -1;
+	}
+	if (found) {
+		char serr[256], path[sizeof(si.path)];
+		memcpy(path, si.path, sizeof(path)); /* snap_load overwrites si */
+		if (snap_load(path, snap_record_apply, sh, &si, serr, sizeof(serr))) {
+			snprintf(err, errlen, "snapshot %s failed to load: %s", path, serr);
+			return -1;
+		}
+		sh->lsn = si.lsn;
+		sh->snap_last_lsn = si.lsn;
+		sh->snap_last_unix_ms = si.created_unix_ms;
+		log_info("msg=\"snapshot loaded\" file=%s lsn=%llu records=%llu", si.path,
+			 (unsigned long long)si.lsn, (unsigned long long)si.records);
+	}
+	struct wal_recovery_report rep;
+	memset(&rep, 0, sizeof(rep));
+	int rc = wal_recover(sh->wal_dir, sh->lsn, wal_replay_apply, sh, (int)cfg->salvage, &rep);
+	if (rc == WAL_REPLAY_STOP && upto_lsn) {
+		log_info("msg=\"recovered up to the requested LSN\" lsn=%llu", (unsigned long long)sh->lsn);
+		sh->state_lsn = sh->lsn;
+		return 0;
+	}
+	if (rc) {
+		snprintf(err, errlen, "WAL recovery refused: %s%s", rep.error[0] ? rep.error : "replay failed",
+			 cfg->salvage ? "" : " (start with --salvage 1 to keep the valid prefix and drop the rest)");
+		return -1;
+	}
+	if (rep.tail_cut)
+		log_warn("msg=\"WAL torn tail cut\" file=%s offset=%llu bytes=%llu action=\"none needed: "
+			 "unacknowledged writes were discarded\"",
+			 rep.tail_file, (unsigned long long)rep.tail_offset, (unsigned long long)rep.tail_bytes);
+	if (rep.last_lsn > sh->lsn && !upto_lsn)
+		sh->lsn = rep.last_lsn;
+	sh->state_lsn = sh->lsn;
+	log_info("msg=\"recovered\" lsn=%llu wal_txns_replayed=%llu wal_segments=%u",
+		 (unsigned long long)sh->lsn, (unsigned long long)rep.txns_replayed, rep.segments);
+	return 0;
+}
+
+int shard_open(struct shard *sh, const struct config *cfg, char *err, size_t errlen)
+{
+	if (shard_load(sh, cfg, NULL, 0, err, errlen))
+		return -1;
+	enum wal_mode mode = !strcmp(cfg->wal_mode, "none")	 ? WAL_MODE_NONE
+			     : !strcmp(cfg->wal_mode, "write") ? WAL_MODE_WRITE
+							       : WAL_MODE_FSYNC;
+	struct wal_config wc = {.dir = sh->wal_dir, .mode = mode,
+				.segment_size = cfg->wal_segment_mb << 20};
+	sh->wal = wal_open(&wc, sh->lsn + 1, err, errlen);
+	if (!sh->wal)
+		return -1;
+	return 0;
+}
+
+void shard_close(struct shard *sh)
+{
+	if (sh->snap_pid > 0) {
+		int st;
+		waitpid(sh->snap_pid, &st, 0);
+		sh->snap_pid = 0;
+	}
+	wal_close(sh->wal);
+	sh->wal = NULL;
+	for (int i = 0; i < REC_T_COUNT_; i++)
+		table_fini(&sh->tables[i]);
+	auth_state_free(sh);
+	buf_free(&sh->txn);
+	if (sh->lock_fd > 0)
+		close(sh->lock_fd);
+	sh->lock_fd = -1;
+}
+
+/* ---- transactions ------------------------------------------------------ */
+
+void txn_begin(struct shard *sh)
+{
+	if (sh->txn_open == 2) /* a held request commits again: the earlier commit is logged now */
+		txn_flush_held(sh);
+	buf_reset(&sh->txn);
+	sh->txn_open = 1;
+}
+
+int txn_put(struct shard *sh, uint8_t table, const char *id, size_t id_len, const char *doc,
+	    size_t doc_len)
+{
+	return rec_encode(&sh->txn, REC_PUT, table, 1, id, id_len, doc, doc_len);
+}
+
+int txn_del(struct shard *sh, uint8_t table, const char *id, size_t id_len)
+{
+	return rec_encode(&sh->txn, REC_DEL, table, 1, id, id_len, "", 0);
+}
+
+int txn_event(struct shard *sh, const char *type, const char *scope_entity, const char *payload,
+	      size_t payload_len)
+{
+	char id[ID_MAX_LEN], ts[32];
+	size_t il = id_new(&sh->ids, "evt", id);
+	fmt_rfc3339_ms(ts, wall_ms());
+	struct buf doc;
+	buf_init(&doc, REC_MAX_VAL);
+	struct jw w;
+	jw_init(&w, &doc);
+	jw_obj_begin(&w);
+	jw_kstr(&w, "id", id);
+	jw_kstr(&w, "type", type);
+	jw_kstr(&w, "occurred_at", ts);
+	jw_key(&w, "scope");
+	jw_obj_begin(&w);
+	if (scope_entity)
+		jw_kstr(&w, "entity_id", scope_entity);
+	else
+		jw_knull(&w, "entity_id");
+	jw_obj_end(&w);
+	jw_key(&w, "payload");
+	jw_raw(&w, payload, payload_len);
+	jw_obj_end(&w);
+	int rc = w.err ? -1 : txn_put(sh, REC_T_EVENT, id, il, doc.data, doc.len);
+	buf_free(&doc);
+	return rc;
+}
+
+void txn_abort(struct shard *sh)
+{
+	buf_reset(&sh->txn);
+	sh->txn_open = 0;
+}
+
+/* Assign the next LSN, hand the image to the WAL (unless held) and apply it. */
+static uint64_t txn_commit_as(struct shard *sh, int changes_state)
+{
+	if (sh->txn_open != 1 || sh->txn.len == 0 || sh->txn.overflow || sh->txn.len > TXN_MAX_BYTES) {
+		txn_abort(sh);
+		return 0;
+	}
+	uint64_t lsn = sh->lsn + 1;
+	/* Logged before it is applied, or (held) its log space reserved before
+	 * it is applied: a transaction the WAL refuses (full disk) never
+	 * existed. */
+	int rc = sh->txn_hold ? wal_reserve(sh->wal, TXN_MAX_BYTES)
+			      : wal_append(sh->wal, lsn, sh->txn.data, sh->txn.len);
+	if (rc) {
+		if (rc == WAL_E_NOSPACE)
+			shard_note_nospace(sh);
+		txn_abort(sh);
+		return 0;
+	}
+	char why[128];
+	if (shard_apply(sh, lsn, sh->txn.data, sh->txn.len, why)) {
+		/* The record is in the WAL already: memory must follow it or we
+		 * would diverge from what recovery rebuilds.  This is a bug. */
+		log_error("msg=\"committed transaction failed to apply\" lsn=%llu why=\"%s\"",
+			  (unsigned long long)lsn, why);
+		abort();
+	}
+	if (changes_state)
+		sh->state_lsn = lsn;
+	if (sh->txn_hold) {
+		sh->held_lsn = lsn;
+		sh->held_len = sh->txn.len;
+		sh->held_commits++;
+		sh->txn_open = 2; /* held: txn_put may append, txn_release finishes */
+		return lsn;
+	}
+	txn_abort(sh);
+	return lsn;
+}
+
+/* Hand the held commit's image (without anything added after it) to the
+ * WAL under its reservation.  Only a bug can make that fail (the space was
+ * reserved, the LSN is the next one): memory already shows it, so stop. */
+static void held_log(struct shard *sh, uint64_t lsn, size_t len)
+{
+	if (wal_append_reserved(sh->wal, lsn, sh->txn.data, len, TXN_MAX_BYTES)) {
+		log_error("msg=\"held transaction could not be logged\" lsn=%llu bytes=%zu",
+			  (unsigned long long)lsn, len);
+		abort();
+	}
+}
+
+void txn_flush_held(struct shard *sh)
+{
+	if (sh->txn_open != 2)
+		return;
+	held_log(sh, sh->held_lsn, sh->held_len);
+	sh->held_lsn = 0;
+	sh->held_len = 0;
+	txn_abort(sh);
+}
+
+uint64_t txn_commit(struct shard *sh) { return txn_commit_as(sh, 1); }
+
+uint64_t txn_commit_quiet(struct shard *sh) { return txn_commit_as(sh, 0); }
+
+void txn_hold(struct shard *sh)
+{
+	if (sh->txn_hold || sh->txn_open) {
+		/* a request left a transaction behind: a bug, but not one to take
+		 * the shard down for -- log what is pending and go on */
+		log_error("msg=\"txn_hold inside a transaction\" open=%d hold=%d", sh->txn_open, sh->txn_hold);
+		if (sh->txn_open == 2)
+			txn_flush_held(sh);
+		else
+			txn_abort(sh);
+	}
+	sh->txn_hold = 1;
+	sh->held_lsn = 0;
+	sh->held_len = 0;
+	sh->held_commits = 0;
+}
+
+uint64_t txn_release(struct shard *sh)
+{
+	uint64_t lsn = sh->held_lsn;
+	sh->txn_hold = 0;
+	sh->held_lsn = 0;
+	if (sh->txn_open != 2) {
+		if (sh->txn_open)
+			txn_abort(sh);
+		return 0;
+	}
+	if (sh->txn.overflow || sh->txn.len > TXN_MAX_BYTES) {
+		/* What was added after the commit does not fit: keep the commit. */
+		log_warn("msg=\"records added to a held transaction dropped: too large\" lsn=%llu bytes=%zu",
+			 (unsigned long long)lsn, sh->txn.len);
+		sh->txn.len = sh->held_len;
+		sh->txn.overflow = 0;
+	}
+	char why[128];
+	if (sh->txn.len > sh->held_len &&
+	    shard_apply(sh, lsn, sh->txn.data + sh->held_len, sh->txn.len - sh->held_len, why)) {
+		log_error("msg=\"held records failed to apply\" lsn=%llu why=\"%s\"", (unsigned long long)lsn, why);
+		abort();
+	}
+	held_log(sh, lsn, sh->txn.len);
+	txn_abort(sh);
+	return lsn;
+}
+
+/* ---- a full disk ------------------------------------------------------- */
+
+void shard_note_nospace(struct shard *sh)
+{
+	sh->nospace_in_request = 1;
+	if (!sh->disk_full) {
+		sh->disk_full = 1;
+		log_error("msg=\"disk full: writes refused (507), reads go on\" data_dir=%s wal_dir=%s "
+			  "action=\"free space on the file system of the data directory; writes resume by "
+			  "themselves\"", sh->cfg.data_dir, sh->wal_dir);
+	}
+}
+
+int shard_write_admit(struct shard *sh)
+{
+	if (!sh->wal)
+		return 0;
+	int st = wal_space(sh->wal, SHARD_WRITE_HEADROOM, NULL);
+	if (st == 2) {
+		shard_note_nospace(sh);
+		return -1;
+	}
+	if (st == 0 && sh->disk_full)
+		shard_space_poll(sh);
+	return 0;
+}
+
+void shard_space_poll(struct shard *sh)
+{
+	if (!sh->disk_full || !sh->wal || wal_space(sh->wal, SHARD_WRITE_HEADROOM, NULL) == 2)
+		return;
+	sh->disk_full = 0;
+	log_info("msg=\"disk space returned: writes accepted again\" data_dir=%s", sh->cfg.data_dir);
+}
+
+int shard_apply(struct shard *sh, uint64_t lsn, const void *payload, size_t len, char *why)
+{
+	size_t off = 0;
+	struct rec_view rv;
+	int r;
+	while ((r = rec_decode(payload, len, &off, &rv)) == 1) {
+		struct table *t = &sh->tables[rv.table];
+		if (!t->ops) {
+			snprintf(why, 128, "record for unknown table %u", rv.table);
+			return -1;
+		}
+		if (rv.op == REC_PUT) {
+			if (table_put(t, rv.key, rv.key_len, rv.val, rv.val_len, lsn, why))
+				return -1;
+			if (t->ops->trim)
+				t->ops->trim(t);
+			id_observe(&sh->ids, rv.key, rv.key_len);
+		} else {
+			table_del(t, rv.key, rv.key_len, lsn);
+		}
+	}
+	if (r < 0) {
+		snprintf(why, 128, "malformed record at offset %zu", off);
+		return -1;
+	}
+	sh->lsn = lsn;
+	return 0;
+}
+
+/* ---- snapshots --------------------------------------------------------- */
+
+/*
+ * First thing in a snapshot child: it must never outlive its shard nor hold
+ * anything a restarted shard needs.  PR_SET_PDEATHSIG kills it when the
+ * parent dies (kill -9 included), and the getppid() check closes the race
+ * of a parent that died before the prctl.  Every inherited descriptor
+ * above stderr is closed: the data directory's LOCK (an flock belongs to
+ * the open file, shared with the child: a child holding it refused the
+ * restart with "in use"), the listening socket, client connections, WAL
+ * segments.  The child opens what it writes itself.
+ */
+static void snapshot_child_detach(pid_t parent)
+{
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+		_exit(3);
+	close_range(3, ~0U, 0);
+}
+
+/* Walk every table and write a snapshot at sh->lsn (runs in the child). */
+int shard_snapshot_write(struct shard *sh, char *err, size_t errlen)
+{
+	struct snap_writer *w = snap_writer_open(sh->snap_dir, sh->lsn, err, errlen);
+	if (!w)
+		return -1;
+	if (sh->snap_stall_s) /* test builds: a snapshot that takes a while (errinj snapshot_child_stall) */
+		sleep(sh->snap_stall_s);
+	struct buf rec;
+	buf_init(&rec, SNAP_MAX_RECORD);
+	for (int i = 0; i < REC_T_COUNT_; i++) {
+		struct table *t = &sh->tables[i];
+		if (!t->ops)
+			continue;
+		struct oidx_iter it;
+		for (int ok = oidx_seek_ge(&t->by_order, NULL, 0, &it); ok; ok = oidx_next(&it)) {
+			const struct row *r = oidx_iter_val(&it);
+			buf_reset(&rec);
+			if (rec_encode(&rec, REC_PUT, (uint8_t)i, 1, r->id, r->id_len, r->doc, r->doc_len) ||
+			    snap_writer_add(w, rec.data, rec.len)) {
+				snprintf(err, errlen, "snapshot record for %s %s failed", t->ops->name, r->id);
+				buf_free(&rec);
+				snap_writer_abort(w);
+				return -1;
+			}
+		}
+	}
+	buf_free(&rec);
+	return snap_writer_commit(w, err, errlen);
+}
+
+int shard_snapshot_start(struct shard *sh)
+{
+	if (sh->snap_pid > 0)
+		return 1;
+	if (sh->wal && wal_space(sh->wal, 0, NULL) != 0) {
+		/* low on space: the snapshot would fail for it, and wal_flush could
+		 * wait on a rotation that waits for space, blocking every read */
+		log_warn("msg=\"snapshot skipped: the disk is full\" data_dir=%s", sh->cfg.data_dir);
+		sh->snaps_failed++;
+		return -1;
+	}
+	wal_flush(sh->wal); /* snapshot LSN must never be ahead of the durable log */
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0) {
+		log_error("msg=\"snapshot fork failed\" error=\"%s\"", strerror(errno));
+		sh->snaps_failed++;
+		return -1;
+	}
+	if (pid == 0) {
+		char err[256];
+		signal(SIGTERM, SIG_DFL);
+		snapshot_child_detach(parent);
+		if (ERRINJ("snapshot_child_stall"))
+			sh->snap_stall_s = SNAP_TEST_STALL_S;
+		int rc = shard_snapshot_write(sh, err, sizeof(err));
+		if (rc)
+			log_error("msg=\"snapshot failed\" error=\"%s\"", err);
+		_exit(rc ? 1 : 0);
+	}
+	sh->snap_pid = pid;
+	sh->snap_pending_lsn = sh->lsn;
+	log_info("msg=\"snapshot started\" lsn=%llu pid=%d", (unsigned long long)sh->lsn, (int)pid);
+	return 0;
+}
+
+void shard_snapshot_poll(struct shard *sh)
+{
+	if (sh->snap_pid <= 0)
+		return;
+	int st;
+	pid_t r = waitpid(sh->snap_pid, &st, WNOHANG);
+	if (r == 0)
+		return;
+	sh->snap_pid = 0;
+	if (r < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		sh->snaps_failed++;
+		log_error("msg=\"snapshot child failed\" status=%d action=\"check disk space and the "
+			  "data directory; the WAL still holds everything\"", st);
+		return;
+	}
+	sh->snaps_taken++;
+	sh->snap_last_lsn = sh->snap_pending_lsn;
+	sh->snap_last_unix_ms = wall_ms();
+	uint64_t oldest = snap_prune(sh->snap_dir, (unsigned)sh->cfg.snapshot_keep);
+	int pruned = oldest ? wal_prune(sh->wal_dir, oldest) : 0;
+	log_info("msg=\"snapshot done\" lsn=%llu wal_segments_pruned=%d",
+		 (unsigned long long)sh->snap_last_lsn, pruned);
+}

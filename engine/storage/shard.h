@@ -1,0 +1,151 @@
+/*
+ * shard.h -- one shard: its tables, its WAL, its snapshots, its server.
+ *
+ * All state is owned by the event-loop thread.  A write is a transaction:
+ * the handler validates, then builds records with txn_put()/txn_event(),
+ * and txn_commit() assigns the next LSN, hands the image to the WAL thread
+ * and applies the very same records to memory (through table_put, the
+ * function recovery uses).  The handler's response carries that LSN and is
+ * held by the server until it is durable.
+ */
+#ifndef WM_SHARD_H
+#define WM_SHARD_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "engine/base/config.h"
+#include "engine/storage/id.h"
+#include "engine/base/metrics.h"
+#include "engine/storage/record.h"
+#include "engine/storage/table.h"
+#include "net/buf.h"
+#include "net/ev.h"
+#include "net/server.h"
+#include "wal/wal.h"
+
+struct auth_state;
+
+#define TXN_MAX_BYTES (512u << 10) /* one transaction image; WAL frames hold 1 MiB */
+
+struct shard {
+	struct config cfg;
+	struct table tables[REC_T_COUNT_];
+	struct id_clock ids;
+	uint64_t lsn;          /* last LSN assigned (== applied) */
+	uint64_t state_lsn;    /* last LSN that changed what reads can see */
+	struct wal *wal;
+	struct buf txn;        /* image of the open transaction */
+	int txn_open;          /* 0 closed, 1 open, 2 committed but held */
+	int txn_hold;          /* txn_hold() called: the next commit waits for txn_release() */
+	uint64_t held_lsn;     /* the held commit's LSN (0: none pending) */
+	size_t held_len;
+	unsigned held_commits; /* commits since txn_hold() */
+	int disk_full;         /* writes are being refused for space (logged once per episode) */
+	int nospace_in_request; /* a commit of the current request was refused for space; api.c clears it */
+	struct auth_state *auth; /* runtime rate/quota/volume state (engine/edge/auth.c), not persisted */
+	struct ev_loop *loop;
+	struct srv *srv;
+	struct ev_handle wal_h;
+	struct ev_handle sig_h;
+	struct metrics metrics;
+	uint64_t started_unix_ms;
+	int ready;
+	/* snapshots */
+	pid_t snap_pid;        /* child writing a snapshot, 0 if none */
+	uint64_t snap_pending_lsn;
+	uint64_t snap_last_lsn;
+	uint64_t snap_last_unix_ms;
+	uint64_t snap_next_due_ms;
+	uint64_t snaps_taken, snaps_failed;
+	uint64_t upto_lsn;     /* replay stops after this LSN (0 = all) */
+	int lock_fd;           /* flock on <data_dir>/LOCK: one process per data directory */
+	unsigned snap_stall_s; /* test builds: the snapshot child sleeps this long after opening its file */
+	char wal_dir[600];
+	char snap_dir[600];
+};
+
+/* Open the data directory, recover (snapshot + WAL tail), start the WAL
+ * writer.  Returns 0, or -1 with a message in err. */
+int shard_open(struct shard *sh, const struct config *cfg, char *err, size_t errlen);
+/* Recovery only, no WAL writer: load the snapshot (snap_path, or the
+ * newest valid one if NULL) and replay the WAL up to upto_lsn (0 = all).
+ * Used by shard_open and by the operator CLI (restore, counts). */
+int shard_load(struct shard *sh, const struct config *cfg, const char *snap_path, uint64_t upto_lsn,
+	       char *err, size_t errlen);
+#define WAL_REPLAY_STOP 7 /* replay callback: requested LSN reached */
+/* Flush and release everything (after the server is gone). */
+void shard_close(struct shard *sh);
+
+/* ---- transactions ------------------------------------------------------ */
+void txn_begin(struct shard *sh);
+/* Add a row after-image (document is canonical JSON).  0 or -1 (too big). */
+int txn_put(struct shard *sh, uint8_t table, const char *id, size_t id_len, const char *doc,
+	    size_t doc_len);
+int txn_del(struct shard *sh, uint8_t table, const char *id, size_t id_len);
+/*
+ * Append an event in the same transaction: `type` e.g. "partner.created",
+ * `scope_entity` the entity the event belongs to (NULL for platform-wide),
+ * `payload` a JSON value (typically the row document).
+ */
+int txn_event(struct shard *sh, const char *type, const char *scope_entity, const char *payload,
+	      size_t payload_len);
+/* Commit: returns the LSN (> 0), or 0 if the transaction was rejected
+ * (too large) -- then nothing was applied. */
+uint64_t txn_commit(struct shard *sh);
+/* Commit records that readers never wait for (read audit): like
+ * txn_commit, but the shard's state LSN does not move, so later reads are
+ * not held for this record's fsync. */
+uint64_t txn_commit_quiet(struct shard *sh);
+void txn_abort(struct shard *sh);
+
+/*
+ * Held transactions (idempotency): after txn_hold(), each txn_commit()
+ * reserves the WAL space of a maximal transaction, assigns the LSN and
+ * applies the records to memory but does not hand them to the WAL yet; it
+ * stays "held" (txn_open == 2) until either the request commits again --
+ * txn_begin() then logs it as it was (txn_flush_held) and the new commit is
+ * the held one -- or the request ends: more records may be added with
+ * txn_put() (the stored response), and txn_release() applies those and
+ * logs the held image as ONE transaction at its LSN.  So the stored
+ * response always travels with the LAST commit of the request, and a
+ * request may commit any number of times (cancel's compensation, fulfil's
+ * second step, the saga).  Nothing else may run in between (the loop is
+ * single-threaded; the request is the unit).  txn_release() returns the
+ * LSN it logged, or 0 if no commit was pending (none, or the last one was
+ * refused after an earlier one had been logged).
+ */
+void txn_hold(struct shard *sh);
+uint64_t txn_release(struct shard *sh);
+/* Log the held commit now (no-op when none is pending); see above. */
+void txn_flush_held(struct shard *sh);
+
+/*
+ * A full disk (wal.c, "Running out of space").  A write request is refused
+ * up front (507) while the WAL is low on space and cannot promise
+ * SHARD_WRITE_HEADROOM bytes: shard_write_admit() returns -1 then.  A
+ * commit the WAL refuses all the same is not applied (txn_commit returns
+ * 0) and calls shard_note_nospace(): sets nospace_in_request (api.c turns
+ * the response into a 507) and logs the episode once, naming the data
+ * directory.  shard_space_poll() (the tick) logs the end of the episode.
+ */
+#define SHARD_WRITE_HEADROOM TXN_MAX_BYTES
+int shard_write_admit(struct shard *sh);
+void shard_note_nospace(struct shard *sh);
+void shard_space_poll(struct shard *sh);
+
+/* Apply a transaction image (used by commit and by WAL replay). */
+int shard_apply(struct shard *sh, uint64_t lsn, const void *payload, size_t len, char *why);
+
+#define SNAP_TEST_STALL_S 60u     /* errinj snapshot_child_stall */
+
+/* Take a snapshot now (forks).  0 started, 1 one is already running, -1
+ * failed.  The child dies with this process and holds none of its
+ * descriptors (the data directory's LOCK above all): see shard.c. */
+int shard_snapshot_start(struct shard *sh);
+/* Reap a finished snapshot child, prune retention.  Called from the tick. */
+void shard_snapshot_poll(struct shard *sh);
+/* Write a snapshot synchronously in this process (CLI, tests). */
+int shard_snapshot_write(struct shard *sh, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,167 @@
+/*
+ * table.c -- rows and their primary indexes (see table.h).
+ *
+ * Replacing a row allocates the new version first and only then unlinks
+ * the old one, so a failed decode or OOM leaves the table untouched.
+ */
+#include "engine/storage/table.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int table_init(struct table *t, const struct table_ops *ops, const struct config *cfg)
+{
+	memset(t, 0, sizeof(*t));
+	t->ops = ops;
+	t->cfg = cfg;
+	hidx_init(&t->by_id);
+	oidx_init(&t->by_order);
+	return ops->init ? ops->init(t) : 0;
+}
+
+static void row_free(struct table *t, struct row *r)
+{
+	if (t->ops->release)
+		t->ops->release(r);
+	free(r);
+}
+
+void table_fini(struct table *t)
+{
+	if (!t->ops)
+		return;
+	size_t pos = 0;
+	const char *k;
+	uint32_t kl;
+	struct row *r;
+	while ((r = hidx_next(&t->by_id, &pos, &k, &kl)))
+		row_free(t, r);
+	if (t->ops->fini)
+		t->ops->fini(t);
+	hidx_free(&t->by_id);
+	oidx_free(&t->by_order);
+	t->ops = NULL;
+}
+
+/* The read set of the request in hand (table.h).  probes_at is idx_probes
+ * when it began: any probe since that nobody noted makes it unknown. */
+static struct {
+	uint64_t lsn;
+	uint64_t probes_at;
+} reads;
+
+void table_reads_begin(void)
+{
+	reads.lsn = 0;
+	reads.probes_at = idx_probes;
+}
+
+void table_reads_note(uint64_t lsn)
+{
+	if (lsn > reads.lsn)
+		reads.lsn = lsn;
+}
+
+uint64_t table_reads_end(uint64_t all)
+{
+	return idx_probes != reads.probes_at ? all : reads.lsn;
+}
+
+struct row *table_get(const struct table *t, const char *id, size_t id_len)
+{
+	if (id_len > IDX_MAX_KEY)
+		return NULL;
+	struct row *r = hidx_get_untracked(&t->by_id, id, (uint32_t)id_len);
+	table_reads_note(r ? r->lsn : t->del_lsn);
+	return r;
+}
+
+struct row *table_find(const struct table *t, const struct hidx *h, const char *key, size_t key_len)
+{
+	if (key_len > IDX_MAX_KEY)
+		return NULL;
+	struct row *r = hidx_get_untracked(h, key, (uint32_t)key_len);
+	table_reads_note(r ? r->lsn : t->chg_lsn);
+	return r;
+}
+
+/* Allocate a row block and decode the document into it. */
+static struct row *row_make(struct table *t, const char *id, size_t id_len, const char *doc,
+			    size_t doc_len, uint64_t lsn, char *why)
+{
+	struct json_error jerr;
+	struct json_doc *jd = json_parse(doc, doc_len, NULL, &jerr);
+	if (!jd) {
+		snprintf(why, 128, "%s document does not parse: %.60s at %zu", t->ops->name, jerr.msg, jerr.offset);
+		return NULL;
+	}
+	size_t sz = t->ops->row_size + id_len + 1 + doc_len + 1;
+	struct row *r = calloc(1, sz);
+	if (!r) {
+		json_doc_free(jd);
+		snprintf(why, 128, "out of memory");
+		return NULL;
+	}
+	char *p = (char *)r + t->ops->row_size;
+	memcpy(p, id, id_len);
+	p[id_len] = 0;
+	r->id = p;
+	r->id_len = (uint16_t)id_len;
+	p += id_len + 1;
+	memcpy(p, doc, doc_len);
+	p[doc_len] = 0;
+	r->doc = p;
+	r->doc_len = (uint32_t)doc_len;
+	r->lsn = lsn;
+	int rc = t->ops->decode ? t->ops->decode(t, r, json_root(jd)) : 0;
+	json_doc_free(jd);
+	if (rc) {
+		snprintf(why, 128, "%s document %.*s does not decode", t->ops->name, (int)id_len, id);
+		row_free(t, r);
+		return NULL;
+	}
+	return r;
+}
+
+int table_put(struct table *t, const char *id, size_t id_len, const char *doc, size_t doc_len,
+	      uint64_t lsn, char *why)
+{
+	if (id_len == 0 || id_len > IDX_MAX_KEY) {
+		snprintf(why, 128, "bad id length %zu", id_len);
+		return -1;
+	}
+	struct row *r = row_make(t, id, id_len, doc, doc_len, lsn, why);
+	if (!r)
+		return -1;
+	struct row *old = table_get(t, id, id_len);
+	if (old && t->ops->index_del)
+		t->ops->index_del(t, old);
+	if (hidx_set(&t->by_id, r->id, r->id_len, r) || oidx_set(&t->by_order, r->id, r->id_len, r)) {
+		snprintf(why, 128, "out of memory indexing %s", t->ops->name);
+		abort(); /* indexes are now inconsistent: never continue */
+	}
+	if (old)
+		row_free(t, old);
+	if (t->ops->index_add && t->ops->index_add(t, r)) {
+		snprintf(why, 128, "secondary index failed for %s", t->ops->name);
+		abort();
+	}
+	t->chg_lsn = lsn;
+	return 0;
+}
+
+int table_del(struct table *t, const char *id, size_t id_len, uint64_t lsn)
+{
+	struct row *old = table_get(t, id, id_len);
+	if (!old)
+		return -1;
+	if (t->ops->index_del)
+		t->ops->index_del(t, old);
+	hidx_del(&t->by_id, id, (uint32_t)id_len);
+	oidx_del(&t->by_order, id, (uint32_t)id_len);
+	row_free(t, old);
+	t->chg_lsn = t->del_lsn = lsn;
+	return 0;
+}

@@ -1,0 +1,108 @@
+/*
+ * table.h -- in-memory tables of typed rows.
+ *
+ * A row is one allocation: the resource's typed struct (which starts with
+ * struct row), then the id bytes, then the row's canonical JSON document.
+ * The document is what the WAL and snapshots store and what reads return;
+ * the typed fields are what the engine computes on (status, country, roles,
+ * prices, ...).  Both are made from the same document by the resource's
+ * decode(), whether the row comes from a live write or from recovery, so
+ * replay and the live path cannot disagree.
+ *
+ * Every table has a hash index by id and an ordered index by id (ids are
+ * time-ordered, so id order is creation order: the default list order).
+ * Resources add secondary indexes in index_add/index_del.
+ */
+#ifndef WM_TABLE_H
+#define WM_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/storage/index.h"
+#include "net/json.h"
+
+struct config;
+
+struct row {
+	const char *id;
+	uint16_t id_len;
+	const char *doc;      /* canonical JSON, NUL-terminated */
+	uint32_t doc_len;
+	uint64_t lsn;         /* LSN of the write that produced this version */
+};
+
+struct table;
+
+struct table_ops {
+	uint8_t rec_table;    /* enum rec_table */
+	const char *name;
+	size_t row_size;      /* sizeof the typed struct (>= sizeof(struct row)) */
+	/* Fill the typed fields from the parsed document.  0 or -1 (bad doc). */
+	int (*decode)(struct table *t, struct row *r, const struct json_value *doc);
+	/* Free anything decode() allocated (may be NULL). */
+	void (*release)(struct row *r);
+	/* Maintain secondary indexes (may be NULL). */
+	int (*index_add)(struct table *t, struct row *r);
+	void (*index_del)(struct table *t, struct row *r);
+	/* Set up / tear down the resource's per-table state in t->ext. */
+	int (*init)(struct table *t);
+	void (*fini)(struct table *t);
+	/* After every applied put (live and replay): enforce a bound such as
+	 * "keep the newest N rows" deterministically (may be NULL). */
+	void (*trim)(struct table *t);
+};
+
+struct table {
+	const struct table_ops *ops;
+	struct hidx by_id;
+	struct oidx by_order;
+	void *ext;            /* resource-owned secondary indexes */
+	const struct config *cfg; /* the shard's configuration (bounds such as audit_keep) */
+	uint64_t chg_lsn;     /* LSN of the last put or delete */
+	uint64_t del_lsn;     /* LSN of the last delete */
+};
+
+int table_init(struct table *t, const struct table_ops *ops, const struct config *cfg);
+void table_fini(struct table *t);
+static inline size_t table_count(const struct table *t) { return hidx_count(&t->by_id); }
+/* The row with this id, or NULL.  Adds what it saw to the read set (below):
+ * the row's LSN, or for a miss the table's last delete. */
+struct row *table_get(const struct table *t, const char *id, size_t id_len);
+/* A lookup in one of the table's secondary hash indexes (h lives in t->ext)
+ * whose value is a row of t, added to the read set precisely: the row's
+ * LSN, or for a miss the table's last change (a put can move a secondary
+ * key away).  Use it where a request reads through such an index. */
+struct row *table_find(const struct table *t, const struct hidx *h, const char *key, size_t key_len);
+
+/*
+ * Install a new version of a row (insert or replace).  The document is
+ * parsed and decoded; on failure nothing changes and -1 is returned with a
+ * reason in why (>= 128 bytes).
+ */
+int table_put(struct table *t, const char *id, size_t id_len, const char *doc, size_t doc_len,
+	      uint64_t lsn, char *why);
+/* Remove a row (the delete has LSN lsn); 0, or -1 if absent. */
+int table_del(struct table *t, const char *id, size_t id_len, uint64_t lsn);
+
+/*
+ * The read set: what the response being built may reveal (DESIGN.md
+ * section 3: no response reveals state that is not yet durable, and only
+ * what it reveals need be durable).  The loop thread handles one request at
+ * a time, so there is one read set:
+ *   table_reads_begin()  before the request is handled;
+ *   table_get/table_find add the LSN of each row they return (a miss adds
+ *                        the LSN of the change that could have removed it);
+ *   table_reads_end(all) after it: the highest LSN noted, or `all` (the
+ *                        shard's newest state) when the request walked or
+ *                        probed an index without noting what it found
+ *                        (index.h: idx_probes), whose dependencies are
+ *                        then unknown.
+ * So a /healthz, a 401 or a 405 depends on nothing, a read by id on its
+ * rows, a list on everything: never less than it reveals.
+ */
+void table_reads_begin(void);
+void table_reads_note(uint64_t lsn);
+uint64_t table_reads_end(uint64_t all);
+
+#endif

@@ -1,0 +1,94 @@
+/*
+ * channel.h -- a seller's shelf: sales channels and curated shops (spec
+ * 2.1), the typed rows and the lookups the listings and key code need (see
+ * channel.c for the why and the rules).
+ */
+#ifndef WM_CHANNEL_H
+#define WM_CHANNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/edge/api.h"
+#include "engine/storage/id.h"
+#include "engine/storage/shard.h"
+#include "engine/storage/table.h"
+
+#define SHELF_MAX_NAME 120          /* bytes of a channel's or a shop's name */
+#define SHOP_MARKUP_SCALE 2u        /* markup: percent with 2 decimals ... */
+#define SHOP_MARKUP_MAX 100000      /* ... so 0..1000.00 % is 0..100000 (basis points) */
+#define CHANNEL_LOCATIONS_MAX 32    /* stock locations one sales channel may link */
+#define CHANNEL_AVAIL_BUDGET 10000  /* offers one availability page may examine */
+
+enum shelf_status { SHELF_ACTIVE, SHELF_PAUSED, SHELF_CLOSED, SHELF_N_STATUS };
+enum channel_kind { CHK_MARKETPLACE, CHK_WEBSHOP_CONNECT, CHK_POS_QR, CHANNEL_N_KIND };
+enum shop_layout { LAYOUT_GRID, LAYOUT_LIST, LAYOUT_EDITORIAL, SHOP_N_LAYOUT };
+
+extern const char *const shelf_status_names[];  /* NULL-terminated */
+extern const char *const channel_kind_names[];
+extern const char *const shop_layout_names[];
+
+/* The head both rows share (the shared indexes read only this). */
+struct shelf_row {
+	struct row row;
+	char seller_id[ID_MAX_LEN];          /* the owning seller partner */
+	char name[SHELF_MAX_NAME + 1];
+	uint8_t status;                      /* enum shelf_status */
+	/* "seller_id NUL name folded to ASCII lower case": per-seller uniqueness */
+	char nkey[ID_MAX_LEN + SHELF_MAX_NAME + 1];
+	uint16_t nkey_len;
+};
+
+struct channel {
+	struct shelf_row s;
+	uint8_t kind;                        /* enum channel_kind */
+	char country[3];                     /* "" when none */
+	char currency[4];                    /* "" when none */
+	uint8_t n_locations;                 /* linked stock locations (location_ids[]) */
+	char location_ids[CHANNEL_LOCATIONS_MAX][ID_MAX_LEN];
+};
+
+struct shop {
+	struct shelf_row s;
+	int64_t markup;                      /* SHOP_MARKUP_SCALE: 2550 = 25.50 % over P_B2B */
+	uint8_t layout;                      /* enum shop_layout */
+	char channel_id[ID_MAX_LEN];         /* a channel of the same seller */
+};
+
+/* A sales channel by id, or NULL.  Its owner is ch->s.seller_id, its
+ * status ch->s.status (a closed channel sells nothing). */
+const struct channel *channel_get(struct shard *sh, const char *id, size_t len);
+/* A curated shop by id, or NULL. */
+
+/*
+ * Is the channel a live storefront of `seller_id`: it exists, belongs to
+ * that seller and is not closed?  Used by key minting (publishable keys are
+ * channel-scoped) and by the listings work.  1 or 0.
+ */
+int channel_of_seller(struct shard *sh, const char *channel_id, const char *seller_id);
+
+/* The oldest (lowest id) non-closed curated shop on the channel, or NULL:
+ * its markup prices a listing that has no shelf price (DESIGN.md 6).
+ * Walks the channel seller's shops (by-seller index), not the table. */
+const struct shop *shop_on_channel(struct shard *sh, const char *channel_id);
+
+/*
+ * The sales channel a quote or an order of `seller_id` goes through when
+ * the request names none (spec 2.5: availability is scoped by the
+ * channel's linked locations).  Walks the seller's channels (by-seller
+ * index, id order), at most CHANNEL_DEFAULT_SCAN rows:
+ *   CHP_NONE      the seller has no channel at all: nothing to scope by
+ *                 (a seller not yet configured sells unscoped);
+ *   CHP_ONE       exactly one channel that is not closed: *out (it may be
+ *                 paused; the caller decides);
+ *   CHP_NO_OPEN   channels exist, every one closed;
+ *   CHP_SEVERAL   two or more not closed, or more rows than the scan
+ *                 bound: the request must name its channel.
+ */
+#define CHANNEL_DEFAULT_SCAN 64
+enum channel_pick { CHP_NONE, CHP_ONE, CHP_NO_OPEN, CHP_SEVERAL };
+enum channel_pick channel_default_of(struct shard *sh, const char *seller_id, const struct channel **out);
+
+extern const struct route channel_routes[];
+
+#endif

@@ -1,0 +1,1285 @@
+/*
+ * offer.c -- offers (spec 2.3) and the read-path filter over them (spec 5).
+ *
+ * Decisions where the spec is open (also written into api/openapi.json):
+ *  - The document carries `offer_id` and `id` (the same value, as every
+ *    other resource has `id`).  seller_price is an exact decimal at the
+ *    currency's minor unit (json_to_fixed, never a double), stored as int64
+ *    minor units, > 0 and <= OFFER_PRICE_MAX_MINOR.  Changing `currency`
+ *    needs `seller_price` in the same request (the old amount means nothing
+ *    in the new currency).
+ *  - incoterm: the eleven Incoterms 2020 (EXW FCA CPT CIP DAP DPU DDP FAS FOB
+ *    CFR CIF).  condition default `new`, status default `draft` (a create
+ *    may also say `active`), source default `direct`, network_shareable
+ *    default FALSE (nothing is shared until the originator says so),
+ *    permissions.default `any`.
+ *  - Identity: wine_id + originator_id + condition is unique (409
+ *    offer_exists naming the holder) and immutable after create.
+ *  - Who writes: the policy action can_write_offers (Originator role) plus,
+ *    here, the provides_inventory capability (403 capability_missing);
+ *    a partner creates for itself only (403 not_own_originator); operators
+ *    name any originator that has the role and the capability.  Writes on
+ *    an offer the caller does not own are the 404 of an unknown id.
+ *  - Status is a table (offer_moves): draft->active, active<->paused,
+ *    any->withdrawn; withdrawn is final (any further write: 409).  An
+ *    illegal move is 409 invalid_status_transition.
+ *
+ * THE READ PATH.  A caller sees a row when it owns it (originator) or is
+ * the platform, or when the row is active, inside its validity window,
+ * network_shareable, and permit_check() allows (offer, caller entity,
+ * caller's country, ?destination).  Publishable keys: see channel_admits().
+ *
+ * NO PAGE SCANS THE TABLE.  Besides the uniqueness hash, four ordered
+ * candidate indexes live in t->ext, each key ending with the offer id:
+ *    by_orig     originator\0id   every offer (the owner's view)
+ *    open        id               active+shareable, no named sellers, no
+ *                                 allowed list, default any
+ *    by_named    seller\0id       active+shareable with named_sellers: one
+ *                                 entry per named seller
+ *    by_country  CC id            active+shareable, no named sellers, with
+ *                                 an allowed list: one entry per allowed
+ *                                 country (default none and no lists can
+ *                                 never be seen by another seller: unindexed)
+ * (plus by_wine wine\0id for the platform's ?wine_id=).  Every row a
+ * non-owner could be allowed is in at least one of open, by_named[me],
+ * by_country[my country] -- this follows the evaluator's order of checks
+ * (named sellers gate first, then an allowed list, then default).  A
+ * partner's list is a k-way merge in id order of its <= 4 streams (own,
+ * open, named, country), equal ids deduplicated, each candidate then judged
+ * by the full evaluator, so the cost of a page is proportional to the
+ * candidates of THIS caller, not the table.  The cursor is the offer id, so
+ * it resumes every stream at once.  What the streams cannot exclude --
+ * a blocked seller country, an expired window, non-indexed filters
+ * (currency, condition) -- is examined and skipped; OFFER_SCAN_BUDGET caps
+ * that work per page: the page then ends early with has_more and a cursor
+ * after the last row examined (that cursor may name a hidden offer's id;
+ * ids reveal a creation time, nothing of the offer).
+ */
+#include "engine/supply/offer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/edge/auth.h"
+#include "engine/edge/fields.h"
+#include "engine/base/iso.h"
+#include "engine/edge/key.h"
+#include "engine/supply/listing.h"
+#include "engine/base/log.h"
+#include "engine/catalogue/partner.h"
+#include "engine/storage/resources.h"
+#include "engine/catalogue/wine.h"
+
+const char *const offer_status_names[] = {"draft", "active", "paused", "withdrawn", NULL};
+const char *const offer_condition_names[] = {"new", "bin_end", "mixed_vintage", NULL};
+const char *const offer_incoterm_names[] = {"EXW", "FCA", "CPT", "CIP", "DAP", "DPU",
+					    "DDP", "FAS", "FOB", "CFR", "CIF", NULL};
+const char *const offer_source_names[] = {"direct", "feed", "external_match", NULL};
+static const char *const default_names[] = {"any", "none", NULL};
+
+/* offer_moves[from][to]: the status table.  Same -> same is not a move. */
+static const uint8_t offer_moves[OFFER_N_STATUS][OFFER_N_STATUS] = {
+	[OS_DRAFT] = {[OS_ACTIVE] = 1, [OS_WITHDRAWN] = 1},
+	[OS_ACTIVE] = {[OS_PAUSED] = 1, [OS_WITHDRAWN] = 1},
+	[OS_PAUSED] = {[OS_ACTIVE] = 1, [OS_WITHDRAWN] = 1},
+	[OS_WITHDRAWN] = {0},
+};
+/* Statuses a create may start in. */
+static const uint8_t offer_initial[OFFER_N_STATUS] = {[OS_DRAFT] = 1, [OS_ACTIVE] = 1};
+
+static const char *const offer_fields[] = {
+	"wine_id", "originator_id", "seller_price", "currency", "qty_available", "condition",
+	"incoterm", "min_order_qty", "case_size", "valid_from", "valid_to", "permissions",
+	"network_shareable", "status", "source", NULL};
+static const char *const readonly_fields[] = {"id", "offer_id", "created_at", "updated_at", NULL};
+static const char *const immutable_fields[] = {"wine_id", "originator_id", "condition", NULL};
+static const char *const permission_fields[] = {"default", "allowed_countries", "blocked_countries",
+						"named_sellers", NULL};
+
+#define TS_MAX 40 /* bytes of an RFC 3339 timestamp we accept */
+#define NKEY_MAX (2 * ID_MAX_LEN + 4)
+
+/* Everything an offer document holds, as values. */
+struct offer_vals {
+	char id[ID_MAX_LEN];
+	char wine_id[ID_MAX_LEN], originator_id[ID_MAX_LEN];
+	char currency[4];
+	int status, condition, incoterm, source, shareable;
+	int64_t price_minor, qty, moq, case_size;
+	int64_t from_ms, to_ms;
+	const struct json_value *price;   /* the request's number (scaled once the currency is known) */
+	struct permit_rules pr;           /* deflt and the lists; network_shareable lives in `shareable` */
+	char created_at[32], updated_at[32];
+};
+
+/* ---- table ------------------------------------------------------------- */
+
+struct offer_ext {
+	struct hidx by_natural;
+	struct oidx by_orig, by_wine, open, by_named, by_country;
+};
+
+static struct offer_ext *ext(const struct table *t) { return t->ext; }
+
+/* The natural key (wine\0originator\0condition) lives in the row for the
+ * hash index, right after the typed struct: see offer_row_nkey(). */
+struct offer_row {
+	struct offer o;
+	char nkey[NKEY_MAX];
+	uint8_t nkey_len;
+};
+
+static int offer_init(struct table *t)
+{
+	struct offer_ext *e = calloc(1, sizeof(*e));
+	if (!e)
+		return -1;
+	hidx_init(&e->by_natural);
+	oidx_init(&e->by_orig);
+	oidx_init(&e->by_wine);
+	oidx_init(&e->open);
+	oidx_init(&e->by_named);
+	oidx_init(&e->by_country);
+	t->ext = e;
+	return 0;
+}
+
+static void offer_fini(struct table *t)
+{
+	struct offer_ext *e = ext(t);
+	hidx_free(&e->by_natural);
+	oidx_free(&e->by_orig);
+	oidx_free(&e->by_wine);
+	oidx_free(&e->open);
+	oidx_free(&e->by_named);
+	oidx_free(&e->by_country);
+	free(e);
+	t->ext = NULL;
+}
+
+/* key = a (+ NUL when sep) + id; returns its length. */
+static uint32_t key_of(uint8_t *out, const char *a, size_t al, int sep, const struct row *r)
+{
+	memcpy(out, a, al);
+	size_t n = al;
+	if (sep)
+		out[n++] = 0;
+	memcpy(out + n, r->id, r->id_len);
+	return (uint32_t)(n + r->id_len);
+}
+
+/* Is the row a candidate for other sellers at all? */
+static int offer_shared(const struct offer *o) { return o->status == OS_ACTIVE && o->shareable; }
+
+/* Apply fn (oidx_put or a delete) to every candidate-index key of the row. */
+static int offer_keys(struct table *t, struct row *r, int add)
+{
+	struct offer_ext *e = ext(t);
+	struct offer *o = (struct offer *)r;
+	uint8_t k[IDX_MAX_KEY + 1];
+	int rc = 0;
+#define KEY(idx, a, al, sep)                                                                                  \
+	do {                                                                                                  \
+		uint32_t kl_ = key_of(k, (a), (al), (sep), r);                                                \
+		if (add)                                                                                      \
+			rc |= oidx_put(&e->idx, k, kl_, r) < 0;                                               \
+		else                                                                                          \
+			oidx_del(&e->idx, k, kl_);                                                            \
+	} while (0)
+	KEY(by_orig, o->originator_id, strlen(o->originator_id), 1);
+	KEY(by_wine, o->wine_id, strlen(o->wine_id), 1);
+	if (offer_shared(o)) {
+		if (o->n_named) {
+			for (unsigned i = 0; i < o->n_named; i++)
+				KEY(by_named, o->named[i], strlen(o->named[i]), 1);
+		} else if (o->n_allowed) {
+			for (unsigned i = 0; i < o->n_allowed; i++)
+				KEY(by_country, o->countries[i], 2, 0);
+		} else if (o->deflt == PERMIT_DEFAULT_ANY) {
+			KEY(open, "", 0, 0);
+		}
+	}
+#undef KEY
+	return rc ? -1 : 0;
+}
+
+static int offer_index_add(struct table *t, struct row *r)
+{
+	struct offer_row *or = (struct offer_row *)r;
+	if (hidx_set(&ext(t)->by_natural, or->nkey, or->nkey_len, r))
+		return -1;
+	return offer_keys(t, r, 1);
+}
+
+static void offer_index_del(struct table *t, struct row *r)
+{
+	struct offer_row *or = (struct offer_row *)r;
+	if (hidx_get(&ext(t)->by_natural, or->nkey, or->nkey_len) == r)
+		hidx_del(&ext(t)->by_natural, or->nkey, or->nkey_len);
+	offer_keys(t, r, 0);
+}
+
+static uint8_t natural_key(char out[NKEY_MAX], const char *wine, const char *orig, int cond)
+{
+	int n = snprintf(out, NKEY_MAX, "%s%c%s%c%d", wine, 0, orig, 0, cond);
+	return (uint8_t)(n < 0 ? 0 : n >= NKEY_MAX ? NKEY_MAX - 1 : n);
+}
+
+/* ---- reading values (requests and stored documents) -------------------- */
+
+/* A list member of permissions: countries (cc set) or seller ids. */
+static void read_list(struct api_ctx *c, const struct json_value *pv, const char *name, int sellers,
+		      struct permit_rules *pr, char (*cc)[3], uint8_t *n)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "permissions.%s", name);
+	const struct json_value *v = json_get(pv, name);
+	if (!v)
+		return;
+	if (v->type == JSON_NULL) {
+		*n = 0;
+		return;
+	}
+	unsigned max = sellers ? PERMIT_MAX_SELLERS : PERMIT_MAX_COUNTRIES;
+	if (v->type != JSON_ARRAY) {
+		if (c)
+			api_field_error(c, path, "type", "must be an array");
+		return;
+	}
+	if (v->len > max) {
+		if (c)
+			api_field_error(c, path, "max_items", "may hold at most %u entries", max);
+		return;
+	}
+	unsigned k = 0;
+	for (unsigned i = 0; i < v->len; i++) {
+		const struct json_value *x = &v->u.items[i];
+		char ip[80];
+		snprintf(ip, sizeof(ip), "%s[%u]", path, i);
+		if (sellers) {
+			if (x->type != JSON_STRING || x->len == 0 || x->len >= PERMIT_ID_MAX ||
+			    (c && !partner_get(c->sh, x->u.str, x->len))) {
+				if (c)
+					api_field_error(c, ip, "partner", "must be the id of an existing partner");
+				continue;
+			}
+			int dup = 0;
+			for (unsigned j = 0; j < k; j++)
+				dup |= !strcmp(pr->named[j], x->u.str);
+			if (dup) {
+				if (c)
+					api_field_error(c, ip, "unique", "is listed twice");
+				continue;
+			}
+			memcpy(pr->named[k++], x->u.str, x->len + 1);
+		} else {
+			if (x->type != JSON_STRING || !iso_country_valid(x->u.str, x->len)) {
+				if (c)
+					api_field_error(c, ip, "country", "must be an ISO 3166-1 alpha-2 code");
+				continue;
+			}
+			int dup = 0;
+			for (unsigned j = 0; j < k; j++)
+				dup |= !memcmp(cc[j], x->u.str, 2);
+			if (dup) {
+				if (c)
+					api_field_error(c, ip, "unique", "is listed twice");
+				continue;
+			}
+			memcpy(cc[k++], x->u.str, 3);
+		}
+	}
+	*n = (uint8_t)k;
+}
+
+static void read_permissions(struct api_ctx *c, const struct json_value *o, struct offer_vals *v)
+{
+	const struct json_value *pv = json_get(o, "permissions");
+	if (!pv)
+		return;
+	if (pv->type == JSON_NULL) { /* back to unrestricted */
+		v->pr.deflt = PERMIT_DEFAULT_ANY;
+		v->pr.n_allowed = v->pr.n_blocked = v->pr.n_named = 0;
+		return;
+	}
+	if (pv->type != JSON_OBJECT) {
+		if (c)
+			api_field_error(c, "permissions", "type", "must be an object");
+		return;
+	}
+	if (c)
+		fld_reject_unknown(c, pv, permission_fields, "permissions.");
+	int d = 0;
+	int r = fld_enum(c, pv, "default", "permissions.default", default_names, &d);
+	if (r == FLD_SET)
+		v->pr.deflt = (uint8_t)d;
+	else if (r == FLD_NULL)
+		v->pr.deflt = PERMIT_DEFAULT_ANY;
+	read_list(c, pv, "allowed_countries", 0, &v->pr, v->pr.allowed, &v->pr.n_allowed);
+	read_list(c, pv, "blocked_countries", 0, &v->pr, v->pr.blocked, &v->pr.n_blocked);
+	read_list(c, pv, "named_sellers", 1, &v->pr, NULL, &v->pr.n_named);
+}
+
+/* An optional timestamp member: ms into *out (INT64_MIN/MAX = absent via `none`). */
+static void read_ts(struct api_ctx *c, const struct json_value *o, const char *name, int64_t none, int64_t *out)
+{
+	char buf[TS_MAX + 1];
+	int r = fld_str(c, o, name, NULL, buf, TS_MAX);
+	long long ms;
+	if (r == FLD_NULL)
+		*out = none;
+	else if (r == FLD_SET) {
+		if (parse_rfc3339_ms(buf, strlen(buf), &ms)) {
+			if (c)
+				api_field_error(c, name, "timestamp", "must be an RFC 3339 timestamp");
+		} else
+			*out = ms;
+	}
+}
+
+/* An optional positive bounded integer; null removes it (0). */
+static void read_opt_int(struct api_ctx *c, const struct json_value *o, const char *name, int64_t max, int64_t *out)
+{
+	int64_t x;
+	int r = fld_int(c, o, name, NULL, 1, max, &x);
+	if (r == FLD_SET)
+		*out = x;
+	else if (r == FLD_NULL)
+		*out = 0;
+}
+
+static void read_enum(struct api_ctx *c, const struct json_value *o, const char *name, const char *const *names,
+		      int *out)
+{
+	int x;
+	int r = fld_enum(c, o, name, NULL, names, &x);
+	if (r == FLD_SET)
+		*out = x;
+	else if (r == FLD_NULL && c)
+		api_field_error(c, name, "required", "cannot be null");
+}
+
+/* Overlay the members of o onto v (merge patch).  seller_price is kept as
+ * the JSON number in v->price; price_scale() turns it into minor units. */
+static void offer_read(struct api_ctx *c, const struct json_value *o, struct offer_vals *v)
+{
+	int r = fld_str(c, o, "wine_id", NULL, v->wine_id, ID_MAX_LEN - 1);
+	if (r == FLD_NULL && c)
+		api_field_error(c, "wine_id", "required", "cannot be null");
+	r = fld_str(c, o, "originator_id", NULL, v->originator_id, ID_MAX_LEN - 1);
+	if (r == FLD_NULL && c)
+		api_field_error(c, "originator_id", "required", "cannot be null");
+	r = fld_currency(c, o, "currency", NULL, v->currency);
+	if (r == FLD_NULL && c)
+		api_field_error(c, "currency", "required", "cannot be null");
+	const struct json_value *p = json_get(o, "seller_price");
+	if (p) {
+		if (p->type != JSON_NUMBER) {
+			if (c)
+				api_field_error(c, "seller_price", "type", "must be a decimal number");
+		} else
+			v->price = p;
+	}
+	int64_t x;
+	r = fld_int(c, o, "qty_available", NULL, 0, OFFER_QTY_MAX, &x);
+	if (r == FLD_SET)
+		v->qty = x;
+	else if (r == FLD_NULL && c)
+		api_field_error(c, "qty_available", "required", "cannot be null");
+	read_enum(c, o, "condition", offer_condition_names, &v->condition);
+	read_enum(c, o, "incoterm", offer_incoterm_names, &v->incoterm);
+	read_opt_int(c, o, "min_order_qty", OFFER_MOQ_MAX, &v->moq);
+	read_opt_int(c, o, "case_size", OFFER_CASE_MAX, &v->case_size);
+	read_ts(c, o, "valid_from", INT64_MIN, &v->from_ms);
+	read_ts(c, o, "valid_to", INT64_MAX, &v->to_ms);
+	read_permissions(c, o, v);
+	int b;
+	r = fld_bool(c, o, "network_shareable", NULL, &b);
+	if (r == FLD_SET)
+		v->shareable = b;
+	else if (r == FLD_NULL && c)
+		api_field_error(c, "network_shareable", "required", "cannot be null");
+	read_enum(c, o, "status", offer_status_names, &v->status);
+	read_enum(c, o, "source", offer_source_names, &v->source);
+}
+
+/* seller_price at the currency's minor unit.  0, or -1 (error recorded). */
+static int price_scale(struct api_ctx *c, struct offer_vals *v)
+{
+	if (!v->price)
+		return 0;
+	int minor = v->currency[0] ? iso_currency_minor(v->currency, 3) : -1;
+	if (minor < 0)
+		return -1; /* the currency has its own error */
+	int64_t m;
+	if (json_to_fixed(v->price, (unsigned)minor, &m)) {
+		if (c)
+			api_field_error(c, "seller_price", "precision",
+					"must be an exact decimal with at most %d fraction digits for %s", minor,
+					v->currency);
+		return -1;
+	}
+	if (m <= 0 || m > OFFER_PRICE_MAX_MINOR) {
+		if (c)
+			api_field_error(c, "seller_price", "range", "must be greater than 0 and at most %lld minor units",
+					(long long)OFFER_PRICE_MAX_MINOR);
+		return -1;
+	}
+	v->price_minor = m;
+	return 0;
+}
+
+static void vals_defaults(struct offer_vals *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->status = OS_DRAFT;
+	v->condition = OC_NEW;
+	v->incoterm = -1;
+	v->source = OSRC_DIRECT;
+	v->from_ms = INT64_MIN;
+	v->to_ms = INT64_MAX;
+	v->pr.deflt = PERMIT_DEFAULT_ANY;
+}
+
+/* ---- decode ------------------------------------------------------------ */
+
+static void offer_release(struct row *r)
+{
+	struct offer *o = (struct offer *)r;
+	free(o->countries);
+	free(o->named);
+	o->countries = NULL;
+	o->named = NULL;
+}
+
+static int offer_decode(struct table *t, struct row *r, const struct json_value *doc)
+{
+	(void)t;
+	struct offer_row *or = (struct offer_row *)r;
+	struct offer *o = &or->o;
+	struct offer_vals *v = malloc(sizeof(*v));
+	if (!v)
+		return -1;
+	vals_defaults(v);
+	offer_read(NULL, doc, v);
+	int rc = -1;
+	if (!v->wine_id[0] || !v->originator_id[0] || v->incoterm < 0 || price_scale(NULL, v) || !v->price)
+		goto out;
+	memcpy(o->wine_id, v->wine_id, sizeof(o->wine_id));
+	memcpy(o->originator_id, v->originator_id, sizeof(o->originator_id));
+	memcpy(o->currency, v->currency, 4);
+	o->status = (uint8_t)v->status;
+	o->condition = (uint8_t)v->condition;
+	o->incoterm = (uint8_t)v->incoterm;
+	o->source = (uint8_t)v->source;
+	o->shareable = (uint8_t)v->shareable;
+	o->deflt = v->pr.deflt;
+	o->price_minor = v->price_minor;
+	o->qty = v->qty;
+	o->moq = v->moq;
+	o->case_size = v->case_size;
+	o->valid_from_ms = v->from_ms;
+	o->valid_to_ms = v->to_ms;
+	o->n_allowed = v->pr.n_allowed;
+	o->n_blocked = v->pr.n_blocked;
+	o->n_named = v->pr.n_named;
+	unsigned nc = o->n_allowed + o->n_blocked;
+	if (nc) {
+		o->countries = malloc(nc * sizeof(*o->countries));
+		if (!o->countries)
+			goto out;
+		memcpy(o->countries, v->pr.allowed, o->n_allowed * sizeof(*o->countries));
+		memcpy(o->countries + o->n_allowed, v->pr.blocked, o->n_blocked * sizeof(*o->countries));
+	}
+	if (o->n_named) {
+		o->named = malloc(o->n_named * sizeof(*o->named));
+		if (!o->named)
+			goto out;
+		memcpy(o->named, v->pr.named, o->n_named * sizeof(*o->named));
+	}
+	or->nkey_len = natural_key(or->nkey, o->wine_id, o->originator_id, o->condition);
+	rc = 0;
+out:
+	free(v);
+	return rc;
+}
+
+const struct table_ops offer_table_ops = {
+	.rec_table = REC_T_OFFER,
+	.name = "offer",
+	.row_size = sizeof(struct offer_row),
+	.decode = offer_decode,
+	.release = offer_release,
+	.index_add = offer_index_add,
+	.index_del = offer_index_del,
+	.init = offer_init,
+	.fini = offer_fini,
+};
+
+const struct offer *offer_get(struct shard *sh, const char *id, size_t len)
+{
+	return (const struct offer *)table_get(&sh->tables[REC_T_OFFER], id, len);
+}
+
+void offer_rules(const struct offer *o, struct permit_rules *out)
+{
+	out->deflt = o->deflt;
+	out->network_shareable = o->shareable;
+	out->n_allowed = o->n_allowed;
+	out->n_blocked = o->n_blocked;
+	out->n_named = o->n_named;
+	if (o->n_allowed)
+		memcpy(out->allowed, o->countries, o->n_allowed * sizeof(out->allowed[0]));
+	if (o->n_blocked)
+		memcpy(out->blocked, o->countries + o->n_allowed, o->n_blocked * sizeof(out->blocked[0]));
+	if (o->n_named)
+		memcpy(out->named, o->named, o->n_named * sizeof(out->named[0]));
+}
+
+int offer_sellable(const struct offer *o, int64_t now_ms)
+{
+	return o->status == OS_ACTIVE && now_ms >= o->valid_from_ms && now_ms < o->valid_to_ms;
+}
+
+/* ---- the document -------------------------------------------------------- */
+
+static void jw_countries(struct jw *w, const char *k, const char (*cc)[3], unsigned n)
+{
+	jw_key(w, k);
+	jw_arr_begin(w);
+	for (unsigned i = 0; i < n; i++)
+		jw_str(w, cc[i]);
+	jw_arr_end(w);
+}
+
+static void jw_permissions(struct jw *w, const struct permit_rules *pr)
+{
+	jw_obj_begin(w);
+	jw_kstr(w, "default", default_names[pr->deflt]);
+	jw_countries(w, "allowed_countries", pr->allowed, pr->n_allowed);
+	jw_countries(w, "blocked_countries", pr->blocked, pr->n_blocked);
+	jw_key(w, "named_sellers");
+	jw_arr_begin(w);
+	for (unsigned i = 0; i < pr->n_named; i++)
+		jw_str(w, pr->named[i]);
+	jw_arr_end(w);
+	jw_obj_end(w);
+}
+
+static void jw_ts(struct jw *w, const char *k, int64_t ms, int64_t none)
+{
+	char b[32];
+	if (ms == none) {
+		jw_knull(w, k);
+		return;
+	}
+	fmt_rfc3339_ms(b, (unsigned long long)ms);
+	jw_kstr(w, k, b);
+}
+
+static void jw_opt(struct jw *w, const char *k, int64_t x)
+{
+	if (x)
+		jw_kint(w, k, x);
+	else
+		jw_knull(w, k);
+}
+
+static void offer_write(struct jw *w, const struct offer_vals *v)
+{
+	jw_obj_begin(w);
+	jw_kstr(w, "id", v->id);
+	jw_kstr(w, "offer_id", v->id);
+	jw_kstr(w, "wine_id", v->wine_id);
+	jw_kstr(w, "originator_id", v->originator_id);
+	jw_key(w, "seller_price");
+	jw_fixed(w, v->price_minor, (unsigned)iso_currency_minor(v->currency, 3));
+	jw_kstr(w, "currency", v->currency);
+	jw_kint(w, "qty_available", v->qty);
+	jw_kstr(w, "condition", offer_condition_names[v->condition]);
+	jw_kstr(w, "incoterm", offer_incoterm_names[v->incoterm]);
+	jw_opt(w, "min_order_qty", v->moq);
+	jw_opt(w, "case_size", v->case_size);
+	jw_ts(w, "valid_from", v->from_ms, INT64_MIN);
+	jw_ts(w, "valid_to", v->to_ms, INT64_MAX);
+	jw_key(w, "permissions");
+	jw_permissions(w, &v->pr);
+	jw_kbool(w, "network_shareable", v->shareable);
+	jw_kstr(w, "status", offer_status_names[v->status]);
+	jw_kstr(w, "source", offer_source_names[v->source]);
+	jw_kstr(w, "created_at", v->created_at);
+	jw_kstr(w, "updated_at", v->updated_at);
+	jw_obj_end(w);
+}
+
+/* The values of a stored offer (the typed row plus its timestamps). */
+static void offer_load(const struct offer *o, struct offer_vals *v)
+{
+	vals_defaults(v);
+	memcpy(v->id, o->row.id, o->row.id_len);
+	v->id[o->row.id_len] = 0;
+	memcpy(v->wine_id, o->wine_id, sizeof(v->wine_id));
+	memcpy(v->originator_id, o->originator_id, sizeof(v->originator_id));
+	memcpy(v->currency, o->currency, 4);
+	v->status = o->status;
+	v->condition = o->condition;
+	v->incoterm = o->incoterm;
+	v->source = o->source;
+	v->shareable = o->shareable;
+	v->price_minor = o->price_minor;
+	v->qty = o->qty;
+	v->moq = o->moq;
+	v->case_size = o->case_size;
+	v->from_ms = o->valid_from_ms;
+	v->to_ms = o->valid_to_ms;
+	offer_rules(o, &v->pr);
+	struct json_doc *d = json_parse(o->row.doc, o->row.doc_len, NULL, NULL);
+	if (d) {
+		const struct json_value *x = json_get(json_root(d), "created_at");
+		if (x && x->type == JSON_STRING && x->len < sizeof(v->created_at))
+			memcpy(v->created_at, x->u.str, x->len + 1);
+		json_doc_free(d);
+	}
+}
+
+/* ---- checks -------------------------------------------------------------- */
+
+static int has_cap(const struct partner *p, enum partner_cap cap)
+{
+	return p && (partner_caps(&p->v) >> cap) & 1;
+}
+
+/* Cross-field and reference rules on the merged values. */
+static void offer_check(struct api_ctx *c, struct offer_vals *v, int creating)
+{
+	if (creating) {
+		static const char *const required[] = {"wine_id", "seller_price", "currency", "qty_available",
+						       "incoterm", NULL};
+		const struct json_value *b = json_root(c->body);
+		for (int i = 0; required[i]; i++)
+			if (!json_get(b, required[i]))
+				api_field_error(c, required[i], "required", "is required");
+		if (!offer_initial[v->status])
+			api_field_error(c, "status", "initial", "a new offer starts as draft or active");
+		if (v->wine_id[0]) {
+			const struct wine *w = wine_get(c->sh, v->wine_id, strlen(v->wine_id));
+			if (!w || !wine_visible(c, w))
+				api_field_error(c, "wine_id", "exists", "no wine with this id");
+			else if (w->status == WS_ARCHIVED)
+				api_field_error(c, "wine_id", "not_archived", "an archived wine cannot get offers");
+		}
+		if (c->who.is_platform) {
+			const struct partner *p =
+				v->originator_id[0] ? partner_get(c->sh, v->originator_id, strlen(v->originator_id)) : NULL;
+			if (!v->originator_id[0])
+				api_field_error(c, "originator_id", "required", "operators name the originator");
+			else if (!p || !(p->v.roles & ROLE_ORIGINATOR) || !has_cap(p, CAP_PROVIDES_INVENTORY))
+				api_field_error(c, "originator_id", "originator",
+						"must be a partner with the originator role and provides_inventory");
+		}
+	}
+	if (v->price)
+		price_scale(c, v);
+	if (v->from_ms != INT64_MIN && v->to_ms != INT64_MAX && v->from_ms >= v->to_ms)
+		api_field_error(c, "valid_to", "after_valid_from", "must be later than valid_from");
+	for (unsigned i = 0; i < v->pr.n_allowed; i++)
+		for (unsigned j = 0; j < v->pr.n_blocked; j++)
+			if (!memcmp(v->pr.allowed[i], v->pr.blocked[j], 2))
+				api_field_error(c, "permissions.blocked_countries", "conflict",
+						"%s is both allowed and blocked", v->pr.blocked[j]);
+}
+
+/* Commit the offer's row and its event; respond with the document. */
+static void offer_commit(struct api_ctx *c, struct offer_vals *v, const char *event, int status)
+{
+	struct buf doc;
+	buf_init(&doc, REC_MAX_VAL);
+	struct jw w;
+	jw_init(&w, &doc);
+	offer_write(&w, v);
+	txn_begin(c->sh);
+	if (w.err || txn_put(c->sh, REC_T_OFFER, v->id, strlen(v->id), doc.data, doc.len) ||
+	    txn_event(c->sh, event, v->originator_id, doc.data, doc.len) || !txn_commit(c->sh)) {
+		txn_abort(c->sh);
+		buf_free(&doc);
+		api_error(c, 413, "record_too_large", "the offer record is too large to store");
+		return;
+	}
+	api_send_doc(c, status, doc.data, doc.len);
+	buf_free(&doc);
+}
+
+/* Inventory drives qty_available (offer.h): the stored offer with only
+ * qty_available and updated_at changed, staged in the caller's transaction. */
+int offer_stage_qty(struct shard *sh, const struct offer *o, int64_t qty)
+{
+	if (qty < 0 || qty > OFFER_QTY_MAX)
+		return -1;
+	struct offer_vals v;
+	offer_load(o, &v);
+	v.qty = qty;
+	fmt_rfc3339_ms(v.updated_at, wall_ms());
+	struct buf doc;
+	buf_init(&doc, REC_MAX_VAL);
+	struct jw w;
+	jw_init(&w, &doc);
+	offer_write(&w, &v);
+	int rc = w.err || txn_put(sh, REC_T_OFFER, v.id, strlen(v.id), doc.data, doc.len) ? -1 : 0;
+	buf_free(&doc);
+	return rc;
+}
+
+static const struct offer *offer_by_natural(struct shard *sh, const struct offer_vals *v)
+{
+	char k[NKEY_MAX];
+	uint8_t n = natural_key(k, v->wine_id, v->originator_id, v->condition);
+	return hidx_get(&ext(&sh->tables[REC_T_OFFER])->by_natural, k, n);
+}
+
+/* ---- the read-path filter ----------------------------------------------- */
+
+/* Who is looking, resolved once per request. */
+struct offer_seer {
+	const struct offer_query *q;
+	int all;                      /* the platform sees every row */
+	const char *me;
+	char country[3];              /* the caller partner's country, "" if none */
+	int64_t now_ms;
+};
+
+static void seer_init(struct api_ctx *c, const struct offer_query *q, struct offer_seer *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->q = q;
+	s->all = c->who.is_platform;
+	s->me = c->who.entity_id;
+	const struct partner *p = s->all ? NULL : partner_get(c->sh, s->me, strlen(s->me));
+	if (p)
+		memcpy(s->country, p->v.country, 3);
+	s->now_ms = (int64_t)wall_ms();
+}
+
+/*
+ * Channel scope (spec 5: "the caller's channel scope admits it"): a
+ * publishable storefront key sees an offer only while its channel has a
+ * LIVE listing of it (one hash lookup in the listings table); a
+ * publishable key without a channel sees none.  Secret keys: no channel
+ * scope.
+ */
+static int channel_admits(const struct api_ctx *c, const struct offer *o)
+{
+	if (c->who.kind != KEY_PUBLISHABLE)
+		return 1;
+	return c->who.channel_id[0] && listing_live_on(c->sh, o->row.id, o->row.id_len, c->who.channel_id);
+}
+
+/* The permissions' destination rules alone (for owners and the platform,
+ * who pass the seller checks by definition). */
+static int destination_ok(const struct offer *o, const char *dest)
+{
+	if (!dest || !dest[0])
+		return 1;
+	for (unsigned i = 0; i < o->n_blocked; i++)
+		if (!memcmp(o->countries[o->n_allowed + i], dest, 2))
+			return 0;
+	if (!o->n_allowed)
+		return 1;
+	for (unsigned i = 0; i < o->n_allowed; i++)
+		if (!memcmp(o->countries[i], dest, 2))
+			return 1;
+	return 0;
+}
+
+/* The caller's verdict on o (for the permissions endpoint too). */
+static enum permit_verdict seer_verdict(const struct offer_seer *s, const struct offer *o, const char *seller,
+					const char *seller_country, const char *dest)
+{
+	struct permit_rules pr;
+	offer_rules(o, &pr);
+	struct permit_query pq = {.originator_id = o->originator_id,
+				  .seller_id = seller,
+				  .seller_country = seller_country && seller_country[0] ? seller_country : NULL,
+				  .destination = dest && dest[0] ? dest : NULL};
+	(void)s;
+	return permit_check(&pr, &pq);
+}
+
+/* May the caller see the row at all? */
+static int offer_visible(const struct api_ctx *c, const struct offer_seer *s, const struct offer *o)
+{
+	if (s->all)
+		return 1;
+	if (!channel_admits(c, o)) /* a storefront key: its channel's live listings only, own offers too */
+		return 0;
+	if (!strcmp(o->originator_id, s->me))
+		return 1;
+	if (!offer_sellable(o, s->now_ms) || !o->shareable)
+		return 0;
+	const char *dest = s->q ? s->q->destination : NULL;
+	return permit_allowed(seer_verdict(s, o, s->me, s->country, dest));
+}
+
+/* The list predicate: visible, then the query's filters. */
+static int offer_match(struct api_ctx *c, const struct row *r, void *arg)
+{
+	const struct offer_seer *s = arg;
+	const struct offer *o = (const struct offer *)r;
+	const struct offer_query *q = s->q;
+	if (q->wine_id[0] && strcmp(q->wine_id, o->wine_id))
+		return 0;
+	if (q->originator_id[0] && strcmp(q->originator_id, o->originator_id))
+		return 0;
+	if (q->currency[0] && memcmp(q->currency, o->currency, 3))
+		return 0;
+	if ((q->status >= 0 && q->status != o->status) || (q->condition >= 0 && q->condition != o->condition))
+		return 0;
+	if (!offer_visible(c, s, o))
+		return 0;
+	/* an owner's or the platform's rows still answer ?destination= */
+	return !(s->all || !strcmp(o->originator_id, s->me)) || destination_ok(o, q->destination);
+}
+
+/* ---- the candidate-stream merge ------------------------------------------ */
+
+void offer_merge_init(struct offer_merge *m) { m->n = 0; }
+
+int offer_merge_add(struct offer_merge *m, const struct oidx *idx, const void *prefix, uint32_t prefix_len,
+		    const char *after, uint32_t after_len)
+{
+	if (m->n == OFFER_MAX_STREAMS || prefix_len + after_len > IDX_MAX_KEY)
+		return -1;
+	struct offer_stream *s = &m->s[m->n++];
+	s->prefix = prefix;
+	s->prefix_len = prefix_len;
+	uint8_t k[IDX_MAX_KEY + 1];
+	memcpy(k, prefix, prefix_len);
+	if (after_len)
+		memcpy(k + prefix_len, after, after_len);
+	uint32_t kl = prefix_len + after_len;
+	s->ok = oidx_seek_ge(idx, k, kl, &s->it);
+	uint32_t gl;
+	const void *g;
+	if (after_len && s->ok && (g = oidx_iter_key(&s->it, &gl)) && gl == kl && !memcmp(g, k, kl))
+		s->ok = oidx_next(&s->it);
+	return 0;
+}
+
+/* The id under stream s (and whether it is still inside its prefix). */
+static int stream_id(struct offer_stream *s, const uint8_t **id, uint32_t *len)
+{
+	if (!s->ok)
+		return 0;
+	uint32_t kl;
+	const uint8_t *k = oidx_iter_key(&s->it, &kl);
+	if (kl <= s->prefix_len || memcmp(k, s->prefix, s->prefix_len)) {
+		s->ok = 0;
+		return 0;
+	}
+	*id = k + s->prefix_len;
+	*len = kl - s->prefix_len;
+	return 1;
+}
+
+/* The ordered index's order: bytes, then length. */
+static int id_cmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl)
+{
+	int d = memcmp(a, b, al < bl ? al : bl);
+	return d ? d : (al > bl) - (al < bl);
+}
+
+int offer_merge_next(struct offer_merge *m, const struct row **r, const char **id, uint32_t *id_len)
+{
+	const uint8_t *best = NULL, *x;
+	uint32_t best_len = 0, xl;
+	unsigned who = 0;
+	for (unsigned i = 0; i < m->n; i++)
+		if (stream_id(&m->s[i], &x, &xl) && (!best || id_cmp(x, xl, best, best_len) < 0)) {
+			best = x;
+			best_len = xl;
+			who = i;
+		}
+	if (!best)
+		return 0;
+	*r = oidx_iter_val(&m->s[who].it);
+	*id = (*r)->id;
+	*id_len = (*r)->id_len;
+	for (unsigned i = 0; i < m->n; i++)
+		if (stream_id(&m->s[i], &x, &xl) && xl == *id_len && !memcmp(x, *id, xl))
+			m->s[i].ok = oidx_next(&m->s[i].it);
+	return 1;
+}
+
+static int merge_source_next(void *self, const struct row **r, const void **key, uint32_t *key_len)
+{
+	const char *id;
+	if (!offer_merge_next(self, r, &id, key_len))
+		return 0;
+	*key = id;
+	return 1;
+}
+
+/* ---- list ------------------------------------------------------------------ */
+
+uint32_t offer_list(struct api_ctx *c, const struct offer_query *q, const struct api_page *pg, uint32_t *examined)
+{
+	struct table *t = &c->sh->tables[REC_T_OFFER];
+	struct offer_ext *e = ext(t);
+	struct offer_seer s;
+	seer_init(c, q, &s);
+	const char *after = pg->has_cursor ? (const char *)pg->cursor : NULL;
+	uint32_t after_len = pg->has_cursor ? pg->cursor_len : 0;
+	/* stream prefixes: originator\0, me\0, country (must outlive the merge) */
+	uint8_t p_orig[ID_MAX_LEN + 1], p_me[ID_MAX_LEN + 1], p_wine[ID_MAX_LEN + 1];
+	uint32_t l_orig = (uint32_t)strlen(q->originator_id) + 1, l_me = (uint32_t)strlen(s.me) + 1;
+	uint32_t l_wine = (uint32_t)strlen(q->wine_id) + 1;
+	memcpy(p_orig, q->originator_id, l_orig);
+	memcpy(p_me, s.me, l_me);
+	memcpy(p_wine, q->wine_id, l_wine);
+	struct offer_merge m;
+	offer_merge_init(&m);
+	if (s.all) {
+		if (q->originator_id[0])
+			offer_merge_add(&m, &e->by_orig, p_orig, l_orig, after, after_len);
+		else if (q->wine_id[0])
+			offer_merge_add(&m, &e->by_wine, p_wine, l_wine, after, after_len);
+		else
+			offer_merge_add(&m, &t->by_order, "", 0, after, after_len);
+	} else {
+		int mine_only = q->originator_id[0] && !strcmp(q->originator_id, s.me);
+		if (!q->originator_id[0] || mine_only)
+			offer_merge_add(&m, &e->by_orig, p_me, l_me, after, after_len);
+		if (!mine_only) {
+			offer_merge_add(&m, &e->open, "", 0, after, after_len);
+			offer_merge_add(&m, &e->by_named, p_me, l_me, after, after_len);
+			if (s.country[0])
+				offer_merge_add(&m, &e->by_country, s.country, 2, after, after_len);
+		}
+	}
+	struct api_source src = {.next = merge_source_next, .self = &m, .budget = OFFER_SCAN_BUDGET};
+	uint32_t n = api_list_source(c, &src, pg, offer_match, &s, NULL);
+	if (examined)
+		*examined = src.examined;
+	return n;
+}
+
+int offer_visible_to(struct api_ctx *c, const struct offer *o)
+{
+	struct offer_query q;
+	memset(&q, 0, sizeof(q));
+	q.status = q.condition = -1;
+	struct offer_seer s;
+	seer_init(c, &q, &s);
+	return offer_visible(c, &s, o);
+}
+
+int offer_wine_any(struct shard *sh, const char *wine_id, size_t wine_len,
+		   int (*fn)(const struct offer *o, void *arg), void *arg)
+{
+	struct offer_ext *e = ext(&sh->tables[REC_T_OFFER]);
+	uint8_t k[IDX_MAX_KEY + 1];
+	if (!e || wine_len + 1 > IDX_MAX_KEY)
+		return 0;
+	memcpy(k, wine_id, wine_len);
+	k[wine_len] = 0;
+	uint32_t pl = (uint32_t)wine_len + 1, kl;
+	struct oidx_iter it;
+	for (int ok = oidx_seek_ge(&e->by_wine, k, pl, &it); ok; ok = oidx_next(&it)) {
+		const uint8_t *key = oidx_iter_key(&it, &kl);
+		if (kl < pl || memcmp(key, k, pl))
+			break;
+		int r = fn(oidx_iter_val(&it), arg);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+/* ---- handlers ---------------------------------------------------------- */
+
+/* The offer of the path if the caller may see it (write: owns it), else
+ * the same 404 as an unknown id. */
+static const struct offer *offer_from_path(struct api_ctx *c, int write)
+{
+	const struct offer *o = c->n_params ? offer_get(c->sh, c->params[0].p, c->params[0].len) : NULL;
+	if (o) {
+		struct offer_query q;
+		memset(&q, 0, sizeof(q));
+		q.status = q.condition = -1;
+		struct offer_seer s;
+		seer_init(c, &q, &s);
+		if (write ? api_owns(c, o->originator_id, strlen(o->originator_id)) : offer_visible(c, &s, o))
+			return o;
+	}
+	api_error(c, 404, "not_found", "no offer with this id");
+	return NULL;
+}
+
+static void reject_members(struct api_ctx *c, const struct json_value *body, const char *const *names,
+			   const char *rule, const char *msg)
+{
+	for (int i = 0; names[i]; i++)
+		if (json_get(body, names[i]))
+			api_field_error(c, names[i], rule, "%s", msg);
+}
+
+static void offers_create(struct api_ctx *c)
+{
+	if (!c->who.is_platform) {
+		const struct partner *me = partner_get(c->sh, c->who.entity_id, strlen(c->who.entity_id));
+		if (!has_cap(me, CAP_PROVIDES_INVENTORY)) {
+			api_error(c, 403, "capability_missing",
+				  "creating offers needs the provides_inventory capability");
+			return;
+		}
+	}
+	const struct json_value *body = api_body(c);
+	if (!body)
+		return;
+	struct offer_vals v;
+	vals_defaults(&v);
+	offer_read(c, body, &v);
+	if (!c->who.is_platform) {
+		if (v.originator_id[0] && strcmp(v.originator_id, c->who.entity_id)) {
+			api_error(c, 403, "not_own_originator", "a partner creates offers for itself only");
+			return;
+		}
+		snprintf(v.originator_id, sizeof(v.originator_id), "%s", c->who.entity_id);
+	}
+	fld_reject_unknown(c, body, offer_fields, NULL);
+	reject_members(c, body, readonly_fields, "read_only", "is assigned by the service");
+	offer_check(c, &v, 1);
+	if (c->n_errs) {
+		api_validation_failed(c);
+		return;
+	}
+	const struct offer *dup = offer_by_natural(c->sh, &v);
+	if (dup) {
+		char d[200];
+		snprintf(d, sizeof(d), "offer %.*s already exists for this wine, originator and condition",
+			 (int)dup->row.id_len, dup->row.id);
+		api_error(c, 409, "offer_exists", d);
+		return;
+	}
+	id_new(&c->sh->ids, "ofr", v.id);
+	fmt_rfc3339_ms(v.created_at, wall_ms());
+	memcpy(v.updated_at, v.created_at, sizeof(v.created_at));
+	offer_commit(c, &v, "offer.created", 201);
+}
+
+static void offers_get(struct api_ctx *c)
+{
+	const struct offer *o = offer_from_path(c, 0);
+	if (o)
+		api_send_doc(c, 200, o->row.doc, o->row.doc_len);
+}
+
+/* Move cur to status `to` through the table; 0, or -1 with the 409 written. */
+static int status_move(struct api_ctx *c, int from, int to)
+{
+	if (from == to && from != OS_WITHDRAWN)
+		return 0;
+	if (offer_moves[from][to])
+		return 0;
+	char d[120];
+	snprintf(d, sizeof(d), "an offer cannot move from %s to %s", offer_status_names[from], offer_status_names[to]);
+	api_error(c, 409, "invalid_status_transition", d);
+	return -1;
+}
+
+static void offers_patch(struct api_ctx *c)
+{
+	const struct offer *cur = offer_from_path(c, 1);
+	if (!cur)
+		return;
+	const struct json_value *body = api_body(c);
+	if (!body)
+		return;
+	struct offer_vals v;
+	offer_load(cur, &v);
+	int from = v.status;
+	if (from == OS_WITHDRAWN) {
+		api_error(c, 409, "invalid_status_transition", "a withdrawn offer is final");
+		return;
+	}
+	fld_reject_unknown(c, body, offer_fields, NULL);
+	reject_members(c, body, readonly_fields, "read_only", "cannot be changed");
+	reject_members(c, body, immutable_fields, "immutable",
+		       "is the offer's identity; withdraw it and create another");
+	offer_read(c, body, &v);
+	if (strcmp(v.currency, cur->currency) && !v.price)
+		api_field_error(c, "seller_price", "required_with_currency",
+				"a new currency needs the seller_price in that currency");
+	offer_check(c, &v, 0);
+	if (c->n_errs) {
+		api_validation_failed(c);
+		return;
+	}
+	if (status_move(c, from, v.status))
+		return;
+	fmt_rfc3339_ms(v.updated_at, wall_ms());
+	offer_commit(c, &v, v.status == OS_WITHDRAWN ? "offer.withdrawn" : "offer.updated", 200);
+}
+
+static void offers_withdraw(struct api_ctx *c)
+{
+	const struct offer *cur = offer_from_path(c, 1);
+	if (!cur || status_move(c, cur->status, OS_WITHDRAWN))
+		return;
+	struct offer_vals v;
+	offer_load(cur, &v);
+	v.status = OS_WITHDRAWN;
+	fmt_rfc3339_ms(v.updated_at, wall_ms());
+	offer_commit(c, &v, "offer.withdrawn", 200);
+}
+
+/* ?destination= as a country ("" if absent); -1 with a 400 written. */
+static int query_country(struct api_ctx *c, const char *name, char out[3])
+{
+	char b[8];
+	int n = api_query(c, name, b, sizeof(b));
+	out[0] = 0;
+	if (n == -1)
+		return 0;
+	if (n < 0 || !iso_country_valid(b, (size_t)n)) {
+		char d[100];
+		snprintf(d, sizeof(d), "%s must be an ISO 3166-1 alpha-2 code", name);
+		api_error(c, 400, "invalid_filter", d);
+		return -1;
+	}
+	memcpy(out, b, 3);
+	return 0;
+}
+
+static void offers_permissions(struct api_ctx *c)
+{
+	const struct offer *o = offer_from_path(c, 0);
+	if (!o)
+		return;
+	struct offer_query q;
+	memset(&q, 0, sizeof(q));
+	q.status = q.condition = -1;
+	if (query_country(c, "destination", q.destination))
+		return;
+	struct offer_seer s;
+	seer_init(c, &q, &s);
+	/* The owner and the platform may ask about any seller (?seller_id=). */
+	char seller[ID_MAX_LEN];
+	const char *who = s.me, *country = s.country;
+	int n = api_query(c, "seller_id", seller, sizeof(seller));
+	const struct partner *sp = NULL;
+	if (n >= 0 && api_owns(c, o->originator_id, strlen(o->originator_id))) {
+		sp = partner_get(c->sh, seller, (size_t)n);
+		if (!sp) {
+			api_error(c, 400, "invalid_filter", "seller_id must name an existing partner");
+			return;
+		}
+		who = seller;
+		country = sp->v.country;
+	} else if (n == -2 || (n >= 0 && !api_owns(c, o->originator_id, strlen(o->originator_id)))) {
+		api_error(c, 400, "invalid_filter", "seller_id is for the offer's originator and operators");
+		return;
+	}
+	if (api_read_row(c))
+		return;
+	enum permit_verdict vd = seer_verdict(&s, o, who, country, q.destination);
+	struct permit_rules pr;
+	offer_rules(o, &pr);
+	struct jw *w = &c->w;
+	jw_obj_begin(w);
+	jw_kstr(w, "offer_id", o->row.id);
+	jw_key(w, "permissions");
+	jw_permissions(w, &pr);
+	jw_kbool(w, "network_shareable", o->shareable);
+	jw_kbool(w, "sellable", offer_sellable(o, s.now_ms));
+	jw_key(w, "verdict");
+	jw_obj_begin(w);
+	jw_kstr(w, "seller_id", who);
+	if (q.destination[0])
+		jw_kstr(w, "destination", q.destination);
+	else
+		jw_knull(w, "destination");
+	jw_kbool(w, "allowed", permit_allowed(vd));
+	jw_kstr(w, "code", permit_code(vd));
+	jw_kstr(w, "reason", permit_reason(vd));
+	jw_obj_end(w);
+	jw_obj_end(w);
+	c->rs->status = 200;
+}
+
+static void offers_list(struct api_ctx *c)
+{
+	struct api_page pg;
+	if (api_page_parse(c, &pg))
+		return;
+	if (pg.has_cursor && !id_valid((const char *)pg.cursor, pg.cursor_len, "ofr")) {
+		api_error(c, 400, "invalid_cursor", "cursor does not belong to this list");
+		return;
+	}
+	struct offer_query q;
+	memset(&q, 0, sizeof(q));
+	q.status = q.condition = -1;
+	static const struct {
+		const char *name;
+		size_t off;
+	} ids[] = {{"wine_id", offsetof(struct offer_query, wine_id)},
+		   {"originator_id", offsetof(struct offer_query, originator_id)}};
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		int n = api_query(c, ids[i].name, (char *)&q + ids[i].off, ID_MAX_LEN);
+		if (n == 0 || n == -2) {
+			char d[80];
+			snprintf(d, sizeof(d), "%s must be an id", ids[i].name);
+			api_error(c, 400, "invalid_filter", d);
+			return;
+		}
+	}
+	static const struct {
+		const char *name;
+		const char *const *values;
+		size_t off;
+	} enums[] = {{"status", offer_status_names, offsetof(struct offer_query, status)},
+		     {"condition", offer_condition_names, offsetof(struct offer_query, condition)}};
+	for (size_t i = 0; i < sizeof(enums) / sizeof(enums[0]); i++) {
+		char b[32];
+		int n = api_query(c, enums[i].name, b, sizeof(b));
+		if (n == -1)
+			continue;
+		int found = -1;
+		for (int k = 0; n >= 0 && enums[i].values[k]; k++)
+			if (!strcmp(enums[i].values[k], b))
+				found = k;
+		if (found < 0) {
+			char d[80];
+			snprintf(d, sizeof(d), "%s is not one of its values", enums[i].name);
+			api_error(c, 400, "invalid_filter", d);
+			return;
+		}
+		memcpy((char *)&q + enums[i].off, &found, sizeof(int));
+	}
+	char cur[8];
+	int n = api_query(c, "currency", cur, sizeof(cur));
+	if (n != -1) {
+		if (n != 3 || iso_currency_minor(cur, 3) < 0) {
+			api_error(c, 400, "invalid_filter", "currency must be an ISO 4217 code");
+			return;
+		}
+		memcpy(q.currency, cur, 4);
+	}
+	if (query_country(c, "destination", q.destination))
+		return;
+	offer_list(c, &q, &pg, NULL);
+}
+
+const struct route offer_routes[] = {
+	{HTTP_M_GET, "/v1/offers", offers_list, SC_READ_OFFERS, ACT_READ_OFFERS,
+	 "List the offers the caller may see", 0},
+	{HTTP_M_POST, "/v1/offers", offers_create, SC_WRITE_OFFERS, ACT_WRITE_OFFERS, "Create an offer", 0},
+	{HTTP_M_GET, "/v1/offers/{id}", offers_get, SC_READ_OFFERS, ACT_READ_OFFERS, "Retrieve an offer", 0},
+	{HTTP_M_PATCH, "/v1/offers/{id}", offers_patch, SC_WRITE_OFFERS, ACT_WRITE_OFFERS,
+	 "Update an offer (merge patch)", 0},
+	{HTTP_M_POST, "/v1/offers/{id}/withdraw", offers_withdraw, SC_WRITE_OFFERS, ACT_WRITE_OFFERS,
+	 "Withdraw an offer (final)", 0},
+	{HTTP_M_GET, "/v1/offers/{id}/permissions", offers_permissions, SC_READ_OFFERS, ACT_READ_OFFERS,
+	 "Selling permissions of an offer and the caller's verdict", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
+};

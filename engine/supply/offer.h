@@ -1,0 +1,123 @@
+/*
+ * offer.h -- offers: one originator's supply on a canonical wine (spec 2.3),
+ * its selling permissions, and the read-path filter over them (spec 5).
+ * The why, and the candidate-stream design that keeps list reads from
+ * scanning the table, are in offer.c.
+ */
+#ifndef WM_OFFER_H
+#define WM_OFFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/edge/api.h"
+#include "engine/storage/id.h"
+#include "engine/storage/index.h"
+#include "engine/supply/permit.h"
+#include "engine/storage/shard.h"
+#include "engine/storage/table.h"
+
+#define OFFER_PRICE_MAX_MINOR 1000000000000LL /* seller_price bound, minor units (10^12) */
+#define OFFER_QTY_MAX 100000000LL             /* qty_available bound (10^8 units) */
+#define OFFER_MOQ_MAX 1000000LL               /* min_order_qty bound */
+#define OFFER_CASE_MAX 1000LL                 /* case_size bound (units per case) */
+#define OFFER_SCAN_BUDGET 10000u              /* candidate rows one list page may examine */
+#define OFFER_MAX_STREAMS 4                   /* candidate streams one caller merges */
+
+enum offer_status { OS_DRAFT, OS_ACTIVE, OS_PAUSED, OS_WITHDRAWN, OFFER_N_STATUS };
+enum offer_condition { OC_NEW, OC_BIN_END, OC_MIXED_VINTAGE, OFFER_N_CONDITION };
+enum offer_source { OSRC_DIRECT, OSRC_FEED, OSRC_EXTERNAL_MATCH, OFFER_N_SOURCE };
+
+extern const char *const offer_status_names[];
+extern const char *const offer_condition_names[];
+extern const char *const offer_incoterm_names[];
+extern const char *const offer_source_names[];
+
+struct offer {
+	struct row row;
+	char wine_id[ID_MAX_LEN];
+	char originator_id[ID_MAX_LEN];
+	char currency[4];
+	uint8_t status, condition, incoterm, source;
+	uint8_t shareable, deflt;        /* network_shareable; enum permit_default */
+	uint8_t n_allowed, n_blocked, n_named;
+	int64_t price_minor;             /* seller_price in the currency's minor units */
+	int64_t qty, moq, case_size;     /* moq / case_size: 0 when absent */
+	int64_t valid_from_ms, valid_to_ms; /* INT64_MIN / INT64_MAX when absent */
+	char (*countries)[3];            /* n_allowed allowed, then n_blocked blocked (one allocation) */
+	char (*named)[PERMIT_ID_MAX];    /* n_named seller ids */
+};
+
+const struct offer *offer_get(struct shard *sh, const char *id, size_t len);
+/*
+ * Inventory hook (inventory.c): once an offer has stock levels, its
+ * headline qty_available is the sum of their ATP.  Adds the offer's new
+ * after-image with qty_available = qty (0..OFFER_QTY_MAX) to the CALLER'S
+ * open transaction; no event of its own (the stock.changed event of the
+ * same transaction carries the move).  0, or -1 (bad qty, doc too large).
+ */
+int offer_stage_qty(struct shard *sh, const struct offer *o, int64_t qty);
+/* The offer's permissions as the evaluator's rules (copies only the used
+ * list entries; the rest of *out is left unset). */
+void offer_rules(const struct offer *o, struct permit_rules *out);
+/* Sellable now: active and inside its validity window. */
+int offer_sellable(const struct offer *o, int64_t now_ms);
+/* The offer read-path filter for the caller (the same predicate as GET
+ * /v1/offers/{id}, no destination): 1 visible, 0 hidden. */
+int offer_visible_to(struct api_ctx *c, const struct offer *o);
+/* Call fn on each offer of the wine (by-wine index) until it returns
+ * nonzero; returns that value, or 0. */
+int offer_wine_any(struct shard *sh, const char *wine_id, size_t wine_len,
+		   int (*fn)(const struct offer *o, void *arg), void *arg);
+
+/* ---- the candidate-stream merge (exposed for its unit tests) ------------- */
+
+/* One ordered stream: the keys of `idx` starting with prefix, each of which
+ * ends with an offer id (key = prefix + id). */
+struct offer_stream {
+	struct oidx_iter it;
+	int ok;
+	const uint8_t *prefix;
+	uint32_t prefix_len;
+};
+
+/* A k-way merge of up to OFFER_MAX_STREAMS streams yielding each id once,
+ * in id order. */
+struct offer_merge {
+	struct offer_stream s[OFFER_MAX_STREAMS];
+	unsigned n;
+};
+
+void offer_merge_init(struct offer_merge *m);
+/* Add the stream of idx under prefix (the bytes must outlive the merge),
+ * positioned after id `after` (NULL/0: from the start).  0, or -1 past
+ * OFFER_MAX_STREAMS. */
+int offer_merge_add(struct offer_merge *m, const struct oidx *idx, const void *prefix, uint32_t prefix_len,
+		    const char *after, uint32_t after_len);
+/* The next row (smallest id among the streams; every stream positioned on
+ * that id steps past it, so an id reachable by several streams comes out
+ * once).  1 with *r and its id, 0 at the end. */
+int offer_merge_next(struct offer_merge *m, const struct row **r, const char **id, uint32_t *id_len);
+
+/* ---- list (the route and the benchmark) ----------------------------------- */
+
+struct offer_query {
+	char wine_id[ID_MAX_LEN];        /* "" = any */
+	char originator_id[ID_MAX_LEN];
+	char currency[4];
+	char destination[3];
+	int status, condition;           /* -1 = any */
+};
+
+/*
+ * Write one page of the offers the caller may see, matching q, into c->w
+ * (the api_list body; quota, audit span and cursor as api_list).  Returns
+ * the rows written; *examined (may be NULL) gets the candidate rows looked
+ * at -- the cost of the page.
+ */
+uint32_t offer_list(struct api_ctx *c, const struct offer_query *q, const struct api_page *pg, uint32_t *examined);
+
+extern const struct table_ops offer_table_ops;
+extern const struct route offer_routes[];
+
+#endif

@@ -2,6 +2,11 @@
  * routes.c -- the one route table of the service, assembled from each
  * resource's routes.  The OpenAPI test compares this table with
  * api/openapi.json in both directions.
+ *
+ * It is the top of the engine (everything it includes is below it), so it
+ * also binds the few questions a lower layer asks a higher one, as constant
+ * function pointers the lower layer declares: the lower file then includes
+ * nothing above it (see wine_channel_lists).
  */
 #include <assert.h>
 
@@ -13,7 +18,7 @@
 #include "engine/catalogue/media.h"
 #include "engine/supply/offer.h"
 #include "engine/orders/order.h"
-#include "engine/storage/events.h"
+#include "engine/edge/event_routes.h"
 #include "engine/stock/inventory.h"
 #include "engine/stock/location.h"
 #include "engine/edge/ops.h"
@@ -25,6 +30,10 @@
 #include "engine/pricing/refadmin.h"
 #include "engine/pricing/taxctx.h"
 #include "engine/catalogue/wine.h"
+
+/* The catalogue asks supply whether a storefront channel lists a wine. */
+int (*const wine_channel_lists)(struct shard *sh, const char *channel_id, const char *wine_id,
+				size_t wine_len) = listing_channel_has_wine;
 
 static const struct route *const route_groups[] = {
 	ops_routes,

@@ -58,7 +58,7 @@
 #include "snapshot/snapshot.h"
 #include "wal/fsutil.h"
 
-#include "engine/base/errinj.h"
+#include "wal/errinj.h"
 #include "net/buf.h"
 
 #include <assert.h>

@@ -90,7 +90,7 @@
 
 #include <zstd.h>
 
-#include "engine/base/errinj.h"
+#include "wal/errinj.h"
 #include "wal/wal_format.h"
 
 #define WAL_DEFAULT_SEGMENT_SIZE ((uint64_t)64 << 20)

@@ -63,7 +63,6 @@
 #include "engine/edge/fields.h"
 #include "engine/base/iso.h"
 #include "engine/edge/key.h"
-#include "engine/supply/listing.h"
 #include "engine/base/log.h"
 #include "engine/storage/resources.h"
 #include "engine/catalogue/review.h"
@@ -380,7 +379,7 @@ int wine_visible(const struct api_ctx *c, const struct wine *w)
 	 * only wines with a live listing on its channel (none without one). */
 	if (c->who.kind == KEY_PUBLISHABLE && !c->who.is_platform)
 		return c->who.channel_id[0] && w->status != WS_DRAFT &&
-		       listing_channel_has_wine(c->sh, c->who.channel_id, w->row.id, w->row.id_len);
+		       wine_channel_lists(c->sh, c->who.channel_id, w->row.id, w->row.id_len);
 	return w->status != WS_DRAFT || wine_insider(c, w);
 }
 

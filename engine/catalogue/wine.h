@@ -186,6 +186,14 @@ const struct wine *wine_get(struct shard *sh, const char *id, size_t len);
  * reader; drafts to the platform, their creator and the partner linked to
  * their producer.  Writes are open to that same set for every status. */
 int wine_visible(const struct api_ctx *c, const struct wine *w);
+
+/* wine_visible's question for a publishable (storefront) key: does channel
+ * `channel_id` have a live listing over any offer of wine `wine_id`?  1 or
+ * 0.  Listings are the supply layer, above the catalogue, so the answer is
+ * bound where the layers are assembled (engine/routes.c, to
+ * listing_channel_has_wine) and the catalogue does not include supply. */
+extern int (*const wine_channel_lists)(struct shard *sh, const char *channel_id, const char *wine_id,
+				       size_t wine_len);
 int wine_writable(const struct api_ctx *c, const struct wine *w);
 
 /* ---- dedup (wine_match.c) ----------------------------------------------- */

@@ -73,6 +73,7 @@ static struct auth_state *state(struct shard *sh)
 			return NULL;
 		hidx_init(&sh->auth->keys);
 		hidx_init(&sh->auth->entities);
+		sh->auth_free = auth_state_free; /* shard_close calls it */
 	}
 	return sh->auth;
 }

@@ -31,7 +31,8 @@ void auth_quota_charge(struct api_ctx *c, uint32_t rows);
 void auth_quota_refuse(struct api_ctx *c);
 
 /* Runtime state (buckets, windows) lives outside the tables: it is not
- * persisted.  Created lazily; freed by shard_close(). */
+ * persisted.  Created lazily; freed by shard_close() through sh->auth_free,
+ * which the creator sets (the shard does not include this file). */
 void auth_state_free(struct shard *sh);
 
 /* Per-key read volume for the audit alert: add rows to the key's current

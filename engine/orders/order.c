@@ -86,7 +86,7 @@
 #include <xxhash.h>
 
 #include "engine/supply/channel.h"
-#include "engine/base/errinj.h"
+#include "wal/errinj.h"
 #include "engine/edge/fields.h"
 #include "engine/base/iso.h"
 #include "engine/stock/location.h"

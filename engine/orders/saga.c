@@ -50,7 +50,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/base/errinj.h"
+#include "wal/errinj.h"
 #include "engine/base/log.h"
 #include "engine/orders/order.h"
 #include "engine/orders/payment.h"

@@ -10,16 +10,18 @@
  *
  * Event document: {id, type, occurred_at, scope: {entity_id}, payload}.
  * The id is the consumer's idempotency key.
+ *
+ * This file is the model only (row, decode, indexes): storage, which
+ * txn_event and the tables use, includes nothing of the HTTP edge.  The
+ * route GET /v1/events reads these indexes from engine/edge/event_routes.c.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/edge/api.h"
 #include "engine/storage/events.h"
-#include "engine/edge/fields.h"
+#include "engine/storage/id.h"
+#include "engine/storage/record.h"
 #include "engine/storage/resources.h"
-
-#define EVENT_MAX_TYPE 64
 
 struct event {
 	struct row row;
@@ -33,6 +35,10 @@ struct event_ext {
 };
 
 static struct event_ext *ext(const struct table *t) { return t->ext; }
+
+struct oidx *event_by_type(struct table *t) { return &ext(t)->by_type; }
+struct oidx *event_by_entity(struct table *t) { return &ext(t)->by_entity; }
+const char *event_type(const struct row *r) { return ((const struct event *)r)->type; }
 
 /* Secondary key: entity, NUL, id. */
 static uint32_t entity_key(const struct event *e, uint8_t *out)
@@ -54,16 +60,36 @@ static uint32_t type_key(const struct event *e, uint8_t *out)
 	return (uint32_t)(tl + 1 + e->row.id_len);
 }
 
+/* Copy member name of obj, a string, into out (max bytes + NUL).  Returns
+ * 1 copied, 0 absent or null, -1 anything else: not a string, empty, longer
+ * than max, or holding a control character -- the rules of fld_str
+ * (engine/edge/fields.c), restated here so that storage does not include
+ * the HTTP edge; a stored row that breaks them is refused at load. */
+static int doc_str(const struct json_value *obj, const char *name, char *out, size_t max)
+{
+	const struct json_value *v = json_get(obj, name);
+	if (!v || v->type == JSON_NULL)
+		return 0;
+	if (v->type != JSON_STRING || v->len == 0 || v->len > max)
+		return -1;
+	for (uint32_t i = 0; i < v->len; i++)
+		if ((unsigned char)v->u.str[i] < 0x20 || v->u.str[i] == 0x7f)
+			return -1;
+	memcpy(out, v->u.str, v->len);
+	out[v->len] = 0;
+	return 1;
+}
+
 static int event_decode(struct table *t, struct row *r, const struct json_value *doc)
 {
 	(void)t;
 	struct event *e = (struct event *)r;
-	if (fld_str(NULL, doc, "type", NULL, e->type, EVENT_MAX_TYPE) != FLD_SET)
+	if (doc_str(doc, "type", e->type, EVENT_MAX_TYPE) != 1)
 		return -1;
 	const struct json_value *scope = json_get(doc, "scope");
 	e->entity[0] = 0;
 	if (scope && scope->type == JSON_OBJECT &&
-	    fld_str(NULL, scope, "entity_id", NULL, e->entity, sizeof(e->entity) - 1) == FLD_BAD)
+	    doc_str(scope, "entity_id", e->entity, sizeof(e->entity) - 1) < 0)
 		return -1;
 	return 0;
 }
@@ -122,54 +148,4 @@ const struct table_ops event_table_ops = {
 	.fini = event_fini,
 	.index_add = event_index_add,
 	.index_del = event_index_del,
-};
-
-/* Valid event type: lower-case dotted words, e.g. "partner.created". */
-static int type_valid(const char *s, int n)
-{
-	if (n < 3 || n > EVENT_MAX_TYPE)
-		return 0;
-	for (int i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || s[i] == '.' || s[i] == '_'))
-			return 0;
-	return 1;
-}
-
-static int type_matches(struct api_ctx *c, const struct row *r, void *arg)
-{
-	(void)c;
-	return strcmp(((const struct event *)r)->type, arg) == 0;
-}
-
-static void events_list(struct api_ctx *c)
-{
-	struct api_page pg;
-	if (api_page_parse(c, &pg))
-		return;
-	struct table *t = &c->sh->tables[REC_T_EVENT];
-	char type[EVENT_MAX_TYPE + 2];
-	int n = api_query(c, "type", type, sizeof(type));
-	if (n != -1 && (n < 0 || !type_valid(type, n))) {
-		api_error(c, 400, "invalid_filter", "type must be an event type such as partner.created");
-		return;
-	}
-	if (!c->who.is_platform) {
-		/* Read-path filter: the caller's entity's events only. */
-		uint8_t prefix[ID_MAX_LEN + 1];
-		size_t el = strlen(c->who.entity_id);
-		memcpy(prefix, c->who.entity_id, el);
-		prefix[el] = 0;
-		api_list(c, &ext(t)->by_entity, prefix, (uint32_t)el + 1, &pg, n == -1 ? NULL : type_matches,
-			 type, NULL);
-		return;
-	}
-	if (n == -1)
-		api_list(c, &t->by_order, NULL, 0, &pg, NULL, NULL, NULL);
-	else
-		api_list(c, &ext(t)->by_type, type, (uint32_t)n + 1, &pg, NULL, NULL, NULL);
-}
-
-const struct route event_routes[] = {
-	{HTTP_M_GET, "/v1/events", events_list, SC_READ_EVENTS, ACT_READ_EVENTS, "List events (cursor-paginated, filter by type)", 0},
-	{0, NULL, NULL, 0, 0, NULL, 0},
 };

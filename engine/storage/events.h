@@ -1,9 +1,21 @@
-/* events.h -- the event log's routes (implementation and why in events.c). */
+/*
+ * events.h -- the event log's table (the model; implementation and why in
+ * events.c).  Its route, GET /v1/events, is engine/edge/event_routes.h.
+ */
 #ifndef WM_EVENTS_H
 #define WM_EVENTS_H
 
-#include "engine/edge/api.h"
+#include "engine/storage/table.h"
 
-extern const struct route event_routes[];
+#define EVENT_MAX_TYPE 64 /* bytes of an event type such as "partner.created" */
+
+/* Secondary indexes of the event table t (t->ext; valid while t is open).
+ * by_type keys are "type NUL id", by_entity keys "entity_id NUL id" (only
+ * events scoped to an entity are in by_entity); values are the rows. */
+struct oidx *event_by_type(struct table *t);
+struct oidx *event_by_entity(struct table *t);
+
+/* The type of event row r (NUL-terminated, owned by the row). */
+const char *event_type(const struct row *r);
 
 #endif

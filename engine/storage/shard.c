@@ -44,8 +44,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "engine/edge/auth.h"
-#include "engine/base/errinj.h"
+#include "wal/errinj.h"
 #include "engine/base/log.h"
 #include "engine/storage/resources.h"
 #include "net/jsonw.h"
@@ -225,7 +224,8 @@ void shard_close(struct shard *sh)
 	sh->wal = NULL;
 	for (int i = 0; i < REC_T_COUNT_; i++)
 		table_fini(&sh->tables[i]);
-	auth_state_free(sh);
+	if (sh->auth_free)
+		sh->auth_free(sh);
 	buf_free(&sh->txn);
 	if (sh->lock_fd > 0)
 		close(sh->lock_fd);

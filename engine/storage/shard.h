@@ -44,6 +44,9 @@ struct shard {
 	int disk_full;         /* writes are being refused for space (logged once per episode) */
 	int nospace_in_request; /* a commit of the current request was refused for space; api.c clears it */
 	struct auth_state *auth; /* runtime rate/quota/volume state (engine/edge/auth.c), not persisted */
+	/* Frees auth; set by auth.c when it creates the state, so the shard
+	 * (storage) closes it without knowing the edge that owns it. */
+	void (*auth_free)(struct shard *sh);
 	struct ev_loop *loop;
 	struct srv *srv;
 	struct ev_handle wal_h;

@@ -55,7 +55,8 @@ const struct listing *listing_live_of_seller(struct shard *sh, const char *offer
 
 /* Does channel `channel_id` have a live listing over any offer of wine
  * `wine_id`?  Walks the wine's offers (by-wine index), one hash lookup
- * each.  1 or 0.  (wine.c's visibility check for publishable keys.) */
+ * each.  1 or 0.  (wine.c's visibility check for publishable keys, as
+ * wine_channel_lists: bound in engine/routes.c.) */
 int listing_channel_has_wine(struct shard *sh, const char *channel_id, const char *wine_id, size_t wine_len);
 
 /* Write the channel document's `listings` value: an array of the ids of

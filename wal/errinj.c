@@ -3,7 +3,7 @@
  * read on every call: these points sit on rare paths (crash simulation), not
  * on hot ones, and re-reading keeps the code free of global state.
  */
-#include "engine/base/errinj.h"
+#include "wal/errinj.h"
 
 #ifdef WM_TESTING
 #include <stdlib.h>

@@ -1,6 +1,12 @@
 /*
  * errinj.h -- named fault-injection points (as Tarantool's errinj.h).
  *
+ * Why it lives in wal/: the points are set by the WAL, the snapshot writer
+ * and the engine (order, saga, shard), and wal/ is the lowest folder all
+ * three already build on (snapshot/ and engine/ include wal/; wal/ includes
+ * nothing above net/).  Kept in engine/ it made wal/ include upward.  It
+ * depends on nothing but libc.
+ *
  * In test builds (-DWM_TESTING) ERRINJ("name") is true when the environment
  * variable WM_ERRINJ lists that name (comma-separated), read once.  Tests
  * start a real wm-shard with e.g. WM_ERRINJ=wal_crash_after_write to make it

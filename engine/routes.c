@@ -21,7 +21,7 @@
 #include "engine/edge/event_routes.h"
 #include "engine/stock/inventory.h"
 #include "engine/stock/location.h"
-#include "engine/edge/ops.h"
+#include "engine/ops.h"
 #include "engine/catalogue/partner.h"
 #include "engine/orders/payment.h"
 #include "engine/catalogue/producer.h"
@@ -34,6 +34,9 @@
 /* The catalogue asks supply whether a storefront channel lists a wine. */
 int (*const wine_channel_lists)(struct shard *sh, const char *channel_id, const char *wine_id,
 				size_t wine_len) = listing_channel_has_wine;
+
+/* Stock asks orders which order owns a hold (hold_owned_by_order). */
+const char *(*const inv_hold_owner)(struct shard *sh, const char *hold_id) = order_owning_hold;
 
 static const struct route *const route_groups[] = {
 	ops_routes,

@@ -334,6 +334,18 @@ const struct order *order_get(struct shard *sh, const char *id, size_t len)
 	return order_state_get(sh, id, len) ? (const struct order *)table_get(&sh->tables[REC_T_ORDER], id, len) : NULL;
 }
 
+const char *order_owning_hold(struct shard *sh, const char *hold_id)
+{
+	const char *dot = strrchr(hold_id, '.');
+	if (!dot || dot == hold_id || dot[1] != 'H')
+		return NULL;
+	const struct order *o = order_get(sh, hold_id, (size_t)(dot - hold_id));
+	for (unsigned i = 0; o && i < o->n_legs; i++)
+		if (!strcmp(o->legs[i].hold_id, hold_id))
+			return o->row.id;
+	return NULL;
+}
+
 /* The body found by the idempotency index, when its order exists. */
 const struct order *order_by_idem(struct shard *sh, const char *entity, const char *key, size_t key_len)
 {

@@ -108,6 +108,10 @@ struct order_state {
 
 /* The order's body, or NULL (no such order). */
 const struct order *order_get(struct shard *sh, const char *id, size_t len);
+/* The id of the order whose legs name this hold id ("<order id>.H<n>",
+ * see order.c), or NULL.  Owned by the order's row.  (inventory.c's
+ * hold_owned_by_order refusal, as inv_hold_owner: bound in engine/routes.c.) */
+const char *order_owning_hold(struct shard *sh, const char *hold_id);
 /* The order's current state, or NULL (no such order).  The pointer is
  * good until the next transaction that stages the order. */
 const struct order_state *order_state_get(struct shard *sh, const char *id, size_t len);

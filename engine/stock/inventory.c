@@ -70,7 +70,6 @@
 #include "engine/stock/location.h"
 #include "engine/base/log.h"
 #include "engine/supply/offer.h"
-#include "engine/orders/order.h"
 #include "engine/catalogue/partner.h"
 #include "engine/storage/resources.h"
 
@@ -1015,37 +1014,26 @@ static void holds_place(struct api_ctx *c)
 	hold_answer(c, hold_place(c->sh, level, qty, id), id, existed ? 200 : 201);
 }
 
-/* The order whose legs name this hold id ("<order id>.H<n>"), or NULL. */
-static const struct order *hold_owner(struct shard *sh, const char *hold_id)
-{
-	const char *dot = strrchr(hold_id, '.');
-	if (!dot || dot == hold_id || dot[1] != 'H')
-		return NULL;
-	const struct order *o = order_get(sh, hold_id, (size_t)(dot - hold_id));
-	for (unsigned i = 0; o && i < o->n_legs; i++)
-		if (!strcmp(o->legs[i].hold_id, hold_id))
-			return o;
-	return NULL;
-}
-
-/* 409 hold_owned_by_order when an order owns the hold (1), else 0. */
+/* 409 hold_owned_by_order when an order owns the hold (1), else 0.  The
+ * owner is asked through inv_hold_owner (the orders layer, bound in
+ * engine/routes.c). */
 static int refuse_order_hold(struct api_ctx *c, const char *hold_id)
 {
-	const struct order *o = hold_owner(c->sh, hold_id);
-	if (!o)
+	const char *order_id = inv_hold_owner(c->sh, hold_id);
+	if (!order_id)
 		return 0;
 	char d[320], route[ID_MAX_LEN + 40];
-	snprintf(route, sizeof(route), "POST /v1/orders/%s/cancel", o->row.id);
+	snprintf(route, sizeof(route), "POST /v1/orders/%s/cancel", order_id);
 	snprintf(d, sizeof(d),
 		 "hold %s belongs to order %s and moves only with it: cancel the order (%s) or fulfil its leg "
 		 "(POST /v1/orders/%s/fulfillments/{leg_id}/fulfill)",
-		 hold_id, o->row.id, route, o->row.id);
+		 hold_id, order_id, route, order_id);
 	buf_reset(&c->rs->body);
 	jw_init(&c->w, &c->rs->body);
 	c->rs->status = 409;
 	c->rs->content_type = PROBLEM_CONTENT_TYPE;
 	problem_begin(&c->w, 409, "hold_owned_by_order", "Conflict", d);
-	jw_kstr(&c->w, "order_id", o->row.id);
+	jw_kstr(&c->w, "order_id", order_id);
 	jw_kstr(&c->w, "order_route", route);
 	problem_end(&c->w);
 	return 1;

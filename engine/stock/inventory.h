@@ -98,6 +98,13 @@ enum hold_rc {
 
 const struct hold *hold_get(struct shard *sh, const char *id, size_t len);
 
+/* The id of the order whose legs name hold `hold_id` (NUL-terminated,
+ * owned by the order's row, good until the next transaction), or NULL when
+ * no order owns it.  Orders are the layer above stock, so the answer is
+ * bound where the layers are assembled (engine/routes.c, to
+ * order_owning_hold) and stock does not include orders. */
+extern const char *(*const inv_hold_owner)(struct shard *sh, const char *hold_id);
+
 /*
  * Place a PREPARED hold of qty units on a sellable level: reserved += qty
  * in one transaction with the hold row, the stock.changed event and the

@@ -5,12 +5,16 @@
  *   /metrics  Prometheus text: requests, latency, WAL, snapshots, connections, read audit
  *   /v1/openapi.json  the API description
  *   /v1/admin/snapshots  take a snapshot now (POST) / last snapshot (GET)
+ *
+ * It sits at the top of engine/, beside routes.c, because /metrics reads
+ * every layer (the WAL, the read audit at the edge, the reference data of
+ * pricing): in engine/edge/ it included pricing, above it.
  */
 #include <string.h>
 
 #include "engine/edge/audit.h"
 #include "engine/base/log.h"
-#include "engine/edge/ops.h"
+#include "engine/ops.h"
 #include "engine/pricing/refdata.h"
 
 /* "storage": "ok"; "low" when the WAL's spare segment cannot be made

@@ -345,7 +345,7 @@ fi
 echo
 echo "== perf/bench_auth (per-request cost of identity and access, in-process)"
 if [ -f build/rel/lib.a ] && gcc -std=c17 -D_GNU_SOURCE -I. -O2 -Wall -Wextra -Werror -o "$root/bench_auth" \
-	perf/bench_auth.c build/rel/lib.a -lxxhash -lzstd -lcrypto -lpthread -lm 2>"$root/bench_auth.err"; then
+	perf/bench_auth.c build/rel/lib.a -lxxhash -lzstd -lssl -lcrypto -lpthread -lm 2>"$root/bench_auth.err"; then
 	timeout 120 "$root/bench_auth" "$root/auth-data" || echo "bench_auth failed or timed out (exit $?)"
 else
 	head -n 5 "$root/bench_auth.err" 2>/dev/null || true
@@ -360,7 +360,7 @@ echo "== perf/bench_catalogue (wine ingest with dedup, $CAT_WINES wines, in-proc
 if [ "${BENCH_SKIP_CATALOGUE:-0}" = 1 ]; then
 	echo "skipped (BENCH_SKIP_CATALOGUE=1)"
 elif [ -f build/rel/lib.a ] && gcc -std=c17 -D_GNU_SOURCE -I. -O2 -Wall -Wextra -Werror -o "$root/bench_catalogue" \
-	perf/bench_catalogue.c build/rel/lib.a -lxxhash -lzstd -lcrypto -lpthread -lm 2>"$root/bench_catalogue.err"; then
+	perf/bench_catalogue.c build/rel/lib.a -lxxhash -lzstd -lssl -lcrypto -lpthread -lm 2>"$root/bench_catalogue.err"; then
 	echo "\$ bench_catalogue DATA_DIR $CAT_WINES $CAT_BODIES ${BENCH_CATALOGUE_WAL:-none}"
 	timeout 900 "$root/bench_catalogue" "$root/catalogue-data" "$CAT_WINES" "$CAT_BODIES" "${BENCH_CATALOGUE_WAL:-none}" ||
 		echo "bench_catalogue failed or timed out (exit $?)"
@@ -376,7 +376,7 @@ echo "== perf/bench_offers (offer list pages through the read-path filter, in-pr
 if [ "${BENCH_SKIP_OFFERS:-0}" = 1 ]; then
 	echo "skipped (BENCH_SKIP_OFFERS=1)"
 elif [ -f build/rel/lib.a ] && gcc -std=c17 -D_GNU_SOURCE -I. -O2 -Wall -Wextra -Werror -o "$root/bench_offers" \
-	perf/bench_offers.c build/rel/lib.a -lxxhash -lzstd -lcrypto -lpthread -lm 2>"$root/bench_offers.err"; then
+	perf/bench_offers.c build/rel/lib.a -lxxhash -lzstd -lssl -lcrypto -lpthread -lm 2>"$root/bench_offers.err"; then
 	echo "\$ bench_offers $OFFER_SIZES"
 	# shellcheck disable=SC2086
 	timeout 900 "$root/bench_offers" $OFFER_SIZES || echo "bench_offers failed or timed out (exit $?)"
@@ -394,7 +394,7 @@ echo "== perf/bench_quote (quote-calculate with routing and landed cost, in-proc
 if [ "${BENCH_SKIP_QUOTE:-0}" = 1 ]; then
 	echo "skipped (BENCH_SKIP_QUOTE=1)"
 elif [ -f build/rel/lib.a ] && gcc -std=c17 -D_GNU_SOURCE -I. -O2 -Wall -Wextra -Werror -o "$root/bench_quote" \
-	perf/bench_quote.c build/rel/lib.a -lxxhash -lzstd -lcrypto -lpthread -lm 2>"$root/bench_quote.err"; then
+	perf/bench_quote.c build/rel/lib.a -lxxhash -lzstd -lssl -lcrypto -lpthread -lm 2>"$root/bench_quote.err"; then
 	echo "\$ bench_quote data $Q_WINES $Q_PER $Q_N"
 	timeout 900 "$root/bench_quote" data "$Q_WINES" "$Q_PER" "$Q_N" || echo "bench_quote failed or timed out (exit $?)"
 else

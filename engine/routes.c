@@ -38,6 +38,10 @@ int (*const wine_channel_lists)(struct shard *sh, const char *channel_id, const 
 /* Stock asks orders which order owns a hold (hold_owned_by_order). */
 const char *(*const inv_hold_owner)(struct shard *sh, const char *hold_id) = order_owning_hold;
 
+/* The edge asks supply whether a channel is a seller's storefront (keys). */
+int (*const key_channel_of_seller)(struct shard *sh, const char *channel_id,
+				   const char *seller_id) = channel_of_seller;
+
 static const struct route *const route_groups[] = {
 	ops_routes,
 	refadmin_routes,

@@ -29,7 +29,6 @@
 #include <sys/random.h>
 #include <xxhash.h>
 
-#include "engine/supply/channel.h"
 #include "engine/edge/fields.h"
 #include "engine/base/log.h"
 #include "engine/catalogue/partner.h"
@@ -472,7 +471,7 @@ static void mint(struct api_ctx *c)
 		 * entity; another entity's channel answers as an unknown one. */
 		if (k.kind != KEY_PUBLISHABLE)
 			api_field_error(c, "channel_id", "publishable", "only publishable keys are channel-scoped");
-		else if (!channel_of_seller(c->sh, k.channel_id, k.entity_id))
+		else if (!key_channel_of_seller(c->sh, k.channel_id, k.entity_id))
 			api_field_error(c, "channel_id", "sales_channel",
 					"must name an open sales channel of the key's entity");
 	}

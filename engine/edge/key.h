@@ -91,4 +91,11 @@ int key_bootstrap(struct shard *sh, FILE *out, char *err, size_t errlen);
 extern const struct table_ops key_table_ops;
 extern const struct route key_routes[];
 
+/* Minting a channel-scoped publishable key asks: is `channel_id` a live
+ * storefront of `seller_id` (exists, belongs to it, not closed)?  1 or 0.
+ * Channels are the supply layer, above the edge, so the answer is bound
+ * where the layers are assembled (engine/routes.c, to channel_of_seller)
+ * and the edge does not include supply. */
+extern int (*const key_channel_of_seller)(struct shard *sh, const char *channel_id, const char *seller_id);
+
 #endif

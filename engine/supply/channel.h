@@ -63,7 +63,8 @@ const struct channel *channel_get(struct shard *sh, const char *id, size_t len);
 /*
  * Is the channel a live storefront of `seller_id`: it exists, belongs to
  * that seller and is not closed?  Used by key minting (publishable keys are
- * channel-scoped) and by the listings work.  1 or 0.
+ * channel-scoped; as key_channel_of_seller, bound in engine/routes.c) and by
+ * the listings work.  1 or 0.
  */
 int channel_of_seller(struct shard *sh, const char *channel_id, const char *seller_id);
 

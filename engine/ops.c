@@ -93,6 +93,11 @@ static void metrics(struct api_ctx *c)
 		      "wm_snapshots_total{result=\"failed\"} %llu\n",
 		   age, (unsigned long long)sh->snap_last_lsn, (unsigned long long)sh->snaps_taken,
 		   (unsigned long long)sh->snaps_failed);
+	if (sh->smap_version)
+		buf_printf(o, "# HELP wm_shard_map_version Version of the shard map in force (--shard-map).\n"
+			      "# TYPE wm_shard_map_version gauge\nwm_shard_map_version %llu\n"
+			      "# TYPE wm_shard_id gauge\nwm_shard_id %llu\n",
+			   (unsigned long long)sh->smap_version, (unsigned long long)sh->cfg.shard_id);
 	struct srv_stats ss;
 	srv_get_stats(sh->srv, &ss);
 	buf_printf(o, "# TYPE wm_connections_open gauge\nwm_connections_open %llu\n"

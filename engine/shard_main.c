@@ -5,8 +5,15 @@
  * event on the loop: the server stops accepting, finishes what is in flight,
  * the WAL is flushed, and the process exits 0.  A second signal during the
  * drain exits at once (everything acknowledged is durable anyway).  SIGHUP
- * reloads the TLS certificate and key from their files (a file that does
- * not load leaves the running certificate in place, with an error line).
+ * reloads the TLS certificate and key from their files and the shard map
+ * (a file that does not load leaves the one in force in place, with an
+ * error line).
+ *
+ * --shard-map FILE --shard-id N (DESIGN.md section 9): the map is checked
+ * at start against the countries the reference data prices (each must
+ * belong to a shard) and this shard's id must be one of its shards; a map
+ * that fails either refuses the start with FILE:LINE.  Without the option
+ * the shard is a cluster of one, as it always was.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -26,6 +33,7 @@
 #include "engine/pricing/refdata.h"
 #include "engine/catalogue/media.h"
 #include "engine/storage/shard.h"
+#include "shard-router/shard_map.h"
 
 static int drain_requested;
 
@@ -41,6 +49,68 @@ static void on_wal_progress(struct ev_loop *loop, struct ev_handle *h, uint32_t 
 	srv_on_durable(sh->srv);
 }
 
+/* ---- the shard map (DESIGN.md section 9) ----------------------------------- */
+
+static struct shard_map smap; /* in force when sh->smap_version != 0 */
+
+/* The destination countries the reference data prices (its VAT rows): each
+ * must belong to a shard of the map.  Unique codes into out; how many. */
+static size_t priced_countries(const struct refdata *rd, const char *out[], size_t max)
+{
+	size_t n = 0;
+	for (uint32_t i = 0; i < rd->n_vat; i++) {
+		size_t j = 0;
+		while (j < n && strcmp(out[j], rd->vat[i].country))
+			j++;
+		if (j == n && n < max)
+			out[n++] = rd->vat[i].country;
+	}
+	return n;
+}
+
+/*
+ * Load --shard-map into *m and check that --shard-id is one of its shards.
+ * 0, or -1 with the reason in err (the map keeps FILE:LINE).
+ */
+static int shard_map_read(const struct config *cfg, struct shard_map *m, char *err, size_t errlen)
+{
+	static const char *req[26 * 26];
+	size_t n = priced_countries(refdata_current(), req, sizeof(req) / sizeof(req[0]));
+	if (smap_load(cfg->shard_map, req, n, m, err, errlen))
+		return -1;
+	if (cfg->shard_id >= m->n) {
+		snprintf(err, errlen, "%s: --shard-id %llu is not one of its shards (ids 0..%u)", cfg->shard_map,
+			 (unsigned long long)cfg->shard_id, m->n - 1);
+		return -1;
+	}
+	return 0;
+}
+
+static void shard_map_log(const struct config *cfg, const struct shard_map *m, const char *what)
+{
+	log_info("msg=\"%s\" file=%s version=%llu shards=%u shard_id=%llu countries=%u addr=%s", what, cfg->shard_map,
+		 (unsigned long long)m->version, m->n, (unsigned long long)cfg->shard_id,
+		 (unsigned)m->shards[cfg->shard_id].n_countries, m->shards[cfg->shard_id].addr);
+}
+
+/* SIGHUP: a map that loads replaces the one in force; one that does not
+ * leaves it in force, with the reason logged. */
+static void shard_map_reload(struct shard *sh)
+{
+	if (!sh->cfg.shard_map[0])
+		return;
+	static struct shard_map next;
+	char err[512];
+	if (shard_map_read(&sh->cfg, &next, err, sizeof(err))) {
+		log_error("msg=\"shard map reload refused; the previous map stays\" version=%llu error=\"%s\"",
+			  (unsigned long long)sh->smap_version, err);
+		return;
+	}
+	smap = next;
+	sh->smap_version = smap.version;
+	shard_map_log(&sh->cfg, &smap, "shard map reloaded");
+}
+
 static void on_signal(struct ev_loop *loop, struct ev_handle *h, uint32_t events)
 {
 	(void)events;
@@ -49,6 +119,7 @@ static void on_signal(struct ev_loop *loop, struct ev_handle *h, uint32_t events
 	ssize_t r = read(h->fd, &si, sizeof(si));
 	(void)r;
 	if (si.ssi_signo == SIGHUP) {
+		shard_map_reload(sh);
 		char err[512] = "";
 		int rc = srv_tls_reload(sh->srv, err, sizeof(err));
 		if (rc == 0)
@@ -132,6 +203,12 @@ int main(int argc, char **argv)
 	}
 	refdata_set_max_age_days((uint32_t)cfg.ref_max_age_days);
 	refdata_set_current(rd);
+	if (cfg.shard_map[0] && shard_map_read(&cfg, &smap, err, sizeof(err))) {
+		log_error("msg=\"shard map refused\" error=\"%s\"", err);
+		fprintf(stderr, "wm-shard: shard map: %s\n", err);
+		refdata_set_current(NULL);
+		return 1;
+	}
 	if (shard_open(&sh, &cfg, err, sizeof(err))) {
 		log_error("msg=\"cannot start\" error=\"%s\"", err);
 		fprintf(stderr, "wm-shard: %s\n", err);
@@ -188,6 +265,10 @@ int main(int argc, char **argv)
 	ev_set_prepare(sh.loop, on_prepare, &sh);
 	sh.snap_next_due_ms = ev_clock_us() / 1000 + cfg.snapshot_interval_s * 1000;
 	sh.ready = 1;
+	if (cfg.shard_map[0]) {
+		sh.smap_version = smap.version;
+		shard_map_log(&cfg, &smap, "shard map loaded");
+	}
 
 	char host[128];
 	snprintf(host, sizeof(host), "%s", cfg.listen);

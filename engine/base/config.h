@@ -25,6 +25,8 @@ struct config {
 	uint64_t max_conns;
 	uint64_t max_conns_per_ip; /* 0 = no cap */
 	char tls_cert[512];        /* "" = plain HTTP */
+	char shard_map[512];       /* the cluster's shard map (shard-router/shard_map.h); "" = a cluster of one */
+	uint64_t shard_id;         /* this shard's id in the map */
 	char tls_key[512];
 	uint64_t header_timeout_ms;
 	uint64_t body_timeout_ms;

@@ -30,6 +30,7 @@ struct auth_state;
 
 struct shard {
 	struct config cfg;
+	uint64_t smap_version;   /* version of the --shard-map in force (shard_main.c owns the map); 0 = none */
 	struct table tables[REC_T_COUNT_];
 	struct id_clock ids;
 	uint64_t lsn;          /* last LSN assigned (== applied) */

@@ -12,16 +12,7 @@
 
 #include "engine/pricing/price.h"
 #include "tests/wm_test.h"
-
-static struct refdata *load_repo(void)
-{
-	const char *src = getenv("WM_SRC_DIR");
-	char dir[512], err[512] = "";
-	snprintf(dir, sizeof(dir), "%s/data", src ? src : ".");
-	struct refdata *rd = NULL;
-	cr_assert_eq(refdata_load_dir(dir, &rd, err, sizeof(err)), 0, "%s", err);
-	return rd;
-}
+#include "tests/refdata_fixture.h"
 
 static struct price_line_in line(const char *origin, const char *cur, int64_t p, int64_t margin, uint32_t qty,
 				 uint8_t box, int cat, uint16_t abv, uint32_t vol_ul)

@@ -18,6 +18,7 @@
 #include "tests/api_client.h"
 #include "tests/harness.h"
 #include "tests/wm_test.h"
+#include "tests/refdata_fixture.h"
 
 /* ---- route_line (pure) ----------------------------------------------------- */
 
@@ -231,16 +232,6 @@ static void qworld_args(struct qworld *x, const char *const *args)
 }
 
 static void qworld(struct qworld *x) { qworld_args(x, NULL); }
-
-static struct refdata *load_repo(void)
-{
-	const char *src = getenv("WM_SRC_DIR");
-	char dir[512], err[512] = "";
-	snprintf(dir, sizeof(dir), "%s/data", src ? src : ".");
-	struct refdata *rd = NULL;
-	cr_assert_eq(refdata_load_dir(dir, &rd, err, sizeof(err)), 0, "%s", err);
-	return rd;
-}
 
 /* The engine's figure for the same inputs: still 0.75 l 13 % from FR, EXW,
  * box 12, R 0, F 5 %, to DE. */

@@ -22,6 +22,7 @@
 #include "tests/api_client.h"
 #include "tests/harness.h"
 #include "tests/wm_test.h"
+#include "tests/refdata_fixture.h"
 
 static json_t *expect(int port, const char *method, const char *path, const char *key, const char *body, int want)
 {
@@ -401,16 +402,6 @@ struct pworld {
 	int64_t price[PW_WINES][PW_ORIGS];
 	struct refdata *rd;
 };
-
-static struct refdata *load_repo(void)
-{
-	const char *src = getenv("WM_SRC_DIR");
-	char dir[512], err[512] = "";
-	snprintf(dir, sizeof(dir), "%s/data", src ? src : ".");
-	struct refdata *rd = NULL;
-	cr_assert_eq(refdata_load_dir(dir, &rd, err, sizeof(err)), 0, "%s", err);
-	return rd;
-}
 
 static void pworld(struct pworld *x, uint64_t *seed)
 {

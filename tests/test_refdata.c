@@ -10,16 +10,7 @@
 
 #include "engine/pricing/refdata.h"
 #include "tests/wm_test.h"
-
-static struct refdata *load_repo(void)
-{
-	const char *src = getenv("WM_SRC_DIR");
-	char dir[512], err[512] = "";
-	snprintf(dir, sizeof(dir), "%s/data", src ? src : ".");
-	struct refdata *rd = NULL;
-	cr_assert_eq(refdata_load_dir(dir, &rd, err, sizeof(err)), 0, "%s", err);
-	return rd;
-}
+#include "tests/refdata_fixture.h"
 
 WM_TEST(refdata, repository_data_loads_with_published_figures)
 {

@@ -22,16 +22,7 @@
 #include "tests/harness.h"
 #include "tests/order_world.h"
 #include "tests/wm_test.h"
-
-static struct refdata *load_repo(void)
-{
-	const char *src = getenv("WM_SRC_DIR");
-	char dir[512], err[512] = "";
-	snprintf(dir, sizeof(dir), "%s/data", src ? src : ".");
-	struct refdata *rd = NULL;
-	cr_assert_eq(refdata_load_dir(dir, &rd, err, sizeof(err)), 0, "%s", err);
-	return rd;
-}
+#include "tests/refdata_fixture.h"
 
 static int64_t rate_on(const struct refdata *rd, const char *cc, int cat, uint16_t abv, uint32_t day, int *status)
 {

@@ -35,9 +35,6 @@
 #include "engine/catalogue/partner.h"
 #include "engine/storage/resources.h"
 
-const char *const partner_role_names[] = {"originator", "fulfiller", "seller", NULL};
-const char *const partner_status_names[] = {"applied", "verified", "roles_enabled", "configured",
-					    "integrated", "live", "suspended", NULL};
 static const char *const originator_type_names[] = {"estate", "collector", "stock", NULL};
 
 struct cap_def {

@@ -8,25 +8,16 @@
 #include <stdint.h>
 
 #include "engine/edge/api.h"
+#include "engine/edge/policy.h" /* roles and onboarding statuses */
 #include "engine/storage/id.h"
 #include "engine/storage/shard.h"
 #include "engine/storage/table.h"
-
-enum partner_role { ROLE_ORIGINATOR = 1, ROLE_FULFILLER = 2, ROLE_SELLER = 4 };
 
 enum partner_cap {
 	CAP_PROVIDES_WINE_DATA, CAP_PROVIDES_INVENTORY, CAP_PERMISSIONS, CAP_FULFILLS_ORDERS,
 	CAP_FEEDS_UNOFFERED_WINES, CAP_CREATES_ORDERS, CAP_CURATES_OFFERS, CAP_SETS_SHELF_PRICE,
 	PARTNER_N_CAPS
 };
-
-enum partner_status {
-	PS_APPLIED, PS_VERIFIED, PS_ROLES_ENABLED, PS_CONFIGURED, PS_INTEGRATED, PS_LIVE,
-	PS_SUSPENDED, PARTNER_N_STATUS
-};
-
-extern const char *const partner_role_names[];
-extern const char *const partner_status_names[];
 
 #define PARTNER_MAX_NAME 200
 

@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/catalogue/partner.h"
+const char *const partner_role_names[] = {"originator", "fulfiller", "seller", NULL};
+const char *const partner_status_names[] = {"applied", "verified", "roles_enabled", "configured",
+					    "integrated", "live", "suspended", NULL};
 
 const struct scope_def scope_defs[SC_COUNT_] = {
 	[SC_PUBLIC] = {NULL, 0, "no key needed"},

@@ -22,6 +22,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A partner's roles (bits) and onboarding statuses: the two inputs of the
+ * action table, so they live with it (partner.c stores them). */
+enum partner_role { ROLE_ORIGINATOR = 1, ROLE_FULFILLER = 2, ROLE_SELLER = 4 };
+
+enum partner_status {
+	PS_APPLIED, PS_VERIFIED, PS_ROLES_ENABLED, PS_CONFIGURED, PS_INTEGRATED, PS_LIVE,
+	PS_SUSPENDED, PARTNER_N_STATUS
+};
+
+extern const char *const partner_role_names[];   /* by bit index, NULL-terminated */
+extern const char *const partner_status_names[]; /* by enum partner_status, NULL-terminated */
+
 /* Scope ids; 0 means "public: no key needed".  Bits in a scope_set are
  * (1u << id).  Append only (stored keys carry names, not ids, but keep the
  * order stable for readability). */

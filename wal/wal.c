@@ -144,6 +144,8 @@ struct wal {
 	pthread_cond_t prep_cv; /* preparer: the spare was taken, or stop */
 	int spare_ready;      /* under mu: <dir>/next-segment.spare is zeroed, synced, segment_size long */
 	int prep_failed;      /* under mu: the last attempt failed; retried every WAL_SPARE_RETRY_MS */
+	_Atomic int space_low; /* mirror of (no spare && prep_failed), written under mu, read
+				  without it by wal_space's fast path */
 	int prep_stop;        /* under mu */
 	char *spare_path;
 
@@ -475,11 +477,14 @@ static void *spare_thread(void *arg)
 		pthread_mutex_lock(&w->mu);
 		if (ok) {
 			w->spare_ready = 1;
+			atomic_store_explicit(&w->space_low, 0, memory_order_relaxed);
 			if (w->prep_failed)
 				fprintf(stderr, "wal: spare segment %s ready again: writes are accepted\n", w->spare_path);
 			w->prep_failed = 0;
 		} else if (!w->prep_failed) {
 			w->prep_failed = 1;
+			atomic_store_explicit(&w->space_low, w->mode != WAL_MODE_NONE && !w->spare_ready,
+					      memory_order_relaxed);
 			fprintf(stderr,
 				"wal: cannot prepare the spare segment %s: %s (writes that need a new segment are "
 				"refused until it can be made; retrying every %u ms)\n",
@@ -532,6 +537,7 @@ static int spare_take(struct wal *w, uint64_t first_lsn, char *err, size_t errle
 	}
 	pthread_mutex_lock(&w->mu);
 	w->spare_ready = 0; /* used, or unusable: the preparer makes a new one */
+	atomic_store_explicit(&w->space_low, w->mode != WAL_MODE_NONE && w->prep_failed, memory_order_relaxed);
 	pthread_cond_signal(&w->prep_cv);
 	pthread_mutex_unlock(&w->mu);
 	return rc;
@@ -864,6 +870,7 @@ struct wal *wal_open(const struct wal_config *cfg, uint64_t next_lsn, char *err,
 		fprintf(stderr, "%s -- starting without a writable segment: writes are refused until space "
 				"returns under %s\n", err, w->dir);
 		w->prep_failed = 1;
+		atomic_store_explicit(&w->space_low, w->mode != WAL_MODE_NONE && !w->spare_ready, memory_order_relaxed);
 		if (err && errlen)
 			err[0] = 0;
 	} else {
@@ -929,6 +936,11 @@ void wal_unreserve(struct wal *w, size_t len)
 /* See wal.h. */
 int wal_space(const struct wal *w, uint64_t need_len, uint64_t *room)
 {
+	/* the common case, without the lock the WAL thread takes per batch: a
+	 * spare is ready (a stale "not low" only lets the append itself check,
+	 * under the lock, and refuse with WAL_E_NOSPACE) */
+	if (!room && !atomic_load_explicit(&w->space_low, memory_order_relaxed))
+		return 0;
 	struct wal *mw = (struct wal *)w; /* the lock is not part of the logical state */
 	pthread_mutex_lock(&mw->mu);
 	int low = w->mode != WAL_MODE_NONE && !w->spare_ready && w->prep_failed;

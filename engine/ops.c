@@ -165,6 +165,27 @@ static void snapshot_take(struct api_ctx *c)
 	jw_obj_end(&c->w);
 }
 
+/* GET /internal/cluster/status: what `wm-ctl cluster status` shows of
+ * this shard (signed by the cluster secret). */
+static void cluster_status(struct api_ctx *c)
+{
+	struct shard *sh = c->sh;
+	jw_obj_begin(&c->w);
+	jw_kstr(&c->w, "process", "wm-shard");
+	jw_kint(&c->w, "shard_id", (int64_t)sh->cfg.shard_id);
+	jw_kint(&c->w, "map_version", (int64_t)sh->smap_version);
+	jw_kint(&c->w, "lsn", (int64_t)sh->lsn);
+	jw_kint(&c->w, "durable_lsn", (int64_t)wal_durable_lsn(sh->wal));
+	jw_kbool(&c->w, "ready", sh->ready);
+	jw_kint(&c->w, "in_doubt", 0); /* cross-shard transactions: the next issue */
+	jw_obj_end(&c->w);
+}
+
+const struct route ops_internal_routes[] = {
+	{HTTP_M_GET, "/internal/cluster/status", cluster_status, SC_PUBLIC, ACT_NONE, "This shard's cluster status", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
+};
+
 const struct route ops_routes[] = {
 	{HTTP_M_GET, "/healthz", healthz, SC_PUBLIC, ACT_NONE, "Liveness", 0},
 	{HTTP_M_GET, "/readyz", readyz, SC_PUBLIC, ACT_NONE, "Readiness", 0},

@@ -5,6 +5,8 @@
 #include "engine/edge/api.h"
 
 extern const struct route ops_routes[];
+/* The /internal/ routes of ops (cluster mode). */
+extern const struct route ops_internal_routes[];
 /* The OpenAPI document embedded at build time (api/openapi.json). */
 extern const char openapi_json[];
 

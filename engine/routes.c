@@ -66,17 +66,41 @@ static const struct route *const route_groups[] = {
 	NULL,
 };
 
+/* Concatenate the groups into table (API_MAX_ROUTES + 1 entries, the last
+ * left zero as the terminator). */
+static void table_build(const struct route *const *groups, struct route *table)
+{
+	unsigned n = 0;
+	for (unsigned g = 0; groups[g]; g++)
+		for (const struct route *r = groups[g]; r->pattern; r++) {
+			assert(n < API_MAX_ROUTES);
+			table[n++] = *r;
+		}
+}
+
 const struct route *api_route_table(void)
 {
 	static struct route table[API_MAX_ROUTES + 1];
 	static int built;
 	if (!built) {
-		unsigned n = 0;
-		for (unsigned g = 0; route_groups[g]; g++)
-			for (const struct route *r = route_groups[g]; r->pattern; r++) {
-				assert(n < API_MAX_ROUTES);
-				table[n++] = *r;
-			}
+		table_build(route_groups, table);
+		built = 1;
+	}
+	return table;
+}
+
+/* The /internal/ routes (cluster mode): never in api/openapi.json. */
+static const struct route *const internal_groups[] = {
+	ops_internal_routes,
+	NULL,
+};
+
+const struct route *api_internal_route_table(void)
+{
+	static struct route table[API_MAX_ROUTES + 1];
+	static int built;
+	if (!built) {
+		table_build(internal_groups, table);
 		built = 1;
 	}
 	return table;

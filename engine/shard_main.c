@@ -33,6 +33,7 @@
 #include "engine/pricing/refdata.h"
 #include "engine/catalogue/media.h"
 #include "engine/storage/shard.h"
+#include "shard-router/cluster_auth.h"
 #include "shard-router/shard_map.h"
 
 static int drain_requested;
@@ -52,6 +53,7 @@ static void on_wal_progress(struct ev_loop *loop, struct ev_handle *h, uint32_t 
 /* ---- the shard map (DESIGN.md section 9) ----------------------------------- */
 
 static struct shard_map smap; /* in force when sh->smap_version != 0 */
+static struct cluster_key ckey; /* cluster mode: signs and checks internal traffic */
 
 /* The destination countries the reference data prices (its VAT rows): each
  * must belong to a shard of the map.  Unique codes into out; how many. */
@@ -81,6 +83,21 @@ static int shard_map_read(const struct config *cfg, struct shard_map *m, char *e
 	if (cfg->shard_id >= m->n) {
 		snprintf(err, errlen, "%s: --shard-id %llu is not one of its shards (ids 0..%u)", cfg->shard_map,
 			 (unsigned long long)cfg->shard_id, m->n - 1);
+		return -1;
+	}
+	return 0;
+}
+
+/* The cluster secret (--cluster-secret-file, required in cluster mode). */
+static int cluster_secret_read(const struct config *cfg, char *err, size_t errlen)
+{
+	if (!cfg->cluster_secret_file[0]) {
+		snprintf(err, errlen, "--shard-map needs --cluster-secret-file (the secret that signs internal traffic)");
+		return -1;
+	}
+	char why[256];
+	if (ck_load(cfg->cluster_secret_file, &ckey, why, sizeof(why))) {
+		snprintf(err, errlen, "cluster secret %s: %s", cfg->cluster_secret_file, why);
 		return -1;
 	}
 	return 0;
@@ -203,9 +220,9 @@ int main(int argc, char **argv)
 	}
 	refdata_set_max_age_days((uint32_t)cfg.ref_max_age_days);
 	refdata_set_current(rd);
-	if (cfg.shard_map[0] && shard_map_read(&cfg, &smap, err, sizeof(err))) {
-		log_error("msg=\"shard map refused\" error=\"%s\"", err);
-		fprintf(stderr, "wm-shard: shard map: %s\n", err);
+	if (cfg.shard_map[0] && (shard_map_read(&cfg, &smap, err, sizeof(err)) || cluster_secret_read(&cfg, err, sizeof(err)))) {
+		log_error("msg=\"cluster configuration refused\" error=\"%s\"", err);
+		fprintf(stderr, "wm-shard: %s\n", err);
 		refdata_set_current(NULL);
 		return 1;
 	}
@@ -267,6 +284,8 @@ int main(int argc, char **argv)
 	sh.ready = 1;
 	if (cfg.shard_map[0]) {
 		sh.smap_version = smap.version;
+		sh.smap = &smap;
+		sh.ckey = &ckey;
 		shard_map_log(&cfg, &smap, "shard map loaded");
 	}
 

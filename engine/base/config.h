@@ -27,6 +27,7 @@ struct config {
 	char tls_cert[512];        /* "" = plain HTTP */
 	char shard_map[512];       /* the cluster's shard map (shard-router/shard_map.h); "" = a cluster of one */
 	uint64_t shard_id;         /* this shard's id in the map */
+	char cluster_secret_file[512]; /* cluster mode: the secret of internal signatures (shard-router/cluster_auth.h) */
 	char tls_key[512];
 	uint64_t header_timeout_ms;
 	uint64_t body_timeout_ms;

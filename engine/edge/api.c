@@ -14,12 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "engine/edge/audit.h"
 #include "engine/edge/auth.h"
 #include "engine/edge/etag.h"
 #include "engine/edge/idem.h"
 #include "engine/base/log.h"
+#include "shard-router/cluster_auth.h"
+#include "shard-router/route_class.h"
+#include "shard-router/shard_map.h"
 
 /* ---- routing ----------------------------------------------------------- */
 
@@ -64,7 +68,8 @@ static const struct route *route_find(struct api_ctx *c, int *path_known)
 	const struct http_request *h = c->http;
 	enum http_method m = h->method == HTTP_M_HEAD ? HTTP_M_GET : h->method;
 	*path_known = 0;
-	for (const struct route *r = api_route_table(); r->pattern; r++) {
+	const struct route *table = c->internal ? api_internal_route_table() : api_route_table();
+	for (const struct route *r = table; r->pattern; r++) {
 		if (!route_match(r->pattern, h->path, h->path_len, c))
 			continue;
 		*path_known = 1;
@@ -168,6 +173,96 @@ static void api_run(struct api_ctx *c)
 		audit_read(c);
 }
 
+/* ---- cluster mode (DESIGN.md 9) --------------------------------------- */
+
+#define API_INTERNAL_PREFIX "/internal/"
+#define API_MAP_VERSION_HEADER "X-WM-Map-Version"
+
+/* The request carries a valid router/shard signature (cluster_auth.h). */
+static int cluster_signed(struct api_ctx *c)
+{
+	const struct http_request *h = c->http;
+	const struct http_header *sig = http_find_header(h, CK_HEADER_NAME);
+	if (!sig)
+		return 0;
+	return ck_verify(c->sh->ckey, h->method_str, h->method_len, h->target, h->target_len, h->body, h->body_len,
+			 sig->value, sig->value_len, (int64_t)time(NULL), CK_DEFAULT_SKEW_S) == CK_OK;
+}
+
+/* 421: the request is for data another shard owns; the map version tells
+ * a router with an older map to reload before it retries. */
+static void cluster_misdirected(struct api_ctx *c, const char *what)
+{
+	char d[160];
+	snprintf(d, sizeof(d), "this shard does not own %s (shard map version %llu)", what,
+		 (unsigned long long)c->sh->smap_version);
+	api_error(c, 421, "misdirected_request", d);
+	buf_printf(&c->rs->headers, API_MAP_VERSION_HEADER ": %llu\r\n", (unsigned long long)c->sh->smap_version);
+}
+
+/* Does this shard own the request (route_class.h)?  Writes to the
+ * catalogue belong to the home; a path id names its country's shard.
+ * Catalogue reads are served from the replica.  Body-routed requests are
+ * the router's decision (their handlers validate the body). */
+static int cluster_owns(struct api_ctx *c)
+{
+	const struct http_request *h = c->http;
+	const struct rc_rule *r = rc_find(h->method, h->path, h->path_len);
+	uint64_t me = c->sh->cfg.shard_id;
+	if (!r)
+		return 1;
+	if (r->kind == RC_HOME && is_write(h->method) && me != 0) {
+		cluster_misdirected(c, "catalogue writes: they go to the catalogue home, shard 0");
+		return 0;
+	}
+	char cc[3];
+	if (r->kind == RC_PATH_ID && rc_path_country(r, h->path, h->path_len, cc)) {
+		int owner = smap_owner(c->sh->smap, cc);
+		if (owner >= 0 && (uint64_t)owner != me) {
+			char what[48];
+			snprintf(what, sizeof(what), "country %s", cc);
+			cluster_misdirected(c, what);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/*
+ * The cluster gate, before routing: /internal/ needs a valid signature
+ * (then the internal table serves it); a partner route needs the
+ * router's signature and must be this shard's.  0 = go on, 1 = answered.
+ */
+static int cluster_gate(struct api_ctx *c)
+{
+	const struct http_request *h = c->http;
+	size_t pl = sizeof(API_INTERNAL_PREFIX) - 1;
+	c->internal = h->path_len >= pl && memcmp(h->path, API_INTERNAL_PREFIX, pl) == 0;
+	if (!c->sh->ckey) {
+		c->internal = 0; /* a cluster of one has no internal routes: 404 */
+		return 0;
+	}
+	int known;
+	const struct route *r = route_find(c, &known);
+	const struct rc_rule *rule = rc_find(h->method, h->path, h->path_len);
+	/* the process's own routes (/metrics with an operator key) stay
+	 * reachable without a router */
+	int needs_sig = c->internal || (r && r->scope != SC_PUBLIC && !(rule && rule->kind == RC_EDGE));
+	if (needs_sig && !cluster_signed(c)) {
+		c->rs->route = c->internal ? "-internal" : "-unsigned";
+		api_error(c, 401, "cluster_signature_required",
+			  c->internal ? "internal routes need a valid cluster signature"
+				      : "this shard is part of a cluster: partner requests come through the router");
+		return 1;
+	}
+	if (!c->internal && r && r->scope != SC_PUBLIC && !cluster_owns(c)) {
+		c->rs->route = r->pattern;
+		return 1;
+	}
+	c->cluster_signed = needs_sig;
+	return 0;
+}
+
 void api_handle(void *app, const struct srv_request *rq, struct srv_response *rs)
 {
 	struct shard *sh = app;
@@ -181,8 +276,11 @@ void api_handle(void *app, const struct srv_request *rq, struct srv_response *rs
 	jw_init(&c.w, &rs->body);
 	uint64_t state_before = sh->state_lsn;
 	table_reads_begin();
-	int known;
-	const struct route *r = route_find(&c, &known);
+	int known = 0;
+	const struct route *r = NULL;
+	if (cluster_gate(&c))
+		goto answered;
+	r = route_find(&c, &known);
 	if (!r) {
 		rs->route = known ? "-method" : "-unknown";
 		if (known) {
@@ -194,8 +292,12 @@ void api_handle(void *app, const struct srv_request *rq, struct srv_response *rs
 	} else {
 		c.route = r;
 		rs->route = r->pattern;
-		api_run(&c);
+		if (c.internal)
+			r->fn(&c); /* signed by the cluster: no partner identity */
+		else
+			api_run(&c);
 	}
+answered:
 	json_doc_free(c.body);
 	if (c.w.err) {
 		buf_reset(&rs->body);

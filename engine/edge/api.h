@@ -63,6 +63,8 @@ struct api_ctx {
 	unsigned n_params;
 	struct json_doc *body;
 	struct principal who;
+	int internal;                   /* an /internal/ route (cluster mode, signed) */
+	int cluster_signed;             /* cluster mode: the request carried a valid signature */
 	/* what a read returned, for the audit and the record quota */
 	uint32_t rows_returned;
 	int quota_refused;              /* the read was refused by the record quota */

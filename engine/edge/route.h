@@ -32,5 +32,8 @@ struct route {
 
 /* Every route of the service, NULL-pattern terminated (routes.c). */
 const struct route *api_route_table(void);
+/* The /internal/ routes of cluster mode (routes.c): signed by the cluster
+ * secret, never in the public contract, no partner identity. */
+const struct route *api_internal_route_table(void);
 
 #endif

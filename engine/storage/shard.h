@@ -25,12 +25,20 @@
 #include "wal/wal.h"
 
 struct auth_state;
+struct cluster_key;
+struct shard_map;
 
 #define TXN_MAX_BYTES (512u << 10) /* one transaction image; WAL frames hold 1 MiB */
 
 struct shard {
 	struct config cfg;
 	uint64_t smap_version;   /* version of the --shard-map in force (shard_main.c owns the map); 0 = none */
+	/* Cluster mode (DESIGN.md 9), both NULL in a cluster of one; owned by
+	 * shard_main.c.  With them, partner routes need a router's signature,
+	 * /internal/ routes exist, and a request for data another shard owns
+	 * is answered 421 (engine/edge/api.c). */
+	const struct cluster_key *ckey;
+	const struct shard_map *smap;
 	struct table tables[REC_T_COUNT_];
 	struct id_clock ids;
 	uint64_t lsn;          /* last LSN assigned (== applied) */

@@ -1,0 +1,596 @@
+/*
+ * router.c -- wm-router: forwards every partner request to the shard that
+ * owns it, signed, and relays the answer (DESIGN.md section 9).
+ *
+ * Why a router at all: partners must see one address and one API, whatever
+ * the number of shards; the shards own countries, and the rules that send
+ * a request to its owner (route_class.c) must live in one place that every
+ * request crosses.  The router keeps no partner data of its own, so a lost
+ * router is replaced by starting another.
+ *
+ * One request, one of four shapes (route_class.h):
+ *   - one owner (RC_HOME, RC_PATH_ID, RC_BODY): sent to that shard;
+ *   - RC_FIND: sent to every shard at once; the shard that knows the id
+ *     answers, the others say 404 (and change nothing): the first answer
+ *     that is not a 404 is relayed, else a 404;
+ *   - RC_BROADCAST: every shard acts; the first failure is relayed, else
+ *     the home's answer;
+ *   - RC_FANOUT: one page from every shard, merged (router_fanout.c).
+ * The process's own routes (/healthz, /readyz) are answered here; /metrics
+ * is the home's answer (it checks the operator key) followed by the
+ * router's own series.
+ *
+ * Signing: every forwarded request carries X-WM-Signature over method,
+ * target (path and query), time and body hash (cluster_auth.h), so a shard
+ * in cluster mode serves partner routes only from a router.  Headers a
+ * client sends that look internal (X-WM-*) are dropped, never forwarded.
+ *
+ * Failures are explicit and never retried behind the caller's back: a
+ * shard that cannot be reached is a 503 with Retry-After, one that does
+ * not answer within --forward-timeout-ms a 504.  The one exception is a
+ * 421 misdirected_request: the shard says the request is not its own
+ * under a newer map, so the router reloads its map file and sends the
+ * request once more to the owner the new map names (nothing was done by
+ * the shard that refused it).
+ *
+ * Ownership: a struct fwd holds copies of what the request needs after the
+ * handler returns (the server's parse buffer is gone by then); it is freed
+ * when the last of its calls has answered and the response was handed to
+ * srv_complete.
+ */
+#include "shard-router/router.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/base/log.h"
+#include "net/buf.h"
+#include "net/problem.h"
+#include "shard-router/route_class.h"
+
+#define ROUTER_RETRY_AFTER "1"       /* seconds, on 503 shard_unavailable */
+#define ROUTER_MAX_FWD_HEADERS 8192u /* bytes of the client headers forwarded */
+
+struct fwd;
+
+/* One call of a request to one shard. */
+struct fwd_call {
+	struct fwd *f;
+	uint32_t shard;
+};
+
+struct fwd {
+	struct router *r;
+	struct srv_deferred *d;
+	const struct rc_rule *rule;
+	uint8_t kind;                 /* enum rc_kind, RC_EDGE for /metrics */
+	char method[16];
+	char *target;                 /* path and query, as received */
+	struct buf hdrs;              /* forwarded client header lines */
+	char *body;
+	size_t body_len;
+	uint32_t shard;               /* one owner: its id */
+	int reloaded;                 /* a 421 made us reload and resend once */
+	uint32_t pending;             /* calls outstanding */
+	struct fwd_call calls[SMAP_MAX_SHARDS];
+	/* several shards: the answer chosen so far */
+	struct srv_response out;
+	char out_ctype[128];
+	int have_out, out_rank;
+};
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static uint64_t now_ms(const struct router *r) { return ev_now_ms(r->loop); }
+
+/* The header lines a client sent that go on to the shard: not hop-by-hop,
+ * not framing (the client pool writes Host and Content-Length), not
+ * internal.  -1 when they do not fit the bound. */
+static int fwd_copy_headers(struct buf *out, const struct http_request *h)
+{
+	static const char *const drop[] = {"host", "content-length", "connection", "keep-alive", "transfer-encoding",
+					   "te", "upgrade", "proxy-connection", "expect", NULL};
+	for (uint32_t i = 0; i < h->n_headers; i++) {
+		const struct http_header *x = &h->headers[i];
+		int skip = x->name_len >= 5 && strncasecmp(x->name, "x-wm-", 5) == 0;
+		for (unsigned k = 0; drop[k] && !skip; k++)
+			skip = strlen(drop[k]) == x->name_len && strncasecmp(x->name, drop[k], x->name_len) == 0;
+		if (skip)
+			continue;
+		buf_printf(out, "%.*s: %.*s\r\n", (int)x->name_len, x->name, (int)x->value_len, x->value);
+	}
+	return out->overflow || out->len > ROUTER_MAX_FWD_HEADERS ? -1 : 0;
+}
+
+static void fwd_free(struct fwd *f)
+{
+	free(f->target);
+	free(f->body);
+	buf_free(&f->hdrs);
+	buf_free(&f->out.headers);
+	buf_free(&f->out.body);
+	free(f);
+}
+
+/* A problem+json answer into rs. */
+static void answer_problem(struct srv_response *rs, int status, const char *code, const char *detail)
+{
+	buf_reset(&rs->body);
+	rs->status = status;
+	rs->content_type = PROBLEM_CONTENT_TYPE;
+	problem_write(&rs->body, status, code, http_reason(status), detail);
+}
+
+/*
+ * Copy a shard's answer into rs: status, Content-Type, the end-to-end
+ * headers (ETag, Location, RateLimit, Retry-After, Allow, ...) and the
+ * body.  Internal headers (X-WM-*) and the ones the server writes itself
+ * are left out.  ctype receives the content type (rs points at it).
+ */
+static void relay_into(struct srv_response *rs, const struct hc_response *a, char *ctype, size_t ctype_size)
+{
+	static const char *const own[] = {"date", "content-length", "connection", "keep-alive", "x-request-id",
+					  "transfer-encoding", NULL};
+	rs->status = a->status;
+	rs->content_type = NULL;
+	const char *p = memchr(a->head, '\n', a->head_len), *end = a->head + a->head_len;
+	while (p && ++p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		if (!eol)
+			break;
+		size_t ll = (size_t)(eol - p);
+		if (ll && p[ll - 1] == '\r')
+			ll--;
+		const char *colon = memchr(p, ':', ll);
+		if (colon) {
+			size_t nl = (size_t)(colon - p);
+			const char *v = colon + 1;
+			while (v < p + ll && *v == ' ')
+				v++;
+			size_t vl = (size_t)(p + ll - v);
+			int skip = nl >= 5 && strncasecmp(p, "x-wm-", 5) == 0;
+			for (unsigned k = 0; own[k] && !skip; k++)
+				skip = strlen(own[k]) == nl && strncasecmp(p, own[k], nl) == 0;
+			if (nl == 12 && strncasecmp(p, "content-type", 12) == 0) {
+				snprintf(ctype, ctype_size, "%.*s", (int)vl, v);
+				rs->content_type = ctype;
+			} else if (!skip) {
+				buf_printf(&rs->headers, "%.*s\r\n", (int)ll, p);
+			}
+		}
+		p = eol;
+	}
+	buf_append(&rs->body, a->body, a->body_len);
+}
+
+/* The router's own series, appended to the home's /metrics. */
+static void router_metrics(const struct router *r, struct buf *b)
+{
+	static const char *const kinds[] = {"", "edge", "home", "path_id", "body", "fanout", "find", "broadcast"};
+	buf_printf(b, "# TYPE wm_router_requests_total counter\n");
+	for (unsigned k = 1; k < 8; k++)
+		buf_printf(b, "wm_router_requests_total{kind=\"%s\"} %llu\n", kinds[k],
+			   (unsigned long long)r->st.by_kind[k]);
+	buf_printf(b,
+		   "wm_router_forwarded_total %llu\nwm_router_failed_total %llu\nwm_router_timeouts_total %llu\n"
+		   "wm_router_refused_full_total %llu\nwm_router_misdirected_total %llu\n"
+		   "wm_router_map_reloads_total %llu\nwm_router_map_version %llu\n",
+		   (unsigned long long)r->st.forwarded, (unsigned long long)r->st.failed,
+		   (unsigned long long)r->st.timeouts, (unsigned long long)r->st.refused_full,
+		   (unsigned long long)r->st.misdirected, (unsigned long long)r->st.map_reloads,
+		   (unsigned long long)r->map.version);
+	for (uint32_t i = 0; i < r->map.n; i++) {
+		struct hc_stats s;
+		hc_stats(r->pools[i], &s);
+		buf_printf(b,
+			   "wm_router_shard_calls_total{shard=\"%u\"} %llu\nwm_router_shard_failed_total{shard=\"%u\"} "
+			   "%llu\nwm_router_shard_open_conns{shard=\"%u\"} %u\nwm_router_shard_queued{shard=\"%u\"} %u\n",
+			   i, (unsigned long long)s.calls, i, (unsigned long long)s.failed, i, s.open, i, s.queued);
+	}
+}
+
+/* ---- sending ------------------------------------------------------------ */
+
+static void on_answer(void *arg, const struct hc_response *a, const char *err);
+
+/* Send the request to one shard (the call slot of that shard).  0, or -1
+ * when the shard's pool and queue are full or the request cannot be
+ * signed (the caller answers 503). */
+static int fwd_send(struct fwd *f, uint32_t shard)
+{
+	struct router *r = f->r;
+	char sig[CK_HEADER_MAX];
+	if (shard >= r->map.n ||
+	    ck_sign(&r->key, f->method, strlen(f->method), f->target, strlen(f->target), (int64_t)time(NULL), f->body,
+		    f->body_len, sig))
+		return -1;
+	struct buf h;
+	buf_init(&h, 0);
+	buf_printf(&h, CK_HEADER_NAME ": %s\r\n", sig);
+	buf_append(&h, f->hdrs.data, f->hdrs.len);
+	buf_append(&h, "", 1); /* NUL for hc_request.headers */
+	struct hc_request rq = {.method = f->method, .path = f->target, .headers = h.data, .body = f->body,
+				.body_len = f->body_len, .timeout_ms = (uint32_t)r->cfg.forward_timeout_ms};
+	f->calls[shard] = (struct fwd_call){.f = f, .shard = shard};
+	int rc = h.overflow ? -1 : hc_send(r->pools[shard], &rq, on_answer, &f->calls[shard]);
+	buf_free(&h);
+	if (rc) {
+		r->st.refused_full++;
+		return -1;
+	}
+	f->pending++;
+	r->st.forwarded++;
+	return 0;
+}
+
+/* Hand rs to the server for the deferred request and free f. */
+static void fwd_finish(struct fwd *f, struct srv_response *rs)
+{
+	if (f->d) /* NULL: the request was answered at once (no memory to defer) */
+		srv_complete(f->r->srv, f->d, rs);
+	fwd_free(f);
+}
+
+/* Answer with a problem (503/504/502) and finish. */
+static void fwd_fail(struct fwd *f, int status, const char *code, const char *detail)
+{
+	struct srv_response rs = {0};
+	buf_init(&rs.headers, 0);
+	buf_init(&rs.body, 0);
+	answer_problem(&rs, status, code, detail);
+	if (status == 503)
+		buf_printf(&rs.headers, "Retry-After: " ROUTER_RETRY_AFTER "\r\n");
+	rs.route = f->rule ? f->rule->pattern : "-";
+	f->r->st.failed++;
+	fwd_finish(f, &rs);
+	buf_free(&rs.headers);
+	buf_free(&rs.body);
+}
+
+/* The owner of a one-owner request under the map in force. */
+static uint32_t fwd_owner(const struct router *r, const struct fwd *f)
+{
+	char cc[3] = "";
+	int found = 0;
+	if (f->rule && f->rule->kind == RC_PATH_ID)
+		found = rc_path_country(f->rule, f->target, strcspn(f->target, "?"), cc);
+	else if (f->rule && f->rule->kind == RC_BODY)
+		found = rc_body_country(f->rule, f->body, f->body_len, cc);
+	int owner = found ? smap_owner(&r->map, cc) : -1;
+	return owner >= 0 ? (uint32_t)owner : 0; /* no country: the home validates and answers */
+}
+
+/* Rank of an answer for RC_FIND/RC_BROADCAST: the higher is relayed. */
+static int answer_rank(uint8_t kind, int status, uint32_t shard)
+{
+	if (kind == RC_FIND)
+		return status == 404 ? (shard == 0 ? 1 : 0) : 3;
+	/* broadcast: a failure wins, then the home's answer */
+	return status >= 400 ? 3 : (shard == 0 ? 2 : 1);
+}
+
+static void on_answer(void *arg, const struct hc_response *a, const char *err)
+{
+	struct fwd_call *call = arg;
+	struct fwd *f = call->f;
+	struct router *r = f->r;
+	f->pending--;
+	if (a && call->shard == 0)
+		r->home_seen_ms = now_ms(r);
+	if (err) {
+		int timeout = strstr(err, "timed out") != NULL;
+		r->st.timeouts += timeout;
+		log_warn("msg=\"shard call failed\" shard=%u addr=%s target=\"%.200s\" error=\"%s\"", call->shard,
+			 call->shard < r->map.n ? r->map.shards[call->shard].addr : "-", f->target, err);
+	}
+	if (f->kind == RC_FIND || f->kind == RC_BROADCAST) {
+		int status = a ? a->status : 0;
+		int rank = a ? answer_rank(f->kind, status, call->shard) : 4; /* an unreachable shard wins */
+		if (!f->have_out || rank > f->out_rank) {
+			buf_reset(&f->out.headers);
+			buf_reset(&f->out.body);
+			if (a)
+				relay_into(&f->out, a, f->out_ctype, sizeof(f->out_ctype));
+			else
+				answer_problem(&f->out, 503, "shard_unavailable", "a shard of the cluster did not answer");
+			f->have_out = 1;
+			f->out_rank = rank;
+		}
+		if (f->pending == 0) {
+			f->out.route = f->rule->pattern;
+			if (f->out.status == 503 && !a)
+				buf_printf(&f->out.headers, "Retry-After: " ROUTER_RETRY_AFTER "\r\n");
+			r->st.relayed++;
+			fwd_finish(f, &f->out);
+		}
+		return;
+	}
+	if (!a) {
+		char d[256];
+		snprintf(d, sizeof(d), "shard %u (%s) %s", call->shard, r->map.shards[call->shard].addr,
+			 strstr(err, "timed out") ? "did not answer in time" : "cannot be reached");
+		if (strstr(err, "timed out"))
+			fwd_fail(f, 504, "shard_timeout", d);
+		else
+			fwd_fail(f, 503, "shard_unavailable", d);
+		return;
+	}
+	if (a->status == 421 && !f->reloaded) {
+		/* the shard's map is newer than ours: reload, resend once */
+		r->st.misdirected++;
+		f->reloaded = 1;
+		char e[512];
+		if (router_reload_map(r, e, sizeof(e)))
+			log_warn("msg=\"shard map reload after 421 failed\" error=\"%s\"", e);
+		if (fwd_send(f, fwd_owner(r, f)) == 0)
+			return;
+		fwd_fail(f, 503, "shard_unavailable", "the owning shard cannot take the request now");
+		return;
+	}
+	struct srv_response rs = {0};
+	buf_init(&rs.headers, 0);
+	buf_init(&rs.body, 0);
+	char ctype[128];
+	relay_into(&rs, a, ctype, sizeof(ctype));
+	if (f->kind == RC_EDGE && a->status == 200)
+		router_metrics(r, &rs.body);
+	rs.route = f->rule ? f->rule->pattern : "-";
+	r->st.relayed++;
+	fwd_finish(f, &rs);
+	buf_free(&rs.headers);
+	buf_free(&rs.body);
+}
+
+/* ---- the process's own routes ------------------------------------------ */
+
+static void answer_healthz(struct router *r, struct srv_response *rs)
+{
+	buf_printf(&rs->body, "{\"status\":\"ok\",\"process\":\"wm-router\",\"map_version\":%llu}",
+		   (unsigned long long)r->map.version);
+}
+
+static void answer_readyz(struct router *r, struct srv_response *rs)
+{
+	uint64_t now = now_ms(r);
+	if (r->home_seen_ms && now - r->home_seen_ms <= ROUTER_READY_WINDOW_MS) {
+		buf_printf(&rs->body, "{\"status\":\"ready\",\"process\":\"wm-router\",\"map_version\":%llu}",
+			   (unsigned long long)r->map.version);
+		return;
+	}
+	char d[200];
+	snprintf(d, sizeof(d), "the catalogue home (shard 0 at %s) has not answered for %u ms or more",
+		 r->map.shards[0].addr, ROUTER_READY_WINDOW_MS);
+	answer_problem(rs, 503, "not_ready", d);
+	buf_printf(&rs->headers, "Retry-After: " ROUTER_RETRY_AFTER "\r\n");
+}
+
+/* ---- the handler -------------------------------------------------------- */
+
+/* Copy what the calls need of the request; NULL when a bound is passed
+ * (the caller answers). */
+static struct fwd *fwd_new(struct router *r, const struct srv_request *rq, const struct rc_rule *rule)
+{
+	const struct http_request *h = rq->http;
+	struct fwd *f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->r = r;
+	f->rule = rule;
+	buf_init(&f->hdrs, ROUTER_MAX_FWD_HEADERS + 1024);
+	buf_init(&f->out.headers, 0);
+	buf_init(&f->out.body, 0);
+	snprintf(f->method, sizeof(f->method), "%.*s", (int)h->method_len, h->method_str);
+	f->target = strndup(h->target, h->target_len);
+	f->body_len = h->body_len;
+	f->body = malloc(h->body_len + 1);
+	if (!f->target || !f->body || h->method_len >= sizeof(f->method) || fwd_copy_headers(&f->hdrs, h)) {
+		fwd_free(f);
+		return NULL;
+	}
+	if (h->body_len)
+		memcpy(f->body, h->body, h->body_len);
+	return f;
+}
+
+void router_handle(void *app, const struct srv_request *rq, struct srv_response *rs)
+{
+	struct router *r = app;
+	const struct http_request *h = rq->http;
+	const struct rc_rule *rule = rc_find(h->method, h->path, h->path_len);
+	uint8_t kind = rule ? rule->kind : RC_HOME;
+	r->st.by_kind[kind]++;
+	rs->route = rule ? rule->pattern : "-other";
+	if (kind == RC_EDGE && h->path_len == 8 && !memcmp(h->path, "/healthz", 8)) {
+		answer_healthz(r, rs);
+		return;
+	}
+	if (kind == RC_EDGE && h->path_len == 7 && !memcmp(h->path, "/readyz", 7)) {
+		answer_readyz(r, rs);
+		return;
+	}
+	struct fwd *f = fwd_new(r, rq, rule);
+	if (!f) {
+		answer_problem(rs, 431, "headers_too_large", "the request's headers are too large to forward");
+		return;
+	}
+	/* /metrics: the home checks the operator key, the router adds its
+	 * own series; /v1/openapi.json is the home's */
+	f->kind = kind == RC_EDGE && h->path_len == 8 && !memcmp(h->path, "/metrics", 8) ? RC_EDGE
+		  : kind == RC_EDGE || kind == RC_FANOUT ? RC_HOME
+							  : kind;
+	int sent = 0;
+	if (f->kind == RC_FIND || f->kind == RC_BROADCAST) {
+		for (uint32_t i = 0; i < r->map.n; i++)
+			sent += fwd_send(f, i) == 0;
+		if (sent && sent < (int)r->map.n) {
+			/* some shards refused at once: they count as unreachable */
+			f->have_out = 1;
+			f->out_rank = 4;
+			answer_problem(&f->out, 503, "shard_unavailable", "a shard of the cluster is overloaded");
+		}
+	} else {
+		f->shard = f->kind == RC_EDGE || f->kind == RC_HOME ? 0 : fwd_owner(r, f);
+		sent = fwd_send(f, f->shard) == 0;
+	}
+	if (!sent) {
+		fwd_free(f);
+		answer_problem(rs, 503, "shard_unavailable", "the owning shard cannot take the request now");
+		buf_printf(&rs->headers, "Retry-After: " ROUTER_RETRY_AFTER "\r\n");
+		r->st.failed++;
+		return;
+	}
+	f->d = srv_defer(r->srv, rq);
+	if (!f->d) {
+		/* cannot defer: the calls answer into nothing; keep f until they do */
+		answer_problem(rs, 503, "overloaded", "the router is out of memory");
+	}
+}
+
+/* ---- lifecycle ---------------------------------------------------------- */
+
+/* Replace the pools whose shard's address changed (or that are new);
+ * retired pools with calls in flight are kept until close. */
+static int router_pools(struct router *r, const struct shard_map *old, char *err, size_t errlen)
+{
+	for (uint32_t i = 0; i < r->map.n; i++) {
+		if (r->pools[i] && old && i < old->n && !strcmp(old->shards[i].addr, r->map.shards[i].addr))
+			continue;
+		struct hc_config hc = {.addr = r->map.shards[i].addr, .max_conns = (uint32_t)r->cfg.shard_conns,
+				       .max_queue = ROUTER_QUEUE_PER_SHARD, .max_response_bytes = ROUTER_MAX_RESPONSE};
+		struct hc_pool *p = hc_pool_new(r->loop, &hc, err, errlen);
+		if (!p)
+			return -1;
+		/* an old pool may be the one whose callback is running: it is
+		 * freed at the next tick (its calls then fail "pool closed") */
+		if (r->pools[i]) {
+			if (r->n_retired == ROUTER_MAX_RETIRED) {
+				hc_pool_free(p);
+				snprintf(err, errlen, "too many shard address changes in one tick");
+				return -1;
+			}
+			r->retired[r->n_retired++] = r->pools[i];
+		}
+		r->pools[i] = p;
+	}
+	return 0;
+}
+
+int router_reload_map(struct router *r, char *err, size_t errlen)
+{
+	struct shard_map next;
+	if (smap_load(r->cfg.shard_map, NULL, 0, &next, err, errlen))
+		return -1;
+	if (next.version < r->map.version) {
+		snprintf(err, errlen, "%s has version %llu, older than the map in force (%llu)", r->cfg.shard_map,
+			 (unsigned long long)next.version, (unsigned long long)r->map.version);
+		return -1;
+	}
+	struct shard_map old = r->map;
+	r->map = next;
+	if (router_pools(r, &old, err, errlen)) {
+		r->map = old;
+		return -1;
+	}
+	r->st.map_reloads++;
+	log_info("msg=\"shard map reloaded\" file=%s version=%llu shards=%u", r->cfg.shard_map,
+		 (unsigned long long)r->map.version, r->map.n);
+	return 0;
+}
+
+static void on_probe(void *arg, const struct hc_response *a, const char *err)
+{
+	(void)err;
+	struct router *r = arg;
+	r->probe_busy = 0;
+	if (a && a->status == 200)
+		r->home_seen_ms = now_ms(r);
+}
+
+/* Ask the home whether it answers (for /readyz). */
+static void router_probe(struct router *r)
+{
+	static const char path[] = "/internal/cluster/status";
+	char sig[CK_HEADER_MAX], hdr[CK_HEADER_MAX + 32];
+	if (r->probe_busy || ck_sign(&r->key, "GET", 3, path, sizeof(path) - 1, (int64_t)time(NULL), NULL, 0, sig))
+		return;
+	snprintf(hdr, sizeof(hdr), CK_HEADER_NAME ": %s\r\n", sig);
+	struct hc_request rq = {.method = "GET", .path = path, .headers = hdr, .timeout_ms = ROUTER_PROBE_MS};
+	if (hc_send(r->pools[0], &rq, on_probe, r) == 0)
+		r->probe_busy = 1;
+}
+
+void router_tick(struct router *r)
+{
+	while (r->n_retired)
+		hc_pool_free(r->retired[--r->n_retired]);
+	for (uint32_t i = 0; i < r->map.n; i++)
+		hc_tick(r->pools[i]);
+	if (now_ms(r) >= r->next_probe_ms) {
+		r->next_probe_ms = now_ms(r) + ROUTER_PROBE_MS;
+		router_probe(r);
+	}
+}
+
+/* <data-dir> exists and is ours alone (flock on LOCK). */
+static int router_data_dir(struct router *r, char *err, size_t errlen)
+{
+	if (mkdir(r->cfg.data_dir, 0700) && errno != EEXIST) {
+		snprintf(err, errlen, "cannot create data directory %s: %s", r->cfg.data_dir, strerror(errno));
+		return -1;
+	}
+	char path[600];
+	snprintf(path, sizeof(path), "%s/LOCK", r->cfg.data_dir);
+	r->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (r->lock_fd < 0 || flock(r->lock_fd, LOCK_EX | LOCK_NB)) {
+		snprintf(err, errlen, "data directory %s is in use by another process (lock %s): %s", r->cfg.data_dir,
+			 path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int router_open(struct router *r, const struct config *cfg, struct ev_loop *loop, char *err, size_t errlen)
+{
+	memset(r, 0, sizeof(*r));
+	r->cfg = *cfg;
+	r->loop = loop;
+	r->lock_fd = -1;
+	char why[256];
+	if (!cfg->shard_map[0] || !cfg->cluster_secret_file[0]) {
+		snprintf(err, errlen, "wm-router needs --shard-map FILE and --cluster-secret-file FILE");
+		return -1;
+	}
+	if (smap_load(cfg->shard_map, NULL, 0, &r->map, err, errlen))
+		return -1;
+	if (ck_load(cfg->cluster_secret_file, &r->key, why, sizeof(why))) {
+		snprintf(err, errlen, "cluster secret %s: %s", cfg->cluster_secret_file, why);
+		return -1;
+	}
+	if (router_data_dir(r, err, errlen) || router_pools(r, NULL, err, errlen)) {
+		router_close(r);
+		return -1;
+	}
+	r->started_ms = now_ms(r);
+	return 0;
+}
+
+void router_close(struct router *r)
+{
+	for (uint32_t i = 0; i < SMAP_MAX_SHARDS; i++) {
+		hc_pool_free(r->pools[i]);
+		r->pools[i] = NULL;
+	}
+	while (r->n_retired)
+		hc_pool_free(r->retired[--r->n_retired]);
+	if (r->lock_fd >= 0)
+		close(r->lock_fd);
+	r->lock_fd = -1;
+}

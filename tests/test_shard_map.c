@@ -161,7 +161,7 @@ WM_TEST(shard_map_proc, cluster_gate_signatures_and_misdirected, .timeout = 60)
 	struct cluster_key k;
 	write_secret(&p, secret, sizeof(secret), &k);
 	/* p: the home (shard 0, holds the operator key); q: shard 1, owns FR */
-	const char *args[] = {"--shard-map", path, "--shard-id", "0", "--cluster-secret-file", secret, NULL};
+	const char *args[] = {"--shard-map", path, "--shard-id", "0", "--cluster-secret-file", secret, "--demo", NULL};
 	cr_assert_eq(wm_start(&p, args, NULL), 0, "did not start (logs in %s)", p.dir);
 	const char *args1[] = {"--shard-map", path, "--shard-id", "1", "--cluster-secret-file", secret, NULL};
 	cr_assert_eq(wm_start(&q, args1, NULL), 0, "did not start (logs in %s)", q.dir);
@@ -180,6 +180,22 @@ WM_TEST(shard_map_proc, cluster_gate_signatures_and_misdirected, .timeout = 60)
 	/* signed: served */
 	cr_assert_eq(signed_do(p.port, &k, "GET", "/v1/partners?page_size=1", NULL, &r), 0);
 	cr_assert_eq(r.status, 200, "%s", r.body);
+	http_resp_free(&r);
+	/* a router's fan-out page: the shard cursor after each row; never
+	 * for an unsigned caller (the gate refuses it) */
+	char fsig[CK_HEADER_MAX], fhdr[CK_HEADER_MAX + 64];
+	cr_assert_eq(ck_sign(&k, "GET", 3, "/v1/partners?page_size=1", 24, (int64_t)time(NULL), NULL, 0, fsig), 0);
+	snprintf(fhdr, sizeof(fhdr), CK_HEADER_NAME ": %s\r\nX-WM-Fanout: 1\r\n", fsig);
+	cr_assert_eq(http_do(p.port, "GET", "/v1/partners?page_size=1", fhdr, NULL, &r), 0);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	const char *cur = strstr(r.body, "\"_cursors\":[\"");
+	cr_assert_not_null(cur, "%s", r.body);
+	/* one row, one cursor, and it is the page's next_cursor */
+	char next[400];
+	const char *nc = strstr(r.body, "\"next_cursor\":\"");
+	cr_assert_not_null(nc, "%s", r.body);
+	snprintf(next, sizeof(next), "\"_cursors\":[\"%.*s\"]", (int)strcspn(nc + 15, "\""), nc + 15);
+	cr_assert(strstr(r.body, next), "%s", r.body);
 	http_resp_free(&r);
 	/* the signature covers the query: another query with it is refused */
 	char sig[CK_HEADER_MAX], hdr[CK_HEADER_MAX + 64];

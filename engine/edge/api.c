@@ -260,6 +260,9 @@ static int cluster_gate(struct api_ctx *c)
 		return 1;
 	}
 	c->cluster_signed = needs_sig;
+	/* a router merging one page per shard (shard-router/fanout.h) needs
+	 * the shard cursor after each row */
+	c->fanout = needs_sig && http_find_header(h, API_FANOUT_HEADER) != NULL;
 	return 0;
 }
 
@@ -641,6 +644,8 @@ uint32_t api_list_source(struct api_ctx *c, struct api_source *src, const struct
 	jw_arr_begin(w);
 	uint32_t n = 0, examined = 0;
 	int more = 0;
+	struct buf curs; /* fan-out: the cursor after each returned row, as JSON strings */
+	buf_init(&curs, 0);
 	const void *last_key = NULL, *k;
 	uint32_t last_len = 0, kl;
 	const struct row *r;
@@ -668,12 +673,20 @@ uint32_t api_list_source(struct api_ctx *c, struct api_source *src, const struct
 			 * the whole read, saying nothing about what exists. */
 			auth_quota_refuse(c);
 			src->examined = examined;
+			buf_free(&curs);
 			return 0;
 		}
 		if (emit)
 			emit(c, r);
 		else
 			jw_raw(w, r->doc, r->doc_len);
+		if (c->fanout) {
+			char rc[API_MAX_SPAN];
+			if (b64url_encode(k, kl, rc, sizeof(rc)) > 0)
+				buf_printf(&curs, "%s\"%s\"", n ? "," : "", rc);
+			else
+				w->err = 1; /* a key past the cursor bound: cannot be merged */
+		}
 		n++;
 		last_key = k;
 		last_len = kl;
@@ -691,6 +704,14 @@ uint32_t api_list_source(struct api_ctx *c, struct api_source *src, const struct
 	auth_quota_charge(c, n);
 	c->rows_returned = n;
 	jw_kbool(w, "has_more", more);
+	if (c->fanout) {
+		jw_key(w, "_cursors");
+		jw_arr_begin(w);
+		if (curs.len)
+			jw_raw(w, curs.data, curs.len);
+		jw_arr_end(w);
+	}
+	buf_free(&curs);
 	jw_obj_end(w);
 	c->rs->status = 200;
 	return n;

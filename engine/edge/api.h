@@ -51,6 +51,9 @@ struct principal {
 };
 
 #define API_MAX_SPAN 344 /* a cursor's text (base64url of <= 255 bytes) */
+/* A router's fan-out page request (shard-router/fanout.h): the list body
+ * ends with "_cursors": the shard cursor after each row of "data". */
+#define API_FANOUT_HEADER "X-WM-Fanout"
 
 struct api_ctx {
 	struct shard *sh;
@@ -65,6 +68,7 @@ struct api_ctx {
 	struct principal who;
 	int internal;                   /* an /internal/ route (cluster mode, signed) */
 	int cluster_signed;             /* cluster mode: the request carried a valid signature */
+	int fanout;                     /* signed, with X-WM-Fanout: lists add "_cursors" (api_list_source) */
 	/* what a read returned, for the audit and the record quota */
 	uint32_t rows_returned;
 	int quota_refused;              /* the read was refused by the record quota */

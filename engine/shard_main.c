@@ -28,6 +28,7 @@
 #include "engine/demo.h"
 #include "engine/edge/idem.h"
 #include "engine/edge/key.h"
+#include "engine/edge/park.h"
 #include "engine/base/log.h"
 #include "engine/orders/order.h"
 #include "engine/pricing/refdata.h"
@@ -164,6 +165,7 @@ static void on_prepare(struct ev_loop *loop, void *arg)
 {
 	(void)loop;
 	audit_flush(arg);
+	park_poll(arg);
 }
 
 static void on_tick(struct ev_loop *loop, void *arg)

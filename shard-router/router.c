@@ -51,9 +51,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
 #include "engine/base/log.h"
 #include "net/buf.h"
 #include "net/problem.h"
+#include "shard-router/internal_headers.h"
 #include "shard-router/route_class.h"
 
 #define ROUTER_RETRY_AFTER "1"       /* seconds, on 503 shard_unavailable */
@@ -78,6 +81,7 @@ struct fwd {
 	char *body;
 	size_t body_len;
 	uint32_t shard;               /* one owner: its id */
+	struct router_ryw *caller;    /* the caller's write positions; NULL for an anonymous request */
 	int reloaded;                 /* a 421 made us reload and resend once */
 	uint32_t pending;             /* calls outstanding */
 	struct fwd_call calls[SMAP_MAX_SHARDS];
@@ -197,6 +201,46 @@ static void router_metrics(const struct router *r, struct buf *b)
 	}
 }
 
+/* ---- read-your-writes ---------------------------------------------------- */
+
+/* The caller's slot: a hash of its Authorization header (NULL: none). */
+static struct router_ryw *ryw_slot(struct router *r, const struct http_request *h)
+{
+	const struct http_header *a = http_find_header(h, "Authorization");
+	if (!a || !r->ryw)
+		return NULL;
+	return &r->ryw[XXH3_64bits(a->value, a->value_len) & (ROUTER_RYW_SLOTS - 1)];
+}
+
+/* X-WM-Min-Position for a call to `shard`: the caller's writes on the
+ * other shards, which that shard reads through its replicas. */
+static void ryw_header(const struct fwd *f, uint32_t shard, struct buf *h)
+{
+	if (!f->caller)
+		return;
+	int first = 1;
+	for (uint32_t p = 0; p < f->r->map.n; p++) {
+		if (p == shard || !f->caller->lsn[p])
+			continue;
+		buf_printf(h, "%s%u:%llu", first ? WM_H_MIN_POSITION ": " : ",", p, (unsigned long long)f->caller->lsn[p]);
+		first = 0;
+	}
+	if (!first)
+		buf_puts(h, "\r\n");
+}
+
+/* A shard answered a write of the caller: remember its position. */
+static void ryw_note(struct fwd *f, uint32_t shard, const struct hc_response *a)
+{
+	char v[32];
+	if (!f->caller || shard >= SMAP_MAX_SHARDS || hc_header(a, WM_H_LSN, v, sizeof(v)) != 1)
+		return;
+	char *end;
+	unsigned long long lsn = strtoull(v, &end, 10);
+	if (*end == 0 && lsn > f->caller->lsn[shard])
+		f->caller->lsn[shard] = lsn;
+}
+
 /* ---- sending ------------------------------------------------------------ */
 
 static void on_answer(void *arg, const struct hc_response *a, const char *err);
@@ -215,6 +259,7 @@ static int fwd_send(struct fwd *f, uint32_t shard)
 	struct buf h;
 	buf_init(&h, 0);
 	buf_printf(&h, CK_HEADER_NAME ": %s\r\n", sig);
+	ryw_header(f, shard, &h);
 	buf_append(&h, f->hdrs.data, f->hdrs.len);
 	buf_append(&h, "", 1); /* NUL for hc_request.headers */
 	struct hc_request rq = {.method = f->method, .path = f->target, .headers = h.data, .body = f->body,
@@ -285,6 +330,8 @@ static void on_answer(void *arg, const struct hc_response *a, const char *err)
 	f->pending--;
 	if (a && call->shard == 0)
 		r->home_seen_ms = now_ms(r);
+	if (a)
+		ryw_note(f, call->shard, a);
 	if (err) {
 		int timeout = strstr(err, "timed out") != NULL;
 		r->st.timeouts += timeout;
@@ -384,6 +431,7 @@ static struct fwd *fwd_new(struct router *r, const struct srv_request *rq, const
 		return NULL;
 	f->r = r;
 	f->rule = rule;
+	f->caller = ryw_slot(r, h);
 	buf_init(&f->hdrs, ROUTER_MAX_FWD_HEADERS + 1024);
 	buf_init(&f->out.headers, 0);
 	buf_init(&f->out.body, 0);
@@ -574,6 +622,11 @@ int router_open(struct router *r, const struct config *cfg, struct ev_loop *loop
 		snprintf(err, errlen, "cluster secret %s: %s", cfg->cluster_secret_file, why);
 		return -1;
 	}
+	r->ryw = calloc(ROUTER_RYW_SLOTS, sizeof(*r->ryw));
+	if (!r->ryw) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	if (router_data_dir(r, err, errlen) || router_pools(r, NULL, err, errlen)) {
 		router_close(r);
 		return -1;
@@ -593,4 +646,6 @@ void router_close(struct router *r)
 	if (r->lock_fd >= 0)
 		close(r->lock_fd);
 	r->lock_fd = -1;
+	free(r->ryw);
+	r->ryw = NULL;
 }

@@ -51,9 +51,6 @@ struct principal {
 };
 
 #define API_MAX_SPAN 344 /* a cursor's text (base64url of <= 255 bytes) */
-/* A router's fan-out page request (shard-router/fanout.h): the list body
- * ends with "_cursors": the shard cursor after each row of "data". */
-#define API_FANOUT_HEADER "X-WM-Fanout"
 
 struct api_ctx {
 	struct shard *sh;

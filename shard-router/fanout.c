@@ -217,12 +217,14 @@ int fanout_cursor_encode(const struct cluster_key *k, const void *tag, size_t ta
 			return FC_E_TOO_LARGE;
 		if (s->len == 0)
 			return FC_E_MALFORMED;
-		if (n + 2 + FANOUT_SHARD_RAW_MAX > FC_RAW_MAX - FANOUT_MAC_LEN)
-			return FC_E_TOO_LARGE;
-		long r = b64_decode(s->text, s->len, p + n + 2, FANOUT_SHARD_RAW_MAX);
+		uint8_t raw[FANOUT_SHARD_RAW_MAX];
+		long r = b64_decode(s->text, s->len, raw, sizeof(raw));
 		if (r <= 0)
 			return FC_E_MALFORMED;
+		if (n + 2 + (size_t)r > FC_RAW_MAX - FANOUT_MAC_LEN)
+			return FC_E_TOO_LARGE;
 		wr_u16(p + n, (uint16_t)r);
+		memcpy(p + n + 2, raw, (size_t)r);
 		n += 2 + (size_t)r;
 	}
 	p[count_at] = count;

@@ -213,9 +213,9 @@ int fanout_cursor_encode(const struct cluster_key *k, const void *tag, size_t ta
 		count++;
 		if (s->state == FANOUT_EXHAUSTED)
 			continue;
-		if (s->len > FANOUT_SHARD_CURSOR_MAX || strnlen(s->text, sizeof(s->text)) != s->len)
+		if (s->len > FANOUT_SHARD_CURSOR_MAX)
 			return FC_E_TOO_LARGE;
-		if (s->len == 0)
+		if (s->len == 0 || strnlen(s->text, sizeof(s->text)) != s->len)
 			return FC_E_MALFORMED;
 		uint8_t raw[FANOUT_SHARD_RAW_MAX];
 		long r = b64_decode(s->text, s->len, raw, sizeof(raw));
@@ -547,6 +547,8 @@ static int check_args(const struct fanout_merge_args *a, struct buf *out, struct
 	    a->page_size < 1 || a->page_size > FANOUT_PAGE_MAX || a->max_page_bytes == 0)
 		return fail(res, FM_E_ARGS, -1, "arguments out of bounds");
 	for (int i = 0; i < FANOUT_MAX_SHARDS; i++) {
+		if (a->from->shard[i].state > FANOUT_EXHAUSTED)
+			return fail(res, FM_E_ARGS, i, "a position in no known state");
 		int live = a->from->shard[i].state != FANOUT_EXHAUSTED;
 		if ((unsigned)i >= a->n_shards) {
 			if (a->from->shard[i].state != FANOUT_START)

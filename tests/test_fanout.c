@@ -564,6 +564,11 @@ WM_TEST(fanout, shard_count_bound)
 	x->from.shard[1].state = FANOUT_EXHAUSTED;
 	assert_refused(x, FM_E_ARGS);
 	fx_free(x);
+	/* a position in no known state */
+	x = fx_new(2, (const char *const *)bodies, 100);
+	x->from.shard[0].state = FANOUT_EXHAUSTED + 1;
+	assert_refused(x, FM_E_ARGS);
+	fx_free(x);
 	for (int i = 0; i <= FANOUT_MAX_SHARDS; i++)
 		free(bodies[i]);
 }
@@ -971,6 +976,10 @@ WM_TEST(fanout, cursor_shard_text_bound)
 	cr_assert_gt(n, 0);
 	cr_assert_eq(fanout_cursor_decode(&k, out, (size_t)n, TAG, strlen(TAG), MAP_V, &d), FC_OK);
 	cr_assert_str_eq(d.shard[0].text, c.shard[0].text);
+	/* len disagreeing with the text */
+	c.shard[0].len = 5;
+	cr_assert_eq(fanout_cursor_encode(&k, TAG, strlen(TAG), &c, out, sizeof(out)), FC_E_MALFORMED);
+	c.shard[0].len = FANOUT_SHARD_CURSOR_MAX;
 	/* a text the shard could not have issued, empty, or not canonical */
 	c.shard[0].text[5] = '*';
 	cr_assert_eq(fanout_cursor_encode(&k, TAG, strlen(TAG), &c, out, sizeof(out)), FC_E_MALFORMED);

@@ -92,7 +92,7 @@ void fanout_cursor_init(struct fanout_cursor *c, uint64_t map_version);
  * builds it from the route pattern, the query filters that define the list
  * and the caller's entity, so a cursor cannot be carried to another list
  * or another partner) into out (out_size >= FANOUT_CURSOR_MAX + 1),
- * NUL-terminated.  Returns the text length, or an fanout_cursor_err:
+ * NUL-terminated.  Returns the text length, or a fanout_cursor_err:
  * FC_E_MALFORMED for a state other than the three, an AT position whose
  * text is empty or not canonical base64url; FC_E_TOO_LARGE for a shard
  * text past FANOUT_SHARD_CURSOR_MAX or a result past FANOUT_CURSOR_MAX
@@ -185,7 +185,7 @@ struct fanout_result {
  * page's next_cursor when every row it sent was taken and it has more, or
  * EXHAUSTED when every row it sent was taken and it has no more, or the
  * old position when none was taken.  has_more: a shard is not EXHAUSTED.
- * Returns FM_OK, or an fanout_merge_err with res->detail and
+ * Returns FM_OK, or a fanout_merge_err with res->detail and
  * res->err_shard set and out left as it was.
  */
 int fanout_merge(const struct fanout_merge_args *a, struct buf *out, struct fanout_result *res);

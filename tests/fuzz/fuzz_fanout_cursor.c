@@ -14,7 +14,7 @@
  *      the same text.
  *   2  one shard's page (byte 1: page_size, mod 202, so 0 and 201 occur);
  *   3  two shards' pages split at byte 1's share of the rest: the merge
- *      answers an fanout_merge_err; on success the body is JSON with at
+ *      answers a fanout_merge_err; on success the body is JSON with at
  *      most page_size rows and its next cursor decodes.
  */
 #include <stdint.h>

@@ -56,11 +56,14 @@
 #include "engine/base/log.h"
 #include "net/buf.h"
 #include "net/problem.h"
+#include "shard-router/fanout.h"
 #include "shard-router/internal_headers.h"
 #include "shard-router/route_class.h"
 
 #define ROUTER_RETRY_AFTER "1"       /* seconds, on 503 shard_unavailable */
 #define ROUTER_MAX_FWD_HEADERS 8192u /* bytes of the client headers forwarded */
+#define API_PAGE_DEFAULT_ROUTER 50u  /* page_size when none is given (spec: default 50) */
+#define FANOUT_TAG_BYTES 512         /* route, filters and caller of a fan-out list */
 
 struct fwd;
 
@@ -68,6 +71,10 @@ struct fwd;
 struct fwd_call {
 	struct fwd *f;
 	uint32_t shard;
+	char *target;                 /* fan-out: this shard's own target; NULL = the request's */
+	char *page;                   /* fan-out: the shard's 200 body, owned */
+	size_t page_len;
+	int asked;
 };
 
 struct fwd {
@@ -85,10 +92,16 @@ struct fwd {
 	int reloaded;                 /* a 421 made us reload and resend once */
 	uint32_t pending;             /* calls outstanding */
 	struct fwd_call calls[SMAP_MAX_SHARDS];
+	/* fan-out (RC_FANOUT): the merged position the pages were asked from */
+	struct fanout_cursor *from;
+	uint32_t page_size;
+	char tag[FANOUT_TAG_BYTES];
+	size_t tag_len;
 	/* several shards: the answer chosen so far */
 	struct srv_response out;
 	char out_ctype[128];
 	int have_out, out_rank;
+	uint32_t out_shard;
 };
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -116,6 +129,11 @@ static int fwd_copy_headers(struct buf *out, const struct http_request *h)
 
 static void fwd_free(struct fwd *f)
 {
+	for (uint32_t i = 0; i < SMAP_MAX_SHARDS; i++) {
+		free(f->calls[i].target);
+		free(f->calls[i].page);
+	}
+	free(f->from);
 	free(f->target);
 	free(f->body);
 	buf_free(&f->hdrs);
@@ -244,6 +262,7 @@ static void ryw_note(struct fwd *f, uint32_t shard, const struct hc_response *a)
 /* ---- sending ------------------------------------------------------------ */
 
 static void on_answer(void *arg, const struct hc_response *a, const char *err);
+static void fanout_answer(struct fwd *f, struct fwd_call *call, const struct hc_response *a);
 
 /* Send the request to one shard (the call slot of that shard).  0, or -1
  * when the shard's pool and queue are full or the request cannot be
@@ -252,19 +271,24 @@ static int fwd_send(struct fwd *f, uint32_t shard)
 {
 	struct router *r = f->r;
 	char sig[CK_HEADER_MAX];
+	const char *target = shard < SMAP_MAX_SHARDS && f->calls[shard].target ? f->calls[shard].target : f->target;
 	if (shard >= r->map.n ||
-	    ck_sign(&r->key, f->method, strlen(f->method), f->target, strlen(f->target), (int64_t)time(NULL), f->body,
+	    ck_sign(&r->key, f->method, strlen(f->method), target, strlen(target), (int64_t)time(NULL), f->body,
 		    f->body_len, sig))
 		return -1;
 	struct buf h;
 	buf_init(&h, 0);
 	buf_printf(&h, CK_HEADER_NAME ": %s\r\n", sig);
 	ryw_header(f, shard, &h);
+	if (f->kind == RC_FANOUT)
+		buf_puts(&h, WM_H_FANOUT ": 1\r\n");
 	buf_append(&h, f->hdrs.data, f->hdrs.len);
 	buf_append(&h, "", 1); /* NUL for hc_request.headers */
-	struct hc_request rq = {.method = f->method, .path = f->target, .headers = h.data, .body = f->body,
+	struct hc_request rq = {.method = f->method, .path = target, .headers = h.data, .body = f->body,
 				.body_len = f->body_len, .timeout_ms = (uint32_t)r->cfg.forward_timeout_ms};
-	f->calls[shard] = (struct fwd_call){.f = f, .shard = shard};
+	f->calls[shard].f = f;
+	f->calls[shard].shard = shard;
+	f->calls[shard].asked = 1;
 	int rc = h.overflow ? -1 : hc_send(r->pools[shard], &rq, on_answer, &f->calls[shard]);
 	buf_free(&h);
 	if (rc) {
@@ -338,6 +362,10 @@ static void on_answer(void *arg, const struct hc_response *a, const char *err)
 		log_warn("msg=\"shard call failed\" shard=%u addr=%s target=\"%.200s\" error=\"%s\"", call->shard,
 			 call->shard < r->map.n ? r->map.shards[call->shard].addr : "-", f->target, err);
 	}
+	if (f->kind == RC_FANOUT) {
+		fanout_answer(f, call, a);
+		return;
+	}
 	if (f->kind == RC_FIND || f->kind == RC_BROADCAST) {
 		int status = a ? a->status : 0;
 		int rank = a ? answer_rank(f->kind, status, call->shard) : 4; /* an unreachable shard wins */
@@ -394,6 +422,183 @@ static void on_answer(void *arg, const struct hc_response *a, const char *err)
 	fwd_finish(f, &rs);
 	buf_free(&rs.headers);
 	buf_free(&rs.body);
+}
+
+/* ---- fan-out lists (shard-router/fanout.h) ------------------------------ */
+
+/* The query without its cursor parameter into out (NUL-terminated). */
+static void query_without_cursor(const char *q, size_t n, struct buf *out)
+{
+	while (n) {
+		const char *amp = memchr(q, '&', n);
+		size_t k = amp ? (size_t)(amp - q) : n;
+		if (k && !(k >= 7 && !memcmp(q, "cursor=", 7)) && !(k == 6 && !memcmp(q, "cursor", 6))) {
+			if (out->len)
+				buf_append(out, "&", 1);
+			buf_append(out, q, k);
+		}
+		q += k + (amp != NULL);
+		n -= k + (amp != NULL);
+	}
+}
+
+/*
+ * Prepare a fan-out: the list's tag (route, the filters of the query, the
+ * caller), its page size and the merged position to start from; each
+ * shard's target.  0 = ready to send; otherwise the status of the answer
+ * written into rs (400 for a cursor that is not this list's, or a page
+ * size that is not one: the shards would say the same).
+ */
+static int fanout_prepare(struct fwd *f, const struct http_request *h, struct srv_response *rs)
+{
+	struct router *r = f->r;
+	char v[FANOUT_CURSOR_MAX + 1];
+	f->page_size = API_PAGE_DEFAULT_ROUTER;
+	int n = http_query_get(h->query, h->query_len, "page_size", v, sizeof(v));
+	if (n >= 0) {
+		char *end;
+		unsigned long ps = strtoul(v, &end, 10);
+		if (n == 0 || *end || ps < 1 || ps > FANOUT_PAGE_MAX)
+			return -1; /* the home answers the 400 with the exact wording */
+		f->page_size = (uint32_t)ps;
+	} else if (n == -2) {
+		return -1;
+	}
+	struct buf q;
+	buf_init(&q, 0);
+	query_without_cursor(h->query, h->query_len, &q);
+	const struct http_header *auth = http_find_header(h, "Authorization");
+	uint64_t who = auth ? XXH3_64bits(auth->value, auth->value_len) : 0;
+	int tl = snprintf(f->tag, sizeof(f->tag), "%s\n%.*s\n%016llx", f->rule->pattern, (int)q.len, q.data ? q.data : "",
+			  (unsigned long long)who);
+	f->tag_len = tl > 0 && (size_t)tl < sizeof(f->tag) ? (size_t)tl : sizeof(f->tag) - 1;
+	f->from = malloc(sizeof(*f->from));
+	if (!f->from) {
+		buf_free(&q);
+		return -1;
+	}
+	n = http_query_get(h->query, h->query_len, "cursor", v, sizeof(v));
+	if (n == -1) {
+		fanout_cursor_init(f->from, r->map.version);
+	} else {
+		int e = n < 0 ? FC_E_TOO_LARGE
+			      : fanout_cursor_decode(&r->key, v, (size_t)n, f->tag, f->tag_len, r->map.version, f->from);
+		if (e != FC_OK) {
+			buf_free(&q);
+			answer_problem(rs, 400, "invalid_cursor", fanout_cursor_detail(e));
+			return 400;
+		}
+	}
+	/* each shard's target: the path, the filters, its own cursor */
+	for (uint32_t i = 0; i < r->map.n; i++) {
+		const struct fanout_pos *p = &f->from->shard[i];
+		if (p->state == FANOUT_EXHAUSTED)
+			continue;
+		struct buf t;
+		buf_init(&t, 0);
+		buf_printf(&t, "%.*s?%.*s%s", (int)h->path_len, h->path, (int)q.len, q.data ? q.data : "", q.len ? "&" : "");
+		if (p->state == FANOUT_AT)
+			buf_printf(&t, "cursor=%s&", p->text);
+		t.len--; /* the last '&' (or the '?' of an empty query) */
+		buf_append(&t, "", 1);
+		f->calls[i].target = t.overflow ? NULL : strdup(t.data);
+		buf_free(&t);
+		if (!f->calls[i].target) {
+			buf_free(&q);
+			return -1;
+		}
+	}
+	buf_free(&q);
+	return 0;
+}
+
+/* Send one page request to every shard not exhausted: how many were sent. */
+static int fanout_send(struct fwd *f)
+{
+	int sent = 0, wanted = 0;
+	for (uint32_t i = 0; i < f->r->map.n; i++) {
+		if (!f->calls[i].target)
+			continue;
+		wanted++;
+		sent += fwd_send(f, i) == 0;
+	}
+	if (wanted == 0) {
+		/* every shard exhausted: an empty last page, nobody asked */
+		return 0;
+	}
+	if (sent && sent < wanted) {
+		f->have_out = 1;
+		f->out_rank = 4;
+		answer_problem(&f->out, 503, "shard_unavailable", "a shard of the cluster is overloaded");
+	}
+	return sent;
+}
+
+/* Merge the pages (every call answered 200) into the answer. */
+static void fanout_complete(struct fwd *f)
+{
+	struct router *r = f->r;
+	struct fanout_page pages[SMAP_MAX_SHARDS];
+	for (uint32_t i = 0; i < r->map.n; i++)
+		pages[i] = (struct fanout_page){.asked = f->calls[i].asked, .body = f->calls[i].page,
+						.body_len = f->calls[i].page_len};
+	struct fanout_merge_args ma = {.key = &r->key, .tag = f->tag, .tag_len = f->tag_len, .from = f->from,
+				       .n_shards = r->map.n, .pages = pages, .page_size = f->page_size,
+				       .max_page_bytes = ROUTER_MAX_RESPONSE};
+	struct fanout_result *res = malloc(sizeof(*res));
+	struct buf body;
+	buf_init(&body, 0);
+	int e = res ? fanout_merge(&ma, &body, res) : FM_E_OUTPUT;
+	if (e == FM_OK) {
+		buf_reset(&f->out.body);
+		buf_append(&f->out.body, body.data, body.len);
+		f->out.status = 200;
+	} else {
+		log_error("msg=\"fan-out merge refused\" route=\"%s\" shard=%d error=%d detail=\"%s\"", f->rule->pattern,
+			  res ? res->err_shard : -1, e, res ? res->detail : "out of memory");
+		buf_reset(&f->out.headers);
+		answer_problem(&f->out, 502, "bad_shard_answer", "a shard answered a list page the router cannot merge");
+		r->st.failed++;
+	}
+	buf_free(&body);
+	free(res);
+}
+
+/* One shard's page (or failure) of a fan-out; the answer once all are in:
+ * the first failure by shard order (a 401, a 429, a 503 ...), else the
+ * merged page with the lowest shard's headers (its RateLimit). */
+static void fanout_answer(struct fwd *f, struct fwd_call *call, const struct hc_response *a)
+{
+	int rank = !a ? 4 : a->status != 200 ? 3 : 1;
+	if (rank == 1) {
+		call->page = malloc(a->body_len + 1);
+		if (call->page) {
+			memcpy(call->page, a->body, a->body_len);
+			call->page_len = a->body_len;
+		} else {
+			rank = 4;
+		}
+	}
+	if (!f->have_out || rank > f->out_rank || (rank == f->out_rank && rank != 1 && call->shard < f->out_shard)) {
+		buf_reset(&f->out.headers);
+		buf_reset(&f->out.body);
+		if (a && rank != 4)
+			relay_into(&f->out, a, f->out_ctype, sizeof(f->out_ctype));
+		else
+			answer_problem(&f->out, 503, "shard_unavailable", "a shard of the cluster did not answer");
+		f->have_out = 1;
+		f->out_rank = rank;
+		f->out_shard = call->shard;
+	}
+	if (f->pending)
+		return;
+	if (f->out_rank == 1)
+		fanout_complete(f);
+	else if (f->out_rank == 4)
+		buf_printf(&f->out.headers, "Retry-After: " ROUTER_RETRY_AFTER "\r\n");
+	f->out.route = f->rule->pattern;
+	f->r->st.relayed++;
+	fwd_finish(f, &f->out);
 }
 
 /* ---- the process's own routes ------------------------------------------ */
@@ -472,10 +677,27 @@ void router_handle(void *app, const struct srv_request *rq, struct srv_response 
 	/* /metrics: the home checks the operator key, the router adds its
 	 * own series; /v1/openapi.json is the home's */
 	f->kind = kind == RC_EDGE && h->path_len == 8 && !memcmp(h->path, "/metrics", 8) ? RC_EDGE
-		  : kind == RC_EDGE || kind == RC_FANOUT ? RC_HOME
-							  : kind;
+		  : kind == RC_EDGE ? RC_HOME
+				    : kind;
 	int sent = 0;
-	if (f->kind == RC_FIND || f->kind == RC_BROADCAST) {
+	if (f->kind == RC_FANOUT) {
+		int st = fanout_prepare(f, h, rs);
+		if (st > 0) {
+			fwd_free(f);
+			return;
+		}
+		if (st < 0) /* a page size the shards refuse: the home says how */
+			f->kind = RC_HOME;
+	}
+	if (f->kind == RC_FANOUT) {
+		sent = fanout_send(f);
+		if (sent == 0 && !f->have_out) {
+			/* nothing left anywhere: the empty last page */
+			buf_puts(&rs->body, "{\"data\":[],\"next_cursor\":null,\"has_more\":false}");
+			fwd_free(f);
+			return;
+		}
+	} else if (f->kind == RC_FIND || f->kind == RC_BROADCAST) {
 		for (uint32_t i = 0; i < r->map.n; i++)
 			sent += fwd_send(f, i) == 0;
 		if (sent && sent < (int)r->map.n) {

@@ -52,6 +52,11 @@
 #      confirm, source, commit buy, reserved: 8 WAL transactions); the lua script
 #      counts non-201 answers; from /metrics, fsyncs, WAL transactions and
 #      (compressed) WAL bytes per order stored.  BENCH_SKIP_ORDERS=1 skips it.
+#   l. the router's hop: one shard in cluster mode behind wm-router, the
+#      world of (k) set up through it; GET /v1/partners/{id}, the 1-line
+#      quote and POST /v1/orders -c16 through the router as ratios to the
+#      direct figures of (a) and (k) in the same run.  BENCH_SKIP_ROUTER=1
+#      skips it.
 # Every HTTP figure uses the same wrk command (keep-alive connections):
 #   wrk -t1 -c64 -d10s --latency      (override: BENCH_THREADS/CONNS/DURATION)
 # The machine has 2 cores and wrk takes one, so the figures are for a server
@@ -80,11 +85,14 @@ root=""
 shard_pid=""
 orders_pid=""
 nginx_pid=""
+router_pid=""
+cluster_shard_pid=""
 cleanup() {
 	set +e
 	if [ -n "$nginx_pid" ]; then kill "$nginx_pid" 2>/dev/null; wait "$nginx_pid" 2>/dev/null; fi
 	if [ -n "$shard_pid" ]; then kill "$shard_pid" 2>/dev/null; wait "$shard_pid" 2>/dev/null; fi
 	if [ -n "$orders_pid" ]; then kill "$orders_pid" 2>/dev/null; wait "$orders_pid" 2>/dev/null; fi
+	if [ -n "$router_pid" ]; then kill "$router_pid" "$cluster_shard_pid" 2>/dev/null; wait 2>/dev/null; fi
 	if [ -n "$root" ]; then rm -rf "$root"; fi
 }
 trap cleanup EXIT
@@ -448,39 +456,16 @@ fi
 # for a bigger batch: ~1 fsync per order here; a slower disk batches more orders
 # per fsync.  The counts of orders come from wm_table_rows{table="order"}
 # (wrk drops the few in flight at its deadline; the shard still stores them).
-echo
-ORD_CONNS=${BENCH_ORDERS_CONNS:-16 64}
-ORD_THREADS=${BENCH_ORDERS_THREADS:-1}
-ORD_DURATION=${BENCH_ORDERS_DURATION:-10s}
-echo "== POST /v1/orders (flash buy-sell saga, wal-mode fsync, own shard), -c${ORD_CONNS// /, -c}"
-order_rows=()
-if [ "${BENCH_SKIP_ORDERS:-0}" = 1 ]; then
-	echo "skipped (BENCH_SKIP_ORDERS=1)"
-else
-	odata=$(mktemp -d "$root/orders.XXXXXX")
-	WM_BOOTSTRAP_KEY="$WM_BOOTSTRAP_KEY" "$SHARD" --listen 127.0.0.1:0 --data-dir "$odata" --access-log 0 \
-		--snapshot-interval 0 --wal-mode fsync --key-rate-rps 1000000 --key-rate-burst 1000000 \
-		>"$root/orders-shard.out" 2>"$root/orders-shard.err" &
-	orders_pid=$!
-	oport=""
-	for _ in $(seq 1 100); do
-		oport=$(sed -n 's#^wm-shard listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*#\1#p' "$root/orders-shard.out")
-		[ -n "$oport" ] && break
-		if ! kill -0 "$orders_pid" 2>/dev/null; then
-			cat "$root/orders-shard.err" >&2
-			die "wm-shard (orders) exited during start-up"
-		fi
-		sleep 0.1
-	done
-	[ -n "$oport" ] || die "wm-shard (orders) did not print its listening line within 10 s"
-	obase="http://127.0.0.1:$oport"
-	echo "wm-shard pid $orders_pid on $obase (wal-mode fsync, --key-rate-rps/--key-rate-burst 1000000, data in $odata)"
 
+# world_setup: over HTTP at $api_base with the operator key, the order
+# world of sections k and l (see k); sets estate seller wine offer loc level
+# and exports WM_ORDER_KEY.
+world_setup() {
 	# oapi METHOD PATH [BODY] : the response body of a 2xx as the operator, else die
 	oapi() {
 		local out
 		out=$(curl -sS -w '\n%{http_code}' -X "$1" -H "Authorization: Bearer $WM_BOOTSTRAP_KEY" \
-			-H 'Content-Type: application/json' ${3:+--data-binary "$3"} "$obase$2") ||
+			-H 'Content-Type: application/json' ${3:+--data-binary "$3"} "$api_base$2") ||
 			die "orders setup: $1 $2: curl failed"
 		local code=${out##*$'\n'}
 		out=${out%$'\n'*}
@@ -524,6 +509,40 @@ else
 	[ -n "$WM_ORDER_KEY" ] || die "orders setup: could not mint the seller's key"
 	export WM_ORDER_KEY
 	echo "estate $estate (FR), seller $seller (DE), wine $wine, offer $offer, level $level (on_hand 100000000)"
+}
+
+echo
+ORD_CONNS=${BENCH_ORDERS_CONNS:-16 64}
+ORD_THREADS=${BENCH_ORDERS_THREADS:-1}
+ORD_DURATION=${BENCH_ORDERS_DURATION:-10s}
+echo "== POST /v1/orders (flash buy-sell saga, wal-mode fsync, own shard), -c${ORD_CONNS// /, -c}"
+order_rows=()
+if [ "${BENCH_SKIP_ORDERS:-0}" = 1 ]; then
+	echo "skipped (BENCH_SKIP_ORDERS=1)"
+else
+	odata=$(mktemp -d "$root/orders.XXXXXX")
+	WM_BOOTSTRAP_KEY="$WM_BOOTSTRAP_KEY" "$SHARD" --listen 127.0.0.1:0 --data-dir "$odata" --access-log 0 \
+		--snapshot-interval 0 --wal-mode fsync --key-rate-rps 1000000 --key-rate-burst 1000000 \
+		>"$root/orders-shard.out" 2>"$root/orders-shard.err" &
+	orders_pid=$!
+	oport=""
+	for _ in $(seq 1 100); do
+		oport=$(sed -n 's#^wm-shard listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*#\1#p' "$root/orders-shard.out")
+		[ -n "$oport" ] && break
+		if ! kill -0 "$orders_pid" 2>/dev/null; then
+			cat "$root/orders-shard.err" >&2
+			die "wm-shard (orders) exited during start-up"
+		fi
+		sleep 0.1
+	done
+	[ -n "$oport" ] || die "wm-shard (orders) did not print its listening line within 10 s"
+	obase="http://127.0.0.1:$oport"
+	echo "wm-shard pid $orders_pid on $obase (wal-mode fsync, --key-rate-rps/--key-rate-burst 1000000, data in $odata)"
+
+	api_base=$obase
+	world_setup
+	run_wrk "POST /v1/orders/quote-calculate, 1 line (direct)" -s perf/post_quote.lua "$obase" -- "$wine"
+	direct_quote_rps=$(cut -d'|' -f2 <<<"${rows[-1]}")
 
 	# ometric NAME : a metric's value from the orders shard (labels part of NAME)
 	ometric() {
@@ -569,6 +588,74 @@ else
 	orders_pid=""
 fi
 
+# ---- l. the router's hop ------------------------------------------------------------
+# One wm-shard in cluster mode (shard 0, the catalogue home, owning every
+# country the reference data prices) behind a wm-router (DESIGN.md 9): the
+# order world of k set up through the router, then through the router
+# GET /v1/partners/{id} (the estate), the 1-line quote and durable
+# POST /v1/orders -c16; each as a ratio to the direct figure of this run
+# (a, and k's quote and -c16 orders).  What it shows is the price of one
+# extra hop on loopback (parse, sign, forward on a keep-alive pool, relay)
+# on a 2-core box where router, shard and wrk share the cores.
+echo
+echo "== the router's hop (one shard in cluster mode behind wm-router)"
+router_rows=()
+ROUTER=${BENCH_ROUTER:-bin/wm-router}
+if [ "${BENCH_SKIP_ROUTER:-0}" = 1 ] || [ "${BENCH_SKIP_ORDERS:-0}" = 1 ]; then
+	echo "skipped (BENCH_SKIP_ROUTER=1 or BENCH_SKIP_ORDERS=1)"
+else
+	[ -x "$ROUTER" ] || die "$ROUTER not found (run: make)"
+	cdir=$(mktemp -d "$root/cluster.XXXXXX")
+	head -c 48 /dev/urandom | base64 | tr -d '\n=' | head -c 64 >"$cdir/secret"
+	chmod 600 "$cdir/secret"
+	cport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	priced=$(awk -F'\t' '$1 !~ /^#/ && $1 != "country" && NF > 1 {print $1}' data/vat.tsv | sort -u | tr '\n' ' ')
+	printf 'version 1\nshard 0 127.0.0.1:%s %s\n' "$cport" "$priced" >"$cdir/map.conf"
+	WM_BOOTSTRAP_KEY="$WM_BOOTSTRAP_KEY" "$SHARD" --listen "127.0.0.1:$cport" --data-dir "$cdir/shard0" --access-log 0 \
+		--snapshot-interval 0 --wal-mode fsync --key-rate-rps 1000000 --key-rate-burst 1000000 \
+		--shard-map "$cdir/map.conf" --shard-id 0 --cluster-secret-file "$cdir/secret" \
+		>"$root/cluster-shard.out" 2>"$root/cluster-shard.err" &
+	cluster_shard_pid=$!
+	"$ROUTER" --listen 127.0.0.1:0 --data-dir "$cdir/router" --access-log 0 --shard-map "$cdir/map.conf" \
+		--cluster-secret-file "$cdir/secret" >"$root/router.out" 2>"$root/router.err" &
+	router_pid=$!
+	rport=""
+	for _ in $(seq 1 100); do
+		rport=$(sed -n 's#^wm-router listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*#\1#p' "$root/router.out")
+		[ -n "$rport" ] && curl -fsS "http://127.0.0.1:$rport/readyz" >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	[ -n "$rport" ] || die "wm-router did not print its listening line within 10 s"
+	rbase="http://127.0.0.1:$rport"
+	echo "wm-router pid $router_pid on $rbase -> wm-shard pid $cluster_shard_pid on 127.0.0.1:$cport (cluster mode, fsync)"
+	api_base=$rbase
+	world_setup
+	echo "$estate" >"$root/estate.txt"
+	direct_get_rps=$(cut -d'|' -f2 <<<"${rows[0]}")
+	direct_order_rps=""
+	for r in "${rows[@]}"; do
+		case "$r" in "POST /v1/orders -c16 (fsync)"*) direct_order_rps=$(cut -d'|' -f2 <<<"$r") ;; esac
+	done
+	WM_BENCH_KEY_SAVED=$WM_BENCH_KEY
+	export WM_BENCH_KEY=$WM_ORDER_KEY
+	run_wrk "GET /v1/partners/{id} (router)" -s perf/get_partner.lua "$rbase" -- "$root/estate.txt"
+	router_rows+=("GET /v1/partners/{id}: router $(cut -d'|' -f2 <<<"${rows[-1]}") req/s vs direct $direct_get_rps")
+	export WM_BENCH_KEY=$WM_BENCH_KEY_SAVED
+	run_wrk "POST /v1/orders/quote-calculate, 1 line (router)" -s perf/post_quote.lua "$rbase" -- "$wine"
+	router_rows+=("quote 1 line: router $(cut -d'|' -f2 <<<"${rows[-1]}") req/s vs direct ${direct_quote_rps:-?}")
+	saved_wrk=("${WRK[@]}")
+	WRK=(wrk -t"$ORD_THREADS" -c16 -d"$ORD_DURATION" --latency)
+	run_wrk "POST /v1/orders -c16 (router, fsync)" -s perf/post_order.lua "$rbase" -- "$wine"
+	WRK=("${saved_wrk[@]}")
+	router_rows+=("POST /v1/orders -c16: router $(cut -d'|' -f2 <<<"${rows[-1]}") orders/s vs direct ${direct_order_rps:-?}")
+	for r in "${router_rows[@]}"; do
+		echo "$r" | awk '{ print } / vs direct [0-9]/ { n = split($0, w, " "); printf "  ratio router/direct = %.2f\n", w[n - 4 + 0] / w[n] }'
+	done
+	kill "$router_pid" "$cluster_shard_pid" 2>/dev/null || true
+	wait "$router_pid" "$cluster_shard_pid" 2>/dev/null || true
+	router_pid=""
+fi
+
 # ---- summary ----------------------------------------------------------------------
 echo
 echo "== summary (wrk: $THREADS thread, $CONNS keep-alive connections, $DURATION; latency from wrk --latency)"
@@ -582,4 +669,5 @@ echo "== summary (wrk: $THREADS thread, $CONNS keep-alive connections, $DURATION
 		printf "%-" w "s  %9s  %9s  %9s  %-6s  %s\n", n[i], r[i], a[i], b[i], s[i], c[i] }'
 echo "records per fsync during POST run: $per_fsync ($dtx transactions / $dfs fsyncs)"
 for r in "${order_rows[@]}"; do echo "POST /v1/orders $r"; done
+for r in "${router_rows[@]}"; do echo "router hop: $r"; done
 [ -z "$nginx_note" ] || echo "$nginx_note"

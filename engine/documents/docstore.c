@@ -152,8 +152,16 @@ int docstore_put(struct docstore *ds, const uint8_t *data, size_t len, char *sha
 	if (mkdir_one(dir))
 		return -1;
 	struct stat st;
-	if (stat(final, &st) == 0 && (size_t)st.st_size == len)
-		return 0; /* the same bytes are already stored, durably */
+	if (stat(final, &st) == 0 && (size_t)st.st_size == len) {
+		/* Stored already (durably: it has its final name); a corrupt
+		 * copy is replaced below by the rename. */
+		uint8_t *old;
+		size_t old_len;
+		if (docstore_get(ds, sha_hex, &old, &old_len) == 0) {
+			free(old);
+			return 0;
+		}
+	}
 	n = snprintf(tmp, sizeof tmp, "%s/.tmp-%s-%ld-%u", dir, sha_hex, (long)getpid(),
 		     atomic_fetch_add(&tmp_counter, 1));
 	if (n < 0 || (size_t)n >= sizeof tmp) {

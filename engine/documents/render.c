@@ -24,6 +24,9 @@
  *  - Output goes to a growing heap buffer through cairo's stream surface,
  *    bounded by DOC_PDF_MAX: no temporary file, and the caller decides
  *    where the bytes go (docstore.c).
+ *  - Barcodes: the label carries the SSCC as GS1-128 and the leg id as
+ *    Code 128 (what carriers scan); every other kind carries its number
+ *    as a QR code in the top right corner of every page.
  *  - The EMCS destination type is printed as its code (1..8), the form
  *    the e-AD itself uses in every language.
  */
@@ -241,12 +244,13 @@ static void new_page(struct rc *c)
 	}
 	c->page++;
 	double x = c->margin, w = c->pw - 2 * c->margin;
-	text(c, x, c->margin, w - 170, 14, 1, LEFT, L(c, title_key(c->m->kind)));
+	text(c, x, c->margin, w - 60, 14, 1, LEFT, L(c, title_key(c->m->kind)));
 	char s[160];
 	fmt(s, sizeof s, "%s: %s", L(c, I18N_NUMBER), c->docno);
-	text(c, x, c->margin + 24, w - 170, 8, 1, LEFT, s);
-	barcode(c, BARCODE_CODE128, c->docno, c->pw - c->margin - 160, c->margin, 160, 28);
-	text(c, c->pw - c->margin - 160, c->margin + 30, 160, 6.5, 0, RIGHT, c->docno);
+	text(c, x, c->margin + 24, w - 60, 8, 1, LEFT, s);
+	/* QR: stays at least 1.5 pt per module for the longest number, which a
+	 * Code 128 of 31 characters in this corner would not. */
+	barcode(c, BARCODE_QRCODE, c->docno, c->pw - c->margin - 40, c->margin - 6, 40, 40);
 	c->y = c->margin + 46;
 	hline(c, x, x + w, c->y - 4, 0.8);
 	c->bottom = c->ph - c->margin - 8;

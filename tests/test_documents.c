@@ -407,6 +407,42 @@ WM_TEST(documents, render_six_kinds_greek)
 	render_language(&EL);
 }
 
+/* Every language renders an invoice with its own number and date format
+ * (written here by hand from each country's convention). */
+WM_TEST(documents, every_language_renders)
+{
+	static const struct {
+		const char *lang, *total, *date;
+	} cases[] = {
+		{"en", "1,629.37 EUR", "25/11/2026"}, {"de", "1.629,37 EUR", "25.11.2026"},
+		{"fr", "1 629,37 EUR", "25/11/2026"}, {"it", "1.629,37 EUR", "25/11/2026"},
+		{"es", "1.629,37 EUR", "25/11/2026"}, {"pt", "1 629,37 EUR", "25/11/2026"},
+		{"nl", "1.629,37 EUR", "25-11-2026"}, {"pl", "1 629,37 EUR", "25.11.2026"},
+		{"sv", "1 629,37 EUR", "2026-11-25"}, {"da", "1.629,37 EUR", "25.11.2026"},
+		{"fi", "1 629,37 EUR", "25.11.2026"}, {"cs", "1 629,37 EUR", "25.11.2026"},
+		{"el", "1.629,37 EUR", "25/11/2026"}, {"no", "1 629,37 EUR", "25.11.2026"},
+	};
+	cr_assert_eq(sizeof cases / sizeof cases[0], I18N_LANG_COUNT);
+	char *dir = make_tmpdir();
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct doc_model *m = docfix_order(DOC_CONSUMER_INVOICE, cases[i].lang, 1, 0);
+		char path[700];
+		const char *what = cases[i].lang;
+		int pages = render_to(m, dir, cases[i].lang, path, sizeof path);
+		char *t = pdf_text(path);
+		HAS(t, cases[i].total);
+		HAS(t, cases[i].date);
+		HAS(t, "Jürgen Müller-Łukasiewicz");
+		HAS(t, "Дмитрий Иванов");
+		HAS(t, "Κτήμα Άλφα Α.Ε.");
+		free(t);
+		assert_rasterises(path, dir, pages);
+		free(m);
+	}
+	rm_rf(dir);
+	free(dir);
+}
+
 /* ---- barcodes ------------------------------------------------------------ */
 
 /* zbarimg decodes the label's GS1-128 to "(00)" + SSCC (zbar prints the AI

@@ -13,7 +13,7 @@
 
 CC        ?= gcc
 FUZZ_CC   ?= clang
-PKGS      := libxxhash libzstd libssl libcrypto
+PKGS      := libxxhash libzstd libssl libcrypto cairo pangocairo
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lxxhash -lzstd -lssl -lcrypto)
 
@@ -22,7 +22,7 @@ BASEFLAGS := -std=c17 -D_GNU_SOURCE -I. $(WARN) $(PKG_CFLAGS) -MMD -MP
 REL_CFLAGS := $(BASEFLAGS) -O2 -g
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 SAN_CFLAGS := $(BASEFLAGS) -O1 -g $(SAN_FLAGS) -DWM_TESTING
-LDLIBS    := $(PKG_LIBS) -lpthread -lm
+LDLIBS    := $(PKG_LIBS) -lzint -lpthread -lm
 
 CODE_DIRS := engine net wal snapshot shard-router
 ALL_SRCS  := $(shell find $(CODE_DIRS) -name '*.c' 2>/dev/null | sort)

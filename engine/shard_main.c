@@ -33,6 +33,7 @@
 #include "engine/pricing/refdata.h"
 #include "engine/catalogue/media.h"
 #include "engine/storage/shard.h"
+#include "engine/replication/repl.h"
 #include "shard-router/cluster_auth.h"
 #include "shard-router/shard_map.h"
 
@@ -174,6 +175,7 @@ static void on_tick(struct ev_loop *loop, void *arg)
 	shard_snapshot_poll(sh);
 	shard_space_poll(sh);
 	idem_prune(sh);
+	repl_tick(sh);
 	uint64_t now = ev_now_ms(loop);
 	if (sh->cfg.snapshot_interval_s && now >= sh->snap_next_due_ms) {
 		sh->snap_next_due_ms = now + sh->cfg.snapshot_interval_s * 1000;
@@ -226,7 +228,13 @@ int main(int argc, char **argv)
 		refdata_set_current(NULL);
 		return 1;
 	}
-	if (shard_open(&sh, &cfg, err, sizeof(err))) {
+	/* cluster mode: every shard publishes (engine/replication/); the hook
+	 * goes in before recovery so the replayed WAL tail is buffered too */
+	if (cfg.shard_map[0] && repl_pub_open(&sh, (uint32_t)cfg.shard_id, err, sizeof(err))) {
+		fprintf(stderr, "wm-shard: %s\n", err);
+		return 1;
+	}
+	if (shard_open(&sh, &cfg, err, sizeof(err)) || repl_pub_opened(&sh, err, sizeof(err))) {
 		log_error("msg=\"cannot start\" error=\"%s\"", err);
 		fprintf(stderr, "wm-shard: %s\n", err);
 		return 1;
@@ -247,7 +255,11 @@ int main(int argc, char **argv)
 		shard_close(&sh);
 		return 1;
 	}
-	if (key_bootstrap(&sh, stdout, err, sizeof(err)) || media_start(&sh, err, sizeof(err))) {
+	/* In cluster mode API keys are catalogue rows of the home (shard 0) and
+	 * reach the other shards by replication: a key minted here too would
+	 * collide with the home's copy of the same key (its unique hash). */
+	int mints_keys = !cfg.shard_map[0] || cfg.shard_id == REPL_HOME;
+	if ((mints_keys && key_bootstrap(&sh, stdout, err, sizeof(err))) || media_start(&sh, err, sizeof(err))) {
 		log_error("msg=\"cannot start\" error=\"%s\"", err);
 		fprintf(stderr, "wm-shard: %s\n", err);
 		shard_close(&sh);
@@ -287,6 +299,15 @@ int main(int argc, char **argv)
 		sh.smap = &smap;
 		sh.ckey = &ckey;
 		shard_map_log(&cfg, &smap, "shard map loaded");
+		if (repl_sub_start(&sh, &smap, &ckey, err, sizeof(err))) {
+			log_error("msg=\"cannot start replication\" error=\"%s\"", err);
+			fprintf(stderr, "wm-shard: %s\n", err);
+			repl_close(&sh);
+			srv_free(sh.srv);
+			shard_close(&sh);
+			ev_free(sh.loop);
+			return 1;
+		}
 	}
 
 	char host[128];
@@ -305,6 +326,7 @@ int main(int argc, char **argv)
 
 	int rc = ev_run(sh.loop);
 	srv_free(sh.srv);
+	repl_close(&sh);
 	close(sfd);
 	audit_flush(&sh);
 	wal_flush(sh.wal);

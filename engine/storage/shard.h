@@ -27,6 +27,8 @@
 struct auth_state;
 struct cluster_key;
 struct shard_map;
+struct repl_pub;
+struct repl_sub;
 
 #define TXN_MAX_BYTES (512u << 10) /* one transaction image; WAL frames hold 1 MiB */
 
@@ -75,6 +77,14 @@ struct shard {
 	unsigned snap_stall_s; /* test builds: the snapshot child sleeps this long after opening its file */
 	char wal_dir[600];
 	char snap_dir[600];
+	/* Replication (engine/replication/, cluster mode only; NULL otherwise).
+	 * `logged` is called with every transaction image as it is handed to
+	 * the WAL (live commits, held ones when they are logged) and as WAL
+	 * replay applies it at start-up: the publisher's buffer.  Set it (and
+	 * repl_pub) BEFORE shard_open: shard_load keeps them. */
+	void (*logged)(struct shard *sh, uint64_t lsn, const void *img, size_t len);
+	struct repl_pub *repl_pub;
+	struct repl_sub *repl_sub;
 };
 
 /* Open the data directory, recover (snapshot + WAL tail), start the WAL
@@ -109,6 +119,12 @@ uint64_t txn_commit(struct shard *sh);
  * txn_commit, but the shard's state LSN does not move, so later reads are
  * not held for this record's fsync. */
 uint64_t txn_commit_quiet(struct shard *sh);
+/* Commit a transaction applied as a subscriber (engine/replication/):
+ * like txn_commit, but its image may exceed TXN_MAX_BYTES by the position
+ * row it carries (TXN_REPLICA_SLACK), since the publisher's transaction it
+ * copies may itself be TXN_MAX_BYTES long. */
+#define TXN_REPLICA_SLACK 512u
+uint64_t txn_commit_replica(struct shard *sh);
 void txn_abort(struct shard *sh);
 
 /*

@@ -51,6 +51,7 @@
 #include "engine/replication/repl_int.h"
 #include "engine/storage/record.h"
 #include "engine/storage/shard.h"
+#include "engine/stock/inventory.h"
 #include "net/client.h"
 #include "shard-router/cluster_auth.h"
 #include "shard-router/shard_map.h"
@@ -238,6 +239,65 @@ static int apply_wal(struct repl_peer *p, const struct repl_chunk *c, char *why)
 	return 0;
 }
 
+/*
+ * The catalogue home derives each offer's qty_available from the levels of
+ * every shard (offer.h, inventory.c): after applying levels another shard
+ * wrote, it recomputes the offers they belong to in a transaction of its
+ * own -- without a position row, so it is published like any catalogue
+ * write and every shard converges on the home's figure.  At most
+ * REPL_RESTAGE_MAX offers per local transaction.
+ */
+#define REPL_RESTAGE_MAX 64u
+
+static void restage_flush(struct shard *sh, char (*ids)[ID_MAX_LEN], unsigned n)
+{
+	if (!n)
+		return;
+	txn_begin(sh);
+	unsigned staged = 0;
+	for (unsigned i = 0; i < n; i++) {
+		int r = inv_restage_offer_qty(sh, ids[i]);
+		if (r < 0)
+			log_error("msg=\"offer quantity could not be recomputed from replicated stock\" offer_id=%s", ids[i]);
+		staged += r > 0;
+	}
+	if (!staged || !txn_commit(sh))
+		txn_abort(sh);
+}
+
+static void home_restage(struct repl_peer *p, const struct repl_chunk *c)
+{
+	struct shard *sh = p->sub->sh;
+	if (p->sub->self != REPL_HOME || p->id == REPL_HOME)
+		return;
+	char ids[REPL_RESTAGE_MAX][ID_MAX_LEN];
+	unsigned n = 0;
+	size_t off = 0;
+	uint64_t lsn;
+	const uint8_t *rec;
+	uint32_t len;
+	while (repl_chunk_next(c, &off, &lsn, &rec, &len)) {
+		size_t o = 0;
+		struct rec_view rv;
+		while (rec_decode(rec, len, &o, &rv) == 1) {
+			if (rv.table != REC_T_INVENTORY || rv.op != REC_PUT)
+				continue;
+			const struct inv_level *l = inv_level_get(sh, rv.key, rv.key_len);
+			unsigned j = 0;
+			while (l && j < n && strcmp(ids[j], l->offer_id))
+				j++;
+			if (!l || j < n)
+				continue;
+			snprintf(ids[n++], ID_MAX_LEN, "%s", l->offer_id);
+			if (n == REPL_RESTAGE_MAX) {
+				restage_flush(sh, ids, n);
+				n = 0;
+			}
+		}
+	}
+	restage_flush(sh, ids, n);
+}
+
 static void resync_begin(struct repl_peer *p, const char *why)
 {
 	p->resyncs++;
@@ -381,6 +441,7 @@ static void on_answer(void *arg, const struct hc_response *r, const char *err)
 		failure(p, why);
 		goto out;
 	}
+	home_restage(p, &c);
 	episode_end(p);
 	p->chunks++;
 	p->bytes += r->body_len;

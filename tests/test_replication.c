@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/replication/repl_wire.h"
+#include "engine/storage/record.h"
 #include "tests/api_client.h"
 #include "tests/cluster_harness.h"
 #include "tests/wm_test.h"
@@ -231,6 +233,50 @@ static void wait_quotable(struct wm_cluster *c, unsigned i, const struct world *
 	quote_from_fr(c, i, w, dest);
 }
 
+/* Every record the home publishes from LSN 0 on (its whole stream, read as
+ * a subscriber would): how many are PUTs of row `id`. */
+static int home_ships(struct wm_cluster *c, const char *id)
+{
+	char *st = get_body(c, 0, "/internal/cluster/status", 200);
+	cr_assert_not_null(st);
+	json_t *sj = json_loads(st, 0, NULL);
+	free(st);
+	char epoch[20];
+	snprintf(epoch, sizeof(epoch), "%s", tc_jstr(json_object_get(sj, "publisher"), "epoch"));
+	json_decref(sj);
+	int found = 0;
+	uint64_t from = 0;
+	for (int guard = 0; guard < 100; guard++) {
+		char path[160];
+		snprintf(path, sizeof(path), "/internal/replication/wal?from=%llu&epoch=%s&max_bytes=65536",
+			 (unsigned long long)from, epoch);
+		struct http_resp r;
+		cr_assert_eq(wm_cluster_do(c, 0, "GET", path, NULL, &r), 0);
+		cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+		struct repl_chunk ch;
+		char why[128];
+		cr_assert_eq(repl_chunk_decode((const uint8_t *)r.body, r.body_len, repl_published(0), &ch, why), 0, "%s",
+			     why);
+		size_t off = 0;
+		uint64_t lsn;
+		const uint8_t *rec;
+		uint32_t len;
+		while (repl_chunk_next(&ch, &off, &lsn, &rec, &len)) {
+			size_t o = 0;
+			struct rec_view rv;
+			while (rec_decode(rec, len, &o, &rv) == 1)
+				found += rv.key_len == strlen(id) && !memcmp(rv.key, id, rv.key_len);
+		}
+		int done = ch.to_lsn >= ch.durable_lsn;
+		from = ch.to_lsn;
+		http_resp_free(&r);
+		if (done)
+			return found;
+	}
+	cr_assert_fail("the home's stream never ended");
+	return -1;
+}
+
 WM_TEST(replication, catalogue_and_stock_reach_every_shard, .timeout = 60)
 {
 	struct wm_cluster c;
@@ -269,6 +315,11 @@ WM_TEST(replication, catalogue_and_stock_reach_every_shard, .timeout = 60)
 	cr_assert_gt(json_integer_value(json_object_get(json_array_get(reps, 0), "applied_lsn")), 0);
 	cr_assert_not_null(json_object_get(sj, "map_version"), "the fields that were there stay");
 	json_decref(sj);
+	/* the home applied shard 1's stock as a subscriber: it never ships it
+	 * on (stale copies would loop), while its own rows are shipped */
+	cr_assert_eq(home_ships(&c, w.level), 0, "the home re-published a replicated level");
+	cr_assert_eq(home_ships(&c, w.loc), 0, "the home re-published a replicated location");
+	cr_assert_geq(home_ships(&c, w.offer), 1, "the home ships its own offer");
 	wm_cluster_cleanup(&c);
 }
 

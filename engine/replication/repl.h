@@ -46,9 +46,7 @@ struct route;
 
 /* ---- what is published --------------------------------------------------- */
 
-#define REPL_HOME 0u /* the catalogue home's shard id */
-/* The tables shard `publisher` publishes. */
-repl_tables repl_published(uint32_t publisher);
+/* REPL_HOME and repl_published(): repl_wire.h (the decoder's allowed set). */
 
 /* ---- positions (repl_pos.c) ---------------------------------------------- */
 
@@ -70,8 +68,6 @@ extern const struct table_ops repl_pos_table_ops;
 int repl_pos_get(struct shard *sh, uint32_t publisher, struct repl_pos *p);
 /* Add the position row to the open transaction: 0 or -1 (bound). */
 int repl_pos_put(struct shard *sh, const struct repl_pos *p);
-/* True if a transaction image carries a position row (applied as a subscriber). */
-int repl_is_replica_txn(const void *img, size_t len);
 
 /* ---- the publisher (repl_pub.c) ------------------------------------------ */
 

@@ -40,6 +40,10 @@ size_t repl_ring_count(const struct repl_ring *r);
  */
 int repl_ring_fill(const struct repl_ring *r, const struct repl_chunk *h, uint64_t max_bytes, struct buf *out);
 
+/* True if a transaction image carries a position row (applied as a
+ * subscriber: never published again).  repl_pos.c. */
+int repl_is_replica_txn(const void *img, size_t len);
+
 /* Publisher pieces used by repl_sub.c's metrics/status/close. */
 void repl_pub_free(struct shard *sh);
 void repl_pub_metrics(struct shard *sh, struct buf *o);

@@ -16,6 +16,7 @@
  * Also where the published table sets are decided (repl_published).
  */
 #include "engine/replication/repl.h"
+#include "engine/replication/repl_int.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -69,6 +69,11 @@ struct repl_chunk {
 typedef uint32_t repl_tables;
 #define REPL_T(t) ((repl_tables)1u << (t))
 
+#define REPL_HOME 0u /* the catalogue home's shard id */
+/* The tables shard `publisher` publishes (repl.h lists them; defined in
+ * repl_pos.c): what a subscriber lets its decoder accept from it. */
+repl_tables repl_published(uint32_t publisher);
+
 /*
  * Encoding.  repl_chunk_begin writes a header for *h into out (counts and
  * checksum left for finish); repl_chunk_add appends one transaction;

@@ -230,11 +230,13 @@ int main(int argc, char **argv)
 	}
 	/* cluster mode: every shard publishes (engine/replication/); the hook
 	 * goes in before recovery so the replayed WAL tail is buffered too */
-	if (cfg.shard_map[0] && repl_pub_open(&sh, (uint32_t)cfg.shard_id, err, sizeof(err))) {
+	struct repl_pub *pub = NULL;
+	if (cfg.shard_map[0] && !(pub = repl_pub_new((uint32_t)cfg.shard_id, err, sizeof(err)))) {
 		fprintf(stderr, "wm-shard: %s\n", err);
 		return 1;
 	}
-	if (shard_open(&sh, &cfg, err, sizeof(err)) || repl_pub_opened(&sh, err, sizeof(err))) {
+	if (shard_open_logged(&sh, &cfg, pub ? repl_pub_logged : NULL, pub, err, sizeof(err)) ||
+	    repl_pub_opened(&sh, err, sizeof(err))) {
 		log_error("msg=\"cannot start\" error=\"%s\"", err);
 		fprintf(stderr, "wm-shard: %s\n", err);
 		return 1;
@@ -255,11 +257,7 @@ int main(int argc, char **argv)
 		shard_close(&sh);
 		return 1;
 	}
-	/* In cluster mode API keys are catalogue rows of the home (shard 0) and
-	 * reach the other shards by replication: a key minted here too would
-	 * collide with the home's copy of the same key (its unique hash). */
-	int mints_keys = !cfg.shard_map[0] || cfg.shard_id == REPL_HOME;
-	if ((mints_keys && key_bootstrap(&sh, stdout, err, sizeof(err))) || media_start(&sh, err, sizeof(err))) {
+	if (key_bootstrap(&sh, stdout, err, sizeof(err)) || media_start(&sh, err, sizeof(err))) {
 		log_error("msg=\"cannot start\" error=\"%s\"", err);
 		fprintf(stderr, "wm-shard: %s\n", err);
 		shard_close(&sh);

@@ -74,13 +74,16 @@ int repl_pos_put(struct shard *sh, const struct repl_pos *p);
 #define REPL_BUFFER_BYTES (32u << 20) /* published transactions kept in memory */
 
 /*
- * Before shard_open (cluster mode): create the publisher's state for shard
- * `self` of the map and install the shard's log hook, so the WAL tail that
- * recovery replays is buffered too.  The epoch is read from
- * <data_dir>/repl-epoch or created there (a wiped data directory = a new
- * epoch = every subscriber resyncs).  0, or -1 with err.
+ * Cluster mode: the publisher's state for shard `self`, to hand to
+ * shard_open_logged with repl_pub_logged as the hook, so the WAL tail
+ * that recovery replays is buffered too (NULL with err on OOM).  The shard
+ * then holds it in sh->repl_pub; repl_close frees it.
  */
-int repl_pub_open(struct shard *sh, uint32_t self, char *err, size_t errlen);
+struct repl_pub;
+struct repl_pub *repl_pub_new(uint32_t self, char *err, size_t errlen);
+void repl_pub_logged(struct shard *sh, uint64_t lsn, const void *img, size_t len);
+/* The epoch is read from <data_dir>/repl-epoch or created there (a wiped
+ * data directory = a new epoch = every subscriber resyncs). */
 /* After shard_open: what the buffer covers starts at the recovered state,
  * and the epoch is read or created (the data directory exists now).
  * 0, or -1 with err. */

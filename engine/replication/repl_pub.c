@@ -267,26 +267,24 @@ static int epoch_load(const char *data_dir, uint64_t *epoch, char *err, size_t e
 	return 0;
 }
 
-int repl_pub_open(struct shard *sh, uint32_t self, char *err, size_t errlen)
+struct repl_pub *repl_pub_new(uint32_t self, char *err, size_t errlen)
 {
 	struct repl_pub *p = calloc(1, sizeof(*p));
-	if (!p) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
+	if (p) {
+		p->self = self;
+		p->mask = repl_published(self);
+		p->ring = repl_ring_new(REPL_BUFFER_BYTES);
+		buf_init(&p->scratch, TXN_MAX_BYTES + 4096);
 	}
-	p->self = self;
-	p->mask = repl_published(self);
-	p->ring = repl_ring_new(REPL_BUFFER_BYTES);
-	buf_init(&p->scratch, TXN_MAX_BYTES + 4096);
-	if (!p->ring) {
+	if (!p || !p->ring) {
 		free(p);
 		snprintf(err, errlen, "out of memory");
-		return -1;
+		return NULL;
 	}
-	sh->repl_pub = p;
-	sh->logged = pub_logged;
-	return 0;
+	return p;
 }
+
+void repl_pub_logged(struct shard *sh, uint64_t lsn, const void *img, size_t len) { pub_logged(sh, lsn, img, len); }
 
 int repl_pub_opened(struct shard *sh, char *err, size_t errlen)
 {

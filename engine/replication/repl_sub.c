@@ -360,7 +360,7 @@ static void on_answer(void *arg, const struct hc_response *r, const char *err);
 
 static void call(struct repl_peer *p)
 {
-	char target[64 + 2 * REC_MAX_KEY + 2];
+	char target[128 + 2 * REC_MAX_KEY];
 	if (p->pos.state == REPL_ST_RESYNCING) {
 		char hex[2 * REC_MAX_KEY + 1] = "";
 		if (p->resync_started)

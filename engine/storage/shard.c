@@ -113,12 +113,19 @@ static void log_temp_removed(void *ctx, const char *path)
 	log_warn("msg=\"half-written snapshot removed\" file=%s", path);
 }
 
+static int shard_load_as(struct shard *sh, const struct config *cfg, const char *snap_path, uint64_t upto_lsn,
+			 shard_logged_fn logged, struct repl_pub *pub, char *err, size_t errlen);
+
 int shard_load(struct shard *sh, const struct config *cfg, const char *snap_path, uint64_t upto_lsn,
 	       char *err, size_t errlen)
 {
-	/* the replication hook is installed before opening (shard.h) */
-	void (*logged)(struct shard *, uint64_t, const void *, size_t) = sh->logged;
-	struct repl_pub *pub = sh->repl_pub;
+	return shard_load_as(sh, cfg, snap_path, upto_lsn, NULL, NULL, err, errlen);
+}
+
+/* shard_load with the replication hook installed before the WAL replay. */
+static int shard_load_as(struct shard *sh, const struct config *cfg, const char *snap_path, uint64_t upto_lsn,
+			 shard_logged_fn logged, struct repl_pub *pub, char *err, size_t errlen)
+{
 	memset(sh, 0, sizeof(*sh));
 	sh->logged = logged;
 	sh->repl_pub = pub;
@@ -207,7 +214,13 @@ int shard_load(struct shard *sh, const struct config *cfg, const char *snap_path
 
 int shard_open(struct shard *sh, const struct config *cfg, char *err, size_t errlen)
 {
-	if (shard_load(sh, cfg, NULL, 0, err, errlen))
+	return shard_open_logged(sh, cfg, NULL, NULL, err, errlen);
+}
+
+int shard_open_logged(struct shard *sh, const struct config *cfg, shard_logged_fn logged, struct repl_pub *pub,
+		      char *err, size_t errlen)
+{
+	if (shard_load_as(sh, cfg, NULL, 0, logged, pub, err, errlen))
 		return -1;
 	enum wal_mode mode = !strcmp(cfg->wal_mode, "none")	 ? WAL_MODE_NONE
 			     : !strcmp(cfg->wal_mode, "write") ? WAL_MODE_WRITE

@@ -80,8 +80,8 @@ struct shard {
 	/* Replication (engine/replication/, cluster mode only; NULL otherwise).
 	 * `logged` is called with every transaction image as it is handed to
 	 * the WAL (live commits, held ones when they are logged) and as WAL
-	 * replay applies it at start-up: the publisher's buffer.  Set it (and
-	 * repl_pub) BEFORE shard_open: shard_load keeps them. */
+	 * replay applies it at start-up: the publisher's buffer.  Installed by
+	 * shard_open_logged, before the replay. */
 	void (*logged)(struct shard *sh, uint64_t lsn, const void *img, size_t len);
 	struct repl_pub *repl_pub;
 	struct repl_sub *repl_sub;
@@ -90,6 +90,12 @@ struct shard {
 /* Open the data directory, recover (snapshot + WAL tail), start the WAL
  * writer.  Returns 0, or -1 with a message in err. */
 int shard_open(struct shard *sh, const struct config *cfg, char *err, size_t errlen);
+/* shard_open with the replication publisher's hook and state (shard.h
+ * `logged`, `repl_pub`) installed before recovery replays the WAL, so the
+ * replayed tail reaches the hook too.  The shard owns neither. */
+typedef void (*shard_logged_fn)(struct shard *sh, uint64_t lsn, const void *img, size_t len);
+int shard_open_logged(struct shard *sh, const struct config *cfg, shard_logged_fn logged, struct repl_pub *pub,
+		      char *err, size_t errlen);
 /* Recovery only, no WAL writer: load the snapshot (snap_path, or the
  * newest valid one if NULL) and replay the WAL up to upto_lsn (0 = all).
  * Used by shard_open and by the operator CLI (restore, counts). */

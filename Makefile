@@ -37,8 +37,9 @@ TEST_OBJS := $(TEST_SRCS:%.c=build/san/%.o)
 FUZZ_OBJS := $(LIB_SRCS:%.c=build/fuzz/%.o)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=build/fuzz/bin/%)
 
-PROGRAMS  := wm-shard wm-ctl
+PROGRAMS  := wm-shard wm-router wm-ctl
 MAIN_wm-shard := engine/shard_main.c
+MAIN_wm-router := shard-router/router_main.c
 MAIN_wm-ctl   := snapshot/ctl_main.c
 
 FUZZ_SECONDS ?= 30

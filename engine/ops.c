@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine/edge/audit.h"
+#include "engine/edge/park.h"
 #include "engine/base/log.h"
 #include "engine/ops.h"
 #include "engine/pricing/refdata.h"
@@ -97,8 +98,10 @@ static void metrics(struct api_ctx *c)
 	if (sh->smap_version)
 		buf_printf(o, "# HELP wm_shard_map_version Version of the shard map in force (--shard-map).\n"
 			      "# TYPE wm_shard_map_version gauge\nwm_shard_map_version %llu\n"
-			      "# TYPE wm_shard_id gauge\nwm_shard_id %llu\n",
-			   (unsigned long long)sh->smap_version, (unsigned long long)sh->cfg.shard_id);
+			      "# TYPE wm_shard_id gauge\nwm_shard_id %llu\n"
+			      "# HELP wm_parked_requests Requests waiting for this shard's replica to apply the caller's "
+			      "own earlier write (read-your-writes).\n# TYPE wm_parked_requests gauge\nwm_parked_requests %u\n",
+			   (unsigned long long)sh->smap_version, (unsigned long long)sh->cfg.shard_id, park_count());
 	struct srv_stats ss;
 	srv_get_stats(sh->srv, &ss);
 	buf_printf(o, "# TYPE wm_connections_open gauge\nwm_connections_open %llu\n"

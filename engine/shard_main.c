@@ -28,6 +28,7 @@
 #include "engine/demo.h"
 #include "engine/edge/idem.h"
 #include "engine/edge/key.h"
+#include "engine/edge/park.h"
 #include "engine/base/log.h"
 #include "engine/orders/order.h"
 #include "engine/pricing/refdata.h"
@@ -165,6 +166,7 @@ static void on_prepare(struct ev_loop *loop, void *arg)
 {
 	(void)loop;
 	audit_flush(arg);
+	park_poll(arg);
 }
 
 static void on_tick(struct ev_loop *loop, void *arg)
@@ -252,12 +254,16 @@ int main(int argc, char **argv)
 	unsigned resumed = saga_recover(&sh);
 	if (resumed)
 		log_warn("msg=\"orders resumed after restart\" count=%u", resumed);
-	if (cfg.demo && demo_seed_if_empty(&sh)) {
+	/* in a cluster the catalogue (demo partners and wines, the operator
+	 * key) is written once, at the home; the other shards get it by
+	 * replication */
+	int catalogue_home = !cfg.shard_map[0] || cfg.shard_id == 0;
+	if (cfg.demo && catalogue_home && demo_seed_if_empty(&sh)) {
 		log_error("msg=\"demo data could not be seeded\"");
 		shard_close(&sh);
 		return 1;
 	}
-	if (key_bootstrap(&sh, stdout, err, sizeof(err)) || media_start(&sh, err, sizeof(err))) {
+	if ((catalogue_home && key_bootstrap(&sh, stdout, err, sizeof(err))) || media_start(&sh, err, sizeof(err))) {
 		log_error("msg=\"cannot start\" error=\"%s\"", err);
 		fprintf(stderr, "wm-shard: %s\n", err);
 		shard_close(&sh);

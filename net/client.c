@@ -250,6 +250,11 @@ static int head_value(const char *head, size_t len, const char *name, char *out,
 	return seen;
 }
 
+int hc_header(const struct hc_response *r, const char *name, char *out, size_t size)
+{
+	return head_value(r->head, r->head_len, name, out, size);
+}
+
 int hc_parse_response(const char *data, size_t len, uint32_t max_body, struct hc_response *r, int *close_after,
 		      const char **err)
 {

@@ -80,6 +80,9 @@ int hc_parse_response(const char *data, size_t len, uint32_t max_body, struct hc
 		      const char **err);
 
 /* Deadlines: call from the loop's tick. */
+/* The value of header `name` (case-insensitive) of a response into out
+ * (size bytes, NUL-terminated, cut to fit): how many times it appears. */
+int hc_header(const struct hc_response *r, const char *name, char *out, size_t size);
 void hc_tick(struct hc_pool *p);
 void hc_stats(const struct hc_pool *p, struct hc_stats *st);
 /* Close every connection; calls still pending fail with "pool closed".

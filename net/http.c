@@ -391,6 +391,8 @@ int http_parse_request(const char *buf, size_t len, const struct http_limits *li
 		pos += 2;
 	}
 
+	req->start_off = pos;
+
 	/* Request line: must end within max_request_line and within the head. */
 	size_t head_room = max_head > pos ? max_head - pos : 0;
 	size_t window = max_line < head_room ? max_line : head_room;

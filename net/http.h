@@ -75,6 +75,8 @@ struct http_request {
 	const char *body;        /* points into the input */
 	size_t body_len;
 	size_t total_len;        /* head_len + body_len: bytes to consume */
+	size_t start_off;        /* empty lines skipped before the request line: the request
+	                            itself is method_str .. method_str + total_len - start_off */
 };
 
 enum http_parse_result {

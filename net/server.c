@@ -54,6 +54,7 @@
 #include "net/server.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -114,6 +115,17 @@ struct conn {
 	int tls_wr_want_read;   /* a TLS write needs the socket readable */
 	unsigned char addr[16]; /* client address, key of the per-address table */
 	char peer[64];
+	struct srv_deferred *pending; /* a request the application answers later; none read meanwhile */
+};
+
+/* A request whose answer the application gives later (srv_defer): what
+ * the response needs of the request once the parse buffer is gone. */
+struct srv_deferred {
+	struct conn *c;         /* NULL once the connection closed: the answer is dropped */
+	char request_id[24];
+	uint64_t start_us;
+	int head_only;          /* a HEAD: headers only */
+	int close;              /* the request asked to close after its answer */
 };
 
 struct srv {
@@ -134,6 +146,8 @@ struct srv {
 	struct tls_ctx *tls;    /* NULL = plain HTTP */
 	char tls_cert[512], tls_key[512];
 	int loopback;           /* the listener is bound to a loopback address */
+	struct srv_deferred *defer_now; /* set by srv_defer during the handler call */
+	int in_handler;
 };
 
 void srv_limits_default(struct srv_limits *l)
@@ -441,7 +455,7 @@ static void conn_reject(struct conn *c, int status, const char *msg)
 static int conn_has_room(const struct conn *c)
 {
 	const struct srv_limits *l = &c->srv->cfg.lim;
-	return !c->close_after && c->mark_n < l->max_inflight && c->out.len < l->max_out_bytes;
+	return !c->close_after && !c->pending && c->mark_n < l->max_inflight && c->out.len < l->max_out_bytes;
 }
 
 /* Handle every complete request in `in`, within the in-flight bound.
@@ -469,7 +483,22 @@ static size_t conn_process(struct conn *c)
 		srv_make_request_id(s, &rq);
 		struct srv_response *rs = &s->resp;
 		resp_reset(rs);
+		s->in_handler = 1;
 		s->cfg.handler(s->cfg.app, &rq, rs);
+		s->in_handler = 0;
+		if (s->defer_now) {
+			/* answered later (srv_complete): read nothing more
+			 * on this connection until then, so answers stay in order */
+			struct srv_deferred *d = s->defer_now;
+			s->defer_now = NULL;
+			d->c = c;
+			d->head_only = req.method == HTTP_M_HEAD;
+			d->close = !req.keep_alive;
+			c->pending = d;
+			s->st.requests++;
+			off += req.total_len;
+			break;
+		}
 		if (!req.keep_alive)
 			rs->close = 1;
 		conn_queue_response(c, &rq, rs, req.method == HTTP_M_HEAD);
@@ -569,7 +598,7 @@ static void conn_progress(struct conn *c)
 		c->close_after = 1;
 		c->in.len = 0;
 	}
-	if (c->close_after && c->mark_n == 0 && c->sent == c->out.len) {
+	if (c->close_after && !c->pending && c->mark_n == 0 && c->sent == c->out.len) {
 		conn_close(c);
 		return;
 	}
@@ -633,7 +662,7 @@ static int srv_evict_idle(struct srv *s)
 {
 	struct conn *victim = NULL;
 	for (struct conn *c = s->conns; c; c = c->next) {
-		int idle = c->in.len == 0 && c->mark_n == 0 && c->sent == c->out.len && !c->read_eof &&
+		int idle = c->in.len == 0 && !c->pending && c->mark_n == 0 && c->sent == c->out.len && !c->read_eof &&
 			   !c->data_waiting &&
 			   !(c->tls && !tls_handshake_done(c->tls) && c->tls_hs_started);
 		/* the list runs newest first and the loop clock is coarse:
@@ -751,6 +780,8 @@ static void srv_on_accept(struct ev_loop *loop, struct ev_handle *h, uint32_t ev
 static void conn_close(struct conn *c)
 {
 	struct srv *s = c->srv;
+	if (c->pending)
+		c->pending->c = NULL; /* its answer, when it comes, has nowhere to go */
 	ev_del(s->loop, &c->h);
 	tls_conn_free(c->tls);
 	close(c->h.fd);
@@ -896,7 +927,7 @@ void srv_drain(struct srv *s)
 	for (struct conn *c = s->conns, *next; c; c = next) {
 		next = c->next;
 		c->close_after = 1;
-		if (c->mark_n == 0 && c->sent == c->out.len && c->in.len == 0)
+		if (!c->pending && c->mark_n == 0 && c->sent == c->out.len && c->in.len == 0)
 			conn_close(c);
 	}
 }
@@ -912,6 +943,8 @@ void srv_tick(struct srv *s)
 	const struct srv_limits *l = &s->cfg.lim;
 	for (struct conn *c = s->conns, *next; c; c = next) {
 		next = c->next;
+		if (c->pending)
+			continue; /* the application's own deadline bounds the wait */
 		int timed_out = 0;
 		if (c->req_clock_ms && c->mark_n == 0) {
 			uint64_t age = now - c->req_clock_ms;
@@ -939,6 +972,41 @@ void srv_tick(struct srv *s)
 		while (s->conns)
 			conn_close(s->conns);
 	}
+}
+
+struct srv_deferred *srv_defer(struct srv *s, const struct srv_request *rq)
+{
+	assert(s->in_handler && !s->defer_now);
+	struct srv_deferred *d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	memcpy(d->request_id, rq->request_id, sizeof(d->request_id));
+	d->start_us = rq->start_us;
+	s->defer_now = d;
+	return d;
+}
+
+int srv_complete(struct srv *s, struct srv_deferred *d, struct srv_response *rs)
+{
+	assert(!s->in_handler || s->defer_now != d);
+	struct conn *c = d->c;
+	int rc = -1;
+	if (c) {
+		struct srv_request rq = {.start_us = d->start_us, .peer = c->peer};
+		memcpy(rq.request_id, d->request_id, sizeof(rq.request_id));
+		if (d->close)
+			rs->close = 1;
+		c->pending = NULL;
+		conn_queue_response(c, &rq, rs, d->head_only);
+		if (s->cfg.done)
+			s->cfg.done(s->cfg.app, &rq, rs, ev_clock_us() - rq.start_us);
+		c->last_progress_ms = ev_now_ms(s->loop);
+		c->req_clock_ms = c->in.len ? c->last_progress_ms : 0;
+		conn_progress(c); /* may take the next pipelined request; may close c */
+		rc = 0;
+	}
+	free(d);
+	return rc;
 }
 
 void srv_get_stats(const struct srv *s, struct srv_stats *st)

@@ -107,6 +107,25 @@ void srv_drain(struct srv *s);
 int srv_drained(const struct srv *s);
 /* Periodic work (time-outs, drain deadline); call from the loop tick. */
 void srv_tick(struct srv *s);
+/*
+ * Deferred answers (the router forwards a request and answers when the
+ * shard has).  Called by the handler, srv_defer marks the request as
+ * answered later and returns its token (NULL when out of memory: answer
+ * now instead); whatever the handler put in its srv_response is then
+ * ignored.  The connection reads no further request until the answer is
+ * given (answers stay in request order), and its idle and request
+ * time-outs do not run meanwhile: the application's own deadline bounds
+ * the wait, and it must complete every token exactly once, from the loop
+ * thread and never inside the handler that deferred it.
+ *
+ * srv_complete queues rs (status, headers, body, lsn as for a handler's
+ * response; the bytes are copied) and frees the token: 0, or -1 when the
+ * connection closed meanwhile (the answer is dropped).
+ */
+struct srv_deferred;
+struct srv_deferred *srv_defer(struct srv *s, const struct srv_request *rq);
+int srv_complete(struct srv *s, struct srv_deferred *d, struct srv_response *rs);
+
 void srv_get_stats(const struct srv *s, struct srv_stats *st);
 /* 1 when the listener serves TLS. */
 int srv_is_tls(const struct srv *s);

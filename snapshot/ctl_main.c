@@ -7,6 +7,9 @@
  *   wm-ctl snapshot verify FILE       exit 0 if the file verifies, 1 otherwise
  *   wm-ctl snapshot take DATA_DIR     offline snapshot (the service must be stopped)
  *   wm-ctl counts DATA_DIR            rows per table and the LSN after recovery
+ *   wm-ctl cluster status --shard-map FILE --cluster-secret-file FILE [--router HOST:PORT ...]
+ *                                     every process of a cluster: map version, LSN,
+ *                                     replication, in-doubt count (shard-router/ctl_cluster.c)
  *   wm-ctl restore SRC DST [--upto-lsn N]
  *                                     rebuild SRC's state (up to LSN N) into a new
  *                                     data directory DST as one snapshot
@@ -23,6 +26,7 @@
 
 #include "engine/storage/record.h"
 #include "engine/storage/shard.h"
+#include "shard-router/ctl_cluster.h"
 #include "snapshot/snapshot.h"
 #include "wal/wal.h"
 
@@ -32,7 +36,8 @@ static void usage(FILE *o)
 		   "  wm-ctl wal inspect DIR\n  wm-ctl wal verify DIR\n"
 		   "  wm-ctl snapshot inspect FILE\n  wm-ctl snapshot verify FILE\n"
 		   "  wm-ctl snapshot take DATA_DIR\n  wm-ctl counts DATA_DIR\n"
-		   "  wm-ctl restore SRC_DATA_DIR DST_DATA_DIR [--upto-lsn N]\n");
+		   "  wm-ctl restore SRC_DATA_DIR DST_DATA_DIR [--upto-lsn N]\n"
+		   "  wm-ctl cluster status --shard-map FILE --cluster-secret-file FILE [--router HOST:PORT ...]\n");
 }
 
 static void print_segment(void *ctx, const struct wal_segment_info *si)
@@ -177,6 +182,8 @@ int main(int argc, char **argv)
 		return cmd_snapshot_file(argv[2], argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "snapshot") && !strcmp(argv[2], "take"))
 		return cmd_take(argv[3]);
+	if (argc >= 3 && !strcmp(argv[1], "cluster"))
+		return ctl_cluster(argc - 2, argv + 2);
 	if (argc == 3 && !strcmp(argv[1], "counts"))
 		return cmd_counts(argv[2]);
 	if ((argc == 4 || argc == 6) && !strcmp(argv[1], "restore")) {

@@ -55,11 +55,11 @@ void wm_proc_init(struct wm_proc *p)
 	snprintf(p->data_dir, sizeof(p->data_dir), "%s/data", p->dir);
 }
 
-static const char *bin_path(void)
+static const char *bin_path(const struct wm_proc *p)
 {
 	static char path[512];
 	const char *d = getenv("WM_BIN_DIR");
-	snprintf(path, sizeof(path), "%s/wm-shard", d ? d : "build/san/bin");
+	snprintf(path, sizeof(path), "%s/%s", d ? d : "build/san/bin", p->program ? p->program : "wm-shard");
 	return path;
 }
 
@@ -88,9 +88,12 @@ static pid_t spawn(struct wm_proc *p, const char *const *args, const char *const
 		close(pipefd[0]);
 		const char *argv[64];
 		int n = 0;
-		argv[n++] = bin_path();
-		const char *base[] = {"--listen", "127.0.0.1:0", "--data-dir", p->data_dir, "--access-log", "0",
-				      "--snapshot-interval", "0", "--wal-segment-mb", "1", NULL};
+		argv[n++] = bin_path(p);
+		const char *base_shard[] = {"--listen", "127.0.0.1:0", "--data-dir", p->data_dir, "--access-log", "0",
+					    "--snapshot-interval", "0", "--wal-segment-mb", "1", NULL};
+		const char *base_router[] = {"--listen", "127.0.0.1:0", "--data-dir", p->data_dir, "--access-log", "0",
+					     NULL};
+		const char *const *base = p->program && !strcmp(p->program, "wm-router") ? base_router : base_shard;
 		for (int i = 0; base[i]; i++)
 			argv[n++] = base[i];
 		for (int i = 0; args && args[i] && n < 62; i++)

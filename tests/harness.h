@@ -24,6 +24,7 @@ struct wm_proc {
 	char data_dir[300];
 	int starts;
 	char banner[512];   /* what the last start printed on stdout up to "listening" */
+	const char *program; /* binary in $WM_BIN_DIR: NULL = "wm-shard", or "wm-router" */
 };
 
 /* Make a fresh temporary root (no process yet). */

@@ -119,10 +119,12 @@ WM_TEST(shard_map_proc, loaded_shown_and_reloaded_on_sighup, .timeout = 60)
 	char secret[400];
 	struct cluster_key k;
 	write_secret(&p, secret, sizeof(secret), &k);
-	const char *args[] = {"--shard-map", path, "--shard-id", "1", "--cluster-secret-file", secret, NULL};
+	/* the home: it holds the operator key /metrics needs (the other
+	 * shards get keys by replication) */
+	const char *args[] = {"--shard-map", path, "--shard-id", "0", "--cluster-secret-file", secret, NULL};
 	cr_assert_eq(wm_start(&p, args, NULL), 0, "did not start (logs in %s)", p.dir);
 	cr_assert_eq(metric(p.port, "\nwm_shard_map_version "), 3);
-	cr_assert_eq(metric(p.port, "\nwm_shard_id "), 1);
+	cr_assert_eq(metric(p.port, "\nwm_shard_id "), 0);
 	/* a new version: reloaded */
 	write_map(path, 4, "FR", 1, NULL);
 	cr_assert_eq(kill(p.pid, SIGHUP), 0);
@@ -150,15 +152,19 @@ WM_TEST(shard_map_proc, loaded_shown_and_reloaded_on_sighup, .timeout = 60)
  */
 WM_TEST(shard_map_proc, cluster_gate_signatures_and_misdirected, .timeout = 60)
 {
-	struct wm_proc p;
+	struct wm_proc p, q;
 	wm_proc_init(&p);
+	wm_proc_init(&q);
 	char path[400], secret[400];
 	snprintf(path, sizeof(path), "%s/map.conf", p.dir);
 	write_map(path, 7, "FR", 1, NULL);
 	struct cluster_key k;
 	write_secret(&p, secret, sizeof(secret), &k);
-	const char *args[] = {"--shard-map", path, "--shard-id", "1", "--cluster-secret-file", secret, NULL};
+	/* p: the home (shard 0, holds the operator key); q: shard 1, owns FR */
+	const char *args[] = {"--shard-map", path, "--shard-id", "0", "--cluster-secret-file", secret, "--demo", NULL};
 	cr_assert_eq(wm_start(&p, args, NULL), 0, "did not start (logs in %s)", p.dir);
+	const char *args1[] = {"--shard-map", path, "--shard-id", "1", "--cluster-secret-file", secret, NULL};
+	cr_assert_eq(wm_start(&q, args1, NULL), 0, "did not start (logs in %s)", q.dir);
 	struct http_resp r;
 	/* a partner route with a valid key but no signature: 401 */
 	cr_assert_eq(http_do(p.port, "GET", "/v1/partners", NULL, NULL, &r), 0);
@@ -175,6 +181,22 @@ WM_TEST(shard_map_proc, cluster_gate_signatures_and_misdirected, .timeout = 60)
 	cr_assert_eq(signed_do(p.port, &k, "GET", "/v1/partners?page_size=1", NULL, &r), 0);
 	cr_assert_eq(r.status, 200, "%s", r.body);
 	http_resp_free(&r);
+	/* a router's fan-out page: the shard cursor after each row; never
+	 * for an unsigned caller (the gate refuses it) */
+	char fsig[CK_HEADER_MAX], fhdr[CK_HEADER_MAX + 64];
+	cr_assert_eq(ck_sign(&k, "GET", 3, "/v1/partners?page_size=1", 24, (int64_t)time(NULL), NULL, 0, fsig), 0);
+	snprintf(fhdr, sizeof(fhdr), CK_HEADER_NAME ": %s\r\nX-WM-Fanout: 1\r\n", fsig);
+	cr_assert_eq(http_do(p.port, "GET", "/v1/partners?page_size=1", fhdr, NULL, &r), 0);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	const char *cur = strstr(r.body, "\"_cursors\":[\"");
+	cr_assert_not_null(cur, "%s", r.body);
+	/* one row, one cursor, and it is the page's next_cursor */
+	char next[400];
+	const char *nc = strstr(r.body, "\"next_cursor\":\"");
+	cr_assert_not_null(nc, "%s", r.body);
+	snprintf(next, sizeof(next), "\"_cursors\":[\"%.*s\"]", (int)strcspn(nc + 15, "\""), nc + 15);
+	cr_assert(strstr(r.body, next), "%s", r.body);
+	http_resp_free(&r);
 	/* the signature covers the query: another query with it is refused */
 	char sig[CK_HEADER_MAX], hdr[CK_HEADER_MAX + 64];
 	cr_assert_eq(ck_sign(&k, "GET", 3, "/v1/partners?page_size=1", 24, (int64_t)time(NULL), NULL, 0, sig), 0);
@@ -183,33 +205,34 @@ WM_TEST(shard_map_proc, cluster_gate_signatures_and_misdirected, .timeout = 60)
 	cr_assert_eq(r.status, 401);
 	http_resp_free(&r);
 	/* the process's own routes need no router */
-	cr_assert_eq(http_do(p.port, "GET", "/healthz", NULL, NULL, &r), 0);
+	cr_assert_eq(http_do(q.port, "GET", "/healthz", NULL, NULL, &r), 0);
 	cr_assert_eq(r.status, 200);
 	http_resp_free(&r);
-	cr_assert_eq(metric(p.port, "\nwm_shard_id "), 1);
+	cr_assert_eq(metric(p.port, "\nwm_shard_id "), 0);
 	/* /internal/: unsigned 401 (a partner key is not enough), signed 200 */
-	cr_assert_eq(http_do(p.port, "GET", "/internal/cluster/status", NULL, NULL, &r), 0);
+	cr_assert_eq(http_do(q.port, "GET", "/internal/cluster/status", NULL, NULL, &r), 0);
 	cr_assert_eq(r.status, 401);
 	http_resp_free(&r);
-	cr_assert_eq(signed_do(p.port, &k, "GET", "/internal/cluster/status", NULL, &r), 0);
+	cr_assert_eq(signed_do(q.port, &k, "GET", "/internal/cluster/status", NULL, &r), 0);
 	cr_assert_eq(r.status, 200, "%s", r.body);
 	cr_assert(strstr(r.body, "\"shard_id\":1"), "%s", r.body);
 	cr_assert(strstr(r.body, "\"map_version\":7"), "%s", r.body);
 	http_resp_free(&r);
-	/* misdirected: a catalogue write on shard 1, an order of DE (shard 0) */
-	cr_assert_eq(signed_do(p.port, &k, "POST", "/v1/producers", "{\"name\":\"x\"}", &r), 0);
+	/* misdirected: a catalogue write on shard 1; an order of FR at the home */
+	cr_assert_eq(signed_do(q.port, &k, "POST", "/v1/producers", "{\"name\":\"x\"}", &r), 0);
 	cr_assert_eq(r.status, 421, "%s", r.body);
 	char v[32];
 	cr_assert_gt(http_header(&r, "X-WM-Map-Version", v, sizeof(v)), 0);
 	cr_assert_str_eq(v, "7");
 	http_resp_free(&r);
-	cr_assert_eq(signed_do(p.port, &k, "GET", "/v1/orders/ord_DE_01HZZZZZZZ0000ABCDEF", NULL, &r), 0);
+	cr_assert_eq(signed_do(p.port, &k, "GET", "/v1/orders/ord_FR_01HZZZZZZZ0000ABCDEF", NULL, &r), 0);
 	cr_assert_eq(r.status, 421, "%s", r.body);
 	http_resp_free(&r);
-	/* an order of FR (this shard): its own answer (404: none exists) */
-	cr_assert_eq(signed_do(p.port, &k, "GET", "/v1/orders/ord_FR_01HZZZZZZZ0000ABCDEF", NULL, &r), 0);
+	/* an order of DE (the home's): its own answer (404: none exists) */
+	cr_assert_eq(signed_do(p.port, &k, "GET", "/v1/orders/ord_DE_01HZZZZZZZ0000ABCDEF", NULL, &r), 0);
 	cr_assert_eq(r.status, 404, "%s", r.body);
 	http_resp_free(&r);
+	wm_proc_cleanup(&q);
 	wm_proc_cleanup(&p);
 }
 

@@ -63,6 +63,8 @@ static const struct opt opts[] = {
 	{"media-max-kb", OPT_U64, N(media_max_kb), 1, 65536, NULL, "largest media upload (KiB); at most --max-body-kb"},
 	{"platform-legal-name", OPT_STR, S(platform_legal_name), 0, 0, NULL, "legal name of the platform, merchant of record on every order"},
 	{"media-url-ttl-s", OPT_U64, N(media_url_ttl_s), 1, 86400 * 7, NULL, "lifetime of a signed media upload URL (seconds)"},
+	{"forward-timeout-ms", OPT_U64, N(forward_timeout_ms), 10, 600000, NULL, "wm-router: how long a forwarded request may take at a shard"},
+	{"shard-conns", OPT_U64, N(shard_conns), 1, 256, NULL, "wm-router: keep-alive connections to each shard"},
 };
 #define N_OPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -100,10 +102,35 @@ void config_defaults(struct config *c)
 	c->ref_max_age_days = 365; /* = RD_DEFAULT_MAX_AGE_DAYS (engine/pricing/refdata.h) */
 	c->media_max_kb = 1024;
 	c->media_url_ttl_s = 900;
+	c->forward_timeout_ms = 30000;
+	c->shard_conns = 32;
 	strcpy(c->platform_legal_name, "Wine Marketplace Platform");
 }
 
+/* The options this program takes (config_select); NULL = every one. */
+static const char *const *selected;
+
+static int opt_selected(const struct opt *o)
+{
+	if (!selected)
+		return 1;
+	for (const char *const *n = selected; *n; n++)
+		if (!strcmp(*n, o->name))
+			return 1;
+	return 0;
+}
+
+void config_select(const char *const *names) { selected = names; }
+
+static const struct opt *opt_find_any(const char *name, size_t len);
+
 static const struct opt *opt_find(const char *name, size_t len)
+{
+	const struct opt *o = opt_find_any(name, len);
+	return o && opt_selected(o) ? o : NULL;
+}
+
+static const struct opt *opt_find_any(const char *name, size_t len)
 {
 	for (size_t i = 0; i < N_OPTS; i++)
 		if (strlen(opts[i].name) == len && memcmp(opts[i].name, name, len) == 0)
@@ -228,6 +255,8 @@ void config_usage(FILE *out, const char *prog)
 	config_defaults(&d);
 	for (size_t i = 0; i < N_OPTS; i++) {
 		const struct opt *o = &opts[i];
+		if (!opt_selected(o))
+			continue;
 		char def[64];
 		if (o->kind == OPT_STR || o->kind == OPT_ENUM)
 			snprintf(def, sizeof(def), "%s", *((const char *)&d + o->off) ? (const char *)&d + o->off : "none");

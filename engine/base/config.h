@@ -55,6 +55,9 @@ struct config {
 	/* media uploads (engine/catalogue/media.c) */
 	uint64_t media_max_kb;     /* largest image accepted (KiB); clamped to max_body_kb at start */
 	uint64_t media_url_ttl_s;  /* lifetime of a signed upload URL */
+	/* wm-router (shard-router/router.c) */
+	uint64_t forward_timeout_ms; /* deadline of one forwarded call */
+	uint64_t shard_conns;        /* keep-alive connections per shard */
 };
 
 void config_defaults(struct config *c);
@@ -62,5 +65,8 @@ void config_defaults(struct config *c);
  * --help was printed, -1 on an error (message printed to `err`). */
 int config_parse_args(struct config *c, int argc, char **argv, FILE *err);
 void config_usage(FILE *out, const char *prog);
+/* Restrict the options accepted and listed to names (NULL-terminated;
+ * NULL = all): wm-router takes the edge's options, not the engine's. */
+void config_select(const char *const *names);
 
 #endif

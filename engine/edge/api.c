@@ -20,8 +20,10 @@
 #include "engine/edge/auth.h"
 #include "engine/edge/etag.h"
 #include "engine/edge/idem.h"
+#include "engine/edge/park.h"
 #include "engine/base/log.h"
 #include "shard-router/cluster_auth.h"
+#include "shard-router/internal_headers.h"
 #include "shard-router/route_class.h"
 #include "shard-router/shard_map.h"
 
@@ -176,7 +178,6 @@ static void api_run(struct api_ctx *c)
 /* ---- cluster mode (DESIGN.md 9) --------------------------------------- */
 
 #define API_INTERNAL_PREFIX "/internal/"
-#define API_MAP_VERSION_HEADER "X-WM-Map-Version"
 
 /* The request carries a valid router/shard signature (cluster_auth.h). */
 static int cluster_signed(struct api_ctx *c)
@@ -197,7 +198,7 @@ static void cluster_misdirected(struct api_ctx *c, const char *what)
 	snprintf(d, sizeof(d), "this shard does not own %s (shard map version %llu)", what,
 		 (unsigned long long)c->sh->smap_version);
 	api_error(c, 421, "misdirected_request", d);
-	buf_printf(&c->rs->headers, API_MAP_VERSION_HEADER ": %llu\r\n", (unsigned long long)c->sh->smap_version);
+	buf_printf(&c->rs->headers, WM_H_MAP_VERSION ": %llu\r\n", (unsigned long long)c->sh->smap_version);
 }
 
 /* Does this shard own the request (route_class.h)?  Writes to the
@@ -259,7 +260,16 @@ static int cluster_gate(struct api_ctx *c)
 		c->rs->route = r->pattern;
 		return 1;
 	}
+	/* read-your-writes: wait (bounded) for the replica of the caller's
+	 * last write */
+	if (needs_sig && !c->internal && park_check(c)) {
+		c->rs->route = r ? r->pattern : "-";
+		return 1;
+	}
 	c->cluster_signed = needs_sig;
+	/* a router merging one page per shard (shard-router/fanout.h) needs
+	 * the shard cursor after each row */
+	c->fanout = needs_sig && http_find_header(h, WM_H_FANOUT) != NULL;
 	return 0;
 }
 
@@ -318,6 +328,10 @@ answered:
 		rs->lsn = sh->state_lsn;
 	else
 		rs->lsn = c.reveals_lsn;
+	/* a router remembers the position of the caller's writes
+	 * (read-your-writes, engine/edge/park.h) */
+	if (c.cluster_signed && sh->state_lsn != state_before)
+		buf_printf(&rs->headers, WM_H_LSN ": %llu\r\n", (unsigned long long)sh->state_lsn);
 }
 
 void api_done(void *app, const struct srv_request *rq, const struct srv_response *rs,
@@ -641,6 +655,8 @@ uint32_t api_list_source(struct api_ctx *c, struct api_source *src, const struct
 	jw_arr_begin(w);
 	uint32_t n = 0, examined = 0;
 	int more = 0;
+	struct buf curs; /* fan-out: the cursor after each returned row, as JSON strings */
+	buf_init(&curs, 0);
 	const void *last_key = NULL, *k;
 	uint32_t last_len = 0, kl;
 	const struct row *r;
@@ -668,12 +684,20 @@ uint32_t api_list_source(struct api_ctx *c, struct api_source *src, const struct
 			 * the whole read, saying nothing about what exists. */
 			auth_quota_refuse(c);
 			src->examined = examined;
+			buf_free(&curs);
 			return 0;
 		}
 		if (emit)
 			emit(c, r);
 		else
 			jw_raw(w, r->doc, r->doc_len);
+		if (c->fanout) {
+			char rc[API_MAX_SPAN];
+			if (b64url_encode(k, kl, rc, sizeof(rc)) > 0)
+				buf_printf(&curs, "%s\"%s\"", n ? "," : "", rc);
+			else
+				w->err = 1; /* a key past the cursor bound: cannot be merged */
+		}
 		n++;
 		last_key = k;
 		last_len = kl;
@@ -691,6 +715,14 @@ uint32_t api_list_source(struct api_ctx *c, struct api_source *src, const struct
 	auth_quota_charge(c, n);
 	c->rows_returned = n;
 	jw_kbool(w, "has_more", more);
+	if (c->fanout) {
+		jw_key(w, "_cursors");
+		jw_arr_begin(w);
+		if (curs.len)
+			jw_raw(w, curs.data, curs.len);
+		jw_arr_end(w);
+	}
+	buf_free(&curs);
 	jw_obj_end(w);
 	c->rs->status = 200;
 	return n;

@@ -65,6 +65,7 @@ struct api_ctx {
 	struct principal who;
 	int internal;                   /* an /internal/ route (cluster mode, signed) */
 	int cluster_signed;             /* cluster mode: the request carried a valid signature */
+	int fanout;                     /* signed, with X-WM-Fanout: lists add "_cursors" (api_list_source) */
 	/* what a read returned, for the audit and the record quota */
 	uint32_t rows_returned;
 	int quota_refused;              /* the read was refused by the record quota */

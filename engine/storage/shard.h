@@ -41,6 +41,9 @@ struct shard {
 	 * is answered 421 (engine/edge/api.c). */
 	const struct cluster_key *ckey;
 	const struct shard_map *smap;
+	/* The LSN of `publisher` this shard's replica has applied; set by the
+	 * replication subscriber, NULL without one (engine/edge/park.c). */
+	uint64_t (*repl_applied)(struct shard *sh, uint32_t publisher);
 	struct table tables[REC_T_COUNT_];
 	struct id_clock ids;
 	uint64_t lsn;          /* last LSN assigned (== applied) */

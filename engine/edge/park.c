@@ -1,0 +1,191 @@
+/*
+ * park.c -- requests waiting for the replica (park.h has the protocol).
+ *
+ * Why park at the shard and not retry at the router: the shard knows the
+ * moment its replica applies the position (no polling across the network),
+ * and the request keeps its place: it runs once, when it can be answered
+ * truthfully.  Why a copy of the bytes: the server's parse buffer belongs
+ * to the connection and moves on; re-parsing a copy with the same parser
+ * gives back an identical request.
+ *
+ * Ownership: each parked entry owns its copy and its deferred token until
+ * it is answered (park_poll frees both); the table is a fixed array of
+ * PARK_MAX slots, no allocation beyond the copies.
+ */
+#include "engine/edge/park.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/base/log.h"
+#include "net/problem.h"
+
+struct parked {
+	struct srv_deferred *d;
+	char *raw;               /* the request's bytes, owned */
+	size_t len;
+	char request_id[24];
+	uint64_t start_us;
+	char peer[64];
+	uint32_t publisher;
+	uint64_t lsn;
+	uint64_t deadline_ms;
+};
+
+static struct parked slots[PARK_MAX];
+
+/* The replica of `pub` has applied `lsn` (no replication = nothing to wait for). */
+static int applied(struct shard *sh, uint32_t pub, uint64_t lsn)
+{
+	if (!sh->repl_applied || pub == sh->cfg.shard_id)
+		return 1;
+	return sh->repl_applied(sh, pub) >= lsn;
+}
+static uint32_t n_parked;
+
+uint32_t park_count(void) { return n_parked; }
+
+/* One "<publisher>:<lsn>" of the header into the out parameters: 0, or
+ * -1 when malformed. */
+static int parse_position(const char *v, size_t n, uint32_t *pub, uint64_t *lsn)
+{
+	char tmp[48];
+	if (n == 0 || n >= sizeof(tmp))
+		return -1;
+	memcpy(tmp, v, n);
+	tmp[n] = 0;
+	unsigned p;
+	unsigned long long l;
+	char end;
+	if (sscanf(tmp, "%u:%llu%c", &p, &l, &end) != 2 || p >= 64)
+		return -1;
+	*pub = p;
+	*lsn = l;
+	return 0;
+}
+
+/* The first position of the header's comma-separated list that this
+ * shard's replica has not applied: 1 with it in the out parameters, 0
+ * when every one is applied (or the header is malformed: ignored, the
+ * router never sends one). */
+static int first_unapplied(struct shard *sh, const char *v, size_t n, uint32_t *pub, uint64_t *lsn)
+{
+	while (n) {
+		const char *comma = memchr(v, ',', n);
+		size_t k = comma ? (size_t)(comma - v) : n;
+		if (parse_position(v, k, pub, lsn) == 0 && !applied(sh, *pub, *lsn))
+			return 1;
+		v += k + (comma != NULL);
+		n -= k + (comma != NULL);
+	}
+	return 0;
+}
+
+
+static void answer_behind(struct api_ctx *c, uint32_t pub, uint64_t lsn)
+{
+	char d[160];
+	snprintf(d, sizeof(d), "this shard's replica of shard %u has not yet applied position %" PRIu64
+			       " (your own earlier write); retry shortly", pub, lsn);
+	api_error(c, 503, "replica_behind", d);
+	buf_printf(&c->rs->headers, "Retry-After: 1\r\n");
+}
+
+int park_check(struct api_ctx *c)
+{
+	const struct http_request *h = c->http;
+	const struct http_header *x = http_find_header(h, WM_H_MIN_POSITION);
+	uint32_t pub;
+	uint64_t lsn;
+	if (!x || !first_unapplied(c->sh, x->value, x->value_len, &pub, &lsn))
+		return 0;
+	if (n_parked == PARK_MAX) {
+		answer_behind(c, pub, lsn);
+		return 1;
+	}
+	struct parked *p = &slots[n_parked];
+	size_t len = h->total_len - h->start_off;
+	p->raw = malloc(len);
+	if (!p->raw) {
+		answer_behind(c, pub, lsn);
+		return 1;
+	}
+	p->d = srv_defer(c->sh->srv, c->rq);
+	if (!p->d) {
+		free(p->raw);
+		answer_behind(c, pub, lsn);
+		return 1;
+	}
+	memcpy(p->raw, h->method_str, len);
+	p->len = len;
+	memcpy(p->request_id, c->rq->request_id, sizeof(p->request_id));
+	p->start_us = c->rq->start_us;
+	snprintf(p->peer, sizeof(p->peer), "%s", c->rq->peer ? c->rq->peer : "-");
+	p->publisher = pub;
+	p->lsn = lsn;
+	p->deadline_ms = ev_now_ms(c->sh->loop) + PARK_WAIT_MS;
+	n_parked++;
+	return 1;
+}
+
+/* Run a parked request now (its position is applied, or its wait is over:
+ * then it is answered 503 by park_check itself, the header still naming
+ * an unapplied position). */
+static void park_run(struct shard *sh, struct parked *p, int expired)
+{
+	struct http_limits lim;
+	http_limits_default(&lim);
+	lim.max_body = p->len;
+	lim.max_header_bytes = (uint32_t)(p->len < UINT32_MAX ? p->len : UINT32_MAX);
+	struct http_request req;
+	struct http_error herr;
+	struct srv_response rs = {.status = 200};
+	buf_init(&rs.headers, 0);
+	buf_init(&rs.body, 0);
+	struct srv_request rq = {.http = &req, .start_us = p->start_us, .peer = p->peer};
+	memcpy(rq.request_id, p->request_id, sizeof(rq.request_id));
+	if (http_parse_request(p->raw, p->len, &lim, &req, &herr) != HTTP_PARSE_OK) {
+		/* cannot happen: these bytes parsed once already */
+		rs.status = 500;
+		rs.content_type = PROBLEM_CONTENT_TYPE;
+		problem_write(&rs.body, 500, "internal", "Internal Server Error", "a parked request could not be resumed");
+	} else if (expired) {
+		struct api_ctx c;
+		memset(&c, 0, offsetof(struct api_ctx, errs));
+		c.sh = sh;
+		c.rq = &rq;
+		c.http = &req;
+		c.rs = &rs;
+		jw_init(&c.w, &rs.body);
+		answer_behind(&c, p->publisher, p->lsn);
+		rs.route = "-replica-behind";
+	} else {
+		api_handle(sh, &rq, &rs);
+	}
+	srv_complete(sh->srv, p->d, &rs);
+	buf_free(&rs.headers);
+	buf_free(&rs.body);
+	free(p->raw);
+}
+
+void park_poll(struct shard *sh)
+{
+	if (!n_parked)
+		return;
+	uint64_t now = ev_now_ms(sh->loop);
+	for (uint32_t i = 0; i < n_parked;) {
+		struct parked p = slots[i];
+		/* the first unapplied position it waited for; a later one in
+		 * its list is checked again when it runs */
+		int ready = applied(sh, p.publisher, p.lsn);
+		if (!ready && now < p.deadline_ms) {
+			i++;
+			continue;
+		}
+		/* take it out first: running it may park another */
+		slots[i] = slots[--n_parked];
+		park_run(sh, &p, !ready);
+	}
+}

@@ -1,0 +1,10 @@
+/*
+ * ctl_cluster.h -- `wm-ctl cluster ...` (ctl_cluster.c has the why).
+ */
+#ifndef WM_CTL_CLUSTER_H
+#define WM_CTL_CLUSTER_H
+
+/* argv[0] is the subcommand ("status"); the exit status of the command. */
+int ctl_cluster(int argc, char **argv);
+
+#endif

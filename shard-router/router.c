@@ -1,0 +1,873 @@
+/*
+ * router.c -- wm-router: forwards every partner request to the shard that
+ * owns it, signed, and relays the answer (DESIGN.md section 9).
+ *
+ * Why a router at all: partners must see one address and one API, whatever
+ * the number of shards; the shards own countries, and the rules that send
+ * a request to its owner (route_class.c) must live in one place that every
+ * request crosses.  The router keeps no partner data of its own, so a lost
+ * router is replaced by starting another.
+ *
+ * One request, one of four shapes (route_class.h):
+ *   - one owner (RC_HOME, RC_PATH_ID, RC_BODY): sent to that shard;
+ *   - RC_FIND: sent to every shard at once; the shard that knows the id
+ *     answers, the others say 404 (and change nothing): the first answer
+ *     that is not a 404 is relayed, else a 404;
+ *   - RC_BROADCAST: every shard acts; the first failure is relayed, else
+ *     the home's answer;
+ *   - RC_FANOUT: one page from every shard, merged (router_fanout.c).
+ * The process's own routes (/healthz, /readyz) are answered here; /metrics
+ * is the home's answer (it checks the operator key) followed by the
+ * router's own series.
+ *
+ * Signing: every forwarded request carries X-WM-Signature over method,
+ * target (path and query), time and body hash (cluster_auth.h), so a shard
+ * in cluster mode serves partner routes only from a router.  Headers a
+ * client sends that look internal (X-WM-*) are dropped, never forwarded.
+ *
+ * Failures are explicit and never retried behind the caller's back: a
+ * shard that cannot be reached is a 503 with Retry-After, one that does
+ * not answer within --forward-timeout-ms a 504.  The one exception is a
+ * 421 misdirected_request: the shard says the request is not its own
+ * under a newer map, so the router reloads its map file and sends the
+ * request once more to the owner the new map names (nothing was done by
+ * the shard that refused it).
+ *
+ * Ownership: a struct fwd holds copies of what the request needs after the
+ * handler returns (the server's parse buffer is gone by then); it is freed
+ * when the last of its calls has answered and the response was handed to
+ * srv_complete.
+ */
+#include "shard-router/router.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "engine/base/log.h"
+#include "net/buf.h"
+#include "net/problem.h"
+#include "shard-router/fanout.h"
+#include "shard-router/internal_headers.h"
+#include "shard-router/route_class.h"
+
+#define ROUTER_RETRY_AFTER "1"       /* seconds, on 503 shard_unavailable */
+#define ROUTER_MAX_FWD_HEADERS 8192u /* bytes of the client headers forwarded */
+#define API_PAGE_DEFAULT_ROUTER 50u  /* page_size when none is given (spec: default 50) */
+#define FANOUT_TAG_BYTES 512         /* route, filters and caller of a fan-out list */
+
+struct fwd;
+
+/* One call of a request to one shard. */
+struct fwd_call {
+	struct fwd *f;
+	uint32_t shard;
+	char *target;                 /* fan-out: this shard's own target; NULL = the request's */
+	char *page;                   /* fan-out: the shard's 200 body, owned */
+	size_t page_len;
+	int asked;
+};
+
+struct fwd {
+	struct router *r;
+	struct srv_deferred *d;
+	const struct rc_rule *rule;
+	uint8_t kind;                 /* enum rc_kind, RC_EDGE for /metrics */
+	char method[16];
+	char *target;                 /* path and query, as received */
+	struct buf hdrs;              /* forwarded client header lines */
+	char *body;
+	size_t body_len;
+	uint32_t shard;               /* one owner: its id */
+	struct router_ryw *caller;    /* the caller's write positions; NULL for an anonymous request */
+	int reloaded;                 /* a 421 made us reload and resend once */
+	uint32_t pending;             /* calls outstanding */
+	struct fwd_call calls[SMAP_MAX_SHARDS];
+	/* fan-out (RC_FANOUT): the merged position the pages were asked from */
+	struct fanout_cursor *from;
+	uint32_t page_size;
+	char tag[FANOUT_TAG_BYTES];
+	size_t tag_len;
+	/* several shards: the answer chosen so far */
+	struct srv_response out;
+	char out_ctype[128];
+	int have_out, out_rank;
+	uint32_t out_shard;
+};
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static uint64_t now_ms(const struct router *r) { return ev_now_ms(r->loop); }
+
+/* The header lines a client sent that go on to the shard: not hop-by-hop,
+ * not framing (the client pool writes Host and Content-Length), not
+ * internal.  -1 when they do not fit the bound. */
+static int fwd_copy_headers(struct buf *out, const struct http_request *h)
+{
+	static const char *const drop[] = {"host", "content-length", "connection", "keep-alive", "transfer-encoding",
+					   "te", "upgrade", "proxy-connection", "expect", NULL};
+	for (uint32_t i = 0; i < h->n_headers; i++) {
+		const struct http_header *x = &h->headers[i];
+		int skip = x->name_len >= 5 && strncasecmp(x->name, "x-wm-", 5) == 0;
+		for (unsigned k = 0; drop[k] && !skip; k++)
+			skip = strlen(drop[k]) == x->name_len && strncasecmp(x->name, drop[k], x->name_len) == 0;
+		if (skip)
+			continue;
+		buf_printf(out, "%.*s: %.*s\r\n", (int)x->name_len, x->name, (int)x->value_len, x->value);
+	}
+	return out->overflow || out->len > ROUTER_MAX_FWD_HEADERS ? -1 : 0;
+}
+
+static void fwd_free(struct fwd *f)
+{
+	for (uint32_t i = 0; i < SMAP_MAX_SHARDS; i++) {
+		free(f->calls[i].target);
+		free(f->calls[i].page);
+	}
+	free(f->from);
+	free(f->target);
+	free(f->body);
+	buf_free(&f->hdrs);
+	buf_free(&f->out.headers);
+	buf_free(&f->out.body);
+	free(f);
+}
+
+/* A problem+json answer into rs. */
+static void answer_problem(struct srv_response *rs, int status, const char *code, const char *detail)
+{
+	buf_reset(&rs->body);
+	rs->status = status;
+	rs->content_type = PROBLEM_CONTENT_TYPE;
+	problem_write(&rs->body, status, code, http_reason(status), detail);
+}
+
+/*
+ * Copy a shard's answer into rs: status, Content-Type, the end-to-end
+ * headers (ETag, Location, RateLimit, Retry-After, Allow, ...) and the
+ * body.  Internal headers (X-WM-*) and the ones the server writes itself
+ * are left out.  ctype receives the content type (rs points at it).
+ */
+static void relay_into(struct srv_response *rs, const struct hc_response *a, char *ctype, size_t ctype_size)
+{
+	static const char *const own[] = {"date", "content-length", "connection", "keep-alive", "x-request-id",
+					  "transfer-encoding", NULL};
+	rs->status = a->status;
+	rs->content_type = NULL;
+	const char *p = memchr(a->head, '\n', a->head_len), *end = a->head + a->head_len;
+	while (p && ++p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		if (!eol)
+			break;
+		size_t ll = (size_t)(eol - p);
+		if (ll && p[ll - 1] == '\r')
+			ll--;
+		const char *colon = memchr(p, ':', ll);
+		if (colon) {
+			size_t nl = (size_t)(colon - p);
+			const char *v = colon + 1;
+			while (v < p + ll && *v == ' ')
+				v++;
+			size_t vl = (size_t)(p + ll - v);
+			int skip = nl >= 5 && strncasecmp(p, "x-wm-", 5) == 0;
+			for (unsigned k = 0; own[k] && !skip; k++)
+				skip = strlen(own[k]) == nl && strncasecmp(p, own[k], nl) == 0;
+			if (nl == 12 && strncasecmp(p, "content-type", 12) == 0) {
+				snprintf(ctype, ctype_size, "%.*s", (int)vl, v);
+				rs->content_type = ctype;
+			} else if (!skip) {
+				buf_printf(&rs->headers, "%.*s\r\n", (int)ll, p);
+			}
+		}
+		p = eol;
+	}
+	buf_append(&rs->body, a->body, a->body_len);
+}
+
+/* The router's own series, appended to the home's /metrics. */
+static void router_metrics(const struct router *r, struct buf *b)
+{
+	static const char *const kinds[] = {"", "edge", "home", "path_id", "body", "fanout", "find", "broadcast"};
+	buf_printf(b, "# TYPE wm_router_requests_total counter\n");
+	for (unsigned k = 1; k < 8; k++)
+		buf_printf(b, "wm_router_requests_total{kind=\"%s\"} %llu\n", kinds[k],
+			   (unsigned long long)r->st.by_kind[k]);
+	buf_printf(b,
+		   "wm_router_forwarded_total %llu\nwm_router_failed_total %llu\nwm_router_timeouts_total %llu\n"
+		   "wm_router_refused_full_total %llu\nwm_router_misdirected_total %llu\n"
+		   "wm_router_map_reloads_total %llu\nwm_router_map_version %llu\n",
+		   (unsigned long long)r->st.forwarded, (unsigned long long)r->st.failed,
+		   (unsigned long long)r->st.timeouts, (unsigned long long)r->st.refused_full,
+		   (unsigned long long)r->st.misdirected, (unsigned long long)r->st.map_reloads,
+		   (unsigned long long)r->map.version);
+	for (uint32_t i = 0; i < r->map.n; i++) {
+		struct hc_stats s;
+		hc_stats(r->pools[i], &s);
+		buf_printf(b,
+			   "wm_router_shard_calls_total{shard=\"%u\"} %llu\nwm_router_shard_failed_total{shard=\"%u\"} "
+			   "%llu\nwm_router_shard_open_conns{shard=\"%u\"} %u\nwm_router_shard_queued{shard=\"%u\"} %u\n",
+			   i, (unsigned long long)s.calls, i, (unsigned long long)s.failed, i, s.open, i, s.queued);
+	}
+}
+
+/* ---- read-your-writes ---------------------------------------------------- */
+
+/* The caller's slot: a hash of its Authorization header (NULL: none). */
+static struct router_ryw *ryw_slot(struct router *r, const struct http_request *h)
+{
+	const struct http_header *a = http_find_header(h, "Authorization");
+	if (!a || !r->ryw)
+		return NULL;
+	return &r->ryw[XXH3_64bits(a->value, a->value_len) & (ROUTER_RYW_SLOTS - 1)];
+}
+
+/* X-WM-Min-Position for a call to `shard`: the caller's writes on the
+ * other shards, which that shard reads through its replicas. */
+static void ryw_header(const struct fwd *f, uint32_t shard, struct buf *h)
+{
+	if (!f->caller)
+		return;
+	int first = 1;
+	for (uint32_t p = 0; p < f->r->map.n; p++) {
+		if (p == shard || !f->caller->lsn[p])
+			continue;
+		buf_printf(h, "%s%u:%llu", first ? WM_H_MIN_POSITION ": " : ",", p, (unsigned long long)f->caller->lsn[p]);
+		first = 0;
+	}
+	if (!first)
+		buf_puts(h, "\r\n");
+}
+
+/* A shard answered a write of the caller: remember its position. */
+static void ryw_note(struct fwd *f, uint32_t shard, const struct hc_response *a)
+{
+	char v[32];
+	if (!f->caller || shard >= SMAP_MAX_SHARDS || hc_header(a, WM_H_LSN, v, sizeof(v)) != 1)
+		return;
+	char *end;
+	unsigned long long lsn = strtoull(v, &end, 10);
+	if (*end == 0 && lsn > f->caller->lsn[shard])
+		f->caller->lsn[shard] = lsn;
+}
+
+/* ---- sending ------------------------------------------------------------ */
+
+static void on_answer(void *arg, const struct hc_response *a, const char *err);
+static void fanout_answer(struct fwd *f, struct fwd_call *call, const struct hc_response *a);
+
+/* Send the request to one shard (the call slot of that shard).  0, or -1
+ * when the shard's pool and queue are full or the request cannot be
+ * signed (the caller answers 503). */
+static int fwd_send(struct fwd *f, uint32_t shard)
+{
+	struct router *r = f->r;
+	char sig[CK_HEADER_MAX];
+	const char *target = shard < SMAP_MAX_SHARDS && f->calls[shard].target ? f->calls[shard].target : f->target;
+	if (shard >= r->map.n ||
+	    ck_sign(&r->key, f->method, strlen(f->method), target, strlen(target), (int64_t)time(NULL), f->body,
+		    f->body_len, sig))
+		return -1;
+	struct buf h;
+	buf_init(&h, 0);
+	buf_printf(&h, CK_HEADER_NAME ": %s\r\n", sig);
+	ryw_header(f, shard, &h);
+	if (f->kind == RC_FANOUT)
+		buf_puts(&h, WM_H_FANOUT ": 1\r\n");
+	buf_append(&h, f->hdrs.data, f->hdrs.len);
+	buf_append(&h, "", 1); /* NUL for hc_request.headers */
+	struct hc_request rq = {.method = f->method, .path = target, .headers = h.data, .body = f->body,
+				.body_len = f->body_len, .timeout_ms = (uint32_t)r->cfg.forward_timeout_ms};
+	f->calls[shard].f = f;
+	f->calls[shard].shard = shard;
+	f->calls[shard].asked = 1;
+	int rc = h.overflow ? -1 : hc_send(r->pools[shard], &rq, on_answer, &f->calls[shard]);
+	buf_free(&h);
+	if (rc) {
+		r->st.refused_full++;
+		return -1;
+	}
+	f->pending++;
+	r->st.forwarded++;
+	return 0;
+}
+
+/* Hand rs to the server for the deferred request and free f. */
+static void fwd_finish(struct fwd *f, struct srv_response *rs)
+{
+	if (f->d) /* NULL: the request was answered at once (no memory to defer) */
+		srv_complete(f->r->srv, f->d, rs);
+	fwd_free(f);
+}
+
+/* Answer with a problem (503/504/502) and finish. */
+static void fwd_fail(struct fwd *f, int status, const char *code, const char *detail)
+{
+	struct srv_response rs = {0};
+	buf_init(&rs.headers, 0);
+	buf_init(&rs.body, 0);
+	answer_problem(&rs, status, code, detail);
+	if (status == 503)
+		buf_printf(&rs.headers, "Retry-After: " ROUTER_RETRY_AFTER "\r\n");
+	rs.route = f->rule ? f->rule->pattern : "-";
+	f->r->st.failed++;
+	fwd_finish(f, &rs);
+	buf_free(&rs.headers);
+	buf_free(&rs.body);
+}
+
+/* The owner of a one-owner request under the map in force. */
+static uint32_t fwd_owner(const struct router *r, const struct fwd *f)
+{
+	char cc[3] = "";
+	int found = 0;
+	if (f->rule && f->rule->kind == RC_PATH_ID)
+		found = rc_path_country(f->rule, f->target, strcspn(f->target, "?"), cc);
+	else if (f->rule && f->rule->kind == RC_BODY)
+		found = rc_body_country(f->rule, f->body, f->body_len, cc);
+	int owner = found ? smap_owner(&r->map, cc) : -1;
+	return owner >= 0 ? (uint32_t)owner : 0; /* no country: the home validates and answers */
+}
+
+/* Rank of an answer for RC_FIND/RC_BROADCAST: the higher is relayed. */
+static int answer_rank(uint8_t kind, int status, uint32_t shard)
+{
+	if (kind == RC_FIND)
+		return status == 404 ? (shard == 0 ? 1 : 0) : 3;
+	/* broadcast: a failure wins, then the home's answer */
+	return status >= 400 ? 3 : (shard == 0 ? 2 : 1);
+}
+
+static void on_answer(void *arg, const struct hc_response *a, const char *err)
+{
+	struct fwd_call *call = arg;
+	struct fwd *f = call->f;
+	struct router *r = f->r;
+	f->pending--;
+	if (a && call->shard == 0)
+		r->home_seen_ms = now_ms(r);
+	if (a)
+		ryw_note(f, call->shard, a);
+	if (err) {
+		int timeout = strstr(err, "timed out") != NULL;
+		r->st.timeouts += timeout;
+		log_warn("msg=\"shard call failed\" shard=%u addr=%s target=\"%.200s\" error=\"%s\"", call->shard,
+			 call->shard < r->map.n ? r->map.shards[call->shard].addr : "-", f->target, err);
+	}
+	if (f->kind == RC_FANOUT) {
+		fanout_answer(f, call, a);
+		return;
+	}
+	if (f->kind == RC_FIND || f->kind == RC_BROADCAST) {
+		int status = a ? a->status : 0;
+		int rank = a ? answer_rank(f->kind, status, call->shard) : 4; /* an unreachable shard wins */
+		if (!f->have_out || rank > f->out_rank) {
+			buf_reset(&f->out.headers);
+			buf_reset(&f->out.body);
+			if (a)
+				relay_into(&f->out, a, f->out_ctype, sizeof(f->out_ctype));
+			else
+				answer_problem(&f->out, 503, "shard_unavailable", "a shard of the cluster did not answer");
+			f->have_out = 1;
+			f->out_rank = rank;
+		}
+		if (f->pending == 0) {
+			f->out.route = f->rule->pattern;
+			if (f->out.status == 503 && !a)
+				buf_printf(&f->out.headers, "Retry-After: " ROUTER_RETRY_AFTER "\r\n");
+			r->st.relayed++;
+			fwd_finish(f, &f->out);
+		}
+		return;
+	}
+	if (!a) {
+		char d[256];
+		snprintf(d, sizeof(d), "shard %u (%s) %s", call->shard, r->map.shards[call->shard].addr,
+			 strstr(err, "timed out") ? "did not answer in time" : "cannot be reached");
+		if (strstr(err, "timed out"))
+			fwd_fail(f, 504, "shard_timeout", d);
+		else
+			fwd_fail(f, 503, "shard_unavailable", d);
+		return;
+	}
+	if (a->status == 421 && !f->reloaded) {
+		/* the shard's map is newer than ours: reload, resend once */
+		r->st.misdirected++;
+		f->reloaded = 1;
+		char e[512];
+		if (router_reload_map(r, e, sizeof(e)))
+			log_warn("msg=\"shard map reload after 421 failed\" error=\"%s\"", e);
+		if (fwd_send(f, fwd_owner(r, f)) == 0)
+			return;
+		fwd_fail(f, 503, "shard_unavailable", "the owning shard cannot take the request now");
+		return;
+	}
+	struct srv_response rs = {0};
+	buf_init(&rs.headers, 0);
+	buf_init(&rs.body, 0);
+	char ctype[128];
+	relay_into(&rs, a, ctype, sizeof(ctype));
+	if (f->kind == RC_EDGE && a->status == 200)
+		router_metrics(r, &rs.body);
+	rs.route = f->rule ? f->rule->pattern : "-";
+	r->st.relayed++;
+	fwd_finish(f, &rs);
+	buf_free(&rs.headers);
+	buf_free(&rs.body);
+}
+
+/* ---- fan-out lists (shard-router/fanout.h) ------------------------------ */
+
+/* The query without its cursor parameter into out (NUL-terminated). */
+static void query_without_cursor(const char *q, size_t n, struct buf *out)
+{
+	while (n) {
+		const char *amp = memchr(q, '&', n);
+		size_t k = amp ? (size_t)(amp - q) : n;
+		if (k && !(k >= 7 && !memcmp(q, "cursor=", 7)) && !(k == 6 && !memcmp(q, "cursor", 6))) {
+			if (out->len)
+				buf_append(out, "&", 1);
+			buf_append(out, q, k);
+		}
+		q += k + (amp != NULL);
+		n -= k + (amp != NULL);
+	}
+}
+
+/*
+ * Prepare a fan-out: the list's tag (route, the filters of the query, the
+ * caller), its page size and the merged position to start from; each
+ * shard's target.  0 = ready to send; otherwise the status of the answer
+ * written into rs (400 for a cursor that is not this list's, or a page
+ * size that is not one: the shards would say the same).
+ */
+static int fanout_prepare(struct fwd *f, const struct http_request *h, struct srv_response *rs)
+{
+	struct router *r = f->r;
+	char v[FANOUT_CURSOR_MAX + 1];
+	f->page_size = API_PAGE_DEFAULT_ROUTER;
+	int n = http_query_get(h->query, h->query_len, "page_size", v, sizeof(v));
+	if (n >= 0) {
+		char *end;
+		unsigned long ps = strtoul(v, &end, 10);
+		if (n == 0 || *end || ps < 1 || ps > FANOUT_PAGE_MAX)
+			return -1; /* the home answers the 400 with the exact wording */
+		f->page_size = (uint32_t)ps;
+	} else if (n == -2) {
+		return -1;
+	}
+	struct buf q;
+	buf_init(&q, 0);
+	query_without_cursor(h->query, h->query_len, &q);
+	const struct http_header *auth = http_find_header(h, "Authorization");
+	uint64_t who = auth ? XXH3_64bits(auth->value, auth->value_len) : 0;
+	int tl = snprintf(f->tag, sizeof(f->tag), "%s\n%.*s\n%016llx", f->rule->pattern, (int)q.len, q.data ? q.data : "",
+			  (unsigned long long)who);
+	f->tag_len = tl > 0 && (size_t)tl < sizeof(f->tag) ? (size_t)tl : sizeof(f->tag) - 1;
+	f->from = malloc(sizeof(*f->from));
+	if (!f->from) {
+		buf_free(&q);
+		return -1;
+	}
+	n = http_query_get(h->query, h->query_len, "cursor", v, sizeof(v));
+	if (n == -1) {
+		fanout_cursor_init(f->from, r->map.version);
+	} else {
+		int e = n < 0 ? FC_E_TOO_LARGE
+			      : fanout_cursor_decode(&r->key, v, (size_t)n, f->tag, f->tag_len, r->map.version, f->from);
+		if (e != FC_OK) {
+			buf_free(&q);
+			answer_problem(rs, 400, "invalid_cursor", fanout_cursor_detail(e));
+			return 400;
+		}
+	}
+	/* each shard's target: the path, the filters, its own cursor */
+	for (uint32_t i = 0; i < r->map.n; i++) {
+		const struct fanout_pos *p = &f->from->shard[i];
+		if (p->state == FANOUT_EXHAUSTED)
+			continue;
+		struct buf t;
+		buf_init(&t, 0);
+		buf_printf(&t, "%.*s?%.*s%s", (int)h->path_len, h->path, (int)q.len, q.data ? q.data : "", q.len ? "&" : "");
+		if (p->state == FANOUT_AT)
+			buf_printf(&t, "cursor=%s&", p->text);
+		t.len--; /* the last '&' (or the '?' of an empty query) */
+		buf_append(&t, "", 1);
+		f->calls[i].target = t.overflow ? NULL : strdup(t.data);
+		buf_free(&t);
+		if (!f->calls[i].target) {
+			buf_free(&q);
+			return -1;
+		}
+	}
+	buf_free(&q);
+	return 0;
+}
+
+/* Send one page request to every shard not exhausted: how many were sent. */
+static int fanout_send(struct fwd *f)
+{
+	int sent = 0, wanted = 0;
+	for (uint32_t i = 0; i < f->r->map.n; i++) {
+		if (!f->calls[i].target)
+			continue;
+		wanted++;
+		sent += fwd_send(f, i) == 0;
+	}
+	if (wanted == 0) {
+		/* every shard exhausted: an empty last page, nobody asked */
+		return 0;
+	}
+	if (sent && sent < wanted) {
+		f->have_out = 1;
+		f->out_rank = 4;
+		answer_problem(&f->out, 503, "shard_unavailable", "a shard of the cluster is overloaded");
+	}
+	return sent;
+}
+
+/* Merge the pages (every call answered 200) into the answer. */
+static void fanout_complete(struct fwd *f)
+{
+	struct router *r = f->r;
+	struct fanout_page pages[SMAP_MAX_SHARDS];
+	for (uint32_t i = 0; i < r->map.n; i++)
+		pages[i] = (struct fanout_page){.asked = f->calls[i].asked, .body = f->calls[i].page,
+						.body_len = f->calls[i].page_len};
+	struct fanout_merge_args ma = {.key = &r->key, .tag = f->tag, .tag_len = f->tag_len, .from = f->from,
+				       .n_shards = r->map.n, .pages = pages, .page_size = f->page_size,
+				       .max_page_bytes = ROUTER_MAX_RESPONSE};
+	struct fanout_result *res = malloc(sizeof(*res));
+	struct buf body;
+	buf_init(&body, 0);
+	int e = res ? fanout_merge(&ma, &body, res) : FM_E_OUTPUT;
+	if (e == FM_OK) {
+		buf_reset(&f->out.body);
+		buf_append(&f->out.body, body.data, body.len);
+		f->out.status = 200;
+	} else {
+		log_error("msg=\"fan-out merge refused\" route=\"%s\" shard=%d error=%d detail=\"%s\"", f->rule->pattern,
+			  res ? res->err_shard : -1, e, res ? res->detail : "out of memory");
+		buf_reset(&f->out.headers);
+		answer_problem(&f->out, 502, "bad_shard_answer", "a shard answered a list page the router cannot merge");
+		r->st.failed++;
+	}
+	buf_free(&body);
+	free(res);
+}
+
+/* One shard's page (or failure) of a fan-out; the answer once all are in:
+ * the first failure by shard order (a 401, a 429, a 503 ...), else the
+ * merged page with the lowest shard's headers (its RateLimit). */
+static void fanout_answer(struct fwd *f, struct fwd_call *call, const struct hc_response *a)
+{
+	int rank = !a ? 4 : a->status != 200 ? 3 : 1;
+	if (rank == 1) {
+		call->page = malloc(a->body_len + 1);
+		if (call->page) {
+			memcpy(call->page, a->body, a->body_len);
+			call->page_len = a->body_len;
+		} else {
+			rank = 4;
+		}
+	}
+	if (!f->have_out || rank > f->out_rank || (rank == f->out_rank && rank != 1 && call->shard < f->out_shard)) {
+		buf_reset(&f->out.headers);
+		buf_reset(&f->out.body);
+		if (a && rank != 4)
+			relay_into(&f->out, a, f->out_ctype, sizeof(f->out_ctype));
+		else
+			answer_problem(&f->out, 503, "shard_unavailable", "a shard of the cluster did not answer");
+		f->have_out = 1;
+		f->out_rank = rank;
+		f->out_shard = call->shard;
+	}
+	if (f->pending)
+		return;
+	if (f->out_rank == 1)
+		fanout_complete(f);
+	else if (f->out_rank == 4)
+		buf_printf(&f->out.headers, "Retry-After: " ROUTER_RETRY_AFTER "\r\n");
+	f->out.route = f->rule->pattern;
+	f->r->st.relayed++;
+	fwd_finish(f, &f->out);
+}
+
+/* ---- the process's own routes ------------------------------------------ */
+
+static void answer_healthz(struct router *r, struct srv_response *rs)
+{
+	buf_printf(&rs->body, "{\"status\":\"ok\",\"process\":\"wm-router\",\"map_version\":%llu}",
+		   (unsigned long long)r->map.version);
+}
+
+static void answer_readyz(struct router *r, struct srv_response *rs)
+{
+	uint64_t now = now_ms(r);
+	if (r->home_seen_ms && now - r->home_seen_ms <= ROUTER_READY_WINDOW_MS) {
+		buf_printf(&rs->body, "{\"status\":\"ready\",\"process\":\"wm-router\",\"map_version\":%llu}",
+			   (unsigned long long)r->map.version);
+		return;
+	}
+	char d[200];
+	snprintf(d, sizeof(d), "the catalogue home (shard 0 at %s) has not answered for %u ms or more",
+		 r->map.shards[0].addr, ROUTER_READY_WINDOW_MS);
+	answer_problem(rs, 503, "not_ready", d);
+	buf_printf(&rs->headers, "Retry-After: " ROUTER_RETRY_AFTER "\r\n");
+}
+
+/* ---- the handler -------------------------------------------------------- */
+
+/* Copy what the calls need of the request; NULL when a bound is passed
+ * (the caller answers). */
+static struct fwd *fwd_new(struct router *r, const struct srv_request *rq, const struct rc_rule *rule)
+{
+	const struct http_request *h = rq->http;
+	struct fwd *f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->r = r;
+	f->rule = rule;
+	f->caller = ryw_slot(r, h);
+	buf_init(&f->hdrs, ROUTER_MAX_FWD_HEADERS + 1024);
+	buf_init(&f->out.headers, 0);
+	buf_init(&f->out.body, 0);
+	snprintf(f->method, sizeof(f->method), "%.*s", (int)h->method_len, h->method_str);
+	f->target = strndup(h->target, h->target_len);
+	f->body_len = h->body_len;
+	f->body = malloc(h->body_len + 1);
+	if (!f->target || !f->body || h->method_len >= sizeof(f->method) || fwd_copy_headers(&f->hdrs, h)) {
+		fwd_free(f);
+		return NULL;
+	}
+	if (h->body_len)
+		memcpy(f->body, h->body, h->body_len);
+	return f;
+}
+
+void router_handle(void *app, const struct srv_request *rq, struct srv_response *rs)
+{
+	struct router *r = app;
+	const struct http_request *h = rq->http;
+	const struct rc_rule *rule = rc_find(h->method, h->path, h->path_len);
+	uint8_t kind = rule ? rule->kind : RC_HOME;
+	r->st.by_kind[kind]++;
+	rs->route = rule ? rule->pattern : "-other";
+	if (kind == RC_EDGE && h->path_len == 8 && !memcmp(h->path, "/healthz", 8)) {
+		answer_healthz(r, rs);
+		return;
+	}
+	if (kind == RC_EDGE && h->path_len == 7 && !memcmp(h->path, "/readyz", 7)) {
+		answer_readyz(r, rs);
+		return;
+	}
+	struct fwd *f = fwd_new(r, rq, rule);
+	if (!f) {
+		answer_problem(rs, 431, "headers_too_large", "the request's headers are too large to forward");
+		return;
+	}
+	/* /metrics: the home checks the operator key, the router adds its
+	 * own series; /v1/openapi.json is the home's */
+	f->kind = kind == RC_EDGE && h->path_len == 8 && !memcmp(h->path, "/metrics", 8) ? RC_EDGE
+		  : kind == RC_EDGE ? RC_HOME
+				    : kind;
+	int sent = 0;
+	if (f->kind == RC_FANOUT) {
+		int st = fanout_prepare(f, h, rs);
+		if (st > 0) {
+			fwd_free(f);
+			return;
+		}
+		if (st < 0) /* a page size the shards refuse: the home says how */
+			f->kind = RC_HOME;
+	}
+	if (f->kind == RC_FANOUT) {
+		sent = fanout_send(f);
+		if (sent == 0 && !f->have_out) {
+			/* nothing left anywhere: the empty last page */
+			buf_puts(&rs->body, "{\"data\":[],\"next_cursor\":null,\"has_more\":false}");
+			fwd_free(f);
+			return;
+		}
+	} else if (f->kind == RC_FIND || f->kind == RC_BROADCAST) {
+		for (uint32_t i = 0; i < r->map.n; i++)
+			sent += fwd_send(f, i) == 0;
+		if (sent && sent < (int)r->map.n) {
+			/* some shards refused at once: they count as unreachable */
+			f->have_out = 1;
+			f->out_rank = 4;
+			answer_problem(&f->out, 503, "shard_unavailable", "a shard of the cluster is overloaded");
+		}
+	} else {
+		f->shard = f->kind == RC_EDGE || f->kind == RC_HOME ? 0 : fwd_owner(r, f);
+		sent = fwd_send(f, f->shard) == 0;
+	}
+	if (!sent) {
+		fwd_free(f);
+		answer_problem(rs, 503, "shard_unavailable", "the owning shard cannot take the request now");
+		buf_printf(&rs->headers, "Retry-After: " ROUTER_RETRY_AFTER "\r\n");
+		r->st.failed++;
+		return;
+	}
+	f->d = srv_defer(r->srv, rq);
+	if (!f->d) {
+		/* cannot defer: the calls answer into nothing; keep f until they do */
+		answer_problem(rs, 503, "overloaded", "the router is out of memory");
+	}
+}
+
+/* ---- lifecycle ---------------------------------------------------------- */
+
+/* Replace the pools whose shard's address changed (or that are new);
+ * retired pools with calls in flight are kept until close. */
+static int router_pools(struct router *r, const struct shard_map *old, char *err, size_t errlen)
+{
+	for (uint32_t i = 0; i < r->map.n; i++) {
+		if (r->pools[i] && old && i < old->n && !strcmp(old->shards[i].addr, r->map.shards[i].addr))
+			continue;
+		struct hc_config hc = {.addr = r->map.shards[i].addr, .max_conns = (uint32_t)r->cfg.shard_conns,
+				       .max_queue = ROUTER_QUEUE_PER_SHARD, .max_response_bytes = ROUTER_MAX_RESPONSE};
+		struct hc_pool *p = hc_pool_new(r->loop, &hc, err, errlen);
+		if (!p)
+			return -1;
+		/* an old pool may be the one whose callback is running: it is
+		 * freed at the next tick (its calls then fail "pool closed") */
+		if (r->pools[i]) {
+			if (r->n_retired == ROUTER_MAX_RETIRED) {
+				hc_pool_free(p);
+				snprintf(err, errlen, "too many shard address changes in one tick");
+				return -1;
+			}
+			r->retired[r->n_retired++] = r->pools[i];
+		}
+		r->pools[i] = p;
+	}
+	return 0;
+}
+
+int router_reload_map(struct router *r, char *err, size_t errlen)
+{
+	struct shard_map next;
+	if (smap_load(r->cfg.shard_map, NULL, 0, &next, err, errlen))
+		return -1;
+	if (next.version < r->map.version) {
+		snprintf(err, errlen, "%s has version %llu, older than the map in force (%llu)", r->cfg.shard_map,
+			 (unsigned long long)next.version, (unsigned long long)r->map.version);
+		return -1;
+	}
+	struct shard_map old = r->map;
+	r->map = next;
+	if (router_pools(r, &old, err, errlen)) {
+		r->map = old;
+		return -1;
+	}
+	r->st.map_reloads++;
+	log_info("msg=\"shard map reloaded\" file=%s version=%llu shards=%u", r->cfg.shard_map,
+		 (unsigned long long)r->map.version, r->map.n);
+	return 0;
+}
+
+static void on_probe(void *arg, const struct hc_response *a, const char *err)
+{
+	(void)err;
+	struct router *r = arg;
+	r->probe_busy = 0;
+	if (a && a->status == 200)
+		r->home_seen_ms = now_ms(r);
+}
+
+/* Ask the home whether it answers (for /readyz). */
+static void router_probe(struct router *r)
+{
+	static const char path[] = "/internal/cluster/status";
+	char sig[CK_HEADER_MAX], hdr[CK_HEADER_MAX + 32];
+	if (r->probe_busy || ck_sign(&r->key, "GET", 3, path, sizeof(path) - 1, (int64_t)time(NULL), NULL, 0, sig))
+		return;
+	snprintf(hdr, sizeof(hdr), CK_HEADER_NAME ": %s\r\n", sig);
+	struct hc_request rq = {.method = "GET", .path = path, .headers = hdr, .timeout_ms = ROUTER_PROBE_MS};
+	if (hc_send(r->pools[0], &rq, on_probe, r) == 0)
+		r->probe_busy = 1;
+}
+
+void router_tick(struct router *r)
+{
+	while (r->n_retired)
+		hc_pool_free(r->retired[--r->n_retired]);
+	for (uint32_t i = 0; i < r->map.n; i++)
+		hc_tick(r->pools[i]);
+	if (now_ms(r) >= r->next_probe_ms) {
+		r->next_probe_ms = now_ms(r) + ROUTER_PROBE_MS;
+		router_probe(r);
+	}
+}
+
+/* <data-dir> exists and is ours alone (flock on LOCK). */
+static int router_data_dir(struct router *r, char *err, size_t errlen)
+{
+	if (mkdir(r->cfg.data_dir, 0700) && errno != EEXIST) {
+		snprintf(err, errlen, "cannot create data directory %s: %s", r->cfg.data_dir, strerror(errno));
+		return -1;
+	}
+	char path[600];
+	snprintf(path, sizeof(path), "%s/LOCK", r->cfg.data_dir);
+	r->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (r->lock_fd < 0 || flock(r->lock_fd, LOCK_EX | LOCK_NB)) {
+		snprintf(err, errlen, "data directory %s is in use by another process (lock %s): %s", r->cfg.data_dir,
+			 path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int router_open(struct router *r, const struct config *cfg, struct ev_loop *loop, char *err, size_t errlen)
+{
+	memset(r, 0, sizeof(*r));
+	r->cfg = *cfg;
+	r->loop = loop;
+	r->lock_fd = -1;
+	char why[256];
+	if (!cfg->shard_map[0] || !cfg->cluster_secret_file[0]) {
+		snprintf(err, errlen, "wm-router needs --shard-map FILE and --cluster-secret-file FILE");
+		return -1;
+	}
+	if (smap_load(cfg->shard_map, NULL, 0, &r->map, err, errlen))
+		return -1;
+	if (ck_load(cfg->cluster_secret_file, &r->key, why, sizeof(why))) {
+		snprintf(err, errlen, "cluster secret %s: %s", cfg->cluster_secret_file, why);
+		return -1;
+	}
+	r->ryw = calloc(ROUTER_RYW_SLOTS, sizeof(*r->ryw));
+	if (!r->ryw) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (router_data_dir(r, err, errlen) || router_pools(r, NULL, err, errlen)) {
+		router_close(r);
+		return -1;
+	}
+	r->started_ms = now_ms(r);
+	return 0;
+}
+
+void router_close(struct router *r)
+{
+	for (uint32_t i = 0; i < SMAP_MAX_SHARDS; i++) {
+		hc_pool_free(r->pools[i]);
+		r->pools[i] = NULL;
+	}
+	while (r->n_retired)
+		hc_pool_free(r->retired[--r->n_retired]);
+	if (r->lock_fd >= 0)
+		close(r->lock_fd);
+	r->lock_fd = -1;
+	free(r->ryw);
+	r->ryw = NULL;
+}

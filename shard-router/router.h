@@ -1,0 +1,71 @@
+/*
+ * router.h -- wm-router: the partner-facing front of a cluster (DESIGN.md
+ * section 9).  It owns no partner data: each request is sent, signed with
+ * the cluster secret, to the shard route_class.h names, and the shard's
+ * answer is relayed.  See router.c for the rules.
+ */
+#ifndef WM_ROUTER_H
+#define WM_ROUTER_H
+
+#include <stdint.h>
+
+#include "engine/base/config.h"
+#include "net/client.h"
+#include "net/ev.h"
+#include "net/server.h"
+#include "shard-router/cluster_auth.h"
+#include "shard-router/shard_map.h"
+
+#define ROUTER_MAX_RESPONSE (32u << 20) /* bytes of one shard answer relayed */
+#define ROUTER_QUEUE_PER_SHARD 4096u   /* calls waiting for a connection to one shard */
+#define ROUTER_PROBE_MS 1000u          /* how often the home is asked whether it answers */
+#define ROUTER_READY_WINDOW_MS 3000u   /* /readyz: the home answered within this */
+#define ROUTER_MAX_RETIRED SMAP_MAX_SHARDS /* pools replaced by a map reload, freed at the next tick */
+#define ROUTER_RYW_SLOTS 4096u         /* callers whose last write positions are remembered (power of two) */
+
+/* Read-your-writes (engine/edge/park.h): the LSN each shard reported for
+ * the newest write of the callers hashed to this slot.  Two callers in one
+ * slot only make each other wait a little more, never less. */
+struct router_ryw {
+	uint64_t lsn[SMAP_MAX_SHARDS];
+};
+
+struct router_stats {
+	uint64_t forwarded, relayed, failed, timeouts, refused_full, misdirected, map_reloads;
+	uint64_t by_kind[8];               /* requests per enum rc_kind */
+};
+
+struct router {
+	struct config cfg;
+	struct shard_map map;
+	struct cluster_key key;
+	struct ev_loop *loop;
+	struct srv *srv;
+	struct hc_pool *pools[SMAP_MAX_SHARDS]; /* one per shard of the map, by id */
+	struct hc_pool *retired[ROUTER_MAX_RETIRED];
+	struct router_ryw *ryw;            /* ROUTER_RYW_SLOTS, by hash of the caller's Authorization */
+	uint32_t n_retired;
+	struct router_stats st;
+	uint64_t home_seen_ms;             /* last answer from the catalogue home (probe or relay) */
+	int probe_busy;
+	uint64_t next_probe_ms;
+	int lock_fd;                       /* flock on <data-dir>/LOCK */
+	uint64_t started_ms;
+};
+
+/* Load the map and the secret, open the data directory and the shard
+ * pools; the server is created by the caller (router_handle is its
+ * handler).  0, or -1 with the reason in err. */
+int router_open(struct router *r, const struct config *cfg, struct ev_loop *loop, char *err, size_t errlen);
+/* Re-read the map file: 0 (in force now), -1 (kept the old one; err says
+ * why).  Pools of shards whose address changed are replaced. */
+int router_reload_map(struct router *r, char *err, size_t errlen);
+/* The server's handler (app = struct router *). */
+void router_handle(void *app, const struct srv_request *rq, struct srv_response *rs);
+/* Periodic work: pool deadlines, the home probe. */
+void router_tick(struct router *r);
+/* Fail every call in flight (their deferred answers complete: call it
+ * before srv_free) and release everything. */
+void router_close(struct router *r);
+
+#endif

@@ -1,0 +1,167 @@
+/*
+ * router_main.c -- bin/wm-router: parse options, open the shard pools,
+ * serve, drain (DESIGN.md section 9; the forwarding rules are router.c's).
+ *
+ * Signals come through a signalfd as in wm-shard: SIGTERM/SIGINT stop
+ * accepting and finish what is in flight (a second one stops at once),
+ * SIGHUP reloads the shard map (a file that does not load leaves the one
+ * in force, with an error line) and the TLS certificate.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "engine/base/config.h"
+#include "engine/base/log.h"
+#include "shard-router/router.h"
+
+#define ROUTER_TICK_MS 50 /* pool deadlines and server time-outs are swept this often */
+
+/* The options wm-router takes (the rest are the engine's). */
+static const char *const router_options[] = {
+	"listen",	    "data-dir",		 "shard-map",	      "cluster-secret-file", "tls-cert",
+	"tls-key",	    "max-conns",	 "max-conns-per-ip",  "header-timeout-ms",   "body-timeout-ms",
+	"idle-timeout-ms",  "max-body-kb",	 "max-header-kb",     "max-headers",	     "log-level",
+	"access-log",	    "forward-timeout-ms", "shard-conns",	      NULL,
+};
+
+static int drain_requested;
+
+struct router_proc {
+	struct router r;
+	struct ev_handle sig_h;
+};
+
+static void on_signal(struct ev_loop *loop, struct ev_handle *h, uint32_t events)
+{
+	(void)events;
+	struct router *r = h->arg;
+	struct signalfd_siginfo si;
+	ssize_t n = read(h->fd, &si, sizeof(si));
+	(void)n;
+	if (si.ssi_signo == SIGHUP) {
+		char err[512] = "";
+		if (router_reload_map(r, err, sizeof(err)))
+			log_error("msg=\"shard map reload refused; the previous map stays\" version=%llu error=\"%s\"",
+				  (unsigned long long)r->map.version, err);
+		int rc = srv_tls_reload(r->srv, err, sizeof(err));
+		if (rc < 0)
+			log_error("msg=\"TLS reload refused; the previous certificate stays\" error=\"%s\"", err);
+		return;
+	}
+	if (drain_requested) {
+		log_warn("msg=\"second signal: stopping now\"");
+		ev_stop(loop);
+		return;
+	}
+	drain_requested = 1;
+	log_info("msg=\"draining\" signal=%u", si.ssi_signo);
+	srv_drain(r->srv);
+	if (srv_drained(r->srv))
+		ev_stop(loop);
+}
+
+static void on_tick(struct ev_loop *loop, void *arg)
+{
+	struct router *r = arg;
+	srv_tick(r->srv);
+	router_tick(r);
+	if (drain_requested && srv_drained(r->srv))
+		ev_stop(loop);
+}
+
+static void on_done(void *app, const struct srv_request *rq, const struct srv_response *rs, uint64_t latency_us)
+{
+	struct router *r = app;
+	if (!r->cfg.access_log)
+		return;
+	const struct http_request *h = rq->http;
+	log_info("msg=access request_id=%s peer=%s method=%.*s path=\"%.*s\" route=\"%s\" status=%d bytes=%zu us=%llu",
+		 rq->request_id, rq->peer, h ? (int)h->method_len : 1, h ? h->method_str : "-",
+		 h ? (int)(h->path_len > 200 ? 200 : h->path_len) : 1, h ? h->path : "-", rs->route ? rs->route : "-",
+		 rs->status, rs->body.len, (unsigned long long)latency_us);
+}
+
+int main(int argc, char **argv)
+{
+	static struct router_proc proc;
+	struct router *r = &proc.r;
+	struct config cfg;
+	config_defaults(&cfg);
+	strcpy(cfg.data_dir, "./var/router");
+	config_select(router_options);
+	int pr = config_parse_args(&cfg, argc, argv, stderr);
+	if (pr)
+		return pr > 0 ? 0 : 2;
+	static const char *const lv[] = {"debug", "info", "warn", "error"};
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(cfg.log_level, lv[i]))
+			log_set_level((enum log_level)i);
+
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	char err[1024] = "";
+	struct ev_loop *loop = ev_new();
+	if (router_open(r, &cfg, loop, err, sizeof(err))) {
+		log_error("msg=\"cannot start\" error=\"%s\"", err);
+		fprintf(stderr, "wm-router: %s\n", err);
+		ev_free(loop);
+		return 1;
+	}
+	struct srv_config sc = {.listen = cfg.listen, .tls_cert = cfg.tls_cert, .tls_key = cfg.tls_key,
+				.handler = router_handle, .done = on_done, .app = r};
+	srv_limits_default(&sc.lim);
+	sc.lim.max_conns = (uint32_t)cfg.max_conns;
+	sc.lim.max_conns_per_ip = (uint32_t)cfg.max_conns_per_ip;
+	sc.lim.header_timeout_ms = (uint32_t)cfg.header_timeout_ms;
+	sc.lim.body_timeout_ms = (uint32_t)cfg.body_timeout_ms;
+	sc.lim.idle_timeout_ms = (uint32_t)cfg.idle_timeout_ms;
+	sc.lim.http.max_body = cfg.max_body_kb << 10;
+	sc.lim.http.max_header_bytes = (uint32_t)(cfg.max_header_kb << 10);
+	sc.lim.http.max_headers = (uint32_t)cfg.max_headers;
+	r->srv = srv_new(loop, &sc, err, sizeof(err));
+	if (!r->srv) {
+		log_error("msg=\"cannot listen\" error=\"%s\"", err);
+		fprintf(stderr, "wm-router: %s\n", err);
+		router_close(r);
+		ev_free(loop);
+		return 1;
+	}
+	int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	proc.sig_h = (struct ev_handle){.fd = sfd, .fn = on_signal, .arg = r};
+	ev_add(loop, &proc.sig_h, EPOLLIN);
+	ev_set_tick(loop, ROUTER_TICK_MS, on_tick, r);
+	router_tick(r); /* first probe of the home now */
+
+	char host[128];
+	snprintf(host, sizeof(host), "%s", cfg.listen);
+	char *colon = strrchr(host, ':');
+	if (colon)
+		*colon = 0;
+	const char *scheme = srv_is_tls(r->srv) ? "https" : "http";
+	log_info("msg=\"listening\" url=%s://%s:%d shard_map=%s version=%llu shards=%u", scheme, host, srv_port(r->srv),
+		 cfg.shard_map, (unsigned long long)r->map.version, r->map.n);
+	if (!srv_is_tls(r->srv) && !srv_is_loopback(r->srv))
+		log_warn("msg=\"plain HTTP on a non-loopback address: API keys cross the network in clear; "
+			 "use --tls-cert/--tls-key\" listen=%s", cfg.listen);
+	printf("wm-router listening on %s://%s:%d (%u shards, map version %llu)\n", scheme, host, srv_port(r->srv),
+	       r->map.n, (unsigned long long)r->map.version);
+	fflush(stdout);
+
+	int rc = ev_run(loop);
+	router_close(r); /* in-flight calls fail; their deferred answers complete */
+	srv_free(r->srv);
+	close(sfd);
+	ev_free(loop);
+	log_info("msg=\"stopped\"");
+	return rc ? 1 : 0;
+}

@@ -1,0 +1,310 @@
+/*
+ * test_router.c -- wm-router in front of three shards (DESIGN.md section 9):
+ * requests reach the shard route_class.c names (seen in the router's own
+ * per-shard counters), answers are relayed in request order on a pipelined
+ * connection, a client's internal-looking headers are not forwarded, a shard
+ * that is down is a 503 and a home that is down makes /readyz false, a 421
+ * from a shard with a newer map makes the router reload and resend, and a
+ * broken map on SIGHUP leaves the one in force.
+ */
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/harness.h"
+#include "tests/wm_test.h"
+
+#define N_SHARDS 3
+
+struct cluster {
+	struct wm_proc shard[N_SHARDS];
+	struct wm_proc router;
+	int ports[N_SHARDS];
+	char map[400], secret[400];
+};
+
+/* A port free on 127.0.0.1 right now. */
+static int free_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	socklen_t l = sizeof(a);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &l), 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* The map: shard 0 every priced country but LU, FR and DE, shard 1 LU and
+ * FR (FR on shard 2 instead when fr_on_2), shard 2 DE. */
+static void write_map(const struct cluster *c, int version, int fr_on_2)
+{
+	FILE *f = fopen(c->map, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "version %d\n", version);
+	fprintf(f, "shard 0 127.0.0.1:%d AT BE BG CH CY CZ DK EE ES FI GB GR HR HU IE IT LT LV MT NL NO PL PT RO "
+		   "SE SI SK\n", c->ports[0]);
+	fprintf(f, "shard 1 127.0.0.1:%d LU%s\n", c->ports[1], fr_on_2 ? "" : " FR");
+	fprintf(f, "shard 2 127.0.0.1:%d DE%s\n", c->ports[2], fr_on_2 ? " FR" : "");
+	fclose(f);
+}
+
+static void start_shard(struct cluster *c, int i)
+{
+	char id[4], listen[32];
+	snprintf(id, sizeof(id), "%d", i);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", c->ports[i]);
+	const char *args[] = {"--listen", listen, "--shard-map", c->map, "--shard-id", id,
+			      "--cluster-secret-file", c->secret, NULL};
+	cr_assert_eq(wm_start(&c->shard[i], args, NULL), 0, "shard %d did not start (logs in %s)", i, c->shard[i].dir);
+}
+
+static void cluster_up(struct cluster *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (int i = 0; i < N_SHARDS; i++) {
+		wm_proc_init(&c->shard[i]);
+		c->ports[i] = free_port();
+	}
+	wm_proc_init(&c->router);
+	c->router.program = "wm-router";
+	snprintf(c->map, sizeof(c->map), "%s/map.conf", c->router.dir);
+	snprintf(c->secret, sizeof(c->secret), "%s/secret", c->router.dir);
+	FILE *f = fopen(c->secret, "w");
+	cr_assert_not_null(f);
+	fputs("router-test-secret-0123456789abcdefghijklmnop\n", f);
+	fclose(f);
+	cr_assert_eq(chmod(c->secret, 0600), 0);
+	write_map(c, 1, 0);
+	for (int i = 0; i < N_SHARDS; i++)
+		start_shard(c, i);
+	const char *args[] = {"--shard-map", c->map, "--cluster-secret-file", c->secret, NULL};
+	cr_assert_eq(wm_start(&c->router, args, NULL), 0, "router did not start (logs in %s)", c->router.dir);
+}
+
+static void cluster_down(struct cluster *c)
+{
+	wm_proc_cleanup(&c->router);
+	for (int i = 0; i < N_SHARDS; i++)
+		wm_proc_cleanup(&c->shard[i]);
+}
+
+/* A number after `name` in the router's /metrics (-1 when absent). */
+static long router_metric(const struct cluster *c, const char *name)
+{
+	struct http_resp r;
+	cr_assert_eq(http_do(c->router.port, "GET", "/metrics", NULL, NULL, &r), 0);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	const char *at = strstr(r.body, name);
+	long v = at ? strtol(at + strlen(name), NULL, 10) : -1;
+	http_resp_free(&r);
+	return v;
+}
+
+static int status_of(int port, const char *method, const char *path, const char *body)
+{
+	struct http_resp r;
+	cr_assert_eq(http_do(port, method, path, NULL, body, &r), 0);
+	int s = r.status;
+	http_resp_free(&r);
+	return s;
+}
+
+#define SHARD_CALLS(i) "wm_router_shard_calls_total{shard=\"" #i "\"} "
+
+WM_TEST(router, sends_each_request_to_its_owner, .timeout = 60)
+{
+	struct cluster c;
+	cluster_up(&c);
+	struct http_resp r;
+	/* the catalogue: the home answers, with its rate-limit headers */
+	cr_assert_eq(http_do(c.router.port, "GET", "/v1/partners?page_size=1", NULL, NULL, &r), 0);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	char v[64];
+	cr_assert_gt(http_header(&r, "RateLimit", v, sizeof(v)), 0);
+	/* one X-Request-Id (the router's), no internal header */
+	const char *first = strcasestr(r.head, "X-Request-Id:");
+	cr_assert_not_null(first);
+	cr_assert_null(strcasestr(first + 1, "X-Request-Id:"));
+	cr_assert_null(strcasestr(r.head, "X-WM-"));
+	http_resp_free(&r);
+	long s0 = router_metric(&c, SHARD_CALLS(0)), s1 = router_metric(&c, SHARD_CALLS(1)),
+	     s2 = router_metric(&c, SHARD_CALLS(2));
+	/* an order of DE goes to shard 2, one of FR to shard 1 */
+	status_of(c.router.port, "GET", "/v1/orders/ord_DE_01HZZZZZZZ0000ABCDEF", NULL);
+	cr_assert_eq(router_metric(&c, SHARD_CALLS(2)), s2 + 1);
+	status_of(c.router.port, "POST", "/v1/orders/ord_FR_01HZZZZZZZ0000ABCDEF/cancel", "{}");
+	cr_assert_eq(router_metric(&c, SHARD_CALLS(1)), s1 + 1);
+	/* a quote by its destination */
+	status_of(c.router.port, "POST", "/v1/orders/quote-calculate", "{\"destination_country\":\"FR\",\"lines\":[]}");
+	cr_assert_eq(router_metric(&c, SHARD_CALLS(1)), s1 + 2);
+	/* a location by its address's country */
+	status_of(c.router.port, "POST", "/v1/stock-locations", "{\"address\":{\"country\":\"DE\"}}");
+	cr_assert_eq(router_metric(&c, SHARD_CALLS(2)), s2 + 2);
+	/* a hold release: every shard is asked */
+	long h0 = router_metric(&c, SHARD_CALLS(0));
+	status_of(c.router.port, "POST", "/v1/holds/no-such-hold/release", "{}");
+	cr_assert_eq(router_metric(&c, SHARD_CALLS(0)), h0 + 2); /* + the /metrics just read */
+	cr_assert_eq(router_metric(&c, SHARD_CALLS(1)), s1 + 3);
+	cr_assert_eq(router_metric(&c, SHARD_CALLS(2)), s2 + 3);
+	cr_assert_gt(router_metric(&c, SHARD_CALLS(0)), s0);
+	/* the router's own routes */
+	cr_assert_eq(http_do(c.router.port, "GET", "/healthz", NULL, NULL, &r), 0);
+	cr_assert_eq(r.status, 200);
+	cr_assert(strstr(r.body, "wm-router"), "%s", r.body);
+	http_resp_free(&r);
+	/* /metrics needs the operator key (the home checks it) */
+	cr_assert_eq(http_do(c.router.port, "GET", "/metrics", "Authorization: none\r\n", NULL, &r), 0);
+	cr_assert_eq(r.status, 401);
+	cr_assert_null(strstr(r.body, "wm_router_"));
+	http_resp_free(&r);
+	cluster_down(&c);
+}
+
+WM_TEST(router, pipelined_answers_keep_their_order, .timeout = 60)
+{
+	struct cluster c;
+	cluster_up(&c);
+	int fd = tcp_connect(c.router.port);
+	cr_assert_geq(fd, 0);
+	/* forwarded, local, forwarded: the local answer must wait its turn */
+	char req[1024];
+	int n = snprintf(req, sizeof(req),
+			 "GET /v1/openapi.json HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n"
+			 "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+			 "GET /v1/wines?page_size=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+			 "X-WM-Signature: t=1,v1=00\r\nConnection: close\r\n\r\n",
+			 WM_TEST_KEY, WM_TEST_KEY);
+	cr_assert_eq(write(fd, req, (size_t)n), n);
+	/* read the three answers (the last closes) as one stream */
+	static char all[1 << 20];
+	size_t len = 0;
+	ssize_t k;
+	while (len < sizeof(all) - 1 && (k = read(fd, all + len, sizeof(all) - 1 - len)) > 0)
+		len += (size_t)k;
+	all[len] = 0;
+	close(fd);
+	const char *a = strstr(all, "\"openapi\""), *b = strstr(all, "\"process\":\"wm-router\""),
+		   *d = b ? strstr(b, "{\"data\":[") : NULL;
+	cr_assert(a && b && d, "missing an answer: %s", all);
+	cr_assert(a < b && b < d, "answers out of order: %s", all);
+	/* three 200s: the client's own X-WM-Signature was dropped, the router's used */
+	int oks = 0;
+	for (const char *p = all; (p = strstr(p, "HTTP/1.1 200 OK")); p++)
+		oks++;
+	cr_assert_eq(oks, 3, "%s", all);
+	cluster_down(&c);
+}
+
+WM_TEST(router, shard_down_is_503_and_home_down_is_not_ready, .timeout = 60)
+{
+	struct cluster c;
+	cluster_up(&c);
+	struct http_resp r;
+	for (int i = 0; i < 100 && status_of(c.router.port, "GET", "/readyz", NULL) != 200; i++)
+		usleep(50 * 1000);
+	cr_assert_eq(status_of(c.router.port, "GET", "/readyz", NULL), 200);
+	wm_kill9(&c.shard[2]);
+	cr_assert_eq(http_do(c.router.port, "GET", "/v1/orders/ord_DE_01HZZZZZZZ0000ABCDEF", NULL, NULL, &r), 0);
+	cr_assert_eq(r.status, 503, "%s", r.body);
+	cr_assert(strstr(r.body, "shard_unavailable"), "%s", r.body);
+	char v[16];
+	cr_assert_gt(http_header(&r, "Retry-After", v, sizeof(v)), 0);
+	http_resp_free(&r);
+	/* the home down: not ready within the window, ready again after */
+	wm_kill9(&c.shard[0]);
+	int st = 200;
+	for (int i = 0; i < 100 && (st = status_of(c.router.port, "GET", "/readyz", NULL)) == 200; i++)
+		usleep(100 * 1000);
+	cr_assert_eq(st, 503);
+	start_shard(&c, 0);
+	for (int i = 0; i < 100 && (st = status_of(c.router.port, "GET", "/readyz", NULL)) != 200; i++)
+		usleep(100 * 1000);
+	cr_assert_eq(st, 200);
+	cluster_down(&c);
+}
+
+WM_TEST(router, misdirected_reloads_the_map_and_resends, .timeout = 60)
+{
+	struct cluster c;
+	cluster_up(&c);
+	/* FR moves to shard 2: the shards learn it, the router not yet */
+	write_map(&c, 2, 1);
+	for (int i = 0; i < N_SHARDS; i++)
+		cr_assert_eq(kill(c.shard[i].pid, SIGHUP), 0);
+	usleep(300 * 1000);
+	long s2 = router_metric(&c, SHARD_CALLS(2));
+	struct http_resp r;
+	cr_assert_eq(http_do(c.router.port, "GET", "/v1/orders/ord_FR_01HZZZZZZZ0000ABCDEF", NULL, NULL, &r), 0);
+	cr_assert_neq(r.status, 421, "the router relayed the 421: %s", r.body);
+	http_resp_free(&r);
+	cr_assert_eq(router_metric(&c, "wm_router_misdirected_total "), 1);
+	cr_assert_eq(router_metric(&c, "wm_router_map_version "), 2);
+	cr_assert_eq(router_metric(&c, SHARD_CALLS(2)), s2 + 1);
+	/* a broken map on SIGHUP: the one in force stays */
+	FILE *f = fopen(c.map, "a");
+	fputs("shard x nonsense\n", f);
+	fclose(f);
+	cr_assert_eq(kill(c.router.pid, SIGHUP), 0);
+	usleep(300 * 1000);
+	cr_assert_eq(router_metric(&c, "wm_router_map_version "), 2);
+	cr_assert_eq(status_of(c.router.port, "GET", "/healthz", NULL), 200);
+	cluster_down(&c);
+}
+
+WM_TEST(router, refuses_to_start_without_a_map, .timeout = 30)
+{
+	struct wm_proc p;
+	wm_proc_init(&p);
+	p.program = "wm-router";
+	char msg[2048];
+	cr_assert_neq(wm_start_expect_fail(&p, NULL, msg, sizeof(msg)), 0);
+	cr_assert(strstr(msg, "needs --shard-map FILE and --cluster-secret-file FILE"), "%s", msg);
+	/* an engine option is not the router's */
+	const char *args[] = {"--wal-mode", "none", NULL};
+	cr_assert_neq(wm_start_expect_fail(&p, args, msg, sizeof(msg)), 0);
+	cr_assert(strstr(msg, "unknown option --wal-mode"), "%s", msg);
+	wm_proc_cleanup(&p);
+}
+
+/* Run wm-ctl with args; its stdout into out; the exit status. */
+static int run_ctl(const char *args, char *out, size_t n)
+{
+	char cmd[2048];
+	const char *d = getenv("WM_BIN_DIR");
+	snprintf(cmd, sizeof(cmd), "%s/wm-ctl %s 2>&1", d ? d : "build/san/bin", args);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	size_t len = fread(out, 1, n - 1, p);
+	out[len] = 0;
+	int st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+WM_TEST(router, ctl_cluster_status_shows_every_process, .timeout = 60)
+{
+	struct cluster c;
+	cluster_up(&c);
+	char args[1200], out[8192];
+	snprintf(args, sizeof(args), "cluster status --shard-map %s --cluster-secret-file %s --router 127.0.0.1:%d", c.map,
+		 c.secret, c.router.port);
+	cr_assert_eq(run_ctl(args, out, sizeof(out)), 0, "%s", out);
+	for (int i = 0; i < N_SHARDS; i++) {
+		char want[64];
+		snprintf(want, sizeof(want), "\"shard_id\":%d,\"map_version\":1", i);
+		cr_assert(strstr(out, want), "no line for shard %d: %s", i, out);
+	}
+	cr_assert(strstr(out, "\"process\":\"wm-router\""), "%s", out);
+	/* a shard down: named, and the exit status says so */
+	wm_kill9(&c.shard[1]);
+	cr_assert_eq(run_ctl(args, out, sizeof(out)), 1, "%s", out);
+	cr_assert(strstr(out, "cannot connect"), "%s", out);
+	cr_assert(strstr(out, "1 process(es) did not answer"), "%s", out);
+	cluster_down(&c);
+}

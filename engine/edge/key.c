@@ -660,27 +660,6 @@ static const struct api_key *operator_key(struct shard *sh)
 	return NULL;
 }
 
-/*
- * Cluster mode: every shard stores WM_BOOTSTRAP_KEY (an operator can reach
- * each shard's /metrics before replication runs), and the catalogue home
- * replicates its copy to the others (engine/replication/).  Two rows with
- * one digest but different ids would collide in by_digest when the home's
- * copy arrives, so the bootstrap key's id is derived from its digest:
- * "key_" + ten zeros (time 0: the id clock never moves for it) + ten
- * Crockford base32 digits of the digest.  The home's row then replaces the
- * local one.
- */
-static void bootstrap_key_id(const uint8_t digest[32], char out[ID_MAX_LEN])
-{
-	static const char b32[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-	char body[ID_BODY_LEN + 1];
-	memset(body, '0', 10);
-	for (int i = 0; i < 10; i++)
-		body[10 + i] = b32[digest[i] & 31];
-	body[ID_BODY_LEN] = 0;
-	snprintf(out, ID_MAX_LEN, "key_%s", body);
-}
-
 static int store_operator_key(struct shard *sh, const char *tok, size_t len, const char *name,
 			      const char *prefix)
 {
@@ -696,10 +675,7 @@ static int store_operator_key(struct shard *sh, const char *tok, size_t len, con
 	snprintf(k.prefix, sizeof(k.prefix), "%s", prefix);
 	fmt_rfc3339_ms(k.created_at, wall_ms());
 	char id[ID_MAX_LEN];
-	if (sh->cfg.shard_map[0] && !strcmp(prefix, "bootstrap"))
-		bootstrap_key_id(k.digest, id);
-	else
-		id_new(&sh->ids, "key", id);
+	id_new(&sh->ids, "key", id);
 	return key_store(sh, &k, id, "key.created") ? 0 : -1;
 }
 

@@ -408,6 +408,8 @@ WM_TEST(replication, publisher_down_while_a_subscriber_restarts_it_still_quotes,
 			usleep(10000);
 	}
 	cr_assert_eq(up, 0, "the home is reported down");
+	usleep(20000);
+	cr_assert_gt(metric(&c, 2, "wm_repl_lag_seconds{publisher=\"0\"}"), 0, "lag grows while the home is down");
 	cr_assert_eq(metric(&c, 2, "wm_repl_publisher_up{publisher=\"1\"}"), 1);
 	/* the home returns: streaming resumes without a resync */
 	cr_assert_eq(wm_cluster_start(&c, 0), 0);

@@ -17,6 +17,7 @@
 #include "engine/base/log.h"
 #include "engine/ops.h"
 #include "engine/pricing/refdata.h"
+#include "engine/replication/repl.h"
 
 /* "storage": "ok"; "low" when the WAL's spare segment cannot be made
  * (disk full) but the current segment still takes writes; "full" while
@@ -120,6 +121,7 @@ static void metrics(struct api_ctx *c)
 		   (unsigned long long)ss.parse_errors);
 	audit_metrics(sh, o);
 	refdata_metrics(o);
+	repl_metrics(sh, o);
 	for (int i = 0; i < REC_T_COUNT_; i++)
 		if (sh->tables[i].ops)
 			buf_printf(o, "wm_table_rows{table=\"%s\"} %zu\n", sh->tables[i].ops->name,
@@ -181,6 +183,7 @@ static void cluster_status(struct api_ctx *c)
 	jw_kint(&c->w, "durable_lsn", (int64_t)wal_durable_lsn(sh->wal));
 	jw_kbool(&c->w, "ready", sh->ready);
 	jw_kint(&c->w, "in_doubt", 0); /* cross-shard transactions: the next issue */
+	repl_status(sh, &c->w); /* "publisher" and "replication" (per publisher: applied_lsn, lag) */
 	jw_obj_end(&c->w);
 }
 

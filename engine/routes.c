@@ -22,6 +22,10 @@
 #include "engine/stock/inventory.h"
 #include "engine/stock/location.h"
 #include "engine/ops.h"
+#include "engine/replication/repl.h"
+
+/* GET /internal/replication/{wal,snapshot} (engine/replication/repl_pub.c) */
+extern const struct route repl_internal_routes[];
 #include "engine/catalogue/partner.h"
 #include "engine/orders/payment.h"
 #include "engine/catalogue/producer.h"
@@ -92,6 +96,7 @@ const struct route *api_route_table(void)
 /* The /internal/ routes (cluster mode): never in api/openapi.json. */
 static const struct route *const internal_groups[] = {
 	ops_internal_routes,
+	repl_internal_routes,
 	NULL,
 };
 

@@ -34,6 +34,7 @@
 #include "engine/pricing/refdata.h"
 #include "engine/catalogue/media.h"
 #include "engine/storage/shard.h"
+#include "engine/replication/repl.h"
 #include "shard-router/cluster_auth.h"
 #include "shard-router/shard_map.h"
 
@@ -176,6 +177,7 @@ static void on_tick(struct ev_loop *loop, void *arg)
 	shard_snapshot_poll(sh);
 	shard_space_poll(sh);
 	idem_prune(sh);
+	repl_tick(sh);
 	uint64_t now = ev_now_ms(loop);
 	if (sh->cfg.snapshot_interval_s && now >= sh->snap_next_due_ms) {
 		sh->snap_next_due_ms = now + sh->cfg.snapshot_interval_s * 1000;
@@ -228,7 +230,15 @@ int main(int argc, char **argv)
 		refdata_set_current(NULL);
 		return 1;
 	}
-	if (shard_open(&sh, &cfg, err, sizeof(err))) {
+	/* cluster mode: every shard publishes (engine/replication/); the hook
+	 * goes in before recovery so the replayed WAL tail is buffered too */
+	struct repl_pub *pub = NULL;
+	if (cfg.shard_map[0] && !(pub = repl_pub_new((uint32_t)cfg.shard_id, err, sizeof(err)))) {
+		fprintf(stderr, "wm-shard: %s\n", err);
+		return 1;
+	}
+	if (shard_open_logged(&sh, &cfg, pub ? repl_pub_logged : NULL, pub, err, sizeof(err)) ||
+	    repl_pub_opened(&sh, err, sizeof(err))) {
 		log_error("msg=\"cannot start\" error=\"%s\"", err);
 		fprintf(stderr, "wm-shard: %s\n", err);
 		return 1;
@@ -293,6 +303,15 @@ int main(int argc, char **argv)
 		sh.smap = &smap;
 		sh.ckey = &ckey;
 		shard_map_log(&cfg, &smap, "shard map loaded");
+		if (repl_sub_start(&sh, &smap, &ckey, err, sizeof(err))) {
+			log_error("msg=\"cannot start replication\" error=\"%s\"", err);
+			fprintf(stderr, "wm-shard: %s\n", err);
+			repl_close(&sh);
+			srv_free(sh.srv);
+			shard_close(&sh);
+			ev_free(sh.loop);
+			return 1;
+		}
 	}
 
 	char host[128];
@@ -311,6 +330,7 @@ int main(int argc, char **argv)
 
 	int rc = ev_run(sh.loop);
 	srv_free(sh.srv);
+	repl_close(&sh);
 	close(sfd);
 	audit_flush(&sh);
 	wal_flush(sh.wal);

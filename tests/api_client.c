@@ -20,13 +20,20 @@ void tc_start(struct wm_proc *p)
 	cr_assert_eq(wm_start(p, NULL, NULL), 0, "wm-shard did not start (logs in %s)", p->dir);
 }
 
+static tc_signer_fn signer;
+
+void tc_set_signer(tc_signer_fn fn) { signer = fn; }
+
 json_t *tc_call(int port, const char *method, const char *path, const char *key, const char *body, int *st)
 {
-	char h[256] = "";
+	char h[512] = "";
+	size_t hl = 0;
 	if (key)
-		snprintf(h, sizeof(h), "Authorization: Bearer %s\r\n", key);
+		hl = (size_t)snprintf(h, sizeof(h), "Authorization: Bearer %s\r\n", key);
+	if (signer)
+		signer(method, path, body, h + hl, sizeof(h) - hl);
 	struct http_resp r;
-	cr_assert_eq(http_do(port, method, path, key ? h : NULL, body, &r), 0, "%s %s: no response", method, path);
+	cr_assert_eq(http_do(port, method, path, h[0] ? h : NULL, body, &r), 0, "%s %s: no response", method, path);
 	*st = r.status;
 	json_error_t e;
 	json_t *j = json_loadb(r.body, r.body_len, 0, &e);

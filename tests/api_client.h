@@ -10,6 +10,12 @@
 
 #include "tests/harness.h"
 
+/* Cluster tests: a function writing extra header lines for a request
+ * (method, path, body) -- the cluster signature -- added to every tc_call
+ * from then on in this test process; NULL (the default) adds none. */
+typedef void (*tc_signer_fn)(const char *method, const char *path, const char *body, char *out, size_t n);
+void tc_set_signer(tc_signer_fn fn);
+
 /* Start a fresh wm-shard on a temporary data dir (fails the test if it
  * does not start). */
 void tc_start(struct wm_proc *p);

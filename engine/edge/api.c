@@ -339,7 +339,12 @@ void api_done(void *app, const struct srv_request *rq, const struct srv_response
 {
 	struct shard *sh = app;
 	metrics_record(&sh->metrics, rs->route, rs->status, latency_us);
-	if (sh->cfg.access_log) {
+	/* replication polls (engine/replication/: every shard asks every other
+	 * one up to every 50 ms when idle) are counted in /metrics but not
+	 * logged line by line when they succeed */
+	static const char repl_prefix[] = "/internal/replication/";
+	int repl_poll = rs->status == 200 && rs->route && !strncmp(rs->route, repl_prefix, sizeof(repl_prefix) - 1);
+	if (sh->cfg.access_log && !repl_poll) {
 		const struct http_request *h = rq->http;
 		log_info("msg=access request_id=%s peer=%s method=%.*s path=\"%.*s\" route=\"%s\" status=%d "
 			 "bytes=%zu us=%llu lsn=%llu",

@@ -317,27 +317,45 @@ const struct hold *hold_get(struct shard *sh, const char *id, size_t len)
 
 /* Rewrite the offer's qty_available to the sum of its sellable levels'
  * atp, with level nv's new values standing in for its stored ones. */
-static int stage_offer_qty(struct shard *sh, const struct lvl_vals *nv)
+/* The ATP of every sellable level of offer_id in this shard's table (its
+ * own levels and, in a cluster, the replicas of other shards' levels),
+ * skipping level skip (NULL: none), capped at OFFER_QTY_MAX. */
+static int64_t offer_levels_atp(struct shard *sh, const char *offer_id, const char *skip, int64_t sum)
 {
-	const struct offer *o = offer_get(sh, nv->offer_id, strlen(nv->offer_id));
-	if (!o)
-		return 0; /* levels outlive nothing: offers are never deleted; unit tests run without one */
-	int64_t sum = nv->condition == IC_SELLABLE ? vals_atp(nv) : 0;
 	uint8_t k[IDX_MAX_KEY];
-	uint32_t pl = key_join(k, nv->offer_id, NULL, "", 0), kl;
+	uint32_t pl = key_join(k, offer_id, NULL, "", 0), kl;
 	struct oidx_iter it;
 	const struct oidx *x = &ext(&sh->tables[REC_T_INVENTORY])->by_offer;
+	size_t sl = skip ? strlen(skip) : 0;
 	for (int ok = oidx_seek_ge(x, k, pl, &it); ok; ok = oidx_next(&it)) {
 		const uint8_t *key = oidx_iter_key(&it, &kl);
 		if (kl < pl || memcmp(key, k, pl))
 			break;
 		const struct inv_level *l = oidx_iter_val(&it);
-		if (l->condition == IC_SELLABLE && !(l->row.id_len == strlen(nv->id) && !memcmp(l->row.id, nv->id, l->row.id_len)))
+		if (l->condition == IC_SELLABLE && !(skip && l->row.id_len == sl && !memcmp(l->row.id, skip, sl)))
 			sum += inv_atp(l);
 	}
-	if (sum > OFFER_QTY_MAX)
-		sum = OFFER_QTY_MAX;
+	return sum > OFFER_QTY_MAX ? OFFER_QTY_MAX : sum;
+}
+
+static int stage_offer_qty(struct shard *sh, const struct lvl_vals *nv)
+{
+	const struct offer *o = offer_get(sh, nv->offer_id, strlen(nv->offer_id));
+	if (!o)
+		return 0; /* levels outlive nothing: offers are never deleted; unit tests run without one */
+	int64_t sum = offer_levels_atp(sh, nv->offer_id, nv->id, nv->condition == IC_SELLABLE ? vals_atp(nv) : 0);
 	return sum == o->qty ? 0 : offer_stage_qty(sh, o, sum);
+}
+
+int inv_restage_offer_qty(struct shard *sh, const char *offer_id)
+{
+	const struct offer *o = offer_get(sh, offer_id, strlen(offer_id));
+	if (!o)
+		return 0;
+	int64_t sum = offer_levels_atp(sh, offer_id, NULL, 0);
+	if (sum == o->qty)
+		return 0;
+	return offer_stage_qty(sh, o, sum) ? -1 : 1;
 }
 
 int inv_location_next_offer(struct shard *sh, const char *location_id, const char *after, char *out)

@@ -62,6 +62,15 @@ struct inv_loc_set {
 unsigned inv_offer_sellable_at(struct shard *sh, const char *offer_id, const struct inv_loc_set *at,
 			       const struct inv_level **out, unsigned max, int64_t *atp_sum);
 
+/*
+ * Cluster (engine/replication/): the catalogue home applied levels another
+ * shard wrote; the offer's qty_available (the sum of its sellable levels'
+ * ATP, which the home holds replicas of) is recomputed and, when it
+ * changed, staged in the open transaction (the home then publishes it).
+ * 1 staged, 0 unchanged or no such offer, -1 too large.
+ */
+int inv_restage_offer_qty(struct shard *sh, const char *offer_id);
+
 /* The least offer id strictly after `after` ("" = from the first) that has
  * a level (any condition) at the location: copied into out (ID_MAX_LEN
  * bytes), 1; or 0 when none.  Walks by_location (location NUL offer NUL id):

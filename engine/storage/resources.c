@@ -5,6 +5,7 @@
 #include "engine/storage/resources.h"
 
 const struct table_ops *const resource_tables[] = {
+	&repl_pos_table_ops, /* REC_T_META: replication positions */
 	&partner_table_ops,
 	&event_table_ops,
 	&key_table_ops,

@@ -102,6 +102,8 @@ static int wal_replay_apply(void *ctx, uint64_t lsn, const void *payload, size_t
 			  (unsigned long long)lsn, why);
 		return -1;
 	}
+	if (sh->logged)
+		sh->logged(sh, lsn, payload, len);
 	return 0;
 }
 
@@ -111,10 +113,22 @@ static void log_temp_removed(void *ctx, const char *path)
 	log_warn("msg=\"half-written snapshot removed\" file=%s", path);
 }
 
+static int shard_load_as(struct shard *sh, const struct config *cfg, const char *snap_path, uint64_t upto_lsn,
+			 shard_logged_fn logged, struct repl_pub *pub, char *err, size_t errlen);
+
 int shard_load(struct shard *sh, const struct config *cfg, const char *snap_path, uint64_t upto_lsn,
 	       char *err, size_t errlen)
 {
+	return shard_load_as(sh, cfg, snap_path, upto_lsn, NULL, NULL, err, errlen);
+}
+
+/* shard_load with the replication hook installed before the WAL replay. */
+static int shard_load_as(struct shard *sh, const struct config *cfg, const char *snap_path, uint64_t upto_lsn,
+			 shard_logged_fn logged, struct repl_pub *pub, char *err, size_t errlen)
+{
 	memset(sh, 0, sizeof(*sh));
+	sh->logged = logged;
+	sh->repl_pub = pub;
 	sh->cfg = *cfg;
 	id_clock_init(&sh->ids);
 	buf_init(&sh->txn, TXN_MAX_BYTES + 4096);
@@ -200,7 +214,13 @@ int shard_load(struct shard *sh, const struct config *cfg, const char *snap_path
 
 int shard_open(struct shard *sh, const struct config *cfg, char *err, size_t errlen)
 {
-	if (shard_load(sh, cfg, NULL, 0, err, errlen))
+	return shard_open_logged(sh, cfg, NULL, NULL, err, errlen);
+}
+
+int shard_open_logged(struct shard *sh, const struct config *cfg, shard_logged_fn logged, struct repl_pub *pub,
+		      char *err, size_t errlen)
+{
+	if (shard_load_as(sh, cfg, NULL, 0, logged, pub, err, errlen))
 		return -1;
 	enum wal_mode mode = !strcmp(cfg->wal_mode, "none")	 ? WAL_MODE_NONE
 			     : !strcmp(cfg->wal_mode, "write") ? WAL_MODE_WRITE
@@ -289,9 +309,9 @@ void txn_abort(struct shard *sh)
 }
 
 /* Assign the next LSN, hand the image to the WAL (unless held) and apply it. */
-static uint64_t txn_commit_as(struct shard *sh, int changes_state)
+static uint64_t txn_commit_as(struct shard *sh, int changes_state, size_t max_len)
 {
-	if (sh->txn_open != 1 || sh->txn.len == 0 || sh->txn.overflow || sh->txn.len > TXN_MAX_BYTES) {
+	if (sh->txn_open != 1 || sh->txn.len == 0 || sh->txn.overflow || sh->txn.len > max_len) {
 		txn_abort(sh);
 		return 0;
 	}
@@ -324,6 +344,8 @@ static uint64_t txn_commit_as(struct shard *sh, int changes_state)
 		sh->txn_open = 2; /* held: txn_put may append, txn_release finishes */
 		return lsn;
 	}
+	if (sh->logged)
+		sh->logged(sh, lsn, sh->txn.data, sh->txn.len);
 	txn_abort(sh);
 	return lsn;
 }
@@ -338,6 +360,8 @@ static void held_log(struct shard *sh, uint64_t lsn, size_t len)
 			  (unsigned long long)lsn, len);
 		abort();
 	}
+	if (sh->logged)
+		sh->logged(sh, lsn, sh->txn.data, len);
 }
 
 void txn_flush_held(struct shard *sh)
@@ -350,9 +374,11 @@ void txn_flush_held(struct shard *sh)
 	txn_abort(sh);
 }
 
-uint64_t txn_commit(struct shard *sh) { return txn_commit_as(sh, 1); }
+uint64_t txn_commit(struct shard *sh) { return txn_commit_as(sh, 1, TXN_MAX_BYTES); }
 
-uint64_t txn_commit_quiet(struct shard *sh) { return txn_commit_as(sh, 0); }
+uint64_t txn_commit_quiet(struct shard *sh) { return txn_commit_as(sh, 0, TXN_MAX_BYTES); }
+
+uint64_t txn_commit_replica(struct shard *sh) { return txn_commit_as(sh, 1, TXN_MAX_BYTES + TXN_REPLICA_SLACK); }
 
 void txn_hold(struct shard *sh)
 {

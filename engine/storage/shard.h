@@ -27,6 +27,8 @@
 struct auth_state;
 struct cluster_key;
 struct shard_map;
+struct repl_pub;
+struct repl_sub;
 
 #define TXN_MAX_BYTES (512u << 10) /* one transaction image; WAL frames hold 1 MiB */
 
@@ -78,11 +80,25 @@ struct shard {
 	unsigned snap_stall_s; /* test builds: the snapshot child sleeps this long after opening its file */
 	char wal_dir[600];
 	char snap_dir[600];
+	/* Replication (engine/replication/, cluster mode only; NULL otherwise).
+	 * `logged` is called with every transaction image as it is handed to
+	 * the WAL (live commits, held ones when they are logged) and as WAL
+	 * replay applies it at start-up: the publisher's buffer.  Installed by
+	 * shard_open_logged, before the replay. */
+	void (*logged)(struct shard *sh, uint64_t lsn, const void *img, size_t len);
+	struct repl_pub *repl_pub;
+	struct repl_sub *repl_sub;
 };
 
 /* Open the data directory, recover (snapshot + WAL tail), start the WAL
  * writer.  Returns 0, or -1 with a message in err. */
 int shard_open(struct shard *sh, const struct config *cfg, char *err, size_t errlen);
+/* shard_open with the replication publisher's hook and state (shard.h
+ * `logged`, `repl_pub`) installed before recovery replays the WAL, so the
+ * replayed tail reaches the hook too.  The shard owns neither. */
+typedef void (*shard_logged_fn)(struct shard *sh, uint64_t lsn, const void *img, size_t len);
+int shard_open_logged(struct shard *sh, const struct config *cfg, shard_logged_fn logged, struct repl_pub *pub,
+		      char *err, size_t errlen);
 /* Recovery only, no WAL writer: load the snapshot (snap_path, or the
  * newest valid one if NULL) and replay the WAL up to upto_lsn (0 = all).
  * Used by shard_open and by the operator CLI (restore, counts). */
@@ -112,6 +128,12 @@ uint64_t txn_commit(struct shard *sh);
  * txn_commit, but the shard's state LSN does not move, so later reads are
  * not held for this record's fsync. */
 uint64_t txn_commit_quiet(struct shard *sh);
+/* Commit a transaction applied as a subscriber (engine/replication/):
+ * like txn_commit, but its image may exceed TXN_MAX_BYTES by the position
+ * row it carries (TXN_REPLICA_SLACK), since the publisher's transaction it
+ * copies may itself be TXN_MAX_BYTES long. */
+#define TXN_REPLICA_SLACK 512u
+uint64_t txn_commit_replica(struct shard *sh);
 void txn_abort(struct shard *sh);
 
 /*

@@ -152,6 +152,19 @@ int table_put(struct table *t, const char *id, size_t id_len, const char *doc, s
 	return 0;
 }
 
+int table_check(struct table *t, const char *id, size_t id_len, const char *doc, size_t doc_len, char *why)
+{
+	if (id_len == 0 || id_len > IDX_MAX_KEY) {
+		snprintf(why, 128, "bad id length %zu", id_len);
+		return -1;
+	}
+	struct row *r = row_make(t, id, id_len, doc, doc_len, 0, why);
+	if (!r)
+		return -1;
+	row_free(t, r);
+	return 0;
+}
+
 int table_del(struct table *t, const char *id, size_t id_len, uint64_t lsn)
 {
 	struct row *old = table_get(t, id, id_len);

@@ -82,6 +82,12 @@ struct row *table_find(const struct table *t, const struct hidx *h, const char *
  */
 int table_put(struct table *t, const char *id, size_t id_len, const char *doc, size_t doc_len,
 	      uint64_t lsn, char *why);
+/* Would table_put accept this document?  Parses and decodes it into a
+ * scratch row and frees it; nothing changes.  0, or -1 with why (>= 128
+ * bytes).  The replication subscriber checks every record it received
+ * before it logs any (a logged record that then fails to apply stops the
+ * process, see shard.c). */
+int table_check(struct table *t, const char *id, size_t id_len, const char *doc, size_t doc_len, char *why);
 /* Remove a row (the delete has LSN lsn); 0, or -1 if absent. */
 int table_del(struct table *t, const char *id, size_t id_len, uint64_t lsn);
 

@@ -312,6 +312,7 @@ int main(int argc, char **argv)
 			ev_free(sh.loop);
 			return 1;
 		}
+		sh.repl_applied = repl_applied_lsn; /* read-your-writes (engine/edge/park.c) */
 	}
 
 	char host[128];

@@ -603,18 +603,22 @@ static void fanout_answer(struct fwd *f, struct fwd_call *call, const struct hc_
 
 /* ---- the process's own routes ------------------------------------------ */
 
+/* /healthz and /readyz answer as a shard's do (the contract does not
+ * change with the deployment): the router's storage is its data directory,
+ * which it only reads and locks; its readiness LSN is the home's last one
+ * seen by the probe. */
 static void answer_healthz(struct router *r, struct srv_response *rs)
 {
-	buf_printf(&rs->body, "{\"status\":\"ok\",\"process\":\"wm-router\",\"map_version\":%llu}",
-		   (unsigned long long)r->map.version);
+	(void)r;
+	buf_puts(&rs->body, "{\"status\":\"ok\",\"storage\":\"ok\"}");
 }
 
 static void answer_readyz(struct router *r, struct srv_response *rs)
 {
 	uint64_t now = now_ms(r);
 	if (r->home_seen_ms && now - r->home_seen_ms <= ROUTER_READY_WINDOW_MS) {
-		buf_printf(&rs->body, "{\"status\":\"ready\",\"process\":\"wm-router\",\"map_version\":%llu}",
-			   (unsigned long long)r->map.version);
+		buf_printf(&rs->body, "{\"status\":\"ready\",\"lsn\":%llu,\"storage\":\"ok\"}",
+			   (unsigned long long)r->home_lsn);
 		return;
 	}
 	char d[200];
@@ -780,8 +784,13 @@ static void on_probe(void *arg, const struct hc_response *a, const char *err)
 	(void)err;
 	struct router *r = arg;
 	r->probe_busy = 0;
-	if (a && a->status == 200)
-		r->home_seen_ms = now_ms(r);
+	if (!a || a->status != 200)
+		return;
+	r->home_seen_ms = now_ms(r);
+	/* {"process":"wm-shard","shard_id":0,"map_version":N,"lsn":N,...} */
+	const char *l = memmem(a->body, a->body_len, "\"lsn\":", 6);
+	if (l && (size_t)(l - a->body) + 6 < a->body_len)
+		r->home_lsn = strtoull(l + 6, NULL, 10);
 }
 
 /* Ask the home whether it answers (for /readyz). */

@@ -47,6 +47,7 @@ struct router {
 	uint32_t n_retired;
 	struct router_stats st;
 	uint64_t home_seen_ms;             /* last answer from the catalogue home (probe or relay) */
+	uint64_t home_lsn;                 /* the home's LSN at the last probe (/readyz) */
 	int probe_busy;
 	uint64_t next_probe_ms;
 	int lock_fd;                       /* flock on <data-dir>/LOCK */

@@ -35,8 +35,8 @@
 #include "engine/catalogue/media.h"
 #include "engine/storage/shard.h"
 #include "engine/replication/repl.h"
-#include "shard-router/cluster_auth.h"
-#include "shard-router/shard_map.h"
+#include "engine/cluster/cluster_auth.h"
+#include "engine/cluster/shard_map.h"
 
 static int drain_requested;
 

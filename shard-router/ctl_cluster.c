@@ -27,8 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shard-router/cluster_auth.h"
-#include "shard-router/shard_map.h"
+#include "engine/cluster/cluster_auth.h"
+#include "engine/cluster/shard_map.h"
 
 #define CTL_TIMEOUT_MS 3000      /* per process: connect, send, answer */
 #define CTL_MAX_ANSWER (64u << 10)

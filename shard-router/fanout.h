@@ -39,7 +39,7 @@
 #include <stdint.h>
 
 #include "net/buf.h"
-#include "shard-router/cluster_auth.h"
+#include "engine/cluster/cluster_auth.h"
 
 /* ---- bounds (every one tested at and past its edge) -------------------- */
 #define FANOUT_MAX_SHARDS 64         /* shard ids 0..63, as SMAP_MAX_SHARDS */

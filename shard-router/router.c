@@ -57,8 +57,8 @@
 #include "net/buf.h"
 #include "net/problem.h"
 #include "shard-router/fanout.h"
-#include "shard-router/internal_headers.h"
-#include "shard-router/route_class.h"
+#include "engine/cluster/internal_headers.h"
+#include "engine/cluster/route_class.h"
 
 #define ROUTER_RETRY_AFTER "1"       /* seconds, on 503 shard_unavailable */
 #define ROUTER_MAX_FWD_HEADERS 8192u /* bytes of the client headers forwarded */

@@ -13,8 +13,8 @@
 #include "net/client.h"
 #include "net/ev.h"
 #include "net/server.h"
-#include "shard-router/cluster_auth.h"
-#include "shard-router/shard_map.h"
+#include "engine/cluster/cluster_auth.h"
+#include "engine/cluster/shard_map.h"
 
 #define ROUTER_MAX_RESPONSE (32u << 20) /* bytes of one shard answer relayed */
 #define ROUTER_QUEUE_PER_SHARD 4096u   /* calls waiting for a connection to one shard */

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "shard-router/cluster_auth.h"
+#include "engine/cluster/cluster_auth.h"
 #include "tests/harness.h"
 
 #define WM_CLUSTER_MAX 4

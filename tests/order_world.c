@@ -6,13 +6,23 @@
 #include <stdio.h>
 #include <string.h>
 
-static void location(int port, const char *key, const char *name, char *out)
+/* A postal address in country cc (FR, DE or AT; FR otherwise), as the
+ * members line1, city, postal_code of an address object. */
+static const char *address_in(const char *cc)
+{
+	if (cc && !strcmp(cc, "DE"))
+		return "\"line1\":\"Weinstrasse 1\",\"city\":\"Berlin\",\"postal_code\":\"10115\"";
+	if (cc && !strcmp(cc, "AT"))
+		return "\"line1\":\"Weinplatz 1\",\"city\":\"Wien\",\"postal_code\":\"1010\"";
+	return "\"line1\":\"1 rue du Vin\",\"city\":\"Beaune\",\"postal_code\":\"21200\"";
+}
+
+static void location(int port, const char *key, const char *name, const char *cc, char *out)
 {
 	char body[512];
 	snprintf(body, sizeof(body),
-		 "{\"location_type\":\"BONDED_WAREHOUSE\",\"name\":\"%s\",\"address\":{\"line1\":\"1 rue du Vin\","
-		 "\"city\":\"Beaune\",\"postal_code\":\"21200\",\"country\":\"FR\"}}",
-		 name);
+		 "{\"location_type\":\"BONDED_WAREHOUSE\",\"name\":\"%s\",\"address\":{%s,\"country\":\"%s\"}}", name,
+		 address_in(cc), cc);
 	json_t *j = tc_expect(port, "POST", "/v1/stock-locations", key, body, 201);
 	snprintf(out, 64, "%s", tc_jstr(j, "id"));
 	json_decref(j);
@@ -47,14 +57,24 @@ void ow_start(struct oworld *x, const char *errinj, int est_units, int stk_units
 	memset(x, 0, sizeof(*x));
 	wm_proc_init(&x->p);
 	ow_restart(x, errinj);
-	int port = x->port;
+	ow_build(x, x->port, est_units, stk_units, "FR", "DE");
+}
+
+void ow_build(struct oworld *x, int port, int est_units, int stk_units, const char *stock_cc, const char *dest)
+{
+	x->port = port;
+	snprintf(x->stock_cc, sizeof(x->stock_cc), "%s", stock_cc);
+	snprintf(x->dest, sizeof(x->dest), "%s", dest);
 	tc_partner_live(port, "Estate", "FR", "[\"originator\"]", "\"originator_type\":\"estate\"", x->est);
 	tc_partner_live(port, "Stockist", "FR", "[\"originator\"]", "\"originator_type\":\"stock\"", x->stk);
 	tc_partner_live(port, "Shop", "DE", "[\"seller\"]", NULL, x->sel);
 	tc_key_for(port, x->est, x->kest);
 	tc_key_for(port, x->stk, x->kstk);
 	tc_key_for(port, x->sel, x->ksel);
-	tc_pub_wine_of(port, "Estate Rouge", x->est, "wine", x->w1);
+	char wname[64]; /* one wine (and producer) per world of a cluster */
+	snprintf(wname, sizeof(wname), "Estate Rouge%s%s", strcmp(stock_cc, "FR") ? " " : "",
+		 strcmp(stock_cc, "FR") ? stock_cc : "");
+	tc_pub_wine_of(port, wname, x->est, "wine", x->w1);
 	json_decref(tc_offer(port, x->kest, x->w1,
 			     "\"seller_price\":10.00,\"qty_available\":0,\"incoterm\":\"EXW\",\"status\":\"active\","
 			     "\"network_shareable\":true",
@@ -63,8 +83,8 @@ void ow_start(struct oworld *x, const char *errinj, int est_units, int stk_units
 			     "\"seller_price\":11.00,\"qty_available\":0,\"incoterm\":\"EXW\",\"status\":\"active\","
 			     "\"network_shareable\":true",
 			     201, x->of_stk));
-	location(port, x->kest, "Estate cellar", x->loc_est);
-	location(port, x->kstk, "Stockist warehouse", x->loc_stk);
+	location(port, x->kest, "Estate cellar", x->stock_cc, x->loc_est);
+	location(port, x->kstk, "Stockist warehouse", x->stock_cc, x->loc_stk);
 	level(port, x->kest, x->of_est, x->loc_est, est_units, x->lv_est);
 	level(port, x->kstk, x->of_stk, x->loc_stk, stk_units, x->lv_stk);
 }
@@ -72,10 +92,11 @@ void ow_start(struct oworld *x, const char *errinj, int est_units, int stk_units
 void ow_body(const struct oworld *x, int qty, const char *extra, char *out, size_t size)
 {
 	snprintf(out, size,
-		 "{\"channel\":\"webshop_connect\",\"destination_country\":\"DE\",\"consumer\":{\"name\":\"Erika "
-		 "Mustermann\",\"email\":\"erika@example.de\",\"address\":{\"line1\":\"Weinstrasse 1\",\"city\":\"Berlin\","
-		 "\"postal_code\":\"10115\"}},\"lines\":[{\"sku\":\"%s\",\"qty\":%d,\"box_units\":12}]%s%s}",
-		 x->w1, qty, extra ? "," : "", extra ? extra : "");
+		 "{\"channel\":\"webshop_connect\",\"destination_country\":\"%s\",\"consumer\":{\"name\":\"Erika "
+		 "Mustermann\",\"email\":\"erika@example.de\",\"address\":{%s}},\"lines\":[{\"sku\":\"%s\",\"qty\":%d,"
+		 "\"box_units\":12}]%s%s}",
+		 x->dest[0] ? x->dest : "DE", address_in(x->dest[0] ? x->dest : "DE"), x->w1, qty, extra ? "," : "",
+		 extra ? extra : "");
 }
 
 json_t *ow_order(struct oworld *x, int qty, const char *extra, const char *idem, int *status)
@@ -157,6 +178,6 @@ void ow_source(struct oworld *x, const char *name, const char *price, int units,
 		 price);
 	json_decref(tc_offer(x->port, out->key, x->w1, members, 201, out->offer));
 	snprintf(loc_name, sizeof(loc_name), "%s warehouse", name);
-	location(x->port, out->key, loc_name, out->loc);
+	location(x->port, out->key, loc_name, x->stock_cc[0] ? x->stock_cc : "FR", out->loc);
 	level(x->port, out->key, out->offer, out->loc, units, out->lv);
 }

@@ -20,6 +20,7 @@ struct oworld {
 	char of_est[64], of_stk[64];              /* estate 10.00 EUR, stockist 11.00 EUR, both EXW */
 	char loc_est[64], loc_stk[64];
 	char lv_est[64], lv_stk[64];              /* sellable levels */
+	char stock_cc[3], dest[3];                /* the cellars' country, the orders' destination */
 };
 
 /*
@@ -27,6 +28,10 @@ struct oworld {
  * build the world: the estate holds est_units of w1, the stockist stk_units.
  */
 void ow_start(struct oworld *x, const char *errinj, int est_units, int stk_units);
+/* Build the same world through any address (a router of a cluster):
+ * the cellars in stock_cc (FR, DE or AT), orders to dest (FR, DE or AT).
+ * x->p is left alone (not started by this). */
+void ow_build(struct oworld *x, int port, int est_units, int stk_units, const char *stock_cc, const char *dest);
 /* Restart on the same data directory after a stop or kill. */
 void ow_restart(struct oworld *x, const char *errinj);
 

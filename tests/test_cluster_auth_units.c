@@ -1,6 +1,6 @@
 /*
  * test_cluster_auth_units.c -- signatures of internal requests
- * (shard-router/cluster_auth.c): known vectors computed independently,
+ * (engine/cluster/cluster_auth.c): known vectors computed independently,
  * tampering with each signed part, the skew bound at and past its edge,
  * malformed headers, and the secret file's rules.
  */
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "shard-router/cluster_auth.h"
+#include "engine/cluster/cluster_auth.h"
 #include "tests/wm_test.h"
 
 #define SECRET "0123456789abcdef0123456789abcdef"

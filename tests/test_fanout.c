@@ -21,7 +21,7 @@
 #include "net/buf.h"
 #include "net/json.h"
 #include "shard-router/fanout.h"
-#include "shard-router/shard_map.h"
+#include "engine/cluster/shard_map.h"
 #include "tests/wm_test.h"
 
 #define SECRET "0123456789abcdef0123456789abcdef"

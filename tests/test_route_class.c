@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "engine/edge/route.h"
-#include "shard-router/route_class.h"
+#include "engine/cluster/route_class.h"
 #include "tests/wm_test.h"
 
 /* A concrete path for a pattern: each "{x}" becomes a plausible id. */
@@ -56,7 +56,8 @@ WM_TEST(route_class, kinds_follow_the_design)
 	cr_assert_eq(kind_of(HTTP_M_GET, "/v1/orders/ord_FR_X"), RC_PATH_ID);
 	cr_assert_eq(kind_of(HTTP_M_POST, "/v1/orders/ord_FR_X/cancel"), RC_PATH_ID);
 	cr_assert_eq(kind_of(HTTP_M_GET, "/v1/events"), RC_FANOUT);
-	cr_assert_eq(kind_of(HTTP_M_GET, "/v1/inventory/network-snapshot"), RC_FANOUT);
+	cr_assert_eq(kind_of(HTTP_M_GET, "/v1/inventory/network-snapshot"), RC_HOME); /* its replica has every shard's */
+	cr_assert_eq(kind_of(HTTP_M_GET, "/v1/audit"), RC_FANOUT);
 	cr_assert_eq(kind_of(HTTP_M_POST, "/v1/holds/h1/release"), RC_FIND);
 	cr_assert_eq(kind_of(HTTP_M_POST, "/v1/admin/snapshots"), RC_BROADCAST);
 	/* a path the service does not have still goes somewhere (the home's 404) */

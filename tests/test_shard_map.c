@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "engine/base/iso.h"
-#include "shard-router/cluster_auth.h"
+#include "engine/cluster/cluster_auth.h"
 #include "tests/harness.h"
 #include "tests/wm_test.h"
 

@@ -1,5 +1,5 @@
 /*
- * test_shard_map_units.c -- the shard map loader (shard-router/shard_map.c):
+ * test_shard_map_units.c -- the shard map loader (engine/cluster/shard_map.c):
  * a good map, then each kind of error with its FILE:LINE, and every bound at
  * and past its edge.
  */
@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "engine/base/iso.h"
-#include "shard-router/shard_map.h"
+#include "engine/cluster/shard_map.h"
 #include "tests/wm_test.h"
 
 static struct shard_map map;

@@ -25,9 +25,9 @@ struct config {
 	uint64_t max_conns;
 	uint64_t max_conns_per_ip; /* 0 = no cap */
 	char tls_cert[512];        /* "" = plain HTTP */
-	char shard_map[512];       /* the cluster's shard map (shard-router/shard_map.h); "" = a cluster of one */
+	char shard_map[512];       /* the cluster's shard map (engine/cluster/shard_map.h); "" = a cluster of one */
 	uint64_t shard_id;         /* this shard's id in the map */
-	char cluster_secret_file[512]; /* cluster mode: the secret of internal signatures (shard-router/cluster_auth.h) */
+	char cluster_secret_file[512]; /* cluster mode: the secret of internal signatures (engine/cluster/cluster_auth.h) */
 	char tls_key[512];
 	uint64_t header_timeout_ms;
 	uint64_t body_timeout_ms;

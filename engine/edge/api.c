@@ -22,10 +22,10 @@
 #include "engine/edge/idem.h"
 #include "engine/edge/park.h"
 #include "engine/base/log.h"
-#include "shard-router/cluster_auth.h"
-#include "shard-router/internal_headers.h"
-#include "shard-router/route_class.h"
-#include "shard-router/shard_map.h"
+#include "engine/cluster/cluster_auth.h"
+#include "engine/cluster/internal_headers.h"
+#include "engine/cluster/route_class.h"
+#include "engine/cluster/shard_map.h"
 
 /* ---- routing ----------------------------------------------------------- */
 

@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #include "engine/edge/api.h"
-#include "shard-router/internal_headers.h"
+#include "engine/cluster/internal_headers.h"
 
 #define PARK_MAX 1024          /* requests waiting at once; one more gets the 503 at once */
 #define PARK_WAIT_MS 2000u     /* longest wait for the replica */

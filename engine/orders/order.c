@@ -95,6 +95,7 @@
 #include "engine/catalogue/partner.h"
 #include "engine/orders/payment.h"
 #include "engine/catalogue/wine.h"
+#include "engine/cluster/shard_map.h"
 #include "net/hex.h"
 
 const char *const order_status_names[] = {"draft",     "placed",    "paid",	 "confirmed", "sourced",
@@ -561,6 +562,37 @@ static int build_legs(struct api_ctx *c, struct capture *k)
 				problem_end(&c->w);
 				return -1;
 			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * Cluster mode (DESIGN.md 9): every leg's stock must live on this shard
+ * (the destination's) -- the level's location country is owned here.  A
+ * leg elsewhere needs the two-phase commit of cross-shard orders, which
+ * does not exist yet: 409 cross_shard_not_enabled, before anything is
+ * stored, held or charged.  0, or -1 with the answer written.
+ */
+static int legs_on_this_shard(struct api_ctx *c, const struct capture *k)
+{
+	const struct shard *sh = c->sh;
+	if (!sh->smap)
+		return 0;
+	for (unsigned i = 0; i < k->n_legs; i++) {
+		char cc[3];
+		const char *loc = k->legs[i].lv->location_id;
+		if (!id_country(loc, strlen(loc), cc))
+			continue; /* a location without a country in its id is the shard's own */
+		int owner = smap_owner(sh->smap, cc);
+		if (owner >= 0 && (uint64_t)owner != sh->cfg.shard_id) {
+			char d[200];
+			snprintf(d, sizeof(d),
+				 "the order needs stock in %s, which another shard of the cluster holds; orders across "
+				 "shards are not enabled yet",
+				 cc);
+			api_error(c, 409, "cross_shard_not_enabled", d);
+			return -1;
 		}
 	}
 	return 0;
@@ -1379,7 +1411,8 @@ static void order_create(struct api_ctx *c)
 		goto out;
 	parse_capture(c, b, k);
 	k->q = quote_compute(c, b, 1); /* answers every field error at once, ours included */
-	if (!k->q || channel_kind_agrees(c, b, k) || check_accepted(c, b, k->q) || build_legs(c, k))
+	if (!k->q || channel_kind_agrees(c, b, k) || check_accepted(c, b, k->q) || build_legs(c, k) ||
+	    legs_on_this_shard(c, k))
 		goto out;
 	k->seller = partner_get(c->sh, k->q->seller, strlen(k->q->seller));
 	if (!k->consumer_id[0])

@@ -55,7 +55,7 @@
 #include "engine/edge/api.h"
 #include "engine/storage/record.h"
 #include "engine/storage/shard.h"
-#include "shard-router/shard_map.h"
+#include "engine/cluster/shard_map.h"
 
 /* ---- the buffer of published transactions --------------------------------- */
 

@@ -53,8 +53,8 @@
 #include "engine/storage/shard.h"
 #include "engine/stock/inventory.h"
 #include "net/client.h"
-#include "shard-router/cluster_auth.h"
-#include "shard-router/shard_map.h"
+#include "engine/cluster/cluster_auth.h"
+#include "engine/cluster/shard_map.h"
 
 struct repl_peer {
 	uint32_t id;

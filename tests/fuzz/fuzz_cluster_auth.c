@@ -1,6 +1,6 @@
 /*
  * fuzz_cluster_auth.c -- the internal-request signature check
- * (shard-router/cluster_auth.c) on arbitrary header values and bodies: it
+ * (engine/cluster/cluster_auth.c) on arbitrary header values and bodies: it
  * must answer one of the enum ck_result codes, never read past its input,
  * and accept only what ck_sign produces for the same request.
  */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shard-router/cluster_auth.h"
+#include "engine/cluster/cluster_auth.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /*
- * fuzz_shard_map.c -- the shard map loader (shard-router/shard_map.c) on
+ * fuzz_shard_map.c -- the shard map loader (engine/cluster/shard_map.c) on
  * arbitrary bytes: it must return 0 or -1, never read past the input, and a
  * map it accepts must satisfy its own invariants (ids 0..n-1 present, every
  * owner a known shard, owned countries counted once).
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shard-router/shard_map.h"
+#include "engine/cluster/shard_map.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

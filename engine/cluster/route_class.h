@@ -18,8 +18,10 @@
  *                 rule's fields present ("destination_country",
  *                 "address.country"; a leading '#' = an id whose embedded
  *                 country decides, such as "#location_id").
- *   RC_FANOUT     a list that spans owners: one page from every shard,
- *                 merged in id order (shard-router/fanout.h).
+ *   RC_FANOUT     a list of rows no shard replicates (orders, events,
+ *                 audit, payments): one page from every shard, merged
+ *                 in id order (shard-router/fanout.h).  Lists of stock
+ *                 are the home's: its replica holds every shard's.
  *   RC_FIND       an id that carries no country (a caller-named hold):
  *                 asked of every shard; the one that knows it answers,
  *                 the others answer 404 and change nothing.

@@ -15,7 +15,7 @@
  * countries owned) run once at the end.  Nothing is allocated except the
  * file buffer of smap_load.
  */
-#include "shard-router/shard_map.h"
+#include "engine/cluster/shard_map.h"
 
 #include <errno.h>
 #include <stdarg.h>

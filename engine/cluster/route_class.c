@@ -10,7 +10,7 @@
  * Every path of api/openapi.json is named here (tests/test_route_class.c
  * walks the engine's route table and checks each has a rule).
  */
-#include "shard-router/route_class.h"
+#include "engine/cluster/route_class.h"
 
 #include <string.h>
 
@@ -35,11 +35,14 @@ static const struct rc_rule rules[] = {
 	/* stock: by the location's country */
 	{RC_WRITES, "/v1/locations", RC_BODY, 0, "address.country"},
 	{RC_WRITES, "/v1/stock-locations", RC_BODY, 0, "address.country"},
-	{RC_READS, "/v1/stock-locations", RC_FANOUT, 0, NULL},
+	/* lists of stock: every shard publishes its locations and levels to
+	 * the home, whose replica is complete (a fan-out would list each
+	 * row once per shard holding a copy) */
+	{RC_READS, "/v1/stock-locations", RC_HOME, 0, NULL},
 	{RC_ANY, "/v1/stock-locations/{id}", RC_PATH_ID, 0, NULL},
-	{RC_READS, "/v1/inventory/network-snapshot", RC_FANOUT, 0, NULL},
+	{RC_READS, "/v1/inventory/network-snapshot", RC_HOME, 0, NULL},
 	{RC_WRITES, "/v1/inventory", RC_BODY, 0, "#location_id"},
-	{RC_READS, "/v1/inventory", RC_FANOUT, 0, NULL},
+	{RC_READS, "/v1/inventory", RC_HOME, 0, NULL},
 	{RC_ANY, "/v1/inventory/{id}", RC_PATH_ID, 0, NULL},
 	{RC_WRITES, "/v1/holds", RC_BODY, 0, "#level_id"},
 	{RC_ANY, "/v1/holds/{id}/commit", RC_FIND, 0, NULL},

@@ -16,7 +16,7 @@
  *     answer codes differ only in what the sender can already know (its
  *     own clock), never in what part of a forged MAC was right.
  */
-#include "shard-router/cluster_auth.h"
+#include "engine/cluster/cluster_auth.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,0 +1,236 @@
+/*
+ * test_cluster_orders.c -- orders through a router in front of three
+ * shards (DESIGN.md section 9; issue 13 items 6 and 7): an order whose
+ * stock lives on its destination's shard runs the local saga there, with
+ * the catalogue it reads replicated from the home and the caller's own
+ * writes visible at once (read-your-writes); an order that would need
+ * stock on another shard is a 409 cross_shard_not_enabled with nothing
+ * held; the orders list spans the shards, merged in id order, at any page
+ * size, exactly as one shard would list them; a forged cursor is refused;
+ * a participant sees only its own orders.
+ *
+ * The cluster harness's map: shard 1 owns FR, shard 2 owns DE, the home
+ * (shard 0) the rest (AT among them).
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/cluster_harness.h"
+#include "tests/order_world.h"
+#include "tests/wm_test.h"
+
+static void cluster_with_router(struct wm_cluster *c)
+{
+	wm_cluster_init(c, 3);
+	static const char *const rate[] = {"--key-rate-rps", "1000000", "--key-rate-burst", "1000000", NULL};
+	for (int i = 0; rate[i]; i++)
+		c->extra[i] = rate[i];
+	wm_cluster_start_all(c);
+	cr_assert_eq(wm_cluster_router_start(c), 0, "the router did not start (logs in %s)", c->router_dir);
+}
+
+/*
+ * An order of qty units; its status in *st, its id into id (on 201).  The
+ * seller is not the partner that wrote the stock: its shard sees that
+ * stock once replication brought it (the home recomputes the offer's
+ * quantity from the replicated levels and publishes it), so a 422
+ * insufficient_stock is retried for a bounded while -- a refused capture
+ * stores nothing.
+ */
+static void order(struct oworld *w, int qty, int *st, char *id)
+{
+	json_t *j = ow_order(w, qty, NULL, NULL, st);
+	for (int t = 0; *st == 422 && t < 250; t++) {
+		json_decref(j);
+		usleep(20 * 1000);
+		j = ow_order(w, qty, NULL, NULL, st);
+	}
+	if (*st == 201)
+		snprintf(id, 64, "%s", json_string_value(json_object_get(j, "id")));
+	else
+		cr_log_info("order: %d %s", *st, json_dumps(j, 0));
+	json_decref(j);
+}
+
+WM_TEST(cluster_orders, an_order_runs_on_its_destination_shard, .timeout = 120)
+{
+	struct wm_cluster c;
+	cluster_with_router(&c);
+	struct oworld w;
+	memset(&w, 0, sizeof(w));
+	/* catalogue at the home, cellars in DE (shard 2), orders to DE: the
+	 * quote right after the writes reads the caller's own writes */
+	ow_build(&w, c.router_port, 30, 0, "DE", "DE");
+	cr_assert(strncmp(w.loc_est, "loc_DE_", 7) == 0, "%s", w.loc_est);
+	int st;
+	char id[64] = "";
+	order(&w, 12, &st, id);
+	cr_assert_eq(st, 201);
+	cr_assert(strncmp(id, "ord_DE_", 7) == 0, "%s", id);
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/orders/%s", id);
+	json_t *o = ow_get(&w, path);
+	cr_assert_str_eq(json_string_value(json_object_get(o, "status")), "reserved");
+	json_decref(o);
+	/* the stock moved on shard 2, the level's owner (read there by its id) */
+	snprintf(path, sizeof(path), "/v1/inventory/%s", w.lv_est);
+	json_t *lv = ow_get(&w, path);
+	cr_assert_eq(json_integer_value(json_object_get(lv, "allocated")), 12);
+	json_decref(lv);
+	/* and the home's replica, which lists every shard's stock, follows */
+	long long reserved = 0, allocated = 0, on_hand = 0;
+	for (int t = 0; t < 250 && allocated != 12; t++) {
+		json_t *l = ow_get(&w, "/v1/inventory?page_size=200");
+		json_t *data = json_object_get(l, "data"), *row;
+		size_t i;
+		json_array_foreach(data, i, row)
+			if (!strcmp(json_string_value(json_object_get(row, "id")), w.lv_est))
+				allocated = json_integer_value(json_object_get(row, "allocated"));
+		json_decref(l);
+		if (allocated != 12)
+			usleep(20 * 1000);
+	}
+	cr_assert_eq(allocated, 12, "the home's replica of the level never showed the order's units");
+	(void)reserved;
+	(void)on_hand;
+	snprintf(path, sizeof(path), "/v1/orders/%s", id);
+	/* straight to shard 2 (signed): the order is there, not at the home */
+	struct http_resp r;
+	cr_assert_eq(wm_cluster_do(&c, 2, "GET", path, NULL, &r), 0);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	http_resp_free(&r);
+	cr_assert_eq(wm_cluster_do(&c, 0, "GET", path, NULL, &r), 0);
+	cr_assert_eq(r.status, 421, "%s", r.body);
+	http_resp_free(&r);
+	wm_cluster_cleanup(&c);
+}
+
+WM_TEST(cluster_orders, stock_on_another_shard_is_409_and_nothing_moves, .timeout = 120)
+{
+	struct wm_cluster c;
+	cluster_with_router(&c);
+	struct oworld w;
+	memset(&w, 0, sizeof(w));
+	/* cellars in FR (shard 1), orders to DE (shard 2) */
+	ow_build(&w, c.router_port, 30, 30, "FR", "DE");
+	int st;
+	json_t *j = ow_order(&w, 12, NULL, NULL, &st);
+	for (int t = 0; st == 422 && t < 250; t++) { /* until the stock reached shard 2 (see order()) */
+		json_decref(j);
+		usleep(20 * 1000);
+		j = ow_order(&w, 12, NULL, NULL, &st);
+	}
+	cr_assert_eq(st, 409, "%s", json_dumps(j, 0));
+	cr_assert_str_eq(json_string_value(json_object_get(j, "code")), "cross_shard_not_enabled");
+	json_decref(j);
+	long long reserved, allocated, on_hand;
+	ow_level(&w, w.lv_est, &reserved, &allocated, &on_hand);
+	cr_assert_eq(reserved + allocated, 0);
+	ow_level(&w, w.lv_stk, &reserved, &allocated, &on_hand);
+	cr_assert_eq(reserved + allocated, 0);
+	/* no order stored anywhere, no charge */
+	json_t *l = ow_get(&w, "/v1/orders");
+	cr_assert_eq(json_array_size(json_object_get(l, "data")), 0);
+	json_decref(l);
+	l = ow_get(&w, "/v1/admin/payments");
+	cr_assert_eq(json_array_size(json_object_get(l, "data")), 0);
+	json_decref(l);
+	wm_cluster_cleanup(&c);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Page through GET path (with page_size ps) as `key` (NULL: the operator)
+ * through the router; the ids in order into ids (at most max); count. */
+static size_t page_all(struct oworld *w, const char *key, const char *list, int ps, char ids[][64], size_t max)
+{
+	size_t n = 0;
+	char cursor[8192] = "";
+	for (int pages = 0; pages < 1000; pages++) {
+		char path[8400], h[256] = "";
+		snprintf(path, sizeof(path), "%s?page_size=%d%s%s", list, ps, cursor[0] ? "&cursor=" : "", cursor);
+		if (key)
+			snprintf(h, sizeof(h), "Authorization: Bearer %s\r\n", key);
+		struct http_resp r;
+		cr_assert_eq(http_do(w->port, "GET", path, key ? h : NULL, NULL, &r), 0);
+		cr_assert_eq(r.status, 200, "%s: %s", path, r.body);
+		json_t *j = json_loadb(r.body, r.body_len, 0, NULL);
+		cr_assert_not_null(j);
+		json_t *data = json_object_get(j, "data");
+		cr_assert_leq(json_array_size(data), (size_t)ps);
+		for (size_t i = 0; i < json_array_size(data) && n < max; i++)
+			snprintf(ids[n++], 64, "%s", json_string_value(json_object_get(json_array_get(data, i), "id")));
+		json_t *nc = json_object_get(j, "next_cursor");
+		int more = json_is_true(json_object_get(j, "has_more"));
+		cr_assert_eq(more, json_is_string(nc));
+		if (more)
+			snprintf(cursor, sizeof(cursor), "%s", json_string_value(nc));
+		json_decref(j);
+		http_resp_free(&r);
+		if (!more)
+			return n;
+	}
+	cr_assert_fail("the list did not end");
+	return n;
+}
+
+WM_TEST(cluster_orders, orders_list_spans_shards_like_one_shard, .timeout = 180)
+{
+	struct wm_cluster c;
+	cluster_with_router(&c);
+	/* three worlds, each ordering on one shard: FR (1), DE (2), AT (home) */
+	static const char *const cc[] = {"FR", "DE", "AT"};
+	static struct oworld w[3];
+	static char made[40][64];
+	size_t n_made = 0;
+	for (int k = 0; k < 3; k++) {
+		memset(&w[k], 0, sizeof(w[k]));
+		ow_build(&w[k], c.router_port, 400, 0, cc[k], cc[k]);
+		for (int i = 0; i < 4 + k; i++) {
+			int st;
+			order(&w[k], 12, &st, made[n_made]);
+			cr_assert_eq(st, 201, "order to %s", cc[k]);
+			n_made++;
+		}
+	}
+	char *sorted[40];
+	for (size_t i = 0; i < n_made; i++)
+		sorted[i] = made[i];
+	qsort(sorted, n_made, sizeof(sorted[0]), cmp_str);
+	static char got[64][64];
+	static const int sizes[] = {1, 7, 200};
+	for (int s = 0; s < 3; s++) {
+		size_t n = page_all(&w[0], NULL, "/v1/orders", sizes[s], got, 64);
+		cr_assert_eq(n, n_made, "page_size %d: %zu rows, %zu orders", sizes[s], n, n_made);
+		for (size_t i = 0; i < n; i++)
+			cr_assert_str_eq(got[i], sorted[i], "page_size %d row %zu", sizes[s], i);
+	}
+	/* a participant sees only its own: the FR world's seller, 4 orders */
+	size_t n = page_all(&w[0], w[0].ksel, "/v1/orders", 3, got, 64);
+	cr_assert_eq(n, 4);
+	for (size_t i = 0; i < n; i++)
+		cr_assert(strncmp(got[i], "ord_FR_", 7) == 0, "%s", got[i]);
+	/* a forged cursor, and a genuine cursor of another caller's list */
+	struct http_resp r;
+	cr_assert_eq(http_do(c.router_port, "GET", "/v1/orders?page_size=1&cursor=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+			     NULL, NULL, &r), 0);
+	cr_assert_eq(r.status, 400, "%s", r.body);
+	cr_assert(strstr(r.body, "invalid_cursor"), "%s", r.body);
+	http_resp_free(&r);
+	cr_assert_eq(http_do(c.router_port, "GET", "/v1/orders?page_size=1", NULL, NULL, &r), 0);
+	json_t *j = json_loadb(r.body, r.body_len, 0, NULL);
+	char theirs[8192];
+	snprintf(theirs, sizeof(theirs), "/v1/orders?page_size=1&cursor=%s",
+		 json_string_value(json_object_get(j, "next_cursor")));
+	json_decref(j);
+	http_resp_free(&r);
+	char h[256];
+	snprintf(h, sizeof(h), "Authorization: Bearer %s\r\n", w[0].ksel);
+	cr_assert_eq(http_do(c.router_port, "GET", theirs, h, NULL, &r), 0);
+	cr_assert_eq(r.status, 400, "another caller's cursor: %s", r.body);
+	http_resp_free(&r);
+	wm_cluster_cleanup(&c);
+}

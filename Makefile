@@ -1,7 +1,7 @@
 # Wine-trade marketplace engine -- build, run, test, fuzz, bench.
 #
-#   make          release build: bin/wm-shard (the service) and bin/wm-ctl (operator CLI)
-#   make run      start the service on its embedded default (./var, demo data)
+#   make          release build: bin/wm-shard (a shard), bin/wm-router (the front) and bin/wm-ctl (operator CLI)
+#   make run      start a local cluster: wm-router on 127.0.0.1:8080 and three shards (./var, demo data)
 #   make test     install missing packages, build with ASan+UBSan, run every Criterion test
 #   make fuzz     build the libFuzzer targets with clang and run each for FUZZ_SECONDS
 #   make bench    release build, then the benchmarks in perf/ (figures printed, not asserted)
@@ -112,8 +112,10 @@ test: test-build
 	/usr/bin/python3 tests/contract/check.py --self-test api/openapi.json
 	/usr/bin/python3 tests/contract/check.py $(if $(TEST_ARGS),--allow-empty) api/openapi.json build/contract
 
+# A local cluster (shard-router/run-local.sh): a router on $(LISTEN), the
+# catalogue home and two country shards, data under $(DATA_DIR).
 run: all
-	bin/wm-shard --listen $(LISTEN) --data-dir $(DATA_DIR) --demo
+	@BIN=bin DATA_DIR=$(DATA_DIR) LISTEN=$(LISTEN) shard-router/run-local.sh
 
 # The OpenAPI document is embedded with .incbin: rebuild when it changes.
 build/rel/engine/edge/openapi_blob.o build/san/engine/edge/openapi_blob.o build/fuzz/engine/edge/openapi_blob.o: api/openapi.json

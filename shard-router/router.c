@@ -88,7 +88,7 @@ struct fwd {
 	char *body;
 	size_t body_len;
 	uint32_t shard;               /* one owner: its id */
-	struct router_ryw *caller;    /* the caller's write positions; NULL for an anonymous request */
+
 	int reloaded;                 /* a 421 made us reload and resend once */
 	uint32_t pending;             /* calls outstanding */
 	struct fwd_call calls[SMAP_MAX_SHARDS];
@@ -221,42 +221,33 @@ static void router_metrics(const struct router *r, struct buf *b)
 
 /* ---- read-your-writes ---------------------------------------------------- */
 
-/* The caller's slot: a hash of its Authorization header (NULL: none). */
-static struct router_ryw *ryw_slot(struct router *r, const struct http_request *h)
-{
-	const struct http_header *a = http_find_header(h, "Authorization");
-	if (!a || !r->ryw)
-		return NULL;
-	return &r->ryw[XXH3_64bits(a->value, a->value_len) & (ROUTER_RYW_SLOTS - 1)];
-}
-
-/* X-WM-Min-Position for a call to `shard`: the caller's writes on the
- * other shards, which that shard reads through its replicas. */
+/* X-WM-Min-Position for a call to `shard`: the writes acknowledged
+ * through this router on the other shards, which that shard reads through
+ * its replicas. */
 static void ryw_header(const struct fwd *f, uint32_t shard, struct buf *h)
 {
-	if (!f->caller)
-		return;
+	const struct router_ryw *w = &f->r->ryw;
 	int first = 1;
 	for (uint32_t p = 0; p < f->r->map.n; p++) {
-		if (p == shard || !f->caller->lsn[p])
+		if (p == shard || !w->lsn[p])
 			continue;
-		buf_printf(h, "%s%u:%llu", first ? WM_H_MIN_POSITION ": " : ",", p, (unsigned long long)f->caller->lsn[p]);
+		buf_printf(h, "%s%u:%llu", first ? WM_H_MIN_POSITION ": " : ",", p, (unsigned long long)w->lsn[p]);
 		first = 0;
 	}
 	if (!first)
 		buf_puts(h, "\r\n");
 }
 
-/* A shard answered a write of the caller: remember its position. */
+/* A shard answered a write: remember its position. */
 static void ryw_note(struct fwd *f, uint32_t shard, const struct hc_response *a)
 {
 	char v[32];
-	if (!f->caller || shard >= SMAP_MAX_SHARDS || hc_header(a, WM_H_LSN, v, sizeof(v)) != 1)
+	if (shard >= SMAP_MAX_SHARDS || hc_header(a, WM_H_LSN, v, sizeof(v)) != 1)
 		return;
 	char *end;
 	unsigned long long lsn = strtoull(v, &end, 10);
-	if (*end == 0 && lsn > f->caller->lsn[shard])
-		f->caller->lsn[shard] = lsn;
+	if (*end == 0 && lsn > f->r->ryw.lsn[shard])
+		f->r->ryw.lsn[shard] = lsn;
 }
 
 /* ---- sending ------------------------------------------------------------ */
@@ -640,7 +631,6 @@ static struct fwd *fwd_new(struct router *r, const struct srv_request *rq, const
 		return NULL;
 	f->r = r;
 	f->rule = rule;
-	f->caller = ryw_slot(r, h);
 	buf_init(&f->hdrs, ROUTER_MAX_FWD_HEADERS + 1024);
 	buf_init(&f->out.headers, 0);
 	buf_init(&f->out.body, 0);
@@ -853,11 +843,6 @@ int router_open(struct router *r, const struct config *cfg, struct ev_loop *loop
 		snprintf(err, errlen, "cluster secret %s: %s", cfg->cluster_secret_file, why);
 		return -1;
 	}
-	r->ryw = calloc(ROUTER_RYW_SLOTS, sizeof(*r->ryw));
-	if (!r->ryw) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
 	if (router_data_dir(r, err, errlen) || router_pools(r, NULL, err, errlen)) {
 		router_close(r);
 		return -1;
@@ -877,6 +862,4 @@ void router_close(struct router *r)
 	if (r->lock_fd >= 0)
 		close(r->lock_fd);
 	r->lock_fd = -1;
-	free(r->ryw);
-	r->ryw = NULL;
 }

@@ -21,11 +21,13 @@
 #define ROUTER_PROBE_MS 1000u          /* how often the home is asked whether it answers */
 #define ROUTER_READY_WINDOW_MS 3000u   /* /readyz: the home answered within this */
 #define ROUTER_MAX_RETIRED SMAP_MAX_SHARDS /* pools replaced by a map reload, freed at the next tick */
-#define ROUTER_RYW_SLOTS 4096u         /* callers whose last write positions are remembered (power of two) */
 
-/* Read-your-writes (engine/edge/park.h): the LSN each shard reported for
- * the newest write of the callers hashed to this slot.  Two callers in one
- * slot only make each other wait a little more, never less. */
+/* Read-your-writes (engine/edge/park.h, DESIGN.md 9): the LSN each shard
+ * reported for the newest write acknowledged through this router.  Every
+ * request to a shard carries the others' positions, so whatever a caller
+ * -- or anyone before it, through this router -- saw written, a replica
+ * shows before it answers (the README's guide writes a location as the
+ * estate and links it to a channel as the seller a moment later). */
 struct router_ryw {
 	uint64_t lsn[SMAP_MAX_SHARDS];
 };
@@ -43,7 +45,7 @@ struct router {
 	struct srv *srv;
 	struct hc_pool *pools[SMAP_MAX_SHARDS]; /* one per shard of the map, by id */
 	struct hc_pool *retired[ROUTER_MAX_RETIRED];
-	struct router_ryw *ryw;            /* ROUTER_RYW_SLOTS, by hash of the caller's Authorization */
+	struct router_ryw ryw;
 	uint32_t n_retired;
 	struct router_stats st;
 	uint64_t home_seen_ms;             /* last answer from the catalogue home (probe or relay) */

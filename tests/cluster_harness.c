@@ -35,15 +35,20 @@ static int free_port(void)
 	return ntohs(sa.sin_port);
 }
 
-/* Which shard of an n-shard cluster owns cc (see the header). */
-static unsigned owner_of(const char *cc, unsigned n)
+/* Which shard of the cluster owns cc (see the header): the first shard
+ * i >= 1 whose list (c->own[i], space-separated) names it, else the home. */
+static unsigned owner_of(const struct wm_cluster *c, const char *cc)
 {
-	static const char *const own[] = {NULL, "FR", "DE", "IT"};
-	for (unsigned i = 1; i < n && i < 4; i++)
-		if (!strcmp(cc, own[i]))
-			return i;
+	static const char *const dflt[] = {NULL, "FR", "DE", "IT"};
+	for (unsigned i = 1; i < c->n && i < WM_CLUSTER_MAX; i++) {
+		const char *l = c->own[1] ? c->own[i] : dflt[i];
+		for (const char *p = l; p && (p = strstr(p, cc)); p += 2)
+			if ((p == l || p[-1] == ' ') && (p[2] == 0 || p[2] == ' '))
+				return i;
+	}
 	return 0;
 }
+
 
 static void write_map(struct wm_cluster *c)
 {
@@ -55,11 +60,18 @@ static void write_map(struct wm_cluster *c)
 		char cc[3] = "AA";
 		for (cc[0] = 'A'; cc[0] <= 'Z'; cc[0]++)
 			for (cc[1] = 'A'; cc[1] <= 'Z'; cc[1]++)
-				if (iso_country_valid(cc, 2) && owner_of(cc, c->n) == i)
+				if (iso_country_valid(cc, 2) && owner_of(c, cc) == i)
 					fprintf(f, " %s", cc);
 		fprintf(f, "\n");
 	}
 	fclose(f);
+}
+
+void wm_cluster_set_countries(struct wm_cluster *c, const char *const *own)
+{
+	for (unsigned i = 1; i < c->n; i++)
+		c->own[i] = own[i];
+	write_map(c);
 }
 
 void wm_cluster_init(struct wm_cluster *c, unsigned n)

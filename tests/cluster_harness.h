@@ -36,6 +36,7 @@ struct wm_cluster {
 	char map_path[320], secret_path[320];
 	struct cluster_key key;
 	const char *extra[WM_CLUSTER_MAX_ARGS + 1]; /* extra arguments for every shard (NULL-terminated) */
+	const char *own[WM_CLUSTER_MAX];   /* wm_cluster_set_countries; own[1] NULL = the default split */
 	/* the router slot */
 	pid_t router_pid;
 	int router_port;
@@ -45,6 +46,9 @@ struct wm_cluster {
 /* Choose addresses, write the map (version 1) and the secret; no process
  * yet.  n in 1..WM_CLUSTER_MAX.  Fails the test on error. */
 void wm_cluster_init(struct wm_cluster *c, unsigned n);
+/* Before any start: shard i >= 1 owns the space-separated countries own[i]
+ * ("FR DE"), the home every other one; rewrites the map. */
+void wm_cluster_set_countries(struct wm_cluster *c, const char *const *own);
 /* Start (or restart on its data directory) shard i; 0 once it listens. */
 int wm_cluster_start(struct wm_cluster *c, unsigned i);
 /* Start every shard; fails the test when one does not start. */

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 
 #include "tests/api_client.h"
+#include "tests/cluster_harness.h"
 #include "tests/harness.h"
 #include "tests/wm_test.h"
 
@@ -83,18 +84,16 @@ static void after(const char *out, const char *prefix, char *val, size_t size)
 	snprintf(val, size, "%.*s", (int)n, p);
 }
 
-WM_TEST(quickstart, readme_guide_runs_to_a_cancelled_order, .timeout = 120)
+/* Run the guide against the service at port (scratch files in dir) and
+ * check what it printed and the state it left. */
+static void run_guide(int port, const char *dir)
 {
-	struct wm_proc p;
-	wm_proc_init(&p);
-	const char *args[] = {"--demo", NULL}; /* like make run */
-	cr_assert_eq(wm_start(&p, args, NULL), 0, "wm-shard did not start (logs in %s)", p.dir);
 	const char *src = getenv("WM_SRC_DIR");
 	char path[512], wm[64], script[512], cmd[1200];
 	snprintf(path, sizeof(path), "%s/README.md", src ? src : ".");
 	char *readme = slurp(path, QS_MAX_README);
-	snprintf(wm, sizeof(wm), "http://127.0.0.1:%d", p.port);
-	snprintf(script, sizeof(script), "%s/quickstart.sh", p.dir);
+	snprintf(wm, sizeof(wm), "http://127.0.0.1:%d", port);
+	snprintf(script, sizeof(script), "%s/quickstart.sh", dir);
 	FILE *f = fopen(script, "w");
 	cr_assert_not_null(f);
 	fputs("set -euo pipefail\n", f);
@@ -103,7 +102,7 @@ WM_TEST(quickstart, readme_guide_runs_to_a_cancelled_order, .timeout = 120)
 	free(readme);
 	cr_assert_geq(blocks, 8, "the quick start has its steps (%d blocks)", blocks);
 
-	snprintf(cmd, sizeof(cmd), "cd '%s' && KEY='%s' bash quickstart.sh 2>&1", p.dir, WM_TEST_KEY);
+	snprintf(cmd, sizeof(cmd), "cd '%s' && KEY='%s' bash quickstart.sh 2>&1", dir, WM_TEST_KEY);
 	FILE *sh = popen(cmd, "r");
 	cr_assert_not_null(sh);
 	char *out = calloc(1, QS_MAX_OUT + 1);
@@ -136,7 +135,7 @@ WM_TEST(quickstart, readme_guide_runs_to_a_cancelled_order, .timeout = 120)
 
 	/* and the service agrees */
 	snprintf(path, sizeof(path), "/v1/orders?partner=%s", seller);
-	json_t *l = tc_expect(p.port, "GET", path, NULL, NULL, 200);
+	json_t *l = tc_expect(port, "GET", path, NULL, NULL, 200);
 	json_t *data = json_object_get(l, "data");
 	cr_assert_eq(json_array_size(data), 1, "one order, the replay made none: %s", json_dumps(l, JSON_COMPACT));
 	json_t *o = json_array_get(data, 0);
@@ -147,5 +146,30 @@ WM_TEST(quickstart, readme_guide_runs_to_a_cancelled_order, .timeout = 120)
 	cr_assert_eq(json_array_size(legs), 1);
 	cr_assert_str_eq(tc_jstr(json_array_get(legs, 0), "status"), "released", "the stock went back");
 	json_decref(l);
+}
+
+WM_TEST(quickstart, readme_guide_runs_to_a_cancelled_order, .timeout = 120)
+{
+	struct wm_proc p;
+	wm_proc_init(&p);
+	const char *args[] = {"--demo", NULL};
+	cr_assert_eq(wm_start(&p, args, NULL), 0, "wm-shard did not start (logs in %s)", p.dir);
+	run_guide(p.port, p.dir);
 	wm_proc_cleanup(&p);
+}
+
+/* The same guide against what `make run` starts (shard-router/run-local.sh):
+ * a router, the home, a shard owning FR and DE (the guide's origin and
+ * destination), one owning IT and ES; demo data at the home. */
+WM_TEST(quickstart, readme_guide_runs_through_the_local_cluster, .timeout = 180)
+{
+	struct wm_cluster c;
+	wm_cluster_init(&c, 3);
+	static const char *const own[] = {NULL, "FR DE", "IT ES"};
+	wm_cluster_set_countries(&c, own);
+	c.extra[0] = "--demo";
+	wm_cluster_start_all(&c);
+	cr_assert_eq(wm_cluster_router_start(&c), 0, "the router did not start (logs in %s)", c.router_dir);
+	run_guide(c.router_port, c.root);
+	wm_cluster_cleanup(&c);
 }

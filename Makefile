@@ -103,12 +103,28 @@ test-build: deps
 # report at process exit but stops it from deciding the run: that report
 # comes from Criterion's runner process, which runs none of our code (a
 # 48-byte allocation inside libcriterion was seen there once in ~10 runs).
+#
+# The second run is the same HTTP suites through a cluster
+# (WM_TEST_TOPOLOGY=cluster, tests/harness.h: every wm-shard a test starts is
+# a router in front of three shards split as `make run` splits them), so the
+# deployment cannot show in the API.  Left out: suites about one process
+# (crashes, WAL and disk, connections, TLS, snapshots, media files, the CLI,
+# the shard's own audit, the router and cluster suites themselves, the
+# renderer) and orders whose stock lies on another shard than their
+# destination (tax_2026, vat_reconcile: 409 until two-phase commit).
+TEST_CLUSTER_SKIP := order_crash/* media/* router/* conn/* audit/* tls/* shard_map_proc/* durability/* full_disk/* \
+	snapshot_child/* ops/* http/* ctl/* tax_2026/* vat_reconcile/* replication/* replication_units/* \
+	cluster_orders/* fanout/* route_class/* documents/* auth/minted_key_is_shown_once_and_only_its_hash_is_stored \
+	auth/operator_key_is_printed_once_or_taken_from_the_environment
+empty :=
+space := $(empty) $(empty)
+TEST_ENV = WM_BIN_DIR=$(CURDIR)/build/san/bin WM_SRC_DIR=$(CURDIR) WM_CONTRACT_DIR=$(CURDIR)/build/contract \
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=exitcode=0 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 test: test-build
 	rm -rf build/contract && mkdir -p build/contract
-	WM_BIN_DIR=$(CURDIR)/build/san/bin WM_SRC_DIR=$(CURDIR) WM_CONTRACT_DIR=$(CURDIR)/build/contract \
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=exitcode=0 \
-	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	build/san/wm-tests $(TEST_ARGS)
+	$(TEST_ENV) build/san/wm-tests $(TEST_ARGS)
+	$(if $(TEST_ARGS),,$(TEST_ENV) WM_TEST_TOPOLOGY=cluster build/san/wm-tests --filter='!($(subst $(space),|,$(strip $(TEST_CLUSTER_SKIP))))')
 	/usr/bin/python3 tests/contract/check.py --self-test api/openapi.json
 	/usr/bin/python3 tests/contract/check.py $(if $(TEST_ARGS),--allow-empty) api/openapi.json build/contract
 

@@ -114,7 +114,8 @@ int wm_cluster_start(struct wm_cluster *c, unsigned i)
 	for (unsigned k = 0; c->extra[k] && k < WM_CLUSTER_MAX_ARGS; k++)
 		args[n++] = c->extra[k];
 	args[n] = NULL;
-	int rc = wm_start(&c->shard[i], args, NULL);
+	c->shard[i].in_cluster = 1;
+	int rc = wm_start(&c->shard[i], args, c->env);
 	if (rc == 0 && c->shard[i].port != c->port[i])
 		return -1;
 	return rc;

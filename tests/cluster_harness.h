@@ -37,6 +37,7 @@ struct wm_cluster {
 	struct cluster_key key;
 	const char *extra[WM_CLUSTER_MAX_ARGS + 1]; /* extra arguments for every shard (NULL-terminated) */
 	const char *own[WM_CLUSTER_MAX];   /* wm_cluster_set_countries; own[1] NULL = the default split */
+	const char *const *env;            /* extra environment for the next starts ("K=V", NULL-terminated) */
 	/* the router slot */
 	pid_t router_pid;
 	int router_port;

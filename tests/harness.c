@@ -17,6 +17,7 @@
  * exact bytes, binary media included.
  */
 #include "tests/harness.h"
+#include "tests/cluster_harness.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -111,8 +112,59 @@ static pid_t spawn(struct wm_proc *p, const char *const *args, const char *const
 	return pid;
 }
 
+int wm_topology_cluster(void)
+{
+	const char *t = getenv("WM_TEST_TOPOLOGY");
+	return t && !strcmp(t, "cluster");
+}
+
+/* The clusters behind wm_procs (a test uses a few at most): a static pool,
+ * so a test that ends without wm_proc_cleanup leaks no heap. */
+#define TOPO_POOL 8
+static struct wm_cluster topo_pool[TOPO_POOL];
+static int topo_used[TOPO_POOL];
+
+/* WM_TEST_TOPOLOGY=cluster: (re)start the whole cluster behind p. */
+static int topo_start(struct wm_proc *p, const char *const *args, const char *const *env)
+{
+	if (!p->cluster) {
+		for (unsigned k = 0; k < TOPO_POOL && !p->cluster; k++)
+			if (!topo_used[k]) {
+				topo_used[k] = 1;
+				p->cluster = &topo_pool[k];
+			}
+		if (!p->cluster)
+			return -1;
+		wm_cluster_init(p->cluster, 3);
+		static const char *const own[] = {NULL, "FR DE", "IT ES"};
+		wm_cluster_set_countries(p->cluster, own);
+	}
+	struct wm_cluster *c = p->cluster;
+	unsigned n = 0;
+	for (; args && args[n] && n < WM_CLUSTER_MAX_ARGS; n++)
+		c->extra[n] = args[n];
+	c->extra[n] = NULL;
+	c->env = env;
+	for (unsigned i = 0; i < c->n; i++) {
+		c->shard[i].in_cluster = 1;
+		if (c->shard[i].pid <= 0 && wm_cluster_start(c, i))
+			return -1;
+	}
+	c->env = NULL;
+	c->extra[0] = NULL;
+	if (c->router_pid <= 0 && wm_cluster_router_start(c))
+		return -1;
+	p->starts++;
+	p->port = c->router_port;
+	p->pid = c->router_pid;
+	memcpy(p->banner, c->shard[0].banner, sizeof(p->banner));
+	return 0;
+}
+
 int wm_start(struct wm_proc *p, const char *const *args, const char *const *env)
 {
+	if (!p->program && !p->in_cluster && wm_topology_cluster())
+		return topo_start(p, args, env);
 	int fd;
 	p->pid = spawn(p, args, env, &fd);
 	if (p->pid < 0)
@@ -182,6 +234,13 @@ int wm_wait(struct wm_proc *p, int timeout_ms)
 
 void wm_kill9(struct wm_proc *p)
 {
+	if (p->cluster) {
+		wm_cluster_router_kill9(p->cluster);
+		for (unsigned i = 0; i < p->cluster->n; i++)
+			wm_kill9(&p->cluster->shard[i]);
+		p->pid = 0;
+		return;
+	}
 	if (p->pid > 0) {
 		kill(p->pid, SIGKILL);
 		waitpid(p->pid, NULL, 0);
@@ -191,6 +250,17 @@ void wm_kill9(struct wm_proc *p)
 
 int wm_stop(struct wm_proc *p)
 {
+	if (p->cluster) {
+		wm_cluster_router_kill9(p->cluster); /* holds nothing: its drain is not what a test asks about */
+		int st = 0;
+		for (unsigned i = p->cluster->n; i-- > 0;) {
+			int s = wm_stop(&p->cluster->shard[i]);
+			if (i == 0)
+				st = s;
+		}
+		p->pid = 0;
+		return st;
+	}
 	if (p->pid <= 0)
 		return -1;
 	kill(p->pid, SIGTERM);
@@ -203,6 +273,11 @@ int wm_stop(struct wm_proc *p)
 void wm_proc_cleanup(struct wm_proc *p)
 {
 	wm_kill9(p);
+	if (p->cluster) {
+		wm_cluster_cleanup(p->cluster);
+		topo_used[p->cluster - topo_pool] = 0;
+		p->cluster = NULL;
+	}
 	if (!getenv("WM_KEEP_TMP"))
 		rm_rf(p->dir);
 }

@@ -25,8 +25,16 @@ struct wm_proc {
 	int starts;
 	char banner[512];   /* what the last start printed on stdout up to "listening" */
 	const char *program; /* binary in $WM_BIN_DIR: NULL = "wm-shard", or "wm-router" */
+	/* WM_TEST_TOPOLOGY=cluster: a wm-shard process is a whole local cluster
+	 * (tests/cluster_harness.h: a router in front of three shards, split as
+	 * `make run` splits them) and port is the router's, so the HTTP suites
+	 * run unchanged through a router.  NULL otherwise. */
+	struct wm_cluster *cluster;
+	int in_cluster;      /* this process is a shard of such a cluster */
 };
 
+/* 1 when WM_TEST_TOPOLOGY=cluster (see struct wm_proc). */
+int wm_topology_cluster(void);
 /* Make a fresh temporary root (no process yet). */
 void wm_proc_init(struct wm_proc *p);
 /* Start wm-shard on the same data dir with extra args (NULL-terminated,

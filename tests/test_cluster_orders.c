@@ -13,6 +13,7 @@
  * (shard 0) the rest (AT among them).
  */
 #include <jansson.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,5 +233,123 @@ WM_TEST(cluster_orders, orders_list_spans_shards_like_one_shard, .timeout = 180)
 	cr_assert_eq(http_do(c.router_port, "GET", theirs, h, NULL, &r), 0);
 	cr_assert_eq(r.status, 400, "another caller's cursor: %s", r.body);
 	http_resp_free(&r);
+	wm_cluster_cleanup(&c);
+}
+
+/* A signed GET to shard i with an X-WM-Min-Position header, on its own
+ * socket (the answer is read later); the socket. */
+static int send_with_position(struct wm_cluster *c, unsigned i, const char *path, const char *pos)
+{
+	char sig[CK_HEADER_MAX + 64], req[2048];
+	wm_cluster_sig(c, "GET", path, NULL, sig, sizeof(sig));
+	int fd = tcp_connect(c->port[i]);
+	cr_assert_geq(fd, 0);
+	int n = snprintf(req, sizeof(req),
+			 "GET %s HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer %s\r\n%sX-WM-Min-Position: %s\r\n"
+			 "Connection: close\r\n\r\n",
+			 path, WM_TEST_KEY, sig, pos);
+	cr_assert_eq(write(fd, req, (size_t)n), n);
+	return fd;
+}
+
+/* Shard i's own LSN from its signed cluster status. */
+static long long shard_lsn(struct wm_cluster *c, unsigned i)
+{
+	struct http_resp r;
+	cr_assert_eq(wm_cluster_do(c, i, "GET", "/internal/cluster/status", NULL, &r), 0);
+	const char *l = strstr(r.body, "\"lsn\":");
+	cr_assert_not_null(l, "%s", r.body);
+	long long v = atoll(l + 6);
+	http_resp_free(&r);
+	return v;
+}
+
+/* Until no shard's LSN moves for 300 ms (start-up writes, such as the
+ * first replication positions, are done), bounded. */
+static void settle(struct wm_cluster *c)
+{
+	long long before[WM_CLUSTER_MAX] = {0};
+	for (int t = 0; t < 50; t++) {
+		int same = t > 0;
+		for (unsigned i = 0; i < c->n; i++) {
+			long long l = shard_lsn(c, i);
+			same &= l == before[i];
+			before[i] = l;
+		}
+		if (same)
+			return;
+		usleep(300 * 1000);
+	}
+	cr_assert_fail("the cluster did not settle");
+}
+
+/* 1 when fd has something to read within ms. */
+static int answered_within(int fd, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	return poll(&p, 1, ms) == 1;
+}
+
+/*
+ * Read-your-writes at a shard (engine/edge/park.c): a request naming a
+ * write's position shows that write; one naming a position its replica
+ * has not applied waits (here: the publisher is down) and runs as soon as
+ * the position arrives; one naming a position that never comes is a 503
+ * replica_behind after the bounded wait.
+ */
+WM_TEST(cluster_orders, a_request_waits_for_the_positions_it_names, .timeout = 60)
+{
+	struct wm_cluster c;
+	wm_cluster_init(&c, 3);
+	wm_cluster_start_all(&c);
+	struct http_resp r;
+	/* a write at the home, and a read at shard 1 naming its position */
+	cr_assert_eq(wm_cluster_do(&c, 0, "POST", "/v1/partners",
+				   "{\"legal_name\":\"Held Read GmbH\",\"country\":\"DE\",\"roles\":[\"originator\"],"
+				   "\"originator_type\":\"estate\"}", &r), 0);
+	cr_assert_eq(r.status, 201, "%s", r.body);
+	char w[32], pos[96], owner[64];
+	cr_assert_gt(http_header(&r, "X-WM-LSN", w, sizeof(w)), 0, "a signed write reports its position");
+	const char *idp = strstr(r.body, "\"id\":\"");
+	cr_assert_not_null(idp);
+	snprintf(owner, sizeof(owner), "%.*s", (int)strcspn(idp + 6, "\""), idp + 6);
+	http_resp_free(&r);
+	snprintf(pos, sizeof(pos), "0:%s", w);
+	int fd = send_with_position(&c, 1, "/v1/partners?page_size=200", pos);
+	cr_assert_eq(http_read_response(fd, &r, 5000), 0);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert(strstr(r.body, "Held Read GmbH"), "the read did not show the write it named: %s", r.body);
+	http_resp_free(&r);
+	close(fd);
+	/* a position shard 2 has not reached: the request waits ... */
+	settle(&c);
+	long long l2 = shard_lsn(&c, 2);
+	snprintf(pos, sizeof(pos), "0:%s,2:%lld", w, l2 + 1);
+	fd = send_with_position(&c, 1, "/v1/stock-locations?page_size=200", pos);
+	cr_assert(!answered_within(fd, 400), "answered before the position it names existed");
+	/* ... and runs once shard 2 writes past it, showing that write */
+	char body[512];
+	snprintf(body, sizeof(body),
+		 "{\"owner_entity_id\":\"%s\",\"location_type\":\"BONDED_WAREHOUSE\",\"name\":\"Lager Mainz\","
+		 "\"address\":{\"line1\":\"1\",\"city\":\"Mainz\",\"postal_code\":\"55116\",\"country\":\"DE\"}}",
+		 owner);
+	cr_assert_eq(wm_cluster_do(&c, 2, "POST", "/v1/stock-locations", body, &r), 0);
+	cr_assert_eq(r.status, 201, "%s", r.body);
+	http_resp_free(&r);
+	cr_assert_eq(http_read_response(fd, &r, 5000), 0);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert(strstr(r.body, "Lager Mainz"), "the held read did not show the write it waited for: %s", r.body);
+	http_resp_free(&r);
+	close(fd);
+	/* a position that never comes: 503 after the bounded wait */
+	snprintf(pos, sizeof(pos), "0:%lld", shard_lsn(&c, 0) + 1000000);
+	fd = send_with_position(&c, 1, "/v1/partners?page_size=1", pos);
+	cr_assert_eq(http_read_response(fd, &r, 10000), 0);
+	cr_assert_eq(r.status, 503, "%s", r.body);
+	cr_assert(strstr(r.body, "replica_behind"), "%s", r.body);
+	char ra[16];
+	cr_assert_gt(http_header(&r, "Retry-After", ra, sizeof(ra)), 0);
+	http_resp_free(&r);
+	close(fd);
 	wm_cluster_cleanup(&c);
 }

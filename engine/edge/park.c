@@ -26,6 +26,8 @@ struct parked {
 	struct srv_deferred *d;
 	char *raw;               /* the request's bytes, owned */
 	size_t len;
+	const char *pos;         /* its X-WM-Min-Position value, inside raw */
+	size_t pos_len;
 	char request_id[24];
 	uint64_t start_us;
 	char peer[64];
@@ -120,6 +122,8 @@ int park_check(struct api_ctx *c)
 	}
 	memcpy(p->raw, h->method_str, len);
 	p->len = len;
+	p->pos = p->raw + (x->value - h->method_str);
+	p->pos_len = x->value_len;
 	memcpy(p->request_id, c->rq->request_id, sizeof(p->request_id));
 	p->start_us = c->rq->start_us;
 	snprintf(p->peer, sizeof(p->peer), "%s", c->rq->peer ? c->rq->peer : "-");
@@ -177,9 +181,9 @@ void park_poll(struct shard *sh)
 	uint64_t now = ev_now_ms(sh->loop);
 	for (uint32_t i = 0; i < n_parked;) {
 		struct parked p = slots[i];
-		/* the first unapplied position it waited for; a later one in
-		 * its list is checked again when it runs */
-		int ready = applied(sh, p.publisher, p.lsn);
+		/* every position of its list: it runs only when none is left,
+		 * so running it never parks it again */
+		int ready = !first_unapplied(sh, p.pos, p.pos_len, &p.publisher, &p.lsn);
 		if (!ready && now < p.deadline_ms) {
 			i++;
 			continue;

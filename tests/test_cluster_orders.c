@@ -17,11 +17,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/cluster_harness.h"
 #include "tests/order_world.h"
 #include "tests/wm_test.h"
+
+static uint64_t wall_ms_test(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 static void cluster_with_router(struct wm_cluster *c)
 {
@@ -351,5 +359,79 @@ WM_TEST(cluster_orders, a_request_waits_for_the_positions_it_names, .timeout = 6
 	cr_assert_gt(http_header(&r, "Retry-After", ra, sizeof(ra)), 0);
 	http_resp_free(&r);
 	close(fd);
+	wm_cluster_cleanup(&c);
+}
+
+/* The status and problem code of a request with `key` through port. */
+static int call_code(int port, const char *method, const char *path, const char *key, const char *body, char *code,
+		     size_t n)
+{
+	char h[256];
+	snprintf(h, sizeof(h), "Authorization: Bearer %s\r\n", key);
+	struct http_resp r;
+	cr_assert_eq(http_do(port, method, path, h, body, &r), 0);
+	json_t *j = json_loadb(r.body, r.body_len, 0, NULL);
+	const char *cd = j ? json_string_value(json_object_get(j, "code")) : NULL;
+	snprintf(code, n, "%s", cd ? cd : "");
+	json_decref(j);
+	int st = r.status;
+	http_resp_free(&r);
+	return st;
+}
+
+/*
+ * A key revoked at the home stops working everywhere: through the router
+ * at once on every shard (the revocation's position travels with the next
+ * request), and straight at a shard within the replication lag, which is
+ * measured and printed.
+ */
+WM_TEST(cluster_orders, a_key_revoked_at_the_home_stops_everywhere, .timeout = 60)
+{
+	struct wm_cluster c;
+	cluster_with_router(&c);
+	struct oworld w;
+	memset(&w, 0, sizeof(w));
+	ow_build(&w, c.router_port, 30, 0, "DE", "DE");
+	char code[64], quote[512];
+	snprintf(quote, sizeof(quote), "{\"destination_country\":\"DE\",\"lines\":[{\"sku\":\"%s\",\"qty\":6,\"box_units\":6}]}",
+		 w.w1);
+	int st = 0;
+	for (int t = 0; t < 250 && st != 200; t++) { /* the seller's quote at shard 2 (DE) works */
+		st = call_code(c.router_port, "POST", "/v1/orders/quote-calculate", w.ksel, quote, code, sizeof(code));
+		if (st != 200)
+			usleep(20 * 1000);
+	}
+	cr_assert_eq(st, 200, "%s", code);
+	/* the key's id, then its revocation at the home */
+	char path[160];
+	json_t *keys = tc_expect(c.router_port, "GET", "/api/keys?page_size=200", NULL, NULL, 200);
+	const char *kid = NULL;
+	json_t *k;
+	size_t i;
+	json_array_foreach(json_object_get(keys, "data"), i, k)
+		if (!strcmp(json_string_value(json_object_get(k, "entity_id")), w.sel))
+			kid = json_string_value(json_object_get(k, "id"));
+	cr_assert_not_null(kid, "the seller's key is not listed");
+	snprintf(path, sizeof(path), "/api/keys/%s/revoke", kid);
+	json_decref(tc_expect(c.router_port, "POST", path, NULL, NULL, 200));
+	json_decref(keys);
+	/* through the router: refused at once, on the destination's shard */
+	cr_assert_eq(call_code(c.router_port, "POST", "/v1/orders/quote-calculate", w.ksel, quote, code, sizeof(code)),
+		     401);
+	cr_assert_str_eq(code, "key_revoked");
+	/* straight at shard 1 (signed as a router would): within the lag */
+	uint64_t t0 = wall_ms_test();
+	for (st = 0; st != 401 && wall_ms_test() - t0 < 10000;) {
+		char sig[CK_HEADER_MAX + 64], h[512];
+		wm_cluster_sig(&c, "GET", "/v1/orders?page_size=1", NULL, sig, sizeof(sig));
+		snprintf(h, sizeof(h), "%sAuthorization: Bearer %s\r\n", sig, w.ksel);
+		struct http_resp r;
+		cr_assert_eq(http_do(c.port[1], "GET", "/v1/orders?page_size=1", h, NULL, &r), 0);
+		st = r.status;
+		http_resp_free(&r);
+	}
+	cr_assert_eq(st, 401, "shard 1 still accepts the revoked key after 10 s");
+	cr_log_info("revocation reached shard 1 in %llu ms (measured from the revoke's answer)",
+		    (unsigned long long)(wall_ms_test() - t0));
 	wm_cluster_cleanup(&c);
 }

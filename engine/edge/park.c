@@ -49,39 +49,58 @@ static uint32_t n_parked;
 
 uint32_t park_count(void) { return n_parked; }
 
-/* One "<publisher>:<lsn>" of the header into the out parameters: 0, or
- * -1 when malformed. */
-static int parse_position(const char *v, size_t n, uint32_t *pub, uint64_t *lsn)
+/* A decimal of 1..20 digits into *out without overflow: 0, or -1. */
+static int parse_u64(const char *s, size_t n, uint64_t *out)
 {
-	char tmp[48];
-	if (n == 0 || n >= sizeof(tmp))
+	uint64_t v = 0;
+	if (n == 0 || n > 20)
 		return -1;
-	memcpy(tmp, v, n);
-	tmp[n] = 0;
-	unsigned p;
-	unsigned long long l;
-	char end;
-	if (sscanf(tmp, "%u:%llu%c", &p, &l, &end) != 2 || p >= 64)
-		return -1;
-	*pub = p;
-	*lsn = l;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		unsigned d = (unsigned)(s[i] - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	*out = v;
 	return 0;
 }
 
-/* The first position of the header's comma-separated list that this
- * shard's replica has not applied: 1 with it in the out parameters, 0
- * when every one is applied (or the header is malformed: ignored, the
- * router never sends one). */
+int park_positions_parse(const char *v, size_t n, struct park_position *out, unsigned max)
+{
+	unsigned k = 0;
+	if (n == 0 || n > PARK_HEADER_MAX)
+		return -1;
+	for (;;) {
+		const char *comma = memchr(v, ',', n);
+		size_t len = comma ? (size_t)(comma - v) : n;
+		const char *colon = memchr(v, ':', len);
+		uint64_t pub, lsn;
+		if (!colon || k == max || parse_u64(v, (size_t)(colon - v), &pub) || pub >= PARK_MAX_PUBLISHERS ||
+		    parse_u64(colon + 1, len - (size_t)(colon - v) - 1, &lsn))
+			return -1;
+		out[k++] = (struct park_position){.publisher = (uint32_t)pub, .lsn = lsn};
+		if (!comma)
+			return (int)k;
+		v += len + 1;
+		n -= len + 1;
+	}
+}
+
+/* The first position of the header's list that this shard's replica has
+ * not applied: 1 with it in the out parameters, 0 when every one is
+ * applied (a malformed header is ignored: only a router sends one). */
 static int first_unapplied(struct shard *sh, const char *v, size_t n, uint32_t *pub, uint64_t *lsn)
 {
-	while (n) {
-		const char *comma = memchr(v, ',', n);
-		size_t k = comma ? (size_t)(comma - v) : n;
-		if (parse_position(v, k, pub, lsn) == 0 && !applied(sh, *pub, *lsn))
+	struct park_position ps[PARK_MAX_PUBLISHERS];
+	int k = park_positions_parse(v, n, ps, PARK_MAX_PUBLISHERS);
+	for (int i = 0; i < k; i++)
+		if (!applied(sh, ps[i].publisher, ps[i].lsn)) {
+			*pub = ps[i].publisher;
+			*lsn = ps[i].lsn;
 			return 1;
-		v += k + (comma != NULL);
-		n -= k + (comma != NULL);
-	}
+		}
 	return 0;
 }
 

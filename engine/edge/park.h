@@ -27,6 +27,20 @@
 #define PARK_MAX 1024          /* requests waiting at once; one more gets the 503 at once */
 #define PARK_WAIT_MS 2000u     /* longest wait for the replica */
 
+#define PARK_MAX_PUBLISHERS 64  /* shard ids 0..63 (SMAP_MAX_SHARDS) */
+#define PARK_HEADER_MAX 1400    /* bytes of the header value: 64 x "63:<20 digits>," */
+
+struct park_position {
+	uint32_t publisher;
+	uint64_t lsn;
+};
+
+/* Parse "<publisher>:<lsn>[,...]" (n bytes, not NUL-terminated; at most
+ * max entries): how many, or -1 when malformed (empty, an entry that is
+ * not two decimals, a publisher past 63, an LSN past 2^64-1, more than
+ * max entries or PARK_HEADER_MAX bytes). */
+int park_positions_parse(const char *v, size_t n, struct park_position *out, unsigned max);
+
 /* In api_handle, for a signed request: 0 = go on (no position, or it is
  * applied), 1 = the request was parked or refused (answered). */
 int park_check(struct api_ctx *c);

@@ -50,6 +50,7 @@ static void on_wal_progress(struct ev_loop *loop, struct ev_handle *h, uint32_t 
 	(void)r;
 	audit_on_durable(sh, wal_durable_lsn(sh->wal));
 	srv_on_durable(sh->srv);
+	repl_pub_wake(sh, 0); /* long-polls waiting for something new */
 }
 
 /* ---- the shard map (DESIGN.md section 9) ----------------------------------- */
@@ -178,6 +179,7 @@ static void on_tick(struct ev_loop *loop, void *arg)
 	shard_space_poll(sh);
 	idem_prune(sh);
 	repl_tick(sh);
+	repl_pub_wake(sh, 0); /* long-polls whose wait is over */
 	uint64_t now = ev_now_ms(loop);
 	if (sh->cfg.snapshot_interval_s && now >= sh->snap_next_due_ms) {
 		sh->snap_next_due_ms = now + sh->cfg.snapshot_interval_s * 1000;
@@ -330,6 +332,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 
 	int rc = ev_run(sh.loop);
+	repl_pub_wake(&sh, 1); /* every held long-poll answered before the server goes */
 	srv_free(sh.srv);
 	repl_close(&sh);
 	close(sfd);

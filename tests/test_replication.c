@@ -14,6 +14,7 @@
  * secret (tc_set_signer), as the router will sign them.
  */
 #include <jansson.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -467,5 +468,99 @@ WM_TEST(replication, internal_routes_refuse_unsigned_and_forged_requests, .timeo
 	/* the router slot: started when the binary exists (the lead's wm-router) */
 	int rs = wm_cluster_router_start(&c);
 	cr_assert(rs == 0 || rs == 1, "wm-router exists but did not start (log in %s/router.log)", c.root);
+	wm_cluster_cleanup(&c);
+}
+
+/* A signed GET to shard i on its own socket, answered later. */
+static int send_signed(struct wm_cluster *c, unsigned i, const char *target)
+{
+	char sig[CK_HEADER_MAX + 64], req[1024];
+	wm_cluster_sig(c, "GET", target, NULL, sig, sizeof(sig));
+	int fd = tcp_connect(c->port[i]);
+	cr_assert_geq(fd, 0);
+	int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: t\r\n%sConnection: close\r\n\r\n", target, sig);
+	cr_assert_eq(write(fd, req, (size_t)n), n);
+	return fd;
+}
+
+/*
+ * Long-poll (engine/replication/repl.h): a caught-up subscriber's fetch
+ * with wait_ms is held until something new is durable, then answered
+ * with it; with nothing new it is answered, empty, when its wait is over;
+ * wait_ms is bounded (1..5000).
+ */
+WM_TEST(replication, a_caught_up_fetch_waits_for_the_next_write, .timeout = 60)
+{
+	struct wm_cluster c;
+	cluster_up(&c, 2);
+	/* shard 1 streams from the home, caught up */
+	for (int t = 0; t < 500; t++) {
+		char *s1 = get_body(&c, 1, "/internal/cluster/status", 200);
+		int ok = s1 && strstr(s1, "\"state\":\"streaming\"") && strstr(s1, "\"lag_lsn\":0");
+		free(s1);
+		if (ok)
+			break;
+		usleep(20 * 1000);
+	}
+	/* and the home writes nothing more of its own (start-up positions) */
+	char *st = NULL;
+	unsigned long long last = 0;
+	for (int t = 0; t < 50; t++) {
+		free(st);
+		st = get_body(&c, 0, "/internal/cluster/status", 200);
+		cr_assert_not_null(st);
+		unsigned long long now = strtoull(strstr(st, "\"durable_lsn\":") + 14, NULL, 10);
+		if (t && now == last)
+			break;
+		last = now;
+		usleep(300 * 1000);
+	}
+	const char *d = strstr(st, "\"durable_lsn\":"), *e = strstr(st, "\"epoch\":\"");
+	cr_assert(d && e, "%s", st);
+	unsigned long long durable = strtoull(d + 14, NULL, 10);
+	char epoch[17];
+	snprintf(epoch, sizeof(epoch), "%.16s", e + 9);
+	free(st);
+	char target[256];
+	/* bounds */
+	struct http_resp r;
+	static const char *const waits[] = {"0", "5001", NULL};
+	for (int k = 0; waits[k]; k++) {
+		snprintf(target, sizeof(target), "/internal/replication/wal?from=%llu&epoch=%s&max_bytes=65536&wait_ms=%s",
+			 durable, epoch, waits[k]);
+		cr_assert_eq(wm_cluster_do(&c, 0, "GET", target, NULL, &r), 0);
+		cr_assert_eq(r.status, 400, "wait_ms=%s: %s", waits[k], r.body);
+		http_resp_free(&r);
+	}
+	/* held until the next write, then answered with it */
+	snprintf(target, sizeof(target), "/internal/replication/wal?from=%llu&epoch=%s&max_bytes=65536&wait_ms=5000",
+		 durable, epoch);
+	int fd = send_signed(&c, 0, target);
+	struct pollfd pf = {.fd = fd, .events = POLLIN};
+	if (poll(&pf, 1, 400) != 0) {
+		cr_assert_eq(http_read_response(fd, &r, 3000), 0);
+		cr_assert_fail("a caught-up fetch (from %llu) was answered before anything new existed: %d, %zu bytes, %s",
+			       durable, r.status, r.body_len, r.head);
+	}
+	char id[64];
+	new_partner(c.port[0], 1, id);
+	cr_assert_eq(http_read_response(fd, &r, 3000), 0);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert_gt(r.body_len, REPL_HEADER_SIZE, "the held fetch came back without the new write");
+	http_resp_free(&r);
+	close(fd);
+	/* nothing new: answered, empty, when its wait is over */
+	st = get_body(&c, 0, "/internal/cluster/status", 200);
+	d = strstr(st, "\"durable_lsn\":");
+	durable = strtoull(d + 14, NULL, 10);
+	free(st);
+	snprintf(target, sizeof(target), "/internal/replication/wal?from=%llu&epoch=%s&max_bytes=65536&wait_ms=300",
+		 durable, epoch);
+	fd = send_signed(&c, 0, target);
+	cr_assert_eq(http_read_response(fd, &r, 3000), 0);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	cr_assert_eq(r.body_len, REPL_HEADER_SIZE, "an empty chunk is its header alone");
+	http_resp_free(&r);
+	close(fd);
 	wm_cluster_cleanup(&c);
 }

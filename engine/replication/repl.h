@@ -88,6 +88,10 @@ void repl_pub_logged(struct shard *sh, uint64_t lsn, const void *img, size_t len
  * and the epoch is read or created (the data directory exists now).
  * 0, or -1 with err. */
 int repl_pub_opened(struct shard *sh, char *err, size_t errlen);
+/* Answer the held long-polls that now have something (call after every
+ * durable progress) or whose wait is over (call from the tick); with
+ * all != 0, every one at once (before the server is freed). */
+void repl_pub_wake(struct shard *sh, int all);
 uint64_t repl_epoch(const struct shard *sh);
 
 /* ---- the subscriber (repl_sub.c) ----------------------------------------- */
@@ -96,6 +100,13 @@ uint64_t repl_epoch(const struct shard *sh);
  * publisher that does not answer is retried from RETRY_MIN to RETRY_MAX. */
 #define REPL_POLL_MIN_MS 1u
 #define REPL_POLL_MAX_MS 50u
+/* Long-poll: a subscriber that is caught up asks with wait_ms, and the
+ * publisher holds the request until something new is durable or the wait
+ * is over (at most REPL_WAITERS held at once; past that it answers at
+ * once and the subscriber's idle backoff applies). */
+#define REPL_LONGPOLL_MS 1000u
+#define REPL_LONGPOLL_MAX_MS 5000u
+#define REPL_WAITERS 64u
 #define REPL_RETRY_MIN_MS 50u
 #define REPL_RETRY_MAX_MS 1000u
 #define REPL_CALL_TIMEOUT_MS 3000u       /* one fetch, send to last byte */

@@ -56,6 +56,7 @@
 #include "engine/storage/record.h"
 #include "engine/storage/shard.h"
 #include "engine/cluster/shard_map.h"
+#include "net/problem.h"
 
 /* ---- the buffer of published transactions --------------------------------- */
 
@@ -189,6 +190,12 @@ int repl_ring_fill(const struct repl_ring *r, const struct repl_chunk *h, uint64
 
 /* ---- the publisher ---------------------------------------------------------- */
 
+/* A long-poll held until something new is durable (repl.h). */
+struct repl_waiter {
+	struct srv_deferred *d;
+	uint64_t from, max_bytes, deadline_ms;
+};
+
 struct repl_pub {
 	uint32_t self;
 	uint64_t epoch;
@@ -196,6 +203,8 @@ struct repl_pub {
 	struct repl_ring *ring;
 	struct buf scratch;   /* the filtered image being built */
 	uint64_t chunks_served, bytes_served, gone;
+	struct repl_waiter waiters[REPL_WAITERS];
+	unsigned n_waiters;
 };
 
 /* The shard's log hook: keep the published part of a transaction. */
@@ -421,6 +430,24 @@ static void wal_route(struct api_ctx *c)
 		gone(c, "the publisher's epoch changed (its data directory was replaced): resync");
 		return;
 	}
+	/* caught up and willing to wait: hold it until something is new */
+	uint64_t wait = 0;
+	int hw = q_u64(c, "wait_ms", 0, &wait);
+	if (hw < 0)
+		return;
+	if (hw && (wait == 0 || wait > REPL_LONGPOLL_MAX_MS)) {
+		api_error(c, 400, "invalid_query", "wait_ms must be from 1 to 5000");
+		return;
+	}
+	if (hw && from == h.durable_lsn && p->n_waiters < REPL_WAITERS && sh->srv) {
+		struct srv_deferred *d = srv_defer(sh->srv, c->rq);
+		if (d) {
+			p->waiters[p->n_waiters++] =
+				(struct repl_waiter){.d = d, .from = from, .max_bytes = mb,
+						     .deadline_ms = ev_now_ms(sh->loop) + wait};
+			return;
+		}
+	}
 	struct buf b;
 	buf_init(&b, REPL_HEADER_SIZE + REPL_MAX_CHUNK_BODY);
 	int r = repl_ring_fill(p->ring, &h, mb, &b);
@@ -431,6 +458,54 @@ static void wal_route(struct api_ctx *c)
 	else
 		send_chunk(c, &b);
 	buf_free(&b);
+}
+
+/* Answer one held long-poll now: the chunk after its position (empty when
+ * nothing is new), or 410 when the position left the buffer meanwhile. */
+static void waiter_answer(struct shard *sh, struct repl_waiter *w)
+{
+	struct repl_pub *p = sh->repl_pub;
+	struct srv_response rs = {.status = 200, .content_type = "application/octet-stream",
+				  .route = "/internal/replication/wal"};
+	buf_init(&rs.headers, 0);
+	buf_init(&rs.body, REPL_HEADER_SIZE + REPL_MAX_CHUNK_BODY);
+	buf_printf(&rs.headers, "X-WM-Repl-Epoch: %016" PRIx64 "\r\n", p->epoch);
+	struct repl_chunk h = {.kind = REPL_K_WAL, .publisher = p->self, .epoch = p->epoch, .from_lsn = w->from,
+			       .durable_lsn = wal_durable_lsn(sh->wal), .pub_unix_ms = wall_ms()};
+	int r = repl_ring_fill(p->ring, &h, w->max_bytes, &rs.body);
+	if (r != 0) {
+		buf_reset(&rs.body);
+		rs.status = r == 1 ? 410 : 500;
+		rs.content_type = PROBLEM_CONTENT_TYPE;
+		p->gone += r == 1;
+		problem_write(&rs.body, rs.status, r == 1 ? "replication_position_gone" : "replication_chunk_failed",
+			      http_reason(rs.status),
+			      r == 1 ? "the position is older than what the publisher keeps: resync"
+				     : "the chunk could not be built");
+	} else {
+		p->chunks_served++;
+		p->bytes_served += rs.body.len;
+	}
+	srv_complete(sh->srv, w->d, &rs);
+	buf_free(&rs.headers);
+	buf_free(&rs.body);
+}
+
+void repl_pub_wake(struct shard *sh, int all)
+{
+	struct repl_pub *p = sh->repl_pub;
+	if (!p || !p->n_waiters)
+		return;
+	uint64_t durable = wal_durable_lsn(sh->wal), now = ev_now_ms(sh->loop);
+	for (unsigned i = 0; i < p->n_waiters;) {
+		struct repl_waiter w = p->waiters[i];
+		if (!all && durable <= w.from && now < w.deadline_ms) {
+			i++;
+			continue;
+		}
+		p->waiters[i] = p->waiters[--p->n_waiters];
+		waiter_answer(sh, &w);
+	}
 }
 
 /* Is this row of a published table this shard's own (not a replica of

@@ -5,11 +5,15 @@
  * lives in struct repl_sub (one struct repl_peer per publisher), not in
  * struct shard, so the router can reuse this loop later.  Per publisher:
  *
- *   streaming   GET /internal/replication/wal?from=<pos>&epoch=<e>: apply
- *               the chunk, poll again at once while it says there is
- *               more, else back off from REPL_POLL_MIN_MS doubling to
- *               REPL_POLL_MAX_MS (a long-poll comes when the server can
- *               defer responses; the interval lives in repl.h only);
+ *   streaming   GET /internal/replication/wal?from=<pos>&epoch=<e>&
+ *               wait_ms=REPL_LONGPOLL_MS: apply the chunk and ask again
+ *               at once; a caught-up fetch is held by the publisher
+ *               until something new is durable (a long-poll, so a write
+ *               reaches the replicas one round trip after its fsync, not
+ *               after a poll interval); an empty answer that came back
+ *               at once (the publisher's waiters were full) backs off
+ *               from REPL_POLL_MIN_MS doubling to REPL_POLL_MAX_MS (the
+ *               timings live in repl.h only);
  *   resyncing   after a 410 (the publisher cannot serve the position, or
  *               its epoch changed): GET /internal/replication/snapshot
  *               page by page, then streaming from the first page's LSN.
@@ -71,6 +75,7 @@ struct repl_peer {
 	int inflight;
 	uint64_t due_ms;             /* monotonic ms of the next call */
 	uint32_t poll_ms, retry_ms;
+	uint64_t sent_ms;            /* when the call in flight was sent (long-poll or not) */
 	int down;                    /* in a failure episode (logged once) */
 	uint64_t pub_durable;        /* the publisher's durable LSN at the last answer */
 	uint64_t caught_up_unix_ms;  /* when it was last known caught up (wall clock) */
@@ -369,7 +374,7 @@ static void call(struct repl_peer *p)
 			 p->resync_started ? p->cur_table : 0u, REPL_FETCH_BYTES, hex[0] ? "&after=" : "", hex);
 	} else {
 		snprintf(target, sizeof(target), "/internal/replication/wal?from=%" PRIu64 "&epoch=%016" PRIx64
-			 "&max_bytes=%u", p->pos.lsn, p->pos.epoch, REPL_FETCH_BYTES);
+			 "&max_bytes=%u&wait_ms=%u", p->pos.lsn, p->pos.epoch, REPL_FETCH_BYTES, REPL_LONGPOLL_MS);
 	}
 	char sig[CK_HEADER_MAX], hdr[CK_HEADER_MAX + 32];
 	if (ck_sign(p->sub->key, "GET", 3, target, strlen(target), (int64_t)time(NULL), "", 0, sig)) {
@@ -383,6 +388,7 @@ static void call(struct repl_peer *p)
 		return;
 	}
 	p->inflight = 1;
+	p->sent_ms = mono_ms();
 }
 
 static void on_answer(void *arg, const struct hc_response *r, const char *err)
@@ -451,8 +457,12 @@ static void on_answer(void *arg, const struct hc_response *r, const char *err)
 	if (c.kind == REPL_K_SNAPSHOT || c.n_txns || p->pos.lsn < c.durable_lsn) {
 		p->poll_ms = REPL_POLL_MIN_MS;
 		schedule(p, 0);
+	} else if (mono_ms() - p->sent_ms >= REPL_LONGPOLL_MS / 2) {
+		/* the publisher held the long-poll for its wait: ask again now */
+		p->poll_ms = REPL_POLL_MIN_MS;
+		schedule(p, 0);
 	} else {
-		schedule_idle(p);
+		schedule_idle(p); /* answered empty at once (its waiters were full): back off */
 	}
 out:
 	arm(s);

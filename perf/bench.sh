@@ -57,6 +57,8 @@
 #      quote and POST /v1/orders -c16 through the router as ratios to the
 #      direct figures of (a) and (k) in the same run.  BENCH_SKIP_ROUTER=1
 #      skips it.
+#   m. replication lag (perf/repl_lag.py) from the home of (l) to a second
+#      shard at BENCH_REPL_RATE catalogue writes/s (default 1000): p50/p99/max.
 # Every HTTP figure uses the same wrk command (keep-alive connections):
 #   wrk -t1 -c64 -d10s --latency      (override: BENCH_THREADS/CONNS/DURATION)
 # The machine has 2 cores and wrk takes one, so the figures are for a server
@@ -87,12 +89,13 @@ orders_pid=""
 nginx_pid=""
 router_pid=""
 cluster_shard_pid=""
+cluster_shard1_pid=""
 cleanup() {
 	set +e
 	if [ -n "$nginx_pid" ]; then kill "$nginx_pid" 2>/dev/null; wait "$nginx_pid" 2>/dev/null; fi
 	if [ -n "$shard_pid" ]; then kill "$shard_pid" 2>/dev/null; wait "$shard_pid" 2>/dev/null; fi
 	if [ -n "$orders_pid" ]; then kill "$orders_pid" 2>/dev/null; wait "$orders_pid" 2>/dev/null; fi
-	if [ -n "$router_pid" ]; then kill "$router_pid" "$cluster_shard_pid" 2>/dev/null; wait 2>/dev/null; fi
+	if [ -n "$router_pid" ]; then kill "$router_pid" "$cluster_shard_pid" "$cluster_shard1_pid" 2>/dev/null; wait 2>/dev/null; fi
 	if [ -n "$root" ]; then rm -rf "$root"; fi
 }
 trap cleanup EXIT
@@ -609,13 +612,19 @@ else
 	head -c 48 /dev/urandom | base64 | tr -d '\n=' | head -c 64 >"$cdir/secret"
 	chmod 600 "$cdir/secret"
 	cport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-	priced=$(awk -F'\t' '$1 !~ /^#/ && $1 != "country" && NF > 1 {print $1}' data/vat.tsv | sort -u | tr '\n' ' ')
-	printf 'version 1\nshard 0 127.0.0.1:%s %s\n' "$cport" "$priced" >"$cdir/map.conf"
+	c1port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	# shard 1 owns MT, which nothing here uses: it is the subscriber of (m)
+	priced=$(awk -F'\t' '$1 !~ /^#/ && $1 != "country" && $1 != "MT" && NF > 1 {print $1}' data/vat.tsv | sort -u | tr '\n' ' ')
+	printf 'version 1\nshard 0 127.0.0.1:%s %s\nshard 1 127.0.0.1:%s MT\n' "$cport" "$priced" "$c1port" >"$cdir/map.conf"
 	WM_BOOTSTRAP_KEY="$WM_BOOTSTRAP_KEY" "$SHARD" --listen "127.0.0.1:$cport" --data-dir "$cdir/shard0" --access-log 0 \
 		--snapshot-interval 0 --wal-mode fsync --key-rate-rps 1000000 --key-rate-burst 1000000 \
 		--shard-map "$cdir/map.conf" --shard-id 0 --cluster-secret-file "$cdir/secret" \
 		>"$root/cluster-shard.out" 2>"$root/cluster-shard.err" &
 	cluster_shard_pid=$!
+	"$SHARD" --listen "127.0.0.1:$c1port" --data-dir "$cdir/shard1" --access-log 0 --snapshot-interval 0 \
+		--wal-mode fsync --key-rate-rps 1000000 --key-rate-burst 1000000 --shard-map "$cdir/map.conf" --shard-id 1 \
+		--cluster-secret-file "$cdir/secret" >"$root/cluster-shard1.out" 2>"$root/cluster-shard1.err" &
+	cluster_shard1_pid=$!
 	"$ROUTER" --listen 127.0.0.1:0 --data-dir "$cdir/router" --access-log 0 --shard-map "$cdir/map.conf" \
 		--cluster-secret-file "$cdir/secret" >"$root/router.out" 2>"$root/router.err" &
 	router_pid=$!
@@ -656,8 +665,20 @@ else
 	for r in "${router_rows[@]}"; do
 		echo "$r" | awk '{ print } / vs direct [0-9]/ { n = split($0, w, " "); printf "  ratio router/direct = %.2f\n", w[n - 4 + 0] / w[n] }'
 	done
-	kill "$router_pid" "$cluster_shard_pid" 2>/dev/null || true
-	wait "$router_pid" "$cluster_shard_pid" 2>/dev/null || true
+
+	# ---- m. replication lag at a steady catalogue write rate ----------------------
+	# perf/repl_lag.py: partners written straight to the home (signed, as a
+	# router would) at BENCH_REPL_RATE/s (default 1000) for 5 s, shard 1's
+	# applied position polled as fast as the reader can; lag = shard 1 shows
+	# the write applied minus the home's acknowledgement (durable, fsync).
+	echo
+	echo "== m. replication lag (home -> shard 1, long-poll), ${BENCH_REPL_RATE:-1000} catalogue writes/s"
+	lag=$(/usr/bin/python3 perf/repl_lag.py "127.0.0.1:$cport" "127.0.0.1:$c1port" "$cdir/secret" "$WM_BOOTSTRAP_KEY" \
+		"${BENCH_REPL_RATE:-1000}" 5 | tail -n 1)
+	echo "$lag"
+	router_rows+=("replication lag: $lag")
+	kill "$router_pid" "$cluster_shard_pid" "$cluster_shard1_pid" 2>/dev/null || true
+	wait "$router_pid" "$cluster_shard_pid" "$cluster_shard1_pid" 2>/dev/null || true
 	router_pid=""
 fi
 

@@ -309,3 +309,31 @@ WM_TEST(router, ctl_cluster_status_shows_every_process, .timeout = 60)
 	cr_assert(strstr(out, "1 process(es) did not answer"), "%s", out);
 	cluster_down(&c);
 }
+
+/*
+ * The router runs no domain handler and links none (issue 13 item 9): its
+ * binary holds no symbol of the engine's storage, edge, catalogue, supply,
+ * stock, pricing or orders code (names picked from each layer).
+ */
+WM_TEST(router, links_no_engine_layer, .timeout = 30)
+{
+	static const char *const engine_only[] = {"api_handle", "api_route_table", "shard_open", "table_put",
+						  "auth_request", "partner_routes", "wine_ingest", "offer_routes",
+						  "inv_atp", "quote_compute", "order_routes", "saga_drive", NULL};
+	char cmd[1024], line[512];
+	const char *d = getenv("WM_BIN_DIR");
+	snprintf(cmd, sizeof(cmd), "nm %s/wm-router", d ? d : "build/san/bin");
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	int symbols = 0;
+	while (fgets(line, sizeof(line), p)) {
+		symbols++;
+		line[strcspn(line, "\n")] = 0;
+		const char *name = strrchr(line, ' ');
+		name = name ? name + 1 : line;
+		for (int i = 0; engine_only[i]; i++)
+			cr_assert(strcmp(name, engine_only[i]), "wm-router links %s", name);
+	}
+	cr_assert_eq(pclose(p), 0, "nm failed");
+	cr_assert_gt(symbols, 100, "nm listed too little to be a real check");
+}

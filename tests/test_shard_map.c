@@ -228,6 +228,16 @@ WM_TEST(shard_map_proc, cluster_gate_signatures_and_misdirected, .timeout = 60)
 	cr_assert_eq(signed_do(p.port, &k, "GET", "/v1/orders/ord_FR_01HZZZZZZZ0000ABCDEF", NULL, &r), 0);
 	cr_assert_eq(r.status, 421, "%s", r.body);
 	http_resp_free(&r);
+	/* a body naming another shard's country: a location in FR at the
+	 * home, a quote to FR at the home */
+	cr_assert_eq(signed_do(p.port, &k, "POST", "/v1/stock-locations",
+			       "{\"name\":\"x\",\"address\":{\"country\":\"FR\"}}", &r), 0);
+	cr_assert_eq(r.status, 421, "%s", r.body);
+	http_resp_free(&r);
+	cr_assert_eq(signed_do(p.port, &k, "POST", "/v1/orders/quote-calculate",
+			       "{\"destination_country\":\"FR\",\"lines\":[]}", &r), 0);
+	cr_assert_eq(r.status, 421, "%s", r.body);
+	http_resp_free(&r);
 	/* an order of DE (the home's): its own answer (404: none exists) */
 	cr_assert_eq(signed_do(p.port, &k, "GET", "/v1/orders/ord_DE_01HZZZZZZZ0000ABCDEF", NULL, &r), 0);
 	cr_assert_eq(r.status, 404, "%s", r.body);

@@ -202,9 +202,11 @@ static void cluster_misdirected(struct api_ctx *c, const char *what)
 }
 
 /* Does this shard own the request (route_class.h)?  Writes to the
- * catalogue belong to the home; a path id names its country's shard.
- * Catalogue reads are served from the replica.  Body-routed requests are
- * the router's decision (their handlers validate the body). */
+ * catalogue belong to the home; a path id names its country's shard, and
+ * so does the country a body names (a location, a level, an order's
+ * destination: a replica must never take a write for a row another shard
+ * owns -- the owner's copy would collide with it).  Catalogue reads are
+ * served from the replica. */
 static int cluster_owns(struct api_ctx *c)
 {
 	const struct http_request *h = c->http;
@@ -217,7 +219,8 @@ static int cluster_owns(struct api_ctx *c)
 		return 0;
 	}
 	char cc[3];
-	if (r->kind == RC_PATH_ID && rc_path_country(r, h->path, h->path_len, cc)) {
+	if ((r->kind == RC_PATH_ID && rc_path_country(r, h->path, h->path_len, cc)) ||
+	    (r->kind == RC_BODY && rc_body_country(r, h->body, h->body_len, cc))) {
 		int owner = smap_owner(c->sh->smap, cc);
 		if (owner >= 0 && (uint64_t)owner != me) {
 			char what[48];

@@ -204,10 +204,7 @@ int main(int argc, char **argv)
 	int pr = config_parse_args(&cfg, argc, argv, stderr);
 	if (pr)
 		return pr > 0 ? 0 : 2;
-	static const char *const lv[] = {"debug", "info", "warn", "error"};
-	for (int i = 0; i < 4; i++)
-		if (!strcmp(cfg.log_level, lv[i]))
-			log_set_level((enum log_level)i);
+	log_set_level_named(cfg.log_level);
 
 	sigset_t mask;
 	sigemptyset(&mask);
@@ -274,15 +271,7 @@ int main(int argc, char **argv)
 	sh.loop = ev_new();
 	struct srv_config sc = {.listen = cfg.listen, .tls_cert = cfg.tls_cert, .tls_key = cfg.tls_key,
 				.handler = api_handle, .done = api_done, .durable_lsn = durable_lsn, .app = &sh};
-	srv_limits_default(&sc.lim);
-	sc.lim.max_conns = (uint32_t)cfg.max_conns;
-	sc.lim.max_conns_per_ip = (uint32_t)cfg.max_conns_per_ip;
-	sc.lim.header_timeout_ms = (uint32_t)cfg.header_timeout_ms;
-	sc.lim.body_timeout_ms = (uint32_t)cfg.body_timeout_ms;
-	sc.lim.idle_timeout_ms = (uint32_t)cfg.idle_timeout_ms;
-	sc.lim.http.max_body = cfg.max_body_kb << 10;
-	sc.lim.http.max_header_bytes = (uint32_t)(cfg.max_header_kb << 10);
-	sc.lim.http.max_headers = (uint32_t)cfg.max_headers;
+	config_srv_limits(&cfg, &sc.lim);
 	sh.srv = srv_new(sh.loop, &sc, err, sizeof(err));
 	if (!sh.srv) {
 		log_error("msg=\"cannot listen\" error=\"%s\"", err);

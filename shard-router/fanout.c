@@ -57,6 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/b64url.h"
 #include "net/json.h"
 #include "net/jsonw.h"
 
@@ -67,76 +68,7 @@
 
 _Static_assert(FANOUT_SHARD_RAW_MAX == FANOUT_SHARD_CURSOR_MAX * 6 / 8, "raw bound follows the text bound");
 
-/* ---- base64url (no padding, canonical) ---------------------------------- */
-
-static const char b64u[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-/* Characters n bytes encode to. */
-static size_t b64_len(size_t n) { return (n * 4 + 2) / 3; }
-
-/* Encode in[0..n) into out (b64_len(n) + 1 bytes), NUL-terminated. */
-static void b64_encode(const uint8_t *in, size_t n, char *out)
-{
-	size_t o = 0;
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)in[i] << 16;
-		if (i + 1 < n)
-			v |= (uint32_t)in[i + 1] << 8;
-		if (i + 2 < n)
-			v |= in[i + 2];
-		out[o++] = b64u[(v >> 18) & 63];
-		out[o++] = b64u[(v >> 12) & 63];
-		if (i + 1 < n)
-			out[o++] = b64u[(v >> 6) & 63];
-		if (i + 2 < n)
-			out[o++] = b64u[v & 63];
-	}
-	out[o] = 0;
-}
-
-static int b64_val(unsigned char ch)
-{
-	if (ch >= 'A' && ch <= 'Z')
-		return ch - 'A';
-	if (ch >= 'a' && ch <= 'z')
-		return ch - 'a' + 26;
-	if (ch >= '0' && ch <= '9')
-		return ch - '0' + 52;
-	if (ch == '-')
-		return 62;
-	if (ch == '_')
-		return 63;
-	return -1;
-}
-
-/* Decode in[0..n) into out (at most out_size bytes): the byte count, or -1
- * for a character outside the alphabet, an impossible length (n % 4 == 1),
- * non-zero trailing bits (so every byte string has exactly one text) or
- * more than out_size bytes. */
-static long b64_decode(const char *in, size_t n, uint8_t *out, size_t out_size)
-{
-	if (n % 4 == 1)
-		return -1;
-	size_t o = 0;
-	uint32_t acc = 0;
-	int bits = 0;
-	for (size_t i = 0; i < n; i++) {
-		int v = b64_val((unsigned char)in[i]);
-		if (v < 0)
-			return -1;
-		acc = (acc << 6 | (uint32_t)v) & 0xffffff;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			if (o >= out_size)
-				return -1;
-			out[o++] = (uint8_t)(acc >> bits);
-		}
-	}
-	if (bits && (acc & ((1u << bits) - 1)))
-		return -1;
-	return (long)o;
-}
+/* base64url (no padding, canonical): net/b64url.h */
 
 /* ---- the cursor --------------------------------------------------------- */
 
@@ -177,15 +109,15 @@ static int cursor_mac(const struct cluster_key *k, const uint8_t *payload, size_
 int fanout_cursor_seal(const struct cluster_key *k, const void *payload, size_t len, char *out, size_t out_size)
 {
 	uint8_t raw[FC_RAW_MAX];
-	if (len > FC_RAW_MAX - FANOUT_MAC_LEN || b64_len(len + FANOUT_MAC_LEN) > FANOUT_CURSOR_MAX ||
-	    b64_len(len + FANOUT_MAC_LEN) + 1 > out_size)
+	if (len > FC_RAW_MAX - FANOUT_MAC_LEN || b64url_len(len + FANOUT_MAC_LEN) > FANOUT_CURSOR_MAX ||
+	    b64url_len(len + FANOUT_MAC_LEN) + 1 > out_size)
 		return FC_E_TOO_LARGE;
 	if (len)
 		memcpy(raw, payload, len);
 	if (cursor_mac(k, raw, len, raw + len))
 		return FC_E_INTERNAL;
-	b64_encode(raw, len + FANOUT_MAC_LEN, out);
-	return (int)b64_len(len + FANOUT_MAC_LEN);
+	b64url_encode(raw, len + FANOUT_MAC_LEN, out, b64url_len(len + FANOUT_MAC_LEN) + 1);
+	return (int)b64url_len(len + FANOUT_MAC_LEN);
 }
 
 int fanout_cursor_encode(const struct cluster_key *k, const void *tag, size_t tag_len, const struct fanout_cursor *c,
@@ -218,7 +150,7 @@ int fanout_cursor_encode(const struct cluster_key *k, const void *tag, size_t ta
 		if (s->len == 0 || strnlen(s->text, sizeof(s->text)) != s->len)
 			return FC_E_MALFORMED;
 		uint8_t raw[FANOUT_SHARD_RAW_MAX];
-		long r = b64_decode(s->text, s->len, raw, sizeof(raw));
+		long r = b64url_decode(s->text, s->len, raw, sizeof(raw));
 		if (r <= 0)
 			return FC_E_MALFORMED;
 		if (n + 2 + (size_t)r > FC_RAW_MAX - FANOUT_MAC_LEN)
@@ -263,8 +195,8 @@ static int parse_entries(const uint8_t *p, size_t len, struct fanout_cursor *c)
 		if (rl == 0 || len - i < rl)
 			return FC_E_MALFORMED;
 		s->state = FANOUT_AT;
-		b64_encode(p + i, rl, s->text);
-		s->len = (uint16_t)b64_len(rl);
+		b64url_encode(p + i, rl, s->text, b64url_len(rl) + 1);
+		s->len = (uint16_t)b64url_len(rl);
 		i += rl;
 	}
 	return i == len ? FC_OK : FC_E_MALFORMED;
@@ -276,7 +208,7 @@ int fanout_cursor_decode(const struct cluster_key *k, const char *text, size_t l
 	if (len > FANOUT_CURSOR_MAX)
 		return FC_E_TOO_LARGE;
 	uint8_t raw[FC_RAW_MAX];
-	long n = b64_decode(text, len, raw, sizeof(raw));
+	long n = b64url_decode(text, len, raw, sizeof(raw));
 	if (n < (long)(FC_HEAD + FANOUT_MAC_LEN))
 		return FC_E_MALFORMED;
 	size_t plen = (size_t)n - FANOUT_MAC_LEN;
@@ -456,7 +388,7 @@ static int shard_cursor_ok(const struct json_value *v)
 {
 	uint8_t tmp[FANOUT_SHARD_RAW_MAX];
 	return v && v->type == JSON_STRING && v->len >= 1 && v->len <= FANOUT_SHARD_CURSOR_MAX &&
-	       b64_decode(v->u.str, v->len, tmp, sizeof(tmp)) > 0;
+	       b64url_decode(v->u.str, v->len, tmp, sizeof(tmp)) > 0;
 }
 
 /* The index of member key in object o, or -1. */

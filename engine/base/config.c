@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/server.h"
+
 enum opt_kind { OPT_STR, OPT_U64, OPT_BOOL, OPT_ENUM };
 
 struct opt {
@@ -121,6 +123,19 @@ static int opt_selected(const struct opt *o)
 }
 
 void config_select(const char *const *names) { selected = names; }
+
+void config_srv_limits(const struct config *c, struct srv_limits *l)
+{
+	srv_limits_default(l);
+	l->max_conns = (uint32_t)c->max_conns;
+	l->max_conns_per_ip = (uint32_t)c->max_conns_per_ip;
+	l->header_timeout_ms = (uint32_t)c->header_timeout_ms;
+	l->body_timeout_ms = (uint32_t)c->body_timeout_ms;
+	l->idle_timeout_ms = (uint32_t)c->idle_timeout_ms;
+	l->http.max_body = c->max_body_kb << 10;
+	l->http.max_header_bytes = (uint32_t)(c->max_header_kb << 10);
+	l->http.max_headers = (uint32_t)c->max_headers;
+}
 
 static const struct opt *opt_find_any(const char *name, size_t len);
 

@@ -65,6 +65,10 @@ void config_defaults(struct config *c);
  * --help was printed, -1 on an error (message printed to `err`). */
 int config_parse_args(struct config *c, int argc, char **argv, FILE *err);
 void config_usage(FILE *out, const char *prog);
+struct srv_limits;
+/* The server's limits from the options (connections, time-outs, request
+ * sizes), as wm-shard and wm-router both take them. */
+void config_srv_limits(const struct config *c, struct srv_limits *l);
 /* Restrict the options accepted and listed to names (NULL-terminated;
  * NULL = all): wm-router takes the edge's options, not the engine's. */
 void config_select(const char *const *names);

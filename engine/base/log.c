@@ -119,3 +119,11 @@ int parse_rfc3339_ms(const char *s, size_t n, long long *unix_ms)
 	*unix_ms = (((days * 24 + h) * 60 + mi - off) * 60 + sec) * 1000LL + ms;
 	return 0;
 }
+
+void log_set_level_named(const char *name)
+{
+	static const char *const lv[] = {"debug", "info", "warn", "error"};
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(name, lv[i]))
+			log_set_level((enum log_level)i);
+}

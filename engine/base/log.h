@@ -12,6 +12,8 @@
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
 
 void log_set_level(enum log_level lvl);
+/* The level by its option name (debug|info|warn|error); others are ignored. */
+void log_set_level_named(const char *name);
 /* fmt is the rest of the line after ts/level, already in key=value form. */
 void wm_log(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

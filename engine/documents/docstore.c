@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "net/hex.h"
+#include "wal/fsutil.h"
 
 #define PATH_CAP (DOCSTORE_ROOT_MAX + 128)
 
@@ -52,18 +53,6 @@ static int hex_name_ok(const char *s)
 		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
 			return 0;
 	return s[DOCSTORE_SHA_HEX] == '\0';
-}
-
-static int fsync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	int rc = fsync(fd);
-	int e = errno;
-	close(fd);
-	errno = e;
-	return rc;
 }
 
 static int mkdir_one(const char *p)
@@ -194,7 +183,7 @@ int docstore_put(struct docstore *ds, const uint8_t *data, size_t len, char *sha
 		errno = e;
 		return -1;
 	}
-	return fsync_dir(dir);
+	return fs_fsync_dir(dir);
 }
 
 int docstore_get(struct docstore *ds, const char *sha_hex, uint8_t **data, size_t *len)

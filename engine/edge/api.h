@@ -17,6 +17,7 @@
 #include "engine/edge/policy.h"
 #include "engine/edge/route.h"
 #include "engine/storage/shard.h"
+#include "net/b64url.h"
 #include "net/http.h"
 #include "net/json.h"
 #include "net/jsonw.h"
@@ -175,8 +176,5 @@ uint32_t api_list_source(struct api_ctx *c, struct api_source *src, const struct
  * an impossible filter): the same bytes as an empty index walk. */
 void api_list_empty(struct api_ctx *c);
 
-/* base64url without padding; returns output length or -1. */
-int b64url_encode(const uint8_t *in, size_t n, char *out, size_t out_size);
-int b64url_decode(const char *in, size_t n, uint8_t *out, size_t out_size);
 
 #endif

@@ -42,6 +42,10 @@ int (*const wine_channel_lists)(struct shard *sh, const char *channel_id, const 
 /* Stock asks orders which order owns a hold (hold_owned_by_order). */
 const char *(*const inv_hold_owner)(struct shard *sh, const char *hold_id) = order_owning_hold;
 
+/* The edge asks the catalogue for a key's partner (identity, keys). */
+int (*const key_partner_facts)(struct shard *sh, const char *id, uint8_t *roles,
+			       uint8_t *status) = partner_facts;
+
 /* The edge asks supply whether a channel is a seller's storefront (keys). */
 int (*const key_channel_of_seller)(struct shard *sh, const char *channel_id,
 				   const char *seller_id) = channel_of_seller;

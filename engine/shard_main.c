@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "engine/edge/api.h"
+#include "engine/edge/dispatch.h"
 #include "engine/edge/audit.h"
 #include "engine/demo.h"
 #include "engine/edge/idem.h"
@@ -167,7 +168,7 @@ static void on_prepare(struct ev_loop *loop, void *arg)
 {
 	(void)loop;
 	audit_flush(arg);
-	park_poll(arg);
+	park_poll(arg, api_handle);
 }
 
 static void on_tick(struct ev_loop *loop, void *arg)

@@ -503,6 +503,16 @@ static void partners_list(struct api_ctx *c)
 		 partner_match, &f, NULL);
 }
 
+int partner_facts(struct shard *sh, const char *id, uint8_t *roles, uint8_t *status)
+{
+	const struct partner *p = partner_get(sh, id, strlen(id));
+	if (!p)
+		return 0;
+	*roles = p->v.roles;
+	*status = p->v.status;
+	return 1;
+}
+
 const struct route partner_routes[] = {
 	{HTTP_M_GET, "/v1/partners", partners_list, SC_READ_PARTNERS, ACT_READ_PARTNERS, "List partners", 0},
 	{HTTP_M_POST, "/v1/partners", partners_create, SC_WRITE_PARTNERS, ACT_CREATE_PARTNER, "Create a partner (onboarding step 1)", 0},

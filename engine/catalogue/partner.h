@@ -50,6 +50,9 @@ struct partner {
 /* Effective capability bits (explicit flags, else role defaults). */
 uint8_t partner_caps(const struct partner_vals *p);
 const struct partner *partner_get(struct shard *sh, const char *id, size_t len);
+/* Roles and onboarding status of partner `id` (NUL-terminated): 1, or 0
+ * when there is none (the edge's key_partner_facts, bound in routes.c). */
+int partner_facts(struct shard *sh, const char *id, uint8_t *roles, uint8_t *status);
 /* Create a partner from a JSON object without HTTP (demo data). */
 int partner_seed(struct shard *sh, const char *json);
 

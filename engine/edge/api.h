@@ -84,13 +84,10 @@ struct api_ctx {
 	unsigned n_errs;
 };
 
-/* The server's handler entry point (app = struct shard *). */
-void api_handle(void *app, const struct srv_request *rq, struct srv_response *rs);
-/* The server's done callback: metrics and the access log. */
-void api_done(void *app, const struct srv_request *rq, const struct srv_response *rs,
-	      uint64_t latency_us);
 
 
+/* POST, PUT, PATCH, DELETE. */
+int api_is_write(enum http_method m);
 /* Match path[0..plen) against a route pattern, filling c's path
  * parameters; 1 on match (etag.c runs a route on a path it derives). */
 int api_route_bind(const char *pattern, const char *path, uint32_t plen, struct api_ctx *c);

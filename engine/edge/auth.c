@@ -38,7 +38,6 @@
 
 #include "engine/edge/key.h"
 #include "engine/base/log.h"
-#include "engine/catalogue/partner.h"
 
 #define QUOTA_SLOTS 24
 #define MICRO 1000000LL
@@ -233,13 +232,10 @@ static int identify(struct api_ctx *c)
 	w->rate_burst = k->rate_burst;
 	w->is_platform = strcmp(k->entity_id, KEY_PLATFORM_ENTITY) == 0;
 	if (!w->is_platform) {
-		const struct partner *p = partner_get(c->sh, k->entity_id, strlen(k->entity_id));
-		if (!p) {
+		if (!key_partner_facts(c->sh, k->entity_id, &w->roles, &w->status)) {
 			unauthorized(c, "unknown_key", "the entity of this API key no longer exists");
 			return -1;
 		}
-		w->roles = p->v.roles;
-		w->status = p->v.status;
 	}
 	w->authenticated = 1;
 	return 0;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "engine/edge/api.h"
+#include "engine/edge/quota.h"
 
 /*
  * For a route that needs a key: authenticate the Authorization header,
@@ -19,16 +20,6 @@
  */
 int auth_request(struct api_ctx *c);
 
-/*
- * Record quota for reads.  auth_quota_left() is how many rows the caller's
- * entity may still receive now (UINT32_MAX when unlimited: the platform);
- * auth_quota_charge() counts rows actually returned.  auth_quota_refuse()
- * writes the 429 (with Retry-After) that replaces a read the quota does not
- * cover; the body says nothing about the rows.
- */
-uint32_t auth_quota_left(struct api_ctx *c);
-void auth_quota_charge(struct api_ctx *c, uint32_t rows);
-void auth_quota_refuse(struct api_ctx *c);
 
 /* Runtime state (buckets, windows) lives outside the tables: it is not
  * persisted.  Created lazily; freed by shard_close() through sh->auth_free,

@@ -31,7 +31,6 @@
 
 #include "engine/edge/fields.h"
 #include "engine/base/log.h"
-#include "engine/catalogue/partner.h"
 #include "net/hex.h"
 
 static const char b62[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -461,7 +460,8 @@ static void mint(struct api_ctx *c)
 		api_error(c, 404, "not_found", "no such entity");
 		return;
 	}
-	if (!platform && !partner_get(c->sh, k.entity_id, strlen(k.entity_id)))
+	uint8_t roles, status;
+	if (!platform && !key_partner_facts(c->sh, k.entity_id, &roles, &status))
 		api_field_error(c, "entity_id", "exists", "no partner with this id");
 	if (platform && k.kind == KEY_PUBLISHABLE)
 		api_field_error(c, "kind", "platform", "the platform entity holds secret keys only");

@@ -97,5 +97,9 @@ extern const struct route key_routes[];
  * where the layers are assembled (engine/routes.c, to channel_of_seller)
  * and the edge does not include supply. */
 extern int (*const key_channel_of_seller)(struct shard *sh, const char *channel_id, const char *seller_id);
+/* The partner a key belongs to, as identity needs it: 1 with its roles and
+ * onboarding status (policy.h), 0 when no such partner.  Bound in
+ * engine/routes.c to the catalogue (partner_facts), for the same reason. */
+extern int (*const key_partner_facts)(struct shard *sh, const char *id, uint8_t *roles, uint8_t *status);
 
 #endif

@@ -156,7 +156,7 @@ int park_check(struct api_ctx *c)
 /* Run a parked request now (its position is applied, or its wait is over:
  * then it is answered 503 by park_check itself, the header still naming
  * an unapplied position). */
-static void park_run(struct shard *sh, struct parked *p, int expired)
+static void park_run(struct shard *sh, struct parked *p, int expired, srv_handler_fn run)
 {
 	struct http_limits lim;
 	http_limits_default(&lim);
@@ -185,7 +185,7 @@ static void park_run(struct shard *sh, struct parked *p, int expired)
 		answer_behind(&c, p->publisher, p->lsn);
 		rs.route = "-replica-behind";
 	} else {
-		api_handle(sh, &rq, &rs);
+		run(sh, &rq, &rs);
 	}
 	srv_complete(sh->srv, p->d, &rs);
 	buf_free(&rs.headers);
@@ -193,7 +193,7 @@ static void park_run(struct shard *sh, struct parked *p, int expired)
 	free(p->raw);
 }
 
-void park_poll(struct shard *sh)
+void park_poll(struct shard *sh, srv_handler_fn run)
 {
 	if (!n_parked)
 		return;
@@ -209,6 +209,6 @@ void park_poll(struct shard *sh)
 		}
 		/* take it out first: running it may park another */
 		slots[i] = slots[--n_parked];
-		park_run(sh, &p, !ready);
+		park_run(sh, &p, !ready, run);
 	}
 }

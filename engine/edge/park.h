@@ -44,9 +44,10 @@ int park_positions_parse(const char *v, size_t n, struct park_position *out, uns
 /* In api_handle, for a signed request: 0 = go on (no position, or it is
  * applied), 1 = the request was parked or refused (answered). */
 int park_check(struct api_ctx *c);
-/* Answer the parked requests whose position is now applied or whose wait
- * is over.  Cheap when none waits. */
-void park_poll(struct shard *sh);
+/* Answer the parked requests whose position is now applied (running
+ * them through `run`, the server's handler: dispatch.c's api_handle) or
+ * whose wait is over.  Cheap when none waits. */
+void park_poll(struct shard *sh, srv_handler_fn run);
 /* Requests waiting now (for /metrics). */
 uint32_t park_count(void);
 

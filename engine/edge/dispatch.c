@@ -1,0 +1,323 @@
+/*
+ * dispatch.c -- one request through the edge (DESIGN.md 5 and 9): the
+ * cluster gate (signatures, ownership, read-your-writes), the route, then
+ * identity (key, scope, action, rate) -> idempotency -> If-Match -> space
+ * -> handler -> ETag -> audit, and the LSN the response waits for.
+ *
+ * Routing is a linear walk over a small table of patterns, segment by
+ * segment, with "{name}" matching one non-empty segment.  With a few dozen
+ * routes this costs well under a microsecond and keeps the route table the
+ * single source of truth (the OpenAPI test reads the same table).
+ *
+ * This is the top of the edge: it includes the modules it runs, and none
+ * of them includes it (they share the request context of api.h).
+ */
+#include "engine/edge/dispatch.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/base/log.h"
+#include "engine/cluster/cluster_auth.h"
+#include "engine/cluster/internal_headers.h"
+#include "engine/cluster/route_class.h"
+#include "engine/cluster/shard_map.h"
+#include "engine/edge/audit.h"
+#include "engine/edge/auth.h"
+#include "engine/edge/etag.h"
+#include "engine/edge/idem.h"
+#include "engine/edge/park.h"
+
+/* ---- routing ----------------------------------------------------------- */
+
+static const struct route *route_find(struct api_ctx *c, int *path_known)
+{
+	const struct http_request *h = c->http;
+	enum http_method m = h->method == HTTP_M_HEAD ? HTTP_M_GET : h->method;
+	*path_known = 0;
+	const struct route *table = c->internal ? api_internal_route_table() : api_route_table();
+	for (const struct route *r = table; r->pattern; r++) {
+		if (!api_route_bind(r->pattern, h->path, h->path_len, c))
+			continue;
+		*path_known = 1;
+		if (r->method == m)
+			return r;
+	}
+	return NULL;
+}
+
+static void allow_header(struct api_ctx *c)
+{
+	struct buf *hb = &c->rs->headers;
+	buf_puts(hb, "Allow: ");
+	int first = 1;
+	static const char *const names[] = {"", "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"};
+	for (const struct route *r = api_route_table(); r->pattern; r++) {
+		if (!api_route_bind(r->pattern, c->http->path, c->http->path_len, c))
+			continue;
+		buf_printf(hb, "%s%s", first ? "" : ", ", names[r->method]);
+		first = 0;
+	}
+	buf_puts(hb, "\r\n");
+}
+
+
+/* Close the read set before anything that reads for the engine's own sake
+ * (the audit); UINT64_MAX = unknown, resolved to the newest state. */
+static void api_take_reveals(struct api_ctx *c)
+{
+	if (c->reveals_taken)
+		return;
+	c->reveals_lsn = table_reads_end(UINT64_MAX);
+	c->reveals_taken = 1;
+}
+
+#define API_NOSPACE_RETRY_AFTER_S 10 /* Retry-After of a 507: the WAL retries its spare every 0.5 s */
+
+/* 507 insufficient_storage (shard.h, "A full disk"). */
+static void nospace_error(struct api_ctx *c)
+{
+	api_error(c, 507, "insufficient_storage",
+		  "the data directory's file system is full: writes are refused until space is freed; reads go on");
+	buf_printf(&c->rs->headers, "Retry-After: %d\r\n", API_NOSPACE_RETRY_AFTER_S);
+}
+
+/* Run a write handler unless the disk is full; a commit the WAL refused
+ * during it turns the answer into a 507 (what it committed before, if
+ * anything, is durable and a retry sees it). */
+static void run_write(struct api_ctx *c)
+{
+	struct shard *sh = c->sh;
+	if (shard_write_admit(sh)) {
+		nospace_error(c);
+		return;
+	}
+	c->route->fn(c);
+	if (sh->nospace_in_request)
+		nospace_error(c);
+}
+
+/*
+ * The request pipeline of a routed request: identity (key, scope, action,
+ * rate) -> idempotency (writes) -> If-Match (writes, etag.c) -> space
+ * (writes) -> handler -> ETag (etag.c) -> audit (reads).  Public routes skip
+ * identity, idempotency, the ETag and audit.
+ */
+static void api_run(struct api_ctx *c)
+{
+	const struct route *r = c->route;
+	c->sh->nospace_in_request = 0;
+	if (r->scope == SC_PUBLIC) {
+		if (api_is_write(r->method))
+			run_write(c);
+		else
+			r->fn(c);
+		return;
+	}
+	if (auth_request(c) == 0) {
+		int ran = 1;
+		if (api_is_write(r->method) && !(r->flags & ROUTE_F_OWN_IDEM)) {
+			ran = idem_begin(c) == 0;
+			if (ran) {
+				if (etag_precondition(c) == 0)
+					run_write(c);
+				idem_end(c);
+			}
+		} else if (api_is_write(r->method)) {
+			run_write(c);
+		} else {
+			r->fn(c);
+		}
+		if (ran)
+			etag_stamp(c); /* not on a replay: its body is the stored one */
+	}
+	api_take_reveals(c);
+	if (c->who.authenticated && !api_is_write(r->method))
+		audit_read(c);
+}
+
+/* ---- cluster mode (DESIGN.md 9) --------------------------------------- */
+
+#define API_INTERNAL_PREFIX "/internal/"
+
+/* The request carries a valid router/shard signature (cluster_auth.h). */
+static int cluster_signed(struct api_ctx *c)
+{
+	const struct http_request *h = c->http;
+	const struct http_header *sig = http_find_header(h, CK_HEADER_NAME);
+	if (!sig)
+		return 0;
+	return ck_verify(c->sh->ckey, h->method_str, h->method_len, h->target, h->target_len, h->body, h->body_len,
+			 sig->value, sig->value_len, (int64_t)time(NULL), CK_DEFAULT_SKEW_S) == CK_OK;
+}
+
+/* 421: the request is for data another shard owns; the map version tells
+ * a router with an older map to reload before it retries. */
+static void cluster_misdirected(struct api_ctx *c, const char *what)
+{
+	char d[160];
+	snprintf(d, sizeof(d), "this shard does not own %s (shard map version %llu)", what,
+		 (unsigned long long)c->sh->smap_version);
+	api_error(c, 421, "misdirected_request", d);
+	buf_printf(&c->rs->headers, WM_H_MAP_VERSION ": %llu\r\n", (unsigned long long)c->sh->smap_version);
+}
+
+/* Does this shard own the request (route_class.h)?  Writes to the
+ * catalogue belong to the home; a path id names its country's shard, and
+ * so does the country a body names (a location, a level, an order's
+ * destination: a replica must never take a write for a row another shard
+ * owns -- the owner's copy would collide with it).  Catalogue reads are
+ * served from the replica. */
+static int cluster_owns(struct api_ctx *c)
+{
+	const struct http_request *h = c->http;
+	const struct rc_rule *r = rc_find(h->method, h->path, h->path_len);
+	uint64_t me = c->sh->cfg.shard_id;
+	if (!r)
+		return 1;
+	if (r->kind == RC_HOME && api_is_write(h->method) && me != 0) {
+		cluster_misdirected(c, "catalogue writes: they go to the catalogue home, shard 0");
+		return 0;
+	}
+	char cc[3];
+	if ((r->kind == RC_PATH_ID && rc_path_country(r, h->path, h->path_len, cc)) ||
+	    (r->kind == RC_BODY && rc_body_country(r, h->body, h->body_len, cc))) {
+		int owner = smap_owner(c->sh->smap, cc);
+		if (owner >= 0 && (uint64_t)owner != me) {
+			char what[48];
+			snprintf(what, sizeof(what), "country %s", cc);
+			cluster_misdirected(c, what);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/*
+ * The cluster gate, before routing: /internal/ needs a valid signature
+ * (then the internal table serves it); a partner route needs the
+ * router's signature and must be this shard's.  0 = go on, 1 = answered.
+ */
+static int cluster_gate(struct api_ctx *c)
+{
+	const struct http_request *h = c->http;
+	size_t pl = sizeof(API_INTERNAL_PREFIX) - 1;
+	c->internal = h->path_len >= pl && memcmp(h->path, API_INTERNAL_PREFIX, pl) == 0;
+	if (!c->sh->ckey) {
+		c->internal = 0; /* a cluster of one has no internal routes: 404 */
+		return 0;
+	}
+	int known;
+	const struct route *r = route_find(c, &known);
+	const struct rc_rule *rule = rc_find(h->method, h->path, h->path_len);
+	/* the process's own routes (/metrics with an operator key) stay
+	 * reachable without a router */
+	int needs_sig = c->internal || (r && r->scope != SC_PUBLIC && !(rule && rule->kind == RC_EDGE));
+	if (needs_sig && !cluster_signed(c)) {
+		c->rs->route = c->internal ? "-internal" : "-unsigned";
+		api_error(c, 401, "cluster_signature_required",
+			  c->internal ? "internal routes need a valid cluster signature"
+				      : "this shard is part of a cluster: partner requests come through the router");
+		return 1;
+	}
+	if (!c->internal && r && r->scope != SC_PUBLIC && !cluster_owns(c)) {
+		c->rs->route = r->pattern;
+		return 1;
+	}
+	/* read-your-writes: wait (bounded) for the replica of the caller's
+	 * last write */
+	if (needs_sig && !c->internal && park_check(c)) {
+		c->rs->route = r ? r->pattern : "-";
+		return 1;
+	}
+	c->cluster_signed = needs_sig;
+	/* a router merging one page per shard (shard-router/fanout.h) needs
+	 * the shard cursor after each row */
+	c->fanout = needs_sig && http_find_header(h, WM_H_FANOUT) != NULL;
+	return 0;
+}
+
+void api_handle(void *app, const struct srv_request *rq, struct srv_response *rs)
+{
+	struct shard *sh = app;
+	struct api_ctx c;
+	memset(&c, 0, offsetof(struct api_ctx, errs));
+	c.n_errs = 0;
+	c.sh = sh;
+	c.rq = rq;
+	c.http = rq->http;
+	c.rs = rs;
+	jw_init(&c.w, &rs->body);
+	uint64_t state_before = sh->state_lsn;
+	table_reads_begin();
+	int known = 0;
+	const struct route *r = NULL;
+	if (cluster_gate(&c))
+		goto answered;
+	r = route_find(&c, &known);
+	if (!r) {
+		rs->route = known ? "-method" : "-unknown";
+		if (known) {
+			allow_header(&c);
+			api_error(&c, 405, "method_not_allowed", "this path does not support that method");
+		} else {
+			api_error(&c, 404, "not_found", "no such endpoint");
+		}
+	} else {
+		c.route = r;
+		rs->route = r->pattern;
+		if (c.internal)
+			r->fn(&c); /* signed by the cluster: no partner identity */
+		else
+			api_run(&c);
+	}
+answered:
+	json_doc_free(c.body);
+	if (c.w.err) {
+		buf_reset(&rs->body);
+		problem_write(&rs->body, 500, "response_too_large", "Internal Server Error",
+			      "the response could not be built");
+		rs->status = 500;
+		rs->content_type = PROBLEM_CONTENT_TYPE;
+	}
+	/*
+	 * The LSN the response waits for: what it reveals.  A request that
+	 * committed state depends on its own commit (the newest state); one
+	 * that only read depends on the rows it read (DESIGN.md section 3), so
+	 * a /healthz, a 401 or a read of old rows never waits for another
+	 * connection's fsync.
+	 */
+	api_take_reveals(&c);
+	if (sh->state_lsn != state_before || c.reveals_lsn == UINT64_MAX)
+		rs->lsn = sh->state_lsn;
+	else
+		rs->lsn = c.reveals_lsn;
+	/* a router remembers the position of the caller's writes
+	 * (read-your-writes, engine/edge/park.h) */
+	if (c.cluster_signed && sh->state_lsn != state_before)
+		buf_printf(&rs->headers, WM_H_LSN ": %llu\r\n", (unsigned long long)sh->state_lsn);
+}
+
+void api_done(void *app, const struct srv_request *rq, const struct srv_response *rs,
+	      uint64_t latency_us)
+{
+	struct shard *sh = app;
+	metrics_record(&sh->metrics, rs->route, rs->status, latency_us);
+	/* replication polls (engine/replication/: every shard asks every other
+	 * one up to every 50 ms when idle) are counted in /metrics but not
+	 * logged line by line when they succeed */
+	static const char repl_prefix[] = "/internal/replication/";
+	int repl_poll = rs->status == 200 && rs->route && !strncmp(rs->route, repl_prefix, sizeof(repl_prefix) - 1);
+	if (sh->cfg.access_log && !repl_poll) {
+		const struct http_request *h = rq->http;
+		log_info("msg=access request_id=%s peer=%s method=%.*s path=\"%.*s\" route=\"%s\" status=%d "
+			 "bytes=%zu us=%llu lsn=%llu",
+			 rq->request_id, rq->peer, h ? (int)h->method_len : 1, h ? h->method_str : "-",
+			 h ? (int)(h->path_len > 200 ? 200 : h->path_len) : 1, h ? h->path : "-",
+			 rs->route ? rs->route : "-", rs->status, rs->body.len,
+			 (unsigned long long)latency_us, (unsigned long long)rs->lsn);
+	}
+}
+

@@ -42,6 +42,12 @@ int (*const wine_channel_lists)(struct shard *sh, const char *channel_id, const 
 /* Stock asks orders which order owns a hold (hold_owned_by_order). */
 const char *(*const inv_hold_owner)(struct shard *sh, const char *hold_id) = order_owning_hold;
 
+/* Wine ingest opens reviews in the queue above it. */
+int (*const wine_review_open)(struct api_ctx *c, const char *wine_id, const struct wine_match *m,
+			      const char *label_media_id) = review_open;
+int (*const wine_review_open_submission)(struct api_ctx *c, const struct wine_match *m, const char *body,
+					 size_t body_len, char review_id[ID_MAX_LEN]) = review_open_submission;
+
 /* The edge asks the catalogue for a key's partner (identity, keys). */
 int (*const key_partner_facts)(struct shard *sh, const char *id, uint8_t *roles,
 			       uint8_t *status) = partner_facts;

@@ -65,7 +65,6 @@
 #include "engine/edge/key.h"
 #include "engine/base/log.h"
 #include "engine/storage/resources.h"
-#include "engine/catalogue/review.h"
 
 #define TAIL_MEMBER ",\"created_by\":"
 
@@ -835,7 +834,7 @@ static int open_review(struct api_ctx *c, const struct wine_in *in, const struct
 	if (out->match.result != WR_CANDIDATE || !out->match.wine)
 		return 0;
 	const struct json_value *img = in->f[WF_MAIN_IMAGE];
-	return review_open(c, m->id, &out->match, img && img->type == JSON_STRING ? img->u.str : NULL);
+	return wine_review_open(c, m->id, &out->match, img && img->type == JSON_STRING ? img->u.str : NULL);
 }
 
 /* Create: slug, uniqueness, inline producer, row, crosswalk, event. */
@@ -979,7 +978,7 @@ static int ingest_pending(struct api_ctx *c, const struct json_value *body, stru
 	jw_init(&w, &sub);
 	jw_value(&w, body);
 	txn_begin(c->sh);
-	if (w.err || review_open_submission(c, &out->match, sub.data, sub.len, out->review_id) ||
+	if (w.err || wine_review_open_submission(c, &out->match, sub.data, sub.len, out->review_id) ||
 	    !txn_commit(c->sh)) {
 		txn_abort(c->sh);
 		fail(out, 413, "record_too_large", "the submission is too large to store");

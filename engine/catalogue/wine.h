@@ -357,4 +357,17 @@ int wine_canonical_doc(const struct wine_in *in, const char *id, const char *pro
 /* Write a fixed-point decimal without trailing zeros (12.50 -> 12.5). */
 void wine_jw_decimal(struct jw *w, int64_t v, unsigned scale);
 
+/*
+ * Tier 4 (spec 2.7): an ingest that ends in `candidate` or in a wine the
+ * sender may not read opens a manual review.  The review queue sits above
+ * the wines it compares (review.c reads and merges them), so the two calls
+ * are bound where the layers are assembled (engine/routes.c, to
+ * review_open and review_open_submission) and this file includes nothing
+ * of it.  Contracts: review.h.
+ */
+extern int (*const wine_review_open)(struct api_ctx *c, const char *wine_id, const struct wine_match *m,
+				     const char *label_media_id);
+extern int (*const wine_review_open_submission)(struct api_ctx *c, const struct wine_match *m, const char *body,
+						size_t body_len, char review_id[ID_MAX_LEN]);
+
 #endif

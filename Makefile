@@ -125,6 +125,7 @@ test: test-build
 	rm -rf build/contract && mkdir -p build/contract
 	$(TEST_ENV) build/san/wm-tests $(TEST_ARGS)
 	$(if $(TEST_ARGS),,$(TEST_ENV) WM_TEST_TOPOLOGY=cluster build/san/wm-tests --filter='!($(subst $(space),|,$(strip $(TEST_CLUSTER_SKIP))))')
+	/usr/bin/python3 .ci/include-cycles --check
 	/usr/bin/python3 tests/contract/check.py --self-test api/openapi.json
 	/usr/bin/python3 tests/contract/check.py $(if $(TEST_ARGS),--allow-empty) api/openapi.json build/contract
 

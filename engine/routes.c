@@ -9,6 +9,7 @@
  * nothing above it (see wine_channel_lists).
  */
 #include <assert.h>
+#include <string.h>
 
 #include "engine/edge/api.h"
 #include "engine/edge/audit.h"
@@ -19,6 +20,7 @@
 #include "engine/supply/offer.h"
 #include "engine/orders/order.h"
 #include "engine/edge/event_routes.h"
+#include "engine/stock/availability.h"
 #include "engine/stock/inventory.h"
 #include "engine/stock/location.h"
 #include "engine/ops.h"
@@ -41,6 +43,15 @@ int (*const wine_channel_lists)(struct shard *sh, const char *channel_id, const 
 
 /* Stock asks orders which order owns a hold (hold_owned_by_order). */
 const char *(*const inv_hold_owner)(struct shard *sh, const char *hold_id) = order_owning_hold;
+
+/* A channel asks stock whether a location exists, and supply's listings
+ * which of them are on it; an offer asks listings whether it is live on a
+ * storefront's channel. */
+static int location_exists(struct shard *sh, const char *id) { return location_get(sh, id, strlen(id)) != NULL; }
+int (*const channel_location_exists)(struct shard *sh, const char *location_id) = location_exists;
+int (*const channel_listing_ids)(struct api_ctx *c, const char *channel_id, struct jw *w) = listing_channel_ids;
+int (*const offer_listing_live_on)(struct shard *sh, const char *offer_id, size_t offer_len,
+				   const char *channel_id) = listing_live_on;
 
 /* Wine ingest opens reviews in the queue above it. */
 int (*const wine_review_open)(struct api_ctx *c, const char *wine_id, const struct wine_match *m,
@@ -70,6 +81,7 @@ static const struct route *const route_groups[] = {
 	extid_routes,
 	review_routes,
 	channel_routes,
+	availability_routes,
 	offer_routes,
 	listing_routes,
 	location_routes,

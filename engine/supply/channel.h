@@ -92,4 +92,16 @@ enum channel_pick channel_default_of(struct shard *sh, const char *seller_id, co
 
 extern const struct route channel_routes[];
 
+/* The channel named by the request path that the caller may see, or NULL
+ * with the 404 written (as GET /v1/sales-channels/{id} answers). */
+const struct channel *channel_from_path(struct api_ctx *c);
+/* The caller holds a storefront (publishable) key. */
+int channel_storefront_key(const struct api_ctx *c);
+/* What a channel asks the layers above it, bound in engine/routes.c: does
+ * a stock location exist (location_get), and the ids of the listings on a
+ * channel written into its document (listing_channel_ids: 1 when more than
+ * fit). */
+extern int (*const channel_location_exists)(struct shard *sh, const char *location_id);
+extern int (*const channel_listing_ids)(struct api_ctx *c, const char *channel_id, struct jw *w);
+
 #endif

@@ -65,7 +65,6 @@
 #include "engine/edge/fields.h"
 #include "engine/base/iso.h"
 #include "engine/edge/key.h"
-#include "engine/supply/listing.h"
 #include "engine/base/log.h"
 #include "engine/catalogue/partner.h"
 #include "engine/storage/resources.h"
@@ -771,7 +770,7 @@ static int channel_admits(const struct api_ctx *c, const struct offer *o)
 {
 	if (c->who.kind != KEY_PUBLISHABLE)
 		return 1;
-	return c->who.channel_id[0] && listing_live_on(c->sh, o->row.id, o->row.id_len, c->who.channel_id);
+	return c->who.channel_id[0] && offer_listing_live_on(c->sh, o->row.id, o->row.id_len, c->who.channel_id);
 }
 
 /* The permissions' destination rules alone (for owners and the platform,

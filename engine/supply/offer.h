@@ -120,4 +120,9 @@ uint32_t offer_list(struct api_ctx *c, const struct offer_query *q, const struct
 extern const struct table_ops offer_table_ops;
 extern const struct route offer_routes[];
 
+/* Is the offer live on a storefront's channel (a listing there)?  Listings
+ * sit above offers; bound in engine/routes.c to listing_live_on. */
+extern int (*const offer_listing_live_on)(struct shard *sh, const char *offer_id, size_t offer_len,
+					  const char *channel_id);
+
 #endif

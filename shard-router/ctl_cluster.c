@@ -5,9 +5,9 @@
  *   wm-ctl cluster status --shard-map FILE --cluster-secret-file FILE
  *                         [--router HOST:PORT ...]
  *
- * Each shard of the map is asked GET /internal/cluster/status, signed with
- * the cluster secret (the same route a router's readiness probe uses), and
- * each router named is asked /healthz.  One line per process; the exit
+ * Each shard of the map and each router named is asked GET
+ * /internal/cluster/status, signed with the cluster secret (the route a
+ * router's readiness probe asks of the home).  One line per process; the exit
  * status is 1 when any process did not answer, so scripts can use it.
  *
  * Why blocking sockets here: a CLI asks a handful of processes once, with
@@ -169,7 +169,12 @@ int ctl_cluster(int argc, char **argv)
 		down += st != 200;
 	}
 	for (unsigned i = 0; i < n_routers; i++) {
-		int st = ctl_get(routers[i], "/healthz", NULL, body, sizeof(body));
+		static const char path[] = "/internal/cluster/status";
+		char sig[CK_HEADER_MAX], hdr[CK_HEADER_MAX + 32];
+		if (ck_sign(&k, "GET", 3, path, sizeof(path) - 1, (int64_t)time(NULL), NULL, 0, sig))
+			return 1;
+		snprintf(hdr, sizeof(hdr), CK_HEADER_NAME ": %s\r\n", sig);
+		int st = ctl_get(routers[i], path, hdr, body, sizeof(body));
 		printf("router %s %s\n", routers[i], st == 200 ? body : st < 0 ? body : "unexpected answer");
 		down += st != 200;
 	}

@@ -619,6 +619,35 @@ static void answer_readyz(struct router *r, struct srv_response *rs)
 	buf_printf(&rs->headers, "Retry-After: " ROUTER_RETRY_AFTER "\r\n");
 }
 
+/*
+ * /internal/ at the router (signed with the cluster secret, as at a shard;
+ * never forwarded): GET /internal/cluster/status for `wm-ctl cluster
+ * status`.  Anything else there is a 404; unsigned, a 401.
+ */
+static void answer_internal(struct router *r, const struct http_request *h, struct srv_response *rs)
+{
+	const struct http_header *sig = http_find_header(h, CK_HEADER_NAME);
+	if (!sig || ck_verify(&r->key, h->method_str, h->method_len, h->target, h->target_len, h->body, h->body_len,
+			      sig->value, sig->value_len, (int64_t)time(NULL), CK_DEFAULT_SKEW_S) != CK_OK) {
+		answer_problem(rs, 401, "cluster_signature_required", "internal routes need a valid cluster signature");
+		rs->route = "-internal";
+		return;
+	}
+	if (h->method != HTTP_M_GET || h->path_len != 24 || memcmp(h->path, "/internal/cluster/status", 24)) {
+		answer_problem(rs, 404, "not_found", "no such endpoint");
+		rs->route = "-internal";
+		return;
+	}
+	rs->route = "/internal/cluster/status";
+	uint64_t now = now_ms(r);
+	buf_printf(&rs->body,
+		   "{\"process\":\"wm-router\",\"map_version\":%llu,\"shards\":%u,\"home_lsn\":%llu,"
+		   "\"ready\":%s,\"forwarded\":%llu,\"failed\":%llu,\"in_doubt\":0}",
+		   (unsigned long long)r->map.version, r->map.n, (unsigned long long)r->home_lsn,
+		   r->home_seen_ms && now - r->home_seen_ms <= ROUTER_READY_WINDOW_MS ? "true" : "false",
+		   (unsigned long long)r->st.forwarded, (unsigned long long)r->st.failed);
+}
+
 /* ---- the handler -------------------------------------------------------- */
 
 /* Copy what the calls need of the request; NULL when a bound is passed
@@ -661,6 +690,10 @@ void router_handle(void *app, const struct srv_request *rq, struct srv_response 
 	}
 	if (kind == RC_EDGE && h->path_len == 7 && !memcmp(h->path, "/readyz", 7)) {
 		answer_readyz(r, rs);
+		return;
+	}
+	if (h->path_len >= 10 && !memcmp(h->path, "/internal/", 10)) {
+		answer_internal(r, h, rs);
 		return;
 	}
 	struct fwd *f = fwd_new(r, rq, rule);

@@ -47,6 +47,16 @@ struct partner {
 	struct partner_vals v;
 };
 
+/* The fields of a partner object (request body or stored document) over
+ * *p: a missing field leaves its value; each invalid one is a field error
+ * on c (NULL: none is reported). */
+void partner_read(struct api_ctx *c, const struct json_value *o, struct partner_vals *p);
+/* Every rule of a complete partner (roles and originator type, capability
+ * flags the roles allow, currency): field errors on c. */
+void partner_check(struct api_ctx *c, const struct partner_vals *p);
+/* The canonical stored document, which is exactly what GET returns. */
+void partner_write(struct jw *w, const struct partner_vals *p);
+
 /* Effective capability bits (explicit flags, else role defaults). */
 uint8_t partner_caps(const struct partner_vals *p);
 const struct partner *partner_get(struct shard *sh, const char *id, size_t len);

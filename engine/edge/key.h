@@ -79,6 +79,19 @@ struct api_key {
  */
 const struct api_key *key_lookup(struct shard *sh, const char *tok, size_t len);
 
+/* ---- for key_routes.c ---------------------------------------------------- */
+extern const char *const key_kind_names[];   /* by enum key_kind, NULL-terminated */
+/* SHA-256 of a token (what is stored, never the token): 0, or -1. */
+int key_digest(const char *tok, size_t n, uint8_t out[32]);
+/* The key's members into an open object; with_hash only for the stored
+ * document.  key_write: the whole object. */
+void key_fields(struct jw *w, const struct api_key *k, const char *id, int with_hash);
+void key_write(struct jw *w, const struct api_key *k, const char *id, int with_hash);
+/* Store the key row (and an event) in one transaction: the LSN, or 0. */
+uint64_t key_store(struct shard *sh, const struct api_key *k, const char *id, const char *event);
+/* The keys by entity ("<entity>\0<key id>"), for the list route. */
+const struct oidx *key_by_entity(struct shard *sh);
+
 /*
  * At start-up: make sure the platform entity has an operator key.  With
  * WM_BOOTSTRAP_KEY set (32..256 printable characters) that secret is stored

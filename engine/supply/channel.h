@@ -13,31 +13,7 @@
 #include "engine/storage/id.h"
 #include "engine/storage/shard.h"
 #include "engine/storage/table.h"
-
-#define SHELF_MAX_NAME 120          /* bytes of a channel's or a shop's name */
-#define SHOP_MARKUP_SCALE 2u        /* markup: percent with 2 decimals ... */
-#define SHOP_MARKUP_MAX 100000      /* ... so 0..1000.00 % is 0..100000 (basis points) */
-#define CHANNEL_LOCATIONS_MAX 32    /* stock locations one sales channel may link */
-#define CHANNEL_AVAIL_BUDGET 10000  /* offers one availability page may examine */
-
-enum shelf_status { SHELF_ACTIVE, SHELF_PAUSED, SHELF_CLOSED, SHELF_N_STATUS };
-enum channel_kind { CHK_MARKETPLACE, CHK_WEBSHOP_CONNECT, CHK_POS_QR, CHANNEL_N_KIND };
-enum shop_layout { LAYOUT_GRID, LAYOUT_LIST, LAYOUT_EDITORIAL, SHOP_N_LAYOUT };
-
-extern const char *const shelf_status_names[];  /* NULL-terminated */
-extern const char *const channel_kind_names[];
-extern const char *const shop_layout_names[];
-
-/* The head both rows share (the shared indexes read only this). */
-struct shelf_row {
-	struct row row;
-	char seller_id[ID_MAX_LEN];          /* the owning seller partner */
-	char name[SHELF_MAX_NAME + 1];
-	uint8_t status;                      /* enum shelf_status */
-	/* "seller_id NUL name folded to ASCII lower case": per-seller uniqueness */
-	char nkey[ID_MAX_LEN + SHELF_MAX_NAME + 1];
-	uint16_t nkey_len;
-};
+#include "engine/supply/shelf.h"
 
 struct channel {
 	struct shelf_row s;

@@ -663,7 +663,13 @@ static struct fwd *fwd_new(struct router *r, const struct srv_request *rq, const
 	buf_init(&f->hdrs, ROUTER_MAX_FWD_HEADERS + 1024);
 	buf_init(&f->out.headers, 0);
 	buf_init(&f->out.body, 0);
-	snprintf(f->method, sizeof(f->method), "%.*s", (int)h->method_len, h->method_str);
+	/* HEAD goes on as GET: a shard's answer to HEAD announces a body it
+	 * does not send, which the client pool would wait for; the server
+	 * strips the body of the relayed answer for the HEAD it deferred */
+	if (h->method == HTTP_M_HEAD)
+		snprintf(f->method, sizeof(f->method), "GET");
+	else
+		snprintf(f->method, sizeof(f->method), "%.*s", (int)h->method_len, h->method_str);
 	f->target = strndup(h->target, h->target_len);
 	f->body_len = h->body_len;
 	f->body = malloc(h->body_len + 1);

@@ -159,6 +159,25 @@ WM_TEST(router, sends_each_request_to_its_owner, .timeout = 60)
 	cr_assert_eq(r.status, 200);
 	cr_assert_str_eq(r.body, "{\"status\":\"ok\",\"storage\":\"ok\"}");
 	http_resp_free(&r);
+	/* HEAD: the headers of the GET, no body, and at once (the shard is
+	 * asked a GET: its HEAD answer announces a body it does not send) */
+	int fd = tcp_connect(c.router.port);
+	cr_assert_geq(fd, 0);
+	char req[256], all[4096];
+	int n = snprintf(req, sizeof(req), "HEAD /v1/partners?page_size=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+			 "Connection: close\r\n\r\n", WM_TEST_KEY);
+	cr_assert_eq(write(fd, req, (size_t)n), n);
+	size_t len = 0;
+	ssize_t k;
+	while (len < sizeof(all) - 1 && (k = read(fd, all + len, sizeof(all) - 1 - len)) > 0)
+		len += (size_t)k;
+	all[len] = 0;
+	close(fd);
+	cr_assert(!strncmp(all, "HTTP/1.1 200", 12), "%s", all);
+	const char *cl = strcasestr(all, "\r\nContent-Length: ");
+	cr_assert(cl && atoi(cl + 18) > 0, "HEAD announces the GET's length: %s", all);
+	const char *end = strstr(all, "\r\n\r\n");
+	cr_assert(end && end + 4 == all + len, "HEAD answered with a body: %s", all);
 	/* /metrics needs the operator key (the home checks it) */
 	cr_assert_eq(http_do(c.router.port, "GET", "/metrics", "Authorization: none\r\n", NULL, &r), 0);
 	cr_assert_eq(r.status, 401);

@@ -91,8 +91,11 @@ int main(int argc, char **argv)
 	struct router *r = &proc.r;
 	struct config cfg;
 	config_defaults(&cfg);
-	strcpy(cfg.data_dir, "./var/router");
+	strcpy(cfg.data_dir, "./var/router"); /* beside, never inside, a shard's ./var */
 	config_select(router_options);
+	static struct config shown;
+	shown = cfg;
+	config_usage_defaults(&shown);
 	int pr = config_parse_args(&cfg, argc, argv, stderr);
 	if (pr)
 		return pr > 0 ? 0 : 2;

@@ -263,11 +263,19 @@ static int config_load_file(struct config *c, const char *path, FILE *err)
 	return rc;
 }
 
+/* The defaults --help shows, when a program has its own (config_select's
+ * caller); NULL = config_defaults(). */
+static const struct config *usage_defaults;
+
+void config_usage_defaults(const struct config *d) { usage_defaults = d; }
+
 void config_usage(FILE *out, const char *prog)
 {
 	fprintf(out, "usage: %s [--config FILE] [--OPTION VALUE ...]\n\noptions:\n", prog);
 	struct config d;
 	config_defaults(&d);
+	if (usage_defaults)
+		d = *usage_defaults;
 	for (size_t i = 0; i < N_OPTS; i++) {
 		const struct opt *o = &opts[i];
 		if (!opt_selected(o))

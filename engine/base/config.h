@@ -72,5 +72,8 @@ void config_srv_limits(const struct config *c, struct srv_limits *l);
 /* Restrict the options accepted and listed to names (NULL-terminated;
  * NULL = all): wm-router takes the edge's options, not the engine's. */
 void config_select(const char *const *names);
+/* The defaults --help lists, for a program whose defaults differ from
+ * config_defaults() (wm-router's data directory); d must outlive parsing. */
+void config_usage_defaults(const struct config *d);
 
 #endif

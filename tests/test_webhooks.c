@@ -537,6 +537,8 @@ static void *serve(void *arg)
 	pthread_mutex_unlock(&r->mu);
 	if (strcmp(path, "/500") == 0) {
 		answer(fd, 500, "");
+	} else if (strcmp(path, "/429") == 0) {
+		answer(fd, 429, "Retry-After: 120\r\n");
 	} else if (strcmp(path, "/410") == 0) {
 		answer(fd, 410, "");
 	} else if (strcmp(path, "/redirect") == 0) {
@@ -669,8 +671,8 @@ WM_TEST(webhooks, delivery_classifies_each_answer_and_the_receiver_verifies_ever
 	struct receiver r;
 	receiver_start(&r);
 	struct wh_http *h = start_http(16, 4, 4096);
-	const char *paths[] = {"/200", "/500", "/410", "/redirect", "/slow", "/huge"};
-	enum { N = 6 };
+	const char *paths[] = {"/200", "/500", "/410", "/redirect", "/slow", "/huge", "/429"};
+	enum { N = 7 };
 	for (uint64_t i = 0; i < N; i++)
 		cr_assert_eq(submit_signed(h, &r, paths[i], i, i == 4 ? 300 : 5000), 0, "%s", paths[i]);
 	struct wh_http_result res[N];
@@ -691,6 +693,10 @@ WM_TEST(webhooks, delivery_classifies_each_answer_and_the_receiver_verifies_ever
 	cr_assert(res[5].transport_ok && res[5].status == 200 && res[5].cls == WH_CLASS_DELIVERED);
 	cr_assert_eq(res[5].bytes_read, 4096);
 	cr_assert_eq(res[5].truncated, 1);
+	/* 429 is retried, and its Retry-After is reported for the scheduler */
+	cr_assert(res[6].transport_ok && res[6].status == 429 && res[6].cls == WH_CLASS_RETRY);
+	cr_assert_eq(res[6].retry_after_s, 120);
+	cr_assert_eq(res[0].retry_after_s, 0);
 	wh_http_stop(h);
 	receiver_stop(&r);
 	cr_assert_eq(r.target_hits, 0, "the redirect was followed");

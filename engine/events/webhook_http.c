@@ -206,6 +206,9 @@ static void job_finish(struct wh_http *h, struct job *j, CURLcode rc)
 	res.transport_ok = rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && j->truncated && status > 0);
 	res.status = res.transport_ok ? status : 0;
 	res.cls = wh_classify(res.transport_ok, res.status);
+	curl_off_t ra = 0;
+	if (res.transport_ok && curl_easy_getinfo(j->easy, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+		res.retry_after_s = ra > 86400 * 7 ? 86400 * 7 : (long)ra; /* a week at most */
 	res.bytes_read = j->got;
 	res.truncated = j->truncated;
 	if (!res.transport_ok) {

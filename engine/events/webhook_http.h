@@ -71,6 +71,8 @@ struct wh_http_result {
 	enum wh_class cls;             /* wh_classify(transport_ok, status) */
 	size_t bytes_read;             /* response body bytes read, <= response_cap */
 	int truncated;                 /* the body was longer than response_cap: reading stopped */
+	long retry_after_s;            /* the answer's Retry-After in seconds (429, 503), 0 without one:
+					* the scheduler should not retry earlier (api-practices, Webhooks) */
 	char error[WH_HTTP_ERR_MAX];   /* libcurl's text when !transport_ok, else "" */
 };
 

@@ -19,6 +19,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <openssl/ssl.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -428,9 +430,14 @@ struct receiver {
 	pthread_t thr[RCV_THREADS];
 	int n_thr;
 	int cur, max_conc;      /* connections being served, and the most at once */
-	int requests, verified, unverified, target_hits;
+	int requests, verified, unverified, target_hits, tls_refused;
+	int empty;              /* connections that carried no request */
 	struct wh_secret secret;
+	SSL_CTX *tls;           /* serve https with this context, or NULL for http */
 };
+
+/* The TLS session of the connection a serving thread handles, or NULL. */
+static _Thread_local SSL *t_ssl;
 
 struct conn_arg {
 	struct receiver *r;
@@ -463,7 +470,7 @@ static int header_value(const char *h, const char *name, char *out, size_t cap)
 static void send_all(int fd, const char *p, size_t n)
 {
 	while (n) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		ssize_t w = t_ssl ? SSL_write(t_ssl, p, (int)n) : send(fd, p, n, MSG_NOSIGNAL);
 		if (w <= 0)
 			return;
 		p += w;
@@ -490,15 +497,30 @@ static void *serve(void *arg)
 	if (++r->cur > r->max_conc)
 		r->max_conc = r->cur;
 	pthread_mutex_unlock(&r->mu);
+	t_ssl = NULL;
+	if (r->tls) {
+		SSL *s = SSL_new(r->tls);
+		if (!s || SSL_set_fd(s, fd) != 1 || SSL_accept(s) != 1) {
+			SSL_free(s);
+			pthread_mutex_lock(&r->mu);
+			r->tls_refused++;
+			r->cur--;
+			pthread_mutex_unlock(&r->mu);
+			close(fd);
+			return NULL;
+		}
+		t_ssl = s;
+	}
 	static _Thread_local char req[65536];
 	size_t got = 0;
 	char *body = NULL;
 	long clen = -1;
 	while (got < sizeof(req) - 1) {
 		struct pollfd pf = {.fd = fd, .events = POLLIN};
-		if (poll(&pf, 1, 5000) <= 0)
+		if (!(t_ssl && SSL_pending(t_ssl)) && poll(&pf, 1, 5000) <= 0)
 			break;
-		ssize_t n = recv(fd, req + got, sizeof(req) - 1 - got, 0);
+		ssize_t n = t_ssl ? SSL_read(t_ssl, req + got, (int)(sizeof(req) - 1 - got))
+				  : recv(fd, req + got, sizeof(req) - 1 - got, 0);
 		if (n <= 0)
 			break;
 		got += (size_t)n;
@@ -521,6 +543,13 @@ static void *serve(void *arg)
 		 wh_verify(&r->secret, id, strlen(id), ts, strlen(ts), body, (size_t)clen, sig, strlen(sig),
 			   (int64_t)time(NULL), WH_DEFAULT_TOLERANCE_S) == WH_OK;
 	pthread_mutex_lock(&r->mu);
+	if (!path[0]) {
+		/* the client left without a request (e.g. it refused our certificate) */
+		r->empty++;
+		r->cur--;
+		pthread_mutex_unlock(&r->mu);
+		goto out;
+	}
 	r->requests++;
 	if (ok)
 		r->verified++;
@@ -562,6 +591,12 @@ static void *serve(void *arg)
 	} else {
 		answer(fd, 200, "");
 	}
+out:
+	if (t_ssl) {
+		SSL_shutdown(t_ssl);
+		SSL_free(t_ssl);
+		t_ssl = NULL;
+	}
 	close(fd);
 	return NULL;
 }
@@ -594,6 +629,7 @@ static void *accept_loop(void *arg)
 
 static void receiver_start(struct receiver *r)
 {
+	signal(SIGPIPE, SIG_IGN); /* SSL_write to a peer that left */
 	memset(r, 0, sizeof(*r));
 	pthread_mutex_init(&r->mu, NULL);
 	r->secret = secret_of(REF_SECRET);
@@ -616,14 +652,15 @@ static void receiver_stop(struct receiver *r)
 		pthread_join(r->thr[i], NULL);
 	close(r->lfd);
 	pthread_mutex_destroy(&r->mu);
+	SSL_CTX_free(r->tls);
 }
 
-/* Submit a signed POST to http://127.0.0.1:port<path>. */
-static int submit_signed(struct wh_http *h, const struct receiver *r, const char *path, uint64_t tag, long timeout_ms)
+/* Submit a signed POST to url (pinned by resolve when not NULL). */
+static int submit_signed_url(struct wh_http *h, const struct receiver *r, const char *url, const char *resolve,
+			     uint64_t tag, long timeout_ms)
 {
 	static const char body[] = "{\"type\":\"order.created\",\"data\":{\"id\":\"ord_1\"}}";
-	char url[96], id[64], hid[96], hts[64], hsig[WH_SIG_OUT_MAX + 32], sig[WH_SIG_OUT_MAX];
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", r->port, path);
+	char id[64], hid[96], hts[64], hsig[WH_SIG_OUT_MAX + 32], sig[WH_SIG_OUT_MAX];
 	snprintf(id, sizeof(id), "evt_%llu", (unsigned long long)tag);
 	int64_t now = (int64_t)time(NULL);
 	cr_assert_gt(wh_sign(&r->secret, 1, id, strlen(id), now, body, strlen(body), sig, sizeof(sig)), 0);
@@ -631,9 +668,18 @@ static int submit_signed(struct wh_http *h, const struct receiver *r, const char
 	snprintf(hts, sizeof(hts), "webhook-timestamp: %lld", (long long)now);
 	snprintf(hsig, sizeof(hsig), "webhook-signature: %s", sig);
 	const char *headers[] = {"Content-Type: application/json", hid, hts, hsig};
-	struct wh_http_request req = {.tag = tag, .url = url, .headers = headers, .n_headers = 4, .body = body,
-				      .body_len = strlen(body), .connect_timeout_ms = 2000, .timeout_ms = timeout_ms};
+	struct wh_http_request req = {.tag = tag, .url = url, .resolve = resolve, .headers = headers, .n_headers = 4,
+				      .body = body, .body_len = strlen(body), .connect_timeout_ms = 2000,
+				      .timeout_ms = timeout_ms};
 	return wh_http_submit(h, &req);
+}
+
+/* Submit a signed POST to http(s)://127.0.0.1:port<path>. */
+static int submit_signed(struct wh_http *h, const struct receiver *r, const char *path, uint64_t tag, long timeout_ms)
+{
+	char url[96];
+	snprintf(url, sizeof(url), "%s://127.0.0.1:%u%s", r->tls ? "https" : "http", r->port, path);
+	return submit_signed_url(h, r, url, NULL, tag, timeout_ms);
 }
 
 /* Wait for n completions through the eventfd, results by tag into out[]. */
@@ -826,4 +872,110 @@ WM_TEST(webhooks, delivery_refuses_private_addresses_and_plain_http_unless_allow
 	wh_http_stop(h);
 	receiver_stop(&r);
 	cr_assert_eq(r.requests, 0, "nothing reached the receiver");
+}
+
+WM_TEST(webhooks, the_pinned_address_is_the_one_connected_to)
+{
+	struct receiver r;
+	receiver_start(&r);
+	struct wh_http *h = start_http(4, 1, 64);
+	/* hooks.invalid has no DNS answer (RFC 6761): only the pin can reach the receiver */
+	char url[96], pin[96];
+	snprintf(url, sizeof(url), "http://hooks.invalid:%u/200", r.port);
+	snprintf(pin, sizeof(pin), "hooks.invalid:%u:127.0.0.1", r.port);
+	cr_assert_eq(submit_signed_url(h, &r, url, pin, 0, 5000), 0);
+	struct wh_http_result res[1];
+	wait_results(h, res, 1);
+	cr_assert(res[0].transport_ok && res[0].status == 200, "%s", res[0].error);
+	wh_http_stop(h);
+	receiver_stop(&r);
+	cr_assert_eq(r.verified, 1);
+}
+
+WM_TEST(webhooks, stop_abandons_a_transfer_in_flight)
+{
+	struct receiver r;
+	receiver_start(&r);
+	struct wh_http *h = start_http(4, 1, 64);
+	cr_assert_eq(submit_signed(h, &r, "/slow", 0, 60000), 0);
+	cr_assert_eq(submit_signed(h, &r, "/slow", 1, 60000), 0); /* waits behind the host cap */
+	time_t t0 = time(NULL);
+	while (r.requests == 0 && time(NULL) - t0 < 5)
+		usleep(10 * 1000);
+	wh_http_stop(h);
+	cr_assert_leq(time(NULL) - t0, 2, "stop waited for the slow answer");
+	receiver_stop(&r);
+}
+
+/* A self-signed certificate for CN=localhost, IP 127.0.0.1, made by
+ * OpenSSL's command line in a temporary directory: dir/c.pem, dir/k.pem. */
+static void make_cert(char *dir)
+{
+	cr_assert_not_null(mkdtemp(dir));
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout k.pem "
+		 "-out c.pem -days 2 -subj /CN=localhost -addext subjectAltName=IP:127.0.0.1,DNS:localhost "
+		 ">/dev/null 2>&1",
+		 dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+static void tls_receiver_start(struct receiver *r, const char *dir)
+{
+	receiver_start(r);
+	char c[128], k[128];
+	snprintf(c, sizeof(c), "%s/c.pem", dir);
+	snprintf(k, sizeof(k), "%s/k.pem", dir);
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+	cr_assert_not_null(ctx);
+	cr_assert_eq(SSL_CTX_use_certificate_file(ctx, c, SSL_FILETYPE_PEM), 1);
+	cr_assert_eq(SSL_CTX_use_PrivateKey_file(ctx, k, SSL_FILETYPE_PEM), 1);
+	r->tls = ctx; /* before the first connection: tests connect after this */
+}
+
+static void rm_dir(const char *dir)
+{
+	char cmd[160];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+WM_TEST(webhooks, tls_is_verified_against_the_trust_anchors_and_the_host_name)
+{
+	char dir[] = "/tmp/wm-wh-tls-XXXXXX";
+	make_cert(dir);
+	struct receiver r;
+	tls_receiver_start(&r, dir);
+	struct wh_http_result res[1];
+	/* the system's trust anchors do not know this certificate: refused */
+	struct wh_http *h = start_http(4, 1, 64);
+	cr_assert_eq(submit_signed(h, &r, "/200", 0, 5000), 0);
+	wait_results(h, res, 1);
+	cr_assert(!res[0].transport_ok && res[0].cls == WH_CLASS_RETRY);
+	cr_assert(strstr(res[0].error, "certificate"), "%s", res[0].error);
+	wh_http_stop(h);
+	/* trusted, and the host matches the certificate: delivered */
+	char ca[128];
+	snprintf(ca, sizeof(ca), "%s/c.pem", dir);
+	struct wh_http_config c = {.queue_cap = 4, .max_host_conns = 1, .response_cap = 64, .allow_private = 1,
+				   .ca_file = ca};
+	h = wh_http_start(&c);
+	cr_assert_not_null(h);
+	cr_assert_eq(submit_signed(h, &r, "/200", 0, 5000), 0);
+	wait_results(h, res, 1);
+	cr_assert(res[0].transport_ok && res[0].status == 200, "%s", res[0].error);
+	/* trusted, but the name asked for is not the certificate's: refused */
+	char url[96], pin[96];
+	snprintf(url, sizeof(url), "https://other.invalid:%u/200", r.port);
+	snprintf(pin, sizeof(pin), "other.invalid:%u:127.0.0.1", r.port);
+	cr_assert_eq(submit_signed_url(h, &r, url, pin, 0, 5000), 0);
+	wait_results(h, res, 1);
+	cr_assert(!res[0].transport_ok, "a certificate for localhost was accepted for other.invalid");
+	wh_http_stop(h);
+	receiver_stop(&r);
+	cr_assert_eq(r.requests, 1, "only the verified connection carried a request: %d requests, %d tls refused", r.requests, r.tls_refused);
+	cr_assert_eq(r.verified, 1);
+	cr_assert_eq(r.tls_refused + r.empty, 2);
+	rm_dir(dir);
 }

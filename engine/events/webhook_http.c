@@ -49,7 +49,8 @@ struct job {
 };
 
 struct wh_http {
-	struct wh_http_config cfg;
+	struct wh_http_config cfg;  /* cfg.ca_file points at ca_file below */
+	char *ca_file;              /* owned copy, or NULL */
 	CURLM *multi;
 	int efd;
 	pthread_t thread;
@@ -175,6 +176,8 @@ static struct job *job_new(const struct wh_http *h, const struct wh_http_request
 	bad |= curl_easy_setopt(e, CURLOPT_PRIVATE, j) != CURLE_OK;
 	if (j->resolve)
 		bad |= curl_easy_setopt(e, CURLOPT_RESOLVE, j->resolve) != CURLE_OK;
+	if (h->ca_file)
+		bad |= curl_easy_setopt(e, CURLOPT_CAINFO, h->ca_file) != CURLE_OK;
 	if (bad) {
 		job_free(j);
 		errno = EINVAL;
@@ -303,12 +306,14 @@ struct wh_http *wh_http_start(const struct wh_http_config *c)
 		return NULL;
 	h->cfg = *c;
 	h->efd = -1;
+	h->ca_file = c->ca_file ? strdup(c->ca_file) : NULL;
+	h->cfg.ca_file = h->ca_file;
 	pthread_mutex_init(&h->mu, NULL);
 	h->pending = calloc(c->queue_cap, sizeof(*h->pending));
 	h->done = calloc(c->queue_cap, sizeof(*h->done));
 	h->multi = curl_multi_init();
 	h->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (!h->pending || !h->done || !h->multi || h->efd < 0 ||
+	if (!h->pending || !h->done || !h->multi || h->efd < 0 || (c->ca_file && !h->ca_file) ||
 	    curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)c->max_host_conns) != CURLM_OK ||
 	    pthread_create(&h->thread, NULL, run, h) != 0) {
 		if (h->multi)
@@ -317,6 +322,7 @@ struct wh_http *wh_http_start(const struct wh_http_config *c)
 			close(h->efd);
 		free(h->pending);
 		free(h->done);
+		free(h->ca_file);
 		pthread_mutex_destroy(&h->mu);
 		free(h);
 		return NULL;
@@ -403,6 +409,7 @@ void wh_http_stop(struct wh_http *h)
 	close(h->efd);
 	free(h->pending);
 	free(h->done);
+	free(h->ca_file);
 	pthread_mutex_destroy(&h->mu);
 	free(h);
 }

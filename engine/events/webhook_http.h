@@ -48,6 +48,7 @@ struct wh_http_config {
 	size_t response_cap;     /* 0..WH_HTTP_RESPONSE_MAX bytes of a response body read */
 	int allow_http;          /* operator setting: plain http:// allowed */
 	int allow_private;       /* operator setting: non-public addresses allowed */
+	const char *ca_file;     /* PEM trust anchors instead of the system's, or NULL (copied) */
 };
 
 /* One delivery.  Everything is copied by wh_http_submit: the caller keeps

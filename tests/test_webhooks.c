@@ -785,7 +785,8 @@ WM_TEST(webhooks, the_per_host_connection_cap_holds)
 	receiver_stop(&r);
 	cr_assert_eq(r.requests, N);
 	cr_assert_eq(r.verified, N);
-	cr_assert_eq(r.max_conc, 2, "at most 2 connections to one host at once, saw %d", r.max_conc);
+	/* without the cap all 6 are served at once (seen: 6) */
+	cr_assert(r.max_conc >= 1 && r.max_conc <= 2, "at most 2 connections to one host at once, saw %d", r.max_conc);
 }
 
 WM_TEST(webhooks, the_submit_queue_refuses_when_full_and_requests_are_bounded)
@@ -900,8 +901,12 @@ WM_TEST(webhooks, stop_abandons_a_transfer_in_flight)
 	cr_assert_eq(submit_signed(h, &r, "/slow", 0, 60000), 0);
 	cr_assert_eq(submit_signed(h, &r, "/slow", 1, 60000), 0); /* waits behind the host cap */
 	time_t t0 = time(NULL);
-	while (r.requests == 0 && time(NULL) - t0 < 5)
+	for (int seen = 0; !seen && time(NULL) - t0 < 5;) {
 		usleep(10 * 1000);
+		pthread_mutex_lock(&r.mu);
+		seen = r.requests > 0;
+		pthread_mutex_unlock(&r.mu);
+	}
 	wh_http_stop(h);
 	cr_assert_leq(time(NULL) - t0, 2, "stop waited for the slow answer");
 	receiver_stop(&r);

@@ -95,6 +95,25 @@ WM_TEST(webhooks, signs_the_standard_webhooks_reference_vector)
 		     WH_E_MISMATCH);
 }
 
+WM_TEST(webhooks, the_three_header_lines_carry_the_reference_values)
+{
+	struct wh_secret s = secret_of(REF_SECRET);
+	struct wh_signed_headers h;
+	cr_assert_eq(wh_sign_headers(&s, 1, REF_ID, strlen(REF_ID), REF_TS, REF_BODY, strlen(REF_BODY), &h), 0);
+	cr_assert_str_eq(h.id, "webhook-id: " REF_ID);
+	cr_assert_str_eq(h.timestamp, "webhook-timestamp: " REF_TS_TEXT);
+	cr_assert_str_eq(h.signature, "webhook-signature: " REF_SIG);
+	/* the longest id fits; an id with a space or past WH_ID_MAX is refused */
+	char id[WH_ID_MAX + 2];
+	memset(id, 'i', sizeof(id));
+	cr_assert_eq(wh_sign_headers(&s, 1, id, WH_ID_MAX, INT64_MAX, "", 0, &h), 0);
+	cr_assert_eq(strlen(h.id), 12 + WH_ID_MAX);
+	cr_assert_eq(wh_sign_headers(&s, 1, id, WH_ID_MAX + 1, 1, "", 0, &h), -1);
+	cr_assert_eq(wh_sign_headers(&s, 1, "a b", 3, 1, "", 0, &h), -1);
+	cr_assert_eq(wh_sign_headers(&s, 1, "a\r\nb", 4, 1, "", 0, &h), -1);
+	cr_assert_eq(wh_sign_headers(&s, 1, "ab", 2, -1, "", 0, &h), -1);
+}
+
 WM_TEST(webhooks, timestamp_tolerance_holds_at_and_past_its_edge)
 {
 	struct wh_secret s = secret_of(REF_SECRET);
@@ -660,14 +679,11 @@ static int submit_signed_url(struct wh_http *h, const struct receiver *r, const 
 			     uint64_t tag, long timeout_ms)
 {
 	static const char body[] = "{\"type\":\"order.created\",\"data\":{\"id\":\"ord_1\"}}";
-	char id[64], hid[96], hts[64], hsig[WH_SIG_OUT_MAX + 32], sig[WH_SIG_OUT_MAX];
+	char id[64];
 	snprintf(id, sizeof(id), "evt_%llu", (unsigned long long)tag);
-	int64_t now = (int64_t)time(NULL);
-	cr_assert_gt(wh_sign(&r->secret, 1, id, strlen(id), now, body, strlen(body), sig, sizeof(sig)), 0);
-	snprintf(hid, sizeof(hid), "webhook-id: %s", id);
-	snprintf(hts, sizeof(hts), "webhook-timestamp: %lld", (long long)now);
-	snprintf(hsig, sizeof(hsig), "webhook-signature: %s", sig);
-	const char *headers[] = {"Content-Type: application/json", hid, hts, hsig};
+	struct wh_signed_headers sh;
+	cr_assert_eq(wh_sign_headers(&r->secret, 1, id, strlen(id), (int64_t)time(NULL), body, strlen(body), &sh), 0);
+	const char *headers[] = {"Content-Type: application/json", sh.id, sh.timestamp, sh.signature};
 	struct wh_http_request req = {.tag = tag, .url = url, .resolve = resolve, .headers = headers, .n_headers = 4,
 				      .body = body, .body_len = strlen(body), .connect_timeout_ms = 2000,
 				      .timeout_ms = timeout_ms};

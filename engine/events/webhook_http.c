@@ -276,8 +276,9 @@ static void *run(void *arg)
 		while ((m = curl_multi_info_read(h->multi, &left))) {
 			if (m->msg != CURLMSG_DONE)
 				continue;
-			struct job *j = NULL;
-			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&j);
+			char *priv = NULL;
+			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &priv);
+			struct job *j = (struct job *)(void *)priv;
 			CURLcode rc = m->data.result;
 			active_unlink(h, j);
 			job_finish(h, j, rc);

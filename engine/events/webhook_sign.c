@@ -195,6 +195,22 @@ int wh_sign(const struct wh_secret *secrets, size_t n_secrets, const char *id, s
 	return (int)o;
 }
 
+int wh_sign_headers(const struct wh_secret *secrets, size_t n_secrets, const char *id, size_t id_len, int64_t ts,
+		    const void *body, size_t body_len, struct wh_signed_headers *out)
+{
+	char sig[WH_SIG_OUT_MAX];
+	if (wh_sign(secrets, n_secrets, id, id_len, ts, body, body_len, sig, sizeof(sig)) < 0)
+		return -1;
+	/* the sizes of out's fields hold the longest id, timestamp and signature */
+	memcpy(out->id, "webhook-id: ", 12);
+	memcpy(out->id + 12, id, id_len);
+	out->id[12 + id_len] = '\0';
+	snprintf(out->timestamp, sizeof(out->timestamp), "webhook-timestamp: %lld", (long long)ts);
+	memcpy(out->signature, "webhook-signature: ", 19);
+	memcpy(out->signature + 19, sig, strlen(sig) + 1);
+	return 0;
+}
+
 /* One entry e[0..n) ("v<digits>,<base64>") into l: 0 or -1. */
 static int parse_entry(const char *e, size_t n, struct wh_sig_list *l)
 {

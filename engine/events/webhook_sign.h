@@ -96,6 +96,19 @@ int wh_id_valid(const char *id, size_t n);
 int wh_sign(const struct wh_secret *secrets, size_t n_secrets, const char *id, size_t id_len, int64_t ts,
 	    const void *body, size_t body_len, char *out, size_t out_size);
 
+/* The three header lines of a signed delivery, each "name: value",
+ * NUL-terminated, ready for wh_http_request.headers. */
+struct wh_signed_headers {
+	char id[sizeof("webhook-id: ") + WH_ID_MAX];
+	char timestamp[sizeof("webhook-timestamp: ") + WH_TS_TEXT_MAX];
+	char signature[sizeof("webhook-signature: ") + WH_SIG_OUT_MAX];
+};
+
+/* Fill out for (id, ts, body) signed with secrets[0..n_secrets) as
+ * wh_sign does: 0, or -1 on the errors of wh_sign. */
+int wh_sign_headers(const struct wh_secret *secrets, size_t n_secrets, const char *id, size_t id_len, int64_t ts,
+		    const void *body, size_t body_len, struct wh_signed_headers *out);
+
 /* Parse a webhook-signature value hdr[0..n): 0, or -1 when malformed
  * (empty, longer than WH_SIG_HEADER_MAX, more than WH_SIG_PARSE_MAX
  * entries, a separator other than one space, an entry not

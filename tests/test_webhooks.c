@@ -277,20 +277,29 @@ WM_TEST(webhooks, an_answer_is_classified_and_the_last_failure_is_dead_lettered)
 	cr_assert_eq(wh_classify(1, 500), WH_CLASS_RETRY);
 	cr_assert_eq(wh_classify(0, 200), WH_CLASS_RETRY, "a transport error is retried whatever the status");
 	int64_t at = -1;
-	cr_assert_eq(wh_after_attempt(WH_CLASS_RETRY, 0, 1000, 7, &at), WH_NEXT_RETRY);
+	cr_assert_eq(wh_after_attempt(WH_CLASS_RETRY, 0, 1000, 7, 0, &at), WH_NEXT_RETRY);
 	cr_assert_eq(at, 1000);
-	cr_assert_eq(wh_after_attempt(WH_CLASS_DELIVERED, 3, 1000, 0, &at), WH_NEXT_DONE);
-	cr_assert_eq(wh_after_attempt(WH_CLASS_GONE, 1, 1000, 0, &at), WH_NEXT_DISABLE);
+	cr_assert_eq(wh_after_attempt(WH_CLASS_DELIVERED, 3, 1000, 0, 0, &at), WH_NEXT_DONE);
+	cr_assert_eq(wh_after_attempt(WH_CLASS_GONE, 1, 1000, 0, 0, &at), WH_NEXT_DISABLE);
 	/* attempt 1 failed at t: attempt 2 at t + 5 s -10 % (rnd 0) */
-	cr_assert_eq(wh_after_attempt(WH_CLASS_RETRY, 1, 1000, 0, &at), WH_NEXT_RETRY);
+	cr_assert_eq(wh_after_attempt(WH_CLASS_RETRY, 1, 1000, 0, 0, &at), WH_NEXT_RETRY);
 	cr_assert_eq(at, 1000 + 4500);
 	/* attempt 7 failed: attempt 8 at t + 10 h (rnd at the middle) */
-	cr_assert_eq(wh_after_attempt(WH_CLASS_RETRY, WH_ATTEMPTS - 1, 0, 3600000, &at), WH_NEXT_RETRY);
+	cr_assert_eq(wh_after_attempt(WH_CLASS_RETRY, WH_ATTEMPTS - 1, 0, 3600000, 0, &at), WH_NEXT_RETRY);
 	cr_assert_eq(at, 36000000);
+	/* a Retry-After later than the schedule wins; an earlier one does not */
+	cr_assert_eq(wh_after_attempt(WH_CLASS_RETRY, 1, 1000, 0, 120000, &at), WH_NEXT_RETRY);
+	cr_assert_eq(at, 1000 + 120000);
+	cr_assert_eq(wh_after_attempt(WH_CLASS_RETRY, 1, 1000, 0, 4500, &at), WH_NEXT_RETRY);
+	cr_assert_eq(at, 1000 + 4500, "equal to the schedule");
+	cr_assert_eq(wh_after_attempt(WH_CLASS_RETRY, 1, 1000, 0, 4501, &at), WH_NEXT_RETRY);
+	cr_assert_eq(at, 1000 + 4501, "one past the schedule");
+	cr_assert_eq(wh_after_attempt(WH_CLASS_RETRY, 1, 1000, 0, 1, &at), WH_NEXT_RETRY);
+	cr_assert_eq(at, 1000 + 4500);
 	/* attempt 8, the last, failed: dead letter; past it too */
 	at = -1;
-	cr_assert_eq(wh_after_attempt(WH_CLASS_RETRY, WH_ATTEMPTS, 0, 0, &at), WH_NEXT_DEAD);
-	cr_assert_eq(wh_after_attempt(WH_CLASS_RETRY, WH_ATTEMPTS + 1, 0, 0, &at), WH_NEXT_DEAD);
+	cr_assert_eq(wh_after_attempt(WH_CLASS_RETRY, WH_ATTEMPTS, 0, 0, 0, &at), WH_NEXT_DEAD);
+	cr_assert_eq(wh_after_attempt(WH_CLASS_RETRY, WH_ATTEMPTS + 1, 0, 0, 0, &at), WH_NEXT_DEAD);
 	cr_assert_eq(at, -1);
 }
 

@@ -42,7 +42,7 @@ int64_t wh_delay_ms(unsigned attempt, uint64_t rnd)
 }
 
 enum wh_next wh_after_attempt(enum wh_class c, unsigned attempts_made, int64_t now_ms, uint64_t rnd,
-			      int64_t *retry_at_ms)
+			      int64_t retry_after_ms, int64_t *retry_at_ms)
 {
 	if (attempts_made > 0 && c == WH_CLASS_DELIVERED)
 		return WH_NEXT_DONE;
@@ -50,6 +50,9 @@ enum wh_next wh_after_attempt(enum wh_class c, unsigned attempts_made, int64_t n
 		return WH_NEXT_DISABLE;
 	if (attempts_made >= WH_ATTEMPTS)
 		return WH_NEXT_DEAD;
-	*retry_at_ms = now_ms + wh_delay_ms(attempts_made + 1, rnd);
+	int64_t at = now_ms + wh_delay_ms(attempts_made + 1, rnd);
+	if (retry_after_ms > 0 && at < now_ms + retry_after_ms)
+		at = now_ms + retry_after_ms;
+	*retry_at_ms = at;
 	return WH_NEXT_RETRY;
 }

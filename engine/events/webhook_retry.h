@@ -57,8 +57,10 @@ int64_t wh_delay_ms(unsigned attempt, uint64_t rnd);
  * class c at now_ms: DONE, DISABLE, RETRY with *retry_at_ms = now_ms +
  * wh_delay_ms(attempts_made + 1, rnd), or DEAD when attempts_made >=
  * WH_ATTEMPTS.  attempts_made == 0 (nothing tried yet, c ignored) gives RETRY
- * at now_ms: the first attempt is immediate. */
+ * at now_ms: the first attempt is immediate.  retry_after_ms > 0 (the
+ * answer's Retry-After, see wh_http_result) moves a RETRY to no earlier
+ * than now_ms + retry_after_ms: the receiver asked us to slow down. */
 enum wh_next wh_after_attempt(enum wh_class c, unsigned attempts_made, int64_t now_ms, uint64_t rnd,
-			      int64_t *retry_at_ms);
+			      int64_t retry_after_ms, int64_t *retry_at_ms);
 
 #endif

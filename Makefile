@@ -13,9 +13,9 @@
 
 CC        ?= gcc
 FUZZ_CC   ?= clang
-PKGS      := libxxhash libzstd libssl libcrypto cairo pangocairo
+PKGS      := libxxhash libzstd libssl libcrypto libcurl cairo pangocairo
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lxxhash -lzstd -lssl -lcrypto)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lxxhash -lzstd -lssl -lcrypto -lcurl)
 
 WARN      := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla
 BASEFLAGS := -std=c17 -D_GNU_SOURCE -I. $(WARN) $(PKG_CFLAGS) -MMD -MP

@@ -170,10 +170,9 @@ static void cluster_misdirected(struct api_ctx *c, const char *what)
  * destination: a replica must never take a write for a row another shard
  * owns -- the owner's copy would collide with it).  Catalogue reads are
  * served from the replica. */
-static int cluster_owns(struct api_ctx *c)
+static int cluster_owns(struct api_ctx *c, const struct rc_rule *r)
 {
 	const struct http_request *h = c->http;
-	const struct rc_rule *r = rc_find(h->method, h->path, h->path_len);
 	uint64_t me = c->sh->cfg.shard_id;
 	if (!r)
 		return 1;
@@ -222,7 +221,7 @@ static int cluster_gate(struct api_ctx *c)
 				      : "this shard is part of a cluster: partner requests come through the router");
 		return 1;
 	}
-	if (!c->internal && r && r->scope != SC_PUBLIC && !cluster_owns(c)) {
+	if (!c->internal && r && r->scope != SC_PUBLIC && !cluster_owns(c, rule)) {
 		c->rs->route = r->pattern;
 		return 1;
 	}

@@ -130,6 +130,7 @@ static void shard_map_reload(struct shard *sh)
 	smap = next;
 	sh->smap_version = smap.version;
 	shard_map_log(&sh->cfg, &smap, "shard map reloaded");
+	repl_sub_remap(sh, &smap);
 }
 
 static void on_signal(struct ev_loop *loop, struct ev_handle *h, uint32_t events)

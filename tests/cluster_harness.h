@@ -38,6 +38,7 @@ struct wm_cluster {
 	const char *extra[WM_CLUSTER_MAX_ARGS + 1]; /* extra arguments for every shard (NULL-terminated) */
 	const char *own[WM_CLUSTER_MAX];   /* wm_cluster_set_countries; own[1] NULL = the default split */
 	const char *const *env;            /* extra environment for the next starts ("K=V", NULL-terminated) */
+	unsigned map_version;              /* the map file's version (0 = 1) */
 	/* the router slot */
 	pid_t router_pid;
 	int router_port;
@@ -50,6 +51,9 @@ void wm_cluster_init(struct wm_cluster *c, unsigned n);
 /* Before any start: shard i >= 1 owns the space-separated countries own[i]
  * ("FR DE"), the home every other one; rewrites the map. */
 void wm_cluster_set_countries(struct wm_cluster *c, const char *const *own);
+/* Give shard i (stopped) a new address: a new free port, the map rewritten
+ * with the next version.  The running processes learn it on SIGHUP. */
+void wm_cluster_move(struct wm_cluster *c, unsigned i);
 /* Start (or restart on its data directory) shard i; 0 once it listens. */
 int wm_cluster_start(struct wm_cluster *c, unsigned i);
 /* Start every shard; fails the test when one does not start. */

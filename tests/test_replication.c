@@ -14,6 +14,7 @@
  * secret (tc_set_signer), as the router will sign them.
  */
 #include <jansson.h>
+#include <signal.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -562,5 +563,30 @@ WM_TEST(replication, a_caught_up_fetch_waits_for_the_next_write, .timeout = 60)
 	cr_assert_eq(r.body_len, REPL_HEADER_SIZE, "an empty chunk is its header alone");
 	http_resp_free(&r);
 	close(fd);
+	wm_cluster_cleanup(&c);
+}
+
+/*
+ * A publisher that moves (a new address in a new map version, SIGHUP) is
+ * followed: the subscriber's calls to the old address fail, and after the
+ * reload it streams from the new one, from where it was.
+ */
+WM_TEST(replication, a_publisher_that_moves_is_followed_after_a_map_reload, .timeout = 90)
+{
+	struct wm_cluster c;
+	cluster_up(&c, 2);
+	char id[64], path[128];
+	new_partner(c.port[0], 1, id);
+	snprintf(path, sizeof(path), "/v1/partners/%s", id);
+	wait_same(&c, 1, path);
+	/* the home moves to a new port */
+	cr_assert_eq(wm_cluster_stop(&c, 0), 0);
+	wm_cluster_move(&c, 0);
+	cr_assert_eq(wm_cluster_start(&c, 0), 0, "the home did not start on its new address");
+	cr_assert_eq(kill(c.shard[1].pid, SIGHUP), 0);
+	/* a write at its new address reaches shard 1 */
+	new_partner(c.port[0], 2, id);
+	snprintf(path, sizeof(path), "/v1/partners/%s", id);
+	wait_same(&c, 1, path);
 	wm_cluster_cleanup(&c);
 }

@@ -116,6 +116,9 @@ uint64_t repl_epoch(const struct shard *sh);
  * exists).  0, or -1 with err. */
 int repl_sub_start(struct shard *sh, const struct shard_map *m, const struct cluster_key *k, char *err,
 		   size_t errlen);
+/* A new shard map is in force (SIGHUP): follow a publisher to its new
+ * address, subscribe to a new shard, stop asking one that left. */
+void repl_sub_remap(struct shard *sh, const struct shard_map *m);
 /* From the loop's tick: call deadlines. */
 void repl_tick(struct shard *sh);
 /* The publisher LSN this shard has applied from `publisher` (read-your-

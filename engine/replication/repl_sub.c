@@ -487,6 +487,46 @@ static void on_timer(struct ev_loop *loop, struct ev_handle *h, uint32_t events)
 
 /* ---- life cycle ----------------------------------------------------------------- */
 
+/* A pool to publisher i at addr; NULL with err. */
+static struct hc_pool *peer_pool(struct shard *sh, const char *addr, char *err, size_t errlen)
+{
+	struct hc_config hc = {.addr = addr, .max_conns = 1, .max_queue = 1,
+			       .max_response_bytes = REPL_HEADER_SIZE + REPL_MAX_CHUNK_BODY};
+	return hc_pool_new(sh->loop, &hc, err, errlen);
+}
+
+/* Subscribe to publisher i at addr, from its logged position.  0, or -1. */
+static int peer_start(struct repl_sub *s, uint32_t i, const char *addr, char *err, size_t errlen)
+{
+	struct shard *sh = s->sh;
+	struct repl_peer *p = &s->peers[i];
+	memset(p, 0, sizeof(*p));
+	p->id = i;
+	p->sub = s;
+	snprintf(p->addr, sizeof(p->addr), "%s", addr);
+	char why[200];
+	p->pool = peer_pool(sh, p->addr, why, sizeof(why));
+	if (!p->pool) {
+		snprintf(err, errlen, "shard %u address %s: %s", i, p->addr, why);
+		return -1;
+	}
+	p->active = 1;
+	repl_pos_get(sh, i, &p->pos);
+	p->pos.publisher = i;
+	if (p->pos.epoch == 0 || p->pos.state == REPL_ST_RESYNCING) {
+		/* never synced, or a resync the restart interrupted: from scratch */
+		p->resyncs++;
+		p->pos.state = REPL_ST_RESYNCING;
+	}
+	p->poll_ms = REPL_POLL_MIN_MS;
+	p->retry_ms = REPL_RETRY_MIN_MS;
+	p->caught_up_unix_ms = wall_ms();
+	log_info("msg=\"replication subscribed\" publisher=%u addr=%s state=%s epoch=%016" PRIx64 " lsn=%llu", i,
+		 p->addr, p->pos.state ? "resyncing" : "streaming", p->pos.epoch, (unsigned long long)p->pos.lsn);
+	schedule(p, 0);
+	return 0;
+}
+
 int repl_sub_start(struct shard *sh, const struct shard_map *m, const struct cluster_key *k, char *err,
 		   size_t errlen)
 {
@@ -506,39 +546,52 @@ int repl_sub_start(struct shard *sh, const struct shard_map *m, const struct clu
 		snprintf(err, errlen, "cannot create the replication timer");
 		return -1;
 	}
-	for (uint32_t i = 0; i < m->n && i < REPL_MAX_PUBLISHERS; i++) {
-		if (i == s->self)
-			continue;
-		struct repl_peer *p = &s->peers[i];
-		p->id = i;
-		p->sub = s;
-		snprintf(p->addr, sizeof(p->addr), "%s", m->shards[i].addr);
-		struct hc_config hc = {.addr = p->addr, .max_conns = 1, .max_queue = 1,
-				       .max_response_bytes = REPL_HEADER_SIZE + REPL_MAX_CHUNK_BODY};
-		char why[200];
-		p->pool = hc_pool_new(sh->loop, &hc, why, sizeof(why));
-		if (!p->pool) {
-			snprintf(err, errlen, "shard %u address %s: %s", i, p->addr, why);
+	for (uint32_t i = 0; i < m->n && i < REPL_MAX_PUBLISHERS; i++)
+		if (i != s->self && peer_start(s, i, m->shards[i].addr, err, errlen))
 			return -1;
-		}
-		p->active = 1;
-		repl_pos_get(sh, i, &p->pos);
-		p->pos.publisher = i;
-		if (p->pos.epoch == 0 || p->pos.state == REPL_ST_RESYNCING) {
-			/* never synced, or a resync the restart interrupted: from scratch */
-			p->resyncs++;
-			p->pos.state = REPL_ST_RESYNCING;
-		}
-		p->poll_ms = REPL_POLL_MIN_MS;
-		p->retry_ms = REPL_RETRY_MIN_MS;
-		p->caught_up_unix_ms = wall_ms();
-		log_info("msg=\"replication subscribed\" publisher=%u addr=%s state=%s epoch=%016" PRIx64 " lsn=%llu",
-			 i, p->addr, p->pos.state ? "resyncing" : "streaming", p->pos.epoch,
-			 (unsigned long long)p->pos.lsn);
-		schedule(p, 0);
-	}
 	arm(s);
 	return 0;
+}
+
+void repl_sub_remap(struct shard *sh, const struct shard_map *m)
+{
+	struct repl_sub *s = sh->repl_sub;
+	if (!s)
+		return;
+	for (uint32_t i = 0; i < REPL_MAX_PUBLISHERS; i++) {
+		struct repl_peer *p = &s->peers[i];
+		int in_map = i < m->n && i != s->self;
+		char err[256];
+		if (p->active && !in_map) {
+			/* the shard left the map: stop asking it (its rows stay, stale) */
+			struct hc_pool *old = p->pool;
+			p->active = 0;
+			p->pool = NULL;
+			hc_pool_free(old);
+			log_warn("msg=\"replication stopped: the publisher left the shard map\" publisher=%u", i);
+		} else if (!p->active && in_map) {
+			if (peer_start(s, i, m->shards[i].addr, err, sizeof(err)))
+				log_error("msg=\"cannot subscribe to a new shard\" publisher=%u error=\"%s\"", i, err);
+		} else if (p->active && strcmp(p->addr, m->shards[i].addr)) {
+			struct hc_pool *np = peer_pool(sh, m->shards[i].addr, err, sizeof(err));
+			if (!np) {
+				log_error("msg=\"replication keeps the old address: the new one is refused\" publisher=%u "
+					  "addr=%s error=\"%s\"", i, m->shards[i].addr, err);
+				continue;
+			}
+			/* swap first: the call in flight fails with "pool closed" and is
+			 * retried on the new pool */
+			struct hc_pool *old = p->pool;
+			log_info("msg=\"replication follows the publisher to its new address\" publisher=%u from=%s to=%s", i,
+				 p->addr, m->shards[i].addr);
+			snprintf(p->addr, sizeof(p->addr), "%s", m->shards[i].addr);
+			p->pool = np;
+			p->retry_ms = REPL_RETRY_MIN_MS;
+			hc_pool_free(old);
+			schedule(p, 0);
+		}
+	}
+	arm(s);
 }
 
 void repl_tick(struct shard *sh)

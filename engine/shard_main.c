@@ -208,13 +208,11 @@ int main(int argc, char **argv)
 		return pr > 0 ? 0 : 2;
 	log_set_level_named(cfg.log_level);
 
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	int sfd = ev_control_signals(); /* before any thread starts */
+	if (sfd < 0) {
+		perror("signalfd");
+		return 1;
+	}
 
 	char err[1024] = "";
 	struct refdata *rd = NULL;
@@ -284,7 +282,6 @@ int main(int argc, char **argv)
 	}
 	sh.wal_h = (struct ev_handle){.fd = wal_event_fd(sh.wal), .fn = on_wal_progress, .arg = &sh};
 	ev_add(sh.loop, &sh.wal_h, EPOLLIN);
-	int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	sh.sig_h = (struct ev_handle){.fd = sfd, .fn = on_signal, .arg = &sh};
 	ev_add(sh.loop, &sh.sig_h, EPOLLIN);
 	ev_set_tick(sh.loop, 250, on_tick, &sh);

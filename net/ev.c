@@ -16,8 +16,10 @@
 #include "net/ev.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -138,4 +140,17 @@ int ev_run(struct ev_loop *loop)
 		}
 	}
 	return 0;
+}
+
+int ev_control_signals(void)
+{
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL))
+		return -1;
+	signal(SIGPIPE, SIG_IGN);
+	return signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 }

@@ -50,4 +50,11 @@ uint64_t ev_now_ms(const struct ev_loop *loop);
 /* Fresh monotonic clock reading in microseconds. */
 uint64_t ev_clock_us(void);
 
+/* A program's control signals as loop events: blocks SIGTERM, SIGINT and
+ * SIGHUP (they are read from the returned signalfd instead of interrupting
+ * anything) and ignores SIGPIPE (a peer that closed is an error return, not
+ * a death).  Call before any thread starts, so threads inherit the mask.
+ * The non-blocking fd, or -1. */
+int ev_control_signals(void);
+
 #endif

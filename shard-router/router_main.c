@@ -101,13 +101,11 @@ int main(int argc, char **argv)
 		return pr > 0 ? 0 : 2;
 	log_set_level_named(cfg.log_level);
 
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	int sfd = ev_control_signals(); /* before any thread starts */
+	if (sfd < 0) {
+		perror("signalfd");
+		return 1;
+	}
 
 	char err[1024] = "";
 	struct ev_loop *loop = ev_new();
@@ -128,7 +126,6 @@ int main(int argc, char **argv)
 		ev_free(loop);
 		return 1;
 	}
-	int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	proc.sig_h = (struct ev_handle){.fd = sfd, .fn = on_signal, .arg = r};
 	ev_add(loop, &proc.sig_h, EPOLLIN);
 	ev_set_tick(loop, ROUTER_TICK_MS, on_tick, r);

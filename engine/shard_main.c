@@ -152,16 +152,8 @@ static void on_signal(struct ev_loop *loop, struct ev_handle *h, uint32_t events
 			log_info("msg=\"SIGHUP: nothing to reload (plain HTTP)\"");
 		return;
 	}
-	if (drain_requested) {
-		log_warn("msg=\"second signal: stopping now\"");
-		ev_stop(loop);
-		return;
-	}
-	drain_requested = 1;
-	log_info("msg=\"draining\" signal=%u", si.ssi_signo);
-	srv_drain(sh->srv);
-	if (srv_drained(sh->srv))
-		ev_stop(loop);
+	log_info("msg=\"%s\" signal=%u", drain_requested ? "second signal: stopping now" : "draining", si.ssi_signo);
+	srv_drain_on_signal(sh->srv, loop, &drain_requested);
 }
 
 /* Once per loop iteration: commit the read-audit rows staged by it. */

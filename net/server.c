@@ -932,6 +932,18 @@ void srv_drain(struct srv *s)
 	}
 }
 
+void srv_drain_on_signal(struct srv *s, struct ev_loop *loop, int *requested)
+{
+	if (*requested) {
+		ev_stop(loop);
+		return;
+	}
+	*requested = 1;
+	srv_drain(s);
+	if (srv_drained(s))
+		ev_stop(loop);
+}
+
 int srv_drained(const struct srv *s)
 {
 	return s->draining && (s->n_conns == 0 || ev_now_ms(s->loop) >= s->drain_deadline_ms);

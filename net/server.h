@@ -103,6 +103,11 @@ int srv_port(const struct srv *s);
 void srv_on_durable(struct srv *s);
 /* Stop accepting; close idle connections; finish in-flight ones. */
 void srv_drain(struct srv *s);
+/* A stop signal (SIGTERM/SIGINT) arrived: the first starts the drain
+ * (logged) and stops the loop once drained; a second stops the loop at
+ * once (everything acknowledged is durable anyway).  *requested keeps
+ * which one this is; the caller logs the signal. */
+void srv_drain_on_signal(struct srv *s, struct ev_loop *loop, int *requested);
 /* True once draining and every connection is gone (or the deadline passed). */
 int srv_drained(const struct srv *s);
 /* Periodic work (time-outs, drain deadline); call from the loop tick. */

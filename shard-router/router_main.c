@@ -52,16 +52,8 @@ static void on_signal(struct ev_loop *loop, struct ev_handle *h, uint32_t events
 			log_error("msg=\"TLS reload refused; the previous certificate stays\" error=\"%s\"", err);
 		return;
 	}
-	if (drain_requested) {
-		log_warn("msg=\"second signal: stopping now\"");
-		ev_stop(loop);
-		return;
-	}
-	drain_requested = 1;
-	log_info("msg=\"draining\" signal=%u", si.ssi_signo);
-	srv_drain(r->srv);
-	if (srv_drained(r->srv))
-		ev_stop(loop);
+	log_info("msg=\"%s\" signal=%u", drain_requested ? "second signal: stopping now" : "draining", si.ssi_signo);
+	srv_drain_on_signal(r->srv, loop, &drain_requested);
 }
 
 static void on_tick(struct ev_loop *loop, void *arg)

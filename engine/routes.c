@@ -59,6 +59,16 @@ int (*const wine_review_open)(struct api_ctx *c, const char *wine_id, const stru
 int (*const wine_review_open_submission)(struct api_ctx *c, const struct wine_match *m, const char *body,
 					 size_t body_len, char review_id[ID_MAX_LEN]) = review_open_submission;
 
+/* Replication asks stock for a replicated level's offer, and to restage
+ * that offer's quantity (the catalogue home, repl.h). */
+static const char *level_offer(struct shard *sh, const char *id, size_t len)
+{
+	const struct inv_level *l = inv_level_get(sh, id, len);
+	return l ? l->offer_id : NULL;
+}
+const char *(*const repl_level_offer)(struct shard *sh, const char *level_id, size_t len) = level_offer;
+int (*const repl_restage_offer)(struct shard *sh, const char *offer_id) = inv_restage_offer_qty;
+
 /* The edge asks the catalogue for a key's partner (identity, keys). */
 int (*const key_partner_facts)(struct shard *sh, const char *id, uint8_t *roles,
 			       uint8_t *status) = partner_facts;

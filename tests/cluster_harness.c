@@ -194,9 +194,10 @@ int wm_cluster_router_start(struct wm_cluster *c)
 		_exit(127);
 	}
 	c->router_pid = pid;
+	/* ready = its replica of the keys caught up with the home (edge.h) */
 	for (int waited = 0; waited < 20000; waited += 20) {
 		struct http_resp r;
-		if (http_do(c->router_port, "GET", "/healthz", NULL, NULL, &r) == 0) {
+		if (http_do(c->router_port, "GET", "/readyz", NULL, NULL, &r) == 0) {
 			int ok = r.status == 200;
 			http_resp_free(&r);
 			if (ok)

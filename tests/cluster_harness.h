@@ -76,7 +76,7 @@ int wm_cluster_do(const struct wm_cluster *c, unsigned i, const char *method, co
  * --shard-map --cluster-secret-file --data-dir; 0 once it answers
  * /healthz, 1 when the binary does not exist (not built yet), -1 when it
  * failed to start. */
-int wm_cluster_router_start(struct wm_cluster *c);
+int wm_cluster_router_start(struct wm_cluster *c); /* returns once /readyz says ready */
 void wm_cluster_router_kill9(struct wm_cluster *c);
 
 #endif

@@ -189,8 +189,14 @@ int wm_cluster_router_start(struct wm_cluster *c)
 		if (!freopen(logp, "w", stderr) || !freopen("/dev/null", "w", stdout))
 			_exit(127);
 		setenv("WM_BOOTSTRAP_KEY", WM_TEST_KEY, 1);
-		execl(bin, bin, "--listen", listen, "--shard-map", c->map_path, "--cluster-secret-file", c->secret_path,
-		      "--data-dir", c->router_dir, (char *)NULL);
+		const char *argv[16 + WM_CLUSTER_MAX_ARGS] = {bin, "--listen", listen, "--shard-map", c->map_path,
+							       "--cluster-secret-file", c->secret_path, "--data-dir",
+							       c->router_dir};
+		unsigned n = 9;
+		for (unsigned k = 0; c->router_extra[k] && k < WM_CLUSTER_MAX_ARGS; k++)
+			argv[n++] = c->router_extra[k];
+		argv[n] = NULL;
+		execv(bin, (char *const *)argv);
 		_exit(127);
 	}
 	c->router_pid = pid;

@@ -310,11 +310,15 @@ void redge_metrics(struct redge *e, struct buf *b)
 {
 	if (!e->opened)
 		return;
+	/* named for the router: the body already holds the home's wm_repl_*
+	 * and wm_audit_* series, and a name may have one TYPE line only */
 	buf_printf(b,
 		   "# TYPE wm_router_edge_admitted_total counter\nwm_router_edge_admitted_total %llu\n"
 		   "# TYPE wm_router_edge_refused_total counter\nwm_router_edge_refused_total %llu\n"
-		   "# TYPE wm_router_edge_audited_total counter\nwm_router_edge_audited_total %llu\n",
-		   (unsigned long long)e->admitted, (unsigned long long)e->refused, (unsigned long long)e->audited);
-	repl_metrics(&e->sh, b);
-	audit_metrics(&e->sh, b);
+		   "# TYPE wm_router_edge_audited_total counter\nwm_router_edge_audited_total %llu\n"
+		   "# HELP wm_router_edge_replica_lsn The catalogue home's LSN the router's key replica has applied.\n"
+		   "# TYPE wm_router_edge_replica_lsn gauge\nwm_router_edge_replica_lsn %llu\n"
+		   "# TYPE wm_router_edge_replica_synced gauge\nwm_router_edge_replica_synced %d\n",
+		   (unsigned long long)e->admitted, (unsigned long long)e->refused, (unsigned long long)e->audited,
+		   (unsigned long long)redge_applied(e), redge_ready(e));
 }

@@ -18,6 +18,13 @@
  * Rate limiting comes before the scope and action checks so that probing
  * what a key may do is itself limited.
  *
+ * In a cluster this runs at the router (shard-router/edge.c), on its
+ * replica of partners and keys, and the shard that serves the request
+ * takes the caller from the signed X-WM-Principal instead (auth_forwarded):
+ * steps 5 and 6 again, as a guard, but no bucket and no quota window --
+ * the record quota left comes with the principal, and the rows the shard
+ * returned go back to the router, which charges them.
+ *
  * Runtime state -- token buckets, record-quota windows, read volume for
  * the audit alert -- is kept in two hash maps beside the tables (by key id,
  * by entity id).  It is deliberately not persisted: a restart refills the

@@ -433,6 +433,31 @@ WM_TEST(cluster_orders, a_key_revoked_at_the_home_stops_everywhere, .timeout = 6
 	cr_assert_eq(st, 401, "shard 1 still accepts the revoked key after 10 s");
 	cr_log_info("revocation reached shard 1 in %llu ms (measured from the revoke's answer)",
 		    (unsigned long long)(wall_ms_test() - t0));
+	/* revoked at the home by another way than this router (as another
+	 * router would): this router stops it within its replica's lag */
+	char body[160], key2[128], kid2[64];
+	snprintf(body, sizeof(body), "{\"entity_id\":\"%s\"}", w.sel);
+	json_t *mk = tc_expect(c.router_port, "POST", "/api/keys", NULL, body, 201);
+	snprintf(key2, sizeof(key2), "%s", tc_jstr(mk, "key"));
+	snprintf(kid2, sizeof(kid2), "%s", tc_jstr(mk, "id"));
+	json_decref(mk);
+	cr_assert_eq(call_code(c.router_port, "POST", "/v1/orders/quote-calculate", key2, quote, code, sizeof(code)),
+		     200, "a key minted through the router works through it at once: %s", code);
+	snprintf(path, sizeof(path), "/api/keys/%s/revoke", kid2);
+	struct http_resp r;
+	cr_assert_eq(wm_cluster_do(&c, 0, "POST", path, NULL, &r), 0);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	http_resp_free(&r);
+	t0 = wall_ms_test();
+	for (st = 0; st != 401 && wall_ms_test() - t0 < 10000;) {
+		st = call_code(c.router_port, "POST", "/v1/orders/quote-calculate", key2, quote, code, sizeof(code));
+		if (st != 401)
+			usleep(1000);
+	}
+	cr_assert_eq(st, 401, "the router still accepts a key revoked at the home after 10 s");
+	cr_assert_str_eq(code, "key_revoked");
+	cr_log_info("a revocation at the home reached the router's edge in %llu ms",
+		    (unsigned long long)(wall_ms_test() - t0));
 	wm_cluster_cleanup(&c);
 }
 

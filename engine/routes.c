@@ -23,6 +23,7 @@
 #include "engine/stock/availability.h"
 #include "engine/stock/inventory.h"
 #include "engine/stock/location.h"
+#include "engine/stock/txn_part.h"
 #include "engine/ops.h"
 #include "engine/replication/repl.h"
 
@@ -129,6 +130,7 @@ const struct route *api_route_table(void)
 static const struct route *const internal_groups[] = {
 	ops_internal_routes,
 	repl_internal_routes,
+	txn_part_internal_routes,
 	NULL,
 };
 

@@ -131,6 +131,7 @@ static const struct route *const internal_groups[] = {
 	ops_internal_routes,
 	repl_internal_routes,
 	txn_part_internal_routes,
+	order_txn_internal_routes,
 	NULL,
 };
 

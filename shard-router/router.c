@@ -56,6 +56,7 @@
 #include "engine/base/log.h"
 #include "net/buf.h"
 #include "net/problem.h"
+#include "shard-router/coordinator.h"
 #include "shard-router/fanout.h"
 #include "engine/cluster/internal_headers.h"
 #include "engine/cluster/route_class.h"
@@ -162,7 +163,7 @@ static void answer_problem(struct srv_response *rs, int status, const char *code
  * body.  Internal headers (X-WM-*) and the ones the server writes itself
  * are left out.  ctype receives the content type (rs points at it).
  */
-static void relay_into(struct srv_response *rs, const struct hc_response *a, char *ctype, size_t ctype_size)
+void router_relay_into(struct srv_response *rs, const struct hc_response *a, char *ctype, size_t ctype_size)
 {
 	static const char *const own[] = {"date", "content-length", "connection", "keep-alive", "x-request-id",
 					  "transfer-encoding", NULL};
@@ -289,6 +290,8 @@ static int fwd_send(struct fwd *f, uint32_t shard)
 	ryw_header(f, shard, &h);
 	if (f->kind == RC_FANOUT)
 		buf_puts(&h, WM_H_FANOUT ": 1\r\n");
+	if (f->rule && !strcmp(f->method, "POST") && !strcmp(f->rule->pattern, "/v1/orders"))
+		buf_puts(&h, coord_header(r)); /* it may coordinate the order across shards */
 	buf_append(&h, f->hdrs.data, f->hdrs.len);
 	buf_append(&h, "", 1); /* NUL for hc_request.headers */
 	struct hc_request rq = {.method = f->method, .path = target, .headers = h.data, .body = f->body,
@@ -318,6 +321,40 @@ static void fwd_finish(struct fwd *f, struct srv_response *rs)
 	if (f->d) /* NULL: the request was answered at once (no memory to defer) */
 		srv_complete(f->r->srv, f->d, rs);
 	fwd_free(f);
+}
+
+void router_fwd_finish(struct fwd *f, struct srv_response *rs) { fwd_finish(f, rs); }
+
+const char *router_fwd_principal(const struct fwd *f, size_t *len)
+{
+	if (!f->eq)
+		return NULL;
+	*len = (size_t)f->eq->principal_len;
+	return f->eq->principal;
+}
+
+int router_call(struct router *r, uint32_t shard, const char *method, const char *path, const char *body,
+		size_t body_len, const char *principal, size_t principal_len, uint32_t timeout_ms, hc_done_fn done,
+		void *arg)
+{
+	char sig[CK_HEADER_MAX];
+	if (r->closing || shard >= r->map.n || !r->pools[shard] ||
+	    ck_sign_principal(&r->key, method, strlen(method), path, strlen(path), (int64_t)time(NULL), body, body_len,
+			      principal, principal_len, sig))
+		return -1;
+	struct buf h;
+	buf_init(&h, 0);
+	buf_printf(&h, CK_HEADER_NAME ": %s\r\n", sig);
+	if (principal)
+		buf_printf(&h, WM_H_PRINCIPAL ": %.*s\r\n", (int)principal_len, principal);
+	if (body_len)
+		buf_puts(&h, "Content-Type: application/json\r\n");
+	buf_append(&h, "", 1);
+	struct hc_request rq = {.method = method, .path = path, .headers = h.data, .body = body, .body_len = body_len,
+				.timeout_ms = timeout_ms};
+	int rc = h.overflow ? -1 : hc_send(r->pools[shard], &rq, done, arg);
+	buf_free(&h);
+	return rc;
 }
 
 /* Answer with a problem (503/504/502) and finish. */
@@ -382,7 +419,7 @@ static int edge_wait(struct fwd *f, const struct hc_response *a)
 		return 0;
 	buf_reset(&f->out.headers);
 	buf_reset(&f->out.body);
-	relay_into(&f->out, a, f->out_ctype, sizeof(f->out_ctype));
+	router_relay_into(&f->out, a, f->out_ctype, sizeof(f->out_ctype));
 	f->out.route = f->rule ? f->rule->pattern : "-";
 	f->wait_lsn = lsn;
 	f->wait_until_ms = now_ms(r) + ROUTER_EDGE_WAIT_MS;
@@ -437,7 +474,7 @@ static void on_answer(void *arg, const struct hc_response *a, const char *err)
 			buf_reset(&f->out.headers);
 			buf_reset(&f->out.body);
 			if (a)
-				relay_into(&f->out, a, f->out_ctype, sizeof(f->out_ctype));
+				router_relay_into(&f->out, a, f->out_ctype, sizeof(f->out_ctype));
 			else
 				answer_problem(&f->out, 503, "shard_unavailable", "a shard of the cluster did not answer");
 			redge_report_from(a, &f->rep);
@@ -477,15 +514,18 @@ static void on_answer(void *arg, const struct hc_response *a, const char *err)
 	}
 	if (edge_wait(f, a))
 		return;
+	if (a->status == 202 && coord_begin(r, f, call->shard, a))
+		return; /* a cross-shard order: the coordinator answers it */
 	struct srv_response rs = {0};
 	buf_init(&rs.headers, 0);
 	buf_init(&rs.body, 0);
 	char ctype[128];
-	relay_into(&rs, a, ctype, sizeof(ctype));
+	router_relay_into(&rs, a, ctype, sizeof(ctype));
 	redge_report_from(a, &f->rep);
 	if (f->kind == RC_EDGE && a->status == 200) {
 		router_metrics(r, &rs.body);
 		redge_metrics(&r->edge, &rs.body);
+		coord_metrics(r, &rs.body);
 	}
 	rs.route = f->rule ? f->rule->pattern : "-";
 	r->st.relayed++;
@@ -659,7 +699,7 @@ static void fanout_answer(struct fwd *f, struct fwd_call *call, const struct hc_
 		buf_reset(&f->out.headers);
 		buf_reset(&f->out.body);
 		if (a && rank != 4)
-			relay_into(&f->out, a, f->out_ctype, sizeof(f->out_ctype));
+			router_relay_into(&f->out, a, f->out_ctype, sizeof(f->out_ctype));
 		else
 			answer_problem(&f->out, 503, "shard_unavailable", "a shard of the cluster did not answer");
 		redge_report_from(rank == 3 ? a : NULL, &f->rep); /* a relayed refusal: the shard's report */
@@ -723,6 +763,11 @@ static void answer_internal(struct router *r, const struct http_request *h, stru
 		rs->route = "-internal";
 		return;
 	}
+	if (h->method == HTTP_M_GET && h->path_len == 20 && !memcmp(h->path, "/internal/txn/status", 20)) {
+		rs->route = "/internal/txn/status";
+		coord_status(r, h->query, h->query_len, rs);
+		return;
+	}
 	if (h->method != HTTP_M_GET || h->path_len != 24 || memcmp(h->path, "/internal/cluster/status", 24)) {
 		answer_problem(rs, 404, "not_found", "no such endpoint");
 		rs->route = "-internal";
@@ -732,10 +777,11 @@ static void answer_internal(struct router *r, const struct http_request *h, stru
 	uint64_t now = now_ms(r);
 	buf_printf(&rs->body,
 		   "{\"process\":\"wm-router\",\"map_version\":%llu,\"shards\":%u,\"home_lsn\":%llu,"
-		   "\"ready\":%s,\"forwarded\":%llu,\"failed\":%llu,\"in_doubt\":0}",
+		   "\"ready\":%s,\"forwarded\":%llu,\"failed\":%llu,\"in_doubt\":%llu}",
 		   (unsigned long long)r->map.version, r->map.n, (unsigned long long)r->home_lsn,
 		   r->home_seen_ms && now - r->home_seen_ms <= ROUTER_READY_WINDOW_MS ? "true" : "false",
-		   (unsigned long long)r->st.forwarded, (unsigned long long)r->st.failed);
+		   (unsigned long long)r->st.forwarded, (unsigned long long)r->st.failed,
+		   (unsigned long long)coord_in_doubt(r));
 }
 
 /* ---- the handler -------------------------------------------------------- */
@@ -951,6 +997,7 @@ void router_tick(struct router *r)
 	for (uint32_t i = 0; i < r->map.n; i++)
 		hc_tick(r->pools[i]);
 	router_edge_poll(r, 0);
+	coord_tick(r);
 	if (now_ms(r) >= r->next_probe_ms) {
 		r->next_probe_ms = now_ms(r) + ROUTER_PROBE_MS;
 		router_probe(r);
@@ -973,7 +1020,8 @@ int router_open(struct router *r, const struct config *cfg, struct ev_loop *loop
 		snprintf(err, errlen, "cluster secret %s: %s", cfg->cluster_secret_file, why);
 		return -1;
 	}
-	if (router_pools(r, NULL, err, errlen) || redge_open(&r->edge, cfg, loop, &r->map, &r->key, err, errlen)) {
+	if (router_pools(r, NULL, err, errlen) || redge_open(&r->edge, cfg, loop, &r->map, &r->key, err, errlen) ||
+	    coord_open(r, err, errlen)) {
 		router_close(r);
 		return -1;
 	}
@@ -984,11 +1032,13 @@ int router_open(struct router *r, const struct config *cfg, struct ev_loop *loop
 void router_close(struct router *r)
 {
 	router_edge_poll(r, 1);
+	r->closing = 1; /* the calls failing below start no new one */
 	for (uint32_t i = 0; i < SMAP_MAX_SHARDS; i++) {
 		hc_pool_free(r->pools[i]);
 		r->pools[i] = NULL;
 	}
 	while (r->n_retired)
 		hc_pool_free(r->retired[--r->n_retired]);
+	coord_close(r);        /* after the pools: every call of a transaction has failed */
 	redge_close(&r->edge); /* after the pools: their failed calls audited first */
 }

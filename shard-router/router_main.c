@@ -28,7 +28,7 @@ static const char *const router_options[] = {
 	"listen",	    "data-dir",		 "shard-map",	      "cluster-secret-file", "tls-cert",
 	"tls-key",	    "max-conns",	 "max-conns-per-ip",  "header-timeout-ms",   "body-timeout-ms",
 	"idle-timeout-ms",  "max-body-kb",	 "max-header-kb",     "max-headers",	     "log-level",
-	"access-log",	    "forward-timeout-ms", "shard-conns",
+	"access-log",	    "forward-timeout-ms", "shard-conns", "router-id",
 	/* the edge (shard-router/edge.h): keys, rates, quotas, audit, its store */
 	"key-rate-rps", "key-rate-burst", "record-quota", "record-quota-period-s", "audit-keep",
 	"audit-alert-factor", "audit-alert-min-rows", "audit-alert-window-s", "wal-mode", "wal-segment-mb",

@@ -39,6 +39,8 @@ static const struct opt opts[] = {
 	{"max-conns-per-ip", OPT_U64, N(max_conns_per_ip), 0, 100000, NULL, "open connections one client address may hold (0 = no cap)"},
 	{"shard-map", OPT_STR, S(shard_map), 0, 0, NULL, "the cluster's shard map file (without it: a cluster of one); reloaded on SIGHUP"},
 	{"shard-id", OPT_U64, N(shard_id), 0, 63, NULL, "this shard's id in --shard-map"},
+	{"router-id", OPT_U64, N(router_id), 0, 15, NULL,
+	 "wm-router: its id in --shard-map's router lines; it coordinates cross-shard orders as r<ID>"},
 	{"cluster-secret-file", OPT_STR, S(cluster_secret_file), 0, 0, NULL, "the cluster secret (32..256 bytes, owner-only file) that signs internal traffic; required with --shard-map"},
 	{"tls-cert", OPT_STR, S(tls_cert), 0, 0, NULL, "PEM certificate (chain) file: serve HTTPS only (TLS 1.2/1.3); reloaded on SIGHUP"},
 	{"tls-key", OPT_STR, S(tls_key), 0, 0, NULL, "PEM private key file for --tls-cert"},

@@ -28,6 +28,14 @@
 #define WM_H_SPAN_FROM "X-WM-Span-From"
 #define WM_H_SPAN_TO "X-WM-Span-To"
 #define WM_H_QUOTA_REFUSED "X-WM-Quota-Refused"
+/* router -> destination shard, on POST /v1/orders: "r<router id>", the
+ * router that coordinates the order if its stock lies on other shards
+ * (DESIGN.md 9, two-phase commit). */
+#define WM_H_COORDINATOR "X-WM-Coordinator"
+/* destination shard -> router, with a 202 to such an order: its
+ * transaction id, and its legs "<hold id> <level id> <qty>[,...]". */
+#define WM_H_TXN "X-WM-Txn"
+#define WM_H_TXN_LEGS "X-WM-Txn-Legs"
 /* shard -> router, on a 421: the shard's map version. */
 #define WM_H_MAP_VERSION "X-WM-Map-Version"
 

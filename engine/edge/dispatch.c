@@ -29,6 +29,7 @@
 #include "engine/edge/etag.h"
 #include "engine/edge/idem.h"
 #include "engine/edge/park.h"
+#include "engine/edge/principal.h"
 
 /* ---- routing ----------------------------------------------------------- */
 
@@ -291,8 +292,14 @@ void api_handle(void *app, const struct srv_request *rq, struct srv_response *rs
 	} else {
 		c.route = r;
 		rs->route = r->pattern;
-		if (c.internal)
-			r->fn(&c); /* signed by the cluster: no partner identity */
+		if (c.internal) {
+			/* signed by the cluster; a router may name the caller
+			 * whose view an answer is written in (order_txn.c) */
+			if (c.principal_hdr && principal_decode(c.principal_hdr->value, c.principal_hdr->value_len,
+								&c.who, &c.fwd_quota_left) == 0)
+				c.forwarded = 1;
+			r->fn(&c);
+		}
 		else
 			api_run(&c);
 	}

@@ -1,0 +1,108 @@
+/*
+ * order_txn.c -- the destination shard's side of a cross-shard order
+ * (DESIGN.md section 9; the steps are saga.c's saga_txn_*, order.h).
+ *
+ * The coordinating router calls, signed, in this order:
+ *   POST /internal/orders/{id}/charge   after every participant voted yes
+ *   POST /internal/orders/{id}/commit   after its COMMIT record is forced
+ *   POST /internal/orders/{id}/rest     after every participant committed
+ * or, before the decision,
+ *   POST /internal/orders/{id}/abort {"reason": failure code}
+ * Each is idempotent: a router re-driving after a crash sends them again.
+ * rest and abort answer what POST /v1/orders answers on one shard (201
+ * with the order, or the failure's problem), in the view of the caller the
+ * router forwards (X-WM-Principal), so the router relays it as is.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "engine/base/log.h"
+#include "engine/edge/fields.h"
+#include "engine/orders/order.h"
+
+/* The cross-shard order named by the path, or NULL with the 404 written. */
+static const struct order *txn_order(struct api_ctx *c, char *id)
+{
+	if (api_param(c, 0, id, ID_MAX_LEN) <= 0) {
+		api_error(c, 404, "not_found", "no such order");
+		return NULL;
+	}
+	const struct order *o = order_get(c->sh, id, strlen(id));
+	if (!o || !order_txn_of(o, NULL, 0)) {
+		api_error(c, 404, "not_found", "no such cross-shard order");
+		return NULL;
+	}
+	return o;
+}
+
+static void answer_status(struct api_ctx *c, int http, const char *id)
+{
+	const struct order_state *s = order_state_get(c->sh, id, strlen(id));
+	c->rs->status = http;
+	jw_obj_begin(&c->w);
+	jw_kstr(&c->w, "order_id", id);
+	jw_kstr(&c->w, "status", s ? order_status_names[s->v.status] : "unknown");
+	jw_obj_end(&c->w);
+}
+
+static void dest_charge(struct api_ctx *c)
+{
+	char id[ID_MAX_LEN];
+	if (!txn_order(c, id))
+		return;
+	int why = saga_txn_charge(c->sh, id);
+	answer_status(c, why == OF_NONE ? 200 : 409, id);
+}
+
+static void dest_commit(struct api_ctx *c)
+{
+	char id[ID_MAX_LEN];
+	if (!txn_order(c, id))
+		return;
+	if (saga_txn_commit(c->sh, id)) {
+		log_error("msg=\"cross-shard order cannot take its COMMIT\" order=%s", id);
+		answer_status(c, 409, id);
+		return;
+	}
+	answer_status(c, 200, id);
+}
+
+static void dest_rest(struct api_ctx *c)
+{
+	char id[ID_MAX_LEN];
+	if (!txn_order(c, id))
+		return;
+	if (saga_txn_rest(c->sh, id)) {
+		answer_status(c, 409, id);
+		return;
+	}
+	order_answer_create(c, order_get(c->sh, id, strlen(id)), 0);
+}
+
+static void dest_abort(struct api_ctx *c)
+{
+	char id[ID_MAX_LEN];
+	const struct order *o = txn_order(c, id);
+	const struct json_value *b = o ? api_body(c) : NULL;
+	if (!b)
+		return;
+	int why = OF_INSUFFICIENT_STOCK;
+	fld_enum(c, b, "reason", NULL, order_failure_codes, &why);
+	if (c->n_errs) {
+		api_validation_failed(c);
+		return;
+	}
+	if (saga_txn_abort(c->sh, id, why)) {
+		answer_status(c, 409, id);
+		return;
+	}
+	order_answer_create(c, order_get(c->sh, id, strlen(id)), 0);
+}
+
+const struct route order_txn_internal_routes[] = {
+	{HTTP_M_POST, "/internal/orders/{id}/charge", dest_charge, SC_PUBLIC, ACT_NONE, "2PC: charge the consumer", 0},
+	{HTTP_M_POST, "/internal/orders/{id}/commit", dest_commit, SC_PUBLIC, ACT_NONE, "2PC: the decision is commit", 0},
+	{HTTP_M_POST, "/internal/orders/{id}/rest", dest_rest, SC_PUBLIC, ACT_NONE, "2PC: every leg reserved", 0},
+	{HTTP_M_POST, "/internal/orders/{id}/abort", dest_abort, SC_PUBLIC, ACT_NONE, "2PC: abort before the decision", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
+};

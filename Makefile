@@ -115,7 +115,8 @@ test-build: deps
 # vat_reconcile: 409 until two-phase commit).
 TEST_CLUSTER_SKIP := order_crash/* media/* router/* conn/* audit/* tls/* shard_map_proc/* durability/* full_disk/* \
 	snapshot_child/* ops/* http/* ctl/* tax_2026/* vat_reconcile/* replication/* replication_units/* \
-	cluster_orders/* fanout/* route_class/* documents/* webhooks/* auth/minted_key_is_shown_once_and_only_its_hash_is_stored \
+	cluster_orders/* txn_part/* txn_crash/* fanout/* route_class/* documents/* webhooks/* \
+	auth/minted_key_is_shown_once_and_only_its_hash_is_stored \
 	auth/operator_key_is_printed_once_or_taken_from_the_environment
 empty :=
 space := $(empty) $(empty)

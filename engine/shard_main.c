@@ -175,6 +175,7 @@ static void on_tick(struct ev_loop *loop, void *arg)
 	idem_prune(sh);
 	repl_tick(sh);
 	txn_part_tick(sh); /* in-doubt holds: ask their coordinator */
+	order_txn_tick(sh); /* cross-shard orders left placed or paid: the same */
 	repl_pub_wake(sh, 0); /* long-polls whose wait is over */
 	uint64_t now = ev_now_ms(loop);
 	if (sh->cfg.snapshot_interval_s && now >= sh->snap_next_due_ms) {

@@ -32,10 +32,12 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "engine/base/log.h"
 #include "engine/cluster/internal_headers.h"
 #include "net/problem.h"
+#include "wal/errinj.h"
 #include "shard-router/decision_log.h"
 #include "shard-router/router.h"
 
@@ -78,6 +80,17 @@ struct coord {
 };
 
 static uint64_t now_ms(struct router *r) { return ev_now_ms(r->loop); }
+
+/* Test builds: die here (WM_ERRINJ names the point) -- every step of the
+ * protocol has one, and recovery must finish or undo what was begun. */
+static void crash_point(const struct ctxn *t, const char *name)
+{
+	(void)t;
+	if (!ERRINJ(name))
+		return;
+	log_warn("msg=\"fault injection: crash\" point=%s txn=%s", name, t->txn);
+	_exit(137);
+}
 
 const char *coord_header(const struct router *r) { return r->coord ? r->coord->header : ""; }
 
@@ -221,6 +234,7 @@ static void on_prepare(void *arg, const struct hc_response *a, const char *err)
 			abort_txn(t);
 			return;
 		}
+	crash_point(t, "txn_router_crash_after_prepared");
 	t->phase = CP_CHARGE;
 	step(t);
 }
@@ -231,6 +245,7 @@ static void on_charge(void *arg, const struct hc_response *a, const char *err)
 	(void)err;
 	t->pending--;
 	if (a && a->status == 200) {
+		crash_point(t, "txn_router_crash_after_charged");
 		t->phase = CP_DECIDE;
 		step(t);
 		return;
@@ -246,6 +261,7 @@ static void on_logged(void *arg, const char *txn_id)
 	struct ctxn *t = find(r->coord, txn_id);
 	if (!t)
 		return;
+	crash_point(t, "txn_router_crash_after_decision");
 	t->phase = CP_COMMIT_DEST;
 	step(t);
 }
@@ -265,6 +281,7 @@ static void on_commit_dest(void *arg, const struct hc_response *a, const char *e
 		retry_later(t, "commit at the destination", err, a ? a->status : 0);
 		return;
 	}
+	crash_point(t, "txn_router_crash_after_commit_dest");
 	t->phase = CP_COMMIT_PARTS;
 	step(t);
 }
@@ -296,6 +313,7 @@ static void on_rest(void *arg, const struct hc_response *a, const char *err)
 		return;
 	}
 	answer_relay(t, a);
+	crash_point(t, "txn_router_crash_before_end");
 	if (dlog_end(t->r->coord->log, t->txn))
 		log_warn("msg=\"END could not be appended; the transaction is re-driven at the next start\" txn=%s",
 			 t->txn);

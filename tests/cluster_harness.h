@@ -39,6 +39,7 @@ struct wm_cluster {
 	/* extra arguments for the router (NULL-terminated): the edge's options
 	 * (rates, quotas, audit) a test gives a single shard */
 	const char *router_extra[WM_CLUSTER_MAX_ARGS + 1];
+	const char *const *router_env;     /* extra environment for the router's next start ("K=V", NULL-terminated) */
 	const char *own[WM_CLUSTER_MAX];   /* wm_cluster_set_countries; own[1] NULL = the default split */
 	const char *const *env;            /* extra environment for the next starts ("K=V", NULL-terminated) */
 	unsigned map_version;              /* the map file's version (0 = 1) */

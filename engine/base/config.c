@@ -39,6 +39,8 @@ static const struct opt opts[] = {
 	{"max-conns-per-ip", OPT_U64, N(max_conns_per_ip), 0, 100000, NULL, "open connections one client address may hold (0 = no cap)"},
 	{"shard-map", OPT_STR, S(shard_map), 0, 0, NULL, "the cluster's shard map file (without it: a cluster of one); reloaded on SIGHUP"},
 	{"shard-id", OPT_U64, N(shard_id), 0, 63, NULL, "this shard's id in --shard-map"},
+	{"txn-timeout-ms", OPT_U64, N(txn_timeout_ms), 0, 3600000, NULL,
+	 "a cross-shard transaction undecided this long on a shard is asked about at its router (0 = 10000)"},
 	{"router-id", OPT_U64, N(router_id), 0, 15, NULL,
 	 "wm-router: its id in --shard-map's router lines; it coordinates cross-shard orders as r<ID>"},
 	{"cluster-secret-file", OPT_STR, S(cluster_secret_file), 0, 0, NULL, "the cluster secret (32..256 bytes, owner-only file) that signs internal traffic; required with --shard-map"},

@@ -203,6 +203,10 @@ int saga_txn_rest(struct shard *sh, const char *order_id);
 int saga_txn_abort(struct shard *sh, const char *order_id, int why);
 /* The destination's /internal/orders/{id}/... routes (order_txn.c). */
 extern const struct route order_txn_internal_routes[];
+/* From the loop's tick: a cross-shard order left placed or paid past
+ * --txn-timeout-ms is asked about at its coordinator, then committed
+ * (reserved) or aborted (failed, refunded) as it answers. */
+void order_txn_tick(struct shard *sh);
 /* Is o a cross-shard order?  Its transaction id into out (size bytes). */
 int order_txn_of(const struct order *o, char *out, size_t size);
 /* The answer to a create: 201 and the caller's view, or the failure's

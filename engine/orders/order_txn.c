@@ -19,6 +19,7 @@
 #include "engine/base/log.h"
 #include "engine/edge/fields.h"
 #include "engine/orders/order.h"
+#include "engine/stock/txn_part.h"
 
 /* The cross-shard order named by the path, or NULL with the 404 written. */
 static const struct order *txn_order(struct api_ctx *c, char *id)
@@ -106,3 +107,44 @@ const struct route order_txn_internal_routes[] = {
 	{HTTP_M_POST, "/internal/orders/{id}/abort", dest_abort, SC_PUBLIC, ACT_NONE, "2PC: abort before the decision", 0},
 	{0, NULL, NULL, 0, 0, NULL, 0},
 };
+
+/* ---- in doubt at the destination ----------------------------------------------- */
+
+/* The coordinator's answer about an order left placed or paid. */
+static void dest_decided(struct shard *sh, const char *txn, int commit)
+{
+	const char *colon = strchr(txn, ':');
+	if (!colon)
+		return;
+	const char *id = colon + 1;
+	if (commit) {
+		int rc = saga_txn_commit(sh, id) || saga_txn_rest(sh, id);
+		log_warn("msg=\"in-doubt cross-shard order committed on its coordinator's word\" order=%s ok=%d", id, !rc);
+	} else {
+		int rc = saga_txn_abort(sh, id, OF_INTERRUPTED);
+		log_warn("msg=\"in-doubt cross-shard order aborted: its coordinator has no commit\" order=%s ok=%d", id,
+			 !rc);
+	}
+}
+
+void order_txn_tick(struct shard *sh)
+{
+	static uint64_t next_ms;
+	uint64_t now = ev_clock_us() / 1000;
+	if (!sh->smap || now < next_ms)
+		return;
+	next_ms = now + TXN_ASK_EVERY_MS;
+	long long wall = (long long)wall_ms(), limit = (long long)txn_timeout_ms(sh);
+	char after[ID_MAX_LEN] = "", id[ID_MAX_LEN], txn[INV_TXN_ID_MAX + 1];
+	while (order_pending_next(sh, after, id)) {
+		memcpy(after, id, sizeof(after));
+		const struct order *o = order_get(sh, id, strlen(id));
+		const struct order_state *s = order_state_get(sh, id, strlen(id));
+		long long at;
+		if (!o || !s || !order_txn_of(o, txn, sizeof(txn)) ||
+		    (s->v.status != ORD_PLACED && s->v.status != ORD_PAID) ||
+		    parse_rfc3339_ms(o->created_at, strlen(o->created_at), &at) || wall - at < limit)
+			continue;
+		txn_ask(sh, txn, dest_decided);
+	}
+}

@@ -275,6 +275,7 @@ const struct route txn_part_internal_routes[] = {
 struct txn_ask {
 	struct shard *sh;
 	char txn[INV_TXN_ID_MAX + 1];
+	txn_decision_fn fn;
 	int busy;
 };
 
@@ -288,7 +289,12 @@ static struct {
 
 static uint64_t mono_ms(void) { return ev_clock_us() / 1000; }
 
-static int asking(const char *txn)
+uint64_t txn_timeout_ms(const struct shard *sh)
+{
+	return sh->cfg.txn_timeout_ms ? sh->cfg.txn_timeout_ms : TXN_PREPARED_TIMEOUT_MS;
+}
+
+int txn_asking(const char *txn)
 {
 	for (int i = 0; i < TXN_ASK_MAX; i++)
 		if (tp.asks[i].busy && !strcmp(tp.asks[i].txn, txn))
@@ -311,6 +317,21 @@ static void decide_commit(struct shard *sh, const char *txn)
 		 bad);
 }
 
+/* The coordinator said commit: the participant's holds. */
+static void holds_decided(struct shard *sh, const char *txn, int commit)
+{
+	if (commit) {
+		tp.committed++;
+		decide_commit(sh, txn);
+		return;
+	}
+	unsigned released;
+	tp.aborted++;
+	release_prepared(sh, txn, &released);
+	log_warn("msg=\"in-doubt transaction aborted: the coordinator has no commit for it\" txn=%s released=%u", txn,
+		 released);
+}
+
 static void on_status(void *arg, const struct hc_response *r, const char *err)
 {
 	struct txn_ask *a = arg;
@@ -320,7 +341,7 @@ static void on_status(void *arg, const struct hc_response *r, const char *err)
 		uint64_t now = mono_ms();
 		if (now - tp.warned_ms >= 10000) {
 			tp.warned_ms = now;
-			log_warn("msg=\"the coordinator of an in-doubt transaction did not answer; its holds stay prepared\" "
+			log_warn("msg=\"the coordinator of an in-doubt transaction did not answer; it stays in doubt\" "
 				 "txn=%s status=%d error=\"%s\" action=\"start the router the transaction id names, or "
 				 "resolve it: wm-ctl txn resolve ID commit|abort\"",
 				 a->txn, r ? r->status : 0, err ? err : "-");
@@ -328,16 +349,10 @@ static void on_status(void *arg, const struct hc_response *r, const char *err)
 		return;
 	}
 	/* {"txn":"...","decision":"commit"|"abort"|"in_progress"} from the signed router */
-	if (memmem(r->body, r->body_len, "\"decision\":\"commit\"", 19)) {
-		tp.committed++;
-		decide_commit(a->sh, a->txn);
-	} else if (memmem(r->body, r->body_len, "\"decision\":\"abort\"", 18)) {
-		unsigned released;
-		tp.aborted++;
-		release_prepared(a->sh, a->txn, &released);
-		log_warn("msg=\"in-doubt transaction aborted: the coordinator has no commit for it\" txn=%s released=%u",
-			 a->txn, released);
-	}
+	if (memmem(r->body, r->body_len, "\"decision\":\"commit\"", 19))
+		a->fn(a->sh, a->txn, 1);
+	else if (memmem(r->body, r->body_len, "\"decision\":\"abort\"", 18))
+		a->fn(a->sh, a->txn, 0);
 }
 
 /* The pool of router id's address (made or remade as the map says); NULL
@@ -360,8 +375,10 @@ static struct hc_pool *router_pool(struct shard *sh, int id)
 	return p;
 }
 
-static void ask(struct shard *sh, const char *txn)
+void txn_ask(struct shard *sh, const char *txn, txn_decision_fn fn)
 {
+	if (!sh->smap || !sh->ckey || !sh->loop || txn_asking(txn))
+		return;
 	int slot = -1;
 	for (int i = 0; i < TXN_ASK_MAX && slot < 0; i++)
 		if (!tp.asks[i].busy)
@@ -377,6 +394,7 @@ static void ask(struct shard *sh, const char *txn)
 	snprintf(hdr, sizeof(hdr), CK_HEADER_NAME ": %s\r\n", sig);
 	struct txn_ask *a = &tp.asks[slot];
 	a->sh = sh;
+	a->fn = fn;
 	snprintf(a->txn, sizeof(a->txn), "%s", txn);
 	struct hc_request rq = {.method = "GET", .path = target, .headers = hdr, .timeout_ms = TXN_ASK_TIMEOUT_MS};
 	if (hc_send(p, &rq, on_status, a) == 0) {
@@ -400,13 +418,16 @@ void txn_part_tick(struct shard *sh)
 	const struct hold *h;
 	while ((h = hold_in_doubt_next(sh, after))) {
 		snprintf(after, sizeof(after), "%s", h->txn);
-		if (now - h->prepared_mono_ms >= TXN_PREPARED_TIMEOUT_MS && !asking(after))
-			ask(sh, after);
+		if (now - h->prepared_mono_ms >= txn_timeout_ms(sh))
+			txn_ask(sh, after, holds_decided);
 	}
 }
 
 void txn_part_metrics(struct shard *sh, struct buf *o)
 {
+	/* an operator's gauge, not partner data: the walk below must not make
+	 * /metrics wait for the newest state's fsync (table.h, the read set) */
+	const uint64_t probes = idx_probes;
 	uint64_t now = mono_ms(), oldest = now;
 	char after[INV_TXN_ID_MAX + 1] = "";
 	const struct hold *h;
@@ -417,6 +438,7 @@ void txn_part_metrics(struct shard *sh, struct buf *o)
 		if (h->prepared_mono_ms < oldest)
 			oldest = h->prepared_mono_ms;
 	}
+	idx_probes = probes;
 	buf_printf(o,
 		   "# HELP wm_txn_in_doubt Cross-shard transactions with PREPARED holds on this shard.\n"
 		   "# TYPE wm_txn_in_doubt gauge\nwm_txn_in_doubt %llu\n"

@@ -42,6 +42,19 @@ extern const struct route txn_part_internal_routes[];
  * [A-Za-z0-9_], at most INV_TXN_ID_MAX bytes: the router id, or -1. */
 int txn_id_parse(const char *txn);
 
+/* How long a transaction may stay undecided here before its coordinator
+ * is asked (--txn-timeout-ms; TXN_PREPARED_TIMEOUT_MS by default). */
+uint64_t txn_timeout_ms(const struct shard *sh);
+
+/* Ask txn's coordinator what it decided; fn(sh, txn, commit) runs with
+ * its answer (commit 1, abort 0), never for "in progress" or no answer
+ * (asked again later by whoever asks).  One question per txn in flight;
+ * a no-op outside cluster mode.  The destination of a cross-shard order
+ * uses it too (engine/orders/order_txn.c). */
+typedef void (*txn_decision_fn)(struct shard *sh, const char *txn, int commit);
+void txn_ask(struct shard *sh, const char *txn, txn_decision_fn fn);
+int txn_asking(const char *txn);
+
 /* From the loop's tick: ask the coordinators about the holds in doubt
  * (cluster mode only; a no-op otherwise). */
 void txn_part_tick(struct shard *sh);

@@ -177,6 +177,50 @@ WM_TEST(cluster_orders, stock_on_another_shard_commits_in_two_phases, .timeout =
 	wm_cluster_cleanup(&c);
 }
 
+/* Cancelling a cross-shard order releases its legs on their shard and
+ * refunds, from the destination (its compensation), idempotently. */
+WM_TEST(cluster_orders, a_cross_shard_order_cancels_on_every_shard, .timeout = 120)
+{
+	struct wm_cluster c;
+	cluster_with_router(&c);
+	struct oworld w;
+	memset(&w, 0, sizeof(w));
+	ow_build(&w, c.router_port, 30, 0, "FR", "DE");
+	int st;
+	char id[64] = "", path[160];
+	order(&w, 12, &st, id);
+	cr_assert_eq(st, 201);
+	snprintf(path, sizeof(path), "/v1/orders/%s/cancel", id);
+	json_t *o = tc_expect(c.router_port, "POST", path, w.ksel, "{}", 200);
+	cr_assert_str_eq(json_string_value(json_object_get(o, "status")), "cancelled");
+	json_decref(o);
+	long long reserved = -1, allocated = -1, on_hand = -1;
+	int compensated = 0;
+	const char *pay = NULL;
+	char payc[32] = "";
+	snprintf(path, sizeof(path), "/v1/orders/%s", id);
+	for (int t = 0; t < 200 && !(allocated == 0 && compensated); t++) {
+		ow_level(&w, w.lv_est, &reserved, &allocated, &on_hand);
+		json_t *g = ow_get(&w, path);
+		compensated = json_is_true(json_object_get(json_object_get(g, "saga"), "compensated"));
+		pay = json_string_value(json_object_get(json_object_get(g, "payment"), "state"));
+		snprintf(payc, sizeof(payc), "%s", pay ? pay : "");
+		json_decref(g);
+		if (!(allocated == 0 && compensated))
+			usleep(50 * 1000);
+	}
+	cr_assert_eq(allocated, 0, "the FR units went back");
+	cr_assert_eq(reserved, 0);
+	cr_assert(compensated, "the order is marked compensated");
+	cr_assert_str_eq(payc, "refunded");
+	/* a second cancel changes nothing */
+	snprintf(path, sizeof(path), "/v1/orders/%s/cancel", id);
+	tc_expect_code(c.router_port, "POST", path, w.ksel, "{}", 409, "invalid_order_state");
+	ow_level(&w, w.lv_est, &reserved, &allocated, &on_hand);
+	cr_assert_eq(allocated + reserved, 0);
+	wm_cluster_cleanup(&c);
+}
+
 /* A leg the source shard cannot hold (its true ATP is lower than the
  * destination's replica said): every participant votes, the order fails
  * insufficient_stock, nothing is held, nothing charged. */

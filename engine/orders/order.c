@@ -1702,11 +1702,12 @@ static void order_cancel(struct api_ctx *c)
 		problem_end(&c->w);
 		return;
 	}
-	if (order_txn_of(o, NULL, 0)) {
-		/* its holds live on other shards: releasing them is the
-		 * coordinator's (issue 14, item 3: not yet) */
-		api_error(c, 409, "cross_shard_cancel_unavailable",
-			  "this order's stock is held on other shards of the cluster; cancelling it is not available yet");
+	if (order_txn_of(o, NULL, 0) && sv->status != ORD_RESERVED) {
+		/* its coordinator is still deciding or applying it (a cancel
+		 * racing a COMMIT could not be honoured): only once it rests */
+		api_error(c, 409, "order_in_progress",
+			  "this cross-shard order is still being placed; cancel it once it is reserved");
+		buf_puts(&c->rs->headers, "Retry-After: 1\r\n");
 		return;
 	}
 	char id[ID_MAX_LEN];

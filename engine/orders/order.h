@@ -201,6 +201,9 @@ int saga_txn_charge(struct shard *sh, const char *order_id);
 int saga_txn_commit(struct shard *sh, const char *order_id);
 int saga_txn_rest(struct shard *sh, const char *order_id);
 int saga_txn_abort(struct shard *sh, const char *order_id, int why);
+/* Every participant released a failed or cancelled cross-shard order's
+ * holds: refunded (again: idempotent), legs released, compensated. */
+int saga_txn_released(struct shard *sh, const char *order_id);
 /* The destination's /internal/orders/{id}/... routes (order_txn.c). */
 extern const struct route order_txn_internal_routes[];
 /* From the loop's tick: a cross-shard order left placed or paid past

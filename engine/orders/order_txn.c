@@ -9,6 +9,12 @@
  * or, before the decision,
  *   POST /internal/orders/{id}/abort {"reason": failure code}
  * Each is idempotent: a router re-driving after a crash sends them again.
+ * A failed or cancelled cross-shard order is compensated from here: once
+ * refunded, the tick asks every shard holding one of its legs to release
+ * the transaction's holds (POST /internal/txn/release, idempotent) and
+ * marks it compensated when all have; until then the order is not at rest
+ * and the next round asks again, also after a restart.
+ *
  * rest and abort answer what POST /v1/orders answers on one shard (201
  * with the order, or the failure's problem), in the view of the caller the
  * router forwards (X-WM-Principal), so the router relays it as is.
@@ -18,6 +24,7 @@
 
 #include "engine/base/log.h"
 #include "engine/edge/fields.h"
+#include "engine/cluster/shard_map.h"
 #include "engine/orders/order.h"
 #include "engine/stock/txn_part.h"
 
@@ -127,6 +134,68 @@ static void dest_decided(struct shard *sh, const char *txn, int commit)
 	}
 }
 
+/* ---- releasing a failed or cancelled order's legs -------------------------------- */
+
+#define ORDER_RELEASES_MAX 64 /* orders whose releases are in flight at once */
+
+struct release_job {
+	struct shard *sh;
+	char order[ID_MAX_LEN];
+	unsigned pending, failed;
+	int busy;
+};
+
+static struct release_job jobs[ORDER_RELEASES_MAX];
+
+static void on_released(void *arg, const struct hc_response *r, const char *err)
+{
+	struct release_job *j = arg;
+	j->pending--;
+	if (!r || r->status != 200) {
+		j->failed++;
+		log_warn("msg=\"a participant did not release a cancelled order's legs; retried\" order=%s status=%d "
+			 "error=\"%s\"", j->order, r ? r->status : 0, err ? err : "-");
+	}
+	if (j->pending)
+		return;
+	if (!j->failed && saga_txn_released(j->sh, j->order))
+		log_error("msg=\"cross-shard order released but not marked compensated\" order=%s", j->order);
+	j->busy = 0;
+}
+
+/* Send POST /internal/txn/release to every shard holding a leg of o. */
+static void release_legs(struct shard *sh, const struct order *o, const char *txn)
+{
+	for (int i = 0; i < ORDER_RELEASES_MAX; i++)
+		if (jobs[i].busy && !strcmp(jobs[i].order, o->row.id))
+			return; /* in flight */
+	struct release_job *j = NULL;
+	for (int i = 0; i < ORDER_RELEASES_MAX && !j; i++)
+		if (!jobs[i].busy)
+			j = &jobs[i];
+	if (!j)
+		return;
+	*j = (struct release_job){.sh = sh, .busy = 1};
+	memcpy(j->order, o->row.id, o->row.id_len + 1);
+	uint8_t asked[SMAP_MAX_SHARDS] = {0};
+	char body[INV_TXN_ID_MAX + 16];
+	snprintf(body, sizeof(body), "{\"txn\":\"%s\"}", txn);
+	for (unsigned i = 0; i < o->n_legs; i++) {
+		const char *lv = o->legs[i].level_id;
+		char cc[3] = {lv[4], lv[5], 0};
+		int s = strlen(lv) > 7 ? smap_owner(sh->smap, cc) : -1;
+		if (s < 0 || asked[s])
+			continue;
+		asked[s] = 1;
+		if (txn_shard_call(sh, (uint32_t)s, "/internal/txn/release", body, on_released, j) == 0)
+			j->pending++;
+		else
+			j->failed++;
+	}
+	if (!j->pending)
+		j->busy = 0; /* nothing could be sent: the next round tries again */
+}
+
 void order_txn_tick(struct shard *sh)
 {
 	static uint64_t next_ms;
@@ -141,6 +210,11 @@ void order_txn_tick(struct shard *sh)
 		const struct order *o = order_get(sh, id, strlen(id));
 		const struct order_state *s = order_state_get(sh, id, strlen(id));
 		long long at;
+		if (o && s && order_txn_of(o, txn, sizeof(txn)) && !s->v.compensated &&
+		    (s->v.status == ORD_FAILED || s->v.status == ORD_CANCELLED)) {
+			release_legs(sh, o, txn);
+			continue;
+		}
 		if (!o || !s || !order_txn_of(o, txn, sizeof(txn)) ||
 		    (s->v.status != ORD_PLACED && s->v.status != ORD_PAID) ||
 		    parse_rfc3339_ms(o->created_at, strlen(o->created_at), &at) || wall - at < limit)

@@ -210,11 +210,23 @@ static int record_failure(struct shard *sh, const char *id, int why, const char 
 	return commit_patch(sh, id, &p);
 }
 
-/* Compensation of every completed step, each independently.  0 when all are done. */
+static int is_txn(struct shard *sh, const char *id);
+
+/* Compensation of every completed step, each independently.  0 when all
+ * are done.  A cross-shard order's holds live on its participants: here
+ * only the refund; its destination marks it compensated once every
+ * participant released (saga_txn_released, order_txn.c). */
 static int compensate(struct shard *sh, const char *id)
 {
 	const struct order *o = get(sh, id);
 	int failed = 0;
+	if (is_txn(sh, id)) {
+		struct pay_result r;
+		pay_refund(sh, id, &r);
+		if (r.outcome != PAY_OK)
+			log_error("msg=\"order payment could not be refunded\" order=%s code=%s", id, r.code);
+		return -1; /* not compensated yet: the participants' releases are to come */
+	}
 	for (unsigned i = 0; o && i < o->n_legs; i++) {
 		char hold[INV_HOLD_ID_MAX + 1];
 		snprintf(hold, sizeof(hold), "%s", o->legs[i].hold_id);
@@ -253,6 +265,28 @@ static const char *const failure_details[] = {
 
 /* ---- cross-shard orders: the destination's steps (order.h) ----------------------------- */
 
+int saga_txn_released(struct shard *sh, const char *id)
+{
+	const struct order *o = get(sh, id);
+	int st = status_of(sh, id);
+	if (!o || (st != ORD_FAILED && st != ORD_CANCELLED))
+		return -1;
+	if (cur(sh, id)->compensated)
+		return 0;
+	struct pay_result r;
+	pay_refund(sh, id, &r);
+	if (r.outcome != PAY_OK) {
+		log_error("msg=\"order payment could not be refunded\" order=%s code=%s", id, r.code);
+		return -1;
+	}
+	o = get(sh, id);
+	uint8_t lst[ORDER_MAX_LEGS];
+	legs_all(o, lst, LS_RELEASED);
+	enum pay_state ps = pay_state_of(sh, id);
+	struct order_patch p = {.status = -1, .leg_status = lst, .compensated = 1, .pay_state = pay_state_names[ps]};
+	return commit_patch(sh, id, &p);
+}
+
 static int is_txn(struct shard *sh, const char *id)
 {
 	const struct order *o = get(sh, id);
@@ -269,7 +303,7 @@ int saga_txn_charge(struct shard *sh, const char *id)
 	int why = step_charge(sh, id);
 	saga_crash_point(sh, "txn_dest_crash_after_charge");
 	if (why != OF_NONE && !record_failure(sh, id, why, failure_details[why]))
-		compensate(sh, id); /* the refund (no hold lives here); recovery finishes it otherwise */
+		compensate(sh, id); /* the refund; the participants' releases follow (order_txn.c) */
 	return why;
 }
 
@@ -305,15 +339,19 @@ int saga_txn_rest(struct shard *sh, const char *id)
 int saga_txn_abort(struct shard *sh, const char *id, int why)
 {
 	int st = status_of(sh, id);
-	if (st == ORD_FAILED || st == ORD_CANCELLED)
-		return cur(sh, id)->compensated || !compensate(sh, id) ? 0 : -1;
+	if (st == ORD_FAILED || st == ORD_CANCELLED) {
+		if (!cur(sh, id)->compensated)
+			compensate(sh, id); /* the refund; the releases follow (order_txn.c) */
+		return 0;
+	}
 	if (st != ORD_PLACED && st != ORD_PAID)
 		return -1; /* after the decision there is no abort */
 	if (why <= OF_NONE || why >= ORDER_N_FAILURE)
 		why = OF_INSUFFICIENT_STOCK;
 	if (record_failure(sh, id, why, failure_details[why]))
 		return -1;
-	return compensate(sh, id) ? -1 : 0;
+	compensate(sh, id); /* the refund; the participants' releases follow */
+	return 0;
 }
 
 /* ---- the driver ------------------------------------------------------------------------ */
@@ -375,7 +413,7 @@ int saga_drive(struct shard *sh, const char *order_id, int recovering)
 		case ORD_CANCELLED:
 			if (!compensated && !compensate(sh, id))
 				continue;
-			return status_of(sh, id);
+			return status_of(sh, id); /* a cross-shard order: released by order_txn.c */
 		default:
 			return status;
 		}

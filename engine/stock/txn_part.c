@@ -263,7 +263,47 @@ static void txn_abort_route(struct api_ctx *c)
 	jw_obj_end(&c->w);
 }
 
+/* POST /internal/txn/release {"txn"}: a cancelled (or failed) order's
+ * compensation, sent by its destination: every hold of txn, PREPARED or
+ * COMMITTED, goes back to ATP.  Idempotent; a CONSUMED (shipped) hold
+ * cannot come back: 409. */
+static void txn_release_route(struct api_ctx *c)
+{
+	const struct json_value *body = api_body(c);
+	char txn[INV_TXN_ID_MAX + 1];
+	if (!body)
+		return;
+	if (body_txn(c, body, txn)) {
+		api_validation_failed(c);
+		return;
+	}
+	char ids[TXN_PART_MAX_HOLDS][INV_HOLD_ID_MAX + 1];
+	unsigned n = 0, released = 0;
+	size_t pos = 0;
+	const struct hold *h;
+	while ((h = hold_of_txn(c->sh, txn, &pos)) && n < TXN_PART_MAX_HOLDS) {
+		if (h->state == HS_CONSUMED) {
+			api_error(c, 409, "hold_consumed", "a leg of this transaction has shipped");
+			return;
+		}
+		memcpy(ids[n++], h->row.id, h->row.id_len + 1);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (hold_release(c->sh, ids[i]) != HOLD_OK) {
+			api_error(c, 500, "store", "a hold of this transaction could not be released");
+			return;
+		}
+		released++;
+	}
+	c->rs->status = 200;
+	jw_obj_begin(&c->w);
+	jw_kint(&c->w, "released", released);
+	jw_obj_end(&c->w);
+}
+
 const struct route txn_part_internal_routes[] = {
+	{HTTP_M_POST, "/internal/txn/release", txn_release_route, SC_PUBLIC, ACT_NONE,
+	 "Release a cancelled transaction's holds", 0},
 	{HTTP_M_POST, "/internal/txn/prepare", txn_prepare, SC_PUBLIC, ACT_NONE, "2PC: prepare holds, vote", 0},
 	{HTTP_M_POST, "/internal/txn/commit", txn_commit_route, SC_PUBLIC, ACT_NONE, "2PC: commit a transaction's holds", 0},
 	{HTTP_M_POST, "/internal/txn/abort", txn_abort_route, SC_PUBLIC, ACT_NONE, "2PC: release a transaction's holds", 0},
@@ -403,8 +443,40 @@ void txn_ask(struct shard *sh, const char *txn, txn_decision_fn fn)
 	}
 }
 
+/* ---- calls to other shards (a destination releasing a cancelled order) ---------- */
+
+static struct hc_pool *shard_pools[SMAP_MAX_SHARDS];
+static char shard_addr[SMAP_MAX_SHARDS][SMAP_MAX_ADDR];
+
+int txn_shard_call(struct shard *sh, uint32_t shard, const char *path, const char *body, hc_done_fn fn, void *arg)
+{
+	if (!sh->smap || !sh->ckey || !sh->loop || shard >= sh->smap->n)
+		return -1;
+	const char *addr = sh->smap->shards[shard].addr;
+	if (!shard_pools[shard] || strcmp(shard_addr[shard], addr)) {
+		char err[160];
+		struct hc_config hc = {.addr = addr, .max_conns = 2, .max_queue = 256, .max_response_bytes = 4096};
+		struct hc_pool *p = hc_pool_new(sh->loop, &hc, err, sizeof(err));
+		if (!p)
+			return -1;
+		hc_pool_free(shard_pools[shard]);
+		shard_pools[shard] = p;
+		snprintf(shard_addr[shard], sizeof(shard_addr[shard]), "%s", addr);
+	}
+	char sig[CK_HEADER_MAX], hdr[CK_HEADER_MAX + 64];
+	if (ck_sign(sh->ckey, "POST", 4, path, strlen(path), (int64_t)time(NULL), body, strlen(body), sig))
+		return -1;
+	snprintf(hdr, sizeof(hdr), CK_HEADER_NAME ": %s\r\nContent-Type: application/json\r\n", sig);
+	struct hc_request rq = {.method = "POST", .path = path, .headers = hdr, .body = body, .body_len = strlen(body),
+				.timeout_ms = TXN_ASK_TIMEOUT_MS};
+	return hc_send(shard_pools[shard], &rq, fn, arg);
+}
+
 void txn_part_tick(struct shard *sh)
 {
+	for (int i = 0; i < SMAP_MAX_SHARDS; i++)
+		if (shard_pools[i])
+			hc_tick(shard_pools[i]);
 	if (!sh->smap || !sh->ckey || !sh->loop)
 		return;
 	uint64_t now = mono_ms();
@@ -454,6 +526,10 @@ void txn_part_metrics(struct shard *sh, struct buf *o)
 
 void txn_part_close(void)
 {
+	for (int i = 0; i < SMAP_MAX_SHARDS; i++) {
+		hc_pool_free(shard_pools[i]);
+		shard_pools[i] = NULL;
+	}
 	for (int i = 0; i < SMAP_MAX_ROUTERS; i++) {
 		hc_pool_free(tp.pools[i]);
 		tp.pools[i] = NULL;

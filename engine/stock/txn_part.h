@@ -13,6 +13,9 @@
  *        (stock.reserved); forced before the 200.  Idempotent.
  *   POST /internal/txn/abort {"txn":T}    every PREPARED hold of T ->
  *        RELEASED.  Idempotent; an unknown T is a 200 (nothing to undo).
+ *   POST /internal/txn/release {"txn":T}  a cancelled or failed order's
+ *        compensation, from its destination: every hold of T, committed
+ *        or not, -> RELEASED (a shipped one is a 409).  Idempotent.
  *
  * A transaction id is "r<router id>:<order id>" (txn_id_parse): the router
  * that coordinates it, named in the shard map's `router` lines.  A hold
@@ -29,6 +32,7 @@
 
 #include "engine/edge/api.h"
 #include "net/buf.h"
+#include "net/client.h"
 
 #define TXN_PART_MAX_HOLDS 32            /* holds of one transaction on one shard (ORDER_MAX_LEGS) */
 #define TXN_PREPARED_TIMEOUT_MS 10000u   /* a PREPARED hold older than this is in doubt */
@@ -54,6 +58,11 @@ uint64_t txn_timeout_ms(const struct shard *sh);
 typedef void (*txn_decision_fn)(struct shard *sh, const char *txn, int commit);
 void txn_ask(struct shard *sh, const char *txn, txn_decision_fn fn);
 int txn_asking(const char *txn);
+
+/* A signed POST of body (JSON) to shard `shard` of the map (a
+ * destination releasing a cancelled order's legs: POST
+ * /internal/txn/release).  0, or -1 (fn is then not called). */
+int txn_shard_call(struct shard *sh, uint32_t shard, const char *path, const char *body, hc_done_fn fn, void *arg);
 
 /* From the loop's tick: ask the coordinators about the holds in doubt
  * (cluster mode only; a no-op otherwise). */

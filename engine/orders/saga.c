@@ -223,8 +223,16 @@ static int compensate(struct shard *sh, const char *id)
 	if (is_txn(sh, id)) {
 		struct pay_result r;
 		pay_refund(sh, id, &r);
-		if (r.outcome != PAY_OK)
+		if (r.outcome != PAY_OK) {
 			log_error("msg=\"order payment could not be refunded\" order=%s code=%s", id, r.code);
+			return -1;
+		}
+		enum pay_state ps = pay_state_of(sh, id);
+		const struct order_state_v *sv = cur(sh, id);
+		if (sv && strcmp(sv->pay_state, pay_state_names[ps])) {
+			struct order_patch p = {.status = -1, .compensated = -1, .pay_state = pay_state_names[ps]};
+			commit_patch(sh, id, &p);
+		}
 		return -1; /* not compensated yet: the participants' releases are to come */
 	}
 	for (unsigned i = 0; o && i < o->n_legs; i++) {

@@ -29,6 +29,7 @@
 struct crash_case {
 	const char *point;
 	int committed; /* 1: after the decision, the order must end reserved */
+	int proc;      /* who dies: -1 the router, 1 the stock's shard (FR), 2 the destination's (DE) */
 };
 
 /* Poll the order through the router until it is at rest; its status. */
@@ -89,14 +90,21 @@ static void run_case(const struct crash_case *k)
 	struct oworld w;
 	memset(&w, 0, sizeof(w));
 	ow_build(&w, c.router_port, 30, 0, "FR", "DE");
-	/* the order, with the router set to die at the point: restart it so */
-	wm_cluster_router_kill9(&c);
+	/* the order, with the process set to die at the point: restart it so */
 	char env[96];
 	snprintf(env, sizeof(env), "WM_ERRINJ=%s", k->point);
 	const char *renv[] = {env, NULL};
-	c.router_env = renv;
-	cr_assert_eq(wm_cluster_router_start(&c), 0, "the router did not restart (logs in %s)", c.router_dir);
-	c.router_env = NULL;
+	if (k->proc < 0) {
+		wm_cluster_router_kill9(&c);
+		c.router_env = renv;
+		cr_assert_eq(wm_cluster_router_start(&c), 0, "the router did not restart (logs in %s)", c.router_dir);
+		c.router_env = NULL;
+	} else {
+		wm_cluster_kill9(&c, (unsigned)k->proc);
+		c.env = renv;
+		cr_assert_eq(wm_cluster_start(&c, (unsigned)k->proc), 0, "shard %d did not restart", k->proc);
+		c.env = NULL;
+	}
 	char body[512];
 	ow_body(&w, 12, NULL, body, sizeof(body));
 	struct http_resp r;
@@ -114,11 +122,17 @@ static void run_case(const struct crash_case *k)
 		usleep(20 * 1000);
 	}
 	cr_log_info("%s: the client got %d before the crash", k->point, st);
-	/* the router is gone (or about to be): reap it, start it again */
-	for (int t = 0; t < 100 && kill(c.router_pid, 0) == 0; t++)
+	/* the process is gone (or about to be): reap it, start it again */
+	pid_t pid = k->proc < 0 ? c.router_pid : c.shard[k->proc].pid;
+	for (int t = 0; t < 100 && pid > 0 && waitpid(pid, NULL, WNOHANG) == 0; t++)
 		usleep(20 * 1000);
-	wm_cluster_router_kill9(&c);
-	cr_assert_eq(wm_cluster_router_start(&c), 0, "the router did not restart (logs in %s)", c.router_dir);
+	if (k->proc < 0) {
+		wm_cluster_router_kill9(&c);
+		cr_assert_eq(wm_cluster_router_start(&c), 0, "the router did not restart (logs in %s)", c.router_dir);
+	} else {
+		wm_cluster_kill9(&c, (unsigned)k->proc);
+		cr_assert_eq(wm_cluster_start(&c, (unsigned)k->proc), 0, "shard %d did not restart", k->proc);
+	}
 	char id[64], status[32] = "";
 	only_order(&w, id, sizeof(id));
 	cr_assert_neq(id[0], 0, "%s: no order stored", k->point);
@@ -146,18 +160,23 @@ static void run_case(const struct crash_case *k)
 	wm_cluster_cleanup(&c);
 }
 
-#define CRASH_CASE(name, point, committed)                                                   \
+#define CRASH_CASE(name, point, committed, proc)                                             \
 	WM_TEST(txn_crash, name, .timeout = 120)                                             \
 	{                                                                                   \
-		static const struct crash_case k = {point, committed};                      \
+		static const struct crash_case k = {point, committed, proc};                \
 		run_case(&k);                                                               \
 	}
 
-CRASH_CASE(router_dies_after_every_yes_vote, "txn_router_crash_after_prepared", 0)
-CRASH_CASE(router_dies_after_the_charge, "txn_router_crash_after_charged", 0)
-CRASH_CASE(router_dies_after_logging_commit, "txn_router_crash_after_decision", 1)
-CRASH_CASE(router_dies_after_the_destination_commits, "txn_router_crash_after_commit_dest", 1)
-CRASH_CASE(router_dies_before_end, "txn_router_crash_before_end", 1)
+CRASH_CASE(router_dies_after_every_yes_vote, "txn_router_crash_after_prepared", 0, -1)
+CRASH_CASE(router_dies_after_the_charge, "txn_router_crash_after_charged", 0, -1)
+CRASH_CASE(router_dies_after_logging_commit, "txn_router_crash_after_decision", 1, -1)
+CRASH_CASE(router_dies_after_the_destination_commits, "txn_router_crash_after_commit_dest", 1, -1)
+CRASH_CASE(router_dies_before_end, "txn_router_crash_before_end", 1, -1)
+CRASH_CASE(participant_dies_after_its_forced_yes, "txn_part_crash_after_prepare", 0, 1)
+CRASH_CASE(participant_dies_after_committing, "txn_part_crash_after_commit", 1, 1)
+CRASH_CASE(destination_dies_after_storing_the_order, "order_crash_after_placed", 0, 2)
+CRASH_CASE(destination_dies_after_the_charge, "txn_dest_crash_after_charge", 0, 2)
+CRASH_CASE(destination_dies_after_confirming, "txn_dest_crash_after_confirmed", 1, 2)
 
 /* Run wm-ctl with args; its output into out; the exit status. */
 static int ctl(const char *args, char *out, size_t n)

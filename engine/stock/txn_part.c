@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "engine/base/log.h"
 #include "engine/cluster/cluster_auth.h"
@@ -40,6 +41,7 @@
 #include "engine/edge/fields.h"
 #include "engine/stock/inventory.h"
 #include "net/client.h"
+#include "wal/errinj.h"
 
 #define TXN_ASK_MAX 64 /* questions in flight at once */
 
@@ -61,6 +63,20 @@ int txn_id_parse(const char *txn)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
 			return -1;
 	return id < SMAP_MAX_ROUTERS ? id : -1;
+}
+
+/* Test builds: die here (WM_ERRINJ names the point), what was committed
+ * made durable first -- a vote forced but never sent, a commit applied
+ * but never acknowledged. */
+static void txn_part_crash_point(struct shard *sh, const char *name)
+{
+	if (!ERRINJ(name))
+		return;
+	txn_flush_held(sh);
+	if (sh->wal)
+		wal_flush(sh->wal);
+	log_warn("msg=\"fault injection: crash\" point=%s", name);
+	_exit(137);
 }
 
 /* ---- handlers --------------------------------------------------------------- */
@@ -177,6 +193,7 @@ static void txn_prepare(struct api_ctx *c)
 		answer_no(c, &hs[i], rc);
 		return;
 	}
+	txn_part_crash_point(c->sh, "txn_part_crash_after_prepare"); /* forced, vote not sent */
 	c->rs->status = 200;
 	jw_obj_begin(&c->w);
 	jw_kstr(&c->w, "vote", "yes");
@@ -228,6 +245,7 @@ static void txn_commit_route(struct api_ctx *c)
 	unsigned n;
 	if (commit_all(c, txn, &n))
 		return;
+	txn_part_crash_point(c->sh, "txn_part_crash_after_commit"); /* committed, not acknowledged */
 	c->rs->status = 200;
 	jw_obj_begin(&c->w);
 	jw_kint(&c->w, "committed", n);

@@ -109,8 +109,9 @@ static void run_case(const struct crash_case *k)
 	ow_body(&w, 12, NULL, body, sizeof(body));
 	struct http_resp r;
 	int rc, st = 0;
-	char auth[256];
-	snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\n", w.ksel); /* the seller orders */
+	char auth[512];
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\nIdempotency-Key: crash-%s\r\n", w.ksel,
+		 k->point); /* the seller orders, with a key it will retry with */
 	/* a 422 stores nothing: the destination's replica of the FR stock may lag */
 	for (int t = 0; t < 250; t++) {
 		rc = http_do(c.router_port, "POST", "/v1/orders", auth, body, &r);
@@ -145,6 +146,11 @@ static void run_case(const struct crash_case *k)
 		usleep(50 * 1000);
 	}
 	cr_assert_str_eq(status, k->committed ? "reserved" : "failed", "%s: order %s", k->point, id);
+	/* the client retries with its Idempotency-Key: the same order, as it is now */
+	cr_assert_eq(http_do(c.router_port, "POST", "/v1/orders", auth, body, &r), 0);
+	cr_assert(strstr(r.body, id), "%s: the retry did not return order %s: %d %s", k->point, id, r.status, r.body);
+	cr_assert_eq(r.status, k->committed ? 201 : 409, "%s: retry %d %s", k->point, r.status, r.body);
+	http_resp_free(&r);
 	cr_assert_eq(reserved, 0, "%s: units still prepared", k->point);
 	cr_assert_eq(allocated, k->committed ? 12 : 0, "%s: allocated %lld", k->point, allocated);
 	cr_assert_eq(in_doubt(&c, 1), 0, "%s: shard 1 still in doubt", k->point);

@@ -185,7 +185,7 @@ static void cluster_status(struct api_ctx *c)
 	jw_kint(&c->w, "lsn", (int64_t)sh->lsn);
 	jw_kint(&c->w, "durable_lsn", (int64_t)wal_durable_lsn(sh->wal));
 	jw_kbool(&c->w, "ready", sh->ready);
-	jw_kint(&c->w, "in_doubt", 0); /* cross-shard transactions: the next issue */
+	jw_kint(&c->w, "in_doubt", (int64_t)txn_part_in_doubt(sh)); /* cross-shard transactions prepared here */
 	repl_status(sh, &c->w); /* "publisher" and "replication" (per publisher: applied_lsn, lag) */
 	jw_obj_end(&c->w);
 }

@@ -513,6 +513,20 @@ void txn_part_tick(struct shard *sh)
 	}
 }
 
+uint64_t txn_part_in_doubt(struct shard *sh)
+{
+	const uint64_t probes = idx_probes; /* an operator's figure: see txn_part_metrics */
+	char after[INV_TXN_ID_MAX + 1] = "";
+	const struct hold *h;
+	uint64_t txns = 0;
+	while ((h = hold_in_doubt_next(sh, after))) {
+		snprintf(after, sizeof(after), "%s", h->txn);
+		txns++;
+	}
+	idx_probes = probes;
+	return txns;
+}
+
 void txn_part_metrics(struct shard *sh, struct buf *o)
 {
 	/* an operator's gauge, not partner data: the walk below must not make

@@ -69,6 +69,8 @@ int txn_shard_call(struct shard *sh, uint32_t shard, const char *path, const cha
 void txn_part_tick(struct shard *sh);
 /* /metrics: wm_txn_in_doubt_holds, wm_txn_in_doubt_oldest_seconds. */
 void txn_part_metrics(struct shard *sh, struct buf *o);
+/* Transactions with PREPARED holds here (wm-ctl cluster status). */
+uint64_t txn_part_in_doubt(struct shard *sh);
 /* Free the coordinator pools (before the loop goes). */
 void txn_part_close(void);
 

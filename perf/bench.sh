@@ -59,6 +59,10 @@
 #      skips it.
 #   m. replication lag (perf/repl_lag.py) from the home of (l) to a second
 #      shard at BENCH_REPL_RATE catalogue writes/s (default 1000): p50/p99/max.
+#   n. durable POST /v1/orders through a router in front of three shards,
+#      -c16 and -c64: (a) stock on the destination's shard, (b) stock on
+#      another shard (two-phase commit); ratio (b)/(a), decision-log fsyncs
+#      per commit (BENCH_SKIP_2PC=1 skips it).
 # Every HTTP figure uses the same wrk command (keep-alive connections):
 #   wrk -t1 -c64 -d10s --latency      (override: BENCH_THREADS/CONNS/DURATION)
 # The machine has 2 cores and wrk takes one, so the figures are for a server
@@ -489,7 +493,7 @@ world_setup() {
 	}
 	estate=$(partner_live "Bench Estate" FR '["originator"]' '"originator_type":"estate"')
 	seller=$(partner_live "Bench Shop" DE '["seller"]')
-	producer=$(oapi POST /v1/producers "{\"name\":\"Domaine Bench\",\"partner_id\":\"$estate\"}" | jstr id)
+	producer=$(oapi POST /v1/producers "{\"name\":\"Domaine Bench${WORLD_TAG:-}\",\"partner_id\":\"$estate\"}" | jstr id)
 	wine=$(oapi POST /v1/wines "{\"title\":\"Bench Rouge\",\"producer\":\"$producer\",\"vintage\":2020,\"abv\":13,\
 \"volume_in_liters\":0.75,\"colour\":\"red\",\"category\":\"wine\",\"country\":\"FR\",\"region\":\"Bourgogne\",\
 \"bottler\":{\"name\":\"Domaine Bench\",\"address\":\"21000 Dijon, France\"},\"lot_number\":\"L2020-1\",\
@@ -500,9 +504,11 @@ world_setup() {
 	offer=$(oapi POST /v1/offers "{\"wine_id\":\"$wine\",\"originator_id\":\"$estate\",\"seller_price\":10.00,\
 \"currency\":\"EUR\",\"qty_available\":0,\"incoterm\":\"EXW\",\"status\":\"active\",\"network_shareable\":true}" | jstr id)
 	[ -n "$offer" ] || die "orders setup: no offer id"
+	# the cellar: in France, or (WORLD_CELLAR=DE) a bonded warehouse in Germany
+	local cellar='"line1":"1 rue du Vin","city":"Beaune","postal_code":"21200","country":"FR"'
+	[ "${WORLD_CELLAR:-FR}" = DE ] && cellar='"line1":"1 Weinstrasse","city":"Berlin","postal_code":"10115","country":"DE"'
 	loc=$(oapi POST /v1/stock-locations "{\"owner_entity_id\":\"$estate\",\"location_type\":\"BONDED_WAREHOUSE\",\
-\"name\":\"Bench cellar\",\"address\":{\"line1\":\"1 rue du Vin\",\"city\":\"Beaune\",\"postal_code\":\"21200\",\
-\"country\":\"FR\"}}" | jstr id)
+\"name\":\"Bench cellar\",\"address\":{$cellar}}" | jstr id)
 	[ -n "$loc" ] || die "orders setup: no stock location id"
 	level=$(oapi POST /v1/inventory "{\"sku\":\"SKU-BENCH\",\"offer_id\":\"$offer\",\"location_id\":\"$loc\",\
 \"on_hand\":100000000}" | jstr id)
@@ -682,6 +688,78 @@ else
 	router_pid=""
 fi
 
+# ---- n. cross-shard orders: two-phase commit through the router ---------------------
+# Three shards (0 the home, 1 owning FR, 2 owning DE) behind one router that
+# coordinates (--router-id 0).  The same durable POST /v1/orders to DE,
+# through the router, for (a) a wine whose cellar is in DE -- the order runs
+# on shard 2 alone (today's saga) -- and (b) one whose cellar is in FR --
+# a two-phase commit: PREPARE on shard 1, charge, COMMIT forced in the
+# router's decision log, commit on shards 2 and 1, rest (6 internal round
+# trips).  Ratio (b)/(a) at -c16 and -c64; the decision log's fsyncs per
+# cross-shard order from the router's /metrics.
+echo
+echo "== n. orders through the router: stock on the destination's shard (a) vs on another shard (b, 2PC)"
+twopc_rows=()
+if [ "${BENCH_SKIP_2PC:-0}" = 1 ] || [ "${BENCH_SKIP_ORDERS:-0}" = 1 ]; then
+	echo "skipped (BENCH_SKIP_2PC=1 or BENCH_SKIP_ORDERS=1)"
+else
+	ndir=$(mktemp -d "$root/cluster2pc.XXXXXX")
+	head -c 48 /dev/urandom | base64 | tr -d '\n=' | head -c 64 >"$ndir/secret"
+	chmod 600 "$ndir/secret"
+	freeport() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+	np=("$(freeport)" "$(freeport)" "$(freeport)")
+	nrport=$(freeport)
+	priced=$(awk -F'\t' '$1 !~ /^#/ && $1 != "country" && $1 != "FR" && $1 != "DE" && NF > 1 {print $1}' data/vat.tsv | sort -u | tr '\n' ' ')
+	printf 'version 1\nshard 0 127.0.0.1:%s %s\nshard 1 127.0.0.1:%s FR\nshard 2 127.0.0.1:%s DE\nrouter 0 127.0.0.1:%s\n' \
+		"${np[0]}" "$priced" "${np[1]}" "${np[2]}" "$nrport" >"$ndir/map.conf"
+	npids=()
+	for i in 0 1 2; do
+		WM_BOOTSTRAP_KEY="$WM_BOOTSTRAP_KEY" "$SHARD" --listen "127.0.0.1:${np[$i]}" --data-dir "$ndir/shard$i" \
+			--access-log 0 --snapshot-interval 0 --wal-mode fsync --key-rate-rps 1000000 --key-rate-burst 1000000 \
+			--shard-map "$ndir/map.conf" --shard-id "$i" --cluster-secret-file "$ndir/secret" \
+			>"$root/2pc-shard$i.out" 2>"$root/2pc-shard$i.err" &
+		npids+=($!)
+	done
+	"$ROUTER" --listen "127.0.0.1:$nrport" --router-id 0 --data-dir "$ndir/router" --access-log 0 \
+		--key-rate-rps 1000000 --key-rate-burst 1000000 --shard-map "$ndir/map.conf" \
+		--cluster-secret-file "$ndir/secret" >"$root/2pc-router.out" 2>"$root/2pc-router.err" &
+	npids+=($!)
+	nbase="http://127.0.0.1:$nrport"
+	for _ in $(seq 1 100); do
+		curl -fsS "$nbase/readyz" >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	curl -fsS "$nbase/readyz" >/dev/null || die "the 2PC cluster's router is not ready"
+	api_base=$nbase
+	WORLD_CELLAR=DE WORLD_TAG=" DE" world_setup
+	wine_local=$wine
+	WORLD_CELLAR=FR WORLD_TAG=" FR" world_setup
+	wine_remote=$wine
+	for conns in 16 64; do
+		saved_wrk=("${WRK[@]}")
+		WRK=(wrk -t"$ORD_THREADS" -c"$conns" -d"$ORD_DURATION" --latency)
+		run_wrk "POST /v1/orders -c$conns (a: one shard, router)" -s perf/post_order.lua "$nbase" -- "$wine_local"
+		a_rps=$(cut -d'|' -f2 <<<"${rows[-1]}")
+		syncs0=$(curl -fsS -H "Authorization: Bearer $WM_BOOTSTRAP_KEY" "$nbase/metrics" |
+			sed -n 's/^wm_router_decision_log_syncs_total \([0-9]*\)/\1/p')
+		commits0=$(curl -fsS -H "Authorization: Bearer $WM_BOOTSTRAP_KEY" "$nbase/metrics" |
+			sed -n 's/^wm_router_txn_total{outcome="commit"} \([0-9]*\)/\1/p')
+		run_wrk "POST /v1/orders -c$conns (b: 2PC across shards, router)" -s perf/post_order.lua "$nbase" -- "$wine_remote"
+		b_rps=$(cut -d'|' -f2 <<<"${rows[-1]}")
+		WRK=("${saved_wrk[@]}")
+		m=$(curl -fsS -H "Authorization: Bearer $WM_BOOTSTRAP_KEY" "$nbase/metrics")
+		syncs1=$(sed -n 's/^wm_router_decision_log_syncs_total \([0-9]*\)/\1/p' <<<"$m")
+		commits1=$(sed -n 's/^wm_router_txn_total{outcome="commit"} \([0-9]*\)/\1/p' <<<"$m")
+		twopc_rows+=("-c$conns: (a) $a_rps orders/s, (b) $b_rps orders/s; decision-log fsyncs $((syncs1 - syncs0)) for $((commits1 - commits0)) commits")
+	done
+	for r in "${twopc_rows[@]}"; do
+		echo "$r" | awk '{ print } { for (i = 1; i <= NF; i++) { if ($i == "(a)") a = $(i + 1); if ($i == "(b)") b = $(i + 1) }
+			if (a > 0) printf "  ratio (b)/(a) = %.2f\n", b / a }'
+	done
+	kill "${npids[@]}" 2>/dev/null || true
+	wait "${npids[@]}" 2>/dev/null || true
+fi
+
 # ---- summary ----------------------------------------------------------------------
 echo
 echo "== summary (wrk: $THREADS thread, $CONNS keep-alive connections, $DURATION; latency from wrk --latency)"
@@ -696,4 +774,5 @@ echo "== summary (wrk: $THREADS thread, $CONNS keep-alive connections, $DURATION
 echo "records per fsync during POST run: $per_fsync ($dtx transactions / $dfs fsyncs)"
 for r in "${order_rows[@]}"; do echo "POST /v1/orders $r"; done
 for r in "${router_rows[@]}"; do echo "router hop: $r"; done
+for r in "${twopc_rows[@]}"; do echo "2PC: $r"; done
 [ -z "$nginx_note" ] || echo "$nginx_note"

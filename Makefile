@@ -5,6 +5,7 @@
 #   make test     install missing packages, build with ASan+UBSan, run every Criterion test
 #   make fuzz     build the libFuzzer targets with clang and run each for FUZZ_SECONDS
 #   make bench    release build, then the benchmarks in perf/ (figures printed, not asserted)
+#   make tools    release builds of the test tools in tests/tools/ (bin/wm-delay-proxy)
 #   make clean
 #
 # Every .c file under the code folders is part of the library except *_main.c,
@@ -47,7 +48,7 @@ TEST_ARGS    ?=
 DATA_DIR     ?= ./var
 LISTEN       ?= 127.0.0.1:8080
 
-.PHONY: all run test test-build fuzz bench clean deps deps-fuzz deps-bench
+.PHONY: all run test test-build tools fuzz bench clean deps deps-fuzz deps-bench
 .DEFAULT_GOAL := all
 
 # deps runs first and alone (a recursive make), so `make -j` never compiles
@@ -91,7 +92,22 @@ build/san/wm-tests: $(TEST_OBJS) build/san/lib.a
 	$(CC) $(SAN_CFLAGS) -o $@ $(TEST_OBJS) build/san/lib.a $(LDLIBS) $(shell pkg-config --libs criterion) -ljansson
 
 test-build: deps
-	@$(MAKE) --no-print-directory build/san/wm-tests $(PROGRAMS:%=build/san/bin/%)
+	@$(MAKE) --no-print-directory build/san/wm-tests $(PROGRAMS:%=build/san/bin/%) $(TOOLS:%=build/san/bin/%)
+
+# Test tools (tests/tools/*.c, e.g. wm-delay-proxy): stand-alone programs the
+# tests start, built sanitized next to the programs (WM_BIN_DIR), linked with
+# nothing of the library; `make tools` builds release copies in bin/.
+TOOLS := $(patsubst tests/tools/%.c,%,$(sort $(wildcard tests/tools/*.c)))
+define tool_rules
+build/san/bin/$(1): tests/tools/$(1).c
+	@mkdir -p $$(@D)
+	$$(CC) $$(filter-out -MMD -MP,$$(SAN_CFLAGS)) -o $$@ $$<
+bin/$(1): tests/tools/$(1).c
+	@mkdir -p $$(@D)
+	$$(CC) $$(filter-out -MMD -MP,$$(REL_CFLAGS)) -o $$@ $$<
+endef
+$(foreach t,$(TOOLS),$(eval $(call tool_rules,$(t))))
+tools: $(TOOLS:%=bin/%)
 
 # The test binary finds the sanitized programs through WM_BIN_DIR.  Every
 # response the integration tests read is recorded in build/contract and then

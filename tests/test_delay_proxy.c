@@ -12,6 +12,7 @@
  * holds at and past its edge; any address outside 127.0.0.0/8 is refused
  * before a socket is made.
  */
+#include "tests/delay_proxy.h"
 #include "tests/wm_test.h"
 
 #include <arpa/inet.h>
@@ -110,90 +111,29 @@ static void echo_stop(struct echo *e)
 	close(e->stop[1]);
 }
 
-/* ---- the proxy process ---------------------------------------------------- */
+/* ---- the proxy process (tests/delay_proxy.h), asserting ------------------- */
 
-struct proxy {
-	pid_t pid;
-	int port, cport;
-};
+#define proxy wm_delay_proxy
 
-/* Run the proxy with args (NULL-terminated, after argv[0]); returns its
- * exit status when it exits within 5 s without printing its ready line
- * (msg gets its stderr), or -1 once it is ready (p filled). */
 static int proxy_run(struct proxy *p, const char *const *args, char *msg, size_t msglen)
 {
-	const char *bindir = getenv("WM_BIN_DIR");
-	cr_assert_not_null(bindir, "WM_BIN_DIR must name the sanitized programs' folder");
-	char path[512];
-	snprintf(path, sizeof(path), "%s/wm-delay-proxy", bindir);
-	int out[2], err[2];
-	cr_assert_eq(pipe2(out, O_CLOEXEC), 0);
-	cr_assert_eq(pipe2(err, O_CLOEXEC), 0);
-	const char *argv[32] = {path};
-	int n = 1;
-	for (; args[n - 1] && n < 31; n++)
-		argv[n] = args[n - 1];
-	argv[n] = NULL;
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		dup2(out[1], 1);
-		dup2(err[1], 2);
-		execv(path, (char *const *)argv);
-		_exit(127);
-	}
-	close(out[1]);
-	close(err[1]);
-	char line[256];
-	size_t len = 0;
-	struct pollfd pf = {.fd = out[0], .events = POLLIN};
-	while (len < sizeof(line) - 1 && poll(&pf, 1, 5000) > 0) {
-		ssize_t k = read(out[0], line + len, sizeof(line) - 1 - len);
-		if (k <= 0)
-			break;
-		len += (size_t)k;
-		if (memchr(line, '\n', len))
-			break;
-	}
-	line[len] = 0;
-	close(out[0]);
-	if (sscanf(line, "wm-delay-proxy listening 127.0.0.1:%d control 127.0.0.1:%d", &p->port, &p->cport) == 2) {
-		close(err[0]);
-		p->pid = pid;
-		return -1;
-	}
-	int st = 0;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	if (msg && msglen) {
-		ssize_t k = read(err[0], msg, msglen - 1);
-		msg[k > 0 ? k : 0] = 0;
-	}
-	close(err[0]);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	cr_assert_not_null(getenv("WM_BIN_DIR"), "WM_BIN_DIR must name the sanitized programs' folder");
+	return wm_delay_proxy_run(p, args, msg, msglen);
 }
 
 static void proxy_start(struct proxy *p, int target_port, const char *delay, const char *const *extra)
 {
-	char target[32];
-	snprintf(target, sizeof(target), "127.0.0.1:%d", target_port);
-	const char *args[24] = {"--listen", "127.0.0.1:0", "--target", target, "--delay-ms", delay,
-				"--control", "127.0.0.1:0"};
-	int n = 8;
-	for (int i = 0; extra && extra[i] && n < 23; i++)
-		args[n++] = extra[i];
-	args[n] = NULL;
 	char msg[512];
-	cr_assert_eq(proxy_run(p, args, msg, sizeof(msg)), -1, "the proxy did not start: %s", msg);
+	cr_assert_eq(wm_delay_proxy_start(p, target_port, atoi(delay), extra, msg, sizeof(msg)), 0,
+		     "the proxy did not start: %s", msg);
 	cr_assert_gt(p->port, 0);
 	cr_assert_gt(p->cport, 0);
 }
 
 static void proxy_stop(struct proxy *p)
 {
-	kill(p->pid, SIGTERM);
-	int st = 0;
-	cr_assert_eq(waitpid(p->pid, &st, 0), p->pid);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the proxy exits cleanly on SIGTERM (status %d)", st);
+	int st = wm_delay_proxy_stop(p);
+	cr_assert_eq(st, 0, "the proxy exits cleanly on SIGTERM (status %d)", st);
 }
 
 static int connect_to(int port)
@@ -208,22 +148,7 @@ static int connect_to(int port)
 /* One command on the control port; the reply line into out. */
 static void control(const struct proxy *p, const char *cmd, char *out, size_t outlen)
 {
-	int fd = connect_to(p->cport);
-	char line[160];
-	int n = snprintf(line, sizeof(line), "%s\n", cmd);
-	cr_assert_eq(write(fd, line, (size_t)n), n);
-	size_t len = 0;
-	struct pollfd pf = {.fd = fd, .events = POLLIN};
-	while (len < outlen - 1 && poll(&pf, 1, 5000) > 0) {
-		ssize_t k = read(fd, out + len, outlen - 1 - len);
-		if (k <= 0)
-			break;
-		len += (size_t)k;
-		if (memchr(out, '\n', len))
-			break;
-	}
-	out[len] = 0;
-	close(fd);
+	cr_assert_eq(wm_delay_proxy_control(p, cmd, out, outlen), 0, "the control port answers '%s'", cmd);
 }
 
 static void control_ok(const struct proxy *p, const char *cmd)

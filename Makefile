@@ -126,12 +126,14 @@ tools: $(TOOLS:%=bin/%)
 # deployment cannot show in the API.  Left out: suites about one process
 # (crashes, WAL and disk, connections, TLS, snapshots, media files, the CLI,
 # the shard's own audit, the router and cluster suites themselves, the
-# renderer and the webhook library, which start no shard) and orders whose
+# renderer, the webhook library, the decision log, the delay proxy and the
+# partition harness, which start no shard) and orders whose
 # stock lies on another shard than their destination (tax_2026,
 # vat_reconcile: 409 until two-phase commit).
 TEST_CLUSTER_SKIP := order_crash/* media/* router/* conn/* audit/* tls/* shard_map_proc/* durability/* full_disk/* \
 	snapshot_child/* ops/* http/* ctl/* tax_2026/* vat_reconcile/* replication/* replication_units/* \
-	cluster_orders/* fanout/* route_class/* documents/* webhooks/* auth/minted_key_is_shown_once_and_only_its_hash_is_stored \
+	cluster_orders/* fanout/* route_class/* documents/* webhooks/* decision_log/* delay_proxy/* netns/* \
+	auth/minted_key_is_shown_once_and_only_its_hash_is_stored \
 	auth/operator_key_is_printed_once_or_taken_from_the_environment
 empty :=
 space := $(empty) $(empty)

@@ -485,3 +485,41 @@ WM_TEST(delay_proxy, the_queue_bound_holds_and_back_pressure_loses_nothing)
 	proxy_stop(&p);
 	echo_stop(&e);
 }
+
+WM_TEST(delay_proxy, control_lines_and_connections_hold_their_bounds)
+{
+	struct echo e;
+	echo_start(&e);
+	struct proxy p;
+	proxy_start(&p, e.port, "0", NULL);
+	char r[160], line[200];
+	/* a 128-byte line is read whole (and is no command); 129 bytes are refused */
+	memset(line, 'x', 128);
+	line[128] = 0;
+	control(&p, line, r, sizeof(r));
+	cr_assert(!strncmp(r, "err unknown", 11), "128 bytes: %s", r);
+	memset(line, 'x', 129);
+	line[129] = 0;
+	control(&p, line, r, sizeof(r));
+	cr_assert(!strncmp(r, "err line too long", 17), "129 bytes: %s", r);
+	/* 4 control connections at once are served, a 5th is closed */
+	int c[4];
+	for (int i = 0; i < 4; i++)
+		c[i] = connect_to(p.cport);
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(write(c[i], "stats\n", 6), 6);
+		cr_assert_gt(read_n(c[i], r, 6, 5000), 0, "control connection %d is served", i);
+	}
+	cr_assert_eq(wm_delay_proxy_control(&p, "stats", r, sizeof(r)), -1, "a fifth is closed unanswered");
+	close(c[0]);
+	int ok = -1;
+	for (int i = 0; i < 100 && ok != 0; i++) {
+		usleep(10000);
+		ok = wm_delay_proxy_control(&p, "stats", r, sizeof(r));
+	}
+	cr_assert_eq(ok, 0, "a freed control slot is usable again");
+	for (int i = 1; i < 4; i++)
+		close(c[i]);
+	proxy_stop(&p);
+	echo_stop(&e);
+}

@@ -99,6 +99,11 @@ static void collect(void *arg, const char *txn, const uint8_t *shards, size_t n,
 	c->n++;
 }
 
+static void count_visit(void *arg, const char *txn, const uint8_t *shards, size_t n, uint64_t at_ms)
+{
+	(void)arg, (void)txn, (void)shards, (void)n, (void)at_ms;
+}
+
 static int count_segments(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -588,5 +593,61 @@ WM_TEST(decision_log, an_end_not_yet_durable_holds_the_prune_horizon)
 	cr_assert_eq(dlog_lookup(l, "r1:x"), DLOG_UNKNOWN);
 	dlog_close(l);
 	unsetenv("WM_ERRINJ");
+	rm_rf(dir);
+}
+
+WM_TEST(decision_log, a_full_disk_refuses_a_commit_and_leaves_nothing, .timeout = 60)
+{
+	/* wal_spare_enospc (wal/errinj.h): the WAL cannot make its next
+	 * segment, as on a full disk, so once the current 64 KiB segment is
+	 * full it refuses appends (WAL_E_NOSPACE) before queueing them.  A
+	 * refused COMMIT must leave no trace: no callback, not in memory, not
+	 * on disk; a refused END leaves the transaction to re-drive. */
+	char dir[64];
+	make_tmp(dir);
+	cr_assert_eq(setenv("WM_ERRINJ", "wal_spare_enospc", 1), 0);
+	struct dlog *l = open_log(dir, WAL_MODE_WRITE, 64 * 1024, 0, 0);
+	struct dlog_stats st;
+	for (int i = 0; i < 500; i++) {
+		dlog_stats(l, &st);
+		if (st.wal.space_low)
+			break;
+		usleep(10000);
+	}
+	cr_assert(st.wal.space_low, "the failed spare makes space low");
+	int i = 0, rc = 0, calls = 0;
+	const uint8_t p[] = {1, 2};
+	char id[32];
+	for (; i < 100000; i++) {
+		snprintf(id, sizeof(id), "r1:f%d", i);
+		rc = dlog_commit(l, id, p, 2, count_only, &calls);
+		if (rc)
+			break;
+		dlog_flush(l);
+	}
+	cr_assert_eq(rc, DLOG_E_NOSPACE, "the WAL refused at some point (rc %d after %d commits)", rc, i);
+	cr_assert_gt(i, 10);
+	cr_assert_eq(dlog_lookup(l, id), DLOG_UNKNOWN, "the refused COMMIT is not in memory");
+	dlog_stats(l, &st);
+	cr_assert_eq(st.unended, (uint64_t)i);
+	cr_assert_eq(st.waiting, (uint64_t)i);
+	cr_assert_eq(dlog_poll(l), (size_t)i, "one callback per accepted COMMIT, none for the refused one");
+	cr_assert_eq(dlog_end(l, "r1:f0"), DLOG_E_NOSPACE);
+	cr_assert_eq(dlog_lookup(l, "r1:f0"), DLOG_COMMITTED, "a refused END leaves it to re-drive");
+
+	/* space returns: the same id can be committed, once */
+	unsetenv("WM_ERRINJ");
+	int ok = -1;
+	for (int k = 0; k < 500 && ok; k++) {
+		ok = dlog_commit(l, id, p, 2, count_only, &calls);
+		if (ok)
+			usleep(10000);
+	}
+	cr_assert_eq(ok, 0, "commits are accepted again once space returned");
+	dlog_close(l);
+	l = open_log(dir, WAL_MODE_WRITE, 64 * 1024, 0, 0);
+	cr_assert_eq(dlog_undecided(l, count_visit, NULL), (size_t)i + 1,
+		     "every accepted COMMIT and the retried one, nothing else");
+	dlog_close(l);
 	rm_rf(dir);
 }

@@ -651,3 +651,43 @@ WM_TEST(decision_log, a_full_disk_refuses_a_commit_and_leaves_nothing, .timeout 
 	dlog_close(l);
 	rm_rf(dir);
 }
+
+/* A callback that ends its own transaction and commits the next one, as a
+ * coordinator does once the participants acknowledged (here at once). */
+struct chain {
+	struct dlog *l;
+	int calls, left;
+};
+static void chain_cb(void *arg, const char *txn)
+{
+	struct chain *c = arg;
+	c->calls++;
+	cr_assert_eq(dlog_end(c->l, txn), 0, "END from inside the callback");
+	if (c->left-- > 0) {
+		char id[32];
+		const uint8_t p[] = {5};
+		snprintf(id, sizeof(id), "r1:c%d", c->left);
+		cr_assert_eq(dlog_commit(c->l, id, p, 1, chain_cb, c), 0, "COMMIT from inside the callback");
+	}
+	cr_assert_geq(dlog_prune(c->l), 0);
+}
+
+WM_TEST(decision_log, a_callback_may_end_prune_and_commit_again)
+{
+	char dir[64];
+	make_tmp(dir);
+	struct dlog *l = open_log(dir, WAL_MODE_FSYNC, 0, 0, 0);
+	struct chain c = {.l = l, .left = 20};
+	const uint8_t p[] = {5};
+	cr_assert_eq(dlog_commit(l, "r1:start", p, 1, chain_cb, &c), 0);
+	wait_calls(l, &c.calls, 21);
+	struct dlog_stats st;
+	dlog_stats(l, &st);
+	cr_assert_eq(st.unended, 0);
+	cr_assert_eq(st.waiting, 0);
+	dlog_close(l);
+	l = open_log(dir, WAL_MODE_FSYNC, 0, 0, 0);
+	cr_assert_eq(dlog_undecided(l, count_visit, NULL), 0);
+	dlog_close(l);
+	rm_rf(dir);
+}

@@ -16,6 +16,8 @@
 #include "engine/edge/park.h"
 #include "engine/base/log.h"
 #include "engine/ops.h"
+
+#include "engine/stock/txn_part.h"
 #include "engine/pricing/refdata.h"
 #include "engine/replication/repl.h"
 
@@ -122,6 +124,7 @@ static void metrics(struct api_ctx *c)
 	audit_metrics(sh, o);
 	refdata_metrics(o);
 	repl_metrics(sh, o);
+	txn_part_metrics(sh, o);
 	for (int i = 0; i < REC_T_COUNT_; i++)
 		if (sh->tables[i].ops)
 			buf_printf(o, "wm_table_rows{table=\"%s\"} %zu\n", sh->tables[i].ops->name,

@@ -3,11 +3,10 @@
 #define WM_OPS_H
 
 #include "engine/edge/api.h"
+#include "engine/edge/openapi_blob.h"
 
 extern const struct route ops_routes[];
 /* The /internal/ routes of ops (cluster mode). */
 extern const struct route ops_internal_routes[];
-/* The OpenAPI document embedded at build time (api/openapi.json). */
-extern const char openapi_json[];
 
 #endif

@@ -23,6 +23,7 @@
 #include "engine/stock/availability.h"
 #include "engine/stock/inventory.h"
 #include "engine/stock/location.h"
+#include "engine/stock/txn_part.h"
 #include "engine/ops.h"
 #include "engine/replication/repl.h"
 
@@ -58,6 +59,16 @@ int (*const wine_review_open)(struct api_ctx *c, const char *wine_id, const stru
 			      const char *label_media_id) = review_open;
 int (*const wine_review_open_submission)(struct api_ctx *c, const struct wine_match *m, const char *body,
 					 size_t body_len, char review_id[ID_MAX_LEN]) = review_open_submission;
+
+/* Replication asks stock for a replicated level's offer, and to restage
+ * that offer's quantity (the catalogue home, repl.h). */
+static const char *level_offer(struct shard *sh, const char *id, size_t len)
+{
+	const struct inv_level *l = inv_level_get(sh, id, len);
+	return l ? l->offer_id : NULL;
+}
+const char *(*const repl_level_offer)(struct shard *sh, const char *level_id, size_t len) = level_offer;
+int (*const repl_restage_offer)(struct shard *sh, const char *offer_id) = inv_restage_offer_qty;
 
 /* The edge asks the catalogue for a key's partner (identity, keys). */
 int (*const key_partner_facts)(struct shard *sh, const char *id, uint8_t *roles,
@@ -119,6 +130,8 @@ const struct route *api_route_table(void)
 static const struct route *const internal_groups[] = {
 	ops_internal_routes,
 	repl_internal_routes,
+	txn_part_internal_routes,
+	order_txn_internal_routes,
 	NULL,
 };
 

@@ -36,6 +36,7 @@
 #include "engine/catalogue/media.h"
 #include "engine/storage/shard.h"
 #include "engine/replication/repl.h"
+#include "engine/stock/txn_part.h"
 #include "engine/cluster/cluster_auth.h"
 #include "engine/cluster/shard_map.h"
 
@@ -173,6 +174,8 @@ static void on_tick(struct ev_loop *loop, void *arg)
 	shard_space_poll(sh);
 	idem_prune(sh);
 	repl_tick(sh);
+	txn_part_tick(sh); /* in-doubt holds: ask their coordinator */
+	order_txn_tick(sh); /* cross-shard orders left placed or paid: the same */
 	repl_pub_wake(sh, 0); /* long-polls whose wait is over */
 	uint64_t now = ev_now_ms(loop);
 	if (sh->cfg.snapshot_interval_s && now >= sh->snap_next_due_ms) {
@@ -315,6 +318,7 @@ int main(int argc, char **argv)
 	repl_pub_wake(&sh, 1); /* every held long-poll answered before the server goes */
 	srv_free(sh.srv);
 	repl_close(&sh);
+	txn_part_close();
 	close(sfd);
 	audit_flush(&sh);
 	wal_flush(sh.wal);

@@ -56,6 +56,7 @@
 #include "engine/base/log.h"
 #include "net/buf.h"
 #include "net/problem.h"
+#include "shard-router/coordinator.h"
 #include "shard-router/fanout.h"
 #include "engine/cluster/internal_headers.h"
 #include "engine/cluster/route_class.h"
@@ -88,6 +89,10 @@ struct fwd {
 	char *body;
 	size_t body_len;
 	uint32_t shard;               /* one owner: its id */
+	struct redge_req *eq;         /* the edge's state of an admitted request (edge.h), or NULL */
+	struct redge_report rep;      /* what the answer returned, for the quota and the audit */
+	uint64_t wait_lsn;            /* a key/partner write: the home LSN the edge must apply first */
+	uint64_t wait_until_ms;
 
 	int reloaded;                 /* a 421 made us reload and resend once */
 	uint32_t pending;             /* calls outstanding */
@@ -133,6 +138,7 @@ static void fwd_free(struct fwd *f)
 		free(f->calls[i].target);
 		free(f->calls[i].page);
 	}
+	redge_free(f->eq);
 	free(f->from);
 	free(f->target);
 	free(f->body);
@@ -157,7 +163,7 @@ static void answer_problem(struct srv_response *rs, int status, const char *code
  * body.  Internal headers (X-WM-*) and the ones the server writes itself
  * are left out.  ctype receives the content type (rs points at it).
  */
-static void relay_into(struct srv_response *rs, const struct hc_response *a, char *ctype, size_t ctype_size)
+void router_relay_into(struct srv_response *rs, const struct hc_response *a, char *ctype, size_t ctype_size)
 {
 	static const char *const own[] = {"date", "content-length", "connection", "keep-alive", "x-request-id",
 					  "transfer-encoding", NULL};
@@ -238,15 +244,22 @@ static void ryw_header(const struct fwd *f, uint32_t shard, struct buf *h)
 		buf_puts(h, "\r\n");
 }
 
+/* The shard's LSN after a write it answered (X-WM-LSN), or 0. */
+static uint64_t answer_lsn(const struct hc_response *a)
+{
+	char v[32];
+	if (!a || hc_header(a, WM_H_LSN, v, sizeof(v)) != 1)
+		return 0;
+	char *end;
+	unsigned long long lsn = strtoull(v, &end, 10);
+	return *end == 0 ? lsn : 0;
+}
+
 /* A shard answered a write: remember its position. */
 static void ryw_note(struct fwd *f, uint32_t shard, const struct hc_response *a)
 {
-	char v[32];
-	if (shard >= SMAP_MAX_SHARDS || hc_header(a, WM_H_LSN, v, sizeof(v)) != 1)
-		return;
-	char *end;
-	unsigned long long lsn = strtoull(v, &end, 10);
-	if (*end == 0 && lsn > f->r->ryw.lsn[shard])
+	uint64_t lsn = answer_lsn(a);
+	if (shard < SMAP_MAX_SHARDS && lsn > f->r->ryw.lsn[shard])
 		f->r->ryw.lsn[shard] = lsn;
 }
 
@@ -263,16 +276,22 @@ static int fwd_send(struct fwd *f, uint32_t shard)
 	struct router *r = f->r;
 	char sig[CK_HEADER_MAX];
 	const char *target = shard < SMAP_MAX_SHARDS && f->calls[shard].target ? f->calls[shard].target : f->target;
+	const char *who = f->eq ? f->eq->principal : NULL;
+	size_t who_len = f->eq ? (size_t)f->eq->principal_len : 0;
 	if (shard >= r->map.n ||
-	    ck_sign(&r->key, f->method, strlen(f->method), target, strlen(target), (int64_t)time(NULL), f->body,
-		    f->body_len, sig))
+	    ck_sign_principal(&r->key, f->method, strlen(f->method), target, strlen(target), (int64_t)time(NULL),
+			      f->body, f->body_len, who, who_len, sig))
 		return -1;
 	struct buf h;
 	buf_init(&h, 0);
 	buf_printf(&h, CK_HEADER_NAME ": %s\r\n", sig);
+	if (who)
+		buf_printf(&h, WM_H_PRINCIPAL ": %s\r\n", who);
 	ryw_header(f, shard, &h);
 	if (f->kind == RC_FANOUT)
 		buf_puts(&h, WM_H_FANOUT ": 1\r\n");
+	if (f->rule && !strcmp(f->method, "POST") && !strcmp(f->rule->pattern, "/v1/orders"))
+		buf_puts(&h, coord_header(r)); /* it may coordinate the order across shards */
 	buf_append(&h, f->hdrs.data, f->hdrs.len);
 	buf_append(&h, "", 1); /* NUL for hc_request.headers */
 	struct hc_request rq = {.method = f->method, .path = target, .headers = h.data, .body = f->body,
@@ -291,12 +310,51 @@ static int fwd_send(struct fwd *f, uint32_t shard)
 	return 0;
 }
 
-/* Hand rs to the server for the deferred request and free f. */
+/* Hand rs to the server for the deferred request and free f; an admitted
+ * request's quota and audit first (edge.h). */
 static void fwd_finish(struct fwd *f, struct srv_response *rs)
 {
+	if (f->eq) {
+		redge_finish(&f->r->edge, f->eq, &f->rep, rs);
+		f->eq = NULL;
+	}
 	if (f->d) /* NULL: the request was answered at once (no memory to defer) */
 		srv_complete(f->r->srv, f->d, rs);
 	fwd_free(f);
+}
+
+void router_fwd_finish(struct fwd *f, struct srv_response *rs) { fwd_finish(f, rs); }
+
+const char *router_fwd_principal(const struct fwd *f, size_t *len)
+{
+	if (!f->eq)
+		return NULL;
+	*len = (size_t)f->eq->principal_len;
+	return f->eq->principal;
+}
+
+int router_call(struct router *r, uint32_t shard, const char *method, const char *path, const char *body,
+		size_t body_len, const char *principal, size_t principal_len, uint32_t timeout_ms, hc_done_fn done,
+		void *arg)
+{
+	char sig[CK_HEADER_MAX];
+	if (r->closing || shard >= r->map.n || !r->pools[shard] ||
+	    ck_sign_principal(&r->key, method, strlen(method), path, strlen(path), (int64_t)time(NULL), body, body_len,
+			      principal, principal_len, sig))
+		return -1;
+	struct buf h;
+	buf_init(&h, 0);
+	buf_printf(&h, CK_HEADER_NAME ": %s\r\n", sig);
+	if (principal)
+		buf_printf(&h, WM_H_PRINCIPAL ": %.*s\r\n", (int)principal_len, principal);
+	if (body_len)
+		buf_puts(&h, "Content-Type: application/json\r\n");
+	buf_append(&h, "", 1);
+	struct hc_request rq = {.method = method, .path = path, .headers = h.data, .body = body, .body_len = body_len,
+				.timeout_ms = timeout_ms};
+	int rc = h.overflow ? -1 : hc_send(r->pools[shard], &rq, done, arg);
+	buf_free(&h);
+	return rc;
 }
 
 /* Answer with a problem (503/504/502) and finish. */
@@ -337,6 +395,58 @@ static int answer_rank(uint8_t kind, int status, uint32_t shard)
 	return status >= 400 ? 3 : (shard == 0 ? 2 : 1);
 }
 
+/* A write the edge reads back (API keys, partners: the tables of its
+ * replica, edge.h). */
+static int edge_write(const struct fwd *f)
+{
+	static const char *const prefixes[] = {"/api/keys", "/v1/partners", NULL};
+	if (!f->eq || !api_is_write(f->eq->c.route->method))
+		return 0;
+	for (int i = 0; prefixes[i]; i++)
+		if (!strncmp(f->eq->c.route->pattern, prefixes[i], strlen(prefixes[i])))
+			return 1;
+	return 0;
+}
+
+/* A home's answer to a key or partner write the edge has not applied yet:
+ * keep it in f->out until it has (router_edge_poll).  1 = kept. */
+static int edge_wait(struct fwd *f, const struct hc_response *a)
+{
+	struct router *r = f->r;
+	uint64_t lsn = answer_lsn(a);
+	if (f->shard != 0 || !lsn || !edge_write(f) || redge_applied(&r->edge) >= lsn ||
+	    r->n_edge_wait == ROUTER_EDGE_WAIT_MAX)
+		return 0;
+	buf_reset(&f->out.headers);
+	buf_reset(&f->out.body);
+	router_relay_into(&f->out, a, f->out_ctype, sizeof(f->out_ctype));
+	f->out.route = f->rule ? f->rule->pattern : "-";
+	f->wait_lsn = lsn;
+	f->wait_until_ms = now_ms(r) + ROUTER_EDGE_WAIT_MS;
+	r->edge_wait[r->n_edge_wait++] = f;
+	return 1;
+}
+
+void router_edge_poll(struct router *r, int all)
+{
+	uint64_t applied = redge_applied(&r->edge), now = now_ms(r);
+	for (uint32_t i = 0; i < r->n_edge_wait;) {
+		struct fwd *f = r->edge_wait[i];
+		int late = now >= f->wait_until_ms;
+		if (!all && !late && applied < f->wait_lsn) {
+			i++;
+			continue;
+		}
+		r->edge_wait[i] = r->edge_wait[--r->n_edge_wait];
+		if (late)
+			log_warn("msg=\"a key or partner write is answered before the router's replica shows it\" "
+				 "lsn=%llu applied=%llu action=\"check the replication from shard 0 (wm_repl_lag_lsn)\"",
+				 (unsigned long long)f->wait_lsn, (unsigned long long)applied);
+		r->st.relayed++;
+		fwd_finish(f, &f->out);
+	}
+}
+
 static void on_answer(void *arg, const struct hc_response *a, const char *err)
 {
 	struct fwd_call *call = arg;
@@ -364,9 +474,10 @@ static void on_answer(void *arg, const struct hc_response *a, const char *err)
 			buf_reset(&f->out.headers);
 			buf_reset(&f->out.body);
 			if (a)
-				relay_into(&f->out, a, f->out_ctype, sizeof(f->out_ctype));
+				router_relay_into(&f->out, a, f->out_ctype, sizeof(f->out_ctype));
 			else
 				answer_problem(&f->out, 503, "shard_unavailable", "a shard of the cluster did not answer");
+			redge_report_from(a, &f->rep);
 			f->have_out = 1;
 			f->out_rank = rank;
 		}
@@ -401,13 +512,21 @@ static void on_answer(void *arg, const struct hc_response *a, const char *err)
 		fwd_fail(f, 503, "shard_unavailable", "the owning shard cannot take the request now");
 		return;
 	}
+	if (edge_wait(f, a))
+		return;
+	if (a->status == 202 && coord_begin(r, f, call->shard, a))
+		return; /* a cross-shard order: the coordinator answers it */
 	struct srv_response rs = {0};
 	buf_init(&rs.headers, 0);
 	buf_init(&rs.body, 0);
 	char ctype[128];
-	relay_into(&rs, a, ctype, sizeof(ctype));
-	if (f->kind == RC_EDGE && a->status == 200)
+	router_relay_into(&rs, a, ctype, sizeof(ctype));
+	redge_report_from(a, &f->rep);
+	if (f->kind == RC_EDGE && a->status == 200) {
 		router_metrics(r, &rs.body);
+		redge_metrics(&r->edge, &rs.body);
+		coord_metrics(r, &rs.body);
+	}
 	rs.route = f->rule ? f->rule->pattern : "-";
 	r->st.relayed++;
 	fwd_finish(f, &rs);
@@ -544,6 +663,12 @@ static void fanout_complete(struct fwd *f)
 		buf_reset(&f->out.body);
 		buf_append(&f->out.body, body.data, body.len);
 		f->out.status = 200;
+		/* the audit's span of a merged page: the first and last id it
+		 * returned (the merged cursor is longer than a span holds) */
+		memset(&f->rep, 0, sizeof(f->rep));
+		f->rep.rows = res->rows;
+		snprintf(f->rep.span_from, sizeof(f->rep.span_from), "%s", res->first_id);
+		snprintf(f->rep.span_to, sizeof(f->rep.span_to), "%s", res->last_id);
 	} else {
 		log_error("msg=\"fan-out merge refused\" route=\"%s\" shard=%d error=%d detail=\"%s\"", f->rule->pattern,
 			  res ? res->err_shard : -1, e, res ? res->detail : "out of memory");
@@ -574,9 +699,10 @@ static void fanout_answer(struct fwd *f, struct fwd_call *call, const struct hc_
 		buf_reset(&f->out.headers);
 		buf_reset(&f->out.body);
 		if (a && rank != 4)
-			relay_into(&f->out, a, f->out_ctype, sizeof(f->out_ctype));
+			router_relay_into(&f->out, a, f->out_ctype, sizeof(f->out_ctype));
 		else
 			answer_problem(&f->out, 503, "shard_unavailable", "a shard of the cluster did not answer");
+		redge_report_from(rank == 3 ? a : NULL, &f->rep); /* a relayed refusal: the shard's report */
 		f->have_out = 1;
 		f->out_rank = rank;
 		f->out_shard = call->shard;
@@ -607,14 +733,18 @@ static void answer_healthz(struct router *r, struct srv_response *rs)
 static void answer_readyz(struct router *r, struct srv_response *rs)
 {
 	uint64_t now = now_ms(r);
-	if (r->home_seen_ms && now - r->home_seen_ms <= ROUTER_READY_WINDOW_MS) {
+	if (r->home_seen_ms && now - r->home_seen_ms <= ROUTER_READY_WINDOW_MS && redge_ready(&r->edge)) {
 		buf_printf(&rs->body, "{\"status\":\"ready\",\"lsn\":%llu,\"storage\":\"ok\"}",
 			   (unsigned long long)r->home_lsn);
 		return;
 	}
 	char d[200];
-	snprintf(d, sizeof(d), "the catalogue home (shard 0 at %s) has not answered for %u ms or more",
-		 r->map.shards[0].addr, ROUTER_READY_WINDOW_MS);
+	if (!redge_ready(&r->edge))
+		snprintf(d, sizeof(d), "the router's replica of the keys has not yet caught up with the catalogue home "
+			 "(shard 0 at %s)", r->map.shards[0].addr);
+	else
+		snprintf(d, sizeof(d), "the catalogue home (shard 0 at %s) has not answered for %u ms or more",
+			 r->map.shards[0].addr, ROUTER_READY_WINDOW_MS);
 	answer_problem(rs, 503, "not_ready", d);
 	buf_printf(&rs->headers, "Retry-After: " ROUTER_RETRY_AFTER "\r\n");
 }
@@ -633,6 +763,11 @@ static void answer_internal(struct router *r, const struct http_request *h, stru
 		rs->route = "-internal";
 		return;
 	}
+	if (h->method == HTTP_M_GET && h->path_len == 20 && !memcmp(h->path, "/internal/txn/status", 20)) {
+		rs->route = "/internal/txn/status";
+		coord_status(r, h->query, h->query_len, rs);
+		return;
+	}
 	if (h->method != HTTP_M_GET || h->path_len != 24 || memcmp(h->path, "/internal/cluster/status", 24)) {
 		answer_problem(rs, 404, "not_found", "no such endpoint");
 		rs->route = "-internal";
@@ -642,10 +777,11 @@ static void answer_internal(struct router *r, const struct http_request *h, stru
 	uint64_t now = now_ms(r);
 	buf_printf(&rs->body,
 		   "{\"process\":\"wm-router\",\"map_version\":%llu,\"shards\":%u,\"home_lsn\":%llu,"
-		   "\"ready\":%s,\"forwarded\":%llu,\"failed\":%llu,\"in_doubt\":0}",
+		   "\"ready\":%s,\"forwarded\":%llu,\"failed\":%llu,\"in_doubt\":%llu}",
 		   (unsigned long long)r->map.version, r->map.n, (unsigned long long)r->home_lsn,
 		   r->home_seen_ms && now - r->home_seen_ms <= ROUTER_READY_WINDOW_MS ? "true" : "false",
-		   (unsigned long long)r->st.forwarded, (unsigned long long)r->st.failed);
+		   (unsigned long long)r->st.forwarded, (unsigned long long)r->st.failed,
+		   (unsigned long long)coord_in_doubt(r));
 }
 
 /* ---- the handler -------------------------------------------------------- */
@@ -682,6 +818,17 @@ static struct fwd *fwd_new(struct router *r, const struct srv_request *rq, const
 	return f;
 }
 
+/* The router answers rs itself, at once: the edge's quota and audit of an
+ * admitted request, then f is freed. */
+static void fwd_answer_now(struct fwd *f, struct srv_response *rs)
+{
+	if (f->eq) {
+		redge_finish(&f->r->edge, f->eq, &f->rep, rs);
+		f->eq = NULL;
+	}
+	fwd_free(f);
+}
+
 void router_handle(void *app, const struct srv_request *rq, struct srv_response *rs)
 {
 	struct router *r = app;
@@ -702,21 +849,27 @@ void router_handle(void *app, const struct srv_request *rq, struct srv_response 
 		answer_internal(r, h, rs);
 		return;
 	}
+	/* the edge: key, rate, scope, action (the process's own /metrics is
+	 * the home's to check) */
+	struct redge_req *eq = NULL;
+	int own_metrics = kind == RC_EDGE && h->path_len == 8 && !memcmp(h->path, "/metrics", 8);
+	if (!own_metrics && redge_admit(&r->edge, rq, rs, &eq) == REDGE_ANSWERED)
+		return;
 	struct fwd *f = fwd_new(r, rq, rule);
 	if (!f) {
+		redge_free(eq);
 		answer_problem(rs, 431, "headers_too_large", "the request's headers are too large to forward");
 		return;
 	}
+	f->eq = eq;
 	/* /metrics: the home checks the operator key, the router adds its
 	 * own series; /v1/openapi.json is the home's */
-	f->kind = kind == RC_EDGE && h->path_len == 8 && !memcmp(h->path, "/metrics", 8) ? RC_EDGE
-		  : kind == RC_EDGE ? RC_HOME
-				    : kind;
+	f->kind = own_metrics ? RC_EDGE : kind == RC_EDGE ? RC_HOME : kind;
 	int sent = 0;
 	if (f->kind == RC_FANOUT) {
 		int st = fanout_prepare(f, h, rs);
 		if (st > 0) {
-			fwd_free(f);
+			fwd_answer_now(f, rs);
 			return;
 		}
 		if (st < 0) /* a page size the shards refuse: the home says how */
@@ -727,7 +880,8 @@ void router_handle(void *app, const struct srv_request *rq, struct srv_response 
 		if (sent == 0 && !f->have_out) {
 			/* nothing left anywhere: the empty last page */
 			buf_puts(&rs->body, "{\"data\":[],\"next_cursor\":null,\"has_more\":false}");
-			fwd_free(f);
+			rs->status = 200;
+			fwd_answer_now(f, rs);
 			return;
 		}
 	} else if (f->kind == RC_FIND || f->kind == RC_BROADCAST) {
@@ -744,10 +898,10 @@ void router_handle(void *app, const struct srv_request *rq, struct srv_response 
 		sent = fwd_send(f, f->shard) == 0;
 	}
 	if (!sent) {
-		fwd_free(f);
 		answer_problem(rs, 503, "shard_unavailable", "the owning shard cannot take the request now");
 		buf_printf(&rs->headers, "Retry-After: " ROUTER_RETRY_AFTER "\r\n");
 		r->st.failed++;
+		fwd_answer_now(f, rs);
 		return;
 	}
 	f->d = srv_defer(r->srv, rq);
@@ -803,6 +957,7 @@ int router_reload_map(struct router *r, char *err, size_t errlen)
 		return -1;
 	}
 	r->st.map_reloads++;
+	redge_remap(&r->edge, &r->map);
 	log_info("msg=\"shard map reloaded\" file=%s version=%llu shards=%u", r->cfg.shard_map,
 		 (unsigned long long)r->map.version, r->map.n);
 	return 0;
@@ -841,28 +996,12 @@ void router_tick(struct router *r)
 		hc_pool_free(r->retired[--r->n_retired]);
 	for (uint32_t i = 0; i < r->map.n; i++)
 		hc_tick(r->pools[i]);
+	router_edge_poll(r, 0);
+	coord_tick(r);
 	if (now_ms(r) >= r->next_probe_ms) {
 		r->next_probe_ms = now_ms(r) + ROUTER_PROBE_MS;
 		router_probe(r);
 	}
-}
-
-/* <data-dir> exists and is ours alone (flock on LOCK). */
-static int router_data_dir(struct router *r, char *err, size_t errlen)
-{
-	if (mkdir(r->cfg.data_dir, 0700) && errno != EEXIST) {
-		snprintf(err, errlen, "cannot create data directory %s: %s", r->cfg.data_dir, strerror(errno));
-		return -1;
-	}
-	char path[600];
-	snprintf(path, sizeof(path), "%s/LOCK", r->cfg.data_dir);
-	r->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (r->lock_fd < 0 || flock(r->lock_fd, LOCK_EX | LOCK_NB)) {
-		snprintf(err, errlen, "data directory %s is in use by another process (lock %s): %s", r->cfg.data_dir,
-			 path, strerror(errno));
-		return -1;
-	}
-	return 0;
 }
 
 int router_open(struct router *r, const struct config *cfg, struct ev_loop *loop, char *err, size_t errlen)
@@ -870,7 +1009,6 @@ int router_open(struct router *r, const struct config *cfg, struct ev_loop *loop
 	memset(r, 0, sizeof(*r));
 	r->cfg = *cfg;
 	r->loop = loop;
-	r->lock_fd = -1;
 	char why[256];
 	if (!cfg->shard_map[0] || !cfg->cluster_secret_file[0]) {
 		snprintf(err, errlen, "wm-router needs --shard-map FILE and --cluster-secret-file FILE");
@@ -882,7 +1020,8 @@ int router_open(struct router *r, const struct config *cfg, struct ev_loop *loop
 		snprintf(err, errlen, "cluster secret %s: %s", cfg->cluster_secret_file, why);
 		return -1;
 	}
-	if (router_data_dir(r, err, errlen) || router_pools(r, NULL, err, errlen)) {
+	if (router_pools(r, NULL, err, errlen) || redge_open(&r->edge, cfg, loop, &r->map, &r->key, err, errlen) ||
+	    coord_open(r, err, errlen)) {
 		router_close(r);
 		return -1;
 	}
@@ -892,13 +1031,14 @@ int router_open(struct router *r, const struct config *cfg, struct ev_loop *loop
 
 void router_close(struct router *r)
 {
+	router_edge_poll(r, 1);
+	r->closing = 1; /* the calls failing below start no new one */
 	for (uint32_t i = 0; i < SMAP_MAX_SHARDS; i++) {
 		hc_pool_free(r->pools[i]);
 		r->pools[i] = NULL;
 	}
 	while (r->n_retired)
 		hc_pool_free(r->retired[--r->n_retired]);
-	if (r->lock_fd >= 0)
-		close(r->lock_fd);
-	r->lock_fd = -1;
+	coord_close(r);        /* after the pools: every call of a transaction has failed */
+	redge_close(&r->edge); /* after the pools: their failed calls audited first */
 }

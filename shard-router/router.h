@@ -15,12 +15,17 @@
 #include "net/server.h"
 #include "engine/cluster/cluster_auth.h"
 #include "engine/cluster/shard_map.h"
+#include "shard-router/edge.h"
 
 #define ROUTER_MAX_RESPONSE (32u << 20) /* bytes of one shard answer relayed */
 #define ROUTER_QUEUE_PER_SHARD 4096u   /* calls waiting for a connection to one shard */
 #define ROUTER_PROBE_MS 1000u          /* how often the home is asked whether it answers */
 #define ROUTER_READY_WINDOW_MS 3000u   /* /readyz: the home answered within this */
 #define ROUTER_MAX_RETIRED SMAP_MAX_SHARDS /* pools replaced by a map reload, freed at the next tick */
+#define ROUTER_EDGE_WAIT_MAX 1024u     /* answers to key/partner writes waiting for the edge's replica */
+#define ROUTER_EDGE_WAIT_MS 2000u      /* ... at most this long (then they go anyway, logged) */
+
+struct fwd;
 
 /* Read-your-writes (engine/edge/park.h, DESIGN.md 9): the LSN each shard
  * reported for the newest write acknowledged through this router.  Every
@@ -52,8 +57,15 @@ struct router {
 	uint64_t home_lsn;                 /* the home's LSN at the last probe (/readyz) */
 	int probe_busy;
 	uint64_t next_probe_ms;
-	int lock_fd;                       /* flock on <data-dir>/LOCK */
 	uint64_t started_ms;
+	struct redge edge;                 /* keys, rates, quotas, audit (edge.h); owns <data-dir> */
+	/* A key or partner written through this router is usable through it as
+	 * soon as the caller hears of the write: the answer waits until the
+	 * edge's replica has applied it (router_edge_poll). */
+	struct fwd *edge_wait[ROUTER_EDGE_WAIT_MAX];
+	uint32_t n_edge_wait;
+	struct coord *coord;               /* cross-shard orders (coordinator.h) */
+	int closing;                       /* router_close runs: no new call */
 };
 
 /* Load the map and the secret, open the data directory and the shard
@@ -65,6 +77,23 @@ int router_open(struct router *r, const struct config *cfg, struct ev_loop *loop
 int router_reload_map(struct router *r, char *err, size_t errlen);
 /* The server's handler (app = struct router *). */
 void router_handle(void *app, const struct srv_request *rq, struct srv_response *rs);
+/* Release the answers whose write the edge's replica has applied, or
+ * whose wait is over (from the loop's prepare hook and tick); with all != 0,
+ * every one (before close). */
+void router_edge_poll(struct router *r, int all);
+/* ---- for the coordinator (coordinator.c) ---- */
+/* Answer a request the router deferred, and free it. */
+void router_fwd_finish(struct fwd *f, struct srv_response *rs);
+/* The principal the edge forwards with a request (its length in *len), or NULL. */
+const char *router_fwd_principal(const struct fwd *f, size_t *len);
+/* Copy a shard's answer into rs as the router relays answers. */
+void router_relay_into(struct srv_response *rs, const struct hc_response *a, char *ctype, size_t ctype_size);
+/* A signed internal call to shard `shard` (principal may be NULL): 0, or
+ * -1 when the shard's pool is full or the router is stopping (done is not
+ * called then). */
+int router_call(struct router *r, uint32_t shard, const char *method, const char *path, const char *body,
+		size_t body_len, const char *principal, size_t principal_len, uint32_t timeout_ms, hc_done_fn done,
+		void *arg);
 /* Periodic work: pool deadlines, the home probe. */
 void router_tick(struct router *r);
 /* Fail every call in flight (their deferred answers complete: call it

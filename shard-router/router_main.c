@@ -16,6 +16,9 @@
 
 #include "engine/base/config.h"
 #include "engine/base/log.h"
+#include "engine/catalogue/partner.h"
+#include "engine/edge/key.h"
+#include "engine/replication/repl.h"
 #include "shard-router/router.h"
 
 #define ROUTER_TICK_MS 50 /* pool deadlines and server time-outs are swept this often */
@@ -25,8 +28,38 @@ static const char *const router_options[] = {
 	"listen",	    "data-dir",		 "shard-map",	      "cluster-secret-file", "tls-cert",
 	"tls-key",	    "max-conns",	 "max-conns-per-ip",  "header-timeout-ms",   "body-timeout-ms",
 	"idle-timeout-ms",  "max-body-kb",	 "max-header-kb",     "max-headers",	     "log-level",
-	"access-log",	    "forward-timeout-ms", "shard-conns",	      NULL,
+	"access-log",	    "forward-timeout-ms", "shard-conns", "router-id",
+	/* the edge (shard-router/edge.h): keys, rates, quotas, audit, its store */
+	"key-rate-rps", "key-rate-burst", "record-quota", "record-quota-period-s", "audit-keep",
+	"audit-alert-factor", "audit-alert-min-rows", "audit-alert-window-s", "wal-mode", "wal-segment-mb",
+	"snapshot-interval", "snapshot-keep", "salvage", NULL,
 };
+
+/* ---- bindings (what a shard binds in engine/routes.c) ------------------- *
+ * Defined here, in the program's own object, so that the linker never
+ * looks for them in the library's routes.o (which links every handler). */
+
+/* The edge asks the catalogue for a key's partner: the router's replica
+ * answers. */
+int (*const key_partner_facts)(struct shard *sh, const char *id, uint8_t *roles,
+			       uint8_t *status) = partner_facts;
+
+/* Replication restages offers only at the catalogue home, never here. */
+static const char *no_level_offer(struct shard *sh, const char *id, size_t len)
+{
+	(void)sh;
+	(void)id;
+	(void)len;
+	return NULL;
+}
+static int no_restage(struct shard *sh, const char *offer_id)
+{
+	(void)sh;
+	(void)offer_id;
+	return 0;
+}
+const char *(*const repl_level_offer)(struct shard *sh, const char *level_id, size_t len) = no_level_offer;
+int (*const repl_restage_offer)(struct shard *sh, const char *offer_id) = no_restage;
 
 static int drain_requested;
 
@@ -56,11 +89,21 @@ static void on_signal(struct ev_loop *loop, struct ev_handle *h, uint32_t events
 	srv_drain_on_signal(r->srv, loop, &drain_requested);
 }
 
+/* Once per loop iteration: the audit rows staged by it. */
+static void on_prepare(struct ev_loop *loop, void *arg)
+{
+	(void)loop;
+	struct router *r = arg;
+	redge_prepare(&r->edge);
+	router_edge_poll(r, 0);
+}
+
 static void on_tick(struct ev_loop *loop, void *arg)
 {
 	struct router *r = arg;
 	srv_tick(r->srv);
 	router_tick(r);
+	redge_tick(&r->edge);
 	if (drain_requested && srv_drained(r->srv))
 		ev_stop(loop);
 }
@@ -121,6 +164,7 @@ int main(int argc, char **argv)
 	proc.sig_h = (struct ev_handle){.fd = sfd, .fn = on_signal, .arg = r};
 	ev_add(loop, &proc.sig_h, EPOLLIN);
 	ev_set_tick(loop, ROUTER_TICK_MS, on_tick, r);
+	ev_set_prepare(loop, on_prepare, r);
 	router_tick(r); /* first probe of the home now */
 
 	char host[128];

@@ -38,6 +38,7 @@ version 1
 shard 0 $HOST:$SHARD_BASE_PORT $home
 shard 1 $HOST:$((SHARD_BASE_PORT + 1)) FR DE
 shard 2 $HOST:$((SHARD_BASE_PORT + 2)) IT ES
+router 0 $LISTEN
 EOF
 
 pids=()
@@ -58,7 +59,7 @@ for i in 0 1 2; do
 		2>>"$DATA_DIR/logs/shard$i.log" &
 	pids+=($!)
 done
-"$BIN/wm-router" --listen "$LISTEN" --data-dir "$DATA_DIR/router" --shard-map "$MAP" \
+"$BIN/wm-router" --listen "$LISTEN" --router-id 0 --data-dir "$DATA_DIR/router" --shard-map "$MAP" \
 	--cluster-secret-file "$SECRET" 2>>"$DATA_DIR/logs/router.log" &
 pids+=($!)
 echo "cluster: router http://$LISTEN, shards on $HOST:$SHARD_BASE_PORT..$((SHARD_BASE_PORT + 2)); logs in $DATA_DIR/logs; Ctrl-C stops it"

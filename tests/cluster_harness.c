@@ -64,6 +64,9 @@ static void write_map(struct wm_cluster *c)
 					fprintf(f, " %s", cc);
 		fprintf(f, "\n");
 	}
+	/* the router coordinates cross-shard orders as r0: where a participant
+	 * in doubt asks (its port is chosen now, used when it starts) */
+	fprintf(f, "router 0 127.0.0.1:%d\n", c->router_port);
 	fclose(f);
 }
 
@@ -94,6 +97,7 @@ void wm_cluster_init(struct wm_cluster *c, unsigned n)
 	snprintf(c->map_path, sizeof(c->map_path), "%s/map.conf", c->root);
 	snprintf(c->secret_path, sizeof(c->secret_path), "%s/secret", c->root);
 	snprintf(c->router_dir, sizeof(c->router_dir), "%s/router", c->root);
+	c->router_port = free_port();
 	for (unsigned i = 0; i < n; i++) {
 		wm_proc_init(&c->shard[i]);
 		c->port[i] = free_port();
@@ -174,7 +178,8 @@ int wm_cluster_router_start(struct wm_cluster *c)
 	snprintf(bin, sizeof(bin), "%s/wm-router", d ? d : "build/san/bin");
 	if (access(bin, X_OK))
 		return 1;
-	c->router_port = free_port();
+	if (!c->router_port)
+		c->router_port = free_port();
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", c->router_port);
 	pid_t parent = getpid();
 	pid_t pid = fork();
@@ -189,14 +194,23 @@ int wm_cluster_router_start(struct wm_cluster *c)
 		if (!freopen(logp, "w", stderr) || !freopen("/dev/null", "w", stdout))
 			_exit(127);
 		setenv("WM_BOOTSTRAP_KEY", WM_TEST_KEY, 1);
-		execl(bin, bin, "--listen", listen, "--shard-map", c->map_path, "--cluster-secret-file", c->secret_path,
-		      "--data-dir", c->router_dir, (char *)NULL);
+		for (unsigned k = 0; c->router_env && c->router_env[k]; k++)
+			putenv((char *)c->router_env[k]);
+		const char *argv[16 + WM_CLUSTER_MAX_ARGS] = {bin, "--listen", listen, "--shard-map", c->map_path,
+							       "--cluster-secret-file", c->secret_path, "--data-dir",
+							       c->router_dir};
+		unsigned n = 9;
+		for (unsigned k = 0; c->router_extra[k] && k < WM_CLUSTER_MAX_ARGS; k++)
+			argv[n++] = c->router_extra[k];
+		argv[n] = NULL;
+		execv(bin, (char *const *)argv);
 		_exit(127);
 	}
 	c->router_pid = pid;
+	/* ready = its replica of the keys caught up with the home (edge.h) */
 	for (int waited = 0; waited < 20000; waited += 20) {
 		struct http_resp r;
-		if (http_do(c->router_port, "GET", "/healthz", NULL, NULL, &r) == 0) {
+		if (http_do(c->router_port, "GET", "/readyz", NULL, NULL, &r) == 0) {
 			int ok = r.status == 200;
 			http_resp_free(&r);
 			if (ok)

@@ -36,6 +36,10 @@ struct wm_cluster {
 	char map_path[320], secret_path[320];
 	struct cluster_key key;
 	const char *extra[WM_CLUSTER_MAX_ARGS + 1]; /* extra arguments for every shard (NULL-terminated) */
+	/* extra arguments for the router (NULL-terminated): the edge's options
+	 * (rates, quotas, audit) a test gives a single shard */
+	const char *router_extra[WM_CLUSTER_MAX_ARGS + 1];
+	const char *const *router_env;     /* extra environment for the router's next start ("K=V", NULL-terminated) */
 	const char *own[WM_CLUSTER_MAX];   /* wm_cluster_set_countries; own[1] NULL = the default split */
 	const char *const *env;            /* extra environment for the next starts ("K=V", NULL-terminated) */
 	unsigned map_version;              /* the map file's version (0 = 1) */
@@ -76,7 +80,7 @@ int wm_cluster_do(const struct wm_cluster *c, unsigned i, const char *method, co
  * --shard-map --cluster-secret-file --data-dir; 0 once it answers
  * /healthz, 1 when the binary does not exist (not built yet), -1 when it
  * failed to start. */
-int wm_cluster_router_start(struct wm_cluster *c);
+int wm_cluster_router_start(struct wm_cluster *c); /* returns once /readyz says ready */
 void wm_cluster_router_kill9(struct wm_cluster *c);
 
 #endif

@@ -144,6 +144,19 @@ static int topo_start(struct wm_proc *p, const char *const *args, const char *co
 	for (; args && args[n] && n < WM_CLUSTER_MAX_ARGS; n++)
 		c->extra[n] = args[n];
 	c->extra[n] = NULL;
+	/* the edge's options go to the router too: it checks keys, rates and
+	 * quotas and keeps the audit (shard-router/edge.h) */
+	static const char *const edge_opts[] = {"--key-rate-rps", "--key-rate-burst", "--record-quota",
+						"--record-quota-period-s", "--audit-keep", "--audit-alert-factor",
+						"--audit-alert-min-rows", "--audit-alert-window-s", NULL};
+	unsigned m = 0;
+	for (unsigned k = 0; k + 1 < n; k++)
+		for (unsigned e = 0; edge_opts[e]; e++)
+			if (!strcmp(args[k], edge_opts[e]) && m + 2 <= WM_CLUSTER_MAX_ARGS) {
+				c->router_extra[m++] = args[k];
+				c->router_extra[m++] = args[k + 1];
+			}
+	c->router_extra[m] = NULL;
 	c->env = env;
 	for (unsigned i = 0; i < c->n; i++) {
 		c->shard[i].in_cluster = 1;
@@ -152,7 +165,9 @@ static int topo_start(struct wm_proc *p, const char *const *args, const char *co
 	}
 	c->env = NULL;
 	c->extra[0] = NULL;
-	if (c->router_pid <= 0 && wm_cluster_router_start(c))
+	int rc = c->router_pid <= 0 ? wm_cluster_router_start(c) : 0;
+	c->router_extra[0] = NULL; /* they point into the caller's args */
+	if (rc)
 		return -1;
 	p->starts++;
 	p->port = c->router_port;

@@ -152,3 +152,98 @@ WM_TEST(cluster_auth, the_secret_file)
 	cr_assert_eq(ck_load(path, &k, err, sizeof(err)), -1);
 	rmdir(dir);
 }
+
+/* ---- the forwarded principal (engine/edge/principal.h) ------------------ */
+
+#include "engine/edge/principal.h"
+
+WM_TEST(cluster_auth, the_signature_covers_the_principal)
+{
+	struct cluster_key k = key();
+	const char *who = "v1 k=key_a e=ptn_b s=1f t=1 r=3 st=2 c=- q=10";
+	char h[CK_HEADER_MAX], plain[CK_HEADER_MAX];
+	cr_assert_eq(ck_sign_principal(&k, "GET", 3, "/v1/x", 5, 1000, NULL, 0, who, strlen(who), h), 0);
+	cr_assert_eq(ck_sign(&k, "GET", 3, "/v1/x", 5, 1000, NULL, 0, plain), 0);
+	cr_assert_str_neq(h, plain, "a principal changes the signature");
+	cr_assert_eq(ck_verify_principal(&k, "GET", 3, "/v1/x", 5, NULL, 0, who, strlen(who), h, strlen(h), 1000, 30),
+		     CK_OK);
+	/* removed, altered, or added to a signature made without it */
+	cr_assert_eq(ck_verify(&k, "GET", 3, "/v1/x", 5, NULL, 0, h, strlen(h), 1000, 30), CK_E_MISMATCH);
+	const char *other = "v1 k=key_a e=platform s=1f t=1 r=3 st=2 c=- q=10";
+	cr_assert_eq(ck_verify_principal(&k, "GET", 3, "/v1/x", 5, NULL, 0, other, strlen(other), h, strlen(h), 1000,
+					 30), CK_E_MISMATCH);
+	cr_assert_eq(ck_verify_principal(&k, "GET", 3, "/v1/x", 5, NULL, 0, who, strlen(who), plain, strlen(plain),
+					 1000, 30), CK_E_MISMATCH);
+	/* the bound: CK_PRINCIPAL_MAX bytes sign, one more does not */
+	static char big[CK_PRINCIPAL_MAX + 2];
+	memset(big, 'a', CK_PRINCIPAL_MAX + 1);
+	cr_assert_eq(ck_sign_principal(&k, "GET", 3, "/v1/x", 5, 1000, NULL, 0, big, CK_PRINCIPAL_MAX, h), 0);
+	cr_assert_eq(ck_sign_principal(&k, "GET", 3, "/v1/x", 5, 1000, NULL, 0, big, CK_PRINCIPAL_MAX + 1, h), -1);
+}
+
+WM_TEST(cluster_auth, a_principal_round_trips_in_one_wire_form)
+{
+	struct principal w;
+	memset(&w, 0, sizeof(w));
+	snprintf(w.key_id, sizeof(w.key_id), "key_01ABCDEF");
+	snprintf(w.entity_id, sizeof(w.entity_id), "ptn_01XYZ");
+	snprintf(w.channel_id, sizeof(w.channel_id), "chn_01Q");
+	w.scopes = 0x80000001u;
+	w.kind = 2;
+	w.roles = 5;
+	w.status = 3;
+	char out[PRINCIPAL_MAX];
+	int n = principal_encode(&w, 4294967295u, out);
+	cr_assert_gt(n, 0);
+	cr_assert_str_eq(out, "v1 k=key_01ABCDEF e=ptn_01XYZ s=80000001 t=2 r=5 st=3 c=chn_01Q q=4294967295");
+	struct principal d;
+	uint32_t q = 0;
+	cr_assert_eq(principal_decode(out, (size_t)n, &d, &q), 0);
+	cr_assert_str_eq(d.key_id, w.key_id);
+	cr_assert_str_eq(d.entity_id, w.entity_id);
+	cr_assert_str_eq(d.channel_id, w.channel_id);
+	cr_assert_eq(d.scopes, w.scopes);
+	cr_assert_eq(d.kind, 2);
+	cr_assert_eq(d.roles, 5);
+	cr_assert_eq(d.status, 3);
+	cr_assert_eq(q, 4294967295u);
+	cr_assert(d.authenticated);
+	cr_assert_not(d.is_platform);
+	const char *plat = "v1 k=key_a e=platform s=1 t=0 r=0 st=0 c=- q=0";
+	cr_assert_eq(principal_decode(plat, strlen(plat), &d, &q), 0);
+	cr_assert(d.is_platform);
+	cr_assert_str_eq(d.channel_id, "");
+}
+
+WM_TEST(cluster_auth, a_principal_not_in_its_wire_form_is_refused)
+{
+	static const char *const bad[] = {
+		"",
+		"v2 k=key_a e=ptn_b s=1 t=0 r=0 st=0 c=- q=0",         /* version */
+		"v1 e=ptn_b k=key_a s=1 t=0 r=0 st=0 c=- q=0",         /* order */
+		"v1 k=key_a e=ptn_b s=1 t=0 r=0 st=0 c=- q=00",        /* leading zero */
+		"v1 k=key_a e=ptn_b s=1 t=256 r=0 st=0 c=- q=0",       /* t past uint8 */
+		"v1 k=key_a e=ptn_b s=100000000 t=0 r=0 st=0 c=- q=0", /* s past 32 bits */
+		"v1 k=key_a e=ptn_b s=1 t=0 r=0 st=0 c=- q=4294967296", /* q past uint32 */
+		"v1 k=key a e=ptn_b s=1 t=0 r=0 st=0 c=- q=0",         /* a space in an id */
+		"v1 k= e=ptn_b s=1 t=0 r=0 st=0 c=- q=0",              /* empty id */
+		"v1 k=key_a e=ptn_b s=1 t=0 r=0 st=0 c=- q=0 ",        /* trailing byte */
+		"v1 k=key_a e=ptn_b s=1 t=0 r=0 st=0 c=- q=",          /* missing number */
+		"v1 k=key_a e=ptn_b s=1 t=0 r=0 st=0 c=-",             /* truncated */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct principal d;
+		uint32_t q;
+		cr_assert_eq(principal_decode(bad[i], strlen(bad[i]), &d, &q), -1, "accepted \"%s\"", bad[i]);
+	}
+	/* an id at its bound (ID_MAX_LEN - 1 bytes) and past it */
+	char id[ID_MAX_LEN + 1], v[PRINCIPAL_MAX];
+	memset(id, 'a', ID_MAX_LEN - 1);
+	id[ID_MAX_LEN - 1] = 0;
+	snprintf(v, sizeof(v), "v1 k=%s e=ptn_b s=1 t=0 r=0 st=0 c=- q=0", id);
+	struct principal d;
+	uint32_t q;
+	cr_assert_eq(principal_decode(v, strlen(v), &d, &q), 0);
+	snprintf(v, sizeof(v), "v1 k=%sa e=ptn_b s=1 t=0 r=0 st=0 c=- q=0", id);
+	cr_assert_eq(principal_decode(v, strlen(v), &d, &q), -1);
+}

@@ -36,7 +36,7 @@ static void cluster_with_router(struct wm_cluster *c)
 	wm_cluster_init(c, 3);
 	static const char *const rate[] = {"--key-rate-rps", "1000000", "--key-rate-burst", "1000000", NULL};
 	for (int i = 0; rate[i]; i++)
-		c->extra[i] = rate[i];
+		c->extra[i] = c->router_extra[i] = rate[i]; /* the router checks rates (shard-router/edge.h) */
 	wm_cluster_start_all(c);
 	cr_assert_eq(wm_cluster_router_start(c), 0, "the router did not start (logs in %s)", c->router_dir);
 }
@@ -117,36 +117,158 @@ WM_TEST(cluster_orders, an_order_runs_on_its_destination_shard, .timeout = 120)
 	wm_cluster_cleanup(&c);
 }
 
-WM_TEST(cluster_orders, stock_on_another_shard_is_409_and_nothing_moves, .timeout = 120)
+/* The order's status read through the router (its destination's shard). */
+static const char *status_of_order(struct oworld *w, const char *id, char *out, size_t n)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/orders/%s", id);
+	json_t *o = ow_get(w, path);
+	snprintf(out, n, "%s", json_string_value(json_object_get(o, "status")));
+	json_decref(o);
+	return out;
+}
+
+/*
+ * An order whose stock lies on another shard than its destination's runs
+ * as a two-phase commit coordinated by the router (DESIGN.md 9): the
+ * answer is the reserved order, the units moved on the stock's shard
+ * (reserved -> allocated, stock.reserved there), nothing is left in doubt,
+ * and the events of the order come in the spec's order.
+ */
+WM_TEST(cluster_orders, stock_on_another_shard_commits_in_two_phases, .timeout = 120)
 {
 	struct wm_cluster c;
 	cluster_with_router(&c);
 	struct oworld w;
 	memset(&w, 0, sizeof(w));
 	/* cellars in FR (shard 1), orders to DE (shard 2) */
-	ow_build(&w, c.router_port, 30, 30, "FR", "DE");
+	ow_build(&w, c.router_port, 30, 0, "FR", "DE");
 	int st;
-	json_t *j = ow_order(&w, 12, NULL, NULL, &st);
-	for (int t = 0; st == 422 && t < 250; t++) { /* until the stock reached shard 2 (see order()) */
-		json_decref(j);
-		usleep(20 * 1000);
-		j = ow_order(&w, 12, NULL, NULL, &st);
+	char id[64] = "";
+	order(&w, 12, &st, id);
+	cr_assert_eq(st, 201);
+	cr_assert(strncmp(id, "ord_DE_", 7) == 0, "%s", id);
+	char s1[32];
+	cr_assert_str_eq(status_of_order(&w, id, s1, sizeof(s1)), "reserved");
+	long long reserved, allocated, on_hand;
+	ow_level(&w, w.lv_est, &reserved, &allocated, &on_hand);
+	cr_assert_eq(allocated, 12, "the FR level's units are allocated to the order");
+	cr_assert_eq(reserved, 0, "nothing stays prepared");
+	/* nothing in doubt anywhere; the router committed one transaction */
+	struct http_resp r;
+	cr_assert_eq(http_do(c.port[1], "GET", "/metrics", NULL, NULL, &r), 0);
+	cr_assert(strstr(r.body, "\nwm_txn_in_doubt 0\n"), "shard 1 in doubt");
+	http_resp_free(&r);
+	cr_assert_eq(http_do(c.router_port, "GET", "/metrics", NULL, NULL, &r), 0);
+	cr_assert(strstr(r.body, "wm_router_txn_total{outcome=\"commit\"} 1\n"), "router: %s", strstr(r.body, "wm_router_txn") ? strstr(r.body, "wm_router_txn") : r.body);
+	http_resp_free(&r);
+	/* the order's events in the spec's order on its shard; stock.reserved
+	 * on the stock's shard, not before order.sourced (the merged list is in
+	 * id order, and ids of two shards made in one millisecond may cross,
+	 * so the times are compared) */
+	json_t *ev = ow_get(&w, "/v1/events?page_size=200");
+	const char *want[] = {"order.placed", "order.paid", "order.confirmed", "order.sourced"};
+	size_t k = 0, i;
+	json_t *e;
+	char sourced_at[40] = "", reserved_at[40] = "";
+	json_array_foreach(json_object_get(ev, "data"), i, e) {
+		const char *type = json_string_value(json_object_get(e, "type"));
+		const char *at = json_string_value(json_object_get(e, "occurred_at"));
+		if (k < 4 && type && !strcmp(type, want[k]))
+			k++;
+		if (type && at && !strcmp(type, "order.sourced"))
+			snprintf(sourced_at, sizeof(sourced_at), "%s", at);
+		if (type && at && !strcmp(type, "stock.reserved"))
+			snprintf(reserved_at, sizeof(reserved_at), "%s", at);
 	}
-	cr_assert_eq(st, 409, "%s", json_dumps(j, 0));
-	cr_assert_str_eq(json_string_value(json_object_get(j, "code")), "cross_shard_not_enabled");
+	json_decref(ev);
+	cr_assert_eq(k, 4, "the order's events are not all there in the spec's order (%zu found)", k);
+	cr_assert_neq(reserved_at[0], 0, "no stock.reserved event");
+	cr_assert_geq(strcmp(reserved_at, sourced_at), 0, "stock.reserved (%s) before order.sourced (%s)", reserved_at,
+		      sourced_at);
+	wm_cluster_cleanup(&c);
+}
+
+/* Cancelling a cross-shard order releases its legs on their shard and
+ * refunds, from the destination (its compensation), idempotently. */
+WM_TEST(cluster_orders, a_cross_shard_order_cancels_on_every_shard, .timeout = 120)
+{
+	struct wm_cluster c;
+	cluster_with_router(&c);
+	struct oworld w;
+	memset(&w, 0, sizeof(w));
+	ow_build(&w, c.router_port, 30, 0, "FR", "DE");
+	int st;
+	char id[64] = "", path[160];
+	order(&w, 12, &st, id);
+	cr_assert_eq(st, 201);
+	snprintf(path, sizeof(path), "/v1/orders/%s/cancel", id);
+	json_t *o = tc_expect(c.router_port, "POST", path, w.ksel, "{}", 200);
+	cr_assert_str_eq(json_string_value(json_object_get(o, "status")), "cancelled");
+	json_decref(o);
+	long long reserved = -1, allocated = -1, on_hand = -1;
+	int compensated = 0;
+	const char *pay = NULL;
+	char payc[32] = "";
+	snprintf(path, sizeof(path), "/v1/orders/%s", id);
+	for (int t = 0; t < 200 && !(allocated == 0 && compensated); t++) {
+		ow_level(&w, w.lv_est, &reserved, &allocated, &on_hand);
+		json_t *g = ow_get(&w, path);
+		compensated = json_is_true(json_object_get(json_object_get(g, "saga"), "compensated"));
+		pay = json_string_value(json_object_get(json_object_get(g, "payment"), "state"));
+		snprintf(payc, sizeof(payc), "%s", pay ? pay : "");
+		json_decref(g);
+		if (!(allocated == 0 && compensated))
+			usleep(50 * 1000);
+	}
+	cr_assert_eq(allocated, 0, "the FR units went back");
+	cr_assert_eq(reserved, 0);
+	cr_assert(compensated, "the order is marked compensated");
+	cr_assert_str_eq(payc, "refunded");
+	/* a second cancel changes nothing */
+	snprintf(path, sizeof(path), "/v1/orders/%s/cancel", id);
+	tc_expect_code(c.router_port, "POST", path, w.ksel, "{}", 409, "invalid_order_state");
+	ow_level(&w, w.lv_est, &reserved, &allocated, &on_hand);
+	cr_assert_eq(allocated + reserved, 0);
+	wm_cluster_cleanup(&c);
+}
+
+/* A leg the source shard cannot hold (its true ATP is lower than the
+ * destination's replica said): every participant votes, the order fails
+ * insufficient_stock, nothing is held, nothing charged. */
+WM_TEST(cluster_orders, a_short_leg_aborts_the_two_phases_and_nothing_moves, .timeout = 120)
+{
+	struct wm_cluster c;
+	cluster_with_router(&c);
+	struct oworld w;
+	memset(&w, 0, sizeof(w));
+	ow_build(&w, c.router_port, 30, 0, "FR", "DE");
+	int st;
+	char id[64] = "";
+	order(&w, 12, &st, id);
+	cr_assert_eq(st, 201);
+	/* take the rest away at the source, straight at shard 1 (signed),
+	 * so the destination's replica may still show it */
+	char body[512], path[128];
+	snprintf(body, sizeof(body), "{\"txn\":\"r0:ord_THIEF\",\"holds\":[{\"hold_id\":\"r0:ord_THIEF.H1\","
+		 "\"level_id\":\"%s\",\"qty\":18}]}", w.lv_est);
+	struct http_resp r;
+	cr_assert_eq(wm_cluster_do(&c, 1, "POST", "/internal/txn/prepare", body, &r), 0);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	http_resp_free(&r);
+	json_t *j = ow_order(&w, 6, NULL, NULL, &st);
+	cr_assert(st == 409 || st == 422, "%d %s", st, json_dumps(j, 0));
+	if (st == 409) {
+		cr_assert_str_eq(json_string_value(json_object_get(j, "code")), "insufficient_stock");
+		json_t *o = json_object_get(j, "order");
+		cr_assert_str_eq(json_string_value(json_object_get(o, "status")), "failed");
+		snprintf(path, sizeof(path), "%s", json_string_value(json_object_get(o, "id")));
+	}
 	json_decref(j);
 	long long reserved, allocated, on_hand;
 	ow_level(&w, w.lv_est, &reserved, &allocated, &on_hand);
-	cr_assert_eq(reserved + allocated, 0);
-	ow_level(&w, w.lv_stk, &reserved, &allocated, &on_hand);
-	cr_assert_eq(reserved + allocated, 0);
-	/* no order stored anywhere, no charge */
-	json_t *l = ow_get(&w, "/v1/orders");
-	cr_assert_eq(json_array_size(json_object_get(l, "data")), 0);
-	json_decref(l);
-	l = ow_get(&w, "/v1/admin/payments");
-	cr_assert_eq(json_array_size(json_object_get(l, "data")), 0);
-	json_decref(l);
+	cr_assert_eq(reserved, 18, "only the other transaction's hold is prepared");
+	cr_assert_eq(allocated, 12);
 	wm_cluster_cleanup(&c);
 }
 
@@ -433,5 +555,73 @@ WM_TEST(cluster_orders, a_key_revoked_at_the_home_stops_everywhere, .timeout = 6
 	cr_assert_eq(st, 401, "shard 1 still accepts the revoked key after 10 s");
 	cr_log_info("revocation reached shard 1 in %llu ms (measured from the revoke's answer)",
 		    (unsigned long long)(wall_ms_test() - t0));
+	/* revoked at the home by another way than this router (as another
+	 * router would): this router stops it within its replica's lag */
+	char body[160], key2[128], kid2[64];
+	snprintf(body, sizeof(body), "{\"entity_id\":\"%s\"}", w.sel);
+	json_t *mk = tc_expect(c.router_port, "POST", "/api/keys", NULL, body, 201);
+	snprintf(key2, sizeof(key2), "%s", tc_jstr(mk, "key"));
+	snprintf(kid2, sizeof(kid2), "%s", tc_jstr(mk, "id"));
+	json_decref(mk);
+	cr_assert_eq(call_code(c.router_port, "POST", "/v1/orders/quote-calculate", key2, quote, code, sizeof(code)),
+		     200, "a key minted through the router works through it at once: %s", code);
+	snprintf(path, sizeof(path), "/api/keys/%s/revoke", kid2);
+	struct http_resp r;
+	cr_assert_eq(wm_cluster_do(&c, 0, "POST", path, NULL, &r), 0);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	http_resp_free(&r);
+	t0 = wall_ms_test();
+	for (st = 0; st != 401 && wall_ms_test() - t0 < 10000;) {
+		st = call_code(c.router_port, "POST", "/v1/orders/quote-calculate", key2, quote, code, sizeof(code));
+		if (st != 401)
+			usleep(1000);
+	}
+	cr_assert_eq(st, 401, "the router still accepts a key revoked at the home after 10 s");
+	cr_assert_str_eq(code, "key_revoked");
+	cr_log_info("a revocation at the home reached the router's edge in %llu ms",
+		    (unsigned long long)(wall_ms_test() - t0));
+	wm_cluster_cleanup(&c);
+}
+
+/*
+ * A shard takes the caller from the router's X-WM-Principal only when the
+ * request's signature covers it: the same header under a signature made
+ * without it is a 401, under one that covers it the shard serves the
+ * principal's view without any key.
+ */
+WM_TEST(cluster_orders, a_principal_the_signature_does_not_cover_is_refused, .timeout = 60)
+{
+	struct wm_cluster c;
+	cluster_with_router(&c);
+	static const char target[] = "/v1/orders?page_size=1";
+	static const char who[] = "v1 k=key_platformtest e=platform s=ffffffff t=0 r=0 st=0 c=- q=4294967295";
+	char sig[CK_HEADER_MAX], h[1024];
+	/* signed without the principal, principal added: refused */
+	cr_assert_eq(ck_sign(&c.key, "GET", 3, target, strlen(target), (int64_t)time(NULL), NULL, 0, sig), 0);
+	snprintf(h, sizeof(h), CK_HEADER_NAME ": %s\r\nX-WM-Principal: %s\r\nAuthorization: Bearer not-a-key\r\n", sig, who);
+	struct http_resp r;
+	cr_assert_eq(http_do(c.port[1], "GET", target, h, NULL, &r), 0);
+	cr_assert_eq(r.status, 401, "%d %s", r.status, r.body);
+	cr_assert(strstr(r.body, "cluster_signature_required"), "%s", r.body);
+	http_resp_free(&r);
+	/* signed with it: served (the bearer token is not even looked at), rows
+	 * reported to the router */
+	cr_assert_eq(ck_sign_principal(&c.key, "GET", 3, target, strlen(target), (int64_t)time(NULL), NULL, 0, who,
+				       strlen(who), sig), 0);
+	snprintf(h, sizeof(h), CK_HEADER_NAME ": %s\r\nX-WM-Principal: %s\r\nAuthorization: Bearer not-a-key\r\n", sig, who);
+	cr_assert_eq(http_do(c.port[1], "GET", target, h, NULL, &r), 0);
+	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+	char v[32];
+	cr_assert_eq(http_header(&r, "X-WM-Rows", v, sizeof(v)), 1, "the shard reports the rows it returned");
+	cr_assert_str_eq(v, "0");
+	http_resp_free(&r);
+	/* a principal that is not in its wire form, signed: 400, never a guess */
+	static const char bad[] = "v1 k=key_x e=platform s=ff";
+	cr_assert_eq(ck_sign_principal(&c.key, "GET", 3, target, strlen(target), (int64_t)time(NULL), NULL, 0, bad,
+				       strlen(bad), sig), 0);
+	snprintf(h, sizeof(h), CK_HEADER_NAME ": %s\r\nX-WM-Principal: %s\r\nAuthorization: Bearer not-a-key\r\n", sig, bad);
+	cr_assert_eq(http_do(c.port[1], "GET", target, h, NULL, &r), 0);
+	cr_assert_eq(r.status, 400, "%d %s", r.status, r.body);
+	http_resp_free(&r);
 	wm_cluster_cleanup(&c);
 }

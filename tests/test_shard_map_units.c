@@ -73,7 +73,7 @@ WM_TEST(shard_map, each_kind_of_error_names_file_and_line)
 	refused("version -1\n", "map.conf:1: expected \"version N\" with N a positive integer");
 	refused("version 1 2\n", "map.conf:1: expected \"version N\" with N a positive integer");
 	refused("version 18446744073709551616\n", "map.conf:1: expected \"version N\" with N a positive integer");
-	refused("version 1\nshards 0 a:1 FR\n", "map.conf:2: unknown directive \"shards\" (expected version or shard)");
+	refused("version 1\nshards 0 a:1 FR\n", "map.conf:2: unknown directive \"shards\" (expected version, shard or router)");
 	refused("version 1\nshard 0\n", "map.conf:2: expected \"shard ID HOST:PORT COUNTRY...\"");
 	refused("version 1\nshard x a:1 FR\n", "map.conf:2: shard id \"x\" is not an integer 0..63");
 	refused("version 1\nshard 0 a:1 fr\n",
@@ -182,4 +182,19 @@ WM_TEST(shard_map, load_from_a_file)
 	unlink(path);
 	cr_assert_eq(smap_load(path, NULL, 0, &map, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "No such file"), "%s", err);
+}
+
+/* `router ID HOST:PORT`: the coordinators a participant in doubt asks. */
+WM_TEST(shard_map, router_lines_name_the_coordinators)
+{
+	cr_assert_eq(parse("version 1\nshard 0 127.0.0.1:9100 FR\nrouter 0 127.0.0.1:9000\nrouter 15 127.0.0.1:9015\n",
+			   NULL, 0), 0, "%s", err);
+	cr_assert_str_eq(map.routers[0], "127.0.0.1:9000");
+	cr_assert_str_eq(map.routers[15], "127.0.0.1:9015");
+	cr_assert_str_eq(map.routers[1], "");
+	refused("version 1\nshard 0 127.0.0.1:9100 FR\nrouter 16 127.0.0.1:9000\n", "map.conf:3: router id \"16\" is not an integer 0..15");
+	refused("version 1\nshard 0 127.0.0.1:9100 FR\nrouter 0 127.0.0.1:9000\nrouter 0 127.0.0.1:9001\n",
+		"map.conf:4: router 0 is already defined");
+	refused("version 1\nshard 0 127.0.0.1:9100 FR\nrouter 0 nowhere\n", "map.conf:3: router 0: address \"nowhere\" is not HOST:PORT");
+	refused("version 1\nshard 0 127.0.0.1:9100 FR\nrouter 0\n", "map.conf:3: expected \"router ID HOST:PORT\"");
 }

@@ -31,7 +31,7 @@
 
 #include "net/hex.h"
 
-#define CK_SIGNED_MAX (16 + 4096 + 24 + 64 + 8) /* method, path, ts, body hash, separators */
+#define CK_SIGNED_MAX (16 + 4096 + 24 + 64 + CK_PRINCIPAL_MAX + 8) /* method, path, ts, body hash, principal, separators */
 #define CK_PATH_MAX 4096
 
 int ck_load(const char *path, struct cluster_key *k, char *err, size_t errlen)
@@ -77,9 +77,10 @@ int ck_load(const char *path, struct cluster_key *k, char *err, size_t errlen)
 
 /* The raw MAC of a request into mac (32 bytes); 0 or -1. */
 static int ck_mac(const struct cluster_key *k, const char *method, size_t method_len, const char *path,
-		  size_t path_len, int64_t ts, const void *body, size_t body_len, uint8_t mac[32])
+		  size_t path_len, int64_t ts, const void *body, size_t body_len, const char *principal,
+		  size_t principal_len, uint8_t mac[32])
 {
-	if (method_len > 16 || path_len > CK_PATH_MAX)
+	if (method_len > 16 || path_len > CK_PATH_MAX || principal_len > CK_PRINCIPAL_MAX)
 		return -1;
 	uint8_t h[SHA256_DIGEST_LENGTH];
 	if (!SHA256(body_len ? body : (const void *)"", body_len, h))
@@ -94,6 +95,11 @@ static int ck_mac(const struct cluster_key *k, const char *method, size_t method
 	n += (size_t)snprintf(msg + n, sizeof(msg) - n, "\n%lld\n", (long long)ts);
 	hex_encode(h, SHA256_DIGEST_LENGTH, msg + n);
 	n += 2 * SHA256_DIGEST_LENGTH;
+	if (principal_len) { /* the hex digest is fixed-length: no ambiguity */
+		msg[n++] = '\n';
+		memcpy(msg + n, principal, principal_len);
+		n += principal_len;
+	}
 	unsigned ml = 0;
 	return HMAC(EVP_sha256(), k->secret, (int)k->len, (const uint8_t *)msg, n, mac, &ml) && ml == 32 ? 0 : -1;
 }
@@ -101,8 +107,15 @@ static int ck_mac(const struct cluster_key *k, const char *method, size_t method
 int ck_sign(const struct cluster_key *k, const char *method, size_t method_len, const char *path, size_t path_len,
 	    int64_t ts, const void *body, size_t body_len, char out[CK_HEADER_MAX])
 {
+	return ck_sign_principal(k, method, method_len, path, path_len, ts, body, body_len, NULL, 0, out);
+}
+
+int ck_sign_principal(const struct cluster_key *k, const char *method, size_t method_len, const char *path,
+		      size_t path_len, int64_t ts, const void *body, size_t body_len, const char *principal,
+		      size_t principal_len, char out[CK_HEADER_MAX])
+{
 	uint8_t mac[32];
-	if (ts < 0 || ck_mac(k, method, method_len, path, path_len, ts, body, body_len, mac))
+	if (ts < 0 || ck_mac(k, method, method_len, path, path_len, ts, body, body_len, principal, principal_len, mac))
 		return -1;
 	int n = snprintf(out, CK_HEADER_MAX, "t=%lld,v1=", (long long)ts);
 	hex_encode(mac, sizeof(mac), out + n);
@@ -134,11 +147,19 @@ static int parse_header(const char *h, size_t len, int64_t *ts, uint8_t mac[32])
 int ck_verify(const struct cluster_key *k, const char *method, size_t method_len, const char *path, size_t path_len,
 	      const void *body, size_t body_len, const char *hdr, size_t hdr_len, int64_t now, int64_t max_skew_s)
 {
+	return ck_verify_principal(k, method, method_len, path, path_len, body, body_len, NULL, 0, hdr, hdr_len, now,
+				   max_skew_s);
+}
+
+int ck_verify_principal(const struct cluster_key *k, const char *method, size_t method_len, const char *path,
+			size_t path_len, const void *body, size_t body_len, const char *principal,
+			size_t principal_len, const char *hdr, size_t hdr_len, int64_t now, int64_t max_skew_s)
+{
 	int64_t ts;
 	uint8_t got[32], want[32];
 	if (!hdr || parse_header(hdr, hdr_len, &ts, got))
 		return CK_E_MALFORMED;
-	if (ck_mac(k, method, method_len, path, path_len, ts, body, body_len, want))
+	if (ck_mac(k, method, method_len, path, path_len, ts, body, body_len, principal, principal_len, want))
 		return CK_E_INTERNAL;
 	int match = CRYPTO_memcmp(got, want, sizeof(want)) == 0;
 	int64_t d = ts > now ? ts - now : now - ts;

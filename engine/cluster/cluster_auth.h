@@ -28,6 +28,7 @@
 #define CK_HEADER_MAX 96         /* "t=" + 20 digits + ",v1=" + 64 hex + NUL fits */
 #define CK_HEADER_NAME "X-WM-Signature"
 #define CK_DEFAULT_SKEW_S 30     /* how far the sender's clock may be from ours */
+#define CK_PRINCIPAL_MAX 512     /* bytes of a signed principal header value */
 
 struct cluster_key {
 	uint8_t secret[CK_SECRET_MAX];
@@ -50,6 +51,20 @@ int ck_load(const char *path, struct cluster_key *k, char *err, size_t errlen);
  * bytes, NUL-terminated); 0, or -1 if the MAC could not be computed. */
 int ck_sign(const struct cluster_key *k, const char *method, size_t method_len, const char *path, size_t path_len,
 	    int64_t ts, const void *body, size_t body_len, char out[CK_HEADER_MAX]);
+
+/*
+ * The same, covering the principal a router forwards with a partner
+ * request (X-WM-Principal, engine/edge/principal.h): the MAC input gets
+ * "\n" PRINCIPAL appended when principal_len > 0, so a principal can be
+ * neither added, removed nor altered without the secret.  At most
+ * CK_PRINCIPAL_MAX bytes (else -1 / CK_E_INTERNAL).
+ */
+int ck_sign_principal(const struct cluster_key *k, const char *method, size_t method_len, const char *path,
+		      size_t path_len, int64_t ts, const void *body, size_t body_len, const char *principal,
+		      size_t principal_len, char out[CK_HEADER_MAX]);
+int ck_verify_principal(const struct cluster_key *k, const char *method, size_t method_len, const char *path,
+			size_t path_len, const void *body, size_t body_len, const char *principal,
+			size_t principal_len, const char *hdr, size_t hdr_len, int64_t now, int64_t max_skew_s);
 
 /* Check a received header value (hdr_len bytes, not NUL-terminated) for the
  * request, at time now with the allowed skew in seconds: an enum ck_result. */

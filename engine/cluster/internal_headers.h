@@ -17,6 +17,25 @@
 /* shard -> router, on a response that changed state: the shard's LSN after
  * it (what read-your-writes waits for). */
 #define WM_H_LSN "X-WM-LSN"
+/* router -> shard: the caller the router authenticated (engine/edge/
+ * principal.h); the request's signature covers it. */
+#define WM_H_PRINCIPAL "X-WM-Principal"
+/* shard -> router, on a request that carried a principal: the rows the
+ * response returned, the cursor span of a list (from, to; absent = none),
+ * and "1" when the record quota refused the read -- what the router charges
+ * and audits (DESIGN.md section 9, "The edge"). */
+#define WM_H_ROWS "X-WM-Rows"
+#define WM_H_SPAN_FROM "X-WM-Span-From"
+#define WM_H_SPAN_TO "X-WM-Span-To"
+#define WM_H_QUOTA_REFUSED "X-WM-Quota-Refused"
+/* router -> destination shard, on POST /v1/orders: "r<router id>", the
+ * router that coordinates the order if its stock lies on other shards
+ * (DESIGN.md 9, two-phase commit). */
+#define WM_H_COORDINATOR "X-WM-Coordinator"
+/* destination shard -> router, with a 202 to such an order: its
+ * transaction id, and its legs "<hold id> <level id> <qty>[,...]". */
+#define WM_H_TXN "X-WM-Txn"
+#define WM_H_TXN_LEGS "X-WM-Txn-Legs"
 /* shard -> router, on a 421: the shard's map version. */
 #define WM_H_MAP_VERSION "X-WM-Map-Version"
 

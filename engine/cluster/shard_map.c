@@ -139,12 +139,30 @@ static int dir_shard(struct smap_ctx *x, char **tok, int n)
 	return 0;
 }
 
+/* "router ID HOST:PORT": a coordinator of cross-shard transactions, where
+ * a participant in doubt asks about a transaction id "r<ID>:..." */
+static int dir_router(struct smap_ctx *x, char **tok, int n)
+{
+	uint64_t id;
+	if (n != 3)
+		return fail(x, "expected \"router ID HOST:PORT\"");
+	if (parse_uint(tok[1], SMAP_MAX_ROUTERS - 1, &id))
+		return fail(x, "router id \"%s\" is not an integer 0..%d", tok[1], SMAP_MAX_ROUTERS - 1);
+	if (x->m->routers[id][0])
+		return fail(x, "router %u is already defined", (unsigned)id);
+	if (!addr_valid(tok[2]))
+		return fail(x, "router %u: address \"%s\" is not HOST:PORT", (unsigned)id, tok[2]);
+	snprintf(x->m->routers[id], sizeof(x->m->routers[id]), "%s", tok[2]);
+	return 0;
+}
+
 static const struct {
 	const char *word;
 	int (*fn)(struct smap_ctx *x, char **tok, int n);
 } directives[] = {
 	{"version", dir_version},
 	{"shard", dir_shard},
+	{"router", dir_router},
 };
 
 /* One line (NUL-terminated, comment already cut): 0 or -1. */
@@ -162,7 +180,7 @@ static int parse_line(struct smap_ctx *x, char *line)
 	for (size_t i = 0; i < sizeof(directives) / sizeof(directives[0]); i++)
 		if (!strcmp(tok[0], directives[i].word))
 			return directives[i].fn(x, tok, n);
-	return fail(x, "unknown directive \"%.40s\" (expected version or shard)", tok[0]);
+	return fail(x, "unknown directive \"%.40s\" (expected version, shard or router)", tok[0]);
 }
 
 /* The rules that span lines, once every line is read. */

@@ -11,6 +11,7 @@
  *     shard 0 127.0.0.1:9100 FR BE LU      # shard 0: the catalogue home
  *     shard 1 127.0.0.1:9101 DE AT CH
  *     shard 2 127.0.0.1:9102 GB IE
+ *     router 0 127.0.0.1:9000                 # optional: 2PC coordinators
  *
  * Exactly one `version` line (a positive integer); one `shard` line per
  * shard: id (0 .. SMAP_MAX_SHARDS-1, unique; ids 0..n-1 all present, 0 is
@@ -19,6 +20,9 @@
  * to exactly one shard, and every country the caller names as required
  * (the countries any reference data prices) must belong to one.  The
  * loader is strict: the first error is reported as FILE:LINE: what.
+ * `router` lines (id 0 .. SMAP_MAX_ROUTERS-1, unique, HOST:PORT) name the
+ * routers that coordinate cross-shard orders: a participant holding a
+ * transaction "r<ID>:<order id>" in doubt asks router ID about it.
  */
 #ifndef WM_SHARD_MAP_H
 #define WM_SHARD_MAP_H
@@ -30,6 +34,7 @@
 #define SMAP_MAX_ADDR 64           /* bytes of HOST:PORT, NUL included */
 #define SMAP_MAX_LINE 4096         /* bytes of one line, newline excluded */
 #define SMAP_MAX_FILE (256u << 10) /* bytes of the whole file */
+#define SMAP_MAX_ROUTERS 16        /* router ids 0..15 */
 
 struct smap_shard {
 	uint32_t id;
@@ -42,6 +47,7 @@ struct shard_map {
 	uint32_t n;                                 /* shards; ids are 0..n-1 */
 	struct smap_shard shards[SMAP_MAX_SHARDS];  /* indexed by id */
 	uint8_t owner[26 * 26];                     /* country -> id + 1; 0 = none */
+	char routers[SMAP_MAX_ROUTERS][SMAP_MAX_ADDR]; /* coordinator addresses by id; "" = none */
 };
 
 /*

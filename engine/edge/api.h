@@ -67,6 +67,9 @@ struct api_ctx {
 	int internal;                   /* an /internal/ route (cluster mode, signed) */
 	int cluster_signed;             /* cluster mode: the request carried a valid signature */
 	int fanout;                     /* signed, with X-WM-Fanout: lists add "_cursors" (api_list_source) */
+	const struct http_header *principal_hdr; /* signed X-WM-Principal: the router did the edge */
+	int forwarded;                  /* who came from the router's principal (auth_forwarded) */
+	uint32_t fwd_quota_left;        /* ... with the rows its record quota still allows */
 	/* what a read returned, for the audit and the record quota */
 	uint32_t rows_returned;
 	int quota_refused;              /* the read was refused by the record quota */

@@ -18,6 +18,13 @@
  * Rate limiting comes before the scope and action checks so that probing
  * what a key may do is itself limited.
  *
+ * In a cluster this runs at the router (shard-router/edge.c), on its
+ * replica of partners and keys, and the shard that serves the request
+ * takes the caller from the signed X-WM-Principal instead (auth_forwarded):
+ * steps 5 and 6 again, as a guard, but no bucket and no quota window --
+ * the record quota left comes with the principal, and the rows the shard
+ * returned go back to the router, which charges them.
+ *
  * Runtime state -- token buckets, record-quota windows, read volume for
  * the audit alert -- is kept in two hash maps beside the tables (by key id,
  * by entity id).  It is deliberately not persisted: a restart refills the
@@ -37,6 +44,7 @@
 #include <strings.h>
 
 #include "engine/edge/key.h"
+#include "engine/edge/principal.h"
 #include "engine/base/log.h"
 
 #define QUOTA_SLOTS 24
@@ -241,23 +249,11 @@ static int identify(struct api_ctx *c)
 	return 0;
 }
 
-int auth_request(struct api_ctx *c)
+/* The route's scope on the key, the action for the entity: 0, or -1 with
+ * the 403 written. */
+static int route_allowed(struct api_ctx *c)
 {
 	const struct route *r = c->route;
-	if (identify(c))
-		return -1;
-	struct auth_state *a = state(c->sh);
-	struct key_rt *rt = a ? rt_get(&a->keys, c->who.key_id, sizeof(struct key_rt)) : NULL;
-	if (!rt) {
-		api_error(c, 503, "out_of_memory", "the service cannot take this request now");
-		return -1;
-	}
-	int64_t wait = rate_take(c, rt);
-	if (wait) {
-		buf_printf(&c->rs->headers, "Retry-After: %lld\r\n", (long long)wait);
-		api_error(c, 429, "rate_limited", "this API key is over its request rate; retry after Retry-After seconds");
-		return -1;
-	}
 	if (!(c->who.scopes & SCOPE_BIT(r->scope))) {
 		forbidden_scope(c, scope_defs[r->scope].name);
 		return -1;
@@ -275,12 +271,43 @@ int auth_request(struct api_ctx *c)
 	return 0;
 }
 
+int auth_forwarded(struct api_ctx *c)
+{
+	const struct http_header *h = c->principal_hdr;
+	if (!h || principal_decode(h->value, h->value_len, &c->who, &c->fwd_quota_left)) {
+		memset(&c->who, 0, sizeof(c->who));
+		api_error(c, 400, "bad_principal", "the router's principal header is not in its wire form");
+		return -1;
+	}
+	c->forwarded = 1;
+	return route_allowed(c);
+}
+
+int auth_request(struct api_ctx *c)
+{
+	if (identify(c))
+		return -1;
+	struct auth_state *a = state(c->sh);
+	struct key_rt *rt = a ? rt_get(&a->keys, c->who.key_id, sizeof(struct key_rt)) : NULL;
+	if (!rt) {
+		api_error(c, 503, "out_of_memory", "the service cannot take this request now");
+		return -1;
+	}
+	int64_t wait = rate_take(c, rt);
+	if (wait) {
+		buf_printf(&c->rs->headers, "Retry-After: %lld\r\n", (long long)wait);
+		api_error(c, 429, "rate_limited", "this API key is over its request rate; retry after Retry-After seconds");
+		return -1;
+	}
+	return route_allowed(c);
+}
+
 /* ---- record quota ----------------------------------------------------- */
 
 static struct entity_rt *quota_rt(struct api_ctx *c)
 {
-	if (!c->who.authenticated || c->who.is_platform)
-		return NULL;
+	if (!c->who.authenticated || c->who.is_platform || c->forwarded)
+		return NULL; /* forwarded: the router keeps the window */
 	struct auth_state *a = state(c->sh);
 	return a ? rt_get(&a->entities, c->who.entity_id, sizeof(struct entity_rt)) : NULL;
 }
@@ -298,6 +325,8 @@ static uint64_t quota_used(const struct entity_rt *e, uint64_t now_slot)
 
 uint32_t auth_quota_left(struct api_ctx *c)
 {
+	if (c->forwarded)
+		return c->fwd_quota_left; /* the router's figure (principal.h) */
 	if (!c->who.authenticated || c->who.is_platform)
 		return UINT32_MAX;
 	struct entity_rt *e = quota_rt(c);

@@ -20,6 +20,16 @@
  */
 int auth_request(struct api_ctx *c);
 
+/*
+ * For a route that needs a key, in cluster mode, when the router already
+ * authenticated the caller: take c->who from the signed X-WM-Principal
+ * (c->principal_hdr) and check the route's scope and action against it
+ * (the router checked them too; this keeps a shard from ever running a
+ * handler for a principal that may not).  No rate bucket, no quota window
+ * here: the router keeps them.  0, or -1 with the problem written.
+ */
+int auth_forwarded(struct api_ctx *c);
+
 
 /* Runtime state (buckets, windows) lives outside the tables: it is not
  * persisted.  Created lazily; freed by shard_close() through sh->auth_free,

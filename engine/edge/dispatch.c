@@ -29,6 +29,7 @@
 #include "engine/edge/etag.h"
 #include "engine/edge/idem.h"
 #include "engine/edge/park.h"
+#include "engine/edge/principal.h"
 
 /* ---- routing ----------------------------------------------------------- */
 
@@ -99,6 +100,22 @@ static void run_write(struct api_ctx *c)
 		nospace_error(c);
 }
 
+/* A request the router authenticated: what the router charges to the
+ * record quota and writes in its audit (internal_headers.h). */
+static void report_read(struct api_ctx *c)
+{
+	if (api_is_write(c->route->method))
+		return;
+	struct buf *hb = &c->rs->headers;
+	buf_printf(hb, WM_H_ROWS ": %u\r\n", c->rows_returned);
+	if (c->span_from[0])
+		buf_printf(hb, WM_H_SPAN_FROM ": %s\r\n", c->span_from);
+	if (c->span_to[0])
+		buf_printf(hb, WM_H_SPAN_TO ": %s\r\n", c->span_to);
+	if (c->quota_refused)
+		buf_puts(hb, WM_H_QUOTA_REFUSED ": 1\r\n");
+}
+
 /*
  * The request pipeline of a routed request: identity (key, scope, action,
  * rate) -> idempotency (writes) -> If-Match (writes, etag.c) -> space
@@ -116,7 +133,8 @@ static void api_run(struct api_ctx *c)
 			r->fn(c);
 		return;
 	}
-	if (auth_request(c) == 0) {
+	int authed = c->principal_hdr ? auth_forwarded(c) : auth_request(c);
+	if (authed == 0) {
 		int ran = 1;
 		if (api_is_write(r->method) && !(r->flags & ROUTE_F_OWN_IDEM)) {
 			ran = idem_begin(c) == 0;
@@ -134,7 +152,9 @@ static void api_run(struct api_ctx *c)
 			etag_stamp(c); /* not on a replay: its body is the stored one */
 	}
 	api_take_reveals(c);
-	if (c->who.authenticated && !api_is_write(r->method))
+	if (c->forwarded)
+		report_read(c);
+	else if (c->who.authenticated && !api_is_write(r->method))
 		audit_read(c);
 }
 
@@ -149,8 +169,13 @@ static int cluster_signed(struct api_ctx *c)
 	const struct http_header *sig = http_find_header(h, CK_HEADER_NAME);
 	if (!sig)
 		return 0;
-	return ck_verify(c->sh->ckey, h->method_str, h->method_len, h->target, h->target_len, h->body, h->body_len,
-			 sig->value, sig->value_len, (int64_t)time(NULL), CK_DEFAULT_SKEW_S) == CK_OK;
+	const struct http_header *p = http_find_header(h, WM_H_PRINCIPAL);
+	if (ck_verify_principal(c->sh->ckey, h->method_str, h->method_len, h->target, h->target_len, h->body,
+				h->body_len, p ? p->value : NULL, p ? p->value_len : 0, sig->value, sig->value_len,
+				(int64_t)time(NULL), CK_DEFAULT_SKEW_S) != CK_OK)
+		return 0;
+	c->principal_hdr = p; /* covered by the signature: the router did the edge */
+	return 1;
 }
 
 /* 421: the request is for data another shard owns; the map version tells
@@ -267,8 +292,14 @@ void api_handle(void *app, const struct srv_request *rq, struct srv_response *rs
 	} else {
 		c.route = r;
 		rs->route = r->pattern;
-		if (c.internal)
-			r->fn(&c); /* signed by the cluster: no partner identity */
+		if (c.internal) {
+			/* signed by the cluster; a router may name the caller
+			 * whose view an answer is written in (order_txn.c) */
+			if (c.principal_hdr && principal_decode(c.principal_hdr->value, c.principal_hdr->value_len,
+								&c.who, &c.fwd_quota_left) == 0)
+				c.forwarded = 1;
+			r->fn(&c);
+		}
 		else
 			api_run(&c);
 	}

@@ -95,7 +95,9 @@
 #include "engine/catalogue/partner.h"
 #include "engine/orders/payment.h"
 #include "engine/catalogue/wine.h"
+#include "engine/cluster/internal_headers.h"
 #include "engine/cluster/shard_map.h"
+#include "engine/stock/txn_part.h"
 #include "net/hex.h"
 
 const char *const order_status_names[] = {"draft",     "placed",    "paid",	 "confirmed", "sourced",
@@ -335,6 +337,20 @@ const struct order *order_get(struct shard *sh, const char *id, size_t len)
 	return order_state_get(sh, id, len) ? (const struct order *)table_get(&sh->tables[REC_T_ORDER], id, len) : NULL;
 }
 
+int order_txn_of(const struct order *o, char *out, size_t size)
+{
+	if (!o->n_legs || !strchr(o->legs[0].hold_id, ':'))
+		return 0;
+	const char *dot = strrchr(o->legs[0].hold_id, '.');
+	size_t n = dot ? (size_t)(dot - o->legs[0].hold_id) : strlen(o->legs[0].hold_id);
+	if (out && size) {
+		n = n < size - 1 ? n : size - 1;
+		memcpy(out, o->legs[0].hold_id, n);
+		out[n] = 0;
+	}
+	return 1;
+}
+
 const char *order_owning_hold(struct shard *sh, const char *hold_id)
 {
 	const char *dot = strrchr(hold_id, '.');
@@ -465,6 +481,7 @@ struct capture {
 	int channel;
 	int pay_method;
 	char order_id[ID_MAX_LEN];
+	char txn[INV_TXN_ID_MAX + 1];  /* cross-shard: "<coordinator>:<order id>" (DESIGN.md 9), "" when local */
 	char now[ORDER_TS_MAX];
 	const struct partner *seller;
 	/* consumer */
@@ -568,34 +585,63 @@ static int build_legs(struct api_ctx *c, struct capture *k)
 }
 
 /*
- * Cluster mode (DESIGN.md 9): every leg's stock must live on this shard
- * (the destination's) -- the level's location country is owned here.  A
- * leg elsewhere needs the two-phase commit of cross-shard orders, which
- * does not exist yet: 409 cross_shard_not_enabled, before anything is
- * stored, held or charged.  0, or -1 with the answer written.
+ * Cluster mode (DESIGN.md 9): does a leg's stock live on another shard
+ * (the level's location country is owned elsewhere)?  Then the order is a
+ * cross-shard transaction that a router coordinates (the request names
+ * one: X-WM-Coordinator, signed): 1.  Without a coordinator it cannot be
+ * taken: 409 cross_shard_not_enabled before anything is stored, held or
+ * charged, -1.  0 when every leg is this shard's.
  */
-static int legs_on_this_shard(struct api_ctx *c, const struct capture *k)
+static int legs_remote(struct api_ctx *c, const struct capture *k, char coordinator[8])
 {
 	const struct shard *sh = c->sh;
 	if (!sh->smap)
 		return 0;
-	for (unsigned i = 0; i < k->n_legs; i++) {
-		char cc[3];
+	const char *elsewhere = NULL;
+	char cc[3];
+	for (unsigned i = 0; i < k->n_legs && !elsewhere; i++) {
 		const char *loc = k->legs[i].lv->location_id;
 		if (!id_country(loc, strlen(loc), cc))
 			continue; /* a location without a country in its id is the shard's own */
 		int owner = smap_owner(sh->smap, cc);
-		if (owner >= 0 && (uint64_t)owner != sh->cfg.shard_id) {
-			char d[200];
-			snprintf(d, sizeof(d),
-				 "the order needs stock in %s, which another shard of the cluster holds; orders across "
-				 "shards are not enabled yet",
-				 cc);
-			api_error(c, 409, "cross_shard_not_enabled", d);
-			return -1;
-		}
+		if (owner >= 0 && (uint64_t)owner != sh->cfg.shard_id)
+			elsewhere = cc;
 	}
-	return 0;
+	if (!elsewhere)
+		return 0;
+	const struct http_header *h = c->cluster_signed ? http_find_header(c->http, WM_H_COORDINATOR) : NULL;
+	if (h && h->value_len >= 2 && h->value_len < 8) {
+		memcpy(coordinator, h->value, h->value_len);
+		coordinator[h->value_len] = 0;
+		char probe[16];
+		snprintf(probe, sizeof(probe), "%s:x", coordinator);
+		if (txn_id_parse(probe) >= 0)
+			return 1;
+	}
+	char d[200];
+	snprintf(d, sizeof(d),
+		 "the order needs stock in %s, which another shard of the cluster holds, and no router coordinates "
+		 "orders across shards here",
+		 elsewhere);
+	api_error(c, 409, "cross_shard_not_enabled", d);
+	return -1;
+}
+
+/* A cross-shard order stored placed: tell the coordinating router its
+ * transaction and legs (internal headers it strips), 202. */
+static void answer_txn_plan(struct api_ctx *c, const struct order *o, const char *txn)
+{
+	struct buf *hb = &c->rs->headers;
+	buf_printf(hb, WM_H_TXN ": %s\r\n" WM_H_TXN_LEGS ": ", txn);
+	for (unsigned i = 0; i < o->n_legs; i++)
+		buf_printf(hb, "%s%s %s %lld", i ? "," : "", o->legs[i].hold_id, o->legs[i].level_id,
+			   (long long)o->legs[i].qty);
+	buf_puts(hb, "\r\n");
+	c->rs->status = 202;
+	jw_obj_begin(&c->w);
+	jw_kstr(&c->w, "order_id", o->row.id);
+	jw_kstr(&c->w, "txn", txn);
+	jw_obj_end(&c->w);
 }
 
 static int64_t div_half_up(int64_t a, int64_t b)
@@ -732,11 +778,11 @@ static void write_legs(struct jw *w, const struct capture *k)
 	jw_arr_begin(w);
 	for (unsigned g = 0; g < k->n_legs; g++) {
 		const struct cap_leg *l = &k->legs[g];
-		char id[64];
+		char id[INV_TXN_ID_MAX + 16]; /* "r<n>:" + an order id + ".H32": well under INV_HOLD_ID_MAX */
 		jw_obj_begin(w);
 		snprintf(id, sizeof(id), "%s.L%u", k->order_id, g + 1);
 		jw_kstr(w, "leg_id", id); /* the leg's status goes here (order_doc) */
-		snprintf(id, sizeof(id), "%s.H%u", k->order_id, g + 1);
+		snprintf(id, sizeof(id), "%s.H%u", k->txn[0] ? k->txn : k->order_id, g + 1);
 		jw_kstr(w, "hold_id", id);
 		jw_kstr(w, "offer_id", l->offer->row.id);
 		jw_kstr(w, "originator_id", l->offer->originator_id);
@@ -1338,7 +1384,7 @@ static const struct order_state_v *cur(struct shard *sh, const struct order *o)
 }
 
 /* The answer to a create (first time or replayed): the order, or why it failed. */
-static void answer_create(struct api_ctx *c, const struct order *o, int replay)
+void order_answer_create(struct api_ctx *c, const struct order *o, int replay)
 {
 	static const struct { uint8_t failure; uint16_t status; const char *title; } fail_http[] = {
 		{OF_INSUFFICIENT_STOCK, 409, "Conflict"},
@@ -1395,7 +1441,7 @@ static int capture_idem(struct api_ctx *c, struct capture *k)
 			  "this Idempotency-Key was already used for a different order request");
 		return 1;
 	}
-	answer_create(c, o, 1);
+	order_answer_create(c, o, 1);
 	return 1;
 }
 
@@ -1411,13 +1457,17 @@ static void order_create(struct api_ctx *c)
 		goto out;
 	parse_capture(c, b, k);
 	k->q = quote_compute(c, b, 1); /* answers every field error at once, ours included */
+	char coordinator[8] = "";
+	int remote;
 	if (!k->q || channel_kind_agrees(c, b, k) || check_accepted(c, b, k->q) || build_legs(c, k) ||
-	    legs_on_this_shard(c, k))
+	    (remote = legs_remote(c, k, coordinator)) < 0)
 		goto out;
 	k->seller = partner_get(c->sh, k->q->seller, strlen(k->q->seller));
 	if (!k->consumer_id[0])
 		id_new(&c->sh->ids, "cons", k->consumer_id);
 	id_new_country(&c->sh->ids, "ord", k->q->dest, k->order_id);
+	if (remote)
+		snprintf(k->txn, sizeof(k->txn), "%s:%s", coordinator, k->order_id);
 	fmt_rfc3339_ms(k->now, wall_ms());
 
 	struct buf doc;
@@ -1440,10 +1490,13 @@ static void order_create(struct api_ctx *c)
 		goto out;
 	}
 	saga_crash_point(c->sh, "order_crash_after_placed");
-	saga_drive(c->sh, k->order_id, 0);
+	if (!k->txn[0])
+		saga_drive(c->sh, k->order_id, 0);
 	const struct order *o = order_get(c->sh, k->order_id, strlen(k->order_id));
-	if (o)
-		answer_create(c, o, 0);
+	if (o && k->txn[0])
+		answer_txn_plan(c, o, k->txn); /* the router drives it (order_txn.c) */
+	else if (o)
+		order_answer_create(c, o, 0);
 	else
 		api_error(c, 500, "commit_failed", "the order could not be read back");
 out:
@@ -1647,6 +1700,14 @@ static void order_cancel(struct api_ctx *c)
 		problem_begin(&c->w, 409, "invalid_order_state", "Conflict", d);
 		jw_kstr(&c->w, "current_status", order_status_names[sv->status]);
 		problem_end(&c->w);
+		return;
+	}
+	if (order_txn_of(o, NULL, 0) && sv->status != ORD_RESERVED) {
+		/* its coordinator is still deciding or applying it (a cancel
+		 * racing a COMMIT could not be honoured): only once it rests */
+		api_error(c, 409, "order_in_progress",
+			  "this cross-shard order is still being placed; cancel it once it is reserved");
+		buf_puts(&c->rs->headers, "Retry-After: 1\r\n");
 		return;
 	}
 	char id[ID_MAX_LEN];

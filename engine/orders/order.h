@@ -182,6 +182,40 @@ int order_name_index(const char *const *names, const char *s);
  */
 int saga_drive(struct shard *sh, const char *order_id, int recovering);
 
+/*
+ * A cross-shard order (DESIGN.md 9): its legs' holds live on other shards
+ * under transaction "<coordinator>:<order id>" (txn_part.h); the
+ * coordinating router drives it through these steps, each idempotent and
+ * each one transaction (order_txn.c serves them):
+ *   saga_txn_charge  placed -> paid (order.paid), or failed and refunded:
+ *                    OF_NONE or the failure
+ *   saga_txn_commit  paid -> confirmed -> sourced (the router logged COMMIT)
+ *   saga_txn_rest    sourced -> reserved (every participant committed)
+ *   saga_txn_abort   placed/paid -> failed with `why`, refunded (before the
+ *                    decision only: -1 once confirmed)
+ * saga_drive leaves such an order at placed/paid to its coordinator, and
+ * on restart aborts a placed one (no decision is possible without paid)
+ * and drives confirmed/sourced ones to reserved.
+ */
+int saga_txn_charge(struct shard *sh, const char *order_id);
+int saga_txn_commit(struct shard *sh, const char *order_id);
+int saga_txn_rest(struct shard *sh, const char *order_id);
+int saga_txn_abort(struct shard *sh, const char *order_id, int why);
+/* Every participant released a failed or cancelled cross-shard order's
+ * holds: refunded (again: idempotent), legs released, compensated. */
+int saga_txn_released(struct shard *sh, const char *order_id);
+/* The destination's /internal/orders/{id}/... routes (order_txn.c). */
+extern const struct route order_txn_internal_routes[];
+/* From the loop's tick: a cross-shard order left placed or paid past
+ * --txn-timeout-ms is asked about at its coordinator, then committed
+ * (reserved) or aborted (failed, refunded) as it answers. */
+void order_txn_tick(struct shard *sh);
+/* Is o a cross-shard order?  Its transaction id into out (size bytes). */
+int order_txn_of(const struct order *o, char *out, size_t size);
+/* The answer to a create: 201 and the caller's view, or the failure's
+ * problem with the order (replay: Idempotent-Replayed). */
+void order_answer_create(struct api_ctx *c, const struct order *o, int replay);
+
 /* Test builds: at the named fault-injection point (WM_ERRINJ), wait until
  * everything logged so far is durable, then _exit -- a kill -9 exactly
  * between two saga steps.  Release builds: nothing. */

@@ -210,11 +210,31 @@ static int record_failure(struct shard *sh, const char *id, int why, const char 
 	return commit_patch(sh, id, &p);
 }
 
-/* Compensation of every completed step, each independently.  0 when all are done. */
+static int is_txn(struct shard *sh, const char *id);
+
+/* Compensation of every completed step, each independently.  0 when all
+ * are done.  A cross-shard order's holds live on its participants: here
+ * only the refund; its destination marks it compensated once every
+ * participant released (saga_txn_released, order_txn.c). */
 static int compensate(struct shard *sh, const char *id)
 {
 	const struct order *o = get(sh, id);
 	int failed = 0;
+	if (is_txn(sh, id)) {
+		struct pay_result r;
+		pay_refund(sh, id, &r);
+		if (r.outcome != PAY_OK) {
+			log_error("msg=\"order payment could not be refunded\" order=%s code=%s", id, r.code);
+			return -1;
+		}
+		enum pay_state ps = pay_state_of(sh, id);
+		const struct order_state_v *sv = cur(sh, id);
+		if (sv && strcmp(sv->pay_state, pay_state_names[ps])) {
+			struct order_patch p = {.status = -1, .compensated = -1, .pay_state = pay_state_names[ps]};
+			commit_patch(sh, id, &p);
+		}
+		return -1; /* not compensated yet: the participants' releases are to come */
+	}
 	for (unsigned i = 0; o && i < o->n_legs; i++) {
 		char hold[INV_HOLD_ID_MAX + 1];
 		snprintf(hold, sizeof(hold), "%s", o->legs[i].hold_id);
@@ -251,12 +271,104 @@ static const char *const failure_details[] = {
 	[OF_STORE] = "a step could not be stored",
 };
 
+/* ---- cross-shard orders: the destination's steps (order.h) ----------------------------- */
+
+int saga_txn_released(struct shard *sh, const char *id)
+{
+	const struct order *o = get(sh, id);
+	int st = status_of(sh, id);
+	if (!o || (st != ORD_FAILED && st != ORD_CANCELLED))
+		return -1;
+	if (cur(sh, id)->compensated)
+		return 0;
+	struct pay_result r;
+	pay_refund(sh, id, &r);
+	if (r.outcome != PAY_OK) {
+		log_error("msg=\"order payment could not be refunded\" order=%s code=%s", id, r.code);
+		return -1;
+	}
+	o = get(sh, id);
+	uint8_t lst[ORDER_MAX_LEGS];
+	legs_all(o, lst, LS_RELEASED);
+	enum pay_state ps = pay_state_of(sh, id);
+	struct order_patch p = {.status = -1, .leg_status = lst, .compensated = 1, .pay_state = pay_state_names[ps]};
+	return commit_patch(sh, id, &p);
+}
+
+static int is_txn(struct shard *sh, const char *id)
+{
+	const struct order *o = get(sh, id);
+	return o && order_txn_of(o, NULL, 0);
+}
+
+int saga_txn_charge(struct shard *sh, const char *id)
+{
+	int st = status_of(sh, id);
+	if (st == ORD_PAID || (st >= ORD_CONFIRMED && st != ORD_FAILED && st != ORD_CANCELLED))
+		return OF_NONE; /* charged already (a retried message) */
+	if (st != ORD_PLACED)
+		return st == ORD_FAILED ? (int)cur(sh, id)->failure : OF_STORE;
+	int why = step_charge(sh, id);
+	saga_crash_point(sh, "txn_dest_crash_after_charge");
+	if (why != OF_NONE && !record_failure(sh, id, why, failure_details[why]))
+		compensate(sh, id); /* the refund; the participants' releases follow (order_txn.c) */
+	return why;
+}
+
+int saga_txn_commit(struct shard *sh, const char *id)
+{
+	for (int step = 0; step < 2; step++) {
+		int st = status_of(sh, id);
+		if (st == ORD_PAID && step_commit_sell(sh, id))
+			return -1;
+		if (st == ORD_PAID)
+			saga_crash_point(sh, "txn_dest_crash_after_confirmed");
+		else if (st == ORD_CONFIRMED && step_commit_routing(sh, id))
+			return -1;
+		else if (st == ORD_SOURCED || st == ORD_RESERVED)
+			return 0;
+		else if (st != ORD_CONFIRMED)
+			return -1; /* failed or placed: the decision cannot be commit */
+	}
+	int st = status_of(sh, id);
+	return st == ORD_SOURCED || st == ORD_RESERVED ? 0 : -1;
+}
+
+int saga_txn_rest(struct shard *sh, const char *id)
+{
+	int st = status_of(sh, id);
+	if (st == ORD_RESERVED)
+		return 0;
+	if (st != ORD_SOURCED)
+		return -1;
+	return step_rest(sh, id);
+}
+
+int saga_txn_abort(struct shard *sh, const char *id, int why)
+{
+	int st = status_of(sh, id);
+	if (st == ORD_FAILED || st == ORD_CANCELLED) {
+		if (!cur(sh, id)->compensated)
+			compensate(sh, id); /* the refund; the releases follow (order_txn.c) */
+		return 0;
+	}
+	if (st != ORD_PLACED && st != ORD_PAID)
+		return -1; /* after the decision there is no abort */
+	if (why <= OF_NONE || why >= ORDER_N_FAILURE)
+		why = OF_INSUFFICIENT_STOCK;
+	if (record_failure(sh, id, why, failure_details[why]))
+		return -1;
+	compensate(sh, id); /* the refund; the participants' releases follow */
+	return 0;
+}
+
 /* ---- the driver ------------------------------------------------------------------------ */
 
 int saga_drive(struct shard *sh, const char *order_id, int recovering)
 {
 	char id[ID_MAX_LEN];
 	snprintf(id, sizeof(id), "%s", order_id);
+	const int txn = is_txn(sh, id); /* its coordinator decides (order.h) */
 	for (int step = 0; step < SAGA_MAX_STEPS; step++) {
 		const struct order_state_v *sv = cur(sh, id);
 		if (!sv)
@@ -269,6 +381,8 @@ int saga_drive(struct shard *sh, const char *order_id, int recovering)
 				why = OF_INTERRUPTED;
 				break;
 			}
+			if (txn)
+				return status;
 			if ((why = step_prepare(sh, id)) != OF_NONE)
 				break;
 			saga_crash_point(sh, "order_crash_after_prepare");
@@ -281,6 +395,8 @@ int saga_drive(struct shard *sh, const char *order_id, int recovering)
 				return ORD_PAID;
 			continue;
 		case ORD_PAID:
+			if (txn)
+				return status; /* decided by the coordinator, which asks or re-drives */
 			if (step_commit_sell(sh, id))
 				return status;
 			saga_crash_point(sh, "order_crash_after_confirmed");
@@ -293,7 +409,9 @@ int saga_drive(struct shard *sh, const char *order_id, int recovering)
 				return ORD_SOURCED;
 			continue;
 		case ORD_SOURCED:
-			if (step_commit_buy(sh, id))
+			/* a cross-shard order's buy legs are committed by their
+			 * participants on the coordinator's COMMIT */
+			if (!txn && step_commit_buy(sh, id))
 				return ORD_SOURCED;
 			saga_crash_point(sh, "order_crash_after_buy");
 			if (step_rest(sh, id))
@@ -303,7 +421,7 @@ int saga_drive(struct shard *sh, const char *order_id, int recovering)
 		case ORD_CANCELLED:
 			if (!compensated && !compensate(sh, id))
 				continue;
-			return status_of(sh, id);
+			return status_of(sh, id); /* a cross-shard order: released by order_txn.c */
 		default:
 			return status;
 		}

@@ -116,6 +116,19 @@ uint64_t repl_epoch(const struct shard *sh);
  * exists).  0, or -1 with err. */
 int repl_sub_start(struct shard *sh, const struct shard_map *m, const struct cluster_key *k, char *err,
 		   size_t errlen);
+/* A router's subscription (DESIGN.md section 9, "The edge"): the catalogue
+ * home only, applied into the tables the process opened (partners, keys,
+ * channels); records of the tables it does not have are skipped. */
+#define REPL_NO_SELF UINT32_MAX
+int repl_sub_start_home(struct shard *sh, const struct shard_map *m, const struct cluster_key *k, char *err,
+			size_t errlen);
+/* The catalogue home recomputes the quantity of the offers whose levels it
+ * replicated from another shard (engine/stock/inventory.c): the level's
+ * offer id (NULL if unknown), and restaging one offer into the open
+ * transaction (1 staged, 0 unchanged, -1 error).  Bound by the process
+ * (engine/routes.c for a shard), so replication links no stock code. */
+extern const char *(*const repl_level_offer)(struct shard *sh, const char *level_id, size_t len);
+extern int (*const repl_restage_offer)(struct shard *sh, const char *offer_id);
 /* A new shard map is in force (SIGHUP): follow a publisher to its new
  * address, subscribe to a new shard, stop asking one that left. */
 void repl_sub_remap(struct shard *sh, const struct shard_map *m);
@@ -124,6 +137,10 @@ void repl_tick(struct shard *sh);
 /* The publisher LSN this shard has applied from `publisher` (read-your-
  * writes); 0 when none or while resyncing. */
 uint64_t repl_applied_lsn(struct shard *sh, uint32_t publisher);
+/* 1 once this process has been caught up with `publisher` at least once
+ * since it started (a router's edge is not ready before: its replica of
+ * the keys could be missing the newest ones). */
+int repl_synced(struct shard *sh, uint32_t publisher);
 /* /metrics lines and the /internal/cluster/status member "replication". */
 void repl_metrics(struct shard *sh, struct buf *o);
 void repl_status(struct shard *sh, struct jw *w);

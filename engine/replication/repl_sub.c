@@ -55,7 +55,6 @@
 #include "engine/replication/repl_int.h"
 #include "engine/storage/record.h"
 #include "engine/storage/shard.h"
-#include "engine/stock/inventory.h"
 #include "net/client.h"
 #include "engine/cluster/cluster_auth.h"
 #include "engine/cluster/shard_map.h"
@@ -79,6 +78,7 @@ struct repl_peer {
 	int down;                    /* in a failure episode (logged once) */
 	uint64_t pub_durable;        /* the publisher's durable LSN at the last answer */
 	uint64_t caught_up_unix_ms;  /* when it was last known caught up (wall clock) */
+	int synced;                  /* has been caught up with the publisher at least once */
 	uint64_t bytes, resyncs, chunks, failures;
 };
 
@@ -86,6 +86,7 @@ struct repl_sub {
 	struct shard *sh;
 	const struct cluster_key *key;
 	uint32_t self;
+	int home_only;               /* a router: the home only, into the few tables it has */
 	struct repl_peer peers[REPL_MAX_PUBLISHERS];
 	struct ev_handle th;         /* the timerfd */
 	struct buf scratch;          /* records of one local transaction */
@@ -157,6 +158,8 @@ static int check_txn(struct shard *sh, const uint8_t *rec, uint32_t len, char *w
 	struct rec_view rv;
 	while (rec_decode(rec, len, &off, &rv) == 1) {
 		struct table *t = &sh->tables[rv.table];
+		if (!t->ops && sh->repl_sub->home_only)
+			continue; /* a router keeps only the tables its edge reads */
 		if (!t->ops) {
 			snprintf(why, 128, "table %u unknown here", rv.table);
 			return -1;
@@ -176,6 +179,8 @@ static int copy_txn(struct shard *sh, const uint8_t *rec, uint32_t len)
 	size_t off = 0;
 	struct rec_view rv;
 	while (rec_decode(rec, len, &off, &rv) == 1) {
+		if (!sh->tables[rv.table].ops)
+			continue; /* a router's: check_txn let only those through */
 		int rc = rv.op == REC_PUT ? txn_put(sh, rv.table, rv.key, rv.key_len, rv.val, rv.val_len)
 					  : txn_del(sh, rv.table, rv.key, rv.key_len);
 		if (rc)
@@ -261,7 +266,7 @@ static void restage_flush(struct shard *sh, char (*ids)[ID_MAX_LEN], unsigned n)
 	txn_begin(sh);
 	unsigned staged = 0;
 	for (unsigned i = 0; i < n; i++) {
-		int r = inv_restage_offer_qty(sh, ids[i]);
+		int r = repl_restage_offer(sh, ids[i]);
 		if (r < 0)
 			log_error("msg=\"offer quantity could not be recomputed from replicated stock\" offer_id=%s", ids[i]);
 		staged += r > 0;
@@ -287,13 +292,13 @@ static void home_restage(struct repl_peer *p, const struct repl_chunk *c)
 		while (rec_decode(rec, len, &o, &rv) == 1) {
 			if (rv.table != REC_T_INVENTORY || rv.op != REC_PUT)
 				continue;
-			const struct inv_level *l = inv_level_get(sh, rv.key, rv.key_len);
+			const char *offer = repl_level_offer(sh, rv.key, rv.key_len);
 			unsigned j = 0;
-			while (l && j < n && strcmp(ids[j], l->offer_id))
+			while (offer && j < n && strcmp(ids[j], offer))
 				j++;
-			if (!l || j < n)
+			if (!offer || j < n)
 				continue;
-			snprintf(ids[n++], ID_MAX_LEN, "%s", l->offer_id);
+			snprintf(ids[n++], ID_MAX_LEN, "%s", offer);
 			if (n == REPL_RESTAGE_MAX) {
 				restage_flush(sh, ids, n);
 				n = 0;
@@ -452,8 +457,10 @@ static void on_answer(void *arg, const struct hc_response *r, const char *err)
 	p->chunks++;
 	p->bytes += r->body_len;
 	p->pub_durable = c.durable_lsn;
-	if (p->pos.state == REPL_ST_STREAMING && p->pos.lsn >= c.durable_lsn)
+	if (p->pos.state == REPL_ST_STREAMING && p->pos.lsn >= c.durable_lsn) {
 		p->caught_up_unix_ms = wall_ms();
+		p->synced = 1;
+	}
 	if (c.kind == REPL_K_SNAPSHOT || c.n_txns || p->pos.lsn < c.durable_lsn) {
 		p->poll_ms = REPL_POLL_MIN_MS;
 		schedule(p, 0);
@@ -527,8 +534,8 @@ static int peer_start(struct repl_sub *s, uint32_t i, const char *addr, char *er
 	return 0;
 }
 
-int repl_sub_start(struct shard *sh, const struct shard_map *m, const struct cluster_key *k, char *err,
-		   size_t errlen)
+static int sub_start(struct shard *sh, const struct shard_map *m, const struct cluster_key *k, int home_only,
+		     char *err, size_t errlen)
 {
 	struct repl_sub *s = calloc(1, sizeof(*s));
 	if (!s) {
@@ -537,7 +544,8 @@ int repl_sub_start(struct shard *sh, const struct shard_map *m, const struct clu
 	}
 	s->sh = sh;
 	s->key = k;
-	s->self = (uint32_t)sh->cfg.shard_id;
+	s->self = home_only ? REPL_NO_SELF : (uint32_t)sh->cfg.shard_id;
+	s->home_only = home_only;
 	s->th.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	s->th.fn = on_timer;
 	s->th.arg = s;
@@ -547,10 +555,22 @@ int repl_sub_start(struct shard *sh, const struct shard_map *m, const struct clu
 		return -1;
 	}
 	for (uint32_t i = 0; i < m->n && i < REPL_MAX_PUBLISHERS; i++)
-		if (i != s->self && peer_start(s, i, m->shards[i].addr, err, errlen))
+		if (i != s->self && (!home_only || i == REPL_HOME) && peer_start(s, i, m->shards[i].addr, err, errlen))
 			return -1;
 	arm(s);
 	return 0;
+}
+
+int repl_sub_start(struct shard *sh, const struct shard_map *m, const struct cluster_key *k, char *err,
+		   size_t errlen)
+{
+	return sub_start(sh, m, k, 0, err, errlen);
+}
+
+int repl_sub_start_home(struct shard *sh, const struct shard_map *m, const struct cluster_key *k, char *err,
+			size_t errlen)
+{
+	return sub_start(sh, m, k, 1, err, errlen);
 }
 
 void repl_sub_remap(struct shard *sh, const struct shard_map *m)
@@ -560,7 +580,7 @@ void repl_sub_remap(struct shard *sh, const struct shard_map *m)
 		return;
 	for (uint32_t i = 0; i < REPL_MAX_PUBLISHERS; i++) {
 		struct repl_peer *p = &s->peers[i];
-		int in_map = i < m->n && i != s->self;
+		int in_map = i < m->n && i != s->self && (!s->home_only || i == REPL_HOME);
 		char err[256];
 		if (p->active && !in_map) {
 			/* the shard left the map: stop asking it (its rows stay, stale) */
@@ -611,6 +631,12 @@ uint64_t repl_applied_lsn(struct shard *sh, uint32_t publisher)
 	    s->peers[publisher].pos.state != REPL_ST_STREAMING)
 		return 0;
 	return s->peers[publisher].pos.lsn;
+}
+
+int repl_synced(struct shard *sh, uint32_t publisher)
+{
+	struct repl_sub *s = sh->repl_sub;
+	return s && publisher < REPL_MAX_PUBLISHERS && s->peers[publisher].active && s->peers[publisher].synced;
 }
 
 static double lag_seconds(const struct repl_peer *p, uint64_t now)

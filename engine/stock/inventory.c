@@ -295,10 +295,70 @@ static int hold_decode(struct table *t, struct row *r, const struct json_value *
 	fld_doc_str(doc, "level_id", h->level_id, sizeof(h->level_id));
 	fld_doc_str(doc, "created_at", h->created_at, sizeof(h->created_at));
 	fld_enum(NULL, doc, "state", NULL, hold_state_names, &st);
-	if (!h->level_id[0] || st < 0 || doc_qty(doc, "qty", &h->qty) || h->qty < 1)
+	if (!h->level_id[0] || st < 0 || doc_qty(doc, "qty", &h->qty) || h->qty < 1 ||
+	    fld_doc_str(doc, "txn", h->txn, sizeof(h->txn)))
 		return -1;
 	h->state = (uint8_t)st;
+	h->prepared_mono_ms = ev_clock_us() / 1000;
 	return 0;
+}
+
+/*
+ * The in-doubt index: the PREPARED holds of cross-shard transactions, by
+ * "txn NUL hold id" (txn_part.c walks it for time-outs and the gauge), and
+ * every transaction hold by the same key (the commit and abort of a
+ * transaction find its holds there).
+ */
+struct hold_ext {
+	struct oidx in_doubt;    /* PREPARED txn holds */
+	struct oidx by_txn;      /* every txn hold */
+};
+
+static struct hold_ext *hext(const struct table *t) { return t->ext; }
+
+static int hold_init(struct table *t)
+{
+	struct hold_ext *e = calloc(1, sizeof(*e));
+	if (!e)
+		return -1;
+	oidx_init(&e->in_doubt);
+	oidx_init(&e->by_txn);
+	t->ext = e;
+	return 0;
+}
+
+static void hold_fini(struct table *t)
+{
+	struct hold_ext *e = hext(t);
+	if (!e)
+		return;
+	oidx_free(&e->in_doubt);
+	oidx_free(&e->by_txn);
+	free(e);
+	t->ext = NULL;
+}
+
+static int hold_index_add(struct table *t, struct row *r)
+{
+	struct hold *h = (struct hold *)r;
+	if (!h->txn[0])
+		return 0;
+	uint8_t k[IDX_MAX_KEY];
+	uint32_t kl = key_join(k, h->txn, NULL, r->id, r->id_len);
+	if (oidx_set(&hext(t)->by_txn, k, kl, h))
+		return -1;
+	return h->state == HS_PREPARED ? oidx_set(&hext(t)->in_doubt, k, kl, h) : 0;
+}
+
+static void hold_index_del(struct table *t, struct row *r)
+{
+	struct hold *h = (struct hold *)r;
+	if (!h->txn[0])
+		return;
+	uint8_t k[IDX_MAX_KEY];
+	uint32_t kl = key_join(k, h->txn, NULL, r->id, r->id_len);
+	del_if(&hext(t)->by_txn, k, kl, h);
+	del_if(&hext(t)->in_doubt, k, kl, h);
 }
 
 const struct table_ops hold_table_ops = {
@@ -306,7 +366,49 @@ const struct table_ops hold_table_ops = {
 	.name = "hold",
 	.row_size = sizeof(struct hold),
 	.decode = hold_decode,
+	.init = hold_init,
+	.fini = hold_fini,
+	.index_add = hold_index_add,
+	.index_del = hold_index_del,
 };
+
+const struct hold *hold_in_doubt_next(struct shard *sh, const char *after_txn)
+{
+	struct hold_ext *e = hext(&sh->tables[REC_T_HOLD]);
+	uint8_t k[IDX_MAX_KEY];
+	uint32_t kl = 0;
+	if (after_txn[0]) {
+		/* past every key of after_txn: "after_txn" NUL 0xff */
+		kl = key_join(k, after_txn, NULL, "\xff", 1);
+	}
+	struct oidx_iter it;
+	if (!oidx_seek_ge(&e->in_doubt, k, kl, &it))
+		return NULL;
+	return oidx_iter_val(&it);
+}
+
+const struct hold *hold_of_txn(struct shard *sh, const char *txn, size_t *pos)
+{
+	struct hold_ext *e = hext(&sh->tables[REC_T_HOLD]);
+	uint8_t k[IDX_MAX_KEY];
+	uint32_t pl = key_join(k, txn, NULL, "", 0), kl;
+	struct oidx_iter it;
+	int ok = oidx_seek_ge(&e->by_txn, k, pl, &it);
+	for (size_t i = 0; ok && i < *pos; i++)
+		ok = oidx_next(&it);
+	if (!ok)
+		return NULL;
+	const uint8_t *key = oidx_iter_key(&it, &kl);
+	if (kl < pl || memcmp(key, k, pl))
+		return NULL;
+	(*pos)++;
+	return oidx_iter_val(&it);
+}
+
+uint64_t hold_in_doubt_count(struct shard *sh)
+{
+	return oidx_count(&hext(&sh->tables[REC_T_HOLD])->in_doubt);
+}
 
 const struct hold *hold_get(struct shard *sh, const char *id, size_t len)
 {
@@ -531,7 +633,7 @@ static int hold_id_ok(const char *id)
 }
 
 static int stage_hold(struct shard *sh, const char *id, const char *level_id, int64_t qty, int state,
-		      const char *created_at, const char *event)
+		      const char *created_at, const char *txn, const char *event)
 {
 	char now[INV_TS_MAX];
 	fmt_rfc3339_ms(now, wall_ms());
@@ -546,6 +648,8 @@ static int stage_hold(struct shard *sh, const char *id, const char *level_id, in
 	jw_kstr(&w, "state", hold_state_names[state]);
 	jw_kstr(&w, "created_at", created_at ? created_at : now);
 	jw_kstr(&w, "updated_at", now);
+	if (txn && txn[0])
+		jw_kstr(&w, "txn", txn);
 	jw_obj_end(&w);
 	const struct inv_level *l = inv_level_get(sh, level_id, strlen(level_id));
 	int rc = w.err || txn_put(sh, REC_T_HOLD, id, strlen(id), doc.data, doc.len) ||
@@ -558,11 +662,17 @@ static int stage_hold(struct shard *sh, const char *id, const char *level_id, in
 
 int hold_place(struct shard *sh, const char *level_id, int64_t qty, const char *hold_id)
 {
-	if (!hold_id_ok(hold_id) || !level_id || qty < 1 || qty > INV_QTY_MAX)
+	return hold_place_txn(sh, level_id, qty, hold_id, "");
+}
+
+int hold_place_txn(struct shard *sh, const char *level_id, int64_t qty, const char *hold_id, const char *txn)
+{
+	if (!hold_id_ok(hold_id) || !level_id || qty < 1 || qty > INV_QTY_MAX || strlen(txn) > INV_TXN_ID_MAX)
 		return HOLD_E_ARG;
 	const struct hold *h = hold_get(sh, hold_id, strlen(hold_id));
 	if (h)
-		return !strcmp(h->level_id, level_id) && h->qty == qty ? HOLD_OK : HOLD_E_CONFLICT;
+		return !strcmp(h->level_id, level_id) && h->qty == qty && !strcmp(h->txn, txn) ? HOLD_OK
+														 : HOLD_E_CONFLICT;
 	const struct inv_level *l = inv_level_get(sh, level_id, strlen(level_id));
 	if (!l)
 		return HOLD_E_NO_LEVEL;
@@ -576,7 +686,7 @@ int hold_place(struct shard *sh, const char *level_id, int64_t qty, const char *
 	struct buf doc;
 	buf_init(&doc, REC_MAX_VAL);
 	txn_begin(sh);
-	int rc = stage_hold(sh, hold_id, level_id, qty, HS_PREPARED, NULL, NULL) ||
+	int rc = stage_hold(sh, hold_id, level_id, qty, HS_PREPARED, NULL, txn, NULL) ||
 				 stage_level(sh, &nv, l, "hold_placed", hold_id, &doc) || !txn_commit(sh)
 			 ? HOLD_E_STORE
 			 : HOLD_OK;
@@ -619,14 +729,15 @@ static int hold_move(struct shard *sh, const char *hold_id, int to)
 		nv.on_hand -= h->qty; /* the units leave the building */
 	if (nv.reserved < 0 || nv.allocated < 0 || nv.allocated > INV_QTY_MAX || vals_atp(&nv) < 0)
 		return HOLD_E_STORE;
-	char level_id[ID_MAX_LEN], created[INV_TS_MAX];
+	char level_id[ID_MAX_LEN], created[INV_TS_MAX], txn[INV_TXN_ID_MAX + 1];
 	int64_t qty = h->qty;
 	memcpy(level_id, h->level_id, sizeof(level_id));
 	memcpy(created, h->created_at, sizeof(created));
+	memcpy(txn, h->txn, sizeof(txn));
 	struct buf doc;
 	buf_init(&doc, REC_MAX_VAL);
 	txn_begin(sh);
-	int rc = stage_hold(sh, hold_id, level_id, qty, to, created, m->event) ||
+	int rc = stage_hold(sh, hold_id, level_id, qty, to, created, txn, m->event) ||
 				 stage_level(sh, &nv, l, m->cause, hold_id, &doc) || !txn_commit(sh)
 			 ? HOLD_E_STORE
 			 : HOLD_OK;
@@ -1037,6 +1148,15 @@ static void holds_place(struct api_ctx *c)
  * engine/routes.c). */
 static int refuse_order_hold(struct api_ctx *c, const char *hold_id)
 {
+	const struct hold *th = hold_get(c->sh, hold_id, strlen(hold_id));
+	if (th && th->txn[0]) {
+		/* a cross-shard order's leg: only its transaction moves it */
+		char d[200];
+		snprintf(d, sizeof(d), "hold %s is a leg of cross-shard transaction %s and moves only with it", hold_id,
+			 th->txn);
+		api_error(c, 409, "hold_in_transaction", d);
+		return 1;
+	}
 	const char *order_id = inv_hold_owner(c->sh, hold_id);
 	if (!order_id)
 		return 0;

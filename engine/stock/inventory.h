@@ -19,6 +19,7 @@
 #define INV_LEVELS_PER_OFFER_MAX 1000    /* levels one offer may have (bounds the qty sum) */
 #define INV_SNAPSHOT_STOCK_MAX 200       /* offers listed per location in the network snapshot */
 #define INV_HOLD_ID_MAX 64               /* bytes of a hold id */
+#define INV_TXN_ID_MAX 64                /* bytes of a two-phase-commit transaction id (engine/stock/txn_part.h) */
 
 enum inv_condition { IC_SELLABLE, IC_DAMAGED, IC_QUARANTINE, INV_N_CONDITION };
 extern const char *const inv_condition_names[]; /* NULL-terminated */
@@ -91,6 +92,8 @@ struct hold {
 	int64_t qty;
 	uint8_t state;                           /* enum hold_state */
 	char created_at[32];
+	char txn[INV_TXN_ID_MAX + 1];            /* the cross-shard transaction it was prepared for, "" if none */
+	uint64_t prepared_mono_ms;               /* this process's clock when it was (re)loaded PREPARED */
 };
 
 enum hold_rc {
@@ -124,6 +127,20 @@ extern const char *(*const inv_hold_owner)(struct shard *sh, const char *hold_id
  * nothing, so retrying its id may succeed later.
  */
 int hold_place(struct shard *sh, const char *level_id, int64_t qty, const char *hold_id);
+/* hold_place for a participant of a cross-shard transaction (txn_part.h):
+ * the hold carries the transaction id for its whole life, is indexed as in
+ * doubt while PREPARED, and the same id with another transaction is
+ * HOLD_E_CONFLICT. */
+int hold_place_txn(struct shard *sh, const char *level_id, int64_t qty, const char *hold_id, const char *txn);
+/* The PREPARED holds of transactions, in (txn, hold id) order: the first
+ * one whose transaction id is > after (strictly; "" = from the start), or
+ * NULL.  How a participant finds what it is in doubt about. */
+const struct hold *hold_in_doubt_next(struct shard *sh, const char *after_txn);
+/* Walk the holds of one transaction (any state): start with *pos = 0;
+ * NULL at the end. */
+const struct hold *hold_of_txn(struct shard *sh, const char *txn, size_t *pos);
+/* How many PREPARED transaction holds there are (the in-doubt gauge). */
+uint64_t hold_in_doubt_count(struct shard *sh);
 /* PREPARED -> COMMITTED: the units move from reserved to allocated (ATP
  * unchanged); events stock.changed and stock.reserved.  COMMITTED again is
  * HOLD_OK (no-op); RELEASED is HOLD_E_STATE. */

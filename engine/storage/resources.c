@@ -1,8 +1,12 @@
 /*
- * resources.c -- the list of tables a shard has.  Order is irrelevant for
+ * resources.c -- the list of tables a shard has, and the shard_open()
+ * family that opens a data directory with all of them (the router opens
+ * its own with a few: shard.h, shard_open_with).  Order is irrelevant for
  * correctness (records name their table); it is the snapshot write order.
  */
 #include "engine/storage/resources.h"
+
+#include "engine/storage/shard.h"
 
 const struct table_ops *const resource_tables[] = {
 	&repl_pos_table_ops, /* REC_T_META: replication positions */
@@ -29,3 +33,23 @@ const struct table_ops *const resource_tables[] = {
 	&payment_table_ops, /* the sandbox payment ledger, one row per order (engine/orders/payment.c) */
 	NULL,
 };
+
+int shard_open(struct shard *sh, const struct config *cfg, char *err, size_t errlen)
+{
+	struct shard_open_opts o = {.tables = resource_tables};
+	return shard_open_with(sh, cfg, &o, err, errlen);
+}
+
+int shard_open_logged(struct shard *sh, const struct config *cfg, shard_logged_fn logged, struct repl_pub *pub,
+		      char *err, size_t errlen)
+{
+	struct shard_open_opts o = {.tables = resource_tables, .logged = logged, .pub = pub};
+	return shard_open_with(sh, cfg, &o, err, errlen);
+}
+
+int shard_load(struct shard *sh, const struct config *cfg, const char *snap_path, uint64_t upto_lsn,
+	       char *err, size_t errlen)
+{
+	struct shard_open_opts o = {.tables = resource_tables, .snap_path = snap_path, .upto_lsn = upto_lsn};
+	return shard_load_with(sh, cfg, &o, err, errlen);
+}

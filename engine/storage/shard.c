@@ -46,7 +46,6 @@
 
 #include "wal/errinj.h"
 #include "engine/base/log.h"
-#include "engine/storage/resources.h"
 #include "net/jsonw.h"
 #include "snapshot/snapshot.h"
 
@@ -113,22 +112,14 @@ static void log_temp_removed(void *ctx, const char *path)
 	log_warn("msg=\"half-written snapshot removed\" file=%s", path);
 }
 
-static int shard_load_as(struct shard *sh, const struct config *cfg, const char *snap_path, uint64_t upto_lsn,
-			 shard_logged_fn logged, struct repl_pub *pub, char *err, size_t errlen);
-
-int shard_load(struct shard *sh, const struct config *cfg, const char *snap_path, uint64_t upto_lsn,
-	       char *err, size_t errlen)
-{
-	return shard_load_as(sh, cfg, snap_path, upto_lsn, NULL, NULL, err, errlen);
-}
-
-/* shard_load with the replication hook installed before the WAL replay. */
-static int shard_load_as(struct shard *sh, const struct config *cfg, const char *snap_path, uint64_t upto_lsn,
-			 shard_logged_fn logged, struct repl_pub *pub, char *err, size_t errlen)
+int shard_load_with(struct shard *sh, const struct config *cfg, const struct shard_open_opts *o, char *err,
+		    size_t errlen)
 {
 	memset(sh, 0, sizeof(*sh));
-	sh->logged = logged;
-	sh->repl_pub = pub;
+	sh->logged = o->logged;
+	sh->repl_pub = o->pub;
+	const char *snap_path = o->snap_path;
+	uint64_t upto_lsn = o->upto_lsn;
 	sh->cfg = *cfg;
 	id_clock_init(&sh->ids);
 	buf_init(&sh->txn, TXN_MAX_BYTES + 4096);
@@ -155,8 +146,8 @@ static int shard_load_as(struct shard *sh, const struct config *cfg, const char 
 	 * with its killed shard). */
 	if (snap_remove_temps(sh->snap_dir, log_temp_removed, NULL) < 0)
 		log_warn("msg=\"cannot list the snapshot directory\" dir=%s error=\"%s\"", sh->snap_dir, strerror(errno));
-	for (size_t i = 0; resource_tables[i]; i++) {
-		const struct table_ops *ops = resource_tables[i];
+	for (size_t i = 0; o->tables[i]; i++) {
+		const struct table_ops *ops = o->tables[i];
 		if (table_init(&sh->tables[ops->rec_table], ops, &sh->cfg)) {
 			snprintf(err, errlen, "cannot initialise table %s", ops->name);
 			return -1;
@@ -212,15 +203,10 @@ static int shard_load_as(struct shard *sh, const struct config *cfg, const char 
 	return 0;
 }
 
-int shard_open(struct shard *sh, const struct config *cfg, char *err, size_t errlen)
+int shard_open_with(struct shard *sh, const struct config *cfg, const struct shard_open_opts *o, char *err,
+		    size_t errlen)
 {
-	return shard_open_logged(sh, cfg, NULL, NULL, err, errlen);
-}
-
-int shard_open_logged(struct shard *sh, const struct config *cfg, shard_logged_fn logged, struct repl_pub *pub,
-		      char *err, size_t errlen)
-{
-	if (shard_load_as(sh, cfg, NULL, 0, logged, pub, err, errlen))
+	if (shard_load_with(sh, cfg, o, err, errlen))
 		return -1;
 	enum wal_mode mode = !strcmp(cfg->wal_mode, "none")	 ? WAL_MODE_NONE
 			     : !strcmp(cfg->wal_mode, "write") ? WAL_MODE_WRITE

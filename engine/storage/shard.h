@@ -90,18 +90,36 @@ struct shard {
 	struct repl_sub *repl_sub;
 };
 
+typedef void (*shard_logged_fn)(struct shard *sh, uint64_t lsn, const void *img, size_t len);
+
+/* How a process opens its data directory.  `tables` is the NULL-terminated
+ * list of the tables it has: a shard has every resource's
+ * (engine/storage/resources.h, whose wrappers below pass it); the router
+ * only the few its edge needs, so it links none of the other modules.  A
+ * WAL or snapshot record of a table not in the list is refused at load. */
+struct shard_open_opts {
+	const struct table_ops *const *tables;
+	/* the replication publisher's hook and state (shard.h `logged`,
+	 * `repl_pub`), installed before recovery replays the WAL so the
+	 * replayed tail reaches the hook too; the shard owns neither */
+	shard_logged_fn logged;
+	struct repl_pub *pub;
+	const char *snap_path;  /* load this snapshot (NULL: the newest valid one) */
+	uint64_t upto_lsn;      /* replay stops after this LSN (0 = all) */
+};
+
 /* Open the data directory, recover (snapshot + WAL tail), start the WAL
  * writer.  Returns 0, or -1 with a message in err. */
+int shard_open_with(struct shard *sh, const struct config *cfg, const struct shard_open_opts *o, char *err,
+		    size_t errlen);
+/* Recovery only, no WAL writer (the operator CLI: restore, counts). */
+int shard_load_with(struct shard *sh, const struct config *cfg, const struct shard_open_opts *o, char *err,
+		    size_t errlen);
+
+/* The same with every resource table (defined in resources.c). */
 int shard_open(struct shard *sh, const struct config *cfg, char *err, size_t errlen);
-/* shard_open with the replication publisher's hook and state (shard.h
- * `logged`, `repl_pub`) installed before recovery replays the WAL, so the
- * replayed tail reaches the hook too.  The shard owns neither. */
-typedef void (*shard_logged_fn)(struct shard *sh, uint64_t lsn, const void *img, size_t len);
 int shard_open_logged(struct shard *sh, const struct config *cfg, shard_logged_fn logged, struct repl_pub *pub,
 		      char *err, size_t errlen);
-/* Recovery only, no WAL writer: load the snapshot (snap_path, or the
- * newest valid one if NULL) and replay the WAL up to upto_lsn (0 = all).
- * Used by shard_open and by the operator CLI (restore, counts). */
 int shard_load(struct shard *sh, const struct config *cfg, const char *snap_path, uint64_t upto_lsn,
 	       char *err, size_t errlen);
 #define WAL_REPLAY_STOP 7 /* replay callback: requested LSN reached */

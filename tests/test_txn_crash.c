@@ -1,0 +1,159 @@
+/*
+ * test_txn_crash.c -- a cross-shard order survives the coordinator's
+ * death at every step of the protocol (issue 14, DESIGN.md section 9).
+ *
+ * For each fault point the router dies (WM_ERRINJ, test builds) in the
+ * middle of an order whose stock is on shard 1 (FR) and destination on
+ * shard 2 (DE); it is restarted at the same address; recovery -- the
+ * router's re-drive of a logged COMMIT, or the participants and the
+ * destination asking it past --txn-timeout-ms and hearing "abort" -- must
+ * bring the order to rest with the invariants:
+ *   before the decision: the order failed, every unit back (reserved 0,
+ *     allocated 0), the charge refunded or voided;
+ *   after it: the order reserved, its units allocated, nothing reserved;
+ * and nothing left in doubt on the stock's shard.
+ */
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/api_client.h"
+#include "tests/cluster_harness.h"
+#include "tests/order_world.h"
+#include "tests/wm_test.h"
+
+struct crash_case {
+	const char *point;
+	int committed; /* 1: after the decision, the order must end reserved */
+};
+
+/* Poll the order through the router until it is at rest; its status. */
+static void wait_rest(struct oworld *w, const char *id, char *status, size_t n)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/orders/%s", id);
+	for (int t = 0; t < 400; t++) {
+		int st;
+		json_t *o = tc_call(w->port, "GET", path, NULL, NULL, &st);
+		const char *s = o ? json_string_value(json_object_get(o, "status")) : NULL;
+		snprintf(status, n, "%s", s ? s : "");
+		json_decref(o);
+		if (!strcmp(status, "reserved") || !strcmp(status, "failed"))
+			return;
+		usleep(50 * 1000);
+	}
+}
+
+/* The newest order id of the list (the one the crash interrupted). */
+static void only_order(struct oworld *w, char *id, size_t n)
+{
+	id[0] = 0;
+	for (int t = 0; t < 100 && !id[0]; t++) {
+		int st;
+		json_t *l = tc_call(w->port, "GET", "/v1/orders?page_size=5", NULL, NULL, &st);
+		json_t *o = l ? json_array_get(json_object_get(l, "data"), 0) : NULL;
+		if (o)
+			snprintf(id, n, "%s", json_string_value(json_object_get(o, "id")));
+		json_decref(l);
+		if (!id[0])
+			usleep(50 * 1000);
+	}
+}
+
+static long in_doubt(struct wm_cluster *c, unsigned i)
+{
+	struct http_resp r;
+	cr_assert_eq(http_do(c->port[i], "GET", "/metrics", NULL, NULL, &r), 0);
+	const char *at = strstr(r.body, "\nwm_txn_in_doubt ");
+	long v = at ? strtol(at + 17, NULL, 10) : -1;
+	http_resp_free(&r);
+	return v;
+}
+
+static void run_case(const struct crash_case *k)
+{
+	struct wm_cluster c;
+	wm_cluster_init(&c, 3);
+	static const char *const extra[] = {"--key-rate-rps", "1000000", "--key-rate-burst", "1000000",
+					    "--txn-timeout-ms", "1000", NULL};
+	for (int i = 0; extra[i]; i++)
+		c.extra[i] = extra[i];
+	for (int i = 0; i < 4; i++)
+		c.router_extra[i] = extra[i];
+	wm_cluster_start_all(&c);
+	cr_assert_eq(wm_cluster_router_start(&c), 0, "the router did not start (logs in %s)", c.router_dir);
+	struct oworld w;
+	memset(&w, 0, sizeof(w));
+	ow_build(&w, c.router_port, 30, 0, "FR", "DE");
+	/* the order, with the router set to die at the point: restart it so */
+	wm_cluster_router_kill9(&c);
+	char env[96];
+	snprintf(env, sizeof(env), "WM_ERRINJ=%s", k->point);
+	const char *renv[] = {env, NULL};
+	c.router_env = renv;
+	cr_assert_eq(wm_cluster_router_start(&c), 0, "the router did not restart (logs in %s)", c.router_dir);
+	c.router_env = NULL;
+	char body[512];
+	ow_body(&w, 12, NULL, body, sizeof(body));
+	struct http_resp r;
+	int rc, st = 0;
+	char auth[256];
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\n", w.ksel); /* the seller orders */
+	/* a 422 stores nothing: the destination's replica of the FR stock may lag */
+	for (int t = 0; t < 250; t++) {
+		rc = http_do(c.router_port, "POST", "/v1/orders", auth, body, &r);
+		st = rc == 0 ? r.status : 0;
+		if (rc == 0)
+			http_resp_free(&r);
+		if (st != 422)
+			break;
+		usleep(20 * 1000);
+	}
+	cr_log_info("%s: the client got %d before the crash", k->point, st);
+	/* the router is gone (or about to be): reap it, start it again */
+	for (int t = 0; t < 100 && kill(c.router_pid, 0) == 0; t++)
+		usleep(20 * 1000);
+	wm_cluster_router_kill9(&c);
+	cr_assert_eq(wm_cluster_router_start(&c), 0, "the router did not restart (logs in %s)", c.router_dir);
+	char id[64], status[32] = "";
+	only_order(&w, id, sizeof(id));
+	cr_assert_neq(id[0], 0, "%s: no order stored", k->point);
+	wait_rest(&w, id, status, sizeof(status));
+	long long reserved = -1, allocated = -1, on_hand = -1;
+	for (int t = 0; t < 200; t++) {
+		ow_level(&w, w.lv_est, &reserved, &allocated, &on_hand);
+		if (reserved == 0 && allocated == (k->committed ? 12 : 0) && in_doubt(&c, 1) == 0)
+			break;
+		usleep(50 * 1000);
+	}
+	cr_assert_str_eq(status, k->committed ? "reserved" : "failed", "%s: order %s", k->point, id);
+	cr_assert_eq(reserved, 0, "%s: units still prepared", k->point);
+	cr_assert_eq(allocated, k->committed ? 12 : 0, "%s: allocated %lld", k->point, allocated);
+	cr_assert_eq(in_doubt(&c, 1), 0, "%s: shard 1 still in doubt", k->point);
+	if (!k->committed) {
+		char path[128];
+		snprintf(path, sizeof(path), "/v1/orders/%s", id);
+		json_t *o = tc_expect(c.router_port, "GET", path, NULL, NULL, 200);
+		const char *pay = json_string_value(json_object_get(json_object_get(o, "payment"), "state"));
+		cr_assert(pay && (!strcmp(pay, "refunded") || !strcmp(pay, "voided") || !strcmp(pay, "pending")),
+			  "%s: payment %s", k->point, pay ? pay : "(none)");
+		json_decref(o);
+	}
+	wm_cluster_cleanup(&c);
+}
+
+#define CRASH_CASE(name, point, committed)                                                   \
+	WM_TEST(txn_crash, name, .timeout = 120)                                             \
+	{                                                                                   \
+		static const struct crash_case k = {point, committed};                      \
+		run_case(&k);                                                               \
+	}
+
+CRASH_CASE(router_dies_after_every_yes_vote, "txn_router_crash_after_prepared", 0)
+CRASH_CASE(router_dies_after_the_charge, "txn_router_crash_after_charged", 0)
+CRASH_CASE(router_dies_after_logging_commit, "txn_router_crash_after_decision", 1)
+CRASH_CASE(router_dies_after_the_destination_commits, "txn_router_crash_after_commit_dest", 1)
+CRASH_CASE(router_dies_before_end, "txn_router_crash_before_end", 1)

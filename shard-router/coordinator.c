@@ -23,7 +23,9 @@
  * Ownership: a struct ctxn per transaction, in the active table until it is
  * done; it holds the client's request (struct fwd, owned by router.c) when
  * there is one -- none when re-driving after a restart -- and answers it
- * once (router_fwd_finish).
+ * once (the host's finish).  The router is reached only through struct
+ * coord_host (calls to shards, answers), so this file includes nothing of
+ * router.c's and router.c includes it.
  */
 #include "shard-router/coordinator.h"
 
@@ -38,8 +40,8 @@
 #include "engine/cluster/internal_headers.h"
 #include "net/problem.h"
 #include "wal/errinj.h"
+#include "engine/cluster/shard_map.h"
 #include "shard-router/decision_log.h"
-#include "shard-router/router.h"
 
 #define COORD_MAX_PARTS 16 /* shards in one transaction (DLOG_MAX_PARTICIPANTS) */
 #define COORD_MAX_LEGS 32  /* legs of one order (ORDER_MAX_LEGS) */
@@ -56,7 +58,7 @@ struct cpart {
 };
 
 struct ctxn {
-	struct router *r;
+	struct coord *co;
 	struct fwd *f;               /* the client's request, NULL when re-driving */
 	char txn[DLOG_TXN_ID_MAX + 1];
 	char order[64];
@@ -71,15 +73,17 @@ struct ctxn {
 };
 
 struct coord {
+	struct coord_host h;         /* the router's side (coordinator.h) */
 	struct dlog *log;
 	struct ev_handle log_h;
 	char header[64];
 	struct ctxn *active[COORD_MAX_ACTIVE];
 	unsigned n_active;
+	uint64_t next_prune_ms;
 	uint64_t commits, aborts, redriven;
 };
 
-static uint64_t now_ms(struct router *r) { return ev_now_ms(r->loop); }
+static uint64_t now_ms(const struct coord *co) { return ev_now_ms(co->h.loop); }
 
 /* Test builds: die here (WM_ERRINJ names the point) -- every step of the
  * protocol has one, and recovery must finish or undo what was begun. */
@@ -92,7 +96,7 @@ static void crash_point(const struct ctxn *t, const char *name)
 	_exit(137);
 }
 
-const char *coord_header(const struct router *r) { return r->coord ? r->coord->header : ""; }
+const char *coord_header(const struct coord *co) { return co ? co->header : ""; }
 
 /* ---- the active table -------------------------------------------------------- */
 
@@ -106,7 +110,7 @@ static struct ctxn *find(struct coord *co, const char *txn)
 
 static void done(struct ctxn *t)
 {
-	struct coord *co = t->r->coord;
+	struct coord *co = t->co;
 	for (unsigned i = 0; i < co->n_active; i++)
 		if (co->active[i] == t) {
 			co->active[i] = co->active[--co->n_active];
@@ -133,7 +137,7 @@ static void answer_problem(struct ctxn *t, int status, const char *code, const c
 	if (status == 503 || status == 504)
 		buf_puts(&rs.headers, "Retry-After: 1\r\n");
 	buf_printf(&rs.headers, "Location: /v1/orders/%s\r\n", t->order);
-	router_fwd_finish(t->f, &rs);
+	t->co->h.finish(t->f, &rs);
 	t->f = NULL;
 	buf_free(&rs.headers);
 	buf_free(&rs.body);
@@ -148,8 +152,8 @@ static void answer_relay(struct ctxn *t, const struct hc_response *a)
 	buf_init(&rs.headers, 0);
 	buf_init(&rs.body, 0);
 	char ctype[128];
-	router_relay_into(&rs, a, ctype, sizeof(ctype));
-	router_fwd_finish(t->f, &rs);
+	t->co->h.relay(&rs, a, ctype, sizeof(ctype));
+	t->co->h.finish(t->f, &rs);
 	t->f = NULL;
 	buf_free(&rs.headers);
 	buf_free(&rs.body);
@@ -161,8 +165,9 @@ static int call(struct ctxn *t, uint32_t shard, const char *path, const char *bo
 		hc_done_fn fn, void *arg)
 {
 	size_t plen = 0;
-	const char *who = with_principal && t->f ? router_fwd_principal(t->f, &plen) : NULL;
-	if (router_call(t->r, shard, "POST", path, body, strlen(body), who, plen, COORD_CALL_TIMEOUT_MS, fn, arg))
+	const char *who = with_principal && t->f ? t->co->h.principal(t->f, &plen) : NULL;
+	if (t->co->h.call(t->co->h.router, shard, "POST", path, body, strlen(body), who, plen, COORD_CALL_TIMEOUT_MS, fn,
+			 arg))
 		return -1;
 	t->pending++;
 	return 0;
@@ -183,7 +188,7 @@ static void on_abort_dest(void *arg, const struct hc_response *a, const char *er
 	if (!a)
 		log_warn("msg=\"abort at the destination failed; its own recovery fails the order\" txn=%s error=\"%s\"",
 			 t->txn, err ? err : "-");
-	t->r->coord->aborts++;
+	t->co->aborts++;
 	t->phase = CP_DONE;
 	done(t);
 }
@@ -257,8 +262,8 @@ static void on_charge(void *arg, const struct hc_response *a, const char *err)
 
 static void on_logged(void *arg, const char *txn_id)
 {
-	struct router *r = arg;
-	struct ctxn *t = find(r->coord, txn_id);
+	struct coord *co = arg;
+	struct ctxn *t = find(co, txn_id);
 	if (!t)
 		return;
 	crash_point(t, "txn_router_crash_after_decision");
@@ -268,7 +273,7 @@ static void on_logged(void *arg, const char *txn_id)
 
 static void retry_later(struct ctxn *t, const char *what, const char *err, int status)
 {
-	t->retry_at_ms = now_ms(t->r) + COORD_RETRY_MS;
+	t->retry_at_ms = now_ms(t->co) + COORD_RETRY_MS;
 	log_warn("msg=\"a committed transaction's step failed; retrying\" txn=%s step=%s status=%d error=\"%s\"", t->txn,
 		 what, status, err ? err : "-");
 }
@@ -314,10 +319,10 @@ static void on_rest(void *arg, const struct hc_response *a, const char *err)
 	}
 	answer_relay(t, a);
 	crash_point(t, "txn_router_crash_before_end");
-	if (dlog_end(t->r->coord->log, t->txn))
+	if (dlog_end(t->co->log, t->txn))
 		log_warn("msg=\"END could not be appended; the transaction is re-driven at the next start\" txn=%s",
 			 t->txn);
-	t->r->coord->commits++;
+	t->co->commits++;
 	t->phase = CP_DONE;
 	done(t);
 }
@@ -345,7 +350,7 @@ static void step(struct ctxn *t)
 		uint8_t shards[COORD_MAX_PARTS];
 		for (unsigned i = 0; i < t->n_parts; i++)
 			shards[i] = (uint8_t)t->parts[i].shard;
-		int rc = dlog_commit(t->r->coord->log, t->txn, shards, t->n_parts, on_logged, t->r);
+		int rc = dlog_commit(t->co->log, t->txn, shards, t->n_parts, on_logged, t->co);
 		if (rc) {
 			log_error("msg=\"the COMMIT decision could not be logged; aborting\" txn=%s rc=%d", t->txn, rc);
 			abort_txn(t);
@@ -388,19 +393,18 @@ static void step(struct ctxn *t)
 
 /* ---- starting ------------------------------------------------------------------ */
 
-static struct ctxn *txn_new(struct router *r, const char *txn)
+static struct ctxn *txn_new(struct coord *co, const char *txn)
 {
-	struct coord *co = r->coord;
 	if (co->n_active == COORD_MAX_ACTIVE)
 		return NULL;
 	struct ctxn *t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
-	t->r = r;
+	t->co = co;
 	snprintf(t->txn, sizeof(t->txn), "%s", txn);
 	const char *colon = strchr(txn, ':');
 	snprintf(t->order, sizeof(t->order), "%s", colon ? colon + 1 : txn);
-	t->started_ms = now_ms(r);
+	t->started_ms = now_ms(co);
 	co->active[co->n_active++] = t;
 	return t;
 }
@@ -440,7 +444,7 @@ static int plan_parts(struct ctxn *t, const char *legs)
 		if (strncmp(level, "inv_", 4) || strlen(level) < 8 || level[6] != '_')
 			return -1;
 		char cc[3] = {level[4], level[5], 0};
-		int owner = smap_owner(&t->r->map, cc);
+		int owner = smap_owner(t->co->h.map, cc);
 		struct cpart *pt = owner >= 0 ? part_of(t, (uint32_t)owner) : NULL;
 		if (!pt)
 			return -1;
@@ -463,14 +467,14 @@ static int plan_parts(struct ctxn *t, const char *legs)
 	return n ? 0 : -1;
 }
 
-int coord_begin(struct router *r, struct fwd *f, uint32_t dest, const struct hc_response *a)
+int coord_begin(struct coord *co, struct fwd *f, uint32_t dest, const struct hc_response *a)
 {
 	char txn[DLOG_TXN_ID_MAX + 8];
 	static char legs[8192];
-	if (!r->coord || a->status != 202 || hc_header(a, WM_H_TXN, txn, sizeof(txn)) != 1 ||
+	if (!co || a->status != 202 || hc_header(a, WM_H_TXN, txn, sizeof(txn)) != 1 ||
 	    hc_header(a, WM_H_TXN_LEGS, legs, sizeof(legs)) != 1)
 		return 0;
-	struct ctxn *t = dlog_txn_valid(txn, strlen(txn)) ? txn_new(r, txn) : NULL;
+	struct ctxn *t = dlog_txn_valid(txn, strlen(txn)) ? txn_new(co, txn) : NULL;
 	if (!t) {
 		log_error("msg=\"cross-shard order refused by the coordinator\" txn=\"%.80s\" action=\"the destination "
 			  "fails it at its restart or when asked\"", txn);
@@ -493,8 +497,8 @@ int coord_begin(struct router *r, struct fwd *f, uint32_t dest, const struct hc_
 static void redrive(void *arg, const char *txn_id, const uint8_t *shards, size_t n, uint64_t at_ms)
 {
 	(void)at_ms;
-	struct router *r = arg;
-	struct ctxn *t = txn_new(r, txn_id);
+	struct coord *co = arg;
+	struct ctxn *t = txn_new(co, txn_id);
 	if (!t)
 		return;
 	char cc[3] = "";
@@ -503,12 +507,12 @@ static void redrive(void *arg, const char *txn_id, const uint8_t *shards, size_t
 		cc[0] = t->order[4];
 		cc[1] = t->order[5];
 	}
-	int dest = smap_owner(&r->map, cc);
+	int dest = smap_owner(co->h.map, cc);
 	t->dest = dest >= 0 ? (uint32_t)dest : 0;
 	for (size_t i = 0; i < n && i < COORD_MAX_PARTS; i++)
 		part_of(t, shards[i]);
 	t->phase = CP_COMMIT_DEST;
-	r->coord->redriven++;
+	co->redriven++;
 	log_warn("msg=\"re-driving a committed transaction after a restart\" txn=%s participants=%zu", txn_id, n);
 }
 
@@ -516,32 +520,34 @@ static void on_log(struct ev_loop *loop, struct ev_handle *h, uint32_t events)
 {
 	(void)loop;
 	(void)events;
-	struct router *r = h->arg;
-	dlog_poll(r->coord->log);
+	struct coord *co = h->arg;
+	dlog_poll(co->log);
 }
 
-int coord_open(struct router *r, char *err, size_t errlen)
+int coord_open(const struct coord_host *host, struct coord **out, char *err, size_t errlen)
 {
 	struct coord *co = calloc(1, sizeof(*co));
+	*out = NULL;
 	if (!co) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	co->h = *host;
 	char dir[700];
-	snprintf(dir, sizeof(dir), "%s/decisions", r->cfg.data_dir);
-	enum wal_mode mode = !strcmp(r->cfg.wal_mode, "none")	 ? WAL_MODE_NONE
-			     : !strcmp(r->cfg.wal_mode, "write") ? WAL_MODE_WRITE
+	snprintf(dir, sizeof(dir), "%s/decisions", host->data_dir);
+	enum wal_mode mode = !strcmp(host->wal_mode, "none")	 ? WAL_MODE_NONE
+			     : !strcmp(host->wal_mode, "write") ? WAL_MODE_WRITE
 							       : WAL_MODE_FSYNC;
 	struct dlog_config dc = {.dir = dir, .mode = mode};
 	if (dlog_open(&dc, &co->log, err, errlen)) {
 		free(co);
 		return -1;
 	}
-	snprintf(co->header, sizeof(co->header), WM_H_COORDINATOR ": r%llu\r\n", (unsigned long long)r->cfg.router_id);
-	co->log_h = (struct ev_handle){.fd = dlog_event_fd(co->log), .fn = on_log, .arg = r};
-	ev_add(r->loop, &co->log_h, EPOLLIN);
-	r->coord = co;
-	size_t n = dlog_undecided(co->log, redrive, r);
+	snprintf(co->header, sizeof(co->header), WM_H_COORDINATOR ": r%llu\r\n", (unsigned long long)host->router_id);
+	co->log_h = (struct ev_handle){.fd = dlog_event_fd(co->log), .fn = on_log, .arg = co};
+	ev_add(host->loop, &co->log_h, EPOLLIN);
+	*out = co;
+	size_t n = dlog_undecided(co->log, redrive, co);
 	for (unsigned i = 0; i < co->n_active; i++)
 		step(co->active[i]);
 	if (n)
@@ -549,9 +555,8 @@ int coord_open(struct router *r, char *err, size_t errlen)
 	return 0;
 }
 
-void coord_close(struct router *r)
+void coord_close(struct coord *co)
 {
-	struct coord *co = r->coord;
 	if (!co)
 		return;
 	while (co->n_active) {
@@ -560,19 +565,17 @@ void coord_close(struct router *r)
 			answer_problem(t, 503, "router_stopping", "the router is stopping; the order is resumed at its start");
 		free(t);
 	}
-	ev_del(r->loop, &co->log_h);
+	ev_del(co->h.loop, &co->log_h);
 	dlog_flush(co->log);
 	dlog_close(co->log);
 	free(co);
-	r->coord = NULL;
 }
 
-void coord_tick(struct router *r)
+void coord_tick(struct coord *co)
 {
-	struct coord *co = r->coord;
 	if (!co)
 		return;
-	uint64_t now = now_ms(r);
+	uint64_t now = now_ms(co);
 	for (unsigned i = 0; i < co->n_active; i++) {
 		struct ctxn *t = co->active[i];
 		if (t->retry_at_ms && now >= t->retry_at_ms && !t->pending) {
@@ -580,21 +583,28 @@ void coord_tick(struct router *r)
 			step(t);
 		}
 	}
+	/* segments holding only ended transactions go (never past the oldest
+	 * COMMIT without a durable END: decision_log.h) */
+	if (now >= co->next_prune_ms) {
+		co->next_prune_ms = now + COORD_PRUNE_EVERY_MS;
+		if (dlog_prune(co->log) < 0)
+			log_warn("msg=\"decision log prune failed; retried\"");
+	}
 }
 
-void coord_status(struct router *r, const char *query, size_t query_len, struct srv_response *rs)
+void coord_status(struct coord *co, const char *query, size_t query_len, struct srv_response *rs)
 {
 	char txn[DLOG_TXN_ID_MAX + 1];
 	int n = http_query_get(query, query_len, "txn", txn, sizeof(txn));
-	if (!r->coord || n <= 0 || !dlog_txn_valid(txn, (size_t)n)) {
+	if (!co || n <= 0 || !dlog_txn_valid(txn, (size_t)n)) {
 		rs->status = 400;
 		rs->content_type = PROBLEM_CONTENT_TYPE;
 		problem_write(&rs->body, 400, "invalid_txn", "Bad Request", "txn must be a transaction id");
 		return;
 	}
 	const char *decision;
-	enum dlog_status st = dlog_lookup(r->coord->log, txn);
-	struct ctxn *t = find(r->coord, txn);
+	enum dlog_status st = dlog_lookup(co->log, txn);
+	struct ctxn *t = find(co, txn);
 	if (st == DLOG_COMMITTED || st == DLOG_ENDED)
 		decision = "commit";
 	else if (st == DLOG_COMMITTING || (t && t->phase <= CP_DECIDE))
@@ -605,18 +615,17 @@ void coord_status(struct router *r, const char *query, size_t query_len, struct 
 	buf_printf(&rs->body, "{\"txn\":\"%s\",\"decision\":\"%s\"}", txn, decision);
 }
 
-uint64_t coord_in_doubt(struct router *r)
+uint64_t coord_in_doubt(struct coord *co)
 {
-	if (!r->coord)
+	if (!co)
 		return 0;
 	struct dlog_stats s;
-	dlog_stats(r->coord->log, &s);
+	dlog_stats(co->log, &s);
 	return s.unended;
 }
 
-void coord_metrics(struct router *r, struct buf *b)
+void coord_metrics(struct coord *co, struct buf *b)
 {
-	struct coord *co = r->coord;
 	if (!co)
 		return;
 	struct dlog_stats s;

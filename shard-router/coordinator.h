@@ -31,39 +31,61 @@
 #include "net/buf.h"
 #include "net/client.h"
 #include "net/server.h"
+#include "net/ev.h"
 
 #define COORD_MAX_ACTIVE 4096u       /* transactions in progress at once (more: the order is refused 503) */
 #define COORD_RETRY_MS 500u          /* a step after the decision that failed is sent again after this */
 #define COORD_CALL_TIMEOUT_MS 5000u  /* one internal call of the protocol */
+#define COORD_PRUNE_EVERY_MS 10000u  /* how often the decision log drops fully ended segments */
 
-struct router;
 struct fwd;
 struct coord;
+struct shard_map;
+struct ev_loop;
 
-/* Open the decision log in <data-dir>/decisions and re-drive what it holds
- * undecided... committed without END.  0, or -1 with err. */
-int coord_open(struct router *r, char *err, size_t errlen);
-void coord_close(struct router *r);
+/* What the coordinator needs of the router (router.c fills it): where it
+ * runs, its map, and the calls and answers it makes through the router. */
+struct coord_host {
+	void *router;                  /* passed back to call() */
+	struct ev_loop *loop;
+	const struct shard_map *map;   /* the map in force (reloaded in place) */
+	const char *data_dir;          /* <data_dir>/decisions holds the log */
+	const char *wal_mode;          /* the log's durability: fsync, write, none */
+	uint64_t router_id;            /* transactions are "r<id>:<order id>" */
+	/* a signed POST to a shard (principal may be NULL): 0, or -1 (done is then not called) */
+	int (*call)(void *router, uint32_t shard, const char *method, const char *path, const char *body,
+		    size_t body_len, const char *principal, size_t principal_len, uint32_t timeout_ms, hc_done_fn done,
+		    void *arg);
+	void (*finish)(struct fwd *f, struct srv_response *rs);              /* answer a deferred request */
+	const char *(*principal)(const struct fwd *f, size_t *len);         /* its forwarded principal */
+	void (*relay)(struct srv_response *rs, const struct hc_response *a, char *ctype, size_t ctype_size);
+};
+
+/* Open the decision log in <data_dir>/decisions and re-drive every COMMIT
+ * without END.  0 and *out, or -1 with err. */
+int coord_open(const struct coord_host *host, struct coord **out, char *err, size_t errlen);
+/* Answer what is still waiting (503) and close the log.  NULL: no-op. */
+void coord_close(struct coord *co);
 
 /* The header the router adds to a POST /v1/orders ("X-WM-Coordinator:
- * r<id>\r\n"), "" when it does not coordinate. */
-const char *coord_header(const struct router *r);
+ * r<id>\r\n"), "" without a coordinator. */
+const char *coord_header(const struct coord *co);
 
 /* A destination answered an order with a plan (202 + X-WM-Txn): take the
- * request over.  1 = taken (it will be answered by the coordinator), 0 =
- * not a plan (relay the answer). */
-int coord_begin(struct router *r, struct fwd *f, uint32_t dest, const struct hc_response *a);
+ * request over.  1 = taken (the coordinator answers it), 0 = not a plan
+ * (relay the answer). */
+int coord_begin(struct coord *co, struct fwd *f, uint32_t dest, const struct hc_response *a);
 
 /* GET /internal/txn/status?txn=T (signed): the decision into rs. */
-void coord_status(struct router *r, const char *query, size_t query_len, struct srv_response *rs);
+void coord_status(struct coord *co, const char *query, size_t query_len, struct srv_response *rs);
 
-/* Retries of steps after the decision (from the tick). */
-void coord_tick(struct router *r);
+/* Retries of steps after the decision, the log's pruning (from the tick). */
+void coord_tick(struct coord *co);
 
 /* /metrics: in-progress transactions, undecided ones in the log, the
  * oldest's age, commits and aborts. */
-void coord_metrics(struct router *r, struct buf *b);
+void coord_metrics(struct coord *co, struct buf *b);
 /* For wm-ctl cluster status: transactions in doubt (committed, not ended). */
-uint64_t coord_in_doubt(struct router *r);
+uint64_t coord_in_doubt(struct coord *co);
 
 #endif

@@ -58,7 +58,8 @@ static long long ctl_deadline(void)
  * Connection: close.  The body into out (NUL-terminated); the status, or
  * -1 with the reason in out.
  */
-static int ctl_get(const char *addr, const char *path, const char *extra, char *out, size_t out_size)
+static int ctl_http(const char *method, const char *addr, const char *path, const char *extra, const char *body,
+		    char *out, size_t out_size)
 {
 	char host[64];
 	const char *colon = strrchr(addr, ':');
@@ -86,9 +87,15 @@ static int ctl_get(const char *addr, const char *path, const char *extra, char *
 	int soerr = 0;
 	socklen_t sl = sizeof(soerr);
 	getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-	char req[512];
-	int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n%s\r\n", path, addr,
+	char req[2048];
+	size_t bl = body ? strlen(body) : 0;
+	int n = snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n%s", method, path, addr,
 			 extra ? extra : "");
+	if (n > 0 && (size_t)n < sizeof(req) && body)
+		n += snprintf(req + n, sizeof(req) - (size_t)n, "Content-Type: application/json\r\nContent-Length: %zu\r\n",
+			      bl);
+	if (n > 0 && (size_t)n < sizeof(req))
+		n += snprintf(req + n, sizeof(req) - (size_t)n, "\r\n%s", body ? body : "");
 	if (soerr || n <= 0 || (size_t)n >= sizeof(req) || write(fd, req, (size_t)n) != n) {
 		snprintf(out, out_size, "cannot connect");
 		close(fd);
@@ -107,20 +114,130 @@ static int ctl_get(const char *addr, const char *path, const char *extra, char *
 	close(fd);
 	buf[len] = 0;
 	int status = 0;
-	const char *body = strstr(buf, "\r\n\r\n");
-	if (sscanf(buf, "HTTP/1.1 %d", &status) != 1 || !body) {
+	const char *answer = strstr(buf, "\r\n\r\n");
+	if (sscanf(buf, "HTTP/1.1 %d", &status) != 1 || !answer) {
 		snprintf(out, out_size, "no answer within %d ms", CTL_TIMEOUT_MS);
 		return -1;
 	}
-	snprintf(out, out_size, "%s", body + 4);
+	snprintf(out, out_size, "%s", answer + 4);
 	return status;
+}
+
+static int ctl_get(const char *addr, const char *path, const char *extra, char *out, size_t out_size)
+{
+	return ctl_http("GET", addr, path, extra, NULL, out, out_size);
+}
+
+/* A signed request to addr; the status, the body in out. */
+static int ctl_signed(const struct cluster_key *k, const char *method, const char *addr, const char *path,
+		      const char *body, char *out, size_t out_size)
+{
+	char sig[CK_HEADER_MAX], hdr[CK_HEADER_MAX + 32];
+	if (ck_sign(k, method, strlen(method), path, strlen(path), (int64_t)time(NULL), body, body ? strlen(body) : 0,
+		    sig))
+		return -1;
+	snprintf(hdr, sizeof(hdr), CK_HEADER_NAME ": %s\r\n", sig);
+	return ctl_http(method, addr, path, hdr, body, out, out_size);
 }
 
 static int ctl_usage(void)
 {
 	fprintf(stderr, "usage: wm-ctl cluster status --shard-map FILE --cluster-secret-file FILE "
-			"[--router HOST:PORT ...]\n");
+			"[--router HOST:PORT ...]\n"
+			"       wm-ctl txn resolve TXN commit|abort --shard-map FILE --cluster-secret-file FILE\n");
 	return 2;
+}
+
+/*
+ * `wm-ctl txn resolve TXN commit|abort`: the operator decides a cross-shard
+ * transaction whose coordinator is gone for good (DESIGN.md 9).  Refused
+ * while the router the id names still has a record of it (it decides, and
+ * re-drives); a router that does not answer is taken as gone.  Then every
+ * shard is told the decision (POST /internal/txn/commit or /abort: the
+ * participants' holds) and the order's destination applies it (commit:
+ * confirmed, sourced, reserved; abort: failed, refunded).  Each call is
+ * idempotent: running it twice is safe.  Exit 0 when every shard took it.
+ */
+static int ctl_txn_resolve(const struct shard_map *m, const struct cluster_key *k, const char *txn, int commit)
+{
+	static char body[CTL_MAX_ANSWER + 1];
+	const char *colon = strchr(txn, ':');
+	int rid = -1;
+	if (txn[0] == 'r' && colon && colon - txn <= 3 && colon[1])
+		rid = atoi(txn + 1);
+	if (rid < 0 || rid >= SMAP_MAX_ROUTERS || strlen(txn) > 64 || strchr(txn, '"') || strchr(txn, '\\')) {
+		fprintf(stderr, "wm-ctl: \"%s\" is not a transaction id (r<router id>:<order id>)\n", txn);
+		return 2;
+	}
+	char path[256], payload[128];
+	if (m->routers[rid][0]) {
+		snprintf(path, sizeof(path), "/internal/txn/status?txn=%s", txn);
+		int st = ctl_signed(k, "GET", m->routers[rid], path, NULL, body, sizeof(body));
+		if (st == 200 && (strstr(body, "\"decision\":\"commit\"") || strstr(body, "\"decision\":\"in_progress\""))) {
+			fprintf(stderr, "wm-ctl: router %d (%s) still has a record of %s: it decides (%s)\n", rid,
+				m->routers[rid], txn, body);
+			return 1;
+		}
+		printf("router %d %s: %s\n", rid, m->routers[rid], st == 200 ? body : "does not answer: taken as gone");
+	}
+	snprintf(payload, sizeof(payload), "{\"txn\":\"%s\"}", txn);
+	int bad = 0;
+	for (uint32_t i = 0; i < m->n; i++) {
+		int st = ctl_signed(k, "POST", m->shards[i].addr, commit ? "/internal/txn/commit" : "/internal/txn/abort",
+				    payload, body, sizeof(body));
+		int ok = st == 200 || (commit && st == 404); /* 404: no leg of it there */
+		printf("shard %u %s: %d %s\n", i, m->shards[i].addr, st, ok ? "ok" : body);
+		bad += !ok;
+	}
+	/* the destination: the order id "ord_CC_..." names its country */
+	const char *order = colon + 1;
+	char cc[3] = {order[4], order[5], 0};
+	int dest = strncmp(order, "ord_", 4) || strlen(order) < 8 ? -1 : smap_owner(m, cc);
+	if (dest < 0) {
+		fprintf(stderr, "wm-ctl: no shard owns the destination of %s\n", order);
+		return 1;
+	}
+	const char *steps_commit[] = {"commit", "rest", NULL}, *steps_abort[] = {"abort", NULL};
+	for (const char *const *s = commit ? steps_commit : steps_abort; *s; s++) {
+		snprintf(path, sizeof(path), "/internal/orders/%s/%s", order, *s);
+		int st = ctl_signed(k, "POST", m->shards[dest].addr, path, commit ? "{}" : "{\"reason\":\"interrupted\"}",
+				    body, sizeof(body));
+		int ok = st == 200 || st == 201 || (!commit && st == 409 && strstr(body, "\"order\""));
+		printf("destination shard %d: %s %d %s\n", dest, *s, st, ok ? "ok" : body);
+		bad += !ok;
+	}
+	return bad ? 1 : 0;
+}
+
+int ctl_txn(int argc, char **argv)
+{
+	if (argc < 3 || strcmp(argv[0], "resolve") || (strcmp(argv[2], "commit") && strcmp(argv[2], "abort")))
+		return ctl_usage();
+	const char *map_path = NULL, *secret_path = NULL;
+	for (int i = 3; i < argc; i++) {
+		if (i + 1 >= argc)
+			return ctl_usage();
+		if (!strcmp(argv[i], "--shard-map"))
+			map_path = argv[++i];
+		else if (!strcmp(argv[i], "--cluster-secret-file"))
+			secret_path = argv[++i];
+		else
+			return ctl_usage();
+	}
+	if (!map_path || !secret_path)
+		return ctl_usage();
+	static struct shard_map m;
+	struct cluster_key k;
+	char err[512];
+	if (smap_load(map_path, NULL, 0, &m, err, sizeof(err))) {
+		fprintf(stderr, "wm-ctl: %s\n", err);
+		return 1;
+	}
+	if (ck_load(secret_path, &k, err, sizeof(err))) {
+		fprintf(stderr, "wm-ctl: cluster secret %s: %s\n", secret_path, err);
+		return 1;
+	}
+	return ctl_txn_resolve(&m, &k, argv[1], !strcmp(argv[2], "commit"));
 }
 
 int ctl_cluster(int argc, char **argv)

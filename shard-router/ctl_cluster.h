@@ -6,5 +6,7 @@
 
 /* argv[0] is the subcommand ("status"); the exit status of the command. */
 int ctl_cluster(int argc, char **argv);
+/* `wm-ctl txn resolve TXN commit|abort ...`: argv[0] is "resolve". */
+int ctl_txn(int argc, char **argv);
 
 #endif

@@ -163,7 +163,7 @@ static void answer_problem(struct srv_response *rs, int status, const char *code
  * body.  Internal headers (X-WM-*) and the ones the server writes itself
  * are left out.  ctype receives the content type (rs points at it).
  */
-void router_relay_into(struct srv_response *rs, const struct hc_response *a, char *ctype, size_t ctype_size)
+static void router_relay_into(struct srv_response *rs, const struct hc_response *a, char *ctype, size_t ctype_size)
 {
 	static const char *const own[] = {"date", "content-length", "connection", "keep-alive", "x-request-id",
 					  "transfer-encoding", NULL};
@@ -291,7 +291,7 @@ static int fwd_send(struct fwd *f, uint32_t shard)
 	if (f->kind == RC_FANOUT)
 		buf_puts(&h, WM_H_FANOUT ": 1\r\n");
 	if (f->rule && !strcmp(f->method, "POST") && !strcmp(f->rule->pattern, "/v1/orders"))
-		buf_puts(&h, coord_header(r)); /* it may coordinate the order across shards */
+		buf_puts(&h, coord_header(r->coord)); /* it may coordinate the order across shards */
 	buf_append(&h, f->hdrs.data, f->hdrs.len);
 	buf_append(&h, "", 1); /* NUL for hc_request.headers */
 	struct hc_request rq = {.method = f->method, .path = target, .headers = h.data, .body = f->body,
@@ -323,9 +323,11 @@ static void fwd_finish(struct fwd *f, struct srv_response *rs)
 	fwd_free(f);
 }
 
-void router_fwd_finish(struct fwd *f, struct srv_response *rs) { fwd_finish(f, rs); }
+/* ---- for the coordinator (coordinator.h: struct coord_host) ---- */
 
-const char *router_fwd_principal(const struct fwd *f, size_t *len)
+static void router_fwd_finish(struct fwd *f, struct srv_response *rs) { fwd_finish(f, rs); }
+
+static const char *router_fwd_principal(const struct fwd *f, size_t *len)
 {
 	if (!f->eq)
 		return NULL;
@@ -333,7 +335,10 @@ const char *router_fwd_principal(const struct fwd *f, size_t *len)
 	return f->eq->principal;
 }
 
-int router_call(struct router *r, uint32_t shard, const char *method, const char *path, const char *body,
+/* A signed internal call to shard `shard` (principal may be NULL): 0, or
+ * -1 when the shard's pool is full or the router is stopping (done is not
+ * called then). */
+static int router_call(struct router *r, uint32_t shard, const char *method, const char *path, const char *body,
 		size_t body_len, const char *principal, size_t principal_len, uint32_t timeout_ms, hc_done_fn done,
 		void *arg)
 {
@@ -514,7 +519,7 @@ static void on_answer(void *arg, const struct hc_response *a, const char *err)
 	}
 	if (edge_wait(f, a))
 		return;
-	if (a->status == 202 && coord_begin(r, f, call->shard, a))
+	if (a->status == 202 && coord_begin(r->coord, f, call->shard, a))
 		return; /* a cross-shard order: the coordinator answers it */
 	struct srv_response rs = {0};
 	buf_init(&rs.headers, 0);
@@ -525,7 +530,7 @@ static void on_answer(void *arg, const struct hc_response *a, const char *err)
 	if (f->kind == RC_EDGE && a->status == 200) {
 		router_metrics(r, &rs.body);
 		redge_metrics(&r->edge, &rs.body);
-		coord_metrics(r, &rs.body);
+		coord_metrics(r->coord, &rs.body);
 	}
 	rs.route = f->rule ? f->rule->pattern : "-";
 	r->st.relayed++;
@@ -765,7 +770,7 @@ static void answer_internal(struct router *r, const struct http_request *h, stru
 	}
 	if (h->method == HTTP_M_GET && h->path_len == 20 && !memcmp(h->path, "/internal/txn/status", 20)) {
 		rs->route = "/internal/txn/status";
-		coord_status(r, h->query, h->query_len, rs);
+		coord_status(r->coord, h->query, h->query_len, rs);
 		return;
 	}
 	if (h->method != HTTP_M_GET || h->path_len != 24 || memcmp(h->path, "/internal/cluster/status", 24)) {
@@ -781,7 +786,7 @@ static void answer_internal(struct router *r, const struct http_request *h, stru
 		   (unsigned long long)r->map.version, r->map.n, (unsigned long long)r->home_lsn,
 		   r->home_seen_ms && now - r->home_seen_ms <= ROUTER_READY_WINDOW_MS ? "true" : "false",
 		   (unsigned long long)r->st.forwarded, (unsigned long long)r->st.failed,
-		   (unsigned long long)coord_in_doubt(r));
+		   (unsigned long long)coord_in_doubt(r->coord));
 }
 
 /* ---- the handler -------------------------------------------------------- */
@@ -997,11 +1002,28 @@ void router_tick(struct router *r)
 	for (uint32_t i = 0; i < r->map.n; i++)
 		hc_tick(r->pools[i]);
 	router_edge_poll(r, 0);
-	coord_tick(r);
+	coord_tick(r->coord);
 	if (now_ms(r) >= r->next_probe_ms) {
 		r->next_probe_ms = now_ms(r) + ROUTER_PROBE_MS;
 		router_probe(r);
 	}
+}
+
+static int host_call(void *router, uint32_t shard, const char *method, const char *path, const char *body,
+		     size_t body_len, const char *principal, size_t principal_len, uint32_t timeout_ms, hc_done_fn done,
+		     void *arg)
+{
+	return router_call(router, shard, method, path, body, body_len, principal, principal_len, timeout_ms, done, arg);
+}
+
+/* The coordinator of cross-shard orders (coordinator.h) on this router. */
+static int router_coord_open(struct router *r, char *err, size_t errlen)
+{
+	struct coord_host h = {.router = r, .loop = r->loop, .map = &r->map, .data_dir = r->cfg.data_dir,
+			       .wal_mode = r->cfg.wal_mode, .router_id = r->cfg.router_id, .call = host_call,
+			       .finish = router_fwd_finish, .principal = router_fwd_principal,
+			       .relay = router_relay_into};
+	return coord_open(&h, &r->coord, err, errlen);
 }
 
 int router_open(struct router *r, const struct config *cfg, struct ev_loop *loop, char *err, size_t errlen)
@@ -1021,7 +1043,7 @@ int router_open(struct router *r, const struct config *cfg, struct ev_loop *loop
 		return -1;
 	}
 	if (router_pools(r, NULL, err, errlen) || redge_open(&r->edge, cfg, loop, &r->map, &r->key, err, errlen) ||
-	    coord_open(r, err, errlen)) {
+	    router_coord_open(r, err, errlen)) {
 		router_close(r);
 		return -1;
 	}
@@ -1039,6 +1061,7 @@ void router_close(struct router *r)
 	}
 	while (r->n_retired)
 		hc_pool_free(r->retired[--r->n_retired]);
-	coord_close(r);        /* after the pools: every call of a transaction has failed */
+	coord_close(r->coord); /* after the pools: every call of a transaction has failed */
+	r->coord = NULL;
 	redge_close(&r->edge); /* after the pools: their failed calls audited first */
 }

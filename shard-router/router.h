@@ -81,19 +81,6 @@ void router_handle(void *app, const struct srv_request *rq, struct srv_response 
  * whose wait is over (from the loop's prepare hook and tick); with all != 0,
  * every one (before close). */
 void router_edge_poll(struct router *r, int all);
-/* ---- for the coordinator (coordinator.c) ---- */
-/* Answer a request the router deferred, and free it. */
-void router_fwd_finish(struct fwd *f, struct srv_response *rs);
-/* The principal the edge forwards with a request (its length in *len), or NULL. */
-const char *router_fwd_principal(const struct fwd *f, size_t *len);
-/* Copy a shard's answer into rs as the router relays answers. */
-void router_relay_into(struct srv_response *rs, const struct hc_response *a, char *ctype, size_t ctype_size);
-/* A signed internal call to shard `shard` (principal may be NULL): 0, or
- * -1 when the shard's pool is full or the router is stopping (done is not
- * called then). */
-int router_call(struct router *r, uint32_t shard, const char *method, const char *path, const char *body,
-		size_t body_len, const char *principal, size_t principal_len, uint32_t timeout_ms, hc_done_fn done,
-		void *arg);
 /* Periodic work: pool deadlines, the home probe. */
 void router_tick(struct router *r);
 /* Fail every call in flight (their deferred answers complete: call it

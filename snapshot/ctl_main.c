@@ -10,6 +10,9 @@
  *   wm-ctl cluster status --shard-map FILE --cluster-secret-file FILE [--router HOST:PORT ...]
  *                                     every process of a cluster: map version, LSN,
  *                                     replication, in-doubt count (shard-router/ctl_cluster.c)
+ *   wm-ctl txn resolve TXN commit|abort --shard-map FILE --cluster-secret-file FILE
+ *                                     decide a cross-shard transaction whose router is gone
+ *                                     for good (refused while it has a record)
  *   wm-ctl restore SRC DST [--upto-lsn N]
  *                                     rebuild SRC's state (up to LSN N) into a new
  *                                     data directory DST as one snapshot
@@ -37,7 +40,8 @@ static void usage(FILE *o)
 		   "  wm-ctl snapshot inspect FILE\n  wm-ctl snapshot verify FILE\n"
 		   "  wm-ctl snapshot take DATA_DIR\n  wm-ctl counts DATA_DIR\n"
 		   "  wm-ctl restore SRC_DATA_DIR DST_DATA_DIR [--upto-lsn N]\n"
-		   "  wm-ctl cluster status --shard-map FILE --cluster-secret-file FILE [--router HOST:PORT ...]\n");
+		   "  wm-ctl cluster status --shard-map FILE --cluster-secret-file FILE [--router HOST:PORT ...]\n"
+		   "  wm-ctl txn resolve TXN commit|abort --shard-map FILE --cluster-secret-file FILE\n");
 }
 
 static void print_segment(void *ctx, const struct wal_segment_info *si)
@@ -184,6 +188,8 @@ int main(int argc, char **argv)
 		return cmd_take(argv[3]);
 	if (argc >= 3 && !strcmp(argv[1], "cluster"))
 		return ctl_cluster(argc - 2, argv + 2);
+	if (argc >= 3 && !strcmp(argv[1], "txn"))
+		return ctl_txn(argc - 2, argv + 2);
 	if (argc == 3 && !strcmp(argv[1], "counts"))
 		return cmd_counts(argv[2]);
 	if ((argc == 4 || argc == 6) && !strcmp(argv[1], "restore")) {

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/api_client.h"
@@ -157,3 +158,100 @@ CRASH_CASE(router_dies_after_the_charge, "txn_router_crash_after_charged", 0)
 CRASH_CASE(router_dies_after_logging_commit, "txn_router_crash_after_decision", 1)
 CRASH_CASE(router_dies_after_the_destination_commits, "txn_router_crash_after_commit_dest", 1)
 CRASH_CASE(router_dies_before_end, "txn_router_crash_before_end", 1)
+
+/* Run wm-ctl with args; its output into out; the exit status. */
+static int ctl(const char *args, char *out, size_t n)
+{
+	char cmd[2048];
+	const char *d = getenv("WM_BIN_DIR");
+	snprintf(cmd, sizeof(cmd), "%s/wm-ctl %s 2>&1", d ? d : "build/san/bin", args);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	size_t len = fread(out, 1, n - 1, p);
+	out[len] = 0;
+	int st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/*
+ * A coordinator gone for good (killed after every yes vote, never
+ * restarted; the shards would wait an hour before asking): the operator
+ * aborts the transaction with wm-ctl txn resolve, and every unit comes back
+ * and the order fails.  While a router has a record, resolve is refused.
+ */
+WM_TEST(txn_crash, an_operator_resolves_a_transaction_whose_router_is_gone, .timeout = 120)
+{
+	struct wm_cluster c;
+	wm_cluster_init(&c, 3);
+	static const char *const extra[] = {"--key-rate-rps", "1000000", "--key-rate-burst", "1000000",
+					    "--txn-timeout-ms", "3600000", NULL};
+	for (int i = 0; extra[i]; i++)
+		c.extra[i] = extra[i];
+	for (int i = 0; i < 4; i++)
+		c.router_extra[i] = extra[i];
+	wm_cluster_start_all(&c);
+	static const char *const renv[] = {"WM_ERRINJ=txn_router_crash_after_prepared", NULL};
+	c.router_env = renv;
+	cr_assert_eq(wm_cluster_router_start(&c), 0, "the router did not start (logs in %s)", c.router_dir);
+	c.router_env = NULL;
+	struct oworld w;
+	memset(&w, 0, sizeof(w));
+	ow_build(&w, c.router_port, 30, 0, "FR", "DE");
+	char body[512], auth[256];
+	ow_body(&w, 12, NULL, body, sizeof(body));
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\n", w.ksel);
+	struct http_resp r;
+	int st = 422;
+	for (int t = 0; t < 250 && st == 422; t++) {
+		int rc = http_do(c.router_port, "POST", "/v1/orders", auth, body, &r);
+		st = rc == 0 ? r.status : 0;
+		if (rc == 0)
+			http_resp_free(&r);
+		if (st == 422)
+			usleep(20 * 1000);
+	}
+	wm_cluster_router_kill9(&c); /* gone for good: the level is read at shard 1 itself */
+	char path[160], out[8192], args[1024];
+	snprintf(path, sizeof(path), "/v1/inventory/%s", w.lv_est);
+	cr_assert_eq(wm_cluster_do(&c, 1, "GET", path, NULL, &r), 0);
+	cr_assert(strstr(r.body, "\"reserved\":12"), "the holds are prepared: %s", r.body);
+	http_resp_free(&r);
+	/* the transaction id: the order at the destination (shard 2) */
+	cr_assert_eq(wm_cluster_do(&c, 2, "GET", "/v1/orders?page_size=1", NULL, &r), 0);
+	const char *at = strstr(r.body, "\"id\":\"ord_DE_");
+	cr_assert_not_null(at, "%s", r.body);
+	char order[64];
+	snprintf(order, sizeof(order), "%.*s", (int)strcspn(at + 6, "\""), at + 6);
+	http_resp_free(&r);
+	snprintf(args, sizeof(args), "txn resolve r0:%s abort --shard-map %s --cluster-secret-file %s", order, c.map_path,
+		 c.secret_path);
+	int rc = ctl(args, out, sizeof(out));
+	cr_assert_eq(rc, 0, "wm-ctl txn resolve: %s", out);
+	cr_assert_eq(wm_cluster_do(&c, 1, "GET", path, NULL, &r), 0);
+	cr_assert(strstr(r.body, "\"reserved\":0") && strstr(r.body, "\"allocated\":0"), "units back: %s", r.body);
+	http_resp_free(&r);
+	snprintf(path, sizeof(path), "/v1/orders/%s", order);
+	cr_assert_eq(wm_cluster_do(&c, 2, "GET", path, NULL, &r), 0);
+	cr_assert(strstr(r.body, "\"status\":\"failed\""), "%s", r.body);
+	http_resp_free(&r);
+	/* again: idempotent */
+	cr_assert_eq(ctl(args, out, sizeof(out)), 0, "a second resolve: %s", out);
+	/* a router with a record refuses the operator: start it again, order
+	 * afresh (it commits), then try to abort that one */
+	cr_assert_eq(wm_cluster_router_start(&c), 0, "the router did not restart (logs in %s)", c.router_dir);
+	char id2[64] = "";
+	for (int t = 0; t < 250 && !id2[0]; t++) {
+		json_t *j = ow_order(&w, 6, NULL, NULL, &st);
+		if (st == 201)
+			snprintf(id2, sizeof(id2), "%s", json_string_value(json_object_get(j, "id")));
+		json_decref(j);
+		if (!id2[0])
+			usleep(20 * 1000);
+	}
+	cr_assert_neq(id2[0], 0, "the second order");
+	snprintf(args, sizeof(args), "txn resolve r0:%s abort --shard-map %s --cluster-secret-file %s", id2, c.map_path,
+		 c.secret_path);
+	cr_assert_eq(ctl(args, out, sizeof(out)), 1, "resolve must be refused: %s", out);
+	cr_assert(strstr(out, "still has a record"), "%s", out);
+	wm_cluster_cleanup(&c);
+}

@@ -250,7 +250,11 @@ static void cand_add(struct quote *s, struct quote_line *ql, const struct offer 
 		int64_t lv_atp = 0;
 		for (unsigned k = 0; k < nt; k++)
 			lv_atp += inv_atp(top[k]);
-		rc->atp = lv_atp < rc->atp ? lv_atp : rc->atp;
+		/* in a cluster the offer's qty_available is the home's sum of
+		 * every shard's levels, published a hop after the levels
+		 * themselves: the levels (the caller's own writes are applied,
+		 * engine/edge/park.h) are the fresher figure */
+		rc->atp = s->sh->smap || lv_atp < rc->atp ? lv_atp : rc->atp;
 	} else if (at) { /* preview through a channel: the stock at its locations */
 		rc->atp = at_sum < rc->atp ? at_sum : rc->atp;
 	}

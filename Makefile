@@ -5,6 +5,7 @@
 #   make test     install missing packages, build with ASan+UBSan, run every Criterion test
 #   make fuzz     build the libFuzzer targets with clang and run each for FUZZ_SECONDS
 #   make bench    release build, then the benchmarks in perf/ (figures printed, not asserted)
+#   make tools    release builds of the test tools in tests/tools/ (bin/wm-delay-proxy)
 #   make clean
 #
 # Every .c file under the code folders is part of the library except *_main.c,
@@ -47,7 +48,7 @@ TEST_ARGS    ?=
 DATA_DIR     ?= ./var
 LISTEN       ?= 127.0.0.1:8080
 
-.PHONY: all run test test-build fuzz bench clean deps deps-fuzz deps-bench
+.PHONY: all run test test-build tools fuzz bench clean deps deps-fuzz deps-bench
 .DEFAULT_GOAL := all
 
 # deps runs first and alone (a recursive make), so `make -j` never compiles
@@ -91,7 +92,22 @@ build/san/wm-tests: $(TEST_OBJS) build/san/lib.a
 	$(CC) $(SAN_CFLAGS) -o $@ $(TEST_OBJS) build/san/lib.a $(LDLIBS) $(shell pkg-config --libs criterion) -ljansson
 
 test-build: deps
-	@$(MAKE) --no-print-directory build/san/wm-tests $(PROGRAMS:%=build/san/bin/%)
+	@$(MAKE) --no-print-directory build/san/wm-tests $(PROGRAMS:%=build/san/bin/%) $(TOOLS:%=build/san/bin/%)
+
+# Test tools (tests/tools/*.c, e.g. wm-delay-proxy): stand-alone programs the
+# tests start, built sanitized next to the programs (WM_BIN_DIR), linked with
+# nothing of the library; `make tools` builds release copies in bin/.
+TOOLS := $(patsubst tests/tools/%.c,%,$(sort $(wildcard tests/tools/*.c)))
+define tool_rules
+build/san/bin/$(1): tests/tools/$(1).c
+	@mkdir -p $$(@D)
+	$$(CC) $$(filter-out -MMD -MP,$$(SAN_CFLAGS)) -o $$@ $$<
+bin/$(1): tests/tools/$(1).c
+	@mkdir -p $$(@D)
+	$$(CC) $$(filter-out -MMD -MP,$$(REL_CFLAGS)) -o $$@ $$<
+endef
+$(foreach t,$(TOOLS),$(eval $(call tool_rules,$(t))))
+tools: $(TOOLS:%=bin/%)
 
 # The test binary finds the sanitized programs through WM_BIN_DIR.  Every
 # response the integration tests read is recorded in build/contract and then
@@ -110,14 +126,16 @@ test-build: deps
 # deployment cannot show in the API.  Left out: suites about one process
 # (crashes, WAL and disk, connections, TLS, snapshots, media files, the CLI,
 # the shard's own audit, the router and cluster suites themselves, the
-# renderer and the webhook library, which start no shard, the 2PC suites,
-# which start their own clusters) and the one tax test that reads a single
-# shard's log file.  Orders whose stock lies on another shard than their
-# destination (tax_2026, vat_reconcile) run as two-phase commits there.
+# renderer, the webhook library, the decision log, the delay proxy and the
+# partition harness, which start no shard, the 2PC suites, which start their
+# own clusters) and the one tax test that reads a single shard's log file.
+# Orders whose stock lies on another shard than their destination
+# (tax_2026, vat_reconcile) run as two-phase commits there.
 TEST_CLUSTER_SKIP := order_crash/* media/* router/* conn/* audit/* tls/* shard_map_proc/* durability/* full_disk/* \
 	snapshot_child/* ops/* http/* ctl/* tax_2026/stale_reference_data_warns_in_metrics_and_log \
 	replication/* replication_units/* \
 	cluster_orders/* txn_part/* txn_crash/* fanout/* route_class/* documents/* webhooks/* \
+	decision_log/* delay_proxy/* netns/* \
 	auth/minted_key_is_shown_once_and_only_its_hash_is_stored \
 	auth/operator_key_is_printed_once_or_taken_from_the_environment
 empty :=

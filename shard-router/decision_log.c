@@ -708,7 +708,7 @@ int dlog_prune(struct dlog *l)
 			break;
 		}
 	if (horizon <= l->floor)
-		return 0;
+		return wal_prune(l->dir, l->floor); /* finishes a prune a crash or error cut short */
 	if (floor_write(l->dir, horizon))
 		return -1;
 	l->floor = horizon;

@@ -104,7 +104,8 @@ enum dlog_status {
 #define DLOG_E_NOSPACE (-5)   /* the WAL refused: the disk is full (nothing appended) */
 
 /* Called from dlog_poll (or dlog_close) once the COMMIT is durable; txn_id
- * is valid during the call only. */
+ * is valid during the call only.  It may call dlog_commit, dlog_end,
+ * dlog_lookup and dlog_prune on the same log, never dlog_close. */
 typedef void (*dlog_commit_cb)(void *arg, const char *txn_id);
 
 struct dlog;

@@ -181,3 +181,11 @@ void ow_source(struct oworld *x, const char *name, const char *price, int units,
 	location(x->port, out->key, loc_name, x->stock_cc[0] ? x->stock_cc : "FR", out->loc);
 	level(x->port, out->key, out->offer, out->loc, units, out->lv);
 }
+
+void ow_add_stock(struct oworld *x, int stockist, const char *cc, int units, char *level_out)
+{
+	char loc[64];
+	const char *key = stockist ? x->kstk : x->kest;
+	location(x->port, key, stockist ? "Stockist annex" : "Estate annex", cc, loc);
+	level(x->port, key, stockist ? x->of_stk : x->of_est, loc, units, level_out);
+}

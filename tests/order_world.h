@@ -32,6 +32,10 @@ void ow_start(struct oworld *x, const char *errinj, int est_units, int stk_units
  * the cellars in stock_cc (FR, DE or AT), orders to dest (FR, DE or AT).
  * x->p is left alone (not started by this). */
 void ow_build(struct oworld *x, int port, int est_units, int stk_units, const char *stock_cc, const char *dest);
+/* More stock: a new location of the estate (stockist 0) or the stockist
+ * (1) in country cc (FR, DE or AT) with `units` of its offer; the level's
+ * id into level_out (64 bytes). */
+void ow_add_stock(struct oworld *x, int stockist, const char *cc, int units, char *level_out);
 /* Restart on the same data directory after a stop or kill. */
 void ow_restart(struct oworld *x, const char *errinj);
 

@@ -189,6 +189,38 @@ WM_TEST(cluster_orders, stock_on_another_shard_commits_in_two_phases, .timeout =
 	wm_cluster_cleanup(&c);
 }
 
+/* Two sources on two other shards (the estate's cellar in FR, shard 1;
+ * the stockist's in AT, the home): one transaction with two participants,
+ * each leg allocated where its stock is. */
+WM_TEST(cluster_orders, two_sources_on_two_other_shards_commit_together, .timeout = 120)
+{
+	struct wm_cluster c;
+	cluster_with_router(&c);
+	struct oworld w;
+	memset(&w, 0, sizeof(w));
+	ow_build(&w, c.router_port, 6, 0, "FR", "DE");
+	char lv_at[64];
+	ow_add_stock(&w, 1, "AT", 14, lv_at); /* 6 + 14: the order needs both */
+	int st;
+	char id[64] = "";
+	order(&w, 20, &st, id); /* more than either source holds: both are needed */
+	cr_assert_eq(st, 201);
+	char s1[32];
+	cr_assert_str_eq(status_of_order(&w, id, s1, sizeof(s1)), "reserved");
+	long long res_fr, alloc_fr, res_at, alloc_at, on_hand;
+	ow_level(&w, w.lv_est, &res_fr, &alloc_fr, &on_hand);
+	ow_level(&w, lv_at, &res_at, &alloc_at, &on_hand);
+	cr_assert_eq(res_fr + res_at, 0, "nothing stays prepared");
+	cr_assert_eq(alloc_fr + alloc_at, 20, "the order's 20 units are allocated (FR %lld, AT %lld)", alloc_fr, alloc_at);
+	cr_assert_gt(alloc_fr, 0, "the FR leg");
+	cr_assert_gt(alloc_at, 0, "the AT leg");
+	struct http_resp r;
+	cr_assert_eq(http_do(c.router_port, "GET", "/metrics", NULL, NULL, &r), 0);
+	cr_assert(strstr(r.body, "wm_router_txn_total{outcome=\"commit\"} 1\n"), "one transaction committed");
+	http_resp_free(&r);
+	wm_cluster_cleanup(&c);
+}
+
 /* Cancelling a cross-shard order releases its legs on their shard and
  * refunds, from the destination (its compensation), idempotently. */
 WM_TEST(cluster_orders, a_cross_shard_order_cancels_on_every_shard, .timeout = 120)

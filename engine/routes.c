@@ -24,6 +24,7 @@
 #include "engine/stock/inventory.h"
 #include "engine/stock/location.h"
 #include "engine/stock/txn_part.h"
+#include "engine/check.h"
 #include "engine/ops.h"
 #include "engine/replication/repl.h"
 
@@ -132,6 +133,7 @@ static const struct route *const internal_groups[] = {
 	repl_internal_routes,
 	txn_part_internal_routes,
 	order_txn_internal_routes,
+	check_internal_routes,
 	NULL,
 };
 

@@ -144,6 +144,7 @@ static int ctl_usage(void)
 {
 	fprintf(stderr, "usage: wm-ctl cluster status --shard-map FILE --cluster-secret-file FILE "
 			"[--router HOST:PORT ...]\n"
+			"       wm-ctl cluster check --shard-map FILE --cluster-secret-file FILE [--in-doubt-limit-ms N]\n"
 			"       wm-ctl txn resolve TXN commit|abort --shard-map FILE --cluster-secret-file FILE\n");
 	return 2;
 }
@@ -240,11 +241,62 @@ int ctl_txn(int argc, char **argv)
 	return ctl_txn_resolve(&m, &k, argv[1], !strcmp(argv[2], "commit"));
 }
 
+#define CTL_IN_DOUBT_LIMIT_MS 60000 /* older than this, a PREPARED transaction must still be in progress */
+
+/*
+ * `wm-ctl cluster check`: the whole-cluster invariants (issue 14).  Each
+ * shard checks its own rows (GET /internal/check, engine/check.c: levels
+ * against their holds, orders against their charges) and lists the
+ * transactions it holds PREPARED; one older than CTL_IN_DOUBT_LIMIT_MS must
+ * be in progress at its router, else it is a PREPARED hold without a
+ * transaction.  Prints every violation; exit 1 on any (or on a process
+ * that does not answer), 0 when the cluster is consistent.
+ */
+static int ctl_check(const struct shard_map *m, const struct cluster_key *k, long long limit_ms)
+{
+	static char body[CTL_MAX_ANSWER + 1], rb[4096];
+	unsigned long long total = 0;
+	int down = 0;
+	for (uint32_t i = 0; i < m->n; i++) {
+		int st = ctl_signed(k, "GET", m->shards[i].addr, "/internal/check", NULL, body, sizeof(body));
+		if (st != 200) {
+			printf("shard %u %s: no answer (%s)\n", i, m->shards[i].addr, body);
+			down++;
+			continue;
+		}
+		const char *vc = strstr(body, "\"violation_count\":");
+		unsigned long long n = vc ? strtoull(vc + 18, NULL, 10) : 1;
+		total += n;
+		printf("shard %u %s: %s\n", i, m->shards[i].addr, body);
+		/* every in-doubt transaction past the limit must be in progress */
+		for (const char *p = strstr(body, "\"in_doubt\":["); p && (p = strstr(p, "{\"txn\":\"")); p++) {
+			char txn[80];
+			long long age = 0;
+			if (sscanf(p, "{\"txn\":\"%79[^\"]\",\"age_ms\":%lld", txn, &age) != 2 || age < limit_ms)
+				continue;
+			int rid = txn[0] == 'r' ? atoi(txn + 1) : -1;
+			const char *raddr = rid >= 0 && rid < SMAP_MAX_ROUTERS ? m->routers[rid] : "";
+			char path[160];
+			snprintf(path, sizeof(path), "/internal/txn/status?txn=%s", txn);
+			int rs = raddr[0] ? ctl_signed(k, "GET", raddr, path, NULL, rb, sizeof(rb)) : -1;
+			if (rs != 200 || !strstr(rb, "\"decision\":\"in_progress\"")) {
+				printf("violation: shard %u holds %s PREPARED for %lld ms and its router says %s\n", i, txn, age,
+				       rs == 200 ? rb : "nothing (it does not answer)");
+				total++;
+			}
+		}
+	}
+	printf("%llu violation(s)%s\n", total, down ? ", and a shard did not answer" : "");
+	return total || down ? 1 : 0;
+}
+
 int ctl_cluster(int argc, char **argv)
 {
 	const char *map_path = NULL, *secret_path = NULL, *routers[CTL_MAX_ROUTERS];
 	unsigned n_routers = 0;
-	if (argc < 1 || strcmp(argv[0], "status"))
+	int check = argc >= 1 && !strcmp(argv[0], "check");
+	long long limit_ms = CTL_IN_DOUBT_LIMIT_MS;
+	if (argc < 1 || (strcmp(argv[0], "status") && !check))
 		return ctl_usage();
 	for (int i = 1; i < argc; i++) {
 		if (i + 1 >= argc)
@@ -255,6 +307,8 @@ int ctl_cluster(int argc, char **argv)
 			secret_path = argv[++i];
 		else if (!strcmp(argv[i], "--router") && n_routers < CTL_MAX_ROUTERS)
 			routers[n_routers++] = argv[++i];
+		else if (check && !strcmp(argv[i], "--in-doubt-limit-ms"))
+			limit_ms = atoll(argv[++i]);
 		else
 			return ctl_usage();
 	}
@@ -271,6 +325,8 @@ int ctl_cluster(int argc, char **argv)
 		fprintf(stderr, "wm-ctl: cluster secret %s: %s\n", secret_path, err);
 		return 1;
 	}
+	if (check)
+		return ctl_check(&m, &k, limit_ms);
 	int down = 0;
 	static char body[CTL_MAX_ANSWER + 1];
 	printf("map %s version %llu, %u shards\n", map_path, (unsigned long long)m.version, m.n);

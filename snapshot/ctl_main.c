@@ -10,6 +10,8 @@
  *   wm-ctl cluster status --shard-map FILE --cluster-secret-file FILE [--router HOST:PORT ...]
  *                                     every process of a cluster: map version, LSN,
  *                                     replication, in-doubt count (shard-router/ctl_cluster.c)
+ *   wm-ctl cluster check --shard-map FILE --cluster-secret-file FILE
+ *                                     the whole-cluster invariants: exit 1 on any violation
  *   wm-ctl txn resolve TXN commit|abort --shard-map FILE --cluster-secret-file FILE
  *                                     decide a cross-shard transaction whose router is gone
  *                                     for good (refused while it has a record)
@@ -41,6 +43,7 @@ static void usage(FILE *o)
 		   "  wm-ctl snapshot take DATA_DIR\n  wm-ctl counts DATA_DIR\n"
 		   "  wm-ctl restore SRC_DATA_DIR DST_DATA_DIR [--upto-lsn N]\n"
 		   "  wm-ctl cluster status --shard-map FILE --cluster-secret-file FILE [--router HOST:PORT ...]\n"
+		   "  wm-ctl cluster check --shard-map FILE --cluster-secret-file FILE\n"
 		   "  wm-ctl txn resolve TXN commit|abort --shard-map FILE --cluster-secret-file FILE\n");
 }
 

@@ -75,6 +75,17 @@ static long in_doubt(struct wm_cluster *c, unsigned i)
 	return v;
 }
 
+static int ctl(const char *args, char *out, size_t n);
+
+/* wm-ctl cluster check on c: its exit status, its report into out. */
+static int cluster_check(struct wm_cluster *c, long long limit_ms, char *out, size_t n)
+{
+	char args[1024];
+	snprintf(args, sizeof(args), "cluster check --shard-map %s --cluster-secret-file %s --in-doubt-limit-ms %lld",
+		 c->map_path, c->secret_path, limit_ms);
+	return ctl(args, out, n);
+}
+
 static void run_case(const struct crash_case *k)
 {
 	struct wm_cluster c;
@@ -154,6 +165,10 @@ static void run_case(const struct crash_case *k)
 	cr_assert_eq(reserved, 0, "%s: units still prepared", k->point);
 	cr_assert_eq(allocated, k->committed ? 12 : 0, "%s: allocated %lld", k->point, allocated);
 	cr_assert_eq(in_doubt(&c, 1), 0, "%s: shard 1 still in doubt", k->point);
+	/* the whole-cluster checker agrees */
+	static char report[16384];
+	cr_assert_eq(cluster_check(&c, 60000, report, sizeof(report)), 0, "%s: wm-ctl cluster check: %s", k->point,
+		     report);
 	if (!k->committed) {
 		char path[128];
 		snprintf(path, sizeof(path), "/v1/orders/%s", id);
@@ -278,5 +293,39 @@ WM_TEST(txn_crash, an_operator_resolves_a_transaction_whose_router_is_gone, .tim
 		 c.secret_path);
 	cr_assert_eq(ctl(args, out, sizeof(out)), 1, "resolve must be refused: %s", out);
 	cr_assert(strstr(out, "still has a record"), "%s", out);
+	wm_cluster_cleanup(&c);
+}
+
+/* The checker can fail: a PREPARED hold no transaction is in progress for
+ * (its router has no record of it) is a violation until it is aborted. */
+WM_TEST(txn_crash, the_cluster_checker_finds_a_prepared_hold_without_a_transaction, .timeout = 120)
+{
+	struct wm_cluster c;
+	wm_cluster_init(&c, 3);
+	static const char *const extra[] = {"--key-rate-rps", "1000000", "--key-rate-burst", "1000000",
+					    "--txn-timeout-ms", "3600000", NULL};
+	for (int i = 0; extra[i]; i++)
+		c.extra[i] = extra[i];
+	for (int i = 0; i < 4; i++)
+		c.router_extra[i] = extra[i];
+	wm_cluster_start_all(&c);
+	cr_assert_eq(wm_cluster_router_start(&c), 0, "the router did not start (logs in %s)", c.router_dir);
+	struct oworld w;
+	memset(&w, 0, sizeof(w));
+	ow_build(&w, c.router_port, 30, 0, "FR", "DE");
+	static char report[16384];
+	cr_assert_eq(cluster_check(&c, 0, report, sizeof(report)), 0, "a fresh cluster: %s", report);
+	char body[512];
+	snprintf(body, sizeof(body), "{\"txn\":\"r0:ord_ORPHAN\",\"holds\":[{\"hold_id\":\"r0:ord_ORPHAN.H1\","
+		 "\"level_id\":\"%s\",\"qty\":3}]}", w.lv_est);
+	struct http_resp r;
+	cr_assert_eq(wm_cluster_do(&c, 1, "POST", "/internal/txn/prepare", body, &r), 0);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	http_resp_free(&r);
+	cr_assert_eq(cluster_check(&c, 0, report, sizeof(report)), 1, "the orphan must be found: %s", report);
+	cr_assert(strstr(report, "r0:ord_ORPHAN"), "%s", report);
+	cr_assert_eq(wm_cluster_do(&c, 1, "POST", "/internal/txn/abort", "{\"txn\":\"r0:ord_ORPHAN\"}", &r), 0);
+	http_resp_free(&r);
+	cr_assert_eq(cluster_check(&c, 0, report, sizeof(report)), 0, "after the abort: %s", report);
 	wm_cluster_cleanup(&c);
 }

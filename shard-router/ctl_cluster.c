@@ -123,10 +123,6 @@ static int ctl_http(const char *method, const char *addr, const char *path, cons
 	return status;
 }
 
-static int ctl_get(const char *addr, const char *path, const char *extra, char *out, size_t out_size)
-{
-	return ctl_http("GET", addr, path, extra, NULL, out, out_size);
-}
 
 /* A signed request to addr; the status, the body in out. */
 static int ctl_signed(const struct cluster_key *k, const char *method, const char *addr, const char *path,
@@ -138,6 +134,21 @@ static int ctl_signed(const struct cluster_key *k, const char *method, const cha
 		return -1;
 	snprintf(hdr, sizeof(hdr), CK_HEADER_NAME ": %s\r\n", sig);
 	return ctl_http(method, addr, path, hdr, body, out, out_size);
+}
+
+/* The map and the cluster secret: 0, or 1 with the reason on stderr. */
+static int ctl_load(const char *map_path, const char *secret_path, struct shard_map *m, struct cluster_key *k)
+{
+	char err[512];
+	if (smap_load(map_path, NULL, 0, m, err, sizeof(err))) {
+		fprintf(stderr, "wm-ctl: %s\n", err);
+		return 1;
+	}
+	if (ck_load(secret_path, k, err, sizeof(err))) {
+		fprintf(stderr, "wm-ctl: cluster secret %s: %s\n", secret_path, err);
+		return 1;
+	}
+	return 0;
 }
 
 static int ctl_usage(void)
@@ -229,15 +240,8 @@ int ctl_txn(int argc, char **argv)
 		return ctl_usage();
 	static struct shard_map m;
 	struct cluster_key k;
-	char err[512];
-	if (smap_load(map_path, NULL, 0, &m, err, sizeof(err))) {
-		fprintf(stderr, "wm-ctl: %s\n", err);
+	if (ctl_load(map_path, secret_path, &m, &k))
 		return 1;
-	}
-	if (ck_load(secret_path, &k, err, sizeof(err))) {
-		fprintf(stderr, "wm-ctl: cluster secret %s: %s\n", secret_path, err);
-		return 1;
-	}
 	return ctl_txn_resolve(&m, &k, argv[1], !strcmp(argv[2], "commit"));
 }
 
@@ -316,38 +320,22 @@ int ctl_cluster(int argc, char **argv)
 		return ctl_usage();
 	static struct shard_map m;
 	struct cluster_key k;
-	char err[512];
-	if (smap_load(map_path, NULL, 0, &m, err, sizeof(err))) {
-		fprintf(stderr, "wm-ctl: %s\n", err);
+	if (ctl_load(map_path, secret_path, &m, &k))
 		return 1;
-	}
-	if (ck_load(secret_path, &k, err, sizeof(err))) {
-		fprintf(stderr, "wm-ctl: cluster secret %s: %s\n", secret_path, err);
-		return 1;
-	}
 	if (check)
 		return ctl_check(&m, &k, limit_ms);
 	int down = 0;
 	static char body[CTL_MAX_ANSWER + 1];
 	printf("map %s version %llu, %u shards\n", map_path, (unsigned long long)m.version, m.n);
+	static const char path[] = "/internal/cluster/status";
 	for (uint32_t i = 0; i < m.n; i++) {
-		static const char path[] = "/internal/cluster/status";
-		char sig[CK_HEADER_MAX], hdr[CK_HEADER_MAX + 32];
-		if (ck_sign(&k, "GET", 3, path, sizeof(path) - 1, (int64_t)time(NULL), NULL, 0, sig))
-			return 1;
-		snprintf(hdr, sizeof(hdr), CK_HEADER_NAME ": %s\r\n", sig);
-		int st = ctl_get(m.shards[i].addr, path, hdr, body, sizeof(body));
+		int st = ctl_signed(&k, "GET", m.shards[i].addr, path, NULL, body, sizeof(body));
 		printf("shard %u %s%s %s\n", i, m.shards[i].addr, i == 0 ? " (home)" : "",
 		       st == 200 ? body : st < 0 ? body : "unexpected answer");
 		down += st != 200;
 	}
 	for (unsigned i = 0; i < n_routers; i++) {
-		static const char path[] = "/internal/cluster/status";
-		char sig[CK_HEADER_MAX], hdr[CK_HEADER_MAX + 32];
-		if (ck_sign(&k, "GET", 3, path, sizeof(path) - 1, (int64_t)time(NULL), NULL, 0, sig))
-			return 1;
-		snprintf(hdr, sizeof(hdr), CK_HEADER_NAME ": %s\r\n", sig);
-		int st = ctl_get(routers[i], path, hdr, body, sizeof(body));
+		int st = ctl_signed(&k, "GET", routers[i], path, NULL, body, sizeof(body));
 		printf("router %s %s\n", routers[i], st == 200 ? body : st < 0 ? body : "unexpected answer");
 		down += st != 200;
 	}

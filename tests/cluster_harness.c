@@ -234,3 +234,20 @@ void wm_cluster_router_kill9(struct wm_cluster *c)
 		c->router_pid = 0;
 	}
 }
+
+void wm_cluster_for_orders(struct wm_cluster *c, const char *txn_timeout_ms, const char *const *router_env)
+{
+	wm_cluster_init(c, 3);
+	static const char *const rate[] = {"--key-rate-rps", "1000000", "--key-rate-burst", "1000000"};
+	unsigned n = 0;
+	for (; n < 4; n++)
+		c->extra[n] = c->router_extra[n] = rate[n];
+	c->extra[n++] = "--txn-timeout-ms";
+	c->extra[n++] = txn_timeout_ms;
+	c->extra[n] = NULL;
+	c->router_extra[4] = NULL;
+	wm_cluster_start_all(c);
+	c->router_env = router_env;
+	cr_assert_eq(wm_cluster_router_start(c), 0, "the router did not start (logs in %s)", c->router_dir);
+	c->router_env = NULL;
+}

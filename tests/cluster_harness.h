@@ -82,5 +82,10 @@ int wm_cluster_do(const struct wm_cluster *c, unsigned i, const char *method, co
  * failed to start. */
 int wm_cluster_router_start(struct wm_cluster *c); /* returns once /readyz says ready */
 void wm_cluster_router_kill9(struct wm_cluster *c);
+/* Three shards (the home, FR and DE's, AT the home's) and a router, ready
+ * for orders: no key rate in the way, --txn-timeout-ms for the shards
+ * (a decimal string with static storage), router_env for the router's
+ * start (may be NULL).  Asserts that everything started. */
+void wm_cluster_for_orders(struct wm_cluster *c, const char *txn_timeout_ms, const char *const *router_env);
 
 #endif

@@ -89,15 +89,7 @@ static int cluster_check(struct wm_cluster *c, long long limit_ms, char *out, si
 static void run_case(const struct crash_case *k)
 {
 	struct wm_cluster c;
-	wm_cluster_init(&c, 3);
-	static const char *const extra[] = {"--key-rate-rps", "1000000", "--key-rate-burst", "1000000",
-					    "--txn-timeout-ms", "1000", NULL};
-	for (int i = 0; extra[i]; i++)
-		c.extra[i] = extra[i];
-	for (int i = 0; i < 4; i++)
-		c.router_extra[i] = extra[i];
-	wm_cluster_start_all(&c);
-	cr_assert_eq(wm_cluster_router_start(&c), 0, "the router did not start (logs in %s)", c.router_dir);
+	wm_cluster_for_orders(&c, "1000", NULL);
 	struct oworld w;
 	memset(&w, 0, sizeof(w));
 	ow_build(&w, c.router_port, 30, 0, "FR", "DE");
@@ -222,18 +214,8 @@ static int ctl(const char *args, char *out, size_t n)
 WM_TEST(txn_crash, an_operator_resolves_a_transaction_whose_router_is_gone, .timeout = 120)
 {
 	struct wm_cluster c;
-	wm_cluster_init(&c, 3);
-	static const char *const extra[] = {"--key-rate-rps", "1000000", "--key-rate-burst", "1000000",
-					    "--txn-timeout-ms", "3600000", NULL};
-	for (int i = 0; extra[i]; i++)
-		c.extra[i] = extra[i];
-	for (int i = 0; i < 4; i++)
-		c.router_extra[i] = extra[i];
-	wm_cluster_start_all(&c);
 	static const char *const renv[] = {"WM_ERRINJ=txn_router_crash_after_prepared", NULL};
-	c.router_env = renv;
-	cr_assert_eq(wm_cluster_router_start(&c), 0, "the router did not start (logs in %s)", c.router_dir);
-	c.router_env = NULL;
+	wm_cluster_for_orders(&c, "3600000", renv);
 	struct oworld w;
 	memset(&w, 0, sizeof(w));
 	ow_build(&w, c.router_port, 30, 0, "FR", "DE");
@@ -301,15 +283,7 @@ WM_TEST(txn_crash, an_operator_resolves_a_transaction_whose_router_is_gone, .tim
 WM_TEST(txn_crash, the_cluster_checker_finds_a_prepared_hold_without_a_transaction, .timeout = 120)
 {
 	struct wm_cluster c;
-	wm_cluster_init(&c, 3);
-	static const char *const extra[] = {"--key-rate-rps", "1000000", "--key-rate-burst", "1000000",
-					    "--txn-timeout-ms", "3600000", NULL};
-	for (int i = 0; extra[i]; i++)
-		c.extra[i] = extra[i];
-	for (int i = 0; i < 4; i++)
-		c.router_extra[i] = extra[i];
-	wm_cluster_start_all(&c);
-	cr_assert_eq(wm_cluster_router_start(&c), 0, "the router did not start (logs in %s)", c.router_dir);
+	wm_cluster_for_orders(&c, "3600000", NULL);
 	struct oworld w;
 	memset(&w, 0, sizeof(w));
 	ow_build(&w, c.router_port, 30, 0, "FR", "DE");

@@ -38,15 +38,7 @@ WM_TEST(txn_partition, a_cut_participant_aborts_the_order_and_the_heal_lets_it_c
 	char why[256];
 	cr_assert_eq(netns_enter(why, sizeof(why)), 0, "cannot enter a network namespace: %s", why);
 	struct wm_cluster c;
-	wm_cluster_init(&c, 3);
-	static const char *const extra[] = {"--key-rate-rps", "1000000", "--key-rate-burst", "1000000",
-					    "--txn-timeout-ms", "1000", NULL};
-	for (int i = 0; extra[i]; i++)
-		c.extra[i] = extra[i];
-	for (int i = 0; i < 4; i++)
-		c.router_extra[i] = extra[i];
-	wm_cluster_start_all(&c);
-	cr_assert_eq(wm_cluster_router_start(&c), 0, "the router did not start (logs in %s)", c.router_dir);
+	wm_cluster_for_orders(&c, "1000", NULL);
 	struct oworld w;
 	memset(&w, 0, sizeof(w));
 	ow_build(&w, c.router_port, 30, 0, "FR", "DE"); /* stock on shard 1, orders to shard 2 */

@@ -89,6 +89,29 @@ static int body_txn(struct api_ctx *c, const struct json_value *body, char txn[I
 	return c->n_errs ? -1 : 0;
 }
 
+/* The transaction a commit, abort or release names ({"txn": T}): 0, or -1
+ * with the answer (400/415/422) written. */
+static int request_txn(struct api_ctx *c, char txn[INV_TXN_ID_MAX + 1])
+{
+	const struct json_value *body = api_body(c);
+	if (!body)
+		return -1;
+	if (body_txn(c, body, txn)) {
+		api_validation_failed(c);
+		return -1;
+	}
+	return 0;
+}
+
+/* A 200 {"<what>": n}: how many holds a commit, abort or release moved. */
+static void answer_count(struct api_ctx *c, const char *what, unsigned n)
+{
+	c->rs->status = 200;
+	jw_obj_begin(&c->w);
+	jw_kint(&c->w, what, n);
+	jw_obj_end(&c->w);
+}
+
 /* Does this shard own the level (its id's country)?  A cluster of one owns
  * everything. */
 static int owns_level(struct shard *sh, const char *level_id)
@@ -229,14 +252,9 @@ static int commit_all(struct api_ctx *c, const char *txn, unsigned *committed)
 
 static void txn_commit_route(struct api_ctx *c)
 {
-	const struct json_value *body = api_body(c);
 	char txn[INV_TXN_ID_MAX + 1];
-	if (!body)
+	if (request_txn(c, txn))
 		return;
-	if (body_txn(c, body, txn)) {
-		api_validation_failed(c);
-		return;
-	}
 	size_t pos = 0;
 	if (!hold_of_txn(c->sh, txn, &pos)) {
 		api_error(c, 404, "unknown_transaction", "this shard holds nothing for the transaction");
@@ -246,22 +264,14 @@ static void txn_commit_route(struct api_ctx *c)
 	if (commit_all(c, txn, &n))
 		return;
 	txn_part_crash_point(c->sh, "txn_part_crash_after_commit"); /* committed, not acknowledged */
-	c->rs->status = 200;
-	jw_obj_begin(&c->w);
-	jw_kint(&c->w, "committed", n);
-	jw_obj_end(&c->w);
+	answer_count(c, "committed", n);
 }
 
 static void txn_abort_route(struct api_ctx *c)
 {
-	const struct json_value *body = api_body(c);
 	char txn[INV_TXN_ID_MAX + 1];
-	if (!body)
+	if (request_txn(c, txn))
 		return;
-	if (body_txn(c, body, txn)) {
-		api_validation_failed(c);
-		return;
-	}
 	size_t pos = 0;
 	const struct hold *h;
 	while ((h = hold_of_txn(c->sh, txn, &pos)))
@@ -275,10 +285,7 @@ static void txn_abort_route(struct api_ctx *c)
 		api_error(c, 500, "store", "a hold of this transaction could not be released");
 		return;
 	}
-	c->rs->status = 200;
-	jw_obj_begin(&c->w);
-	jw_kint(&c->w, "released", released);
-	jw_obj_end(&c->w);
+	answer_count(c, "released", released);
 }
 
 /* POST /internal/txn/release {"txn"}: a cancelled (or failed) order's
@@ -287,14 +294,9 @@ static void txn_abort_route(struct api_ctx *c)
  * cannot come back: 409. */
 static void txn_release_route(struct api_ctx *c)
 {
-	const struct json_value *body = api_body(c);
 	char txn[INV_TXN_ID_MAX + 1];
-	if (!body)
+	if (request_txn(c, txn))
 		return;
-	if (body_txn(c, body, txn)) {
-		api_validation_failed(c);
-		return;
-	}
 	char ids[TXN_PART_MAX_HOLDS][INV_HOLD_ID_MAX + 1];
 	unsigned n = 0, released = 0;
 	size_t pos = 0;
@@ -313,10 +315,7 @@ static void txn_release_route(struct api_ctx *c)
 		}
 		released++;
 	}
-	c->rs->status = 200;
-	jw_obj_begin(&c->w);
-	jw_kint(&c->w, "released", released);
-	jw_obj_end(&c->w);
+	answer_count(c, "released", released);
 }
 
 const struct route txn_part_internal_routes[] = {

@@ -30,6 +30,7 @@ struct crash_case {
 	const char *point;
 	int committed; /* 1: after the decision, the order must end reserved */
 	int proc;      /* who dies: -1 the router, 1 the stock's shard (FR), 2 the destination's (DE) */
+	int also;      /* a shard killed at the same moment (1: the stock's), 0 for none */
 };
 
 /* Poll the order through the router until it is at rest; its status. */
@@ -130,6 +131,10 @@ static void run_case(const struct crash_case *k)
 	pid_t pid = k->proc < 0 ? c.router_pid : c.shard[k->proc].pid;
 	for (int t = 0; t < 100 && pid > 0 && waitpid(pid, NULL, WNOHANG) == 0; t++)
 		usleep(20 * 1000);
+	if (k->also) { /* a second process dies with it, and comes back first */
+		wm_cluster_kill9(&c, (unsigned)k->also);
+		cr_assert_eq(wm_cluster_start(&c, (unsigned)k->also), 0, "shard %d did not restart", k->also);
+	}
 	if (k->proc < 0) {
 		wm_cluster_router_kill9(&c);
 		cr_assert_eq(wm_cluster_router_start(&c), 0, "the router did not restart (logs in %s)", c.router_dir);
@@ -173,12 +178,13 @@ static void run_case(const struct crash_case *k)
 	wm_cluster_cleanup(&c);
 }
 
-#define CRASH_CASE(name, point, committed, proc)                                             \
+#define CRASH_CASE2(name, point, committed, proc, also)                                      \
 	WM_TEST(txn_crash, name, .timeout = 120)                                             \
 	{                                                                                   \
-		static const struct crash_case k = {point, committed, proc};                \
+		static const struct crash_case k = {point, committed, proc, also};          \
 		run_case(&k);                                                               \
 	}
+#define CRASH_CASE(name, point, committed, proc) CRASH_CASE2(name, point, committed, proc, 0)
 
 CRASH_CASE(router_dies_after_every_yes_vote, "txn_router_crash_after_prepared", 0, -1)
 CRASH_CASE(router_dies_after_the_charge, "txn_router_crash_after_charged", 0, -1)
@@ -190,6 +196,9 @@ CRASH_CASE(participant_dies_after_committing, "txn_part_crash_after_commit", 1, 
 CRASH_CASE(destination_dies_after_storing_the_order, "order_crash_after_placed", 0, 2)
 CRASH_CASE(destination_dies_after_the_charge, "txn_dest_crash_after_charge", 0, 2)
 CRASH_CASE(destination_dies_after_confirming, "txn_dest_crash_after_confirmed", 1, 2)
+/* the router and the stock's shard at once */
+CRASH_CASE2(router_and_participant_die_after_every_yes_vote, "txn_router_crash_after_prepared", 0, -1, 1)
+CRASH_CASE2(router_and_participant_die_after_logging_commit, "txn_router_crash_after_decision", 1, -1, 1)
 
 /* Run wm-ctl with args; its output into out; the exit status. */
 static int ctl(const char *args, char *out, size_t n)

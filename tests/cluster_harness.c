@@ -120,7 +120,7 @@ void wm_cluster_init(struct wm_cluster *c, unsigned n)
 int wm_cluster_start(struct wm_cluster *c, unsigned i)
 {
 	char listen[32], id[8];
-	snprintf(listen, sizeof(listen), "127.0.0.1:%d", c->port[i]);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", c->listen_port[i] ? c->listen_port[i] : c->port[i]);
 	snprintf(id, sizeof(id), "%u", i);
 	const char *args[8 + WM_CLUSTER_MAX_ARGS + 1] = {"--listen", listen, "--shard-map", c->map_path, "--shard-id",
 							 id, "--cluster-secret-file", c->secret_path};
@@ -130,7 +130,7 @@ int wm_cluster_start(struct wm_cluster *c, unsigned i)
 	args[n] = NULL;
 	c->shard[i].in_cluster = 1;
 	int rc = wm_start(&c->shard[i], args, c->env);
-	if (rc == 0 && c->shard[i].port != c->port[i])
+	if (rc == 0 && c->shard[i].port != (c->listen_port[i] ? c->listen_port[i] : c->port[i]))
 		return -1;
 	return rc;
 }
@@ -251,3 +251,5 @@ void wm_cluster_for_orders(struct wm_cluster *c, const char *txn_timeout_ms, con
 	cr_assert_eq(wm_cluster_router_start(c), 0, "the router did not start (logs in %s)", c->router_dir);
 	c->router_env = NULL;
 }
+
+int wm_cluster_free_port(void) { return free_port(); }

@@ -32,6 +32,8 @@ struct wm_cluster {
 	unsigned n;
 	struct wm_proc shard[WM_CLUSTER_MAX];
 	int port[WM_CLUSTER_MAX];          /* chosen before start, in the map */
+	int listen_port[WM_CLUSTER_MAX];   /* where shard i really listens when not port[i] (a proxy
+					    * between, at port[i]); 0 = port[i] */
 	char root[256];                    /* temporary root: map, secret, router data */
 	char map_path[320], secret_path[320];
 	struct cluster_key key;
@@ -82,6 +84,8 @@ int wm_cluster_do(const struct wm_cluster *c, unsigned i, const char *method, co
  * failed to start. */
 int wm_cluster_router_start(struct wm_cluster *c); /* returns once /readyz says ready */
 void wm_cluster_router_kill9(struct wm_cluster *c);
+/* A loopback port nobody listens on now. */
+int wm_cluster_free_port(void);
 /* Three shards (the home, FR and DE's, AT the home's) and a router, ready
  * for orders: no key rate in the way, --txn-timeout-ms for the shards
  * (a decimal string with static storage), router_env for the router's

@@ -5,7 +5,8 @@
  *   wm-ctl cluster status --shard-map FILE --cluster-secret-file FILE
  *                         [--router HOST:PORT ...]
  *
- * Each shard of the map and each router named is asked GET
+ * Each shard of the map, each router of its `router` lines and each router
+ * named with --router is asked GET
  * /internal/cluster/status, signed with the cluster secret (the route a
  * router's readiness probe asks of the home).  One line per process; the exit
  * status is 1 when any process did not answer, so scripts can use it.
@@ -296,7 +297,7 @@ static int ctl_check(const struct shard_map *m, const struct cluster_key *k, lon
 
 int ctl_cluster(int argc, char **argv)
 {
-	const char *map_path = NULL, *secret_path = NULL, *routers[CTL_MAX_ROUTERS];
+	const char *map_path = NULL, *secret_path = NULL, *routers[CTL_MAX_ROUTERS + SMAP_MAX_ROUTERS];
 	unsigned n_routers = 0;
 	int check = argc >= 1 && !strcmp(argv[0], "check");
 	long long limit_ms = CTL_IN_DOUBT_LIMIT_MS;
@@ -333,6 +334,15 @@ int ctl_cluster(int argc, char **argv)
 		printf("shard %u %s%s %s\n", i, m.shards[i].addr, i == 0 ? " (home)" : "",
 		       st == 200 ? body : st < 0 ? body : "unexpected answer");
 		down += st != 200;
+	}
+	/* the routers the map names (its coordinators), then those named on
+	 * the command line that the map does not */
+	for (unsigned r = 0; r < SMAP_MAX_ROUTERS && n_routers < CTL_MAX_ROUTERS + SMAP_MAX_ROUTERS; r++) {
+		int dup = 0;
+		for (unsigned j = 0; j < n_routers && m.routers[r][0]; j++)
+			dup |= !strcmp(routers[j], m.routers[r]);
+		if (m.routers[r][0] && !dup)
+			routers[n_routers++] = m.routers[r];
 	}
 	for (unsigned i = 0; i < n_routers; i++) {
 		int st = ctl_signed(&k, "GET", routers[i], path, NULL, body, sizeof(body));

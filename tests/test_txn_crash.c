@@ -298,6 +298,12 @@ WM_TEST(txn_crash, the_cluster_checker_finds_a_prepared_hold_without_a_transacti
 	ow_build(&w, c.router_port, 30, 0, "FR", "DE");
 	static char report[16384];
 	cr_assert_eq(cluster_check(&c, 0, report, sizeof(report)), 0, "a fresh cluster: %s", report);
+	/* wm-ctl cluster status finds the router through the map's router line */
+	char args[1024], want[64];
+	snprintf(args, sizeof(args), "cluster status --shard-map %s --cluster-secret-file %s", c.map_path, c.secret_path);
+	cr_assert_eq(ctl(args, report, sizeof(report)), 0, "%s", report);
+	snprintf(want, sizeof(want), "router 127.0.0.1:%d {\"process\":\"wm-router\"", c.router_port);
+	cr_assert(strstr(report, want), "the map's router is not listed: %s", report);
 	char body[512];
 	snprintf(body, sizeof(body), "{\"txn\":\"r0:ord_ORPHAN\",\"holds\":[{\"hold_id\":\"r0:ord_ORPHAN.H1\","
 		 "\"level_id\":\"%s\",\"qty\":3}]}", w.lv_est);

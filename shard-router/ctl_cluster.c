@@ -137,6 +137,20 @@ static int ctl_signed(const struct cluster_key *k, const char *method, const cha
 	return ctl_http(method, addr, path, hdr, body, out, out_size);
 }
 
+/* --shard-map F or --cluster-secret-file F at argv[*i] (its value at
+ * argv[*i + 1], which the caller checked exists): 1 and *i past the name,
+ * else 0. */
+static int ctl_cluster_arg(char **argv, int *i, const char **map_path, const char **secret_path)
+{
+	if (!strcmp(argv[*i], "--shard-map"))
+		*map_path = argv[++*i];
+	else if (!strcmp(argv[*i], "--cluster-secret-file"))
+		*secret_path = argv[++*i];
+	else
+		return 0;
+	return 1;
+}
+
 /* The map and the cluster secret: 0, or 1 with the reason on stderr. */
 static int ctl_load(const char *map_path, const char *secret_path, struct shard_map *m, struct cluster_key *k)
 {
@@ -228,13 +242,7 @@ int ctl_txn(int argc, char **argv)
 		return ctl_usage();
 	const char *map_path = NULL, *secret_path = NULL;
 	for (int i = 3; i < argc; i++) {
-		if (i + 1 >= argc)
-			return ctl_usage();
-		if (!strcmp(argv[i], "--shard-map"))
-			map_path = argv[++i];
-		else if (!strcmp(argv[i], "--cluster-secret-file"))
-			secret_path = argv[++i];
-		else
+		if (i + 1 >= argc || !ctl_cluster_arg(argv, &i, &map_path, &secret_path))
 			return ctl_usage();
 	}
 	if (!map_path || !secret_path)
@@ -306,11 +314,9 @@ int ctl_cluster(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (i + 1 >= argc)
 			return ctl_usage();
-		if (!strcmp(argv[i], "--shard-map"))
-			map_path = argv[++i];
-		else if (!strcmp(argv[i], "--cluster-secret-file"))
-			secret_path = argv[++i];
-		else if (!strcmp(argv[i], "--router") && n_routers < CTL_MAX_ROUTERS)
+		if (ctl_cluster_arg(argv, &i, &map_path, &secret_path))
+			continue;
+		if (!strcmp(argv[i], "--router") && n_routers < CTL_MAX_ROUTERS)
 			routers[n_routers++] = argv[++i];
 		else if (check && !strcmp(argv[i], "--in-doubt-limit-ms"))
 			limit_ms = atoll(argv[++i]);

@@ -518,3 +518,16 @@ void http_resp_free(struct http_resp *r)
 	free(r->body);
 	r->body = NULL;
 }
+
+int wm_ctl_run(const char *args, char *out, size_t n)
+{
+	char cmd[2048];
+	const char *d = getenv("WM_BIN_DIR");
+	snprintf(cmd, sizeof(cmd), "%s/wm-ctl %s 2>&1", d ? d : "build/san/bin", args);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	size_t len = fread(out, 1, n - 1, p);
+	out[len] = 0;
+	int st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}

@@ -68,6 +68,11 @@ int http_do(int port, const char *method, const char *path, const char *headers,
 int http_header(const struct http_resp *r, const char *name, char *out, size_t out_size);
 void http_resp_free(struct http_resp *r);
 
+/* Run $WM_BIN_DIR/wm-ctl with args (a shell word list), stderr with
+ * stdout; its output into out (n bytes, NUL-terminated); the exit status,
+ * or -1 when it did not exit normally. */
+int wm_ctl_run(const char *args, char *out, size_t n);
+
 /* Connected socket to the port (blocking), or -1. */
 int tcp_connect(int port);
 /* Read one full response from a socket (Content-Length framing). 0 or -1. */

@@ -315,20 +315,6 @@ WM_TEST(router, refuses_to_start_without_a_map, .timeout = 30)
 	wm_proc_cleanup(&p);
 }
 
-/* Run wm-ctl with args; its stdout into out; the exit status. */
-static int run_ctl(const char *args, char *out, size_t n)
-{
-	char cmd[2048];
-	const char *d = getenv("WM_BIN_DIR");
-	snprintf(cmd, sizeof(cmd), "%s/wm-ctl %s 2>&1", d ? d : "build/san/bin", args);
-	FILE *p = popen(cmd, "r");
-	cr_assert_not_null(p);
-	size_t len = fread(out, 1, n - 1, p);
-	out[len] = 0;
-	int st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 WM_TEST(router, ctl_cluster_status_shows_every_process, .timeout = 60)
 {
 	struct cluster c;
@@ -336,7 +322,7 @@ WM_TEST(router, ctl_cluster_status_shows_every_process, .timeout = 60)
 	char args[1200], out[8192];
 	snprintf(args, sizeof(args), "cluster status --shard-map %s --cluster-secret-file %s --router 127.0.0.1:%d", c.map,
 		 c.secret, c.router.port);
-	cr_assert_eq(run_ctl(args, out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(wm_ctl_run(args, out, sizeof(out)), 0, "%s", out);
 	for (int i = 0; i < N_SHARDS; i++) {
 		char want[64];
 		snprintf(want, sizeof(want), "\"shard_id\":%d,\"map_version\":1", i);
@@ -351,7 +337,7 @@ WM_TEST(router, ctl_cluster_status_shows_every_process, .timeout = 60)
 	http_resp_free(&r);
 	/* a shard down: named, and the exit status says so */
 	wm_kill9(&c.shard[1]);
-	cr_assert_eq(run_ctl(args, out, sizeof(out)), 1, "%s", out);
+	cr_assert_eq(wm_ctl_run(args, out, sizeof(out)), 1, "%s", out);
 	cr_assert(strstr(out, "cannot connect"), "%s", out);
 	cr_assert(strstr(out, "1 process(es) did not answer"), "%s", out);
 	cluster_down(&c);

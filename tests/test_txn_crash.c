@@ -76,15 +76,13 @@ static long in_doubt(struct wm_cluster *c, unsigned i)
 	return v;
 }
 
-static int ctl(const char *args, char *out, size_t n);
-
 /* wm-ctl cluster check on c: its exit status, its report into out. */
 static int cluster_check(struct wm_cluster *c, long long limit_ms, char *out, size_t n)
 {
 	char args[1024];
 	snprintf(args, sizeof(args), "cluster check --shard-map %s --cluster-secret-file %s --in-doubt-limit-ms %lld",
 		 c->map_path, c->secret_path, limit_ms);
-	return ctl(args, out, n);
+	return wm_ctl_run(args, out, n);
 }
 
 static void run_case(const struct crash_case *k)
@@ -200,20 +198,6 @@ CRASH_CASE(destination_dies_after_confirming, "txn_dest_crash_after_confirmed", 
 CRASH_CASE2(router_and_participant_die_after_every_yes_vote, "txn_router_crash_after_prepared", 0, -1, 1)
 CRASH_CASE2(router_and_participant_die_after_logging_commit, "txn_router_crash_after_decision", 1, -1, 1)
 
-/* Run wm-ctl with args; its output into out; the exit status. */
-static int ctl(const char *args, char *out, size_t n)
-{
-	char cmd[2048];
-	const char *d = getenv("WM_BIN_DIR");
-	snprintf(cmd, sizeof(cmd), "%s/wm-ctl %s 2>&1", d ? d : "build/san/bin", args);
-	FILE *p = popen(cmd, "r");
-	cr_assert_not_null(p);
-	size_t len = fread(out, 1, n - 1, p);
-	out[len] = 0;
-	int st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /*
  * A coordinator gone for good (killed after every yes vote, never
  * restarted; the shards would wait an hour before asking): the operator
@@ -256,7 +240,7 @@ WM_TEST(txn_crash, an_operator_resolves_a_transaction_whose_router_is_gone, .tim
 	http_resp_free(&r);
 	snprintf(args, sizeof(args), "txn resolve r0:%s abort --shard-map %s --cluster-secret-file %s", order, c.map_path,
 		 c.secret_path);
-	int rc = ctl(args, out, sizeof(out));
+	int rc = wm_ctl_run(args, out, sizeof(out));
 	cr_assert_eq(rc, 0, "wm-ctl txn resolve: %s", out);
 	cr_assert_eq(wm_cluster_do(&c, 1, "GET", path, NULL, &r), 0);
 	cr_assert(strstr(r.body, "\"reserved\":0") && strstr(r.body, "\"allocated\":0"), "units back: %s", r.body);
@@ -266,7 +250,7 @@ WM_TEST(txn_crash, an_operator_resolves_a_transaction_whose_router_is_gone, .tim
 	cr_assert(strstr(r.body, "\"status\":\"failed\""), "%s", r.body);
 	http_resp_free(&r);
 	/* again: idempotent */
-	cr_assert_eq(ctl(args, out, sizeof(out)), 0, "a second resolve: %s", out);
+	cr_assert_eq(wm_ctl_run(args, out, sizeof(out)), 0, "a second resolve: %s", out);
 	/* a router with a record refuses the operator: start it again, order
 	 * afresh (it commits), then try to abort that one */
 	cr_assert_eq(wm_cluster_router_start(&c), 0, "the router did not restart (logs in %s)", c.router_dir);
@@ -282,7 +266,7 @@ WM_TEST(txn_crash, an_operator_resolves_a_transaction_whose_router_is_gone, .tim
 	cr_assert_neq(id2[0], 0, "the second order");
 	snprintf(args, sizeof(args), "txn resolve r0:%s abort --shard-map %s --cluster-secret-file %s", id2, c.map_path,
 		 c.secret_path);
-	cr_assert_eq(ctl(args, out, sizeof(out)), 1, "resolve must be refused: %s", out);
+	cr_assert_eq(wm_ctl_run(args, out, sizeof(out)), 1, "resolve must be refused: %s", out);
 	cr_assert(strstr(out, "still has a record"), "%s", out);
 	wm_cluster_cleanup(&c);
 }
@@ -301,7 +285,7 @@ WM_TEST(txn_crash, the_cluster_checker_finds_a_prepared_hold_without_a_transacti
 	/* wm-ctl cluster status finds the router through the map's router line */
 	char args[1024], want[64];
 	snprintf(args, sizeof(args), "cluster status --shard-map %s --cluster-secret-file %s", c.map_path, c.secret_path);
-	cr_assert_eq(ctl(args, report, sizeof(report)), 0, "%s", report);
+	cr_assert_eq(wm_ctl_run(args, report, sizeof(report)), 0, "%s", report);
 	snprintf(want, sizeof(want), "router 127.0.0.1:%d {\"process\":\"wm-router\"", c.router_port);
 	cr_assert(strstr(report, want), "the map's router is not listed: %s", report);
 	char body[512];

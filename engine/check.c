@@ -7,6 +7,9 @@
  *   - every level it owns: reserved = the units of its PREPARED holds and
  *     allocated = those of its COMMITTED holds (holds are the only way
  *     units move out of ATP, so any difference is units lost or invented);
+ *     and its history: on hand + consumed = initial + added, from the
+ *     stock.changed events each change of the level is written with (the
+ *     event log is never pruned; consumed is what its consumed holds took);
  *   - every order it owns: charged (payment captured) only while it is
  *     paid or past it; a failed or cancelled order that is compensated is
  *     refunded or voided, never still captured;
@@ -15,10 +18,12 @@
  *     (no PREPARED hold without a transaction in progress).
  * Levels replicated from other shards are not this shard's to check (their
  * holds live with their owner).  The walk is O(rows): an operator's tool,
- * not a hot path; like /metrics it does not wait for an fsync.
+ * not a hot path (one pass over holds, one over stock.changed events, one
+ * over levels); like /metrics it does not wait for an fsync.
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/base/log.h"
@@ -28,6 +33,8 @@
 #include "engine/orders/payment.h"
 #include "engine/stock/inventory.h"
 #include "engine/stock/txn_part.h"
+#include "engine/storage/events.h"
+#include "net/json.h"
 
 #define CHECK_MAX_VIOLATIONS 100 /* listed; the count goes on */
 
@@ -59,40 +66,148 @@ static int own_level(struct shard *sh, const struct inv_level *l)
 	return owner < 0 || (uint64_t)owner == sh->cfg.shard_id;
 }
 
-/* Σ qty of the holds on `level` in state st. */
-static int64_t holds_on(struct shard *sh, const char *level, int st)
+/* What the checker learns about one level from the other tables: its
+ * holds' units per state and its stock.changed history.  Keyed by level id
+ * (the key lives in the struct: hidx keeps only the pointer). */
+struct lvl_facts {
+	char id[ID_MAX_LEN];
+	int64_t held[HOLD_N_STATE];         /* Σ qty of its holds per state */
+	int64_t added, consumed;            /* Σ on_hand deltas: by API writes; by hold_consumed */
+	int64_t d_reserved, d_allocated;    /* Σ reserved / allocated deltas */
+};
+
+static struct lvl_facts *facts_of(struct hidx *m, const char *level, int *oom)
 {
-	int64_t sum = 0;
+	size_t n = strnlen(level, ID_MAX_LEN);
+	if (n == 0 || n >= ID_MAX_LEN)
+		return NULL;
+	struct lvl_facts *f = hidx_get_untracked(m, level, (uint32_t)n);
+	if (f)
+		return f;
+	if (!(f = calloc(1, sizeof(*f))) || (memcpy(f->id, level, n), hidx_put(m, f->id, (uint32_t)n, f))) {
+		free(f);
+		*oom = 1;
+		return NULL;
+	}
+	return f;
+}
+
+static void facts_free(struct hidx *m)
+{
+	size_t pos = 0;
+	const char *k;
+	uint32_t kl;
+	void *v;
+	while ((v = hidx_next(m, &pos, &k, &kl)))
+		free(v);
+	hidx_free(m);
+}
+
+/* One pass over the holds: units per level and state. */
+static void gather_holds(struct shard *sh, struct hidx *m, int *oom)
+{
 	struct oidx_iter it;
 	const struct table *t = &sh->tables[REC_T_HOLD];
 	for (int ok = oidx_seek_ge(&t->by_order, "", 0, &it); ok; ok = oidx_next(&it)) {
 		const struct hold *h = oidx_iter_val(&it);
-		if (h->state == st && !strcmp(h->level_id, level))
-			sum += h->qty;
+		struct lvl_facts *f = h->state < HOLD_N_STATE ? facts_of(m, h->level_id, oom) : NULL;
+		if (f)
+			f->held[h->state] += h->qty;
 	}
-	return sum;
 }
 
+/* A quantity of an event's old/new object (absent: 0). */
+static int64_t ev_qty(const struct json_value *o, const char *name)
+{
+	int64_t v = 0;
+	const struct json_value *x = o && o->type == JSON_OBJECT ? json_get(o, name) : NULL;
+	if (x && x->type == JSON_NUMBER && json_to_int64(x, &v))
+		v = 0;
+	return v;
+}
+
+/* One pass over the stock.changed events: each level's history.  Every
+ * change of a level is written with its event in one transaction, so the
+ * deltas telescope to the level's present values; an unreadable event is a
+ * violation of its own. */
+static void gather_history(struct shard *sh, struct hidx *m, struct check_out *o, int *oom)
+{
+	static const char type[] = "stock.changed";
+	struct oidx_iter it;
+	struct oidx *by_type = event_by_type(&sh->tables[REC_T_EVENT]);
+	for (int ok = oidx_seek_ge(by_type, type, sizeof(type), &it); ok; ok = oidx_next(&it)) {
+		const struct row *r = oidx_iter_val(&it);
+		if (strcmp(event_type(r), type))
+			break;
+		struct json_doc *d = json_parse(r->doc, r->doc_len, NULL, NULL);
+		const struct json_value *p = d ? json_get(json_root(d), "payload") : NULL;
+		const struct json_value *lv = p && p->type == JSON_OBJECT ? json_get(p, "level_id") : NULL;
+		const struct json_value *cause = p && p->type == JSON_OBJECT ? json_get(p, "cause") : NULL;
+		if (!lv || lv->type != JSON_STRING || !cause || cause->type != JSON_STRING) {
+			violation(o, "event %.*s: a stock.changed event without level_id and cause", (int)r->id_len, r->id);
+			json_doc_free(d);
+			continue;
+		}
+		struct lvl_facts *f = facts_of(m, lv->u.str, oom);
+		const struct json_value *ov = json_get(p, "old"), *nv = json_get(p, "new");
+		if (f) {
+			int64_t d_on = ev_qty(nv, "on_hand") - ev_qty(ov, "on_hand");
+			if (!strcmp(cause->u.str, "hold_consumed"))
+				f->consumed -= d_on;
+			else
+				f->added += d_on;
+			f->d_reserved += ev_qty(nv, "reserved") - ev_qty(ov, "reserved");
+			f->d_allocated += ev_qty(nv, "allocated") - ev_qty(ov, "allocated");
+		}
+		json_doc_free(d);
+	}
+}
+
+/* Every level this shard owns against its holds and its history:
+ *   reserved = PREPARED holds, allocated = COMMITTED holds;
+ *   on_hand + consumed = initial + added (consumed: the units its consumed
+ *   holds took out; initial + added: what API writes put in);
+ *   the history's reserved/allocated deltas sum to the present values. */
 static uint64_t check_levels(struct shard *sh, struct check_out *o)
 {
+	struct hidx m;
+	hidx_init(&m);
+	int oom = 0;
+	gather_holds(sh, &m, &oom);
+	gather_history(sh, &m, o, &oom);
 	uint64_t n = 0;
 	struct oidx_iter it;
 	const struct table *t = &sh->tables[REC_T_INVENTORY];
-	for (int ok = oidx_seek_ge(&t->by_order, "", 0, &it); ok; ok = oidx_next(&it)) {
+	for (int ok = !oom && oidx_seek_ge(&t->by_order, "", 0, &it); ok; ok = oidx_next(&it)) {
 		const struct inv_level *l = oidx_iter_val(&it);
 		if (!own_level(sh, l))
 			continue;
 		n++;
-		int64_t prep = holds_on(sh, l->row.id, HS_PREPARED), comm = holds_on(sh, l->row.id, HS_COMMITTED);
-		if (l->reserved != prep)
-			violation(o, "level %s: reserved %lld but its PREPARED holds hold %lld", l->row.id,
-				  (long long)l->reserved, (long long)prep);
-		if (l->allocated != comm)
-			violation(o, "level %s: allocated %lld but its COMMITTED holds hold %lld", l->row.id,
-				  (long long)l->allocated, (long long)comm);
+		static const struct lvl_facts none;
+		const struct lvl_facts *f = hidx_get_untracked(&m, l->row.id, l->row.id_len);
+		f = f ? f : &none;
+		const char *id = l->row.id;
+		if (l->reserved != f->held[HS_PREPARED])
+			violation(o, "level %s: reserved %lld but its PREPARED holds hold %lld", id, (long long)l->reserved,
+				  (long long)f->held[HS_PREPARED]);
+		if (l->allocated != f->held[HS_COMMITTED])
+			violation(o, "level %s: allocated %lld but its COMMITTED holds hold %lld", id,
+				  (long long)l->allocated, (long long)f->held[HS_COMMITTED]);
 		if (l->on_hand < l->reserved + l->allocated)
-			violation(o, "level %s: on_hand %lld below reserved + allocated", l->row.id, (long long)l->on_hand);
+			violation(o, "level %s: on_hand %lld below reserved + allocated", id, (long long)l->on_hand);
+		if (f->consumed != f->held[HS_CONSUMED])
+			violation(o, "level %s: its history consumed %lld but its consumed holds hold %lld", id,
+				  (long long)f->consumed, (long long)f->held[HS_CONSUMED]);
+		if (l->on_hand + f->held[HS_CONSUMED] != f->added)
+			violation(o, "level %s: on_hand %lld + consumed %lld != initial + added %lld", id,
+				  (long long)l->on_hand, (long long)f->held[HS_CONSUMED], (long long)f->added);
+		if (f->d_reserved != l->reserved || f->d_allocated != l->allocated)
+			violation(o, "level %s: its history sums to reserved %lld, allocated %lld", id,
+				  (long long)f->d_reserved, (long long)f->d_allocated);
 	}
+	if (oom)
+		violation(o, "out of memory: the levels were not checked");
+	facts_free(&m);
 	return n;
 }
 

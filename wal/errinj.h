@@ -18,6 +18,8 @@
  *   wal_slow_sync            WAL thread: sleep 400 ms before every fdatasync (a slow
  *                            disk: keeps a write "in flight" long enough to race it)
  *   snap_crash_before_rename snapshot: _exit after writing the temp file
+ *   inv_lose_stock_event     inventory: an API write's stock.changed event is not
+ *                            written (a bug the cluster checker's history finds)
  */
 #ifndef WM_ERRINJ_H
 #define WM_ERRINJ_H

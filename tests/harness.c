@@ -482,10 +482,10 @@ int http_do(int port, const char *method, const char *path, const char *headers,
 		memcpy(req + n, body, bl);
 		n += (int)bl;
 	}
-	int rc = write(fd, req, (size_t)n) == n ? 0 : -1;
+	int rc = write(fd, req, (size_t)n) == n ? 0 : -2;
 	free(req);
 	if (rc == 0)
-		rc = read_response(fd, out, 30000) < 0 ? -1 : 0;
+		rc = read_response(fd, out, 30000) < 0 ? -2 : 0;
 	/* the public contract: a request signed with the cluster secret is
 	 * internal traffic (router -> shard), not a partner's */
 	if (rc == 0 && !(headers && strcasestr(headers, "X-WM-Signature:")))

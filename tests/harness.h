@@ -61,7 +61,10 @@ struct http_resp {
 
 /* One request on a new connection (Connection: close).  `headers` are extra
  * "Name: value\r\n" lines (may be NULL); body may be NULL.  Sends the
- * operator key unless headers say otherwise (see WM_TEST_KEY).  0 or -1. */
+ * operator key unless headers say otherwise (see WM_TEST_KEY).  0; -1 when
+ * the connection was refused (nothing was sent); -2 when the request may
+ * have been sent but no complete response came (the peer died, or the
+ * 30 s read time-out): what a client must treat as ambiguous. */
 int http_do(int port, const char *method, const char *path, const char *headers,
 	    const char *body, struct http_resp *out);
 /* Header value from a response (case-insensitive), copied into out; -1 if absent. */

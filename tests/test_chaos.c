@@ -71,7 +71,7 @@
 #define CHAOS_OPS_MAX 8192            /* orders one client creates at most */
 #define CHAOS_QTY_MAX 15              /* units of one order */
 #define CHAOS_UNITS 60                /* each cellar's initial units */
-#define CHAOS_RESTOCK 40              /* units one restock adds */
+#define CHAOS_RESTOCK 60              /* units one restock adds */
 #define CHAOS_RESTOCKS_MAX 256        /* restocks per level recorded */
 #define CHAOS_SECONDS_DEFAULT 45
 #define CHAOS_SECONDS_MAX (24 * 3600)
@@ -120,6 +120,9 @@ struct client {
 	struct op *ops;
 	unsigned n;
 	unsigned long created, ambiguous, cancels, none, unsent;
+	unsigned long by_status[600];         /* answers to creates by HTTP status */
+	unsigned live[CHAOS_OPS_MAX];         /* indexes of its orders not yet cancelled */
+	unsigned n_live;
 	pthread_t th;
 };
 
@@ -145,13 +148,15 @@ struct chaos {
 
 static struct chaos *g; /* the campaign (one per test process) */
 
-/* POST /v1/orders for op through the router. */
-static void create_order(struct op *o)
+/* POST /v1/orders for op through the router; the answer's status into
+ *status (0 without one). */
+static void create_order(struct op *o, int *status)
 {
 	char h[512];
 	snprintf(h, sizeof(h), "Authorization: Bearer %s\r\nIdempotency-Key: %s\r\n", g->w.ksel, o->idem);
 	struct http_resp r;
 	int rc = http_do(g->c.router_port, "POST", "/v1/orders", h, g->body[o->qty], &r);
+	*status = rc ? 0 : r.status;
 	if (rc) {
 		o->oc = rc == -1 ? OC_UNSENT : OC_AMBIGUOUS;
 		return;
@@ -190,22 +195,25 @@ static void *client_main(void *arg)
 	struct client *k = arg;
 	while (!atomic_load(&g->stop) && k->n < CHAOS_OPS_MAX) {
 		int dice = rnd_in(&k->rng, 1, 100);
-		if (dice <= 30 && k->n > 0) { /* cancel one of ours that is an order */
-			struct op *o = &k->ops[rnd(&k->rng) % k->n];
-			if (o->oc == OC_ORDER && !o->cancel_sent) {
-				cancel_order(o);
-				k->cancels++;
-			}
+		if (dice <= 30 && k->n_live > 0) { /* cancel one of its orders */
+			unsigned pick = (unsigned)(rnd(&k->rng) % k->n_live);
+			cancel_order(&k->ops[k->live[pick]]);
+			k->live[pick] = k->live[--k->n_live];
+			k->cancels++;
 			continue;
 		}
 		struct op *o = &k->ops[k->n++];
 		snprintf(o->idem, sizeof(o->idem), "chaos-%llu-%d-%u", (unsigned long long)g->seed, k->idx, k->n);
 		o->qty = rnd_in(&k->rng, 1, CHAOS_QTY_MAX);
-		create_order(o);
+		int st;
+		create_order(o, &st);
+		k->by_status[st >= 0 && st < 600 ? st : 0]++;
 		k->created += o->oc == OC_ORDER;
 		k->ambiguous += o->oc == OC_AMBIGUOUS;
 		k->none += o->oc == OC_NONE;
 		k->unsent += o->oc == OC_UNSENT;
+		if (o->oc == OC_ORDER && st == 201)
+			k->live[k->n_live++] = k->n - 1;
 		if (o->oc == OC_UNSENT)
 			k->n--; /* never sent: its slot and key are used again */
 		if (o->oc != OC_ORDER)
@@ -295,7 +303,8 @@ static void nemesis_step(uint64_t *s, long long t0)
 		break;
 	}
 	case F_RESTOCK:
-		restock(&g->rs[rnd_in(s, 0, 1) ? 0 : 2]);
+		restock(&g->rs[0]);
+		restock(&g->rs[2]);
 		break;
 	case F_CALM:
 		sleep_ms(hold_ms);
@@ -359,7 +368,8 @@ static void start_world(void)
 static void resolve(struct op *o)
 {
 	for (int t = 0; t < 300 && o->oc == OC_AMBIGUOUS; t++) {
-		create_order(o);
+		int st;
+		create_order(o, &st);
 		if (o->oc == OC_UNSENT)
 			o->oc = OC_AMBIGUOUS; /* still what the first attempt was */
 		if (o->oc == OC_AMBIGUOUS)
@@ -631,6 +641,13 @@ WM_TEST(chaos, orders_race_for_the_last_units_while_a_nemesis_kills_cuts_and_slo
 		 created, ambiguous, none, unsent, cancels);
 	cr_log_info("%s", sum);
 	fprintf(stderr, "%s\n", sum);
+	for (int st = 100; st < 600; st++) {
+		unsigned long n = 0;
+		for (int k = 0; k < CHAOS_CLIENTS; k++)
+			n += g->cl[k].by_status[st];
+		if (n)
+			cr_log_info("chaos: %lu creates answered %d", n, st);
+	}
 	cr_assert_gt(created, 0, "no order was ever answered: the campaign tested nothing");
 	check_world();
 	for (int k = 0; k < CHAOS_CLIENTS; k++)

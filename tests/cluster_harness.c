@@ -67,6 +67,8 @@ static void write_map(struct wm_cluster *c)
 	/* the router coordinates cross-shard orders as r0: where a participant
 	 * in doubt asks (its port is chosen now, used when it starts) */
 	fprintf(f, "router 0 127.0.0.1:%d\n", c->router_port);
+	if (c->router2_port)
+		fprintf(f, "router 1 127.0.0.1:%d\n", c->router2_port);
 	fclose(f);
 }
 
@@ -148,6 +150,7 @@ int wm_cluster_stop(struct wm_cluster *c, unsigned i) { return wm_stop(&c->shard
 void wm_cluster_cleanup(struct wm_cluster *c)
 {
 	wm_cluster_router_kill9(c);
+	wm_cluster_router2_kill9(c);
 	for (unsigned i = 0; i < c->n; i++)
 		wm_proc_cleanup(&c->shard[i]);
 	if (!getenv("WM_KEEP_TMP"))
@@ -171,16 +174,20 @@ int wm_cluster_do(const struct wm_cluster *c, unsigned i, const char *method, co
 	return http_do(c->port[i], method, target, hdr, body, r);
 }
 
-int wm_cluster_router_start(struct wm_cluster *c)
+/* Start a wm-router as router `id` of the map on port, data in dir, with
+ * env: its pid into *pid once /readyz says ready (its replica of the keys
+ * caught up with the home, edge.h); 0, 1 when the binary does not exist,
+ * -1 when it did not start. */
+static int router_spawn(struct wm_cluster *c, unsigned id, int port, const char *dir, const char *const *env,
+			pid_t *pid_out)
 {
 	const char *d = getenv("WM_BIN_DIR");
-	char bin[512], listen[32];
+	char bin[512], listen[32], rid[8];
 	snprintf(bin, sizeof(bin), "%s/wm-router", d ? d : "build/san/bin");
 	if (access(bin, X_OK))
 		return 1;
-	if (!c->router_port)
-		c->router_port = free_port();
-	snprintf(listen, sizeof(listen), "127.0.0.1:%d", c->router_port);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	snprintf(rid, sizeof(rid), "%u", id);
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0)
@@ -190,40 +197,72 @@ int wm_cluster_router_start(struct wm_cluster *c)
 		if (getppid() != parent)
 			_exit(127);
 		char logp[400];
-		snprintf(logp, sizeof(logp), "%s/router.log", c->root);
+		snprintf(logp, sizeof(logp), "%s/router%s.log", c->root, id ? rid : "");
 		if (!freopen(logp, "w", stderr) || !freopen("/dev/null", "w", stdout))
 			_exit(127);
 		setenv("WM_BOOTSTRAP_KEY", WM_TEST_KEY, 1);
-		for (unsigned k = 0; c->router_env && c->router_env[k]; k++)
-			putenv((char *)c->router_env[k]);
+		for (unsigned k = 0; env && env[k]; k++)
+			putenv((char *)env[k]);
 		const char *argv[16 + WM_CLUSTER_MAX_ARGS] = {bin, "--listen", listen, "--shard-map", c->map_path,
 							       "--cluster-secret-file", c->secret_path, "--data-dir",
-							       c->router_dir};
-		unsigned n = 9;
+							       dir, "--router-id", rid};
+		unsigned n = 11;
 		for (unsigned k = 0; c->router_extra[k] && k < WM_CLUSTER_MAX_ARGS; k++)
 			argv[n++] = c->router_extra[k];
 		argv[n] = NULL;
 		execv(bin, (char *const *)argv);
 		_exit(127);
 	}
-	c->router_pid = pid;
-	/* ready = its replica of the keys caught up with the home (edge.h) */
+	*pid_out = pid;
 	for (int waited = 0; waited < 20000; waited += 20) {
 		struct http_resp r;
-		if (http_do(c->router_port, "GET", "/readyz", NULL, NULL, &r) == 0) {
+		if (http_do(port, "GET", "/readyz", NULL, NULL, &r) == 0) {
 			int ok = r.status == 200;
 			http_resp_free(&r);
 			if (ok)
 				return 0;
 		}
 		if (waitpid(pid, NULL, WNOHANG) == pid) {
-			c->router_pid = 0;
+			*pid_out = 0;
 			return -1;
 		}
 		usleep(20000);
 	}
-	wm_cluster_router_kill9(c);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	*pid_out = 0;
 	return -1;
+}
+
+int wm_cluster_router_start(struct wm_cluster *c)
+{
+	if (!c->router_port)
+		c->router_port = free_port();
+	return router_spawn(c, 0, c->router_port, c->router_dir, c->router_env, &c->router_pid);
+}
+
+void wm_cluster_add_router2(struct wm_cluster *c)
+{
+	do
+		c->router2_port = free_port();
+	while (c->router2_port == c->router_port);
+	snprintf(c->router2_dir, sizeof(c->router2_dir), "%s/router2", c->root);
+	write_map(c);
+}
+
+int wm_cluster_router2_start(struct wm_cluster *c)
+{
+	cr_assert_neq(c->router2_port, 0, "wm_cluster_add_router2 first");
+	return router_spawn(c, 1, c->router2_port, c->router2_dir, NULL, &c->router2_pid);
+}
+
+void wm_cluster_router2_kill9(struct wm_cluster *c)
+{
+	if (c->router2_pid > 0) {
+		kill(c->router2_pid, SIGKILL);
+		waitpid(c->router2_pid, NULL, 0);
+		c->router2_pid = 0;
+	}
 }
 
 void wm_cluster_router_kill9(struct wm_cluster *c)
@@ -235,7 +274,7 @@ void wm_cluster_router_kill9(struct wm_cluster *c)
 	}
 }
 
-void wm_cluster_for_orders(struct wm_cluster *c, const char *txn_timeout_ms, const char *const *router_env)
+void wm_cluster_orders_config(struct wm_cluster *c, const char *txn_timeout_ms)
 {
 	wm_cluster_init(c, 3);
 	static const char *const rate[] = {"--key-rate-rps", "1000000", "--key-rate-burst", "1000000"};
@@ -246,6 +285,11 @@ void wm_cluster_for_orders(struct wm_cluster *c, const char *txn_timeout_ms, con
 	c->extra[n++] = txn_timeout_ms;
 	c->extra[n] = NULL;
 	c->router_extra[4] = NULL;
+}
+
+void wm_cluster_for_orders(struct wm_cluster *c, const char *txn_timeout_ms, const char *const *router_env)
+{
+	wm_cluster_orders_config(c, txn_timeout_ms);
 	wm_cluster_start_all(c);
 	c->router_env = router_env;
 	cr_assert_eq(wm_cluster_router_start(c), 0, "the router did not start (logs in %s)", c->router_dir);

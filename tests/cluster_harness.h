@@ -49,6 +49,10 @@ struct wm_cluster {
 	pid_t router_pid;
 	int router_port;
 	char router_dir[320];
+	/* a second router (router 1 of the map), after wm_cluster_add_router2 */
+	pid_t router2_pid;
+	int router2_port;
+	char router2_dir[320];
 };
 
 /* Choose addresses, write the map (version 1) and the secret; no process
@@ -84,6 +88,12 @@ int wm_cluster_do(const struct wm_cluster *c, unsigned i, const char *method, co
  * failed to start. */
 int wm_cluster_router_start(struct wm_cluster *c); /* returns once /readyz says ready */
 void wm_cluster_router_kill9(struct wm_cluster *c);
+/* A second router, router 1 of the map (its own port and data directory,
+ * the same router_extra, no router_env): add it before anything starts
+ * (rewrites the map), then start and kill it like the first. */
+void wm_cluster_add_router2(struct wm_cluster *c);
+int wm_cluster_router2_start(struct wm_cluster *c);
+void wm_cluster_router2_kill9(struct wm_cluster *c);
 /* A loopback port nobody listens on now. */
 int wm_cluster_free_port(void);
 /* Three shards (the home, FR and DE's, AT the home's) and a router, ready
@@ -91,5 +101,8 @@ int wm_cluster_free_port(void);
  * (a decimal string with static storage), router_env for the router's
  * start (may be NULL).  Asserts that everything started. */
 void wm_cluster_for_orders(struct wm_cluster *c, const char *txn_timeout_ms, const char *const *router_env);
+/* Its first half: the cluster initialised with those options, nothing
+ * started (for a test that adds a proxy or a second router first). */
+void wm_cluster_orders_config(struct wm_cluster *c, const char *txn_timeout_ms);
 
 #endif

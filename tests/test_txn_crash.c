@@ -334,3 +334,94 @@ WM_TEST(txn_crash, the_cluster_checker_finds_units_the_history_does_not_explain,
 	cr_assert(strstr(report, want), "%s", report);
 	wm_cluster_cleanup(&c);
 }
+
+/*
+ * Idempotency-Key from any router (issue 14, item 3): the router the client
+ * first asked dies mid-protocol; the client retries the same key through
+ * the other router of the map and gets the same order -- at once, in
+ * whatever state it is in, and once the first router is back (its re-drive
+ * of a logged COMMIT, or the destination's question answered "abort") the
+ * same order at rest, through either router.
+ */
+static void retry_through_another_router(const char *point, int committed)
+{
+	struct wm_cluster c;
+	wm_cluster_orders_config(&c, "1000");
+	wm_cluster_add_router2(&c);
+	wm_cluster_start_all(&c);
+	char env[96];
+	snprintf(env, sizeof(env), "WM_ERRINJ=%s", point);
+	const char *renv[] = {env, NULL};
+	c.router_env = renv;
+	cr_assert_eq(wm_cluster_router_start(&c), 0, "router 0 did not start (logs in %s)", c.root);
+	c.router_env = NULL;
+	cr_assert_eq(wm_cluster_router2_start(&c), 0, "router 1 did not start (logs in %s)", c.root);
+	struct oworld w;
+	memset(&w, 0, sizeof(w));
+	ow_build(&w, c.router_port, 30, 0, "FR", "DE");
+	char body[512], auth[512];
+	ow_body(&w, 12, NULL, body, sizeof(body));
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\nIdempotency-Key: two-routers-%s\r\n", w.ksel, point);
+	struct http_resp r;
+	int rc, st = 0;
+	for (int t = 0; t < 250; t++) { /* 422 until the destination's replica shows the stock */
+		rc = http_do(c.router_port, "POST", "/v1/orders", auth, body, &r);
+		st = rc == 0 ? r.status : 0;
+		if (rc == 0)
+			http_resp_free(&r);
+		if (st != 422)
+			break;
+		usleep(20 * 1000);
+	}
+	cr_assert_eq(st, 0, "%s: router 0 answered %d instead of dying", point, st);
+	for (int t = 0; t < 100 && waitpid(c.router_pid, NULL, WNOHANG) == 0; t++)
+		usleep(20 * 1000);
+	c.router_pid = 0;
+	/* the same key through router 1, while router 0 is down: the same order */
+	char id[64] = "";
+	for (int t = 0; t < 250 && !id[0]; t++) {
+		if (http_do(c.router2_port, "POST", "/v1/orders", auth, body, &r) == 0) {
+			json_t *j = json_loadb(r.body, r.body_len, 0, NULL);
+			json_t *o = r.status == 201 ? j : json_object_get(j, "order");
+			const char *s = json_string_value(json_object_get(o, "id"));
+			if ((r.status == 201 || r.status == 409) && s)
+				snprintf(id, sizeof(id), "%s", s);
+			json_decref(j);
+			http_resp_free(&r);
+		}
+		if (!id[0])
+			usleep(20 * 1000); /* router 1's replica of the seller's key may lag */
+	}
+	cr_assert_neq(id[0], 0, "%s: router 1 never answered the retry with an order", point);
+	/* router 0 back: the transaction ends; the retry through either router
+	 * returns the same order at rest */
+	cr_assert_eq(wm_cluster_router_start(&c), 0, "router 0 did not restart (logs in %s)", c.root);
+	w.port = c.router2_port;
+	char status[32];
+	wait_rest(&w, id, status, sizeof(status));
+	cr_assert_str_eq(status, committed ? "reserved" : "failed", "%s: order %s", point, id);
+	const int ports[] = {c.router2_port, c.router_port};
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(http_do(ports[i], "POST", "/v1/orders", auth, body, &r), 0);
+		cr_assert_eq(r.status, committed ? 201 : 409, "%s: retry %d: %d %s", point, i, r.status, r.body);
+		cr_assert(strstr(r.body, id), "%s: the retry did not return order %s: %s", point, id, r.body);
+		http_resp_free(&r);
+	}
+	/* exactly one order */
+	json_t *l = tc_expect(c.router2_port, "GET", "/v1/orders?page_size=50", NULL, NULL, 200);
+	cr_assert_eq(json_array_size(json_object_get(l, "data")), 1, "one key, one order");
+	json_decref(l);
+	static char report[16384];
+	cr_assert_eq(cluster_check(&c, 60000, report, sizeof(report)), 0, "%s: %s", point, report);
+	wm_cluster_cleanup(&c);
+}
+
+WM_TEST(txn_crash, a_retry_through_another_router_returns_the_aborted_order, .timeout = 120)
+{
+	retry_through_another_router("txn_router_crash_after_prepared", 0);
+}
+
+WM_TEST(txn_crash, a_retry_through_another_router_returns_the_committed_order, .timeout = 120)
+{
+	retry_through_another_router("txn_router_crash_after_decision", 1);
+}

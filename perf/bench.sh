@@ -60,8 +60,9 @@
 #   m. replication lag (perf/repl_lag.py) from the home of (l) to a second
 #      shard at BENCH_REPL_RATE catalogue writes/s (default 1000): p50/p99/max.
 #   n. durable POST /v1/orders through a router in front of three shards,
-#      -c16 and -c64: (a) stock on the destination's shard, (b) stock on
-#      another shard (two-phase commit); ratio (b)/(a), decision-log fsyncs
+#      -c16 and -c64, orders of two lines: (a) both wines' stock on the
+#      destination's shard, (b) one on each of two other shards (two-phase
+#      commit with two participants); ratio (b)/(a), decision-log fsyncs
 #      per commit (BENCH_SKIP_2PC=1 skips it).
 # Every HTTP figure uses the same wrk command (keep-alive connections):
 #   wrk -t1 -c64 -d10s --latency      (override: BENCH_THREADS/CONNS/DURATION)
@@ -504,9 +505,10 @@ world_setup() {
 	offer=$(oapi POST /v1/offers "{\"wine_id\":\"$wine\",\"originator_id\":\"$estate\",\"seller_price\":10.00,\
 \"currency\":\"EUR\",\"qty_available\":0,\"incoterm\":\"EXW\",\"status\":\"active\",\"network_shareable\":true}" | jstr id)
 	[ -n "$offer" ] || die "orders setup: no offer id"
-	# the cellar: in France, or (WORLD_CELLAR=DE) a bonded warehouse in Germany
+	# the cellar: in France, or (WORLD_CELLAR=DE, AT) a bonded warehouse in Germany or Austria
 	local cellar='"line1":"1 rue du Vin","city":"Beaune","postal_code":"21200","country":"FR"'
 	[ "${WORLD_CELLAR:-FR}" = DE ] && cellar='"line1":"1 Weinstrasse","city":"Berlin","postal_code":"10115","country":"DE"'
+	[ "${WORLD_CELLAR:-FR}" = AT ] && cellar='"line1":"1 Weingasse","city":"Wien","postal_code":"1010","country":"AT"'
 	loc=$(oapi POST /v1/stock-locations "{\"owner_entity_id\":\"$estate\",\"location_type\":\"BONDED_WAREHOUSE\",\
 \"name\":\"Bench cellar\",\"address\":{$cellar}}" | jstr id)
 	[ -n "$loc" ] || die "orders setup: no stock location id"
@@ -689,16 +691,18 @@ else
 fi
 
 # ---- n. cross-shard orders: two-phase commit through the router ---------------------
-# Three shards (0 the home, 1 owning FR, 2 owning DE) behind one router that
-# coordinates (--router-id 0).  The same durable POST /v1/orders to DE,
-# through the router, for (a) a wine whose cellar is in DE -- the order runs
-# on shard 2 alone (today's saga) -- and (b) one whose cellar is in FR --
-# a two-phase commit: PREPARE on shard 1, charge, COMMIT forced in the
-# router's decision log, commit on shards 2 and 1, rest (6 internal round
-# trips).  Ratio (b)/(a) at -c16 and -c64; the decision log's fsyncs per
-# cross-shard order from the router's /metrics.
+# Three shards (0 the home and AT, 1 owning FR, 2 owning DE) behind one
+# router that coordinates (--router-id 0).  The same durable POST /v1/orders
+# to DE, two lines of one unit, through the router, for (a) two wines whose
+# cellars are in DE -- the order runs on shard 2 alone (today's saga) --
+# and (b) one wine in FR and one in AT -- a two-phase commit with two
+# participants: PREPARE on shards 1 and 0 in parallel, charge, COMMIT
+# forced in the router's decision log, commit on shard 2, then on 1 and 0,
+# rest (7 internal round trips, 2 of them in parallel).  Ratio (b)/(a) at
+# -c16 and -c64; the decision log's fsyncs per cross-shard order from the
+# router's /metrics.
 echo
-echo "== n. orders through the router: stock on the destination's shard (a) vs on another shard (b, 2PC)"
+echo "== n. two-line orders through the router: stock on the destination's shard (a) vs on two other shards (b, 2PC)"
 twopc_rows=()
 if [ "${BENCH_SKIP_2PC:-0}" = 1 ] || [ "${BENCH_SKIP_ORDERS:-0}" = 1 ]; then
 	echo "skipped (BENCH_SKIP_2PC=1 or BENCH_SKIP_ORDERS=1)"
@@ -733,18 +737,24 @@ else
 	api_base=$nbase
 	WORLD_CELLAR=DE WORLD_TAG=" DE" world_setup
 	wine_local=$wine
+	WORLD_CELLAR=DE WORLD_TAG=" DE2" world_setup
+	wine_local2=$wine
 	WORLD_CELLAR=FR WORLD_TAG=" FR" world_setup
 	wine_remote=$wine
+	WORLD_CELLAR=AT WORLD_TAG=" AT" world_setup
+	wine_remote2=$wine
 	for conns in 16 64; do
 		saved_wrk=("${WRK[@]}")
 		WRK=(wrk -t"$ORD_THREADS" -c"$conns" -d"$ORD_DURATION" --latency)
-		run_wrk "POST /v1/orders -c$conns (a: one shard, router)" -s perf/post_order.lua "$nbase" -- "$wine_local"
+		run_wrk "POST /v1/orders -c$conns (a: 2 lines, one shard, router)" -s perf/post_order.lua "$nbase" -- \
+			"$wine_local" "$wine_local2"
 		a_rps=$(cut -d'|' -f2 <<<"${rows[-1]}")
 		syncs0=$(curl -fsS -H "Authorization: Bearer $WM_BOOTSTRAP_KEY" "$nbase/metrics" |
 			sed -n 's/^wm_router_decision_log_syncs_total \([0-9]*\)/\1/p')
 		commits0=$(curl -fsS -H "Authorization: Bearer $WM_BOOTSTRAP_KEY" "$nbase/metrics" |
 			sed -n 's/^wm_router_txn_total{outcome="commit"} \([0-9]*\)/\1/p')
-		run_wrk "POST /v1/orders -c$conns (b: 2PC across shards, router)" -s perf/post_order.lua "$nbase" -- "$wine_remote"
+		run_wrk "POST /v1/orders -c$conns (b: 2 lines, 2PC over two shards, router)" -s perf/post_order.lua "$nbase" -- \
+			"$wine_remote" "$wine_remote2"
 		b_rps=$(cut -d'|' -f2 <<<"${rows[-1]}")
 		WRK=("${saved_wrk[@]}")
 		m=$(curl -fsS -H "Authorization: Bearer $WM_BOOTSTRAP_KEY" "$nbase/metrics")

@@ -5,7 +5,9 @@
 -- reserved -- one WAL transaction per step, the response sent when the
 -- last is durable.
 --
--- Usage: wrk ... -s perf/post_order.lua http://HOST:PORT -- WINE_ID
+-- Usage: wrk ... -s perf/post_order.lua http://HOST:PORT -- WINE_ID [WINE_ID2]
+-- With a second wine the order has two lines (1 unit of each): two legs,
+-- which bench.sh (section n) places on two shards.
 -- The key is WM_ORDER_KEY (a key of the seller).  Besides report.lua's
 -- BENCH_RESULT line, done() prints
 --   ORDER_RESULT created=<201s> other=<non-201 responses> first_other=<status>
@@ -27,11 +29,15 @@ end
 
 function init(args)
    local wine = args[1] or error("post_order.lua needs the wine id: -- WINE_ID")
+   local lines = string.format('{"sku":"%s","qty":1,"box_units":12}', wine)
+   if args[2] then
+      lines = lines .. string.format(',{"sku":"%s","qty":1,"box_units":12}', args[2])
+   end
    body = string.format(
       '{"channel":"webshop_connect","destination_country":"DE",' ..
       '"consumer":{"name":"Erika Mustermann","email":"erika@example.de",' ..
       '"address":{"line1":"Weinstrasse 1","city":"Berlin","postal_code":"10115"}},' ..
-      '"lines":[{"sku":"%s","qty":1,"box_units":12}]}', wine)
+      '"lines":[%s]}', lines)
 end
 
 function request()

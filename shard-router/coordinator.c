@@ -96,6 +96,17 @@ static void crash_point(const struct ctxn *t, const char *name)
 	_exit(137);
 }
 
+/* Test builds: the whole router stalls here for COORD_TEST_STALL_MS (WM_ERRINJ
+ * names the point; the log line says when): a window in which a test cuts
+ * a link at exactly that step of the protocol. */
+static void stall_point(const struct ctxn *t, const char *name)
+{
+	if (!ERRINJ(name))
+		return;
+	log_warn("msg=\"fault injection: stall\" point=%s txn=%s ms=%u", name, t->txn, COORD_TEST_STALL_MS);
+	usleep(COORD_TEST_STALL_MS * 1000u);
+}
+
 const char *coord_header(const struct coord *co) { return co ? co->header : ""; }
 
 /* ---- the active table -------------------------------------------------------- */
@@ -267,6 +278,7 @@ static void on_logged(void *arg, const char *txn_id)
 	if (!t)
 		return;
 	crash_point(t, "txn_router_crash_after_decision");
+	stall_point(t, "txn_router_stall_after_decision");
 	t->phase = CP_COMMIT_DEST;
 	step(t);
 }

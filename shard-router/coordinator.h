@@ -36,6 +36,7 @@
 #define COORD_MAX_ACTIVE 4096u       /* transactions in progress at once (more: the order is refused 503) */
 #define COORD_RETRY_MS 500u          /* a step after the decision that failed is sent again after this */
 #define COORD_CALL_TIMEOUT_MS 5000u  /* one internal call of the protocol */
+#define COORD_TEST_STALL_MS 2000u    /* test builds: errinj txn_router_stall_after_decision */
 #define COORD_PRUNE_EVERY_MS 10000u  /* how often the decision log drops fully ended segments */
 
 struct fwd;

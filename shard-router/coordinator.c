@@ -38,6 +38,7 @@
 
 #include "engine/base/log.h"
 #include "engine/cluster/internal_headers.h"
+#include "net/json.h"
 #include "net/problem.h"
 #include "wal/errinj.h"
 #include "engine/cluster/shard_map.h"
@@ -47,8 +48,10 @@
 #define COORD_MAX_LEGS 32  /* legs of one order (ORDER_MAX_LEGS) */
 #define COORD_BODY_MAX 8192
 
-enum ctxn_phase { CP_PREPARE, CP_CHARGE, CP_DECIDE, CP_COMMIT_DEST, CP_COMMIT_PARTS, CP_REST, CP_ABORT_PARTS,
-		  CP_ABORT_DEST, CP_DONE };
+enum ctxn_phase { CP_PREPARE, CP_REPLAN_RELEASE, CP_REPLAN, CP_CHARGE, CP_DECIDE, CP_COMMIT_DEST, CP_COMMIT_PARTS,
+		  CP_REST, CP_ABORT_PARTS, CP_ABORT_DEST, CP_DONE };
+
+#define COORD_SHORT_MAX 2048 /* the no votes' reported levels ({"level_id","atp"} items) */
 
 struct cpart {
 	struct ctxn *t;
@@ -68,6 +71,9 @@ struct ctxn {
 	unsigned n_parts;
 	unsigned pending;
 	int abort_reason_stock;      /* a no vote (else a failure: interrupted) */
+	int replanned;               /* the destination re-planned once (DESIGN.md 9 step 2) */
+	char shortv[COORD_SHORT_MAX];/* the no votes' true ATP, JSON items for the re-plan */
+	size_t short_len;
 	uint64_t retry_at_ms;
 	uint64_t started_ms;
 };
@@ -231,14 +237,131 @@ static void abort_txn(struct ctxn *t)
 	}
 }
 
+/* Keep what a no vote reported ({"short":[{"level_id","atp"}]}) for the
+ * re-plan; items that do not fit are dropped (the re-plan then sees the
+ * replica's figure for them). */
+static void note_short(struct ctxn *t, const struct hc_response *a)
+{
+	struct json_doc *d = json_parse(a->body, a->body_len, NULL, NULL);
+	const struct json_value *sh = d ? json_get(json_root(d), "short") : NULL;
+	for (uint32_t i = 0; sh && sh->type == JSON_ARRAY && i < sh->len; i++) {
+		const struct json_value *lv = json_get(&sh->u.items[i], "level_id");
+		const struct json_value *atp = json_get(&sh->u.items[i], "atp");
+		int64_t n;
+		if (!lv || lv->type != JSON_STRING || lv->len > 60 || !atp || json_to_int64(atp, &n) || n < 0)
+			continue;
+		for (uint32_t k = 0; k < lv->len; k++)
+			if (lv->u.str[k] == '"' || lv->u.str[k] == '\\' || (unsigned char)lv->u.str[k] < 0x20)
+				goto next;
+		size_t room = sizeof(t->shortv) - t->short_len;
+		int w = snprintf(t->shortv + t->short_len, room, "%s{\"level_id\":\"%s\",\"atp\":%lld}",
+				 t->short_len ? "," : "", lv->u.str, (long long)n);
+		if (w > 0 && (size_t)w < room)
+			t->short_len += (size_t)w;
+		else
+			t->shortv[t->short_len] = 0;
+	next:;
+	}
+	json_doc_free(d);
+}
+
+/* ---- the one re-plan (DESIGN.md 9 step 2) ---------------------------------------- */
+
+static void on_replan_release(void *arg, const struct hc_response *a, const char *err)
+{
+	struct cpart *p = arg;
+	struct ctxn *t = p->t;
+	t->pending--;
+	if (!a || a->status != 200)
+		log_warn("msg=\"a participant did not release the first plan's holds; it releases on its own time-out\" "
+			 "txn=%s shard=%u error=\"%s\"", t->txn, p->shard, err ? err : "-");
+	if (!t->pending) {
+		t->phase = CP_REPLAN;
+		step(t);
+	}
+}
+
+/* A participant voted no for want of stock: give every hold of the first
+ * plan back, then ask the destination for a plan with the true figures. */
+static void replan_release(struct ctxn *t)
+{
+	t->replanned = 1;
+	t->phase = CP_REPLAN_RELEASE;
+	char body[128];
+	snprintf(body, sizeof(body), "{\"txn\":\"%s\"}", t->txn);
+	for (unsigned i = 0; i < t->n_parts; i++)
+		call(t, t->parts[i].shard, "/internal/txn/abort", body, 0, on_replan_release, &t->parts[i]);
+	if (!t->pending) {
+		t->phase = CP_REPLAN;
+		step(t);
+	}
+}
+
+static int plan_parts(struct ctxn *t, const char *legs);
+
+static void on_replan(void *arg, const struct hc_response *a, const char *err)
+{
+	struct ctxn *t = arg;
+	t->pending--;
+	static char legs[8192];
+	memset(t->parts, 0, sizeof(t->parts));
+	t->n_parts = 0; /* the first plan's holds are released */
+	if (a && a->status == 202 && hc_header(a, WM_H_TXN_LEGS, legs, sizeof(legs)) == 1) {
+		if (plan_parts(t, legs) == 0) {
+			log_info("msg=\"cross-shard order re-planned; preparing again\" txn=%s participants=%u", t->txn,
+				 t->n_parts);
+			t->phase = CP_PREPARE;
+			step(t);
+			return;
+		}
+		log_error("msg=\"a re-plan with legs the map cannot place\" txn=%s legs=\"%.200s\"", t->txn, legs);
+		memset(t->parts, 0, sizeof(t->parts));
+		t->n_parts = 0;
+	} else {
+		log_info("msg=\"no re-plan covers the order; it fails\" txn=%s status=%d error=\"%s\"", t->txn,
+			 a ? a->status : 0, err ? err : "-");
+	}
+	abort_txn(t); /* nothing is held: straight to the destination's abort */
+}
+
+/* The destination's re-plan call: the reported figures and the client's
+ * request; the principal goes along (the capture runs in its view). */
+static void replan_send(struct ctxn *t)
+{
+	size_t blen = 0;
+	const char *req = t->f ? t->co->h.request_body(t->f, &blen) : NULL;
+	char path[160];
+	snprintf(path, sizeof(path), "/internal/orders/%s/replan", t->order);
+	size_t cap = blen + t->short_len + 64;
+	char *body = req ? malloc(cap) : NULL;
+	if (body) {
+		memcpy(body, "{\"atp\":[", 8);
+		memcpy(body + 8, t->shortv, t->short_len);
+		size_t n = 8 + t->short_len;
+		memcpy(body + n, "],\"request\":", 12);
+		n += 12;
+		memcpy(body + n, req, blen);
+		n += blen;
+		body[n++] = '}';
+		body[n] = 0;
+	}
+	if (!body || call(t, t->dest, path, body, 1, on_replan, t)) {
+		log_warn("msg=\"the re-plan could not be asked; the order fails\" txn=%s", t->txn);
+		abort_txn(t);
+	}
+	free(body);
+}
+
 static void on_prepare(void *arg, const struct hc_response *a, const char *err)
 {
 	struct cpart *p = arg;
 	struct ctxn *t = p->t;
 	t->pending--;
 	p->yes = a && a->status == 200 && memmem(a->body, a->body_len, "\"vote\":\"yes\"", 12);
-	if (a && a->status == 409 && memmem(a->body, a->body_len, "insufficient_stock", 18))
+	if (a && a->status == 409 && memmem(a->body, a->body_len, "insufficient_stock", 18)) {
 		t->abort_reason_stock = 1;
+		note_short(t, a);
+	}
 	if (!p->yes)
 		log_info("msg=\"a participant voted no\" txn=%s shard=%u status=%d answer=\"%.*s\" error=\"%s\"", t->txn,
 			 p->shard, a ? a->status : 0, a ? (int)(a->body_len > 200 ? 200 : a->body_len) : 0, a ? a->body : "",
@@ -247,7 +370,10 @@ static void on_prepare(void *arg, const struct hc_response *a, const char *err)
 		return;
 	for (unsigned i = 0; i < t->n_parts; i++)
 		if (!t->parts[i].yes) {
-			abort_txn(t);
+			if (t->abort_reason_stock && !t->replanned && t->f && t->short_len)
+				replan_release(t); /* short, not refused: re-plan once */
+			else
+				abort_txn(t);
 			return;
 		}
 	crash_point(t, "txn_router_crash_after_prepared");
@@ -352,6 +478,11 @@ static void step(struct ctxn *t)
 				t->parts[i].yes = 0;
 		if (!t->pending)
 			abort_txn(t);
+		return;
+	case CP_REPLAN_RELEASE:
+		return;
+	case CP_REPLAN:
+		replan_send(t);
 		return;
 	case CP_CHARGE:
 		snprintf(path, sizeof(path), "/internal/orders/%s/charge", t->order);

@@ -9,6 +9,8 @@
  * request (coordinator.c says why each step is where it is):
  *
  *   PREPARE every owner shard, in parallel     (txn_part.h: forced yes/no)
+ *   [a no for want of stock: release every hold, the destination re-plans
+ *    once with the reported ATP (order.h: order_replan), PREPARE again]
  *   charge at the destination                  (paid, or failed + refunded)
  *   COMMIT forced in the decision log          (decision_log.h, group commit)
  *   commit at the destination                  (confirmed, sourced)
@@ -59,6 +61,7 @@ struct coord_host {
 		    void *arg);
 	void (*finish)(struct fwd *f, struct srv_response *rs);              /* answer a deferred request */
 	const char *(*principal)(const struct fwd *f, size_t *len);         /* its forwarded principal */
+	const char *(*request_body)(const struct fwd *f, size_t *len);      /* the client's request body */
 	void (*relay)(struct srv_response *rs, const struct hc_response *a, char *ctype, size_t ctype_size);
 };
 

@@ -335,6 +335,12 @@ static const char *router_fwd_principal(const struct fwd *f, size_t *len)
 	return f->eq->principal;
 }
 
+static const char *router_fwd_body(const struct fwd *f, size_t *len)
+{
+	*len = f->body ? f->body_len : 0;
+	return f->body ? f->body : "";
+}
+
 /* A signed internal call to shard `shard` (principal may be NULL): 0, or
  * -1 when the shard's pool is full or the router is stopping (done is not
  * called then). */
@@ -1022,6 +1028,7 @@ static int router_coord_open(struct router *r, char *err, size_t errlen)
 	struct coord_host h = {.router = r, .loop = r->loop, .map = &r->map, .data_dir = r->cfg.data_dir,
 			       .wal_mode = r->cfg.wal_mode, .router_id = r->cfg.router_id, .call = host_call,
 			       .finish = router_fwd_finish, .principal = router_fwd_principal,
+			       .request_body = router_fwd_body,
 			       .relay = router_relay_into};
 	return coord_open(&h, &r->coord, err, errlen);
 }

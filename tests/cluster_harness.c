@@ -297,3 +297,11 @@ void wm_cluster_for_orders(struct wm_cluster *c, const char *txn_timeout_ms, con
 }
 
 int wm_cluster_free_port(void) { return free_port(); }
+
+int wm_cluster_check(const struct wm_cluster *c, long long in_doubt_limit_ms, char *out, size_t n)
+{
+	char args[1024];
+	snprintf(args, sizeof(args), "cluster check --shard-map %s --cluster-secret-file %s --in-doubt-limit-ms %lld",
+		 c->map_path, c->secret_path, in_doubt_limit_ms);
+	return wm_ctl_run(args, out, n);
+}

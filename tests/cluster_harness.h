@@ -94,6 +94,9 @@ void wm_cluster_router_kill9(struct wm_cluster *c);
 void wm_cluster_add_router2(struct wm_cluster *c);
 int wm_cluster_router2_start(struct wm_cluster *c);
 void wm_cluster_router2_kill9(struct wm_cluster *c);
+/* `wm-ctl cluster check` against c (in-doubt transactions younger than
+ * the limit are not violations): its exit status, its report into out. */
+int wm_cluster_check(const struct wm_cluster *c, long long in_doubt_limit_ms, char *out, size_t n);
 /* A loopback port nobody listens on now. */
 int wm_cluster_free_port(void);
 /* Three shards (the home, FR and DE's, AT the home's) and a router, ready

@@ -378,14 +378,6 @@ static void resolve(struct op *o)
 	cr_assert_neq(o->oc, OC_AMBIGUOUS, "order key %s never answered after the heal", o->idem);
 }
 
-static int cluster_check(char *out, size_t n)
-{
-	char args[1024];
-	snprintf(args, sizeof(args), "cluster check --shard-map %s --cluster-secret-file %s --in-doubt-limit-ms 0",
-		 g->c.map_path, g->c.secret_path);
-	return wm_ctl_run(args, out, n);
-}
-
 /* Every item of a cursor-paginated list through the router, as the
  * operator: calls fn on each; the number of items. */
 static size_t list_all(const char *path0, void (*fn)(json_t *item, void *arg), void *arg)
@@ -515,7 +507,7 @@ static void check_world(void)
 	static char report[65536];
 	int rc = -1;
 	for (long long t0 = now_ms(); now_ms() - t0 < CHAOS_SETTLE_MS;) {
-		rc = cluster_check(report, sizeof(report));
+		rc = wm_cluster_check(&g->c, 0, report, sizeof(report));
 		if (rc == 0)
 			break;
 		sleep_ms(500);
@@ -531,7 +523,7 @@ static void check_world(void)
 			}
 	/* a retry may have placed an order just now: at rest again */
 	for (long long t0 = now_ms(); now_ms() - t0 < CHAOS_SETTLE_MS;) {
-		rc = cluster_check(report, sizeof(report));
+		rc = wm_cluster_check(&g->c, 0, report, sizeof(report));
 		if (rc == 0)
 			break;
 		sleep_ms(500);

@@ -657,3 +657,79 @@ WM_TEST(cluster_orders, a_principal_the_signature_does_not_cover_is_refused, .ti
 	http_resp_free(&r);
 	wm_cluster_cleanup(&c);
 }
+
+/*
+ * A short leg on a stale replica is re-planned once (DESIGN.md 9, step 2).
+ * The destination (shard 2) has its replication frozen (errinj
+ * repl_sub_frozen) while it still sees 30 units in the estate's FR cellar;
+ * the estate then takes that cellar down to 5.  An order of 20 is planned
+ * on the stale figure; shard 1 votes no and reports 5; the router gives
+ * every held unit back and the destination plans again with the reported
+ * figure: at most 5 from FR, the rest from the stockist's AT cellar, and
+ * the order commits.  A second order no plan covers (the AT replica is
+ * stale too) fails insufficient_stock with nothing held.
+ */
+WM_TEST(cluster_orders, a_short_leg_on_a_stale_replica_is_re_planned_once, .timeout = 120)
+{
+	struct wm_cluster c;
+	cluster_with_router(&c);
+	struct oworld w;
+	memset(&w, 0, sizeof(w));
+	ow_build(&w, c.router_port, 30, 0, "FR", "DE");
+	char lv_at[64], quote[512], path[160];
+	ow_add_stock(&w, 1, "AT", 30, lv_at);
+	/* the destination sees both cellars: 60 units route */
+	snprintf(quote, sizeof(quote),
+		 "{\"destination_country\":\"DE\",\"lines\":[{\"sku\":\"%s\",\"qty\":60,\"box_units\":12}]}", w.w1);
+	int st = 0;
+	for (int t = 0; t < 250 && st != 200; t++) {
+		json_decref(tc_call(c.router_port, "POST", "/v1/orders/quote-calculate", w.ksel, quote, &st));
+		if (st != 200)
+			usleep(20 * 1000);
+	}
+	cr_assert_eq(st, 200, "the destination never saw both cellars");
+	static const char *const frozen[] = {"WM_ERRINJ=repl_sub_frozen", NULL};
+	wm_cluster_kill9(&c, 2);
+	c.env = frozen;
+	cr_assert_eq(wm_cluster_start(&c, 2), 0);
+	c.env = NULL;
+	snprintf(path, sizeof(path), "/v1/inventory/%s", w.lv_est);
+	json_decref(tc_expect(c.router_port, "PATCH", path, NULL, "{\"on_hand\":5}", 200));
+	/* a router restarted forgets the positions it would make the frozen
+	 * destination wait for (read-your-writes) */
+	wm_cluster_router_kill9(&c);
+	cr_assert_eq(wm_cluster_router_start(&c), 0);
+	json_t *j = ow_order(&w, 20, NULL, NULL, &st);
+	cr_assert_eq(st, 201, "the re-plan finds the other source: %d %s", st, json_dumps(j, 0));
+	cr_assert_str_eq(json_string_value(json_object_get(j, "status")), "reserved");
+	json_decref(j);
+	long long res_fr, alloc_fr, res_at, alloc_at, on_hand;
+	ow_level(&w, w.lv_est, &res_fr, &alloc_fr, &on_hand);
+	ow_level(&w, lv_at, &res_at, &alloc_at, &on_hand);
+	cr_assert_eq(res_fr + res_at, 0, "nothing stays prepared (the first plan's holds were given back)");
+	cr_assert_eq(alloc_fr + alloc_at, 20, "the order's 20 units are allocated (FR %lld, AT %lld)", alloc_fr, alloc_at);
+	cr_assert_leq(alloc_fr, 5, "FR had only 5");
+	char logp[400];
+	snprintf(logp, sizeof(logp), "%s/router.log", c.root);
+	FILE *f = fopen(logp, "r");
+	cr_assert_not_null(f);
+	static char logbuf[1 << 20];
+	logbuf[fread(logbuf, 1, sizeof(logbuf) - 1, f)] = 0;
+	fclose(f);
+	cr_assert(strstr(logbuf, "re-planned; preparing again"), "the router re-planned");
+	/* 40 more: the stale replicas promise 60, the truth is 15; one re-plan
+	 * cannot cover it */
+	j = ow_order(&w, 40, NULL, NULL, &st);
+	cr_assert_eq(st, 409, "%d %s", st, json_dumps(j, 0));
+	cr_assert_str_eq(json_string_value(json_object_get(j, "code")), "insufficient_stock");
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "order"), "status")), "failed");
+	json_decref(j);
+	long long alloc_fr2, alloc_at2;
+	ow_level(&w, w.lv_est, &res_fr, &alloc_fr2, &on_hand);
+	ow_level(&w, lv_at, &res_at, &alloc_at2, &on_hand);
+	cr_assert_eq(res_fr + res_at, 0, "the failed order holds nothing");
+	cr_assert_eq(alloc_fr2 + alloc_at2, 20, "the first order's units only");
+	static char report[16384];
+	cr_assert_eq(wm_cluster_check(&c, 60000, report, sizeof(report)), 0, "%s", report);
+	wm_cluster_cleanup(&c);
+}

@@ -76,15 +76,6 @@ static long in_doubt(struct wm_cluster *c, unsigned i)
 	return v;
 }
 
-/* wm-ctl cluster check on c: its exit status, its report into out. */
-static int cluster_check(struct wm_cluster *c, long long limit_ms, char *out, size_t n)
-{
-	char args[1024];
-	snprintf(args, sizeof(args), "cluster check --shard-map %s --cluster-secret-file %s --in-doubt-limit-ms %lld",
-		 c->map_path, c->secret_path, limit_ms);
-	return wm_ctl_run(args, out, n);
-}
-
 static void run_case(const struct crash_case *k)
 {
 	struct wm_cluster c;
@@ -162,7 +153,7 @@ static void run_case(const struct crash_case *k)
 	cr_assert_eq(in_doubt(&c, 1), 0, "%s: shard 1 still in doubt", k->point);
 	/* the whole-cluster checker agrees */
 	static char report[16384];
-	cr_assert_eq(cluster_check(&c, 60000, report, sizeof(report)), 0, "%s: wm-ctl cluster check: %s", k->point,
+	cr_assert_eq(wm_cluster_check(&c, 60000, report, sizeof(report)), 0, "%s: wm-ctl cluster check: %s", k->point,
 		     report);
 	if (!k->committed) {
 		char path[128];
@@ -281,7 +272,7 @@ WM_TEST(txn_crash, the_cluster_checker_finds_a_prepared_hold_without_a_transacti
 	memset(&w, 0, sizeof(w));
 	ow_build(&w, c.router_port, 30, 0, "FR", "DE");
 	static char report[16384];
-	cr_assert_eq(cluster_check(&c, 0, report, sizeof(report)), 0, "a fresh cluster: %s", report);
+	cr_assert_eq(wm_cluster_check(&c, 0, report, sizeof(report)), 0, "a fresh cluster: %s", report);
 	/* wm-ctl cluster status finds the router through the map's router line */
 	char args[1024], want[64];
 	snprintf(args, sizeof(args), "cluster status --shard-map %s --cluster-secret-file %s", c.map_path, c.secret_path);
@@ -295,11 +286,11 @@ WM_TEST(txn_crash, the_cluster_checker_finds_a_prepared_hold_without_a_transacti
 	cr_assert_eq(wm_cluster_do(&c, 1, "POST", "/internal/txn/prepare", body, &r), 0);
 	cr_assert_eq(r.status, 200, "%s", r.body);
 	http_resp_free(&r);
-	cr_assert_eq(cluster_check(&c, 0, report, sizeof(report)), 1, "the orphan must be found: %s", report);
+	cr_assert_eq(wm_cluster_check(&c, 0, report, sizeof(report)), 1, "the orphan must be found: %s", report);
 	cr_assert(strstr(report, "r0:ord_ORPHAN"), "%s", report);
 	cr_assert_eq(wm_cluster_do(&c, 1, "POST", "/internal/txn/abort", "{\"txn\":\"r0:ord_ORPHAN\"}", &r), 0);
 	http_resp_free(&r);
-	cr_assert_eq(cluster_check(&c, 0, report, sizeof(report)), 0, "after the abort: %s", report);
+	cr_assert_eq(wm_cluster_check(&c, 0, report, sizeof(report)), 0, "after the abort: %s", report);
 	wm_cluster_cleanup(&c);
 }
 
@@ -321,14 +312,14 @@ WM_TEST(txn_crash, the_cluster_checker_finds_units_the_history_does_not_explain,
 	char path[128];
 	snprintf(path, sizeof(path), "/v1/inventory/%s", w.lv_est);
 	json_decref(tc_expect(c.router_port, "PATCH", path, NULL, "{\"on_hand\":35}", 200));
-	cr_assert_eq(cluster_check(&c, 0, report, sizeof(report)), 0, "a PATCH with its event: %s", report);
+	cr_assert_eq(wm_cluster_check(&c, 0, report, sizeof(report)), 0, "a PATCH with its event: %s", report);
 	static const char *const env[] = {"WM_ERRINJ=inv_lose_stock_event", NULL};
 	wm_cluster_kill9(&c, 1);
 	c.env = env;
 	cr_assert_eq(wm_cluster_start(&c, 1), 0);
 	c.env = NULL;
 	json_decref(tc_expect(c.router_port, "PATCH", path, NULL, "{\"on_hand\":40}", 200));
-	cr_assert_eq(cluster_check(&c, 0, report, sizeof(report)), 1, "the lost event must be found: %s", report);
+	cr_assert_eq(wm_cluster_check(&c, 0, report, sizeof(report)), 1, "the lost event must be found: %s", report);
 	char want[160];
 	snprintf(want, sizeof(want), "level %s: on_hand 40 + consumed 0 != initial + added 35", w.lv_est);
 	cr_assert(strstr(report, want), "%s", report);
@@ -412,7 +403,7 @@ static void retry_through_another_router(const char *point, int committed)
 	cr_assert_eq(json_array_size(json_object_get(l, "data")), 1, "one key, one order");
 	json_decref(l);
 	static char report[16384];
-	cr_assert_eq(cluster_check(&c, 60000, report, sizeof(report)), 0, "%s: %s", point, report);
+	cr_assert_eq(wm_cluster_check(&c, 60000, report, sizeof(report)), 0, "%s: %s", point, report);
 	wm_cluster_cleanup(&c);
 }
 

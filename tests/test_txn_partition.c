@@ -101,15 +101,6 @@ WM_TEST(txn_partition, a_cut_participant_aborts_the_order_and_the_heal_lets_it_c
 	wm_cluster_cleanup(&c);
 }
 
-/* wm-ctl cluster check on c: its exit status, its report into out. */
-static int cluster_check(struct wm_cluster *c, char *out, size_t n)
-{
-	char args[1024];
-	snprintf(args, sizeof(args), "cluster check --shard-map %s --cluster-secret-file %s --in-doubt-limit-ms 60000",
-		 c->map_path, c->secret_path);
-	return wm_ctl_run(args, out, n);
-}
-
 /* Does the file at path contain needle (read whole, bounded)? */
 static int log_has(const char *path, const char *needle)
 {
@@ -205,7 +196,7 @@ WM_TEST(txn_partition, a_participant_cut_in_the_commit_phase_commits_after_the_h
 	cr_assert_eq(allocated, 12, "the order's units are allocated");
 	cr_assert_eq(in_doubt(&c, 1), 0);
 	static char report[16384];
-	cr_assert_eq(cluster_check(&c, report, sizeof(report)), 0, "%s", report);
+	cr_assert_eq(wm_cluster_check(&c, 60000, report, sizeof(report)), 0, "%s", report);
 	wm_cluster_cleanup(&c);
 }
 
@@ -247,7 +238,7 @@ WM_TEST(txn_partition, a_cancel_while_the_stock_shard_is_cut_releases_after_the_
 	static char report[16384];
 	int rc = 1;
 	for (int t = 0; t < 100 && rc; t++) { /* the compensation is marked once the release is answered */
-		rc = cluster_check(&c, report, sizeof(report));
+		rc = wm_cluster_check(&c, 60000, report, sizeof(report));
 		if (rc)
 			usleep(100 * 1000);
 	}

@@ -18,6 +18,8 @@
  *   wal_slow_sync            WAL thread: sleep 400 ms before every fdatasync (a slow
  *                            disk: keeps a write "in flight" long enough to race it)
  *   snap_crash_before_rename snapshot: _exit after writing the temp file
+ *   repl_sub_frozen          replication: subscribe to no publisher (replicas stay
+ *                            as they were at the start)
  *   inv_lose_stock_event     inventory: an API write's stock.changed event is not
  *                            written (a bug the cluster checker's history finds)
  */

@@ -493,6 +493,7 @@ struct capture {
 	uint8_t fp[16];
 	unsigned n_legs;
 	struct cap_leg legs[ORDER_MAX_LEGS];
+	unsigned hold_base;            /* hold ids are .H<hold_base + n>: 0, or ORDER_REPLAN_HOLD_BASE re-planned */
 };
 
 /* Add qty units of line `line` from level lv to the leg of lv (made when
@@ -546,7 +547,7 @@ static int build_legs(struct api_ctx *c, struct capture *k)
 				for (unsigned g = 0; g < k->n_legs; g++)
 					if (k->legs[g].lv == lv[j])
 						used = k->legs[g].qty;
-				int64_t take = inv_atp(lv[j]) - used;
+				int64_t take = inv_plan_atp(lv[j]) - used;
 				take = take < left ? take : left;
 				if (take <= 0)
 					continue;
@@ -592,22 +593,25 @@ static int build_legs(struct api_ctx *c, struct capture *k)
  * taken: 409 cross_shard_not_enabled before anything is stored, held or
  * charged, -1.  0 when every leg is this shard's.
  */
-static int legs_remote(struct api_ctx *c, const struct capture *k, char coordinator[8])
+/* The country (into cc) of a leg whose stock another shard owns: 1, or 0
+ * when every leg is this shard's (or there is no cluster). */
+static int leg_elsewhere(const struct shard *sh, const struct capture *k, char cc[3])
 {
-	const struct shard *sh = c->sh;
-	if (!sh->smap)
-		return 0;
-	const char *elsewhere = NULL;
-	char cc[3];
-	for (unsigned i = 0; i < k->n_legs && !elsewhere; i++) {
+	for (unsigned i = 0; sh->smap && i < k->n_legs; i++) {
 		const char *loc = k->legs[i].lv->location_id;
 		if (!id_country(loc, strlen(loc), cc))
 			continue; /* a location without a country in its id is the shard's own */
 		int owner = smap_owner(sh->smap, cc);
 		if (owner >= 0 && (uint64_t)owner != sh->cfg.shard_id)
-			elsewhere = cc;
+			return 1;
 	}
-	if (!elsewhere)
+	return 0;
+}
+
+static int legs_remote(struct api_ctx *c, const struct capture *k, char coordinator[8])
+{
+	char elsewhere[3];
+	if (!leg_elsewhere(c->sh, k, elsewhere))
 		return 0;
 	const struct http_header *h = c->cluster_signed ? http_find_header(c->http, WM_H_COORDINATOR) : NULL;
 	if (h && h->value_len >= 2 && h->value_len < 8) {
@@ -782,7 +786,7 @@ static void write_legs(struct jw *w, const struct capture *k)
 		jw_obj_begin(w);
 		snprintf(id, sizeof(id), "%s.L%u", k->order_id, g + 1);
 		jw_kstr(w, "leg_id", id); /* the leg's status goes here (order_doc) */
-		snprintf(id, sizeof(id), "%s.H%u", k->txn[0] ? k->txn : k->order_id, g + 1);
+		snprintf(id, sizeof(id), "%s.H%u", k->txn[0] ? k->txn : k->order_id, k->hold_base + g + 1);
 		jw_kstr(w, "hold_id", id);
 		jw_kstr(w, "offer_id", l->offer->row.id);
 		jw_kstr(w, "originator_id", l->offer->originator_id);
@@ -1499,6 +1503,83 @@ static void order_create(struct api_ctx *c)
 		order_answer_create(c, o, 0);
 	else
 		api_error(c, 500, "commit_failed", "the order could not be read back");
+out:
+	quote_free(k->q);
+	free(k);
+}
+
+/* ---- re-plan (cross-shard, DESIGN.md 9 step 2) --------------------------------------------- */
+
+/* The stored order's consumer_id (generated at capture when the seller
+ * gave none) into out (ORDER_REF_MAX + 1 bytes): 0, or -1. */
+static int stored_consumer_id(const struct order *o, char *out)
+{
+	struct json_doc *d = json_parse(o->row.doc, o->row.doc_len, NULL, NULL);
+	const struct json_value *cv = d ? json_get(json_root(d), "consumer") : NULL;
+	const struct json_value *id = cv && cv->type == JSON_OBJECT ? json_get(cv, "consumer_id") : NULL;
+	int ok = id && id->type == JSON_STRING && id->len <= ORDER_REF_MAX;
+	if (ok)
+		memcpy(out, id->u.str, id->len + 1);
+	json_doc_free(d);
+	return ok ? 0 : -1;
+}
+
+void order_replan(struct api_ctx *c, const struct order *o, const struct json_value *request,
+		  const struct inv_atp_override *atp)
+{
+	struct capture *k = calloc(1, sizeof(*k));
+	char idem[IDEM_MAX_KEY + 1], entity[ID_MAX_LEN], consumer[ORDER_REF_MAX + 1], cc[3];
+	if (!k || stored_consumer_id(o, consumer)) {
+		api_error(c, 503, "overloaded", "the order cannot be re-planned now");
+		free(k);
+		return;
+	}
+	/* what stays the order's: id, transaction, key, consumer, creation */
+	snprintf(k->order_id, sizeof(k->order_id), "%s", o->row.id);
+	order_txn_of(o, k->txn, sizeof(k->txn));
+	snprintf(idem, sizeof(idem), "%s", o->idem_key);
+	snprintf(entity, sizeof(entity), "%s", o->idem_entity[0] ? o->idem_entity : c->who.entity_id);
+	uint8_t fp[16];
+	memcpy(fp, o->idem_fp, sizeof(fp));
+	char created[ORDER_TS_MAX];
+	snprintf(created, sizeof(created), "%s", o->created_at);
+	parse_capture(c, request, k);
+	inv_plan_override(atp);
+	k->q = quote_compute(c, request, 1);
+	int bad = !k->q || channel_kind_agrees(c, request, k) || check_accepted(c, request, k->q) || build_legs(c, k);
+	inv_plan_override(NULL);
+	if (bad)
+		goto out; /* the refusal (422 insufficient_stock, ...) is written */
+	if (!leg_elsewhere(c->sh, k, cc)) {
+		api_error(c, 409, "replan_local", "the new plan needs no other shard; the cross-shard order fails");
+		goto out;
+	}
+	k->seller = partner_get(c->sh, k->q->seller, strlen(k->q->seller));
+	snprintf(k->consumer_id, sizeof(k->consumer_id), "%s", consumer);
+	k->idem_key = idem[0] ? idem : NULL;
+	k->idem_len = strlen(idem);
+	memcpy(k->fp, fp, sizeof(fp));
+	snprintf(k->now, sizeof(k->now), "%s", created);
+	k->hold_base = ORDER_REPLAN_HOLD_BASE;
+	struct buf doc;
+	buf_init(&doc, REC_MAX_VAL);
+	struct jw w;
+	jw_init(&w, &doc);
+	write_order_doc(&w, k, entity);
+	struct order_state_v st;
+	order_state_initial(&st, k->n_legs, k->now);
+	txn_begin(c->sh); /* the new plan replaces the first, still placed */
+	int rc = w.err || txn_put(c->sh, REC_T_ORDER, k->order_id, strlen(k->order_id), doc.data, doc.len) ||
+		 stage_state_row(c->sh, k->order_id, strlen(k->order_id), &st) || !txn_commit(c->sh);
+	buf_free(&doc);
+	const struct order *o2 = rc ? NULL : order_get(c->sh, k->order_id, strlen(k->order_id));
+	if (!o2) {
+		txn_abort(c->sh);
+		api_error(c, 500, "commit_failed", "the new plan could not be stored");
+		goto out;
+	}
+	log_info("msg=\"cross-shard order re-planned\" order=%s legs=%u", k->order_id, k->n_legs);
+	answer_txn_plan(c, o2, k->txn);
 out:
 	quote_free(k->q);
 	free(k);

@@ -216,6 +216,23 @@ int order_txn_of(const struct order *o, char *out, size_t size);
  * problem with the order (replay: Idempotent-Replayed). */
 void order_answer_create(struct api_ctx *c, const struct order *o, int replay);
 
+/*
+ * Re-plan a cross-shard order still placed (DESIGN.md 9, step 2): the
+ * coordinator calls it once (POST /internal/orders/{id}/replan, order_txn.c)
+ * after a participant voted no and every hold of the first plan was
+ * released.  `request` (the client's order request) is captured again with
+ * the participants' reported ATP as an override (inventory.h) and the new
+ * plan replaces the first under the same id, transaction, Idempotency-Key,
+ * consumer and creation time, with hold ids from ORDER_REPLAN_HOLD_BASE on
+ * (never those of the released holds).  Answers 202 with the new legs like
+ * the first plan, the capture's refusal (422 insufficient_stock, ...), or
+ * 409 replan_local when the new plan needs no other shard.  No event: the
+ * order stays placed.
+ */
+#define ORDER_REPLAN_HOLD_BASE 100u /* > ORDER_MAX_LEGS: a re-plan's hold ids never meet the first's */
+void order_replan(struct api_ctx *c, const struct order *o, const struct json_value *request,
+		  const struct inv_atp_override *atp);
+
 /* Test builds: at the named fault-injection point (WM_ERRINJ), wait until
  * everything logged so far is durable, then _exit -- a kill -9 exactly
  * between two saga steps.  Release builds: nothing. */

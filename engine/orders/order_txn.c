@@ -7,6 +7,7 @@
  *   POST /internal/orders/{id}/commit   after its COMMIT record is forced
  *   POST /internal/orders/{id}/rest     after every participant committed
  * or, before the decision,
+ *   POST /internal/orders/{id}/replan {"atp", "request"}  once, after a no vote
  *   POST /internal/orders/{id}/abort {"reason": failure code}
  * Each is idempotent: a router re-driving after a crash sends them again.
  * A failed or cancelled cross-shard order is compensated from here: once
@@ -107,11 +108,58 @@ static void dest_abort(struct api_ctx *c)
 	order_answer_create(c, order_get(c->sh, id, strlen(id)), 0);
 }
 
+/* The reported ATP of a re-plan body ("atp": [{"level_id", "atp"}], at
+ * most INV_ATP_OVERRIDE_MAX) into ov: 0, or -1 with the field errors. */
+static int replan_atp(struct api_ctx *c, const struct json_value *b, struct inv_atp_override *ov)
+{
+	const struct json_value *a = json_get(b, "atp");
+	memset(ov, 0, sizeof(*ov));
+	if (!a || a->type != JSON_ARRAY || a->len > INV_ATP_OVERRIDE_MAX) {
+		api_field_error(c, "atp", "size", "0 to %d reported levels", INV_ATP_OVERRIDE_MAX);
+		return -1;
+	}
+	for (uint32_t i = 0; i < a->len; i++) {
+		char path[24];
+		snprintf(path, sizeof(path), "atp[%u]", i);
+		if (fld_str(c, &a->u.items[i], "level_id", path, ov->v[i].level, ID_MAX_LEN - 1) != FLD_SET ||
+		    fld_int(c, &a->u.items[i], "atp", path, 0, INV_QTY_MAX, &ov->v[i].atp) != FLD_SET)
+			api_field_error(c, path, "required", "level_id and atp are required");
+	}
+	ov->n = a->len;
+	return c->n_errs ? -1 : 0;
+}
+
+/* POST /internal/orders/{id}/replan {"atp": [...], "request": {order}}:
+ * the coordinator's one re-plan after a no vote (order.h: order_replan). */
+static void dest_replan(struct api_ctx *c)
+{
+	char id[ID_MAX_LEN];
+	const struct order *o = txn_order(c, id);
+	const struct json_value *b = o ? api_body(c) : NULL;
+	if (!b)
+		return;
+	static struct inv_atp_override ov; /* 2.4 KB: off the stack; one request at a time */
+	const struct json_value *req = json_get(b, "request");
+	if (replan_atp(c, b, &ov) || !req || req->type != JSON_OBJECT) {
+		if (!req || req->type != JSON_OBJECT)
+			api_field_error(c, "request", "required", "the client's order request");
+		api_validation_failed(c);
+		return;
+	}
+	const struct order_state *s = order_state_get(c->sh, id, strlen(id));
+	if (!s || s->v.status != ORD_PLACED) {
+		answer_status(c, 409, id);
+		return;
+	}
+	order_replan(c, o, req, &ov);
+}
+
 const struct route order_txn_internal_routes[] = {
 	{HTTP_M_POST, "/internal/orders/{id}/charge", dest_charge, SC_PUBLIC, ACT_NONE, "2PC: charge the consumer", 0},
 	{HTTP_M_POST, "/internal/orders/{id}/commit", dest_commit, SC_PUBLIC, ACT_NONE, "2PC: the decision is commit", 0},
 	{HTTP_M_POST, "/internal/orders/{id}/rest", dest_rest, SC_PUBLIC, ACT_NONE, "2PC: every leg reserved", 0},
 	{HTTP_M_POST, "/internal/orders/{id}/abort", dest_abort, SC_PUBLIC, ACT_NONE, "2PC: abort before the decision", 0},
+	{HTTP_M_POST, "/internal/orders/{id}/replan", dest_replan, SC_PUBLIC, ACT_NONE, "2PC: re-plan once after a no vote", 0},
 	{0, NULL, NULL, 0, 0, NULL, 0},
 };
 

@@ -249,7 +249,7 @@ static void cand_add(struct quote *s, struct quote_line *ql, const struct offer 
 				* QUOTE_LEVELS_PER_SOURCE levels a source's legs may use */
 		int64_t lv_atp = 0;
 		for (unsigned k = 0; k < nt; k++)
-			lv_atp += inv_atp(top[k]);
+			lv_atp += inv_plan_atp(top[k]);
 		/* in a cluster the offer's qty_available is the home's sum of
 		 * every shard's levels, published a hop after the levels
 		 * themselves: the levels (the caller's own writes are applied,

@@ -58,6 +58,7 @@
 #include "net/client.h"
 #include "engine/cluster/cluster_auth.h"
 #include "engine/cluster/shard_map.h"
+#include "wal/errinj.h"
 
 struct repl_peer {
 	uint32_t id;
@@ -554,7 +555,12 @@ static int sub_start(struct shard *sh, const struct shard_map *m, const struct c
 		snprintf(err, errlen, "cannot create the replication timer");
 		return -1;
 	}
-	for (uint32_t i = 0; i < m->n && i < REPL_MAX_PUBLISHERS; i++)
+	/* test builds: repl_sub_frozen keeps every replica as it was at the
+	 * restart (a destination planning on stale stock, DESIGN.md 9 step 2) */
+	int frozen = ERRINJ("repl_sub_frozen");
+	if (frozen)
+		log_warn("msg=\"fault injection: replication frozen\"");
+	for (uint32_t i = 0; !frozen && i < m->n && i < REPL_MAX_PUBLISHERS; i++)
 		if (i != s->self && (!home_only || i == REPL_HOME) && peer_start(s, i, m->shards[i].addr, err, errlen))
 			return -1;
 	arm(s);

@@ -522,6 +522,19 @@ unsigned inv_offer_sellable(struct shard *sh, const char *offer_id, const struct
 	return inv_offer_sellable_at(sh, offer_id, NULL, out, max, atp_sum);
 }
 
+static const struct inv_atp_override *plan_override; /* inv_plan_override */
+
+void inv_plan_override(const struct inv_atp_override *o) { plan_override = o; }
+
+int64_t inv_plan_atp(const struct inv_level *l)
+{
+	int64_t atp = inv_atp(l);
+	for (unsigned i = 0; plan_override && i < plan_override->n; i++)
+		if (!strcmp(plan_override->v[i].level, l->row.id) && plan_override->v[i].atp < atp)
+			atp = plan_override->v[i].atp;
+	return atp;
+}
+
 unsigned inv_offer_sellable_at(struct shard *sh, const char *offer_id, const struct inv_loc_set *at,
 			       const struct inv_level **out, unsigned max, int64_t *atp_sum)
 {
@@ -540,13 +553,14 @@ unsigned inv_offer_sellable_at(struct shard *sh, const char *offer_id, const str
 		if (kl < pl || memcmp(key, k, pl))
 			break;
 		const struct inv_level *l = oidx_iter_val(&it);
-		if (l->condition != IC_SELLABLE || inv_atp(l) <= 0 || !level_in_set(l, at))
+		int64_t atp = inv_plan_atp(l);
+		if (l->condition != IC_SELLABLE || atp <= 0 || !level_in_set(l, at))
 			continue;
 		if (atp_sum)
-			*atp_sum += inv_atp(l); /* <= 1000 levels x 10^8: no overflow */
+			*atp_sum += atp; /* <= 1000 levels x 10^8: no overflow */
 		/* insertion into out[], most ATP first, index (level id) order on ties */
 		unsigned pos = n < max ? n : max;
-		while (pos > 0 && inv_atp(out[pos - 1]) < inv_atp(l))
+		while (pos > 0 && inv_plan_atp(out[pos - 1]) < atp)
 			pos--;
 		if (pos >= max)
 			continue;

@@ -41,6 +41,26 @@ static inline int64_t inv_atp(const struct inv_level *l) { return l->on_hand - l
 
 const struct inv_level *inv_level_get(struct shard *sh, const char *id, size_t len);
 
+/*
+ * Re-planning a cross-shard order (DESIGN.md 9, step 2): a participant that
+ * voted no reported the true ATP of a level whose replica here was stale.
+ * While an override is set, the planner sees at most that figure for the
+ * levels it lists (inv_plan_atp, inv_offer_sellable*).  The caller sets it
+ * around one capture and clears it with NULL (one shard per process, one
+ * thread: a module variable).
+ */
+#define INV_ATP_OVERRIDE_MAX 32 /* levels one re-plan may correct (= ORDER_MAX_LEGS) */
+struct inv_atp_override {
+	unsigned n;
+	struct {
+		char level[ID_MAX_LEN];
+		int64_t atp;
+	} v[INV_ATP_OVERRIDE_MAX];
+};
+void inv_plan_override(const struct inv_atp_override *o);
+/* A level's ATP as the planner sees it: inv_atp, capped by the override. */
+int64_t inv_plan_atp(const struct inv_level *l);
+
 /* The offer's sellable level with the most ATP (> 0; first in level id
  * order on ties), or NULL: where a quote's leg ships from (its location's
  * country is the freight origin, its owner the fulfiller). */

@@ -224,15 +224,27 @@ static void txn_prepare(struct api_ctx *c)
 	jw_obj_end(&c->w);
 }
 
-/* Commit every hold of txn: 0, or -1 with the answer written. */
+/* Commit every hold of txn: 0, or -1 with the answer written.  Holds
+ * released by a re-plan (the coordinator aborted the first plan's holds
+ * and prepared new ones, DESIGN.md 9 step 2) are skipped as long as the
+ * transaction has a hold to commit; a transaction whose holds were all
+ * released cannot commit (a COMMIT after this shard gave the units back). */
 static int commit_all(struct api_ctx *c, const char *txn, unsigned *committed)
 {
 	char ids[TXN_PART_MAX_HOLDS][INV_HOLD_ID_MAX + 1];
-	unsigned n = 0;
+	unsigned n = 0, released = 0;
 	size_t pos = 0;
 	const struct hold *h;
-	while ((h = hold_of_txn(c->sh, txn, &pos)) && n < TXN_PART_MAX_HOLDS)
+	while ((h = hold_of_txn(c->sh, txn, &pos)) && n < TXN_PART_MAX_HOLDS) {
+		if (h->state == HS_RELEASED) {
+			released++;
+			continue;
+		}
 		memcpy(ids[n++], h->row.id, h->row.id_len + 1);
+	}
+	if (n == 0 && released) /* every hold went back: commit them to be refused below */
+		for (pos = 0; (h = hold_of_txn(c->sh, txn, &pos)) && n < TXN_PART_MAX_HOLDS;)
+			memcpy(ids[n++], h->row.id, h->row.id_len + 1);
 	*committed = 0;
 	for (unsigned i = 0; i < n; i++) {
 		int rc = hold_commit(c->sh, ids[i]);
@@ -306,7 +318,8 @@ static void txn_release_route(struct api_ctx *c)
 			api_error(c, 409, "hold_consumed", "a leg of this transaction has shipped");
 			return;
 		}
-		memcpy(ids[n++], h->row.id, h->row.id_len + 1);
+		if (h->state != HS_RELEASED) /* already back (also a re-plan's first holds) */
+			memcpy(ids[n++], h->row.id, h->row.id_len + 1);
 	}
 	for (unsigned i = 0; i < n; i++) {
 		if (hold_release(c->sh, ids[i]) != HOLD_OK) {

@@ -86,7 +86,7 @@ struct coord {
 	struct ctxn *active[COORD_MAX_ACTIVE];
 	unsigned n_active;
 	uint64_t next_prune_ms;
-	uint64_t commits, aborts, redriven;
+	uint64_t commits, aborts, redriven, replans;
 };
 
 static uint64_t now_ms(const struct coord *co) { return ev_now_ms(co->h.loop); }
@@ -286,6 +286,7 @@ static void on_replan_release(void *arg, const struct hc_response *a, const char
 static void replan_release(struct ctxn *t)
 {
 	t->replanned = 1;
+	t->co->replans++;
 	t->phase = CP_REPLAN_RELEASE;
 	char body[128];
 	snprintf(body, sizeof(body), "{\"txn\":\"%s\"}", t->txn);
@@ -308,6 +309,7 @@ static void on_replan(void *arg, const struct hc_response *a, const char *err)
 	t->n_parts = 0; /* the first plan's holds are released */
 	if (a && a->status == 202 && hc_header(a, WM_H_TXN_LEGS, legs, sizeof(legs)) == 1) {
 		if (plan_parts(t, legs) == 0) {
+			crash_point(t, "txn_router_crash_after_replan");
 			log_info("msg=\"cross-shard order re-planned; preparing again\" txn=%s participants=%u", t->txn,
 				 t->n_parts);
 			t->phase = CP_PREPARE;
@@ -782,9 +784,11 @@ void coord_metrics(struct coord *co, struct buf *b)
 		   "# TYPE wm_router_txn_total counter\nwm_router_txn_total{outcome=\"commit\"} %llu\n"
 		   "wm_router_txn_total{outcome=\"abort\"} %llu\n"
 		   "# TYPE wm_router_txn_redriven_total counter\nwm_router_txn_redriven_total %llu\n"
+		   "# HELP wm_router_txn_replans_total Cross-shard orders planned again after a no vote for want of stock.\n"
+		   "# TYPE wm_router_txn_replans_total counter\nwm_router_txn_replans_total %llu\n"
 		   "# TYPE wm_router_decision_log_syncs_total counter\nwm_router_decision_log_syncs_total %llu\n",
 		   co->n_active, (unsigned long long)s.unended,
 		   s.oldest_unended_ms && wall > s.oldest_unended_ms ? (double)(wall - s.oldest_unended_ms) / 1000.0 : 0.0,
 		   (unsigned long long)co->commits, (unsigned long long)co->aborts, (unsigned long long)co->redriven,
-		   (unsigned long long)s.wal.syncs);
+		   (unsigned long long)co->replans, (unsigned long long)s.wal.syncs);
 }

@@ -582,8 +582,16 @@ static void check_world(void)
 			  g->rs[i].acked);
 	}
 	cr_assert_eq(live_units, allocated, "units in reserved orders %lld, allocated %lld", live_units, allocated);
-	cr_log_info("chaos seed %llu: %zu orders (%lu told, %lu ambiguous resolved), %lld units live, checks passed",
-		    (unsigned long long)g->seed, s.n, told, resolved, live_units);
+	struct http_resp r;
+	long replans = -1;
+	if (http_do(g->c.router_port, "GET", "/metrics", NULL, NULL, &r) == 0) {
+		const char *at = strstr(r.body, "\nwm_router_txn_replans_total ");
+		replans = at ? strtol(at + 30, NULL, 10) : -1;
+		http_resp_free(&r);
+	}
+	cr_log_info("chaos seed %llu: %zu orders (%lu told, %lu ambiguous resolved), %lld units live, %ld re-plans "
+		    "since the router's last start, checks passed",
+		    (unsigned long long)g->seed, s.n, told, resolved, live_units, replans);
 	free(s.o);
 }
 

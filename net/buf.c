@@ -36,6 +36,8 @@ int buf_reserve(struct buf *b, size_t extra)
 	if (need <= b->cap)
 		return 0;
 	size_t ncap = b->cap ? b->cap : 256;
+	if (ncap > max)
+		ncap = max; /* cap never exceeds cap_max: buf_append's inline path relies on it */
 	while (ncap < need)
 		ncap = ncap > max / 2 ? max : ncap * 2;
 	char *p = realloc(b->data, ncap);
@@ -46,7 +48,7 @@ int buf_reserve(struct buf *b, size_t extra)
 	return 0;
 }
 
-int buf_append(struct buf *b, const void *p, size_t n)
+int buf_append_grow(struct buf *b, const void *p, size_t n)
 {
 	if (n == 0)
 		return 0;
@@ -59,7 +61,6 @@ int buf_append(struct buf *b, const void *p, size_t n)
 
 int buf_puts(struct buf *b, const char *s) { return buf_append(b, s, strlen(s)); }
 
-int buf_putc(struct buf *b, char c) { return buf_append(b, &c, 1); }
 
 int buf_printf(struct buf *b, const char *fmt, ...)
 {

@@ -32,12 +32,33 @@ void buf_init(struct buf *b, size_t cap_max);
 void buf_free(struct buf *b);
 /* Make room for `extra` more bytes.  Returns 0, or -1 on bound/OOM. */
 int buf_reserve(struct buf *b, size_t extra);
-/* Append bytes.  Returns 0, or -1 (contents unchanged) on bound/OOM. */
-int buf_append(struct buf *b, const void *p, size_t n);
+/* buf_append when the bytes do not fit the storage already allocated
+ * (grows it within cap_max). */
+int buf_append_grow(struct buf *b, const void *p, size_t n);
+/* Append bytes.  Returns 0, or -1 (contents unchanged) on bound/OOM.
+ * Inline: what fits the allocated storage is copied without a call (cap
+ * never exceeds cap_max, so it is within the bound); the JSON writer
+ * appends a few bytes at a time, and this is its hot path. */
+static inline int buf_append(struct buf *b, const void *p, size_t n)
+{
+	if (n <= b->cap - b->len && b->data) {
+		__builtin_memcpy(b->data + b->len, p, n);
+		b->len += n;
+		return 0;
+	}
+	return n ? buf_append_grow(b, p, n) : 0;
+}
 /* Append a NUL-terminated string (without the NUL). */
 int buf_puts(struct buf *b, const char *s);
 /* Append one byte. */
-int buf_putc(struct buf *b, char c);
+static inline int buf_putc(struct buf *b, char c)
+{
+	if (b->len < b->cap) {
+		b->data[b->len++] = c;
+		return 0;
+	}
+	return buf_append_grow(b, &c, 1);
+}
 /* printf-style append.  Returns 0 or -1. */
 int buf_printf(struct buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

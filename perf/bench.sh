@@ -59,6 +59,11 @@
 #      skips it.
 #   m. replication lag (perf/repl_lag.py) from the home of (l) to a second
 #      shard at BENCH_REPL_RATE catalogue writes/s (default 1000): p50/p99/max.
+#   k2. in (k)'s shard, quote-calculate with 10 candidate offers per wine
+#      (quote_world), 1 line and 5 lines: req/s as a ratio to nginx's, p99,
+#      and the shard's CPU per quote from /proc (every thread); (k) also
+#      reports CPU per order.  BENCH_PERF_DIR=DIR writes a perf profile of
+#      each of these runs into DIR (perf/profile.sh).
 #   n. durable POST /v1/orders through a router in front of three shards,
 #      -c16 and -c64, orders of two lines: (a) both wines' stock on the
 #      destination's shard, (b) one on each of two other shards (two-phase
@@ -92,6 +97,7 @@ root=""
 shard_pid=""
 orders_pid=""
 nginx_pid=""
+nginx_rps=0
 router_pid=""
 cluster_shard_pid=""
 cluster_shard1_pid=""
@@ -332,6 +338,7 @@ if command -v nginx >/dev/null; then
 		echo
 		echo "nginx $(nginx -v 2>&1 | sed 's#.*nginx/##') on 127.0.0.1:$nginx_port, body $(wc -c <"$ngx/probe") bytes, 1 worker"
 		run_wrk "nginx fixed 200-byte body" -s perf/report.lua "http://127.0.0.1:$nginx_port/"
+		nginx_rps=$(cut -d'|' -f2 <<<"${rows[-1]}")
 		kill "$nginx_pid" 2>/dev/null || true
 		wait "$nginx_pid" 2>/dev/null || true
 		nginx_pid=""
@@ -522,12 +529,57 @@ world_setup() {
 	echo "estate $estate (FR), seller $seller (DE), wine $wine, offer $offer, level $level (on_hand 100000000)"
 }
 
+# quote_world: after world_setup, at $api_base: 9 more FR originators (stock
+# type, live) besides the estate, 4 more wines of the estate's producer, and
+# every originator's active network-shareable EXW offer of every wine
+# (prices 10.00..10.90 EUR), each with a level of 1,000,000 units in its own
+# warehouse: 10 candidate offers per wine.  Sets qwines (the 5 wine ids).
+quote_world() {
+	local origs=("$estate") i j w o l off
+	for i in 1 2 3 4 5 6 7 8 9; do
+		origs+=("$(partner_live "Bench Stock $i" FR '["originator"]' '"originator_type":"stock"')")
+	done
+	qwines=("$wine")
+	for i in 2 3 4 5; do
+		# another vintage: the natural key (producer, title, vintage, ...) makes a new wine
+		w=$(oapi POST /v1/wines "{\"title\":\"Bench Rouge\",\"producer\":\"$producer\",\"vintage\":201$i,\"abv\":13,\
+\"volume_in_liters\":0.75,\"colour\":\"red\",\"category\":\"wine\",\"country\":\"FR\",\"region\":\"Bourgogne\",\
+\"bottler\":{\"name\":\"Domaine Bench\",\"address\":\"21000 Dijon, France\"},\"lot_number\":\"L2020-$i\",\
+\"allergens\":[\"sulphites\"],\"ingredients\":\"grapes, preservative: sulphites\",\"energy_kj_per_100ml\":297,\
+\"energy_kcal_per_100ml\":71}" | jstr id)
+		[ -n "$w" ] || die "quote setup: no wine id"
+		oapi POST "/v1/wines/$w/publish" >/dev/null
+		qwines+=("$w")
+	done
+	for i in "${!origs[@]}"; do
+		o=${origs[$i]}
+		l=$(oapi POST /v1/stock-locations "{\"owner_entity_id\":\"$o\",\"location_type\":\"BONDED_WAREHOUSE\",\
+\"name\":\"Bench warehouse $i\",\"address\":{\"line1\":\"$i rue du Vin\",\"city\":\"Beaune\",\"postal_code\":\"21200\",\
+\"country\":\"FR\"}}" | jstr id)
+		[ -n "$l" ] || die "quote setup: no location id"
+		for j in "${!qwines[@]}"; do
+			w=${qwines[$j]}
+			[ "$i" = 0 ] && [ "$j" = 0 ] && continue # world_setup made the estate's offer of the first wine
+			off=$(oapi POST /v1/offers "{\"wine_id\":\"$w\",\"originator_id\":\"$o\",\"seller_price\":10.${i}0,\
+\"currency\":\"EUR\",\"qty_available\":0,\"incoterm\":\"EXW\",\"status\":\"active\",\"network_shareable\":true}" | jstr id)
+			[ -n "$off" ] || die "quote setup: no offer id"
+			oapi POST /v1/inventory "{\"sku\":\"SKU-Q$i-$j\",\"offer_id\":\"$off\",\"location_id\":\"$l\",\
+\"on_hand\":1000000}" >/dev/null
+		done
+	done
+	echo "quote world: ${#origs[@]} originators x ${#qwines[@]} wines = $(( ${#origs[@]} * ${#qwines[@]} )) offers"
+}
+
+# cpu_ticks PID : utime + stime of every thread of the process (/proc, clock ticks)
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
 echo
 ORD_CONNS=${BENCH_ORDERS_CONNS:-16 64}
 ORD_THREADS=${BENCH_ORDERS_THREADS:-1}
 ORD_DURATION=${BENCH_ORDERS_DURATION:-10s}
 echo "== POST /v1/orders (flash buy-sell saga, wal-mode fsync, own shard), -c${ORD_CONNS// /, -c}"
 order_rows=()
+quote_rows=()
 if [ "${BENCH_SKIP_ORDERS:-0}" = 1 ]; then
 	echo "skipped (BENCH_SKIP_ORDERS=1)"
 else
@@ -552,8 +604,29 @@ else
 
 	api_base=$obase
 	world_setup
-	run_wrk "POST /v1/orders/quote-calculate, 1 line (direct)" -s perf/post_quote.lua "$obase" -- "$wine"
-	direct_quote_rps=$(cut -d'|' -f2 <<<"${rows[-1]}")
+	quote_world
+	tck=$(getconf CLK_TCK)
+	quote_rows=()
+	for nl in 1 5; do
+		c0=$(cpu_ticks "$orders_pid")
+		# BENCH_PERF_DIR=DIR: a profile of the shard during the run (perf/profile.sh)
+		prof=""
+		if [ -n "${BENCH_PERF_DIR:-}" ]; then
+			perf/profile.sh "$orders_pid" 5 "$BENCH_PERF_DIR/quote-$nl-lines.txt" &
+			prof=$!
+		fi
+		run_wrk "POST /v1/orders/quote-calculate, $nl line(s), 10 candidates each (direct)" -s perf/post_quote.lua \
+			"$obase" -- "${qwines[@]:0:$nl}"
+		[ -z "$prof" ] || wait "$prof" || true
+		c1=$(cpu_ticks "$orders_pid")
+		q_rps=$(cut -d'|' -f2 <<<"${rows[-1]}")
+		[ "$nl" = 1 ] && direct_quote_rps=$q_rps
+		quote_rows+=("$(awk -v n="$nl" -v r="$q_rps" -v g="$nginx_rps" -v t=$((c1 - c0)) -v hz="$tck" -v q="$last_requests" \
+			-v p99="$(cut -d'|' -f4 <<<"${rows[-1]}")" 'BEGIN {
+			printf "quote %d line(s): %d req/s = %.2fx nginx (%d), p99 %s, shard CPU %.0f us/quote (all threads, /proc)",
+				n, r, (g > 0 ? r / g : 0), g, p99, (q > 0 ? t * 1e6 / hz / q : 0) }')")
+		echo "${quote_rows[-1]}"
+	done
 
 	# ometric NAME : a metric's value from the orders shard (labels part of NAME)
 	ometric() {
@@ -568,12 +641,20 @@ else
 		fs0=$(ometric wm_wal_fsync_seconds_count)
 		by0=$(ometric wm_wal_bytes_written_total)
 		fsum0=$(ometric wm_wal_fsync_seconds_sum)
+		oc0=$(cpu_ticks "$orders_pid")
+		prof=""
+		if [ -n "${BENCH_PERF_DIR:-}" ]; then
+			perf/profile.sh "$orders_pid" 5 "$BENCH_PERF_DIR/orders-c$oc.txt" &
+			prof=$!
+		fi
 		run_wrk "POST /v1/orders -c$oc (fsync)" -s perf/post_order.lua "$obase" -- "$wine"
+		[ -z "$prof" ] || wait "$prof" || true
 		res=$(grep '^ORDER_RESULT ' <<<"$last_out" | tail -n 1) || die "no ORDER_RESULT line from wrk"
 		created=$(sed -n 's/.* created=\([^ ]*\).*/\1/p' <<<"$res")
 		other=$(sed -n 's/.* other=\([^ ]*\).*/\1/p' <<<"$res")
 		first_other=$(sed -n 's/.* first_other=\([^ ]*\).*/\1/p' <<<"$res")
 		sleep 0.5 # let the shard answer the requests wrk abandoned at its deadline
+		oc1=$(cpu_ticks "$orders_pid")
 		n1=$(ometric 'wm_table_rows{table="order"}')
 		tx1=$(ometric wm_wal_transactions_total)
 		fs1=$(ometric wm_wal_fsync_seconds_count)
@@ -586,10 +667,10 @@ else
 			rows[-1]=${rows[-1]/|ok|/|WARN non201=$other|}
 		fi
 		line=$(awk -v n="$dn" -v c="$created" -v t=$((tx1 - tx0)) -v f=$((fs1 - fs0)) -v b=$((by1 - by0)) \
-			-v s0="$fsum0" -v s1="$fsum1" 'BEGIN {
+			-v s0="$fsum0" -v s1="$fsum1" -v cpu=$((oc1 - oc0)) -v hz="$tck" 'BEGIN {
 			if (n <= 0) { print "no orders stored"; exit }
-			printf "orders stored %d (201s seen by wrk %d): %.2f fsyncs/order (mean fsync %.3fms), %.1f WAL txns/order, %.2f txns/fsync, %.0f WAL bytes/order (zstd frames)",
-				n, c, f / n, (f ? (s1 - s0) * 1000 / f : 0), t / n, (f ? t / f : 0), b / n }')
+			printf "orders stored %d (201s seen by wrk %d): %.2f fsyncs/order (mean fsync %.3fms), %.1f WAL txns/order, %.2f txns/fsync, %.0f WAL bytes/order (zstd frames), shard CPU %.0f us/order (all threads, /proc)",
+				n, c, f / n, (f ? (s1 - s0) * 1000 / f : 0), t / n, (f ? t / f : 0), b / n, cpu * 1e6 / hz / n }')
 		echo "$line"
 		order_rows+=("-c$oc: $line")
 	done
@@ -782,6 +863,7 @@ echo "== summary (wrk: $THREADS thread, $CONNS keep-alive connections, $DURATION
 	END { for (i = 1; i <= NR; i++)
 		printf "%-" w "s  %9s  %9s  %9s  %-6s  %s\n", n[i], r[i], a[i], b[i], s[i], c[i] }'
 echo "records per fsync during POST run: $per_fsync ($dtx transactions / $dfs fsyncs)"
+for r in "${quote_rows[@]}"; do echo "$r"; done
 for r in "${order_rows[@]}"; do echo "POST /v1/orders $r"; done
 for r in "${router_rows[@]}"; do echo "router hop: $r"; done
 for r in "${twopc_rows[@]}"; do echo "2PC: $r"; done

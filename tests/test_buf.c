@@ -9,6 +9,7 @@ WM_TEST(buf, append_and_bound)
 	cr_assert_eq(buf_puts(&b, "0123456789"), 0);
 	cr_assert_eq(buf_puts(&b, "abcdef"), 0); /* exactly 16: at the bound */
 	cr_assert_eq(b.len, 16);
+	cr_assert_leq(b.cap, 16, "the storage never exceeds the bound (buf_append's inline path relies on it)");
 	cr_assert_eq(buf_putc(&b, 'x'), -1); /* one past the bound */
 	cr_assert(b.overflow);
 	cr_assert_eq(b.len, 16);

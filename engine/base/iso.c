@@ -4,6 +4,7 @@
  */
 #include "engine/base/iso.h"
 
+#include <stdint.h>
 #include <string.h>
 
 static const char countries[] =
@@ -31,14 +32,23 @@ static const struct currency currencies[] = {
 	{"USD", 2}, {"ZAR", 2},
 };
 
+/* The assigned codes as a bitmap: bit (second letter) of word (first
+ * letter).  Built from `countries` before main (no thread exists yet), so
+ * iso_country_valid is two compares and a bit test, not a scan of the list
+ * (it runs for every candidate of every quote). */
+static uint32_t country_bits[26];
+
+__attribute__((constructor)) static void country_bits_build(void)
+{
+	for (const char *p = countries; *p; p += p[2] ? 3 : 2)
+		country_bits[p[0] - 'A'] |= 1u << (p[1] - 'A');
+}
+
 int iso_country_valid(const char *s, size_t len)
 {
 	if (len != 2 || s[0] < 'A' || s[0] > 'Z' || s[1] < 'A' || s[1] > 'Z')
 		return 0;
-	for (const char *p = countries; *p; p += p[2] ? 3 : 2)
-		if (p[0] == s[0] && p[1] == s[1])
-			return 1;
-	return 0;
+	return (country_bits[s[0] - 'A'] >> (s[1] - 'A')) & 1u;
 }
 
 unsigned iso_country_count(void) { return (unsigned)(sizeof(countries) + 1) / 3; }

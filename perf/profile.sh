@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# profile.sh -- where a running process spends its CPU, for the notes of the
+# speed issue (bench.sh calls it when BENCH_PERF_DIR is set).
+#
+#   perf/profile.sh PID SECONDS OUT
+#
+# Samples PID (every thread) at 999 Hz for SECONDS with perf record, then
+# writes OUT: the top 40 symbols by self time (perf report --no-children),
+# the same by shared object, and who calls strcmp, strlen, memset and
+# memmove (call graphs, -g).  Needs perf (linux-perf) and the right to
+# read the process's samples (root, or kernel.perf_event_paranoid <= 1).
+set -euo pipefail
+[ $# -eq 3 ] || { echo "usage: perf/profile.sh PID SECONDS OUT" >&2; exit 2; }
+pid=$1 secs=$2 out=$3
+command -v perf >/dev/null || { echo "perf not installed: no profile" >"$out"; exit 0; }
+data=$(mktemp /tmp/wm-perf.XXXXXX)
+trap 'rm -f "$data"' EXIT
+perf record -q -g -F 999 -p "$pid" -o "$data" -- sleep "$secs" >/dev/null 2>&1 || {
+	echo "perf record failed (permissions?)" >"$out"
+	exit 0
+}
+set +o pipefail # head closes the pipe early: not an error
+{
+	echo "# perf record -F 999 -p $pid for ${secs}s; self time by symbol (top 40)"
+	perf report -i "$data" --stdio --no-children --sort symbol -g none 2>/dev/null | grep -v '^#' | grep -v '^$' |
+		head -n 40
+	echo
+	echo "# self time by shared object"
+	perf report -i "$data" --stdio --no-children --sort dso -g none 2>/dev/null | grep -v '^#' | grep -v '^$' | head -n 12
+	echo
+	echo "# who calls the C library's string functions (callers, >= 0.5 %)"
+	for f in strcmp strlen memset memmove; do
+		perf report -i "$data" --stdio --no-children --sort symbol --symbol-filter="$f" -g caller,0.5,callee \
+			2>/dev/null | grep -v '^#' | grep -v '^$' | head -n 25
+	done
+} >"$out"

@@ -208,3 +208,77 @@ WM_TEST(refdata, missing_directory_names_the_path)
 	cr_assert(strstr(err, "/nonexistent-wm-dir/version.txt"), "%s", err);
 	cr_assert_null(rd);
 }
+
+/*
+ * The per-country indexes (refdata_finish) answer exactly what a scan of
+ * every row answers: the project's own data/ loaded, then every VAT and
+ * excise lookup -- every assigned country plus a few that are not, every
+ * region the file names plus mainland, every product and category, abv
+ * steps, and dates around each row's range -- compared with the same
+ * version whose indexes are switched off.
+ */
+WM_TEST(refdata, per_country_indexes_answer_as_a_scan)
+{
+	const char *src = getenv("WM_SRC_DIR");
+	char dir[1024], err[256];
+	snprintf(dir, sizeof(dir), "%s/data", src ? src : ".");
+	struct refdata *rd = NULL;
+	cr_assert_eq(refdata_load_dir(dir, &rd, err, sizeof(err)), 0, "%s", err);
+	cr_assert(rd->indexed, "a finished version is indexed");
+	struct refdata *scan = refdata_new();
+	cr_assert_not_null(scan);
+	memcpy(scan, rd, sizeof(*rd));
+	scan->indexed = 0;
+	static const char *const extra_cc[] = {"XX", "ZZ", "", "F", "fr", NULL};
+	uint32_t dates[2 * RD_MAX_ROWS + 2];
+	unsigned nd = 0;
+	dates[nd++] = 20260101;
+	dates[nd++] = 20261125;
+	for (uint32_t i = 0; i < rd->n_vat && nd + 2 <= sizeof(dates) / sizeof(dates[0]); i += 7) {
+		dates[nd++] = rd->vat[i].from;
+		dates[nd++] = rd->vat[i].to;
+	}
+	unsigned checked = 0;
+	static char codes[RD_CC_SLOTS + 8][3];
+	unsigned nc = 0;
+	for (char a = 'A'; a <= 'Z'; a++)
+		for (char b = 'A'; b <= 'Z'; b++) {
+			codes[nc][0] = a;
+			codes[nc][1] = b;
+			codes[nc++][2] = 0;
+		}
+	for (unsigned i = 0; extra_cc[i]; i++)
+		snprintf(codes[nc++], 3, "%s", extra_cc[i]);
+	for (unsigned ci = 0; ci < nc; ci++) {
+		const char *c = codes[ci];
+		cr_assert_eq(refdata_vat(rd, c), refdata_vat(scan, c) ? rd->vat + (refdata_vat(scan, c) - scan->vat) : NULL,
+			     "refdata_vat %s", c);
+		for (unsigned d = 0; d < nd; d++) {
+			for (int p = 0; p < RD_VP_COUNT_; p++) {
+				const char *regions[] = {"", rd->vat[(d * 13) % (rd->n_vat ? rd->n_vat : 1)].region};
+				for (int r = 0; r < 2; r++) {
+					const struct rd_vat *a = refdata_vat_at(rd, c, regions[r], p, dates[d]);
+					const struct rd_vat *b = refdata_vat_at(scan, c, regions[r], p, dates[d]);
+					cr_assert_eq(a ? a - rd->vat : -1, b ? b - scan->vat : -1, "vat_at %s %s %d %u", c,
+						     regions[r], p, dates[d]);
+					checked++;
+				}
+			}
+			for (int k = 0; k < RD_CAT_COUNT_; k++) {
+				cr_assert_eq(refdata_excise_category_known(rd, c, k, dates[d]),
+					     refdata_excise_category_known(scan, c, k, dates[d]));
+				for (uint32_t abv = 0; abv <= 2500; abv += 250) {
+					const struct rd_excise *a, *b;
+					int ra = refdata_excise(rd, c, k, abv, dates[d], &a);
+					int rb = refdata_excise(scan, c, k, abv, dates[d], &b);
+					cr_assert_eq(ra, rb, "excise %s %d %u %u", c, k, abv, dates[d]);
+					cr_assert_eq(a ? a - rd->excise : -1, b ? b - scan->excise : -1);
+					checked++;
+				}
+			}
+		}
+	}
+	cr_assert_gt(checked, 100000, "the comparison covered %u lookups", checked);
+	refdata_free(scan);
+	refdata_free(rd);
+}

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -705,6 +706,39 @@ int refdata_parse(struct refdata *rd, enum rd_file f, const char *text, size_t l
 	return 0;
 }
 
+/* A country's slot in the indexes: (first - 'A') * 26 + second - 'A', or
+ * -1 when cc is not two capital letters. */
+static int cc_slot(const char *cc)
+{
+	return cc[0] >= 'A' && cc[0] <= 'Z' && cc[1] >= 'A' && cc[1] <= 'Z' && !cc[2]
+		       ? (cc[0] - 'A') * 26 + (cc[1] - 'A')
+		       : -1;
+}
+
+/* Row numbers of n rows (each `stride` bytes, its country at `off`) by
+ * country slot, a stable counting sort (file order within a country):
+ * at[] the offsets (RD_CC_SLOTS + 1), idx[] the rows.  0, or -1 when a
+ * row's country has no slot. */
+static int cc_index(const void *rows, size_t stride, size_t off, uint32_t n, uint16_t *at, uint16_t *idx)
+{
+	uint16_t fill[RD_CC_SLOTS];
+	memset(at, 0, (RD_CC_SLOTS + 1) * sizeof(*at));
+	for (uint32_t i = 0; i < n; i++) {
+		int sl = cc_slot((const char *)rows + i * stride + off);
+		if (sl < 0)
+			return -1;
+		at[sl + 1]++;
+	}
+	for (int sl = 0; sl < RD_CC_SLOTS; sl++)
+		at[sl + 1] = (uint16_t)(at[sl + 1] + at[sl]);
+	memcpy(fill, at, sizeof(fill));
+	for (uint32_t i = 0; i < n; i++)
+		idx[fill[cc_slot((const char *)rows + i * stride + off)]++] = (uint16_t)i;
+	return 0;
+}
+
+_Static_assert(RD_MAX_ROWS <= UINT16_MAX, "row numbers fit the indexes");
+
 int refdata_finish(struct refdata *rd, char *err, size_t errlen)
 {
 	for (int f = 0; f < RD_F_COUNT_; f++)
@@ -718,6 +752,10 @@ int refdata_finish(struct refdata *rd, char *err, size_t errlen)
 	for (uint32_t i = 0; i < rd->n_levies; i++)
 		if (refdata_fx(rd, rd->levies[i].currency, NULL) < 0)
 			return fail(err, errlen, RD_F_LEVIES, rd->levies[i].m.line, "currency has no rate in fx.tsv", 0);
+	rd->indexed = !cc_index(rd->vat, sizeof(rd->vat[0]), offsetof(struct rd_vat, country), rd->n_vat, rd->vat_at,
+				rd->vat_idx) &&
+		      !cc_index(rd->excise, sizeof(rd->excise[0]), offsetof(struct rd_excise, country), rd->n_excise,
+				rd->excise_at, rd->excise_idx);
 	return 0;
 }
 
@@ -920,11 +958,26 @@ void refdata_metrics(struct buf *out)
 
 /* ---- lookups ------------------------------------------------------------ */
 
+/* The rows a lookup of `country` must look at: [*from, *to) of idx (NULL:
+ * the rows themselves) -- the country's slice of an index, or every row
+ * of a version without indexes. */
+static void cc_range(const struct refdata *rd, const uint16_t *at, uint32_t n, const char *country, uint32_t *from,
+		     uint32_t *to)
+{
+	int sl = rd->indexed ? cc_slot(country) : -1;
+	*from = rd->indexed ? (sl < 0 ? 0 : at[sl]) : 0;
+	*to = rd->indexed ? (sl < 0 ? 0 : at[sl + 1]) : n;
+}
+
+#define ROW_AT(rd, tbl, k) (&(rd)->tbl[(rd)->indexed ? (rd)->tbl##_idx[k] : (k)])
+
 const struct rd_vat *refdata_vat(const struct refdata *rd, const char *country)
 {
-	for (uint32_t i = 0; i < rd->n_vat; i++)
-		if (!strcmp(rd->vat[i].country, country))
-			return &rd->vat[i];
+	uint32_t from, to;
+	cc_range(rd, rd->vat_at, rd->n_vat, country, &from, &to);
+	for (uint32_t k = from; k < to; k++)
+		if (!strcmp(ROW_AT(rd, vat, k)->country, country))
+			return ROW_AT(rd, vat, k);
 	return NULL;
 }
 
@@ -932,8 +985,10 @@ const struct rd_vat *refdata_vat_at(const struct refdata *rd, const char *countr
 				    int category, uint32_t ymd)
 {
 	const struct rd_vat *dflt = NULL;
-	for (uint32_t i = 0; i < rd->n_vat; i++) {
-		const struct rd_vat *v = &rd->vat[i];
+	uint32_t from, to;
+	cc_range(rd, rd->vat_at, rd->n_vat, country, &from, &to);
+	for (uint32_t k = from; k < to; k++) {
+		const struct rd_vat *v = ROW_AT(rd, vat, k);
 		if (strcmp(v->country, country) || strcmp(v->region, region) || ymd < v->from || ymd > v->to)
 			continue;
 		if (v->product == category)
@@ -947,8 +1002,10 @@ const struct rd_vat *refdata_vat_at(const struct refdata *rd, const char *countr
 int refdata_excise(const struct refdata *rd, const char *country, int category, uint32_t abv, uint32_t ymd,
 		   const struct rd_excise **out)
 {
-	for (uint32_t i = 0; i < rd->n_excise; i++) {
-		const struct rd_excise *e = &rd->excise[i];
+	uint32_t from, to;
+	cc_range(rd, rd->excise_at, rd->n_excise, country, &from, &to);
+	for (uint32_t k = from; k < to; k++) {
+		const struct rd_excise *e = ROW_AT(rd, excise, k);
 		if (e->category == category && abv >= e->abv_min && abv <= e->abv_max && ymd >= e->from &&
 		    ymd <= e->to && !strcmp(e->country, country)) {
 			*out = e;
@@ -961,8 +1018,10 @@ int refdata_excise(const struct refdata *rd, const char *country, int category, 
 
 int refdata_excise_category_known(const struct refdata *rd, const char *country, int category, uint32_t ymd)
 {
-	for (uint32_t i = 0; i < rd->n_excise; i++) {
-		const struct rd_excise *e = &rd->excise[i];
+	uint32_t from, to;
+	cc_range(rd, rd->excise_at, rd->n_excise, country, &from, &to);
+	for (uint32_t k = from; k < to; k++) {
+		const struct rd_excise *e = ROW_AT(rd, excise, k);
 		if (e->category == category && ymd >= e->from && ymd <= e->to && !strcmp(e->country, country))
 			return 1;
 	}

@@ -26,6 +26,7 @@
 
 #define RD_MAX_LINE 1024        /* bytes per line, excluding the newline */
 #define RD_MAX_ROWS 512         /* figure lines per file */
+#define RD_CC_SLOTS (26 * 26)   /* two capital letters: a country's slot in the lookup indexes */
 #define RD_MAX_FILE (1u << 20)  /* bytes per file */
 #define RD_MAX_SOURCE 400       /* bytes of a source column */
 #define RD_MAX_VERSION 31       /* bytes of a version name */
@@ -138,6 +139,14 @@ struct refdata {
 	uint8_t have[RD_F_COUNT_];     /* file parsed */
 	uint8_t dated[RD_F_COUNT_];    /* the file uses the dated layout (data/README.md) */
 	uint32_t n_vat, n_excise, n_freight, n_fx, n_levies;
+	/* per-country indexes (refdata_finish): the rows of country slot s
+	 * (RD_CC_SLOT) are *_idx[*_at[s] .. *_at[s + 1]), in file order; a
+	 * quote looks up VAT and excise for every candidate it prices, and a
+	 * scan of every row was its largest cost (issue 15).  Without them
+	 * (indexed 0: a version not finished) lookups scan. */
+	uint8_t indexed;
+	uint16_t vat_at[RD_CC_SLOTS + 1], excise_at[RD_CC_SLOTS + 1];
+	uint16_t vat_idx[RD_MAX_ROWS], excise_idx[RD_MAX_ROWS];
 	struct rd_vat vat[RD_MAX_ROWS];
 	struct rd_excise excise[RD_MAX_ROWS];
 	struct rd_freight freight[RD_MAX_ROWS];

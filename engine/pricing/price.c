@@ -7,6 +7,7 @@
  */
 #include "engine/pricing/price.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "engine/base/iso.h"
@@ -232,7 +233,13 @@ static enum price_err price_line(const struct refdata *rd, const struct price_or
 
 enum price_err price_quote(const struct refdata *rd, const struct price_order_in *in, struct price_quote *out)
 {
-	memset(out, 0, sizeof(*out));
+	/* zero all but the lines no one will read: a quote prices each candidate
+	 * as a one-line order, and zeroing PRICE_MAX_LINES lines every time was
+	 * most of its memset (issue 15) */
+	size_t used = in->n_lines < PRICE_MAX_LINES ? in->n_lines : PRICE_MAX_LINES;
+	memset(out, 0, offsetof(struct price_quote, lines));
+	memset(out->lines, 0, used * sizeof(out->lines[0]));
+	memset(&out->order_fee, 0, sizeof(*out) - offsetof(struct price_quote, order_fee));
 	out->version = rd->version;
 	out->effective_date = rd->effective_date;
 	out->date = in->date;

@@ -41,12 +41,14 @@ int buf_append_grow(struct buf *b, const void *p, size_t n);
  * appends a few bytes at a time, and this is its hot path. */
 static inline int buf_append(struct buf *b, const void *p, size_t n)
 {
-	if (n <= b->cap - b->len && b->data) {
+	if (n == 0)
+		return 0; /* p may be NULL then */
+	if (n <= b->cap - b->len) { /* cap > 0: data is allocated */
 		__builtin_memcpy(b->data + b->len, p, n);
 		b->len += n;
 		return 0;
 	}
-	return n ? buf_append_grow(b, p, n) : 0;
+	return buf_append_grow(b, p, n);
 }
 /* Append a NUL-terminated string (without the NUL). */
 int buf_puts(struct buf *b, const char *s);

@@ -475,6 +475,16 @@ fi
 # world_setup: over HTTP at $api_base with the operator key, the order
 # world of sections k and l (see k); sets estate seller wine offer loc level
 # and exports WM_ORDER_KEY.
+# bench_wine_json VINTAGE LOT : the body of the benchmarks' wine (Bench Rouge
+# of $producer, a complete EU label) for that vintage and lot L2020-LOT
+bench_wine_json() {
+	printf '%s' "{\"title\":\"Bench Rouge\",\"producer\":\"$producer\",\"vintage\":$1,\"abv\":13,\
+\"volume_in_liters\":0.75,\"colour\":\"red\",\"category\":\"wine\",\"country\":\"FR\",\"region\":\"Bourgogne\",\
+\"bottler\":{\"name\":\"Domaine Bench\",\"address\":\"21000 Dijon, France\"},\"lot_number\":\"L2020-$2\",\
+\"allergens\":[\"sulphites\"],\"ingredients\":\"grapes, preservative: sulphites\",\"energy_kj_per_100ml\":297,\
+\"energy_kcal_per_100ml\":71}"
+}
+
 world_setup() {
 	# oapi METHOD PATH [BODY] : the response body of a 2xx as the operator, else die
 	oapi() {
@@ -502,11 +512,7 @@ world_setup() {
 	estate=$(partner_live "Bench Estate" FR '["originator"]' '"originator_type":"estate"')
 	seller=$(partner_live "Bench Shop" DE '["seller"]')
 	producer=$(oapi POST /v1/producers "{\"name\":\"Domaine Bench${WORLD_TAG:-}\",\"partner_id\":\"$estate\"}" | jstr id)
-	wine=$(oapi POST /v1/wines "{\"title\":\"Bench Rouge\",\"producer\":\"$producer\",\"vintage\":2020,\"abv\":13,\
-\"volume_in_liters\":0.75,\"colour\":\"red\",\"category\":\"wine\",\"country\":\"FR\",\"region\":\"Bourgogne\",\
-\"bottler\":{\"name\":\"Domaine Bench\",\"address\":\"21000 Dijon, France\"},\"lot_number\":\"L2020-1\",\
-\"allergens\":[\"sulphites\"],\"ingredients\":\"grapes, preservative: sulphites\",\"energy_kj_per_100ml\":297,\
-\"energy_kcal_per_100ml\":71}" | jstr id)
+	wine=$(oapi POST /v1/wines "$(bench_wine_json 2020 1)" | jstr id)
 	[ -n "$producer" ] && [ -n "$wine" ] || die "orders setup: no producer or wine id"
 	oapi POST "/v1/wines/$wine/publish" >/dev/null
 	offer=$(oapi POST /v1/offers "{\"wine_id\":\"$wine\",\"originator_id\":\"$estate\",\"seller_price\":10.00,\
@@ -542,11 +548,7 @@ quote_world() {
 	qwines=("$wine")
 	for i in 2 3 4 5; do
 		# another vintage: the natural key (producer, title, vintage, ...) makes a new wine
-		w=$(oapi POST /v1/wines "{\"title\":\"Bench Rouge\",\"producer\":\"$producer\",\"vintage\":201$i,\"abv\":13,\
-\"volume_in_liters\":0.75,\"colour\":\"red\",\"category\":\"wine\",\"country\":\"FR\",\"region\":\"Bourgogne\",\
-\"bottler\":{\"name\":\"Domaine Bench\",\"address\":\"21000 Dijon, France\"},\"lot_number\":\"L2020-$i\",\
-\"allergens\":[\"sulphites\"],\"ingredients\":\"grapes, preservative: sulphites\",\"energy_kj_per_100ml\":297,\
-\"energy_kcal_per_100ml\":71}" | jstr id)
+		w=$(oapi POST /v1/wines "$(bench_wine_json "201$i" "$i")" | jstr id)
 		[ -n "$w" ] || die "quote setup: no wine id"
 		oapi POST "/v1/wines/$w/publish" >/dev/null
 		qwines+=("$w")

@@ -298,6 +298,17 @@ void wm_cluster_for_orders(struct wm_cluster *c, const char *txn_timeout_ms, con
 
 int wm_cluster_free_port(void) { return free_port(); }
 
+long wm_cluster_in_doubt(const struct wm_cluster *c, unsigned i)
+{
+	struct http_resp r;
+	if (http_do(c->port[i], "GET", "/metrics", NULL, NULL, &r))
+		return -1;
+	const char *at = strstr(r.body, "\nwm_txn_in_doubt ");
+	long v = at ? strtol(at + 17, NULL, 10) : -1;
+	http_resp_free(&r);
+	return v;
+}
+
 int wm_cluster_check(const struct wm_cluster *c, long long in_doubt_limit_ms, char *out, size_t n)
 {
 	char args[1024];

@@ -94,6 +94,9 @@ void wm_cluster_router_kill9(struct wm_cluster *c);
 void wm_cluster_add_router2(struct wm_cluster *c);
 int wm_cluster_router2_start(struct wm_cluster *c);
 void wm_cluster_router2_kill9(struct wm_cluster *c);
+/* Shard i's wm_txn_in_doubt (transactions it holds PREPARED holds for),
+ * or -1 when its /metrics cannot be read. */
+long wm_cluster_in_doubt(const struct wm_cluster *c, unsigned i);
 /* `wm-ctl cluster check` against c (in-doubt transactions younger than
  * the limit are not violations): its exit status, its report into out. */
 int wm_cluster_check(const struct wm_cluster *c, long long in_doubt_limit_ms, char *out, size_t n);

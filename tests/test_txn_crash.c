@@ -66,16 +66,6 @@ static void only_order(struct oworld *w, char *id, size_t n)
 	}
 }
 
-static long in_doubt(struct wm_cluster *c, unsigned i)
-{
-	struct http_resp r;
-	cr_assert_eq(http_do(c->port[i], "GET", "/metrics", NULL, NULL, &r), 0);
-	const char *at = strstr(r.body, "\nwm_txn_in_doubt ");
-	long v = at ? strtol(at + 17, NULL, 10) : -1;
-	http_resp_free(&r);
-	return v;
-}
-
 static void run_case(const struct crash_case *k)
 {
 	struct wm_cluster c;
@@ -138,7 +128,7 @@ static void run_case(const struct crash_case *k)
 	long long reserved = -1, allocated = -1, on_hand = -1;
 	for (int t = 0; t < 200; t++) {
 		ow_level(&w, w.lv_est, &reserved, &allocated, &on_hand);
-		if (reserved == 0 && allocated == (k->committed ? 12 : 0) && in_doubt(&c, 1) == 0)
+		if (reserved == 0 && allocated == (k->committed ? 12 : 0) && wm_cluster_in_doubt(&c, 1) == 0)
 			break;
 		usleep(50 * 1000);
 	}
@@ -150,7 +140,7 @@ static void run_case(const struct crash_case *k)
 	http_resp_free(&r);
 	cr_assert_eq(reserved, 0, "%s: units still prepared", k->point);
 	cr_assert_eq(allocated, k->committed ? 12 : 0, "%s: allocated %lld", k->point, allocated);
-	cr_assert_eq(in_doubt(&c, 1), 0, "%s: shard 1 still in doubt", k->point);
+	cr_assert_eq(wm_cluster_in_doubt(&c, 1), 0, "%s: shard 1 still in doubt", k->point);
 	/* the whole-cluster checker agrees */
 	static char report[16384];
 	cr_assert_eq(wm_cluster_check(&c, 60000, report, sizeof(report)), 0, "%s: wm-ctl cluster check: %s", k->point,

@@ -23,17 +23,6 @@
 #include "tests/order_world.h"
 #include "tests/wm_test.h"
 
-static long in_doubt(struct wm_cluster *c, unsigned i)
-{
-	struct http_resp r;
-	if (http_do(c->port[i], "GET", "/metrics", NULL, NULL, &r))
-		return -1;
-	const char *at = strstr(r.body, "\nwm_txn_in_doubt ");
-	long v = at ? strtol(at + 17, NULL, 10) : -1;
-	http_resp_free(&r);
-	return v;
-}
-
 static long long now_ms(void)
 {
 	struct timespec ts;
@@ -95,13 +84,13 @@ WM_TEST(txn_delay, a_slow_participant_commits_and_one_past_the_time_out_aborts, 
 	long long reserved = -1, allocated = -1, on_hand;
 	for (int t = 0; t < 400; t++) {
 		ow_level(&w, w.lv_est, &reserved, &allocated, &on_hand);
-		if (reserved == 0 && allocated == 12 && in_doubt(&c, 1) == 0)
+		if (reserved == 0 && allocated == 12 && wm_cluster_in_doubt(&c, 1) == 0)
 			break;
 		usleep(50 * 1000);
 	}
 	cr_assert_eq(reserved, 0, "the late PREPARE's holds were released");
 	cr_assert_eq(allocated, 12, "only the committed order's units are allocated");
-	cr_assert_eq(in_doubt(&c, 1), 0);
+	cr_assert_eq(wm_cluster_in_doubt(&c, 1), 0);
 	wm_cluster_cleanup(&c);
 	wm_delay_proxy_stop(&px);
 }

@@ -33,17 +33,6 @@
 #include "tests/order_world.h"
 #include "tests/wm_test.h"
 
-static long in_doubt(struct wm_cluster *c, unsigned i)
-{
-	struct http_resp r;
-	if (http_do(c->port[i], "GET", "/metrics", NULL, NULL, &r))
-		return -1;
-	const char *at = strstr(r.body, "\nwm_txn_in_doubt ");
-	long v = at ? strtol(at + 17, NULL, 10) : -1;
-	http_resp_free(&r);
-	return v;
-}
-
 WM_TEST(txn_partition, a_cut_participant_aborts_the_order_and_the_heal_lets_it_commit, .timeout = 120)
 {
 	char why[256];
@@ -90,14 +79,14 @@ WM_TEST(txn_partition, a_cut_participant_aborts_the_order_and_the_heal_lets_it_c
 	}
 	cr_assert_neq(id[0], 0, "after the heal the order never committed");
 	long long reserved = -1, allocated = -1, on_hand;
-	for (int t = 0; t < 200 && !(reserved == 0 && allocated == 12 && in_doubt(&c, 1) == 0); t++) {
+	for (int t = 0; t < 200 && !(reserved == 0 && allocated == 12 && wm_cluster_in_doubt(&c, 1) == 0); t++) {
 		ow_level(&w, w.lv_est, &reserved, &allocated, &on_hand);
 		if (!(reserved == 0 && allocated == 12))
 			usleep(50 * 1000);
 	}
 	cr_assert_eq(allocated, 12, "only the committed order's units are allocated");
 	cr_assert_eq(reserved, 0, "nothing stays prepared (the cut order's PREPARE, if it arrived, was released)");
-	cr_assert_eq(in_doubt(&c, 1), 0);
+	cr_assert_eq(wm_cluster_in_doubt(&c, 1), 0);
 	wm_cluster_cleanup(&c);
 }
 
@@ -194,7 +183,7 @@ WM_TEST(txn_partition, a_participant_cut_in_the_commit_phase_commits_after_the_h
 	ow_level(&w, w.lv_est, &reserved, &allocated, &on_hand);
 	cr_assert_eq(reserved, 0, "nothing stays prepared");
 	cr_assert_eq(allocated, 12, "the order's units are allocated");
-	cr_assert_eq(in_doubt(&c, 1), 0);
+	cr_assert_eq(wm_cluster_in_doubt(&c, 1), 0);
 	static char report[16384];
 	cr_assert_eq(wm_cluster_check(&c, 60000, report, sizeof(report)), 0, "%s", report);
 	wm_cluster_cleanup(&c);

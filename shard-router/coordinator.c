@@ -72,6 +72,7 @@ struct ctxn {
 	unsigned pending;
 	int abort_reason_stock;      /* a no vote (else a failure: interrupted) */
 	int replanned;               /* the destination re-planned once (DESIGN.md 9 step 2) */
+	int release_failed;          /* a participant did not confirm giving the first plan's holds back */
 	char shortv[COORD_SHORT_MAX];/* the no votes' true ATP, JSON items for the re-plan */
 	size_t short_len;
 	uint64_t retry_at_ms;
@@ -267,18 +268,32 @@ static void note_short(struct ctxn *t, const struct hc_response *a)
 
 /* ---- the one re-plan (DESIGN.md 9 step 2) ---------------------------------------- */
 
+/* Every participant answered the release: re-plan only when each confirmed
+ * it -- a first-plan hold still PREPARED somewhere would be committed with
+ * the new plan's (COMMIT takes every live hold of the transaction), so
+ * without that certainty the order aborts instead. */
+static void replan_or_abort(struct ctxn *t)
+{
+	if (t->release_failed) {
+		abort_txn(t);
+		return;
+	}
+	t->phase = CP_REPLAN;
+	step(t);
+}
+
 static void on_replan_release(void *arg, const struct hc_response *a, const char *err)
 {
 	struct cpart *p = arg;
 	struct ctxn *t = p->t;
 	t->pending--;
-	if (!a || a->status != 200)
-		log_warn("msg=\"a participant did not release the first plan's holds; it releases on its own time-out\" "
-			 "txn=%s shard=%u error=\"%s\"", t->txn, p->shard, err ? err : "-");
-	if (!t->pending) {
-		t->phase = CP_REPLAN;
-		step(t);
+	if (!a || a->status != 200) {
+		t->release_failed = 1;
+		log_warn("msg=\"a participant did not confirm releasing the first plan's holds; no re-plan, the order "
+			 "fails\" txn=%s shard=%u error=\"%s\"", t->txn, p->shard, err ? err : "-");
 	}
+	if (!t->pending)
+		replan_or_abort(t);
 }
 
 /* A participant voted no for want of stock: give every hold of the first
@@ -291,11 +306,10 @@ static void replan_release(struct ctxn *t)
 	char body[128];
 	snprintf(body, sizeof(body), "{\"txn\":\"%s\"}", t->txn);
 	for (unsigned i = 0; i < t->n_parts; i++)
-		call(t, t->parts[i].shard, "/internal/txn/abort", body, 0, on_replan_release, &t->parts[i]);
-	if (!t->pending) {
-		t->phase = CP_REPLAN;
-		step(t);
-	}
+		if (call(t, t->parts[i].shard, "/internal/txn/abort", body, 0, on_replan_release, &t->parts[i]))
+			t->release_failed = 1;
+	if (!t->pending)
+		replan_or_abort(t);
 }
 
 static int plan_parts(struct ctxn *t, const char *legs);

@@ -723,9 +723,16 @@ WM_TEST(cluster_orders, a_short_leg_on_a_stale_replica_is_re_planned_once, .time
 	char lv_at[64];
 	stale_world(&c, &w, lv_at, NULL);
 	int st;
-	json_t *j = ow_order(&w, 20, NULL, NULL, &st);
+	json_t *j = ow_order(&w, 20, NULL, "replan-1", &st);
 	cr_assert_eq(st, 201, "the re-plan finds the other source: %d %s", st, json_dumps(j, 0));
 	cr_assert_str_eq(json_string_value(json_object_get(j, "status")), "reserved");
+	char id[64];
+	snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(j, "id")));
+	json_decref(j);
+	/* the re-planned order keeps its Idempotency-Key */
+	j = ow_order(&w, 20, NULL, "replan-1", &st);
+	cr_assert_eq(st, 201, "%d %s", st, json_dumps(j, 0));
+	cr_assert_str_eq(json_string_value(json_object_get(j, "id")), id, "the retry returns the re-planned order");
 	json_decref(j);
 	long long res_fr, alloc_fr, res_at, alloc_at, on_hand;
 	ow_level(&w, w.lv_est, &res_fr, &alloc_fr, &on_hand);

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A postal address in country cc (FR, DE or AT; FR otherwise), as the
  * members line1, city, postal_code of an address object. */
@@ -157,6 +158,18 @@ void ow_level(struct oworld *x, const char *level_id, long long *reserved, long 
 	}
 	cr_assert(found, "level %s not listed", level_id);
 	json_decref(j);
+}
+
+void ow_level_wait(struct oworld *x, const char *level_id, long long want_reserved, long long want_allocated,
+		   long long *reserved, long long *allocated)
+{
+	long long on_hand;
+	for (int t = 0; t < 300; t++) {
+		ow_level(x, level_id, reserved, allocated, &on_hand);
+		if (*reserved == want_reserved && *allocated == want_allocated)
+			return;
+		usleep(50 * 1000);
+	}
 }
 
 long long ow_cents(json_t *o, const char *k)

@@ -52,6 +52,11 @@ int ow_order_try(struct oworld *x, int qty, const char *extra, const char *idem,
 json_t *ow_get(struct oworld *x, const char *path);
 /* The level's reserved, allocated, on_hand (operator view). */
 void ow_level(struct oworld *x, const char *level_id, long long *reserved, long long *allocated, long long *on_hand);
+/* ow_level until the level shows reserved and allocated as wanted (lists
+ * are read from replicas, which lag after a partition or a restart), at
+ * most 15 s: the last figures read into *reserved and *allocated. */
+void ow_level_wait(struct oworld *x, const char *level_id, long long want_reserved, long long want_allocated,
+		   long long *reserved, long long *allocated);
 /* An exact decimal money member in cents. */
 long long ow_cents(json_t *o, const char *k);
 

@@ -179,14 +179,9 @@ WM_TEST(txn_partition, a_participant_cut_in_the_commit_phase_commits_after_the_h
 	cr_assert_eq(netns_heal(c.port[1], NULL, NETNS_DROP, why, sizeof(why)), 0, "%s", why);
 	pthread_join(th, NULL);
 	cr_assert_eq(b.status, 201, "the committed order is answered once the participant commits");
-	long long reserved = -1, allocated = -1, on_hand;
+	long long reserved = -1, allocated = -1;
 	/* the list is read from a replica, which catches up after the heal */
-	for (int t = 0; t < 200; t++) {
-		ow_level(&w, w.lv_est, &reserved, &allocated, &on_hand);
-		if (reserved == 0 && allocated == 12)
-			break;
-		usleep(50 * 1000);
-	}
+	ow_level_wait(&w, w.lv_est, 0, 12, &reserved, &allocated);
 	cr_assert_eq(reserved, 0, "nothing stays prepared");
 	cr_assert_eq(allocated, 12, "the order's units are allocated");
 	cr_assert_eq(wm_cluster_in_doubt(&c, 1), 0);
@@ -221,13 +216,8 @@ WM_TEST(txn_partition, a_cancel_while_the_stock_shard_is_cut_releases_after_the_
 	json_decref(o);
 	usleep(1500 * 1000); /* the destination's releases go unanswered meanwhile */
 	cr_assert_eq(netns_heal(c.port[1], NULL, NETNS_DROP, why, sizeof(why)), 0, "%s", why);
-	long long reserved = -1, allocated = -1, on_hand;
-	for (int t = 0; t < 300; t++) {
-		ow_level(&w, w.lv_est, &reserved, &allocated, &on_hand);
-		if (reserved == 0 && allocated == 0)
-			break;
-		usleep(50 * 1000);
-	}
+	long long reserved = -1, allocated = -1;
+	ow_level_wait(&w, w.lv_est, 0, 0, &reserved, &allocated);
 	cr_assert_eq(allocated, 0, "the cancelled order's units came back after the heal");
 	cr_assert_eq(reserved, 0);
 	static char report[16384];

@@ -224,6 +224,25 @@ static void txn_prepare(struct api_ctx *c)
 	jw_obj_end(&c->w);
 }
 
+/* The ids of txn's holds into ids (at most TXN_PART_MAX_HOLDS): those not
+ * released, or (all) every one; how many.  *released and *consumed count
+ * the released and the consumed holds seen. */
+static unsigned live_holds(struct shard *sh, const char *txn, char ids[][INV_HOLD_ID_MAX + 1], int all,
+			   unsigned *released, unsigned *consumed)
+{
+	unsigned n = 0;
+	size_t pos = 0;
+	const struct hold *h;
+	*released = *consumed = 0;
+	while ((h = hold_of_txn(sh, txn, &pos)) && n < TXN_PART_MAX_HOLDS) {
+		*released += h->state == HS_RELEASED;
+		*consumed += h->state == HS_CONSUMED;
+		if (all || h->state != HS_RELEASED)
+			memcpy(ids[n++], h->row.id, h->row.id_len + 1);
+	}
+	return n;
+}
+
 /* Commit every hold of txn: 0, or -1 with the answer written.  Holds
  * released by a re-plan (the coordinator aborted the first plan's holds
  * and prepared new ones, DESIGN.md 9 step 2) are skipped as long as the
@@ -232,19 +251,10 @@ static void txn_prepare(struct api_ctx *c)
 static int commit_all(struct api_ctx *c, const char *txn, unsigned *committed)
 {
 	char ids[TXN_PART_MAX_HOLDS][INV_HOLD_ID_MAX + 1];
-	unsigned n = 0, released = 0;
-	size_t pos = 0;
-	const struct hold *h;
-	while ((h = hold_of_txn(c->sh, txn, &pos)) && n < TXN_PART_MAX_HOLDS) {
-		if (h->state == HS_RELEASED) {
-			released++;
-			continue;
-		}
-		memcpy(ids[n++], h->row.id, h->row.id_len + 1);
-	}
+	unsigned released, consumed;
+	unsigned n = live_holds(c->sh, txn, ids, 0, &released, &consumed);
 	if (n == 0 && released) /* every hold went back: commit them to be refused below */
-		for (pos = 0; (h = hold_of_txn(c->sh, txn, &pos)) && n < TXN_PART_MAX_HOLDS;)
-			memcpy(ids[n++], h->row.id, h->row.id_len + 1);
+		n = live_holds(c->sh, txn, ids, 1, &released, &consumed);
 	*committed = 0;
 	for (unsigned i = 0; i < n; i++) {
 		int rc = hold_commit(c->sh, ids[i]);
@@ -310,17 +320,14 @@ static void txn_release_route(struct api_ctx *c)
 	if (request_txn(c, txn))
 		return;
 	char ids[TXN_PART_MAX_HOLDS][INV_HOLD_ID_MAX + 1];
-	unsigned n = 0, released = 0;
-	size_t pos = 0;
-	const struct hold *h;
-	while ((h = hold_of_txn(c->sh, txn, &pos)) && n < TXN_PART_MAX_HOLDS) {
-		if (h->state == HS_CONSUMED) {
-			api_error(c, 409, "hold_consumed", "a leg of this transaction has shipped");
-			return;
-		}
-		if (h->state != HS_RELEASED) /* already back (also a re-plan's first holds) */
-			memcpy(ids[n++], h->row.id, h->row.id_len + 1);
+	unsigned released, consumed;
+	/* those already back (also a re-plan's first holds) are skipped */
+	unsigned n = live_holds(c->sh, txn, ids, 0, &released, &consumed);
+	if (consumed) {
+		api_error(c, 409, "hold_consumed", "a leg of this transaction has shipped");
+		return;
 	}
+	released = 0;
 	for (unsigned i = 0; i < n; i++) {
 		if (hold_release(c->sh, ids[i]) != HOLD_OK) {
 			api_error(c, 500, "store", "a hold of this transaction could not be released");

@@ -95,7 +95,14 @@ static void run_write(struct api_ctx *c)
 		nospace_error(c);
 		return;
 	}
+	/* every commit of the request is one WAL transaction (shard.h); an
+	 * Idempotency-Key's record holds it already (idem.c) */
+	int own_hold = !sh->txn_hold;
+	if (own_hold)
+		txn_hold(sh);
 	c->route->fn(c);
+	if (own_hold)
+		txn_release(sh);
 	if (sh->nospace_in_request)
 		nospace_error(c);
 }

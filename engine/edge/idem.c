@@ -23,11 +23,9 @@
  *    record can never be lost while the write survives (a retry after a
  *    crash would write twice), nor survive without the write.  A handler
  *    that commits several times (cancel and its compensation, fulfil's
- *    hold then order step, the saga) works the same way: each commit logs
- *    the one before it, and the record joins the LAST one, so a record on
- *    disk means every write of the request is on disk before it; a crash
- *    between the commits leaves no record, and the retry runs against the
- *    partial state exactly as a retry without a key would.
+ *    hold then order step) works the same way: its commits join one held
+ *    image (shard.h) and the record joins them, so the record is on disk
+ *    exactly when every write of the request is.
  *
  *  - Until that transaction is durable, its first response has not left
  *    (the server holds it), so the client cannot know the outcome.  A

@@ -122,7 +122,7 @@ int shard_load_with(struct shard *sh, const struct config *cfg, const struct sha
 	uint64_t upto_lsn = o->upto_lsn;
 	sh->cfg = *cfg;
 	id_clock_init(&sh->ids);
-	buf_init(&sh->txn, TXN_MAX_BYTES + 4096);
+	buf_init(&sh->txn, 2 * TXN_MAX_BYTES + 4096); /* a held image and one more transaction */
 	sh->started_unix_ms = wall_ms();
 	snprintf(sh->wal_dir, sizeof(sh->wal_dir), "%s/wal", cfg->data_dir);
 	snprintf(sh->snap_dir, sizeof(sh->snap_dir), "%s/snap", cfg->data_dir);
@@ -240,11 +240,24 @@ void shard_close(struct shard *sh)
 
 /* ---- transactions ------------------------------------------------------ */
 
+/* Forget the open image, held records included. */
+static void txn_reset(struct shard *sh)
+{
+	buf_reset(&sh->txn);
+	sh->txn_open = 0;
+}
+
 void txn_begin(struct shard *sh)
 {
-	if (sh->txn_open == 2) /* a held request commits again: the earlier commit is logged now */
-		txn_flush_held(sh);
-	buf_reset(&sh->txn);
+	if (sh->txn_open == 2) {
+		/* A held request commits again: the new records follow the held
+		 * ones in the same image and are logged with them, as one
+		 * transaction at the held LSN (shard.h, "Held transactions"). */
+		assert(sh->txn.len == sh->held_len);
+		sh->txn_open = 1;
+		return;
+	}
+	txn_reset(sh);
 	sh->txn_open = 1;
 }
 
@@ -290,55 +303,33 @@ int txn_event(struct shard *sh, const char *type, const char *scope_entity, cons
 
 void txn_abort(struct shard *sh)
 {
-	buf_reset(&sh->txn);
-	sh->txn_open = 0;
+	if (sh->txn_open == 1 && sh->held_lsn) {
+		/* begun after a held commit: drop its records, keep the held ones */
+		sh->txn.len = sh->held_len;
+		sh->txn.overflow = 0;
+		sh->txn_open = 2;
+		return;
+	}
+	txn_reset(sh);
 }
 
-/* Assign the next LSN, hand the image to the WAL (unless held) and apply it. */
-static uint64_t txn_commit_as(struct shard *sh, int changes_state, size_t max_len)
+/* Apply the image's records from byte `from` on at lsn.  They are in the
+ * WAL already (or will be, held): memory must follow it or we would
+ * diverge from what recovery rebuilds, so a failure is a bug and stops. */
+static void apply_or_die(struct shard *sh, uint64_t lsn, size_t from)
 {
-	if (sh->txn_open != 1 || sh->txn.len == 0 || sh->txn.overflow || sh->txn.len > max_len) {
-		txn_abort(sh);
-		return 0;
-	}
-	uint64_t lsn = sh->lsn + 1;
-	/* Logged before it is applied, or (held) its log space reserved before
-	 * it is applied: a transaction the WAL refuses (full disk) never
-	 * existed. */
-	int rc = sh->txn_hold ? wal_reserve(sh->wal, TXN_MAX_BYTES)
-			      : wal_append(sh->wal, lsn, sh->txn.data, sh->txn.len);
-	if (rc) {
-		if (rc == WAL_E_NOSPACE)
-			shard_note_nospace(sh);
-		txn_abort(sh);
-		return 0;
-	}
 	char why[128];
-	if (shard_apply(sh, lsn, sh->txn.data, sh->txn.len, why)) {
-		/* The record is in the WAL already: memory must follow it or we
-		 * would diverge from what recovery rebuilds.  This is a bug. */
+	if (shard_apply(sh, lsn, sh->txn.data + from, sh->txn.len - from, why)) {
 		log_error("msg=\"committed transaction failed to apply\" lsn=%llu why=\"%s\"",
 			  (unsigned long long)lsn, why);
 		abort();
 	}
-	if (changes_state)
-		sh->state_lsn = lsn;
-	if (sh->txn_hold) {
-		sh->held_lsn = lsn;
-		sh->held_len = sh->txn.len;
-		sh->held_commits++;
-		sh->txn_open = 2; /* held: txn_put may append, txn_release finishes */
-		return lsn;
-	}
-	if (sh->logged)
-		sh->logged(sh, lsn, sh->txn.data, sh->txn.len);
-	txn_abort(sh);
-	return lsn;
 }
 
-/* Hand the held commit's image (without anything added after it) to the
- * WAL under its reservation.  Only a bug can make that fail (the space was
- * reserved, the LSN is the next one): memory already shows it, so stop. */
+/* Hand data[0..len) of the image to the WAL as transaction lsn, under the
+ * reservation of a maximal transaction its first held commit made.  Only a
+ * bug can make that fail (the space was reserved, the LSN is the next
+ * one): memory already shows it, so stop. */
 static void held_log(struct shard *sh, uint64_t lsn, size_t len)
 {
 	if (wal_append_reserved(sh->wal, lsn, sh->txn.data, len, TXN_MAX_BYTES)) {
@@ -350,6 +341,73 @@ static void held_log(struct shard *sh, uint64_t lsn, size_t len)
 		sh->logged(sh, lsn, sh->txn.data, len);
 }
 
+/* A commit after a held one: its records, data[held_len..len), join the
+ * held image at the held LSN, and the LSN is returned.  When both together
+ * would exceed max_len, the held image is logged on its own first and 0 is
+ * returned with the image holding only the new records: the caller then
+ * commits them as a first held commit at the next LSN. */
+static uint64_t join_held(struct shard *sh, int changes_state, size_t max_len)
+{
+	size_t from = sh->held_len, add = sh->txn.len - from;
+	if (sh->txn.len <= max_len) {
+		apply_or_die(sh, sh->held_lsn, from);
+		if (changes_state)
+			sh->state_lsn = sh->held_lsn;
+		sh->held_len = sh->txn.len;
+		sh->held_commits++;
+		sh->txn_open = 2;
+		return sh->held_lsn;
+	}
+	held_log(sh, sh->held_lsn, from);
+	memmove(sh->txn.data, sh->txn.data + from, add);
+	sh->txn.len = add;
+	sh->held_lsn = 0;
+	sh->held_len = 0;
+	return 0;
+}
+
+/* Assign the next LSN, hand the image to the WAL (unless held) and apply
+ * it; a commit after a held one joins it (join_held). */
+static uint64_t txn_commit_as(struct shard *sh, int changes_state, size_t max_len)
+{
+	size_t from = sh->held_lsn ? sh->held_len : 0; /* held records in front (txn_begin) */
+	if (sh->txn_open != 1 || sh->txn.len == from || sh->txn.overflow || sh->txn.len - from > max_len) {
+		txn_abort(sh);
+		return 0;
+	}
+	if (from) {
+		uint64_t joined = join_held(sh, changes_state, max_len);
+		if (joined)
+			return joined;
+	}
+	uint64_t lsn = sh->lsn + 1;
+	/* Logged before it is applied, or (held) its log space reserved before
+	 * it is applied: a transaction the WAL refuses (full disk) never
+	 * existed. */
+	int rc = sh->txn_hold ? wal_reserve(sh->wal, TXN_MAX_BYTES)
+			      : wal_append(sh->wal, lsn, sh->txn.data, sh->txn.len);
+	if (rc) {
+		if (rc == WAL_E_NOSPACE)
+			shard_note_nospace(sh);
+		txn_reset(sh);
+		return 0;
+	}
+	apply_or_die(sh, lsn, 0);
+	if (changes_state)
+		sh->state_lsn = lsn;
+	if (sh->txn_hold) {
+		sh->held_lsn = lsn;
+		sh->held_len = sh->txn.len;
+		sh->held_commits++;
+		sh->txn_open = 2; /* held: txn_put may append, txn_begin joins, txn_release finishes */
+		return lsn;
+	}
+	if (sh->logged)
+		sh->logged(sh, lsn, sh->txn.data, sh->txn.len);
+	txn_reset(sh);
+	return lsn;
+}
+
 void txn_flush_held(struct shard *sh)
 {
 	if (sh->txn_open != 2)
@@ -357,7 +415,7 @@ void txn_flush_held(struct shard *sh)
 	held_log(sh, sh->held_lsn, sh->held_len);
 	sh->held_lsn = 0;
 	sh->held_len = 0;
-	txn_abort(sh);
+	txn_reset(sh);
 }
 
 uint64_t txn_commit(struct shard *sh) { return txn_commit_as(sh, 1, TXN_MAX_BYTES); }
@@ -372,10 +430,9 @@ void txn_hold(struct shard *sh)
 		/* a request left a transaction behind: a bug, but not one to take
 		 * the shard down for -- log what is pending and go on */
 		log_error("msg=\"txn_hold inside a transaction\" open=%d hold=%d", sh->txn_open, sh->txn_hold);
-		if (sh->txn_open == 2)
-			txn_flush_held(sh);
-		else
+		if (sh->txn_open == 1)
 			txn_abort(sh);
+		txn_flush_held(sh);
 	}
 	sh->txn_hold = 1;
 	sh->held_lsn = 0;
@@ -385,12 +442,13 @@ void txn_hold(struct shard *sh)
 
 uint64_t txn_release(struct shard *sh)
 {
+	if (sh->txn_open == 1)
+		txn_abort(sh); /* a transaction left open: drop it, keep what is held */
 	uint64_t lsn = sh->held_lsn;
 	sh->txn_hold = 0;
 	sh->held_lsn = 0;
 	if (sh->txn_open != 2) {
-		if (sh->txn_open)
-			txn_abort(sh);
+		txn_reset(sh);
 		return 0;
 	}
 	if (sh->txn.overflow || sh->txn.len > TXN_MAX_BYTES) {
@@ -400,14 +458,10 @@ uint64_t txn_release(struct shard *sh)
 		sh->txn.len = sh->held_len;
 		sh->txn.overflow = 0;
 	}
-	char why[128];
-	if (sh->txn.len > sh->held_len &&
-	    shard_apply(sh, lsn, sh->txn.data + sh->held_len, sh->txn.len - sh->held_len, why)) {
-		log_error("msg=\"held records failed to apply\" lsn=%llu why=\"%s\"", (unsigned long long)lsn, why);
-		abort();
-	}
+	if (sh->txn.len > sh->held_len)
+		apply_or_die(sh, lsn, sh->held_len);
 	held_log(sh, lsn, sh->txn.len);
-	txn_abort(sh);
+	txn_reset(sh);
 	return lsn;
 }
 

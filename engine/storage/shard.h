@@ -155,24 +155,32 @@ uint64_t txn_commit_replica(struct shard *sh);
 void txn_abort(struct shard *sh);
 
 /*
- * Held transactions (idempotency): after txn_hold(), each txn_commit()
- * reserves the WAL space of a maximal transaction, assigns the LSN and
- * applies the records to memory but does not hand them to the WAL yet; it
- * stays "held" (txn_open == 2) until either the request commits again --
- * txn_begin() then logs it as it was (txn_flush_held) and the new commit is
- * the held one -- or the request ends: more records may be added with
- * txn_put() (the stored response), and txn_release() applies those and
- * logs the held image as ONE transaction at its LSN.  So the stored
- * response always travels with the LAST commit of the request, and a
- * request may commit any number of times (cancel's compensation, fulfil's
- * second step, the saga).  Nothing else may run in between (the loop is
- * single-threaded; the request is the unit).  txn_release() returns the
- * LSN it logged, or 0 if no commit was pending (none, or the last one was
- * refused after an earlier one had been logged).
+ * Held transactions (one WAL transaction per request): after txn_hold(),
+ * the first txn_commit() reserves the WAL space of a maximal transaction,
+ * assigns the LSN and applies the records to memory but does not hand them
+ * to the WAL yet; it stays "held" (txn_open == 2).  A later txn_begin() of
+ * the same request keeps the held records in front, and its txn_commit()
+ * applies the new records at the SAME LSN and joins them to the held image
+ * (txn_abort() then drops only the new records).  When the request ends,
+ * more records may be added with txn_put() (the stored response), and
+ * txn_release() applies those and logs the whole image as ONE transaction
+ * at its LSN.  So a request that commits several times (the order saga,
+ * cancel and its compensation, fulfil) costs one WAL transaction, a crash
+ * keeps all of its commits or none (its response was never sent), and the
+ * stored response travels with them.  Recovery replays the one image:
+ * the same records applied in the same order, so memory after a restart is
+ * what the live commits built.  A joined commit that would take the image
+ * past TXN_MAX_BYTES logs the held image first and becomes the held one at
+ * the next LSN.  Nothing else may run in between (the loop is
+ * single-threaded; the request is the unit).  txn_flush_held() logs the
+ * held image now (the crash points of the tests: what a crash there keeps).
+ * txn_release() returns the LSN it logged, or 0 if nothing was held (no
+ * commit, or every commit refused).  engine/edge/dispatch.c holds every
+ * write request.
  */
 void txn_hold(struct shard *sh);
 uint64_t txn_release(struct shard *sh);
-/* Log the held commit now (no-op when none is pending); see above. */
+/* Log the held image now (no-op when none is pending); see above. */
 void txn_flush_held(struct shard *sh);
 
 /*

@@ -49,7 +49,7 @@
 #      durable orders per second and p50/p99 at -c16 and -c64
 #      (BENCH_ORDERS_CONNS, default "16 64"), every order the whole flash
 #      buy-sell saga (capture with the quote engine, hold, sandbox charge,
-#      confirm, source, commit buy, reserved: 8 WAL transactions); the lua script
+#      confirm, source, commit buy, reserved: one WAL transaction); the lua script
 #      counts non-201 answers; from /metrics, fsyncs, WAL transactions and
 #      (compressed) WAL bytes per order stored.  BENCH_SKIP_ORDERS=1 skips it.
 #   l. the router's hop: one shard in cluster mode behind wm-router, the

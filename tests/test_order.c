@@ -283,6 +283,41 @@ WM_TEST(order, single_source_estate_reserved)
  * against the estate's 135.66 -- cheaper, yet the estate covers the line
  * and wins (rule 1 before rule 2).
  */
+/* The shard's wm_wal_transactions_total. */
+static long long wal_txns(struct oworld *x)
+{
+	struct http_resp r;
+	cr_assert_eq(http_do(x->port, "GET", "/metrics", NULL, NULL, &r), 0);
+	const char *m = strstr(r.body, "\nwm_wal_transactions_total ");
+	cr_assert_not_null(m, "%s", r.body);
+	long long n = atoll(m + strlen("\nwm_wal_transactions_total "));
+	http_resp_free(&r);
+	return n;
+}
+
+/* The saga's commits (placed, holds, paid, confirmed, sourced, buy,
+ * reserved: 8 before) are one held request: one WAL transaction per order
+ * (engine/storage/shard.h).  A read-audit batch may be logged between the
+ * two /metrics reads, hence the slack of 2; eight per order would be 40. */
+WM_TEST(order, an_order_is_one_wal_transaction)
+{
+	struct oworld x;
+	ow_start(&x, NULL, 24, 24);
+	long long before = wal_txns(&x);
+	for (int i = 0; i < 5; i++) {
+		json_t *o = order_ok(&x, 1, NULL);
+		cr_assert_str_eq(tc_jstr(o, "status"), "reserved");
+		json_decref(o);
+	}
+	long long d = wal_txns(&x) - before;
+	cr_assert(d >= 5 && d <= 7, "5 orders took %lld WAL transactions", d);
+	/* and they are all there after a kill -9 */
+	wm_kill9(&x.p);
+	ow_restart(&x, NULL);
+	expect_level(&x, x.lv_est, 0, 5, 24);
+	wm_proc_cleanup(&x.p);
+}
+
 WM_TEST(order, estate_first_even_when_not_cheapest)
 {
 	struct oworld x;

@@ -1,0 +1,185 @@
+/*
+ * test_held_txn.c -- held transactions (engine/storage/shard.h): every
+ * commit of a request joins one image at one LSN and is logged as ONE WAL
+ * transaction; an aborted transaction inside the request drops only its
+ * own records; a join that would pass TXN_MAX_BYTES logs the held image
+ * first and continues at the next LSN; a transaction too large on its own
+ * is refused and the held one kept.  Each case is checked live, in the
+ * WAL's own count of transactions, and again after recovery replays the
+ * log.  Events (txn_event) are the rows: their table decodes any payload.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/storage/events.h"
+#include "engine/storage/record.h"
+#include "engine/storage/shard.h"
+#include "tests/shard_fixture.h"
+#include "tests/wm_test.h"
+
+/* Transactions the WAL has written so far (after waiting for it). */
+static uint64_t wal_txns(struct fixture *f)
+{
+	wal_flush(f->sh.wal);
+	struct wal_stats st;
+	wal_stats(f->sh.wal, &st);
+	return st.txns;
+}
+
+/* The one event of this type: its row, or NULL (fails on two). */
+static const struct row *event_of(struct fixture *f, const char *type)
+{
+	const struct row *found = NULL;
+	struct oidx_iter it;
+	for (int ok = oidx_seek_ge(&f->sh.tables[REC_T_EVENT].by_order, NULL, 0, &it); ok; ok = oidx_next(&it)) {
+		const struct row *r = oidx_iter_val(&it);
+		if (!strcmp(event_type(r), type)) {
+			cr_assert_null(found, "two events of type %s", type);
+			found = r;
+		}
+	}
+	return found;
+}
+
+/* Begin, add one event of this type with payload, commit: the LSN or 0. */
+static uint64_t commit_event(struct fixture *f, const char *type, const char *payload)
+{
+	txn_begin(&f->sh);
+	cr_assert_eq(txn_event(&f->sh, type, NULL, payload, strlen(payload)), 0);
+	return txn_commit(&f->sh);
+}
+
+/* A JSON array of n strings of 60 bytes each (~62 n bytes); caller frees. */
+static char *big_payload(unsigned n)
+{
+	size_t cap = (size_t)n * 64 + 8, len = 0;
+	char *p = malloc(cap);
+	cr_assert_not_null(p);
+	p[len++] = '[';
+	for (unsigned i = 0; i < n; i++)
+		len += (size_t)snprintf(p + len, cap - len, "%s\"%060u\"", i ? "," : "", i);
+	p[len++] = ']';
+	p[len] = 0;
+	return p;
+}
+
+WM_TEST(held_txn, a_request_is_one_wal_transaction_at_one_lsn)
+{
+	struct fixture *f = fixture_new("held");
+	uint64_t before = wal_txns(f), lsn0 = f->sh.lsn;
+	txn_hold(&f->sh);
+	uint64_t a = commit_event(f, "t.a", "{}");
+	cr_assert_eq(a, lsn0 + 1);
+	cr_assert_eq(commit_event(f, "t.b", "{\"n\":1}"), a, "a second commit joins the first's LSN");
+	/* an aborted transaction inside the request drops only its records */
+	txn_begin(&f->sh);
+	cr_assert_eq(txn_event(&f->sh, "t.c", NULL, "{}", 2), 0);
+	txn_abort(&f->sh);
+	cr_assert_eq(f->sh.txn_open, 2, "the held image is kept");
+	/* an empty commit is refused and changes nothing */
+	txn_begin(&f->sh);
+	cr_assert_eq(txn_commit(&f->sh), 0);
+	cr_assert_eq(commit_event(f, "t.d", "[1,2]"), a);
+	cr_assert_eq(wal_txns(f), before, "nothing is logged before the release");
+	/* records added after the last commit (the stored response) go too */
+	const char *resp = "{\"id\":\"evt_x\",\"type\":\"t.e\",\"scope\":{\"entity_id\":null},\"payload\":{}}";
+	cr_assert_eq(txn_put(&f->sh, REC_T_EVENT, "evt_x", 5, resp, strlen(resp)), 0);
+	cr_assert_eq(txn_release(&f->sh), a);
+	cr_assert_eq(wal_txns(f), before + 1, "one WAL transaction for four commits");
+	cr_assert_eq(f->sh.lsn, a);
+	const char *kept[] = {"t.a", "t.b", "t.d", "t.e"};
+	for (unsigned i = 0; i < 4; i++) {
+		const struct row *r = event_of(f, kept[i]);
+		cr_assert_not_null(r, "%s applied", kept[i]);
+		cr_assert_eq(r->lsn, a, "%s at the request's LSN", kept[i]);
+	}
+	cr_assert_null(event_of(f, "t.c"));
+	/* recovery replays the one transaction to the same rows */
+	shard_close(&f->sh);
+	fx_open(f);
+	cr_assert_eq(f->sh.lsn, a);
+	for (unsigned i = 0; i < 4; i++)
+		cr_assert_not_null(event_of(f, kept[i]), "%s after replay", kept[i]);
+	cr_assert_null(event_of(f, "t.c"));
+	/* outside a held request every commit is its own transaction */
+	before = wal_txns(f);
+	cr_assert_eq(commit_event(f, "t.f", "{}"), a + 1);
+	cr_assert_eq(commit_event(f, "t.g", "{}"), a + 2);
+	cr_assert_eq(wal_txns(f), before + 2);
+	fixture_free(f);
+}
+
+WM_TEST(held_txn, a_join_past_the_bound_logs_the_held_image_first)
+{
+	struct fixture *f = fixture_new("held");
+	char *big = big_payload(5000); /* ~310 KB: two do not fit TXN_MAX_BYTES */
+	cr_assert_gt(2 * strlen(big), TXN_MAX_BYTES);
+	cr_assert_lt(strlen(big) + 1024, TXN_MAX_BYTES);
+	uint64_t before = wal_txns(f);
+	txn_hold(&f->sh);
+	uint64_t a = commit_event(f, "t.a", big);
+	cr_assert_gt(a, 0);
+	uint64_t b = commit_event(f, "t.b", big);
+	cr_assert_eq(b, a + 1, "past the bound: the next LSN");
+	cr_assert_eq(wal_txns(f), before + 1, "the first image was logged on its own");
+	cr_assert_eq(commit_event(f, "t.c", "{}"), b, "a small commit joins the new held image");
+	cr_assert_eq(txn_release(&f->sh), b);
+	cr_assert_eq(wal_txns(f), before + 2);
+	cr_assert_eq(event_of(f, "t.a")->lsn, a);
+	cr_assert_eq(event_of(f, "t.b")->lsn, b);
+	cr_assert_eq(event_of(f, "t.c")->lsn, b);
+	shard_close(&f->sh);
+	fx_open(f);
+	cr_assert_eq(f->sh.lsn, b);
+	cr_assert_not_null(event_of(f, "t.a"));
+	cr_assert_not_null(event_of(f, "t.b"));
+	cr_assert_not_null(event_of(f, "t.c"));
+	free(big);
+	fixture_free(f);
+}
+
+WM_TEST(held_txn, a_transaction_too_large_alone_is_refused_and_the_held_one_kept)
+{
+	struct fixture *f = fixture_new("held");
+	char *big = big_payload(5000);
+	uint64_t before = wal_txns(f);
+	txn_hold(&f->sh);
+	uint64_t a = commit_event(f, "t.a", "{}");
+	/* two big events in one transaction: over TXN_MAX_BYTES by itself */
+	txn_begin(&f->sh);
+	cr_assert_eq(txn_event(&f->sh, "t.b", NULL, big, strlen(big)), 0);
+	cr_assert_eq(txn_event(&f->sh, "t.c", NULL, big, strlen(big)), 0);
+	cr_assert_eq(txn_commit(&f->sh), 0, "refused");
+	cr_assert_eq(f->sh.txn_open, 2, "the held commit is kept");
+	cr_assert_null(event_of(f, "t.b"));
+	cr_assert_eq(txn_release(&f->sh), a);
+	cr_assert_eq(wal_txns(f), before + 1);
+	shard_close(&f->sh);
+	fx_open(f);
+	cr_assert_not_null(event_of(f, "t.a"));
+	cr_assert_null(event_of(f, "t.b"));
+	cr_assert_null(event_of(f, "t.c"));
+	cr_assert_eq(f->sh.lsn, a);
+	free(big);
+	fixture_free(f);
+}
+
+WM_TEST(held_txn, a_crash_point_logs_what_is_held_and_the_request_goes_on)
+{
+	struct fixture *f = fixture_new("held");
+	uint64_t before = wal_txns(f);
+	txn_hold(&f->sh);
+	uint64_t a = commit_event(f, "t.a", "{}");
+	cr_assert_eq(commit_event(f, "t.b", "{}"), a);
+	txn_flush_held(&f->sh); /* what saga_crash_point does before it exits */
+	cr_assert_eq(wal_txns(f), before + 1);
+	cr_assert_eq(commit_event(f, "t.c", "{}"), a + 1, "after a flush the next commit takes the next LSN");
+	cr_assert_eq(txn_release(&f->sh), a + 1);
+	cr_assert_eq(wal_txns(f), before + 2);
+	shard_close(&f->sh);
+	fx_open(f);
+	cr_assert_eq(event_of(f, "t.c")->lsn, a + 1);
+	cr_assert_eq(event_of(f, "t.b")->lsn, a);
+	fixture_free(f);
+}

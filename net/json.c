@@ -925,6 +925,94 @@ const struct json_value *json_get(const struct json_value *obj, const char *key)
 }
 
 /* ------------------------------------------------------------------------ */
+/* A light scan of trusted text (json_scan_top_string)                      */
+/* ------------------------------------------------------------------------ */
+
+/* Past the string whose opening quote is at i: the index after its closing
+ * quote, or len when it does not close.  *esc: it held a backslash. */
+static size_t scan_past_string(const char *t, size_t len, size_t i, int *esc)
+{
+	*esc = 0;
+	for (i++; i < len; i++) {
+		if (t[i] == '\\') {
+			*esc = 1;
+			i++;
+		} else if (t[i] == '"') {
+			return i + 1;
+		}
+	}
+	return len;
+}
+
+/* Past the value starting at i (a string, a container with everything in
+ * it, or a scalar up to the next delimiter), or len. */
+static size_t scan_past_value(const char *t, size_t len, size_t i)
+{
+	int esc;
+	if (i >= len)
+		return len;
+	if (t[i] == '"')
+		return scan_past_string(t, len, i, &esc);
+	if (t[i] != '{' && t[i] != '[') {
+		while (i < len && t[i] != ',' && t[i] != '}' && t[i] != ']' && !is_ws((unsigned char)t[i]))
+			i++;
+		return i;
+	}
+	size_t depth = 0;
+	while (i < len) {
+		char c = t[i];
+		if (c == '"') {
+			i = scan_past_string(t, len, i, &esc);
+			continue;
+		}
+		if (c == '{' || c == '[')
+			depth++;
+		else if ((c == '}' || c == ']') && --depth == 0)
+			return i + 1;
+		i++;
+	}
+	return len;
+}
+
+static size_t scan_ws(const char *t, size_t len, size_t i)
+{
+	while (i < len && is_ws((unsigned char)t[i]))
+		i++;
+	return i;
+}
+
+int json_scan_top_string(const char *text, size_t len, const char *key, const char **out, size_t *out_len)
+{
+	size_t kl = strlen(key), i = scan_ws(text, len, 0);
+	if (i >= len || text[i] != '{')
+		return -1;
+	for (i = scan_ws(text, len, i + 1); i < len && text[i] == '"';) {
+		int esc;
+		size_t kend = scan_past_string(text, len, i, &esc);
+		int match = !esc && kend - i - 2 == kl && kend <= len && !memcmp(text + i + 1, key, kl);
+		i = scan_ws(text, len, kend);
+		if (i >= len || text[i] != ':')
+			return -1;
+		i = scan_ws(text, len, i + 1);
+		if (match) {
+			if (i >= len || text[i] != '"')
+				return -1;
+			size_t vend = scan_past_string(text, len, i, &esc);
+			if (esc || vend - i < 2 || text[vend - 1] != '"')
+				return -1;
+			*out = text + i + 1;
+			*out_len = vend - i - 2;
+			return 0;
+		}
+		i = scan_ws(text, len, scan_past_value(text, len, i));
+		if (i >= len || text[i] != ',')
+			return -1;
+		i = scan_ws(text, len, i + 1);
+	}
+	return -1;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Exact conversions                                                        */
 /* ------------------------------------------------------------------------ */
 

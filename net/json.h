@@ -101,6 +101,17 @@ void json_doc_free(struct json_doc *doc);
 const struct json_value *json_get(const struct json_value *obj, const char *key);
 
 /*
+ * The first top-level member `key` of the JSON object in text[0..len),
+ * when its value is a string without escapes: *out points at its bytes
+ * inside text, *out_len is their count.  0 found; -1 not found, not such
+ * a string, or text not shaped as expected.  A scan for text this process
+ * wrote (a response body), not a validation: it never reads outside
+ * text[0..len) but does not check the rest of the grammar, so untrusted
+ * input still goes through json_parse.
+ */
+int json_scan_top_string(const char *text, size_t len, const char *key, const char **out, size_t *out_len);
+
+/*
  * Exact number conversions.  Each returns 0 on success, -1 when the value
  * is not a number or does not fit exactly:
  *  json_to_int64: integer text only ("12", "-3"; "1.0" and "1e2" fail),

@@ -7,7 +7,11 @@
 # Samples PID (every thread) at 999 Hz for SECONDS with perf record, then
 # writes OUT: the top 40 symbols by self time (perf report --no-children),
 # the same by shared object, and who calls strcmp, strlen, memset and
-# memmove (call graphs, -g).  Needs perf (linux-perf) and the right to
+# memmove (call graphs, -g), and the top 40 by inclusive time (a function
+# and everything it calls: where a request's time goes).  Release builds
+# keep no frame pointers, so the call graphs are unwound from DWARF
+# (--call-graph dwarf; PROFILE_CALLGRAPH=fp for the cheaper frame-pointer
+# walk).  Needs perf (linux-perf) and the right to
 # read the process's samples (root, or kernel.perf_event_paranoid <= 1).
 set -euo pipefail
 [ $# -eq 3 ] || { echo "usage: perf/profile.sh PID SECONDS OUT" >&2; exit 2; }
@@ -15,7 +19,7 @@ pid=$1 secs=$2 out=$3
 command -v perf >/dev/null || { echo "perf not installed: no profile" >"$out"; exit 0; }
 data=$(mktemp /tmp/wm-perf.XXXXXX)
 trap 'rm -f "$data"' EXIT
-perf record -q -g -F 999 -p "$pid" -o "$data" -- sleep "$secs" >/dev/null 2>&1 || {
+perf record -q --call-graph "${PROFILE_CALLGRAPH:-dwarf}" -F 999 -p "$pid" -o "$data" -- sleep "$secs" >/dev/null 2>&1 || {
 	echo "perf record failed (permissions?)" >"$out"
 	exit 0
 }
@@ -27,6 +31,10 @@ set +o pipefail # head closes the pipe early: not an error
 	echo
 	echo "# self time by shared object"
 	perf report -i "$data" --stdio --no-children --sort dso -g none 2>/dev/null | grep -v '^#' | grep -v '^$' | head -n 12
+	echo
+	echo "# inclusive time by symbol (children; top 40)"
+	perf report -i "$data" --stdio --children --sort symbol -g none 2>/dev/null | grep -v '^#' | grep -v '^$' |
+		head -n 40
 	echo
 	echo "# who calls the C library's string functions (callers, >= 0.5 %)"
 	for f in strcmp strlen memset memmove; do

@@ -933,3 +933,61 @@ WM_TEST(json, differential_jansson)
 	}
 	cr_assert_geq(compared, 40);
 }
+
+/* json_scan_top_string: 0 and the bytes, or -1 (scan_id below). */
+static int scan_id(const char *text, char *out)
+{
+	const char *v;
+	size_t n;
+	out[0] = 0;
+	if (json_scan_top_string(text, strlen(text), "id", &v, &n))
+		return -1;
+	memcpy(out, v, n);
+	out[n] = 0;
+	return 0;
+}
+
+WM_TEST(json, scan_top_string_finds_only_the_top_level_member)
+{
+	char got[64];
+	static const struct { const char *text, *want; } ok[] = {
+		{"{\"id\":\"a1\"}", "a1"},
+		{" { \"x\" : 1 , \"id\" : \"b2\" } ", "b2"},
+		/* nested ids, braces and escaped quotes inside strings are skipped */
+		{"{\"o\":{\"id\":\"no\"},\"a\":[\"}\",{\"id\":\"no\"},\"\\\"]\"],\"s\":\"{\\\\\",\"id\":\"c3\"}", "c3"},
+		{"{\"n\":-1.5e3,\"t\":true,\"z\":null,\"id\":\"d4\",\"id2\":\"x\"}", "d4"},
+		{"{\"idx\":\"no\",\"i\":\"no\",\"id\":\"e5\"}", "e5"},
+		{"{\"id\":\"\"}", ""}, /* empty, found (body_id refuses it) */
+		{"{\"id\":\"\\u00e9\",\"id\":\"f6\"}", NULL}, /* the first id has an escape: -1, never the second */
+	};
+	for (unsigned i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		int rc = scan_id(ok[i].text, got);
+		if (ok[i].want) {
+			cr_assert_eq(rc, 0, "%s", ok[i].text);
+			cr_assert_str_eq(got, ok[i].want, "%s", ok[i].text);
+		} else {
+			cr_assert_eq(rc, -1, "%s: got %s", ok[i].text, got);
+		}
+	}
+	static const char *const none[] = {
+		"", "[\"id\",\"x\"]", "{}", "{\"o\":{\"id\":\"x\"}}", "{\"id\":5}", "{\"id\":null}",
+		"{\"i\\u0064\":\"x\"}", "\"id\"", "{\"a\" 1,\"id\":\"x\"}",
+	};
+	for (unsigned i = 0; i < sizeof(none) / sizeof(none[0]); i++)
+		cr_assert_eq(scan_id(none[i], got), -1, "%s: got %s", none[i], got);
+	/* every prefix of a body: never past its end (ASan), found only when whole */
+	const char *body = "{\"o\":{\"k\":[1,\"]\"]},\"id\":\"ord_1\"}";
+	size_t bl = strlen(body);
+	for (size_t n = 0; n <= bl; n++) {
+		char *cut = malloc(n ? n : 1); /* exactly n bytes: ASan sees any over-read */
+		cr_assert_not_null(cut);
+		memcpy(cut, body, n);
+		const char *v;
+		size_t vl;
+		int rc = json_scan_top_string(cut, n, "id", &v, &vl);
+		cr_assert_eq(rc, n >= bl - 1 ? 0 : -1, "prefix of %zu bytes: %d", n, rc);
+		if (!rc)
+			cr_assert(vl == 5 && !memcmp(v, "ord_1", 5));
+		free(cut);
+	}
+}

@@ -304,23 +304,19 @@ int etag_precondition(struct api_ctx *c)
 	return -1;
 }
 
-/* The "id" string member at the top of a JSON object body, into out. */
+/* The "id" string member at the top of a JSON object body, into out.  The
+ * body is this request's own response, so a scan finds it (an order's
+ * answer is ~5 KB: parsing it whole was a tenth of an order's CPU). */
 static int body_id(const struct buf *body, char *out, size_t out_size)
 {
-	struct json_error je;
-	struct json_doc *d = json_parse(body->data, body->len, NULL, &je);
-	if (!d)
+	const char *id;
+	size_t n;
+	if (json_scan_top_string(body->data, body->len, "id", &id, &n) || n == 0 || n >= out_size ||
+	    memchr(id, '/', n) || memchr(id, 0, n))
 		return -1;
-	int rc = -1;
-	const struct json_value *id = json_get(json_root(d), "id");
-	if (id && id->type == JSON_STRING && id->len > 0 && id->len < out_size && !memchr(id->u.str, '/', id->len) &&
-	    !memchr(id->u.str, 0, id->len)) {
-		memcpy(out, id->u.str, id->len);
-		out[id->len] = 0;
-		rc = 0;
-	}
-	json_doc_free(d);
-	return rc;
+	memcpy(out, id, n);
+	out[n] = 0;
+	return 0;
 }
 
 void etag_stamp(struct api_ctx *c)

@@ -8,7 +8,10 @@
  * two serialisations must be byte-identical, i.e. parse∘write is a fixed
  * point.  Numbers in the tree also go through the exact conversions so the
  * sanitizers see that arithmetic, and the raw input is fed to
- * json_text_to_fixed() directly.  Any disagreement calls abort().
+ * json_text_to_fixed() directly.  json_scan_top_string() (the light scan
+ * of our own response bodies) must stay inside every input and, on the
+ * writer's text, find what the parser found.  Any disagreement calls
+ * abort().
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -64,6 +67,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int64_t x;
 	(void)json_text_to_fixed((const char *)data, size, (unsigned)(size % 19), &x);
 
+	/* the light scan must stay inside any input, however shaped */
+	const char *sv;
+	size_t sl;
+	if (json_scan_top_string((const char *)data, size, "id", &sv, &sl) == 0 &&
+	    (sv < (const char *)data || sv + sl > (const char *)data + size))
+		abort();
+
 	struct json_error err;
 	struct json_doc *d1 = json_parse((const char *)data, size, NULL, &err);
 	if (!d1) {
@@ -93,6 +103,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	jw_value(&w, json_root(d2));
 	if (w.err || b1.len != b2.len || memcmp(b1.data, b2.data, b1.len) != 0)
 		abort();
+
+	/* on the writer's text, what the scan finds is what the parser found */
+	if (json_scan_top_string(b1.data ? b1.data : "", b1.len, "id", &sv, &sl) == 0) {
+		const struct json_value *id = json_get(json_root(d2), "id");
+		if (!id || id->type != JSON_STRING || id->len != sl || memcmp(id->u.str, sv, sl))
+			abort();
+	}
 
 	json_doc_free(d2);
 	json_doc_free(d1);

@@ -53,6 +53,7 @@
  */
 #include "net/json.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -191,6 +192,10 @@ struct parser {
 	size_t nframes, capframes;
 	char *sb;                /* decoded string scratch */
 	size_t sblen, sbcap;
+	/* The last string parse_string() read: its decoded bytes, either in
+	 * the input itself (no escape, plain ASCII: nothing copied) or in sb. */
+	const char *str;
+	size_t slen;
 };
 
 /*
@@ -433,10 +438,11 @@ static int parse_escape(struct parser *p)
 }
 
 /*
- * Decode the string whose opening quote is at p->pos into the scratch
- * (p->sb, p->sblen) and advance past the closing quote.  The decoded length
- * is checked against max_string as it grows, so the scratch never holds
- * more than max_string + 4 bytes.
+ * Decode the string whose opening quote is at p->pos and advance past the
+ * closing quote; the decoded bytes are (p->str, p->slen): in the input
+ * when the string is plain ASCII without escapes, else in the scratch
+ * (p->sb).  The decoded length is checked against max_string as it grows,
+ * so the scratch never holds more than max_string + 4 bytes.
  */
 static int parse_string(struct parser *p)
 {
@@ -444,12 +450,25 @@ static int parse_string(struct parser *p)
 	const unsigned char *s = p->s;
 	p->pos++;
 	p->sblen = 0;
+	/* The common case, a run of plain ASCII up to the closing quote, is
+	 * read in place: the caller copies it once, into the arena. */
+	size_t end = p->pos, cap = p->len - p->pos < p->lim.max_string ? p->len : p->pos + p->lim.max_string;
+	while (end < cap && s[end] >= 0x20 && s[end] < 0x80 && s[end] != '"' && s[end] != '\\')
+		end++;
+	if (end < p->len && s[end] == '"') {
+		p->str = (const char *)s + p->pos;
+		p->slen = end - p->pos;
+		p->pos = end + 1;
+		return 0;
+	}
 	for (;;) {
 		if (p->pos >= p->len)
 			return fail(p, p->len, 0, "unexpected end of input in string");
 		unsigned char c = s[p->pos];
 		if (c == '"') {
 			p->pos++;
+			p->str = p->sb;
+			p->slen = p->sblen;
 			return 0;
 		}
 		if (c == '\\') {
@@ -583,11 +602,11 @@ static int parse_scalar(struct parser *p, struct json_value *v)
 	if (c == '"') {
 		if (parse_string(p))
 			return -1;
-		char *str = arena_strdup(p->doc, p->sb, p->sblen);
+		char *str = arena_strdup(p->doc, p->str, p->slen);
 		if (!str)
 			return oom(p);
 		v->type = JSON_STRING;
-		v->len = (uint32_t)p->sblen;
+		v->len = (uint32_t)p->slen;
 		v->u.str = str;
 		return 0;
 	}
@@ -690,16 +709,16 @@ static int parse_member_key(struct parser *p)
 			    (unsigned)p->lim.max_members);
 	if (parse_string(p))
 		return -1;
-	uint32_t h = key_hash(p->seed, p->sb, p->sblen);
+	uint32_t h = key_hash(p->seed, p->str, p->slen);
 	if (p->nbuckets) {
 		for (uint32_t i = p->buckets[h & (p->nbuckets - 1)]; i; i = p->mems[i - 1].next) {
 			const struct mentry *e = &p->mems[i - 1];
 			if (i - 1 < f->start)
 				break; /* older entries belong to enclosing objects */
-			if (e->hash == h && e->m.key_len == p->sblen &&
-			    (p->sblen == 0 || memcmp(e->m.key, p->sb, p->sblen) == 0)) {
+			if (e->hash == h && e->m.key_len == p->slen &&
+			    (p->slen == 0 || memcmp(e->m.key, p->str, p->slen) == 0)) {
 				char k[64];
-				key_for_msg(p->sb, p->sblen, k, sizeof(k));
+				key_for_msg(p->str, p->slen, k, sizeof(k));
 				return fail(p, at, 0, "duplicate key \"%s\"", k);
 			}
 		}
@@ -708,13 +727,13 @@ static int parse_member_key(struct parser *p)
 		return oom(p);
 	if (p->nmems + 1 > p->nbuckets && rehash(p))
 		return oom(p);
-	char *key = arena_strdup(p->doc, p->sb, p->sblen);
+	char *key = arena_strdup(p->doc, p->str, p->slen);
 	if (!key)
 		return oom(p);
 	struct mentry *e = &p->mems[p->nmems];
 	memset(e, 0, sizeof(*e));
 	e->m.key = key;
-	e->m.key_len = (uint32_t)p->sblen;
+	e->m.key_len = (uint32_t)p->slen;
 	e->m.value.type = JSON_NULL;
 	e->hash = h;
 	size_t b = h & (p->nbuckets - 1);
@@ -846,10 +865,98 @@ static int parse_document(struct parser *p)
 }
 
 /*
+ * Scratch kept between parses on one thread: the stacks and the string
+ * scratch of the last parse, so that parsing a small document allocates
+ * only its own arena (the engine parses every row it applies, several per
+ * request).  A parse takes the thread's scratch and gives it back at the
+ * end; scratch that grew past JSON_SCRATCH_KEEP bytes is freed instead, so
+ * one large body does not pin its stacks.  The hash buckets are all zero
+ * between parses: members are popped last-in first-out and each pop puts
+ * its chain's head back, so a complete parse leaves every bucket as it
+ * found it, and a failed one clears them.  Freed at thread exit.
+ */
+#define JSON_SCRATCH_KEEP ((size_t)256 << 10)
+
+struct json_scratch {
+	struct json_value *vals;
+	size_t capvals;
+	struct mentry *mems;
+	size_t capmems;
+	uint32_t *buckets;
+	size_t nbuckets;
+	struct frame *frames;
+	size_t capframes;
+	char *sb;
+	size_t sbcap;
+};
+
+static _Thread_local struct json_scratch tls_scratch; /* all zero: none kept, or in use */
+static _Thread_local int tls_scratch_registered;        /* its destructor is set for this thread */
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_release(struct json_scratch *x)
+{
+	free(x->vals);
+	free(x->mems);
+	free(x->buckets);
+	free(x->frames);
+	free(x->sb);
+	memset(x, 0, sizeof(*x));
+}
+
+/* At thread exit (the key's value is the thread's tls_scratch). */
+static void scratch_destroy(void *arg) { scratch_release(arg); }
+
+static void scratch_key_make(void)
+{
+	if (pthread_key_create(&scratch_key, scratch_destroy))
+		abort(); /* no key at start-up: nothing sensible to do */
+}
+
+/* Take this thread's scratch into p (none kept: p starts empty). */
+static void scratch_take(struct parser *p)
+{
+	struct json_scratch *x = &tls_scratch;
+	p->vals = x->vals, p->capvals = x->capvals;
+	p->mems = x->mems, p->capmems = x->capmems;
+	p->buckets = x->buckets, p->nbuckets = x->nbuckets;
+	p->frames = x->frames, p->capframes = x->capframes;
+	p->sb = x->sb, p->sbcap = x->sbcap;
+	memset(x, 0, sizeof(*x));
+}
+
+/* Give p's scratch back to the thread, or free it when it grew past the
+ * bound.  ok: the parse completed (its buckets are all zero again). */
+static void scratch_give(struct parser *p, int ok)
+{
+	struct json_scratch x = {p->vals, p->capvals, p->mems,	 p->capmems, p->buckets,
+				 p->nbuckets, p->frames, p->capframes, p->sb, p->sbcap};
+	size_t bytes = x.capvals * sizeof(*x.vals) + x.capmems * sizeof(*x.mems) +
+		       x.nbuckets * sizeof(*x.buckets) + x.capframes * sizeof(*x.frames) + x.sbcap;
+	if (bytes > JSON_SCRATCH_KEEP) {
+		scratch_release(&x);
+		return;
+	}
+	if (!tls_scratch_registered) {
+		pthread_once(&scratch_once, scratch_key_make);
+		if (pthread_setspecific(scratch_key, &tls_scratch)) {
+			scratch_release(&x); /* could not promise to free it at thread exit: keep nothing */
+			return;
+		}
+		tls_scratch_registered = 1;
+	}
+	if (!ok && x.buckets)
+		memset(x.buckets, 0, x.nbuckets * sizeof(*x.buckets));
+	tls_scratch = x;
+}
+
+/*
  * Parse exactly `len` bytes as one JSON value with optional surrounding
  * whitespace, under `lim` (zero fields and NULL mean the defaults).
  * Returns the document, or NULL with *err (if given) describing the first
- * error.  Scratch memory is released before returning either way.
+ * error.  Scratch memory is kept for the thread's next parse (see
+ * json_scratch above) or released, either way.
  */
 struct json_doc *json_parse(const char *text, size_t len,
 			    const struct json_limits *lim, struct json_error *err)
@@ -895,13 +1002,9 @@ struct json_doc *json_parse(const char *text, size_t len,
 	p.doc = doc;
 	p.seed = (uint64_t)(uintptr_t)doc * 0x9E3779B97F4A7C15ull ^ (uint64_t)len;
 
+	scratch_take(&p);
 	int rc = parse_document(&p);
-
-	free(p.vals);
-	free(p.mems);
-	free(p.buckets);
-	free(p.frames);
-	free(p.sb);
+	scratch_give(&p, rc == 0);
 	if (rc) {
 		json_doc_free(doc);
 		return NULL;

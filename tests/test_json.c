@@ -28,6 +28,7 @@
 
 #include "net/json.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -990,4 +991,62 @@ WM_TEST(json, scan_top_string_finds_only_the_top_level_member)
 			cr_assert(vl == 5 && !memcmp(v, "ord_1", 5));
 		free(cut);
 	}
+}
+
+/* The scratch one thread keeps between parses (json.c, json_scratch): a
+ * parse that failed inside objects leaves no member behind for the next
+ * (whose same keys are not duplicates), plain strings read in place and
+ * escaped ones decoded give the same values, and a thread that parsed and
+ * exited frees its scratch (the leak check at the end of the test). */
+static void *parse_in_thread(void *arg)
+{
+	(void)arg;
+	const char *t = "{\"k\":[\"v\",{\"x\":1}]}";
+	struct json_doc *d = json_parse(t, strlen(t), NULL, NULL);
+	json_doc_free(d);
+	return d ? (void *)1 : NULL;
+}
+
+WM_TEST(json, the_kept_scratch_carries_nothing_to_the_next_parse)
+{
+	struct json_error err;
+	for (int round = 0; round < 3; round++) {
+		/* fails with "a" and "b" (and "c" one level down) still on the stacks */
+		cr_assert_null(json_parse(L("{\"a\":1,\"b\":{\"c\":2,\"c\""), NULL, &err));
+		struct json_doc *d = parse_ok(L("{\"a\":1,\"b\":{\"c\":2}}"));
+		cr_assert_eq(json_root(d)->len, 2);
+		json_doc_free(d);
+		/* a duplicate is still one, plain or escaped */
+		parse_bad(L("{\"a\":1,\"a\":2}"), 7, 0);
+		parse_bad(L("{\"a\":1,\"\\u0061\":2}"), 7, 0);
+	}
+	/* plain, escaped and non-ASCII strings side by side decode alike */
+	struct json_doc *d = parse_ok(L("[\"plain\",\"pl\\u0061in\",\"pl\\\"ain\",\"pl\xc3\xa9in\",\"\"]"));
+	const struct json_value *r = json_root(d);
+	cr_assert_str_eq(r->u.items[0].u.str, "plain");
+	cr_assert_str_eq(r->u.items[1].u.str, "plain");
+	cr_assert_str_eq(r->u.items[2].u.str, "pl\"ain");
+	cr_assert_str_eq(r->u.items[3].u.str, "pl\xc3\xa9in");
+	cr_assert_eq(r->u.items[4].len, 0);
+	json_doc_free(d);
+	/* a document larger than what is kept still parses, and the next too */
+	size_t n = 300000;
+	char *big = malloc(n + 3);
+	cr_assert_not_null(big);
+	big[0] = '"';
+	memset(big + 1, 'x', n);
+	big[n + 1] = '"';
+	struct json_limits lim = {.max_string = (uint32_t)n, .max_bytes = n + 2};
+	d = parse_lim(big, n + 2, &lim, &err);
+	cr_assert_not_null(d, "%s", err.msg);
+	cr_assert_eq(json_root(d)->len, n);
+	json_doc_free(d);
+	free(big);
+	d = parse_ok(L("{\"a\":1}"));
+	json_doc_free(d);
+	pthread_t t;
+	void *ok = NULL;
+	cr_assert_eq(pthread_create(&t, NULL, parse_in_thread, NULL), 0);
+	cr_assert_eq(pthread_join(t, &ok), 0);
+	cr_assert_not_null(ok);
 }

@@ -7,7 +7,8 @@
 # Samples PID (every thread) at 999 Hz for SECONDS with perf record, then
 # writes OUT: the top 40 symbols by self time (perf report --no-children),
 # the same by shared object, and who calls strcmp, strlen, memset and
-# memmove (call graphs, -g), and the top 40 by inclusive time (a function
+# memmove and of the kernel's page clearing (clear_page_erms: memory first
+# touched) (call graphs), and the top 40 by inclusive time (a function
 # and everything it calls: where a request's time goes).  Release builds
 # keep no frame pointers, so the call graphs are unwound from DWARF
 # (--call-graph dwarf; PROFILE_CALLGRAPH=fp for the cheaper frame-pointer
@@ -37,7 +38,7 @@ set +o pipefail # head closes the pipe early: not an error
 		head -n 40
 	echo
 	echo "# who calls the C library's string functions (callers, >= 0.5 %)"
-	for f in strcmp strlen memset memmove; do
+	for f in strcmp strlen memset memmove clear_page_erms; do
 		perf report -i "$data" --stdio --no-children --sort symbol --symbol-filter="$f" -g caller,0.5,callee \
 			2>/dev/null | grep -v '^#' | grep -v '^$' | head -n 25
 	done

@@ -29,8 +29,9 @@
  *
  *  - Duplicate keys in O(1) expected time.  Objects may have up to
  *    max_members (10000 by default) keys, so a linear "seen before?" scan
- *    would be quadratic and a cheap denial of service.  Every member on the
- *    scratch stack is also linked into a chained hash table.  Chains are
+ *    would be quadratic and a cheap denial of service.  An object past
+ *    JSON_LINEAR_KEYS members has every member on the scratch stack linked
+ *    into a chained hash table (a smaller one compares its few keys).  Chains are
  *    ordered newest first and members are popped strictly last-in first-out,
  *    so a member being popped is always the head of its chain (unlinking is
  *    one store), and a lookup can stop as soon as it reaches a member that
@@ -166,12 +167,19 @@ struct mentry {
 	struct json_member m;
 	uint32_t hash;
 	uint32_t next; /* 1-based index of the next (older) entry in the chain */
+	int linked;    /* in a hash chain (its object is past JSON_LINEAR_KEYS) */
 };
+
+/* Objects with up to this many members find duplicates by comparing keys
+ * (most objects: cheaper than hashing every key); a larger one links all
+ * of its members into the hash chains, so the check stays O(1). */
+#define JSON_LINEAR_KEYS 8
 
 /* One open container. */
 struct frame {
 	size_t start; /* first index of its slice of vals[] or mems[] */
 	int obj;
+	int hashed;   /* an object whose members are in the hash chains */
 };
 
 struct parser {
@@ -667,6 +675,8 @@ static int rehash(struct parser *p)
 	if (!b)
 		return -1;
 	for (size_t i = 0; i < p->nmems; i++) {
+		if (!p->mems[i].linked)
+			continue;
 		size_t h = p->mems[i].hash & (nb - 1);
 		p->mems[i].next = b[h];
 		b[h] = (uint32_t)(i + 1);
@@ -693,6 +703,58 @@ static void key_for_msg(const char *k, size_t n, char *out, size_t cap)
 	out[o] = 0;
 }
 
+/* Link mems[i] (hash h) at the head of its chain, growing the buckets
+ * first when they are fewer than the entries.  0 or -1 (no memory). */
+static int link_entry(struct parser *p, size_t i, uint32_t h)
+{
+	if (p->nmems > p->nbuckets && rehash(p))
+		return -1;
+	struct mentry *e = &p->mems[i];
+	e->hash = h;
+	e->linked = 1;
+	size_t b = h & (p->nbuckets - 1);
+	e->next = p->buckets[b];
+	p->buckets[b] = (uint32_t)(i + 1);
+	return 0;
+}
+
+/* The object of frame f grew past JSON_LINEAR_KEYS: link its members,
+ * oldest first (chains stay newest first).  0 or -1. */
+static int link_members(struct parser *p, struct frame *f)
+{
+	for (size_t i = f->start; i < p->nmems; i++) {
+		const struct json_member *m = &p->mems[i].m;
+		if (link_entry(p, i, key_hash(p->seed, m->key, m->key_len)))
+			return -1;
+	}
+	f->hashed = 1;
+	return 0;
+}
+
+/* Is the key just read (p->str, p->slen) already a member of the object
+ * of frame f?  By its hash chain, or by comparing its few keys. */
+static int find_key(const struct parser *p, const struct frame *f, int hashed)
+{
+	if (!hashed) {
+		for (size_t i = f->start; i < p->nmems; i++) {
+			const struct json_member *m = &p->mems[i].m;
+			if (m->key_len == p->slen && (p->slen == 0 || memcmp(m->key, p->str, p->slen) == 0))
+				return 1;
+		}
+		return 0;
+	}
+	uint32_t h = key_hash(p->seed, p->str, p->slen);
+	for (uint32_t i = p->nbuckets ? p->buckets[h & (p->nbuckets - 1)] : 0; i; i = p->mems[i - 1].next) {
+		const struct mentry *e = &p->mems[i - 1];
+		if (i - 1 < f->start)
+			break; /* older entries belong to enclosing objects */
+		if (e->hash == h && e->m.key_len == p->slen &&
+		    (p->slen == 0 || memcmp(e->m.key, p->str, p->slen) == 0))
+			return 1;
+	}
+	return 0;
+}
+
 /*
  * Parse "key" : at p->pos (whitespace skipped) for the object on top of
  * the frame stack; check the member count and duplicates; push the member
@@ -700,7 +762,7 @@ static void key_for_msg(const char *k, size_t n, char *out, size_t cap)
  */
 static int parse_member_key(struct parser *p)
 {
-	const struct frame *f = &p->frames[p->nframes - 1];
+	struct frame *f = &p->frames[p->nframes - 1];
 	size_t at = p->pos;
 	if (at >= p->len || p->s[at] != '"')
 		return unexpected(p, at, "expected a string key");
@@ -709,23 +771,14 @@ static int parse_member_key(struct parser *p)
 			    (unsigned)p->lim.max_members);
 	if (parse_string(p))
 		return -1;
-	uint32_t h = key_hash(p->seed, p->str, p->slen);
-	if (p->nbuckets) {
-		for (uint32_t i = p->buckets[h & (p->nbuckets - 1)]; i; i = p->mems[i - 1].next) {
-			const struct mentry *e = &p->mems[i - 1];
-			if (i - 1 < f->start)
-				break; /* older entries belong to enclosing objects */
-			if (e->hash == h && e->m.key_len == p->slen &&
-			    (p->slen == 0 || memcmp(e->m.key, p->str, p->slen) == 0)) {
-				char k[64];
-				key_for_msg(p->str, p->slen, k, sizeof(k));
-				return fail(p, at, 0, "duplicate key \"%s\"", k);
-			}
-		}
+	if (!f->hashed && p->nmems - f->start >= JSON_LINEAR_KEYS && link_members(p, f))
+		return oom(p);
+	if (find_key(p, f, f->hashed)) {
+		char k[64];
+		key_for_msg(p->str, p->slen, k, sizeof(k));
+		return fail(p, at, 0, "duplicate key \"%s\"", k);
 	}
 	if (grow((void **)&p->mems, &p->capmems, p->nmems, sizeof(*p->mems)))
-		return oom(p);
-	if (p->nmems + 1 > p->nbuckets && rehash(p))
 		return oom(p);
 	char *key = arena_strdup(p->doc, p->str, p->slen);
 	if (!key)
@@ -735,11 +788,9 @@ static int parse_member_key(struct parser *p)
 	e->m.key = key;
 	e->m.key_len = (uint32_t)p->slen;
 	e->m.value.type = JSON_NULL;
-	e->hash = h;
-	size_t b = h & (p->nbuckets - 1);
-	e->next = p->buckets[b];
-	p->buckets[b] = (uint32_t)(p->nmems + 1);
 	p->nmems++;
+	if (f->hashed && link_entry(p, p->nmems - 1, key_hash(p->seed, p->str, p->slen)))
+		return oom(p);
 	skip_ws(p);
 	if (p->pos >= p->len || p->s[p->pos] != ':')
 		return unexpected(p, p->pos, "expected ':' after object key");
@@ -763,7 +814,7 @@ static int close_container(struct parser *p, struct json_value *v)
 		for (size_t i = 0; i < n; i++)
 			m[i] = p->mems[f->start + i].m;
 		/* Newest first: each popped entry heads its chain. */
-		for (size_t i = p->nmems; i-- > f->start;)
+		for (size_t i = p->nmems; f->hashed && i-- > f->start;)
 			p->buckets[p->mems[i].hash & (p->nbuckets - 1)] = p->mems[i].next;
 		p->nmems = f->start;
 		v->type = JSON_OBJECT;
@@ -807,6 +858,7 @@ static int parse_document(struct parser *p)
 				return oom(p);
 			p->frames[p->nframes].start = obj ? p->nmems : p->nvals;
 			p->frames[p->nframes].obj = obj;
+			p->frames[p->nframes].hashed = 0;
 			p->nframes++;
 			p->pos++;
 			skip_ws(p);

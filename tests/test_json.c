@@ -1050,3 +1050,64 @@ WM_TEST(json, the_kept_scratch_carries_nothing_to_the_next_parse)
 	cr_assert_eq(pthread_join(t, &ok), 0);
 	cr_assert_not_null(ok);
 }
+
+/* {"k0":0,...,"k<n-1>":n-1} with `extra` spliced in before the '}'. */
+static char *object_of(unsigned n, const char *extra, size_t *len)
+{
+	size_t cap = (size_t)n * 24 + strlen(extra) + 8, k = 0;
+	char *t = malloc(cap);
+	cr_assert_not_null(t);
+	t[k++] = '{';
+	for (unsigned i = 0; i < n; i++)
+		k += (size_t)snprintf(t + k, cap - k, "%s\"k%u\":%u", i ? "," : "", i, i);
+	k += (size_t)snprintf(t + k, cap - k, "%s}", extra);
+	*len = k;
+	return t;
+}
+
+/* Duplicates at and past the size where an object switches from comparing
+ * keys to its hash chains (json.c JSON_LINEAR_KEYS = 8), and objects of
+ * both kinds nested in each other. */
+WM_TEST(json, duplicate_keys_across_the_linear_bound)
+{
+	for (unsigned n = 1; n <= 20; n++) {
+		for (unsigned d = 0; d < n; d++) {
+			char extra[32];
+			snprintf(extra, sizeof(extra), ",\"k%u\":0", d);
+			size_t len;
+			char *t = object_of(n, extra, &len);
+			struct json_error err;
+			struct json_doc *doc = json_parse(t, len, NULL, &err);
+			cr_assert_null(doc, "%u members, k%u repeated: accepted", n, d);
+			cr_assert(strstr(err.msg, "duplicate key"), "%s", err.msg);
+			free(t);
+		}
+		size_t len;
+		char *t = object_of(n, ",\"kx\":0", &len);
+		struct json_doc *doc = parse_ok(t, len);
+		cr_assert_eq(json_root(doc)->len, n + 1);
+		json_doc_free(doc);
+		free(t);
+	}
+	/* a large object inside a small one and the reverse: the same keys at
+	 * two levels are no duplicates, and each level still finds its own */
+	static const char *const ok[] = {
+		"{\"a\":{\"k0\":0,\"k1\":1,\"k2\":2,\"k3\":3,\"k4\":4,\"k5\":5,\"k6\":6,\"k7\":7,\"k8\":8,\"k9\":9},\"k0\":0}",
+		"{\"k0\":0,\"k1\":1,\"k2\":2,\"k3\":3,\"k4\":4,\"k5\":5,\"k6\":6,\"k7\":7,\"k8\":8,\"o\":{\"k0\":0,\"k8\":1},\"k9\":9}",
+		"{\"k0\":0,\"k1\":1,\"k2\":2,\"k3\":3,\"k4\":4,\"k5\":5,\"k6\":6,\"k7\":7,\"k8\":8,\"o\":{\"k0\":0,\"k1\":1,\"k2\":2,"
+		"\"k3\":3,\"k4\":4,\"k5\":5,\"k6\":6,\"k7\":7,\"k8\":8},\"k9\":9}",
+	};
+	for (unsigned i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		json_doc_free(parse_ok(ok[i], strlen(ok[i])));
+	static const char *const dup[] = {
+		"{\"a\":{\"k0\":0,\"k1\":1,\"k2\":2,\"k3\":3,\"k4\":4,\"k5\":5,\"k6\":6,\"k7\":7,\"k8\":8,\"k3\":9},\"k0\":0}",
+		"{\"k0\":0,\"k1\":1,\"k2\":2,\"k3\":3,\"k4\":4,\"k5\":5,\"k6\":6,\"k7\":7,\"k8\":8,\"o\":{\"k0\":0,\"k8\":1},\"o\":9}",
+		"{\"k0\":0,\"k1\":1,\"k2\":2,\"k3\":3,\"k4\":4,\"k5\":5,\"k6\":6,\"k7\":7,\"k8\":8,\"o\":{\"k0\":0,\"k1\":1,\"k2\":2,"
+		"\"k3\":3,\"k4\":4,\"k5\":5,\"k6\":6,\"k7\":7,\"k8\":8},\"k2\":9}",
+	};
+	for (unsigned i = 0; i < sizeof(dup) / sizeof(dup[0]); i++) {
+		struct json_error err;
+		cr_assert_null(json_parse(dup[i], strlen(dup[i]), NULL, &err), "accepted %s", dup[i]);
+		cr_assert(strstr(err.msg, "duplicate key"), "%s", err.msg);
+	}
+}

@@ -417,7 +417,7 @@ echo "== perf/bench_quote (quote-calculate with routing and landed cost, in-proc
 if [ "${BENCH_SKIP_QUOTE:-0}" = 1 ]; then
 	echo "skipped (BENCH_SKIP_QUOTE=1)"
 elif [ -f build/rel/lib.a ] && gcc -std=c17 -D_GNU_SOURCE -I. -O2 -Wall -Wextra -Werror -o "$root/bench_quote" \
-	perf/bench_quote.c build/rel/lib.a -lxxhash -lzstd -lssl -lcrypto -lpthread -lm 2>"$root/bench_quote.err"; then
+	perf/bench_quote.c perf/bench_world.c build/rel/lib.a -lxxhash -lzstd -lssl -lcrypto -lpthread -lm 2>"$root/bench_quote.err"; then
 	echo "\$ bench_quote data $Q_WINES $Q_PER $Q_N"
 	timeout 900 "$root/bench_quote" data "$Q_WINES" "$Q_PER" "$Q_N" || echo "bench_quote failed or timed out (exit $?)"
 else

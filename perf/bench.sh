@@ -45,6 +45,25 @@
 #      the reference data: quotes/s, p50/p99/max for 1- and 5-line quotes
 #      to DE and GB (BENCH_QUOTE_N per line, default 20,000), RSS after
 #      fill (~2.2 GB at the defaults); BENCH_SKIP_QUOTE=1 skips it.
+#   o. perf/bench_scale: one shard at catalogue scale (issue 15, target 3),
+#      in-process: BENCH_SCALE_WINES (default 100,000) wines x
+#      BENCH_SCALE_OFFERS_PER_WINE (default 10) offers and BENCH_SCALE_LEVELS
+#      (default half the offers) inventory levels.  Memory per offer and per
+#      level (RSS and malloc in-use delta while filling each table) against
+#      the row's raw field bytes, and where the bytes go (row block: struct,
+#      id, canonical document; hash and B+tree by id; secondary indexes);
+#      quote-calculate p50/p99 (1 and 5 lines to DE, BENCH_SCALE_QUOTES per
+#      scenario, default 20,000) on this catalogue and on a 1,000-wine one,
+#      alternately, with the big/small p99 ratio; a snapshot (the engine's
+#      writer) plus a WAL tail of BENCH_SCALE_TAIL_TXNS stock changes
+#      (default 100,000; 3 records each), then recovery (shard_load_with) in
+#      a fresh process: rows/s, the snapshot/WAL split, the snapshot file
+#      layer's share, RSS per row after recovery; then the recovery again
+#      under `perf record -g` and its top symbols by self time (if perf is
+#      installed; BENCH_SCALE_PERF=0 skips it; kept in BENCH_PERF_DIR if
+#      set).  Needs ~2.5 GB of RAM at the defaults (~22 KB per wine with its
+#      10 offers and 5 levels; 1,000,000 wines would need ~22 GB: see the
+#      issue 15 note).  BENCH_SKIP_SCALE=1 skips it.
 #   k. POST /v1/orders over HTTP on a shard of its own (--wal-mode fsync):
 #      durable orders per second and p50/p99 at -c16 and -c64
 #      (BENCH_ORDERS_CONNS, default "16 64"), every order the whole flash
@@ -423,6 +442,45 @@ elif [ -f build/rel/lib.a ] && gcc -std=c17 -D_GNU_SOURCE -I. -O2 -Wall -Wextra 
 else
 	head -n 5 "$root/bench_quote.err" 2>/dev/null || true
 	echo "bench_quote did not compile: skipped"
+fi
+
+# ---- o. one shard at catalogue scale: memory per row, quote p99, recovery ------------
+echo
+S_WINES=${BENCH_SCALE_WINES:-100000}
+S_PER=${BENCH_SCALE_OFFERS_PER_WINE:-10}
+S_LEVELS=${BENCH_SCALE_LEVELS:-$((S_WINES * S_PER / 2))}
+S_QUOTES=${BENCH_SCALE_QUOTES:-20000}
+S_TAIL=${BENCH_SCALE_TAIL_TXNS:-100000}
+echo "== perf/bench_scale ($S_WINES wines x $S_PER offers, $S_LEVELS levels in one shard: memory, quotes, recovery)"
+if [ "${BENCH_SKIP_SCALE:-0}" = 1 ]; then
+	echo "skipped (BENCH_SKIP_SCALE=1)"
+elif [ -f build/rel/lib.a ] && gcc -std=c17 -D_GNU_SOURCE -I. -O2 -g -Wall -Wextra -Werror -o "$root/bench_scale" \
+	perf/bench_scale.c perf/bench_world.c build/rel/lib.a -lxxhash -lzstd -lssl -lcrypto -lpthread -lm 2>"$root/bench_scale.err"; then
+	mkdir -p "$root/scale"
+	echo "\$ bench_scale fill data DIR $S_WINES $S_PER $S_LEVELS $S_QUOTES $S_TAIL"
+	if timeout 1800 "$root/bench_scale" fill data "$root/scale" "$S_WINES" "$S_PER" "$S_LEVELS" "$S_QUOTES" "$S_TAIL"; then
+		sync # the load reads a settled file (from the page cache: the fill just wrote it)
+		echo "\$ bench_scale load DIR"
+		timeout 1800 "$root/bench_scale" load "$root/scale" || echo "bench_scale load failed or timed out (exit $?)"
+		if [ "${BENCH_SCALE_PERF:-1}" = 1 ] && command -v perf >/dev/null; then
+			# the recovery again under perf: where its time goes (self time by symbol)
+			pdata="${BENCH_PERF_DIR:-$root}/scale-load.perf.data"
+			echo "\$ perf record -g -F 999 -o $pdata -- bench_scale load DIR recover-only"
+			if perf record -q -g -F 999 -o "$pdata" -- "$root/bench_scale" load "$root/scale" recover-only >/dev/null 2>&1; then
+				echo "recovery profile, self time by symbol (top 25; perf report --no-children --sort symbol):"
+				(set +o pipefail; perf report -i "$pdata" --stdio --no-children --sort symbol -g none 2>/dev/null |
+					grep -v '^#' | grep -v '^$' | head -n 25)
+			else
+				echo "perf record failed (permissions?): no profile"
+			fi
+		fi
+	else
+		echo "bench_scale fill failed or timed out (exit $?)"
+	fi
+	rm -rf "$root/scale"
+else
+	head -n 5 "$root/bench_scale.err" 2>/dev/null || true
+	echo "bench_scale did not compile: skipped"
 fi
 
 # ---- k. durable orders: POST /v1/orders over HTTP ------------------------------------

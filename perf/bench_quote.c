@@ -91,10 +91,10 @@ int main(int argc, char **argv)
 	fflush(stdout);
 
 	struct bw_caller *b = bw_caller_new(&w);
-	bw_quote_scenario(b, "", "DE", 1, nq, NULL);
-	bw_quote_scenario(b, "", "DE", 5, nq, NULL);
-	bw_quote_scenario(b, "", "GB", 1, nq, NULL);
-	bw_quote_scenario(b, "", "GB", 5, nq, NULL);
+	bw_quote_scenario(b, "", "DE", 1, nq, NULL, NULL, NULL);
+	bw_quote_scenario(b, "", "DE", 5, nq, NULL, NULL, NULL);
+	bw_quote_scenario(b, "", "GB", 1, nq, NULL, NULL, NULL);
+	bw_quote_scenario(b, "", "GB", 5, nq, NULL, NULL, NULL);
 
 	bw_caller_free(b);
 	bw_world_free(&w);

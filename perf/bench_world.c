@@ -49,7 +49,7 @@ long bw_rss_bytes(void)
 	return resident * sysconf(_SC_PAGESIZE);
 }
 
-static double cpu_s(void)
+static double cpu_now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -322,8 +322,25 @@ void bw_caller_free(struct bw_caller *b)
 	free(b);
 }
 
+void bw_lat_of(double *lat_s, double *cpu_s, long n, struct bw_lat *out)
+{
+	qsort(lat_s, (size_t)n, sizeof(lat_s[0]), cmp_double);
+	qsort(cpu_s, (size_t)n, sizeof(cpu_s[0]), cmp_double);
+	double total = 0;
+	for (long i = 0; i < n; i++)
+		total += lat_s[i];
+	memset(out, 0, sizeof(*out));
+	out->n = n;
+	out->qps = (double)n / total;
+	out->p50_us = lat_s[n / 2] * 1e6;
+	out->p99_us = lat_s[n * 99 / 100] * 1e6;
+	out->max_us = lat_s[n - 1] * 1e6;
+	out->cpu_p50_us = cpu_s[n / 2] * 1e6;
+	out->cpu_p99_us = cpu_s[n * 99 / 100] * 1e6;
+}
+
 void bw_quote_scenario(struct bw_caller *b, const char *label, const char *dest, int lines, long q,
-		       struct bw_lat *out)
+		       struct bw_lat *out, double *lat_s, double *cpu_s)
 {
 	double *lat = malloc((size_t)q * sizeof(double)), *cpu = malloc((size_t)q * sizeof(double));
 	if (!lat || !cpu)
@@ -331,7 +348,6 @@ void bw_quote_scenario(struct bw_caller *b, const char *label, const char *dest,
 	static char body[4096];
 	long ok = 0, refused = 0, split = 0;
 	char first_refusal[512] = "";
-	double total = 0;
 	for (long k = 0; k < q; k++) {
 		int n = snprintf(body, sizeof(body), "{\"destination_country\":\"%s\",\"lines\":[", dest);
 		for (int l = 0; l < lines; l++)
@@ -347,11 +363,10 @@ void bw_quote_scenario(struct bw_caller *b, const char *label, const char *dest,
 		b->rs.status = 0;
 		buf_reset(&b->rs.body);
 		jw_init(&c->w, &b->rs.body);
-		double c0 = cpu_s(), t0 = bw_now_s();
+		double c0 = cpu_now(), t0 = bw_now_s();
 		b->handler(c);
 		lat[k] = bw_now_s() - t0;
-		cpu[k] = cpu_s() - c0;
-		total += lat[k];
+		cpu[k] = cpu_now() - c0;
 		c->body = NULL;
 		json_doc_free(d);
 		if (b->rs.status == 200) {
@@ -366,17 +381,23 @@ void bw_quote_scenario(struct bw_caller *b, const char *label, const char *dest,
 					 (int)(b->rs.body.len < 400 ? b->rs.body.len : 400), (const char *)b->rs.body.data);
 		}
 	}
-	qsort(lat, (size_t)q, sizeof(lat[0]), cmp_double);
-	qsort(cpu, (size_t)q, sizeof(cpu[0]), cmp_double);
-	struct bw_lat r = {.n = q, .ok = ok, .split = split, .refused = refused, .qps = (double)q / total,
-			   .p50_us = lat[q / 2] * 1e6, .p99_us = lat[q * 99 / 100] * 1e6, .max_us = lat[q - 1] * 1e6,
-			   .cpu_p50_us = cpu[q / 2] * 1e6, .cpu_p99_us = cpu[q * 99 / 100] * 1e6};
-	printf("%squote %d-line -> %s  %6ld quotes | %8.0f quotes/s  p50 %7.1f us  p99 %7.1f us  max %8.1f us | "
-	       "200: %ld (%ld with a split line), 422: %ld\n",
-	       label, lines, dest, q, r.qps, r.p50_us, r.p99_us, r.max_us, ok, split, refused);
-	if (first_refusal[0])
-		printf("  first refusal: %s\n", first_refusal);
-	fflush(stdout);
+	if (lat_s)
+		memcpy(lat_s, lat, (size_t)q * sizeof(double));
+	if (cpu_s)
+		memcpy(cpu_s, cpu, (size_t)q * sizeof(double));
+	struct bw_lat r;
+	bw_lat_of(lat, cpu, q, &r);
+	r.ok = ok;
+	r.split = split;
+	r.refused = refused;
+	if (label) {
+		printf("%squote %d-line -> %s  %6ld quotes | %8.0f quotes/s  p50 %7.1f us  p99 %7.1f us  max %8.1f us | "
+		       "200: %ld (%ld with a split line), 422: %ld\n",
+		       label, lines, dest, q, r.qps, r.p50_us, r.p99_us, r.max_us, ok, split, refused);
+		if (first_refusal[0])
+			printf("  first refusal: %s\n", first_refusal);
+		fflush(stdout);
+	}
 	free(lat);
 	free(cpu);
 	if (out)

@@ -80,10 +80,13 @@ struct bw_lat {
 };
 /* q quotes for random wines (6 units in boxes of 6 per line) to dest, each
  * timed as one handler call on an already-parsed body; prints one line
- * (prefixed by `label`) and fills *out (may be NULL).  The wall figures
- * are printed; the CPU-time ones (a shared machine's preemption left out)
- * only returned. */
+ * (prefixed by `label`; NULL prints nothing) and fills *out (may be NULL).
+ * The wall figures are printed; the CPU-time ones (a shared machine's
+ * preemption left out) only returned.  lat_s and cpu_s (may be NULL; q
+ * entries each) get every call's wall and CPU seconds, in call order. */
 void bw_quote_scenario(struct bw_caller *b, const char *label, const char *dest, int lines, long q,
-		       struct bw_lat *out);
+		       struct bw_lat *out, double *lat_s, double *cpu_s);
+/* Percentiles of n samples of wall and CPU seconds (both sorted in place). */
+void bw_lat_of(double *lat_s, double *cpu_s, long n, struct bw_lat *out);
 
 #endif

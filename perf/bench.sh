@@ -45,6 +45,26 @@
 #      the reference data: quotes/s, p50/p99/max for 1- and 5-line quotes
 #      to DE and GB (BENCH_QUOTE_N per line, default 20,000), RSS after
 #      fill (~2.2 GB at the defaults); BENCH_SKIP_QUOTE=1 skips it.
+#   o. perf/bench_scale: one shard at catalogue scale (issue 15, target 3),
+#      in-process: BENCH_SCALE_WINES (default 100,000) wines x
+#      BENCH_SCALE_OFFERS_PER_WINE (default 10) offers and BENCH_SCALE_LEVELS
+#      (default half the offers) inventory levels.  Memory per offer and per
+#      level (RSS and malloc in-use delta while filling each table) against
+#      the row's raw field bytes, and where the bytes go (row block: struct,
+#      id, canonical document; hash and B+tree by id; secondary indexes);
+#      quote-calculate p50/p99 (1 and 5 lines to DE, BENCH_SCALE_QUOTES per
+#      scenario, default 20,000) on this catalogue and on a 1,000-wine one,
+#      alternately, with the big/small p99 ratio; a snapshot (the engine's
+#      writer) plus a WAL tail of BENCH_SCALE_TAIL_TXNS stock changes
+#      (default 100,000; 3 records each), then recovery (shard_load_with) in
+#      a fresh process: rows/s, the snapshot/WAL split, the snapshot file
+#      layer's share, RSS per row after recovery; then the recovery again
+#      under `perf record -g` and its top symbols by self time (if perf is
+#      installed; BENCH_SCALE_PERF=0 skips it; kept in BENCH_PERF_DIR if
+#      set).  Needs ~2.5 GB of RAM at the defaults (~22 KB per wine with its
+#      10 offers and 5 levels: the issue's 1,000,000 wines would need
+#      ~22-23.5 GB, so 600,000 is the most this 24 GB box runs; figures in
+#      the section).  BENCH_SKIP_SCALE=1 skips it.
 #   k. POST /v1/orders over HTTP on a shard of its own (--wal-mode fsync):
 #      durable orders per second and p50/p99 at -c16 and -c64
 #      (BENCH_ORDERS_CONNS, default "16 64"), every order the whole flash
@@ -417,12 +437,75 @@ echo "== perf/bench_quote (quote-calculate with routing and landed cost, in-proc
 if [ "${BENCH_SKIP_QUOTE:-0}" = 1 ]; then
 	echo "skipped (BENCH_SKIP_QUOTE=1)"
 elif [ -f build/rel/lib.a ] && gcc -std=c17 -D_GNU_SOURCE -I. -O2 -Wall -Wextra -Werror -o "$root/bench_quote" \
-	perf/bench_quote.c build/rel/lib.a -lxxhash -lzstd -lssl -lcrypto -lpthread -lm 2>"$root/bench_quote.err"; then
+	perf/bench_quote.c perf/bench_world.c build/rel/lib.a -lxxhash -lzstd -lssl -lcrypto -lpthread -lm 2>"$root/bench_quote.err"; then
 	echo "\$ bench_quote data $Q_WINES $Q_PER $Q_N"
 	timeout 900 "$root/bench_quote" data "$Q_WINES" "$Q_PER" "$Q_N" || echo "bench_quote failed or timed out (exit $?)"
 else
 	head -n 5 "$root/bench_quote.err" 2>/dev/null || true
 	echo "bench_quote did not compile: skipped"
+fi
+
+# ---- o. one shard at catalogue scale: memory per row, quote p99, recovery ------------
+# Measured 2026-11-28 on the 2-core dev box while another engineer's benchmarks
+# ran (load average ~2), release build, with
+#   prlimit --as=15500000000 nice -n 15 bench_scale fill data DIR W 10 W*5 20000 100000
+#   nice -n 15 bench_scale load DIR
+# W = 600,000 is the most that fits in ~14 GB (peak RSS 13.4 GiB, fill and load):
+#  - memory: an offer 1,381 B (9.4x its 147 raw field bytes; W = 500,000: 1,311 B,
+#    8.9x), a level 1,410 B (9.3x its 151 B; 1,250 B, 8.3x) -- goal <= 2x.  An
+#    offer: row block 882 B (typed struct 288, id 25, canonical JSON 556),
+#    hash by id 54-89 B (60% / 36% full), B+tree by id 73 B, secondary indexes
+#    288 B; a level: 768 B (struct 424, JSON 297), 54-89, 66, 393 B.  The
+#    issue's 1,000,000 x 10 + 5,000,000 levels: 22.0-23.5 GB extrapolated.
+#  - quote p99 big/small (pooled, alternating): 1 line 1.48x (600k), 1.57x
+#    (500k), 1.91x (100k, the defaults, a quiet stretch); 5 lines 1.43x, 1.35x,
+#    1.30x; p50 1.27-1.49x.  The small catalogue's p99 is ~27-29 us when the
+#    box is quiet (40-66 us when not), the big one's 56-66 us: the 1-line p99
+#    target (<= 1.5x) is not met once the machine is quiet.
+#  - recovery: 125,000 rows/s (W = 600,000: 10.26 M snapshot records + 0.3 M WAL
+#    records in 84 s; user 52 s, system 27 s) and 118,000 rows/s at 500,000 --
+#    target 2,000,000.  Profile: clear_page_erms (the kernel zeroing fresh
+#    pages) 23-32%, hidx_probe 8-9%, the JSON parser ~17% (parse_member_key,
+#    parse_string, json_parse, arena_alloc, skip_ws, json_get), B+tree inserts
+#    ~10% (memcmp, inner_child, leaf_lower, kb_new, oidx_insert), malloc/free
+#    ~6%, zstd 5%.  The snapshot file layer (three verifying passes: find,
+#    verify, load) is ~4.4 s of the 84.
+echo
+S_WINES=${BENCH_SCALE_WINES:-100000}
+S_PER=${BENCH_SCALE_OFFERS_PER_WINE:-10}
+S_LEVELS=${BENCH_SCALE_LEVELS:-$((S_WINES * S_PER / 2))}
+S_QUOTES=${BENCH_SCALE_QUOTES:-20000}
+S_TAIL=${BENCH_SCALE_TAIL_TXNS:-100000}
+echo "== perf/bench_scale ($S_WINES wines x $S_PER offers, $S_LEVELS levels in one shard: memory, quotes, recovery)"
+if [ "${BENCH_SKIP_SCALE:-0}" = 1 ]; then
+	echo "skipped (BENCH_SKIP_SCALE=1)"
+elif [ -f build/rel/lib.a ] && gcc -std=c17 -D_GNU_SOURCE -I. -O2 -g -Wall -Wextra -Werror -o "$root/bench_scale" \
+	perf/bench_scale.c perf/bench_world.c build/rel/lib.a -lxxhash -lzstd -lssl -lcrypto -lpthread -lm 2>"$root/bench_scale.err"; then
+	mkdir -p "$root/scale"
+	echo "\$ bench_scale fill data DIR $S_WINES $S_PER $S_LEVELS $S_QUOTES $S_TAIL"
+	if timeout 1800 "$root/bench_scale" fill data "$root/scale" "$S_WINES" "$S_PER" "$S_LEVELS" "$S_QUOTES" "$S_TAIL"; then
+		sync # the load reads a settled file (from the page cache: the fill just wrote it)
+		echo "\$ bench_scale load DIR"
+		timeout 1800 "$root/bench_scale" load "$root/scale" || echo "bench_scale load failed or timed out (exit $?)"
+		if [ "${BENCH_SCALE_PERF:-1}" = 1 ] && command -v perf >/dev/null; then
+			# the recovery again under perf: where its time goes (self time by symbol)
+			pdata="${BENCH_PERF_DIR:-$root}/scale-load.perf.data"
+			echo "\$ perf record -g -F 999 -o $pdata -- bench_scale load DIR recover-only"
+			if perf record -q -g -F 999 -o "$pdata" -- "$root/bench_scale" load "$root/scale" recover-only >/dev/null 2>&1; then
+				echo "recovery profile, self time by symbol (top 25; perf report --no-children --sort symbol):"
+				(set +o pipefail; perf report -i "$pdata" --stdio --no-children --sort symbol -g none 2>/dev/null |
+					grep -v '^#' | grep -v '^$' | head -n 25)
+			else
+				echo "perf record failed (permissions?): no profile"
+			fi
+		fi
+	else
+		echo "bench_scale fill failed or timed out (exit $?)"
+	fi
+	rm -rf "$root/scale"
+else
+	head -n 5 "$root/bench_scale.err" 2>/dev/null || true
+	echo "bench_scale did not compile: skipped"
 fi
 
 # ---- k. durable orders: POST /v1/orders over HTTP ------------------------------------

@@ -204,7 +204,12 @@ struct parser {
 	 * the input itself (no escape, plain ASCII: nothing copied) or in sb. */
 	const char *str;
 	size_t slen;
+	const char *const *keep; /* json_parse_keep: the top-level keys built (NULL: all) */
+	int skipped;             /* parse_member_key stepped over the member's value */
 };
+
+/* The value json_parse_keep leaves for a member it stepped over. */
+#define JSON_SKIPPED_LEN UINT32_MAX
 
 /*
  * Record an error at byte `off` (<= len) and return -1.  Line and column
@@ -300,6 +305,8 @@ static int unexpected(struct parser *p, size_t off, const char *what)
 	describe(p, off, d, sizeof(d));
 	return fail(p, off, 0, "unexpected %s, %s", d, what);
 }
+
+static size_t scan_past_value(const char *t, size_t len, size_t i);
 
 /* ------------------------------------------------------------------------ */
 /* UTF-8 and strings                                                        */
@@ -755,6 +762,28 @@ static int find_key(const struct parser *p, const struct frame *f, int hashed)
 	return 0;
 }
 
+/* Is key (n bytes) one of the NULL-terminated list? */
+static int kept(const char *const *keep, const char *key, size_t n)
+{
+	for (; *keep; keep++)
+		if (!strncmp(*keep, key, n) && (*keep)[n] == 0)
+			return 1;
+	return 0;
+}
+
+/* json_parse_keep: step over the value at p->pos (after the ':') without
+ * building it; parse_document then attaches the skipped marker. */
+static int skip_member_value(struct parser *p)
+{
+	skip_ws(p);
+	size_t end = scan_past_value((const char *)p->s, p->len, p->pos);
+	if (end == p->pos || end > p->len)
+		return unexpected(p, p->pos, "expected a value");
+	p->pos = end;
+	p->skipped = 1;
+	return 0;
+}
+
 /*
  * Parse "key" : at p->pos (whitespace skipped) for the object on top of
  * the frame stack; check the member count and duplicates; push the member
@@ -795,6 +824,8 @@ static int parse_member_key(struct parser *p)
 	if (p->pos >= p->len || p->s[p->pos] != ':')
 		return unexpected(p, p->pos, "expected ':' after object key");
 	p->pos++;
+	if (p->keep && p->nframes == 1 && !kept(p->keep, key, e->m.key_len))
+		return skip_member_value(p);
 	return 0;
 }
 
@@ -848,7 +879,10 @@ static int parse_document(struct parser *p)
 	for (;;) {
 		/* want_value */
 		skip_ws(p);
-		if (p->pos < p->len && (p->s[p->pos] == '[' || p->s[p->pos] == '{')) {
+		if (p->skipped) { /* json_parse_keep stepped over this member's value */
+			p->skipped = 0;
+			v = (struct json_value){.type = JSON_NULL, .len = JSON_SKIPPED_LEN};
+		} else if (p->pos < p->len && (p->s[p->pos] == '[' || p->s[p->pos] == '{')) {
 			int obj = p->s[p->pos] == '{';
 			if (p->nframes >= p->lim.max_depth)
 				return fail(p, p->pos, 1, "nesting deeper than %u levels",
@@ -1010,11 +1044,12 @@ static void scratch_give(struct parser *p, int ok)
  * error.  Scratch memory is kept for the thread's next parse (see
  * json_scratch above) or released, either way.
  */
-struct json_doc *json_parse(const char *text, size_t len,
-			    const struct json_limits *lim, struct json_error *err)
+static struct json_doc *parse_with(const char *text, size_t len, const struct json_limits *lim,
+				   const char *const *keep, struct json_error *err)
 {
 	struct parser p;
 	memset(&p, 0, sizeof(p));
+	p.keep = keep;
 	p.s = (const unsigned char *)text;
 	p.len = len;
 	p.err = err;
@@ -1064,6 +1099,16 @@ struct json_doc *json_parse(const char *text, size_t len,
 	return doc;
 }
 
+struct json_doc *json_parse(const char *text, size_t len, const struct json_limits *lim, struct json_error *err)
+{
+	return parse_with(text, len, lim, NULL, err);
+}
+
+struct json_doc *json_parse_keep(const char *text, size_t len, const char *const *keep, struct json_error *err)
+{
+	return parse_with(text, len, NULL, keep, err);
+}
+
 /* First member of `obj` whose decoded key equals the C string `key`;
  * NULL if `obj` is not an object or has no such key.  Linear. */
 const struct json_value *json_get(const struct json_value *obj, const char *key)
@@ -1073,8 +1118,17 @@ const struct json_value *json_get(const struct json_value *obj, const char *key)
 	size_t n = strlen(key);
 	for (uint32_t i = 0; i < obj->len; i++) {
 		const struct json_member *m = &obj->u.members[i];
-		if (m->key_len == n && memcmp(m->key, key, n) == 0)
+		if (m->key_len == n && memcmp(m->key, key, n) == 0) {
+			if (m->value.type == JSON_NULL && m->value.len == JSON_SKIPPED_LEN) {
+#ifdef WM_TESTING
+				fprintf(stderr, "json_get: \"%s\" was skipped by json_parse_keep: add it to the "
+						"decoder's key list\n", key);
+				abort();
+#endif
+				return NULL;
+			}
 			return &m->value;
+		}
 	}
 	return NULL;
 }

@@ -90,6 +90,20 @@ struct json_doc;
 struct json_doc *json_parse(const char *text, size_t len,
 			    const struct json_limits *lim, struct json_error *err);
 
+/*
+ * Parse a document this process wrote itself (with net/jsonw.h: valid by
+ * construction, as fuzz_json checks), building only the top-level members
+ * whose keys are in `keep` (NULL-terminated); the value of any other
+ * top-level member is stepped over without being built or validated.  For
+ * a table's decoder on the live path (engine/storage/table.c): most of a
+ * large document is never read there.  A skipped member is found by
+ * json_get as absent (test builds abort: a decoder read a key its list
+ * does not name).  Input from anywhere else goes through json_parse.
+ * Never reads outside text[0..len); malformed text fails like json_parse.
+ */
+struct json_doc *json_parse_keep(const char *text, size_t len, const char *const *keep,
+				 struct json_error *err);
+
 /* The root value of a parsed document (never NULL for a live doc). */
 const struct json_value *json_root(const struct json_doc *doc);
 

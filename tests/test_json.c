@@ -1111,3 +1111,65 @@ WM_TEST(json, duplicate_keys_across_the_linear_bound)
 		cr_assert(strstr(err.msg, "duplicate key"), "%s", err.msg);
 	}
 }
+
+/* json_parse_keep: the listed top-level members are built exactly as
+ * json_parse builds them; the others are stepped over whatever they hold;
+ * the grammar of what is read, duplicates and truncation still fail. */
+WM_TEST(json, parse_keep_builds_only_the_listed_top_level_members)
+{
+	static const char *const keep[] = {"id", "legs", "total", NULL};
+	const char *text =
+		"{\"id\":\"o1\",\"lines\":[{\"s\":\"a]\\\"}\"},[1,{\"x\":null}]],\"legs\":[{\"id\":\"L\",\"q\":2}],"
+		"\"n\":-1.5e3,\"t\":true,\"z\":null,\"s\":\"{\\\\\",\"o\":{\"id\":\"inner\"},\"total\":12.50}";
+	struct json_error err;
+	struct json_doc *k = json_parse_keep(text, strlen(text), keep, &err);
+	cr_assert_not_null(k, "%s", err.msg);
+	struct json_doc *w = parse_ok(text, strlen(text));
+	const struct json_value *kr = json_root(k), *wr = json_root(w);
+	cr_assert_eq(kr->len, wr->len, "every member is there, skipped or built");
+	cr_assert_str_eq(json_get(kr, "id")->u.str, "o1");
+	cr_assert_str_eq(json_get(kr, "total")->u.num, "12.50");
+	const struct json_value *legs = json_get(kr, "legs");
+	cr_assert_eq(legs->type, JSON_ARRAY);
+	cr_assert_eq(legs->len, 1);
+	cr_assert_str_eq(json_get(&legs->u.items[0], "id")->u.str, "L", "nested members of a kept one are built");
+	cr_assert_str_eq(json_get(&legs->u.items[0], "q")->u.num, "2");
+	for (uint32_t i = 0; i < kr->len; i++) {
+		const struct json_member *m = &kr->u.members[i];
+		cr_assert_str_eq(m->key, wr->u.members[i].key, "keys in input order");
+		int listed = !strcmp(m->key, "id") || !strcmp(m->key, "legs") || !strcmp(m->key, "total");
+		if (!listed)
+			cr_assert(m->value.type == JSON_NULL && m->value.len != 0, "%s is skipped", m->key);
+	}
+	json_doc_free(k);
+	json_doc_free(w);
+	/* what is still refused */
+	static const char *const bad[] = {
+		"{\"id\":\"o1\",\"id\":\"o2\"}",           /* duplicate, kept */
+		"{\"x\":1,\"x\":2}",                       /* duplicate, skipped */
+		"{\"x\":[1,2,\"id\":\"a\"}",               /* a skipped value that does not close: nothing after */
+		"{\"x\":\"abc",                            /* truncated in a skipped string */
+		"{\"id\":\"o1\",\"x\":}",                  /* no value */
+		"{\"id\":01}",                             /* grammar of a kept value */
+		"{\"x\":1",                                /* no closing brace */
+	};
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct json_doc *d = json_parse_keep(bad[i], strlen(bad[i]), keep, &err);
+		cr_assert_null(d, "accepted %s", bad[i]);
+		cr_assert_lt(err.offset, strlen(bad[i]) + 1);
+	}
+	/* every prefix of the text: refused, never read past its end (ASan) */
+	size_t tl = strlen(text);
+	for (size_t n = 0; n < tl; n++) {
+		char *cut = malloc(n ? n : 1);
+		cr_assert_not_null(cut);
+		memcpy(cut, text, n);
+		cr_assert_null(json_parse_keep(cut, n, keep, &err), "prefix of %zu accepted", n);
+		free(cut);
+	}
+	/* an array root, or an empty list, is parsed whole */
+	struct json_doc *a = json_parse_keep(L("[{\"x\":1}]"), keep, &err);
+	cr_assert_not_null(a);
+	cr_assert_str_eq(json_get(&json_root(a)->u.items[0], "x")->u.num, "1");
+	json_doc_free(a);
+}

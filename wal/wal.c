@@ -13,8 +13,15 @@
  * bumps the eventfd so the loop can release the responses waiting on it.
  * While the thread is inside fdatasync new transactions pile up in the
  * other buffer: that is the group commit -- batch size adapts to the sync
- * latency by itself, with no timer.  Back-pressure only starts when more
- * than WAL_QUEUE_MAX_BYTES are queued.
+ * latency by itself.  One refinement (mode fsync): when work was already
+ * waiting as a sync finished, the writers are busy, and a sync costs about
+ * as long as the loop takes to make one more transaction (an order: ~150 us
+ * of loop time, an fdatasync ~170 us and ~45 us of CPU here), so batches
+ * stayed at 1-2 transactions.  Then the thread waits up to
+ * WAL_GROUP_WAIT_US more, or until WAL_GROUP_TXNS are queued, before
+ * writing: fewer fsyncs per transaction under load, and no wait at all for
+ * a lone writer (nothing is waiting when its sync ends).  Back-pressure
+ * only starts when more than WAL_QUEUE_MAX_BYTES are queued.
  *
  * The queued batch is kept directly in the frame's raw format (u64 lsn,
  * u32 len, payload), so cutting frames needs no second copy.
@@ -99,6 +106,8 @@
 #define WAL_MIN_BATCH_BYTES      64u                /* room for a tiny txn */
 #define WAL_DEFAULT_ZSTD_LEVEL   1
 #define WAL_QUEUE_MAX_BYTES      ((size_t)64 << 20) /* back-pressure beyond this */
+#define WAL_GROUP_WAIT_US        200u /* busy writers: wait this long at most for a fuller batch */
+#define WAL_GROUP_TXNS           16u  /* ... or until this many transactions are queued */
 #define WAL_ZERO_CHUNK           (64u << 10)        /* preallocation write size */
 
 const uint32_t wal_lat_bounds_us[WAL_LAT_BUCKETS] = {
@@ -706,15 +715,37 @@ static uint64_t write_batch(struct wal *w, struct batch_stats *bs)
 }
 
 /* The WAL thread: take the open batch, write it, publish, repeat. */
+/* Busy writers (work waited through the last sync, mode fsync): let the
+ * batch fill for up to WAL_GROUP_WAIT_US or WAL_GROUP_TXNS transactions
+ * (see the top of the file).  taken: the last LSN already written.  Called
+ * and returns with mu held. */
+static void group_wait(struct wal *w, uint64_t taken)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_nsec += (long)WAL_GROUP_WAIT_US * 1000;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	while (!w->stop && w->appended - taken < WAL_GROUP_TXNS &&
+	       w->open.len < w->max_batch_bytes &&
+	       pthread_cond_timedwait(&w->work, &w->mu, &until) != ETIMEDOUT)
+		;
+}
+
 static void *wal_thread(void *arg)
 {
 	struct wal *w = arg;
+	int busy = 0; /* work was queued when the last batch became durable */
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
 		while (w->open.len == 0 && !w->stop)
 			pthread_cond_wait(&w->work, &w->mu);
 		if (w->open.len == 0)
 			break; /* stopping and drained */
+		if (busy && w->mode == WAL_MODE_FSYNC)
+			group_wait(w, atomic_load_explicit(&w->durable, memory_order_relaxed));
 		struct buf t = w->open;
 		w->open = w->mine;
 		w->mine = t;
@@ -754,6 +785,7 @@ static void *wal_thread(void *arg)
 		w->st.segments_from_spare += bs.segments_spare;
 		if (n > w->st.max_batch_txns)
 			w->st.max_batch_txns = n;
+		busy = w->open.len > 0;
 		pthread_cond_broadcast(&w->done);
 	}
 	pthread_mutex_unlock(&w->mu);
@@ -839,7 +871,11 @@ struct wal *wal_open(const struct wal_config *cfg, uint64_t next_lsn, char *err,
 	buf_init(&w->mine, 0);
 	buf_init(&w->frame, 0);
 	pthread_mutex_init(&w->mu, NULL);
-	pthread_cond_init(&w->work, NULL);
+	pthread_condattr_t ca; /* group_wait's deadline is on the monotonic clock */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->work, &ca);
+	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&w->done, NULL);
 	pthread_cond_init(&w->prep_cv, NULL);
 	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

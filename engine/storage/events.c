@@ -139,6 +139,9 @@ static void event_index_del(struct table *t, struct row *r)
 		oidx_del(&ext(t)->by_entity, k, entity_key(e, k));
 }
 
+/* What event_decode reads: never the payload, most of an event's bytes. */
+static const char *const event_decode_keys[] = {"type", "scope", NULL};
+
 const struct table_ops event_table_ops = {
 	.rec_table = REC_T_EVENT,
 	.name = "event",
@@ -148,4 +151,5 @@ const struct table_ops event_table_ops = {
 	.fini = event_fini,
 	.index_add = event_index_add,
 	.index_del = event_index_del,
+	.decode_keys = event_decode_keys,
 };

@@ -240,6 +240,8 @@ void shard_close(struct shard *sh)
 
 /* ---- transactions ------------------------------------------------------ */
 
+static int apply_records(struct shard *sh, uint64_t lsn, const void *payload, size_t len, int live, char *why);
+
 /* Forget the open image, held records included. */
 static void txn_reset(struct shard *sh)
 {
@@ -319,7 +321,7 @@ void txn_abort(struct shard *sh)
 static void apply_or_die(struct shard *sh, uint64_t lsn, size_t from)
 {
 	char why[128];
-	if (shard_apply(sh, lsn, sh->txn.data + from, sh->txn.len - from, why)) {
+	if (apply_records(sh, lsn, sh->txn.data + from, sh->txn.len - from, 1, why)) {
 		log_error("msg=\"committed transaction failed to apply\" lsn=%llu why=\"%s\"",
 			  (unsigned long long)lsn, why);
 		abort();
@@ -500,7 +502,10 @@ void shard_space_poll(struct shard *sh)
 	log_info("msg=\"disk space returned: writes accepted again\" data_dir=%s", sh->cfg.data_dir);
 }
 
-int shard_apply(struct shard *sh, uint64_t lsn, const void *payload, size_t len, char *why)
+/* shard_apply; live: the records are this process's own commit (or a
+ * replica's, checked by table_check), so tables may decode them with
+ * their key lists (table_put_live). */
+static int apply_records(struct shard *sh, uint64_t lsn, const void *payload, size_t len, int live, char *why)
 {
 	size_t off = 0;
 	struct rec_view rv;
@@ -512,7 +517,7 @@ int shard_apply(struct shard *sh, uint64_t lsn, const void *payload, size_t len,
 			return -1;
 		}
 		if (rv.op == REC_PUT) {
-			if (table_put(t, rv.key, rv.key_len, rv.val, rv.val_len, lsn, why))
+			if ((live ? table_put_live : table_put)(t, rv.key, rv.key_len, rv.val, rv.val_len, lsn, why))
 				return -1;
 			if (t->ops->trim)
 				t->ops->trim(t);
@@ -527,6 +532,11 @@ int shard_apply(struct shard *sh, uint64_t lsn, const void *payload, size_t len,
 	}
 	sh->lsn = lsn;
 	return 0;
+}
+
+int shard_apply(struct shard *sh, uint64_t lsn, const void *payload, size_t len, char *why)
+{
+	return apply_records(sh, lsn, payload, len, 0, why);
 }
 
 /* ---- snapshots --------------------------------------------------------- */

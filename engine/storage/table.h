@@ -51,6 +51,12 @@ struct table_ops {
 	/* After every applied put (live and replay): enforce a bound such as
 	 * "keep the newest N rows" deterministically (may be NULL). */
 	void (*trim)(struct table *t);
+	/* The top-level keys decode() reads (NULL-terminated), or NULL.  With
+	 * a list, a put this process just wrote (table_put_live) builds only
+	 * those members (json_parse_keep); recovery and replicas parse and
+	 * validate every document whole.  Test builds parse live documents
+	 * whole as well and abort when decode() reads a key not listed. */
+	const char *const *decode_keys;
 };
 
 struct table {
@@ -82,6 +88,11 @@ struct row *table_find(const struct table *t, const struct hidx *h, const char *
  */
 int table_put(struct table *t, const char *id, size_t id_len, const char *doc, size_t doc_len,
 	      uint64_t lsn, char *why);
+/* table_put for a document this process wrote on its live path (a commit
+ * of its own, or a replica's record table_check accepted): the same row,
+ * built with the table's decode_keys when it has them. */
+int table_put_live(struct table *t, const char *id, size_t id_len, const char *doc, size_t doc_len,
+		   uint64_t lsn, char *why);
 /* Would table_put accept this document?  Parses and decodes it into a
  * scratch row and frees it; nothing changes.  0, or -1 with why (>= 128
  * bytes).  The replication subscriber checks every record it received

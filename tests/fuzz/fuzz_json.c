@@ -10,7 +10,8 @@
  * sanitizers see that arithmetic, and the raw input is fed to
  * json_text_to_fixed() directly.  json_scan_top_string() (the light scan
  * of our own response bodies) must stay inside every input and, on the
- * writer's text, find what the parser found.  Any disagreement calls
+ * writer's text, find what the parser found.  json_parse_keep() must accept
+ * what json_parse() accepts and build its kept members identically.  Any disagreement calls
  * abort().
  */
 #include <stdint.h>
@@ -75,7 +76,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 
 	struct json_error err;
+	static const char *const keep[] = {"id", "a", NULL};
+	struct json_doc *dk = json_parse_keep((const char *)data, size, keep, &err);
 	struct json_doc *d1 = json_parse((const char *)data, size, NULL, &err);
+	if (d1 && !dk)
+		abort(); /* what parses whole parses with a key list */
+	if (d1 && json_root(d1)->type == JSON_OBJECT) {
+		/* the kept members are built exactly as the whole parse builds them */
+		const struct json_value *kr = json_root(dk), *wr = json_root(d1);
+		if (kr->type != JSON_OBJECT || kr->len != wr->len)
+			abort();
+		for (unsigned i = 0; keep[i]; i++) {
+			const struct json_value *a = json_get(kr, keep[i]), *b = json_get(wr, keep[i]);
+			struct buf ba, bb;
+			buf_init(&ba, 0);
+			buf_init(&bb, 0);
+			struct jw wa, wb;
+			jw_init(&wa, &ba);
+			jw_init(&wb, &bb);
+			if (a)
+				jw_value(&wa, a);
+			if (b)
+				jw_value(&wb, b);
+			if (!a != !b || ba.len != bb.len || (ba.len && memcmp(ba.data, bb.data, ba.len)))
+				abort();
+			buf_free(&ba);
+			buf_free(&bb);
+		}
+	}
+	json_doc_free(dk);
 	if (!d1) {
 		if (err.offset > size || err.line < 1 || err.column < 1 ||
 		    memchr(err.msg, 0, sizeof(err.msg)) == NULL)

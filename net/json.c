@@ -766,7 +766,7 @@ static int find_key(const struct parser *p, const struct frame *f, int hashed)
 static int kept(const char *const *keep, const char *key, size_t n)
 {
 	for (; *keep; keep++)
-		if (!strncmp(*keep, key, n) && (*keep)[n] == 0)
+		if (strlen(*keep) == n && !memcmp(*keep, key, n)) /* a key may hold NUL (\u0000) */
 			return 1;
 	return 0;
 }
@@ -1137,16 +1137,26 @@ const struct json_value *json_get(const struct json_value *obj, const char *key)
 /* A light scan of trusted text (json_scan_top_string)                      */
 /* ------------------------------------------------------------------------ */
 
+/* Bytes a scan must stop at: 1 inside strings ('"', '\\'), 2 between
+ * values (a quote or a bracket). */
+static const uint8_t scan_stop[256] = {
+	['"'] = 3, ['\\'] = 1, ['{'] = 2, ['}'] = 2, ['['] = 2, [']'] = 2,
+};
+
 /* Past the string whose opening quote is at i: the index after its closing
  * quote, or len when it does not close.  *esc: it held a backslash. */
 static size_t scan_past_string(const char *t, size_t len, size_t i, int *esc)
 {
 	*esc = 0;
 	for (i++; i < len; i++) {
+		while (i < len && !(scan_stop[(unsigned char)t[i]] & 1))
+			i++;
+		if (i >= len)
+			break;
 		if (t[i] == '\\') {
 			*esc = 1;
 			i++;
-		} else if (t[i] == '"') {
+		} else {
 			return i + 1;
 		}
 	}
@@ -1169,6 +1179,10 @@ static size_t scan_past_value(const char *t, size_t len, size_t i)
 	}
 	size_t depth = 0;
 	while (i < len) {
+		while (i < len && !(scan_stop[(unsigned char)t[i]] & 2))
+			i++;
+		if (i >= len)
+			break;
 		char c = t[i];
 		if (c == '"') {
 			i = scan_past_string(t, len, i, &esc);

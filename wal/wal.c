@@ -132,6 +132,7 @@ struct wal {
 	size_t inflight;      /* under mu: bytes the WAL thread is writing now */
 	uint64_t appended;    /* under mu: last LSN accepted by wal_append */
 	int stop;             /* under mu */
+	int grouping;         /* under mu: the WAL thread is in group_wait */
 	int have_thread;
 	struct wal_stats st;  /* under mu; durable/appended filled in by wal_stats */
 	_Atomic uint64_t durable;
@@ -728,10 +729,12 @@ static void group_wait(struct wal *w, uint64_t taken)
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000L;
 	}
+	w->grouping = 1;
 	while (!w->stop && w->appended - taken < WAL_GROUP_TXNS &&
 	       w->open.len < w->max_batch_bytes &&
 	       pthread_cond_timedwait(&w->work, &w->mu, &until) != ETIMEDOUT)
 		;
+	w->grouping = 0;
 }
 
 static void *wal_thread(void *arg)
@@ -1034,7 +1037,10 @@ int wal_append_reserved(struct wal *w, uint64_t lsn, const void *payload, size_t
 	}
 	w->open_worst += worst;
 	w->appended = lsn;
-	pthread_cond_signal(&w->work);
+	/* a writer filling its batch (group_wait) is woken only once it is full */
+	if (!w->grouping || w->appended - atomic_load_explicit(&w->durable, memory_order_relaxed) >= WAL_GROUP_TXNS ||
+	    w->open.len >= w->max_batch_bytes)
+		pthread_cond_signal(&w->work);
 	pthread_mutex_unlock(&w->mu);
 	return 0;
 }

@@ -609,3 +609,54 @@ WM_TEST(quote_prop, no_component_rounded_twice)
 	free(q);
 	pworld_end(&x);
 }
+
+/* Issue 15: a wine with more sellable offers than a line prices
+ * (QUOTE_MAX_CANDIDATES = 32) keeps the first in routing order, not in
+ * index order: 34 offers of 34 originators created dearest first (60.00
+ * down to 27.00 EUR, so the id order puts the cheapest last), quoted to
+ * DE.  The cheapest wins, the two dearest are the ones cut, and the line's
+ * sourcing says 34 were considered and some were cut. */
+WM_TEST(quote_ref, candidates_are_the_first_in_routing_order)
+{
+	struct rworld x; /* rworld's, with a key rate for the ~250 set-up calls */
+	static const char *const args[] = {"--key-rate-rps", "1000000", "--key-rate-burst", "1000000", NULL};
+	wm_proc_init(&x.p);
+	cr_assert_eq(wm_start(&x.p, args, NULL), 0, "wm-shard did not start (logs in %s)", x.p.dir);
+	tc_partner_live(x.p.port, "Shop", "DE", "[\"seller\"]", NULL, x.sel);
+	tc_key_for(x.p.port, x.sel, x.ksel);
+	char orig[64], korig[128], wine[64], ofr[34][64];
+	pub_wine(x.p.port, "Cut", "wine", "12.5", wine);
+	for (int i = 0; i < 34; i++) { /* one offer per originator, wine and condition */
+		char price[16], name[32];
+		snprintf(name, sizeof(name), "Cave %d", i);
+		originator(x.p.port, name, "FR", orig, korig);
+		snprintf(price, sizeof(price), "%d.00", 60 - i);
+		offer(x.p.port, korig, wine, price, "EUR", 100, "EXW", ofr[i]);
+	}
+	char line[160];
+	snprintf(line, sizeof(line), "{\"sku\":\"%s\",\"qty\":6,\"box_units\":6}", wine);
+	json_t *q = quote_to(&x, "DE", line, 200);
+	json_t *l0 = json_array_get(json_object_get(q, "lines"), 0), *src = json_object_get(l0, "sourcing");
+	cr_assert_eq(json_integer_value(json_object_get(src, "candidates_considered")), 34);
+	cr_assert(json_is_true(json_object_get(src, "candidates_cut")));
+	cr_assert_str_eq(tc_jstr(json_array_get(json_object_get(src, "source"), 0), "offer_id"), ofr[33],
+			 "the cheapest offer, last in id order, is priced and wins");
+	json_t *cands = json_object_get(l0, "candidates");
+	cr_assert_eq(json_array_size(cands), 32);
+	for (size_t k = 0; k < 32; k++) {
+		const char *id = tc_jstr(json_array_get(cands, k), "offer_id");
+		cr_assert_str_eq(id, ofr[33 - k], "candidate %zu in routing order (cheapest first)", k);
+	}
+	json_decref(q);
+	/* one offer: nothing cut */
+	char wine2[64], one[64];
+	pub_wine(x.p.port, "Single", "wine", "12.5", wine2);
+	offer(x.p.port, korig, wine2, "10.00", "EUR", 100, "EXW", one);
+	snprintf(line, sizeof(line), "{\"sku\":\"%s\",\"qty\":6,\"box_units\":6}", wine2);
+	q = quote_to(&x, "DE", line, 200);
+	src = json_object_get(json_array_get(json_object_get(q, "lines"), 0), "sourcing");
+	cr_assert_eq(json_integer_value(json_object_get(src, "candidates_considered")), 1);
+	cr_assert(json_is_false(json_object_get(src, "candidates_cut")));
+	json_decref(q);
+	wm_proc_cleanup(&x.p);
+}

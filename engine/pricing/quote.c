@@ -230,9 +230,9 @@ static int price_incoterm_of(int offer_incoterm)
 
 static void cand_add(struct quote *s, struct quote_line *ql, const struct offer *o)
 {
-	/* an offer the caller may not see is no candidate at all: not counted
-	 * (it takes no slot), not explained, not routed (it could not win) */
-	if (ql->ncand >= QUOTE_MAX_CANDIDATES || !offer_sellable(o, s->now_ms) || !offer_visible_to(s->caller, o))
+	/* the caller sees it and it is sellable (cand_cb): an offer the caller
+	 * may not see is no candidate at all, not counted, explained or routed */
+	if (ql->ncand >= QUOTE_MAX_CANDIDATES)
 		return;
 	unsigned i = ql->ncand++;
 	struct route_cand *rc = &ql->cand[i];
@@ -341,11 +341,75 @@ int quote_verdict_hidden(enum permit_verdict v)
 	}
 }
 
+/*
+ * Candidates in routing order (issue 15): a wine may have more sellable
+ * offers than a line prices (QUOTE_MAX_CANDIDATES), so the ones priced are
+ * the first by a bound routing itself respects -- the estate's offer first
+ * (rule 1), then the lowest seller_price (P_B2B: what a landed cost grows
+ * from; offers in another currency after those in the estate's or first
+ * seen one), then offer id -- not the first in index order.  At most
+ * QUOTE_SCAN_MAX sellable offers the caller may see are ranked; the line's
+ * sourcing says how many were considered and whether any were cut.
+ */
+struct cand_scan {
+	struct quote *s;
+	const struct offer **o;          /* s->scan */
+	unsigned n;
+	uint8_t more;                    /* a sellable, visible offer past QUOTE_SCAN_MAX */
+};
+
 static int cand_cb(const struct offer *o, void *arg)
 {
-	void **a = arg;
-	cand_add(a[0], a[1], o);
+	struct cand_scan *cs = arg;
+	if (!offer_sellable(o, cs->s->now_ms) || !offer_visible_to(cs->s->caller, o))
+		return 0; /* no candidate at all: not counted, not explained */
+	if (cs->n == QUOTE_SCAN_MAX) {
+		cs->more = 1;
+		return 1;
+	}
+	cs->o[cs->n++] = o;
 	return 0;
+}
+
+/* a before b in routing order (see struct cand_scan); estate: its partner
+ * id or NULL; cur: the currency ranked first. */
+static int rank_before(const struct offer *a, const struct offer *b, const char *estate, const char *cur)
+{
+	int ea = estate && !strcmp(a->originator_id, estate), eb = estate && !strcmp(b->originator_id, estate);
+	if (ea != eb)
+		return ea;
+	int ca = !strcmp(a->currency, cur), cb = !strcmp(b->currency, cur);
+	if (ca != cb)
+		return ca;
+	if (ca && a->price_minor != b->price_minor)
+		return a->price_minor < b->price_minor;
+	return strcmp(a->row.id, b->row.id) < 0;
+}
+
+/* The line's candidates: the wine's sellable offers the caller sees, the
+ * first QUOTE_MAX_CANDIDATES in routing order. */
+static void gather_candidates(struct quote *s, struct quote_line *ql)
+{
+	struct cand_scan scan = {.s = s, .o = s->scan}, *cs = &scan;
+	offer_wine_any(s->sh, ql->w->row.id, ql->w->row.id_len, cand_cb, cs);
+	const char *cur = cs->n ? cs->o[0]->currency : "";
+	for (unsigned i = 0; i < cs->n && s->estate; i++)
+		if (!strcmp(cs->o[i]->originator_id, s->estate))
+			cur = cs->o[i]->currency;
+	/* a partial selection sort: only the places priced are ordered */
+	unsigned keep = cs->n < QUOTE_MAX_CANDIDATES ? cs->n : QUOTE_MAX_CANDIDATES;
+	for (unsigned i = 0; i < keep; i++) {
+		unsigned best = i;
+		for (unsigned j = i + 1; j < cs->n; j++)
+			if (rank_before(cs->o[j], cs->o[best], s->estate, cur))
+				best = j;
+		const struct offer *t = cs->o[i];
+		cs->o[i] = cs->o[best];
+		cs->o[best] = t;
+		cand_add(s, ql, cs->o[i]);
+	}
+	ql->considered = cs->n;
+	ql->scan_cut = cs->more;
 }
 
 /* A 422 with a code of ours and the collected field errors. */
@@ -752,6 +816,9 @@ void quote_write_line_sourcing(struct jw *w, const struct quote *q, unsigned i, 
 	for (unsigned k = 0; k < ql->plan.n; k++)
 		write_source(w, ql, &ql->plan.a[k]);
 	jw_arr_end(w);
+	/* how many offers were ranked, and whether some were not priced */
+	jw_kint(w, "candidates_considered", ql->considered);
+	jw_kbool(w, "candidates_cut", ql->considered > ql->ncand || ql->scan_cut);
 	if (with_candidates)
 		write_candidates(w, q, i);
 	jw_obj_end(w);
@@ -999,11 +1066,12 @@ static int route_all(struct api_ctx *c, struct quote *s)
 		struct quote_line *ql = &s->l[i];
 		const struct producer *pr = producer_get(c->sh, ql->w->producer_id, strlen(ql->w->producer_id));
 		s->estate = pr && pr->partner_id[0] ? pr->partner_id : NULL;
-		if (ql->only)
-			cand_add(s, ql, ql->only);
-		else {
-			void *arg[2] = {s, ql};
-			offer_wine_any(c->sh, ql->w->row.id, ql->w->row.id_len, cand_cb, arg);
+		if (ql->only) {
+			if (offer_sellable(ql->only, s->now_ms) && offer_visible_to(s->caller, ql->only))
+				cand_add(s, ql, ql->only);
+			ql->considered = ql->ncand;
+		} else {
+			gather_candidates(s, ql);
 		}
 		enum route_err e = route_line(ql->cand, ql->ncand, ql->qty, &ql->plan);
 		line_err[i] = (uint8_t)e;

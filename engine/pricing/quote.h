@@ -14,7 +14,8 @@
 
 #define QUOTE_MAX_LINES 16      /* lines per quote */
 #define QUOTE_MAX_SOURCES 4     /* allocations (sources) per line: 16 x 4 = PRICE_MAX_LINES */
-#define QUOTE_MAX_CANDIDATES 32 /* sellable offers of one wine routing looks at (by-wine index order) */
+#define QUOTE_MAX_CANDIDATES 32 /* candidates of one line routing prices: the first in routing order */
+#define QUOTE_SCAN_MAX 1024     /* sellable, visible offers of one wine ranked for those places */
 #define QUOTE_LEVELS_PER_SOURCE 4 /* stock locations one source may ship from (order legs); stock-backed
 				    ATP counts only the ones with the most ATP */
 #define QUOTE_PLATFORM_FEE_PPM 50000u /* default --platform-fee-ppm: F_Platform = 5 % of (P_B2B + M) */
@@ -113,6 +114,8 @@ struct quote_line {
 	int64_t qty;
 	uint8_t box, cat;
 	unsigned ncand;
+	unsigned considered;             /* sellable offers the caller sees, ranked (<= QUOTE_SCAN_MAX) */
+	uint8_t scan_cut;                /* the wine had more than QUOTE_SCAN_MAX of them */
 	struct route_cand cand[QUOTE_MAX_CANDIDATES];
 	const struct offer *offer[QUOTE_MAX_CANDIDATES];
 	struct price_line_in pin[QUOTE_MAX_CANDIDATES];
@@ -146,6 +149,7 @@ struct quote {
 	struct quote_line l[QUOTE_MAX_LINES];
 	struct price_line_in flat[PRICE_MAX_LINES];
 	struct price_quote one, all;
+	const struct offer *scan[QUOTE_SCAN_MAX]; /* a line's sellable offers being ranked (quote.c) */
 };
 
 /*

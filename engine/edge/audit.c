@@ -221,6 +221,9 @@ static void audit_trim(struct table *t)
 	}
 }
 
+/* What audit_decode reads: an audit row is written for every read. */
+static const char *const audit_decode_keys[] = {"key_id", "entity_id", NULL};
+
 const struct table_ops audit_table_ops = {
 	.rec_table = REC_T_AUDIT,
 	.name = "audit",
@@ -231,6 +234,7 @@ const struct table_ops audit_table_ops = {
 	.init = audit_init,
 	.fini = audit_fini,
 	.trim = audit_trim,
+	.decode_keys = audit_decode_keys,
 };
 
 /* ---- durability accounting --------------------------------------------- */

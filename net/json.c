@@ -205,6 +205,7 @@ struct parser {
 	const char *str;
 	size_t slen;
 	const char *const *keep; /* json_parse_keep: the top-level keys built (NULL: all) */
+	size_t kept_left;        /* listed keys not met yet: at 0 the rest is not read */
 	int skipped;             /* parse_member_key stepped over the member's value */
 };
 
@@ -824,8 +825,11 @@ static int parse_member_key(struct parser *p)
 	if (p->pos >= p->len || p->s[p->pos] != ':')
 		return unexpected(p, p->pos, "expected ':' after object key");
 	p->pos++;
-	if (p->keep && p->nframes == 1 && !kept(p->keep, key, e->m.key_len))
-		return skip_member_value(p);
+	if (p->keep && p->nframes == 1) {
+		if (!kept(p->keep, key, e->m.key_len))
+			return skip_member_value(p);
+		p->kept_left--; /* keys are unique: each listed one counts once */
+	}
 	return 0;
 }
 
@@ -926,6 +930,15 @@ static int parse_document(struct parser *p)
 				p->vals[p->nvals++] = v;
 			}
 			skip_ws(p);
+			if (f->obj && p->keep && p->nframes == 1 && p->kept_left == 0 && p->pos < p->len &&
+			    (p->s[p->pos] == ',' || p->s[p->pos] == '}')) {
+				/* json_parse_keep has every listed member, its last one
+				 * complete: the rest is not read (trusted text, json.h) */
+				if (close_container(p, &v))
+					return -1;
+				p->doc->root = v;
+				return 0;
+			}
 			if (p->pos < p->len && p->s[p->pos] == ',') {
 				p->pos++;
 				skip_ws(p);
@@ -1050,6 +1063,8 @@ static struct json_doc *parse_with(const char *text, size_t len, const struct js
 	struct parser p;
 	memset(&p, 0, sizeof(p));
 	p.keep = keep;
+	for (const char *const *k = keep; k && *k; k++)
+		p.kept_left++;
 	p.s = (const unsigned char *)text;
 	p.len = len;
 	p.err = err;

@@ -94,7 +94,9 @@ struct json_doc *json_parse(const char *text, size_t len,
  * Parse a document this process wrote itself (with net/jsonw.h: valid by
  * construction, as fuzz_json checks), building only the top-level members
  * whose keys are in `keep` (NULL-terminated); the value of any other
- * top-level member is stepped over without being built or validated.  For
+ * top-level member is stepped over without being built or validated, and
+ * once every listed member is built the rest of the text is not read
+ * (members after it are not in the object).  For
  * a table's decoder on the live path (engine/storage/table.c): most of a
  * large document is never read there.  A skipped member is found by
  * json_get as absent (test builds abort: a decoder read a key its list

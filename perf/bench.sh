@@ -729,7 +729,7 @@ else
 		oc0=$(cpu_ticks "$orders_pid")
 		prof=""
 		if [ -n "${BENCH_PERF_DIR:-}" ]; then
-			perf/profile.sh "$orders_pid" 5 "$BENCH_PERF_DIR/orders-c$oc.txt" &
+			PROFILE_DATA="$BENCH_PERF_DIR/orders-c$oc.data" perf/profile.sh "$orders_pid" 5 "$BENCH_PERF_DIR/orders-c$oc.txt" &
 			prof=$!
 		fi
 		run_wrk "POST /v1/orders -c$oc (fsync)" -s perf/post_order.lua "$obase" -- "$wine"

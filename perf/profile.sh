@@ -18,8 +18,13 @@ set -euo pipefail
 [ $# -eq 3 ] || { echo "usage: perf/profile.sh PID SECONDS OUT" >&2; exit 2; }
 pid=$1 secs=$2 out=$3
 command -v perf >/dev/null || { echo "perf not installed: no profile" >"$out"; exit 0; }
-data=$(mktemp /tmp/wm-perf.XXXXXX)
-trap 'rm -f "$data"' EXIT
+# PROFILE_DATA=FILE keeps the perf.data there (for perf report by hand)
+if [ -n "${PROFILE_DATA:-}" ]; then
+	data=$PROFILE_DATA
+else
+	data=$(mktemp /tmp/wm-perf.XXXXXX)
+	trap 'rm -f "$data"' EXIT
+fi
 perf record -q --call-graph "${PROFILE_CALLGRAPH:-dwarf}" -F 999 -p "$pid" -o "$data" -- sleep "$secs" >/dev/null 2>&1 || {
 	echo "perf record failed (permissions?)" >"$out"
 	exit 0

@@ -1126,7 +1126,7 @@ WM_TEST(json, parse_keep_builds_only_the_listed_top_level_members)
 	cr_assert_not_null(k, "%s", err.msg);
 	struct json_doc *w = parse_ok(text, strlen(text));
 	const struct json_value *kr = json_root(k), *wr = json_root(w);
-	cr_assert_eq(kr->len, wr->len, "every member is there, skipped or built");
+	cr_assert_eq(kr->len, wr->len, "every member up to the last listed one is there, skipped or built");
 	cr_assert_str_eq(json_get(kr, "id")->u.str, "o1");
 	cr_assert_str_eq(json_get(kr, "total")->u.num, "12.50");
 	const struct json_value *legs = json_get(kr, "legs");
@@ -1158,7 +1158,8 @@ WM_TEST(json, parse_keep_builds_only_the_listed_top_level_members)
 		cr_assert_null(d, "accepted %s", bad[i]);
 		cr_assert_lt(err.offset, strlen(bad[i]) + 1);
 	}
-	/* every prefix of the text: refused, never read past its end (ASan) */
+	/* every prefix of the text: refused (the last listed value must be
+	 * followed by ',' or '}'), never read past its end (ASan) */
 	size_t tl = strlen(text);
 	for (size_t n = 0; n < tl; n++) {
 		char *cut = malloc(n ? n : 1);
@@ -1167,6 +1168,14 @@ WM_TEST(json, parse_keep_builds_only_the_listed_top_level_members)
 		cr_assert_null(json_parse_keep(cut, n, keep, &err), "prefix of %zu accepted", n);
 		free(cut);
 	}
+	/* once every listed member is built, the rest is not read: members after
+	 * it are not in the object, whatever they hold */
+	const char *early = "{\"x\":1,\"total\":2,\"legs\":[],\"id\":\"e\",\"after\":[}";
+	struct json_doc *de = json_parse_keep(early, strlen(early), keep, &err);
+	cr_assert_not_null(de, "%s", err.msg);
+	cr_assert_eq(json_root(de)->len, 4);
+	cr_assert_str_eq(json_get(json_root(de), "id")->u.str, "e");
+	json_doc_free(de);
 	/* a key with a NUL inside that starts like a listed one is not it (found
 	 * by fuzz_json: the comparison read past the listed key) */
 	const char *nul = "{\"id\\u0000xyz\":[1],\"id\":\"o\"}";

@@ -84,8 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (d1 && json_root(d1)->type == JSON_OBJECT) {
 		/* the kept members are built exactly as the whole parse builds them */
 		const struct json_value *kr = json_root(dk), *wr = json_root(d1);
-		if (kr->type != JSON_OBJECT || kr->len != wr->len)
-			abort();
+		if (kr->type != JSON_OBJECT || kr->len > wr->len)
+			abort(); /* it may stop after its last listed member */
 		for (unsigned i = 0; keep[i]; i++) {
 			const struct json_value *a = json_get(kr, keep[i]), *b = json_get(wr, keep[i]);
 			struct buf ba, bb;

@@ -79,7 +79,12 @@ struct json_doc {
 	struct ablock *head; /* block currently being filled; others follow */
 	size_t next_size;    /* size of the next regular block */
 	struct json_value root;
+	struct ablock *inline_block; /* the first block, in the document's own allocation */
 };
+
+/* Where the first block starts in a document's allocation. */
+#define DOC_BLOCK_OFF \
+	((sizeof(struct json_doc) + _Alignof(struct ablock) - 1) & ~(_Alignof(struct ablock) - 1))
 
 /*
  * Allocate `size` bytes aligned to `align` (a power of two no larger than
@@ -146,7 +151,8 @@ void json_doc_free(struct json_doc *doc)
 	struct ablock *b = doc->head;
 	while (b) {
 		struct ablock *n = b->next;
-		free(b);
+		if (b != doc->inline_block)
+			free(b);
 		b = n;
 	}
 	free(doc);
@@ -1091,16 +1097,23 @@ static struct json_doc *parse_with(const char *text, size_t len, const struct js
 		fail(&p, p.lim.max_bytes, 1, "input larger than %zu bytes", p.lim.max_bytes);
 		return NULL;
 	}
-	struct json_doc *doc = malloc(sizeof(*doc));
+	/* The first block, sized to the input, shares the document's
+	 * allocation: a small document costs one malloc. */
+	size_t first = ARENA_MIN_BLOCK;
+	while (first < ARENA_MAX_BLOCK && first < len)
+		first *= 2;
+	struct json_doc *doc = malloc(DOC_BLOCK_OFF + sizeof(struct ablock) + first);
 	if (!doc) {
 		oom(&p);
 		return NULL;
 	}
 	memset(doc, 0, sizeof(*doc));
-	/* First block sized to the input so small documents need one malloc. */
-	doc->next_size = ARENA_MIN_BLOCK;
-	while (doc->next_size < ARENA_MAX_BLOCK && doc->next_size < len)
-		doc->next_size *= 2;
+	struct ablock *b0 = (struct ablock *)((char *)doc + DOC_BLOCK_OFF);
+	b0->next = NULL;
+	b0->cap = first;
+	b0->used = 0;
+	doc->head = doc->inline_block = b0;
+	doc->next_size = first < ARENA_MAX_BLOCK ? first * 2 : first;
 	p.doc = doc;
 	p.seed = (uint64_t)(uintptr_t)doc * 0x9E3779B97F4A7C15ull ^ (uint64_t)len;
 

@@ -59,9 +59,28 @@ struct q {
 	i128 n, d; /* n >= 0, d > 0, reduced */
 };
 
+/* a / b for a >= 0, b > 0: the machine's 64-bit division when both fit
+ * (the common case: cents and ppm), the 128-bit library call otherwise. */
+static inline i128 div_nn(i128 a, i128 b)
+{
+	if (a <= (i128)UINT64_MAX && b <= (i128)UINT64_MAX)
+		return (i128)((uint64_t)a / (uint64_t)b);
+	return a / b;
+}
+
+/* gcd of a, b >= 0, finishing in 64 bits as soon as both fit. */
 static i128 gcd128(i128 a, i128 b)
 {
 	while (b) {
+		if (a <= (i128)UINT64_MAX && b <= (i128)UINT64_MAX) {
+			uint64_t x = (uint64_t)a, y = (uint64_t)b;
+			while (y) {
+				uint64_t t = x % y;
+				x = y;
+				y = t;
+			}
+			return (i128)x;
+		}
 		i128 t = a % b;
 		a = b;
 		b = t;
@@ -76,8 +95,8 @@ static int q_norm(struct q *x)
 		return 0;
 	}
 	i128 g = gcd128(x->n, x->d);
-	x->n /= g;
-	x->d /= g;
+	x->n = div_nn(x->n, g);
+	x->d = div_nn(x->d, g);
 	return 0;
 }
 
@@ -90,8 +109,8 @@ static int q_mul(struct q *x, i128 a, i128 b)
 		return 0;
 	}
 	i128 g1 = gcd128(a, x->d), g2 = gcd128(x->n, b);
-	i128 n = x->n / g2, d = x->d / g1;
-	if (__builtin_mul_overflow(n, a / g1, &x->n) || __builtin_mul_overflow(d, b / g2, &x->d))
+	i128 n = div_nn(x->n, g2), d = div_nn(x->d, g1);
+	if (__builtin_mul_overflow(n, div_nn(a, g1), &x->n) || __builtin_mul_overflow(d, div_nn(b, g2), &x->d))
 		return -1;
 	return q_norm(x);
 }
@@ -101,7 +120,7 @@ static int q_mul(struct q *x, i128 a, i128 b)
 static int vat_of(int64_t base, int64_t rate_e4, int64_t *out)
 {
 	i128 n = (i128)base * rate_e4, d = PRICE_MAX_PPM;
-	i128 v = n / d, r = n % d;
+	i128 v = div_nn(n, d), r = n - v * d;
 	if (r >= d - r)
 		v++;
 	if (v > INT64_MAX)
@@ -113,7 +132,7 @@ static int vat_of(int64_t base, int64_t rate_e4, int64_t *out)
 /* Half-up to an integer: floor(n/d + 1/2) = floor((2n + d) / 2d). */
 static int q_round(const struct q *x, int64_t *out)
 {
-	i128 v = x->n / x->d, r = x->n % x->d;
+	i128 v = div_nn(x->n, x->d), r = x->n - v * x->d;
 	if (r >= x->d - r) /* r >= d/2, without doubling r */
 		v++;
 	if (v > INT64_MAX)

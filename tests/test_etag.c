@@ -263,6 +263,21 @@ WM_TEST(etag, order_cancel_with_stale_if_match)
 	snprintf(cpath, sizeof(cpath), "/v1/orders/%s/cancel", id);
 	json_t *j;
 	cr_assert_eq(req(x.port, "GET", path, x.ksel, NULL, NULL, NULL, t0, &j), 200);
+	/* a create's 201 carries the tag its order's GET shows (tagged from
+	 * its own body: ROUTE_F_CREATE_IS_VIEW), and so does its replay */
+	char tc[128], body[1024];
+	json_t *jc;
+	ow_body(&x, 2, NULL, body, sizeof(body));
+	cr_assert_eq(req(x.port, "POST", "/v1/orders", x.ksel, NULL, "etag-create-1", body, tc, &jc), 201);
+	char cp[160], tgc[128];
+	snprintf(cp, sizeof(cp), "/v1/orders/%s", tc_jstr(jc, "id"));
+	json_decref(jc);
+	assert_strong(tc, "201 of POST /v1/orders");
+	cr_assert_eq(req(x.port, "GET", cp, x.ksel, NULL, NULL, NULL, tgc, NULL), 200);
+	cr_assert_str_eq(tc, tgc, "a create's ETag is its order's");
+	cr_assert_eq(req(x.port, "POST", "/v1/orders", x.ksel, NULL, "etag-create-1", body, tc, &jc), 201);
+	json_decref(jc);
+	cr_assert_str_eq(tc, tgc, "a replayed create's ETag is its order's");
 	const char *before = tc_jstr(j, "status");
 	cr_assert(before && strcmp(before, "cancelled"), "a fresh order is not cancelled");
 	char status0[32];

@@ -339,6 +339,11 @@ void etag_stamp(struct api_ctx *c)
 		return;
 	char path[ETAG_MAX_PATH];
 	size_t len;
+	if (create && rs->status == 201 && (r->flags & ROUTE_F_CREATE_IS_VIEW)) {
+		tag_of(g->pattern, rs->content_type, &rs->body, tag);
+		buf_printf(&rs->headers, "ETag: %s\r\n", tag);
+		return;
+	}
 	if (create) {
 		char id[ETAG_ID_MAX];
 		if (body_id(&rs->body, id, sizeof(id)))

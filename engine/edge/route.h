@@ -29,6 +29,10 @@ struct route {
  * create returns the existing order in its current state, see order.c);
  * api_run() does not hand the request to idem.c. */
 #define ROUTE_F_OWN_IDEM 0x01
+/* A 201 answer's body is the created resource's GET body for the same
+ * caller (written by the same function): etag.c tags it from the body
+ * instead of running the GET again (POST /v1/orders). */
+#define ROUTE_F_CREATE_IS_VIEW 0x02
 
 /* Every route of the service, NULL-pattern terminated (routes.c). */
 const struct route *api_route_table(void);

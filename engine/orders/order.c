@@ -1894,7 +1894,8 @@ static void order_fulfil(struct api_ctx *c)
 
 const struct route order_routes[] = {
 	{HTTP_M_POST, "/v1/orders", order_create, SC_WRITE_ORDERS, ACT_CREATE_ORDERS,
-	 "Create an order: the flash buy-sell saga (holds, charge, commit), multi-source", ROUTE_F_OWN_IDEM},
+	 "Create an order: the flash buy-sell saga (holds, charge, commit), multi-source",
+	 ROUTE_F_OWN_IDEM | ROUTE_F_CREATE_IS_VIEW},
 	{HTTP_M_GET, "/v1/orders", order_list, SC_READ_ORDERS, ACT_READ_ORDERS,
 	 "List the orders the caller's entity takes part in", 0},
 	{HTTP_M_GET, "/v1/orders/{id}", order_read, SC_READ_ORDERS, ACT_READ_ORDERS,

@@ -776,7 +776,7 @@ WM_TEST(oidx, free_large_tree)
 	oidx_free(&t);
 }
 
-/* ---- bulk-load paths: hidx_reserve, hidx_prefetch, the oidx append path -- */
+/* ---- bulk-load paths: hidx_reserve, the oidx append path --------------- */
 
 /* The capacity growing one insert at a time reaches at n entries. */
 static size_t grown_cap(size_t n)
@@ -884,26 +884,6 @@ WM_TEST(hidx, reserve_edges)
 	cr_assert_eq(seen, live);
 	hidx_free(&h);
 	free(k);
-}
-
-WM_TEST(hidx, prefetch_changes_nothing)
-{
-	struct hidx h;
-	hidx_init(&h);
-	uint64_t probes = idx_probes;
-	hidx_prefetch(&h, "a", 1);            /* no array yet */
-	hidx_prefetch(&h, NULL, 0);
-	hidx_prefetch(&h, NULL, 5);           /* bad key: ignored */
-	char big[IDX_MAX_KEY + 1];
-	memset(big, 'b', sizeof(big));
-	hidx_prefetch(&h, big, sizeof(big));  /* too long: ignored */
-	cr_assert_eq(hidx_put(&h, "a", 1, tag(1)), 0);
-	hidx_prefetch(&h, "a", 1);
-	hidx_prefetch(&h, "zz", 2);
-	cr_assert_eq(idx_probes, probes, "a prefetch is not a probe");
-	cr_assert_eq(hidx_count(&h), 1);
-	cr_assert_eq(hidx_get(&h, "a", 1), tag(1));
-	hidx_free(&h);
 }
 
 /* Walk t in order and compare with keys[0..n) sorted by bytes_cmp. */

@@ -318,21 +318,6 @@ int hidx_set(struct hidx *h, const char *key, uint32_t key_len, void *val)
 	return hidx_insert(h, key, key_len, val, true);
 }
 
-/* hidx_prefetch: a hint that key is about to be looked up or inserted:
- * start loading its home slot (in each array) into the cache, so the probe,
- * a cache miss in a big index, overlaps the caller's work in between.
- * Reads nothing, changes nothing, counts no probe; a bad key is ignored. */
-void hidx_prefetch(const struct hidx *h, const char *key, uint32_t key_len)
-{
-	if (!hidx_key_ok(key, key_len) || (h->cap == 0 && !h->old))
-		return;
-	uint64_t hash = hidx_hash(key, key_len);
-	if (h->cap)
-		__builtin_prefetch(&h->slots[(size_t)hash & (h->cap - 1)]);
-	if (h->old)
-		__builtin_prefetch(&h->old[(size_t)hash & (h->old_cap - 1)]);
-}
-
 /* hidx_get: the value for key, or NULL (also for a bad key).  No allocation. */
 void *hidx_get_untracked(const struct hidx *h, const char *key, uint32_t key_len)
 {

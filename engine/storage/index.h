@@ -73,10 +73,6 @@ void *hidx_get(const struct hidx *h, const char *key, uint32_t key_len);
  * reads itself (table.h's read set notes the row's LSN; runtime maps such as
  * rate-limit buckets hold nothing durable). */
 void *hidx_get_untracked(const struct hidx *h, const char *key, uint32_t key_len);
-/* A hint that key is about to be looked up or inserted: start loading its
- * slot into the cache (a big index's probe is a cache miss), so the wait
- * overlaps the caller's work in between.  Changes and counts nothing. */
-void hidx_prefetch(const struct hidx *h, const char *key, uint32_t key_len);
 /* Remove; returns the old value or NULL. */
 void *hidx_del(struct hidx *h, const char *key, uint32_t key_len);
 static inline size_t hidx_count(const struct hidx *h) { return h->count; }

@@ -141,8 +141,6 @@ int table_put(struct table *t, const char *id, size_t id_len, const char *doc, s
 		snprintf(why, 128, "bad id length %zu", id_len);
 		return -1;
 	}
-	/* the id's slot loads while the document is parsed and decoded */
-	hidx_prefetch(&t->by_id, id, (uint32_t)id_len);
 	struct row *r = row_make(t, id, id_len, doc, doc_len, lsn, why);
 	if (!r)
 		return -1;

@@ -493,6 +493,8 @@ struct loader {
 	snap_record_fn fn;
 	void *ctx;
 	int fn_rc;            /* fn's non-zero return, if any */
+	/* the verifying pass's census hook (snapshot.h: struct snap_load_hooks) */
+	void (*census)(void *ctx, const void *rec, size_t len);
 };
 
 static void lerr(struct loader *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -537,6 +539,8 @@ static int walk_entries(struct loader *l, uint64_t coff)
 			return -1;
 		}
 		l->nrec++;
+		if (!l->fn && l->census)
+			l->census(l->ctx, p + 4, len);
 		if (l->fn) {
 			int r = l->fn(l->ctx, p + 4, len);
 			if (r != 0) {
@@ -653,16 +657,24 @@ out:
 	return rc;
 }
 
-/* Contract (snapshot.h): verify the whole file, then (if fn) hand out every
- * record in order.  Returns 0; -1 on a bad or unreadable file (err names the
- * file and a byte offset); or fn's non-zero return.  `info`, if non-NULL, is
- * zeroed and filled on success.  Records handed to fn are valid only during
- * the call.  Memory use is bounded by SNAP_MAX_RECORD plus fixed buffers,
+/* Verify the file at path once (pass 1: header, trailer, XXH3 over header
+ * + body, zstd frame, record framing and count; hk->census sees each record
+ * as it is decoded), check that the header's LSN is expect_lsn unless that
+ * is UINT64_MAX, call hk->verified, then (if hk->fn) hand every record to
+ * hk->fn in pass 2, which repeats every check, so a file changed underneath
+ * us still ends in -1.  Returns 0; -1 on a bad or unreadable file (err
+ * names the file and a byte offset); or the non-zero return of
+ * hk->verified or hk->fn.  *chosen is set to 1 once pass 1 succeeded (the
+ * file is good; a later failure is not the file's fault alone), else 0.
+ * `info`, if non-NULL, is zeroed, and filled on
+ * success.  Memory use is bounded by SNAP_MAX_RECORD plus fixed buffers,
  * whatever the file says. */
-int snap_load(const char *path, snap_record_fn fn, void *ctx, struct snap_info *info, char *err,
-	      size_t errlen)
+static int load_file(const char *path, uint64_t expect_lsn, const struct snap_load_hooks *hk,
+		     struct snap_info *info, char *err, size_t errlen, int *chosen)
 {
-	struct loader l = { .path = path, .fd = -1, .err = err, .errlen = errlen, .fn = NULL, .ctx = ctx };
+	struct loader l = { .path = path, .fd = -1, .err = err, .errlen = errlen, .fn = NULL,
+			    .ctx = hk->ctx, .census = hk->census };
+	*chosen = 0;
 	if (info)
 		memset(info, 0, sizeof(*info));
 	buf_init(&l.dec, (size_t)SNAP_MAX_RECORD + 4 + 2 * ZSTD_DStreamOutSize());
@@ -702,6 +714,10 @@ int snap_load(const char *path, snap_record_fn fn, void *ctx, struct snap_info *
 		lerr(&l, "unsupported format version %" PRIu32 " at byte offset 8", rd_u32(h + 8));
 		goto out;
 	}
+	if (expect_lsn != UINT64_MAX && rd_u64(h + 24) != expect_lsn) {
+		lerr(&l, "header LSN %" PRIu64 " (at byte offset 24) does not match the name", rd_u64(h + 24));
+		goto out;
+	}
 	uint64_t toff = l.size - SNAP_TRL_SIZE;
 	if (pread_all(l.fd, t, sizeof(t), toff)) {
 		lerr(&l, "cannot read trailer at byte offset %" PRIu64 ": %s", toff,
@@ -727,15 +743,28 @@ int snap_load(const char *path, snap_record_fn fn, void *ctx, struct snap_info *
 		lerr(&l, "cannot set up zstd");
 		goto out;
 	}
-	/* Pass 1: full verification, no record leaves this function. */
+	/* Pass 1: full verification, no record leaves this function (the
+	 * census only counts, and its counts are used only after this pass). */
+	if (hk->begin)
+		hk->begin(hk->ctx);
 	rc = scan_body(&l, h);
 	assert(rc != 1);
 	if (rc != 0)
 		goto out;
+	*chosen = 1;
+	struct snap_info si;
+	memset(&si, 0, sizeof(si));
+	snprintf(si.path, sizeof(si.path), "%s", path);
+	si.lsn = rd_u64(h + 24);
+	si.created_unix_ms = rd_u64(h + 32);
+	si.records = l.count;
+	si.file_bytes = l.size;
+	if (hk->verified && (rc = hk->verified(hk->ctx, &si)) != 0)
+		goto out;
 	/* Pass 2: the file verified; hand records out.  The same checks run
 	 * again, so a file changed underneath us still ends in -1. */
-	if (fn) {
-		l.fn = fn;
+	if (hk->fn) {
+		l.fn = hk->fn;
 		rc = scan_body(&l, h);
 		if (rc == 1) {
 			rc = l.fn_rc;
@@ -745,13 +774,8 @@ int snap_load(const char *path, snap_record_fn fn, void *ctx, struct snap_info *
 		if (rc != 0)
 			goto out;
 	}
-	if (info) {
-		snprintf(info->path, sizeof(info->path), "%s", path);
-		info->lsn = rd_u64(h + 24);
-		info->created_unix_ms = rd_u64(h + 32);
-		info->records = l.count;
-		info->file_bytes = l.size;
-	}
+	if (info)
+		*info = si;
 	rc = 0;
 out:
 	ZSTD_freeDCtx(l.dctx);
@@ -759,6 +783,28 @@ out:
 	if (l.fd >= 0)
 		close(l.fd);
 	return rc;
+}
+
+/* Contract (snapshot.h): verify the whole file, then (if fn) hand out every
+ * record in order.  Returns 0; -1 on a bad or unreadable file (err names the
+ * file and a byte offset); or fn's non-zero return.  `info`, if non-NULL, is
+ * zeroed and filled on success.  Records handed to fn are valid only during
+ * the call.  Memory use is bounded by SNAP_MAX_RECORD plus fixed buffers,
+ * whatever the file says. */
+int snap_load(const char *path, snap_record_fn fn, void *ctx, struct snap_info *info, char *err,
+	      size_t errlen)
+{
+	struct snap_load_hooks hk = { .fn = fn, .ctx = ctx };
+	int chosen;
+	return load_file(path, UINT64_MAX, &hk, info, err, errlen, &chosen);
+}
+
+/* Contract (snapshot.h): snap_load with every hook of hk. */
+int snap_load_hooked(const char *path, const struct snap_load_hooks *hk, struct snap_info *info, char *err,
+		     size_t errlen)
+{
+	int chosen;
+	return load_file(path, UINT64_MAX, hk, info, err, errlen, &chosen);
 }
 
 /* ---- directory scanning: latest and prune ------------------------------- */
@@ -816,28 +862,31 @@ static int list_dir(const char *dir, struct lsn_list *snaps, struct lsn_list *tm
 	return rc;
 }
 
+/* <dir>/<lsn>.snap into path (PATH_MAX bytes).  0, or -1 with a line on
+ * stderr when the name would not fit struct snap_info's path. */
+static int snap_name(char *path, const char *dir, uint64_t lsn)
+{
+	int n = snprintf(path, PATH_MAX, "%s/%020" PRIu64 SNAP_SUFFIX, dir, lsn);
+	if (n < 0 || (size_t)n >= sizeof(((struct snap_info *)0)->path)) {
+		fprintf(stderr, "snapshot: skipping %s/%020" PRIu64 SNAP_SUFFIX ": path too long\n", dir, lsn);
+		return -1;
+	}
+	return 0;
+}
+
 /* Full verification of <dir>/<lsn>.snap, also checking that the header's
  * LSN matches the name.  1 valid (info filled), 0 invalid (line on stderr). */
 static int check_snap(const char *dir, uint64_t lsn, struct snap_info *info)
 {
 	char path[PATH_MAX], err[512];
-	struct snap_info tmp;
-	int n = snprintf(path, sizeof(path), "%s/%020" PRIu64 SNAP_SUFFIX, dir, lsn);
-	if (n < 0 || (size_t)n >= sizeof(tmp.path)) {
-		fprintf(stderr, "snapshot: skipping %s/%020" PRIu64 SNAP_SUFFIX ": path too long\n", dir, lsn);
+	if (snap_name(path, dir, lsn))
 		return 0;
-	}
-	if (snap_load(path, NULL, NULL, &tmp, err, sizeof(err)) != 0) {
+	struct snap_load_hooks hk = { 0 };
+	int chosen;
+	if (load_file(path, lsn, &hk, info, err, sizeof(err), &chosen) != 0) {
 		fprintf(stderr, "snapshot: skipping invalid %s\n", err);
 		return 0;
 	}
-	if (tmp.lsn != lsn) {
-		fprintf(stderr, "snapshot: skipping %s: header LSN %" PRIu64 " does not match the name\n",
-			path, tmp.lsn);
-		return 0;
-	}
-	if (info)
-		*info = tmp;
 	return 1;
 }
 
@@ -861,6 +910,55 @@ int snap_find_latest(const char *dir, struct snap_info *info)
 		found = check_snap(dir, s.v[i], info);
 	free(s.v);
 	return found;
+}
+
+/* Contract (snapshot.h): walk the snapshots newest first; each is verified
+ * by load_file's first pass, and the first that verifies is loaded (its
+ * second pass hands the records out): one verifying pass, not a separate
+ * find.  A file that fails that first pass is skipped with a line on
+ * stderr, as snap_find_latest does (no hook but begin and census has seen
+ * it); the first that passes is the one: a later failure (the file changed
+ * underneath us, a hook refused) ends the walk with -1 and err, and the
+ * caller's state may then be partly loaded. */
+int snap_load_latest(const char *dir, const struct snap_load_hooks *hk, struct snap_info *info, char *err,
+		     size_t errlen)
+{
+	if (info)
+		memset(info, 0, sizeof(*info));
+	if (err && errlen)
+		err[0] = 0;
+	struct lsn_list s = { 0 };
+	if (list_dir(dir, &s, NULL) != 0) {
+		int e = errno;
+		free(s.v);
+		if (e == ENOENT)
+			return 0;
+		if (err && errlen)
+			snprintf(err, errlen, "cannot list %s: %s", dir, strerror(e));
+		return -1;
+	}
+	int rc = 0;
+	for (size_t i = 0; i < s.n; i++) {
+		char path[PATH_MAX], ferr[512];
+		if (snap_name(path, dir, s.v[i]))
+			continue;
+		int chosen;
+		int r = load_file(path, s.v[i], hk, info, ferr, sizeof(ferr), &chosen);
+		if (r == 0) {
+			rc = 1;
+			break;
+		}
+		if (!chosen) {
+			fprintf(stderr, "snapshot: skipping invalid %s\n", ferr);
+			continue;
+		}
+		if (err && errlen)
+			snprintf(err, errlen, "%s", r == -1 ? ferr : "a record or the load hook was refused");
+		rc = -1;
+		break;
+	}
+	free(s.v);
+	return rc;
 }
 
 /* Remove <dir>/<lsn><suffix> if no live writer holds its lock.  1 removed. */

@@ -57,6 +57,47 @@ int snap_load(const char *path, snap_record_fn fn, void *ctx, struct snap_info *
  * Invalid newer files are skipped with a line on stderr. */
 int snap_find_latest(const char *dir, struct snap_info *info);
 
+/*
+ * What a load calls, all optional, all with ctx:
+ *  begin    before the verifying pass over a file starts (once per file
+ *           tried): reset whatever census counts;
+ *  census   during the verifying pass, for every record as it is decoded,
+ *           BEFORE the file's checksum has been checked: it may only count
+ *           (e.g. records per table, to size indexes), and whatever it
+ *           counted is meaningful only once `verified` is called;
+ *  verified once the whole file verified (info filled), before the first
+ *           record goes to fn; a non-zero return stops the load with it;
+ *  fn       every record in order, in a second pass that repeats every
+ *           check (snap_load's contract).
+ */
+struct snap_load_hooks {
+	void (*begin)(void *ctx);
+	void (*census)(void *ctx, const void *rec, size_t len);
+	int (*verified)(void *ctx, const struct snap_info *info);
+	snap_record_fn fn;
+	void *ctx;
+};
+
+/* snap_load with every hook of hk: 0, -1 (bad file, err), or the non-zero
+ * return of hk->verified or hk->fn. */
+int snap_load_hooked(const char *path, const struct snap_load_hooks *hk, struct snap_info *info,
+		     char *err, size_t errlen);
+
+/*
+ * Load the newest snapshot in dir that verifies, verifying it once: the
+ * snapshots are tried newest first, each verified by a full pass (as
+ * snap_find_latest does, header LSN against the name included) and
+ * skipped with a line on stderr ("snapshot: skipping invalid ...") if it
+ * fails; the first that passes is then loaded through hk (a second pass
+ * repeating every check).  Returns 1 loaded (info filled if non-NULL), 0
+ * none valid (also when dir does not exist; no record was handed out),
+ * or -1 with err: dir unreadable, or the chosen file failed after it
+ * verified (changed underneath us) or a hook refused -- records may then
+ * have been handed out, and no older snapshot is tried.
+ */
+int snap_load_latest(const char *dir, const struct snap_load_hooks *hk, struct snap_info *info,
+		     char *err, size_t errlen);
+
 /* Keep the newest `keep` valid snapshots, delete older ones and stale
  * *.inprogress files.  Returns the LSN of the oldest snapshot kept (0 if
  * none), so the caller can prune WAL segments below it. */

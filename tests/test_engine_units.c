@@ -61,6 +61,42 @@ WM_TEST(ids, country_ids_embed_the_country_and_stay_ordered)
 	cr_assert_gt(strcmp(cur + 7, future + 7), 0, "%s after %s", cur, future);
 }
 
+WM_TEST(ids, every_byte_outside_the_alphabet_is_refused_in_every_position)
+{
+	static const char alphabet[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+	struct id_clock c;
+	id_clock_init(&c);
+	char cur[ID_MAX_LEN];
+	size_t n = id_new(&c, "ptn", cur);
+	for (size_t pos = 4; pos < n; pos++) {
+		for (int b = 0; b < 256; b++) {
+			char t[ID_MAX_LEN];
+			memcpy(t, cur, n + 1);
+			t[pos] = (char)b;
+			int in = b != 0 && strchr(alphabet, b) != NULL;
+			cr_assert_eq(id_valid(t, n, "ptn"), in, "byte 0x%02x at %zu", b, pos);
+		}
+	}
+	/* observe ignores a body with a byte outside the alphabet */
+	static const unsigned char bad[] = { 0x00, 'U', 'I', 'L', 'O', 'a', 'z', 0x80, 0xff, '_' };
+	for (size_t i = 0; i < sizeof(bad); i++) {
+		char future[] = "ptn_ZZZZZZZZZZ0000000000";
+		future[9] = (char)bad[i];
+		struct id_clock d = c;
+		id_observe(&d, future, sizeof(future) - 1);
+		cr_assert_eq(d.last_ms, c.last_ms, "byte 0x%02x moved the clock", bad[i]);
+		cr_assert_eq(d.seq, c.seq);
+	}
+	/* and decodes a valid one: every digit's value in the highest place */
+	for (size_t v = 0; v < 32; v++) {
+		char future[] = "ptn_00000000000000000000";
+		future[4] = alphabet[v];
+		struct id_clock d = { 0 };
+		id_observe(&d, future, sizeof(future) - 1);
+		cr_assert_eq(d.last_ms, (uint64_t)v << 45, "digit %c", alphabet[v]);
+	}
+}
+
 WM_TEST(ids, observe_moves_clock_past_recovered_ids)
 {
 	struct id_clock c;

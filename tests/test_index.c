@@ -775,3 +775,249 @@ WM_TEST(oidx, free_large_tree)
 	cr_assert_eq(oidx_put(&t, "x", 1, tag(1)), 0);
 	oidx_free(&t);
 }
+
+/* ---- bulk-load paths: hidx_reserve, the oidx append path --------------- */
+
+/* The capacity growing one insert at a time reaches at n entries. */
+static size_t grown_cap(size_t n)
+{
+	struct hidx h;
+	hidx_init(&h);
+	char *keys = malloc(n * 12 + 1);
+	cr_assert_not_null(keys);
+	for (size_t i = 0; i < n; i++) {
+		int len = snprintf(keys + i * 12, 12, "k%010zu", i);
+		cr_assert_eq(hidx_put(&h, keys + i * 12, (uint32_t)len, tag(i + 1)), 0);
+	}
+	size_t cap = h.cap;
+	hidx_free(&h);
+	free(keys);
+	return cap;
+}
+
+WM_TEST(hidx, reserve_then_load_never_rehashes)
+{
+	static const size_t sizes[] = { 1, 11, 12, 100, 716, 717, 5000, 45875, 45876, 100000 };
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		size_t n = sizes[s];
+		struct hidx h;
+		hidx_init(&h);
+		cr_assert_eq(hidx_reserve(&h, n), 0);
+		size_t cap = h.cap;
+		cr_assert_eq(cap, grown_cap(n), "n=%zu: reserve sized %zu, growth reaches %zu", n, cap,
+			     grown_cap(n));
+		cr_assert_null(h.old);
+		char *keys = malloc(n * 12 + 1);
+		cr_assert_not_null(keys);
+		for (size_t i = 0; i < n; i++) {
+			int len = snprintf(keys + i * 12, 12, "k%010zu", i);
+			cr_assert_eq(hidx_put(&h, keys + i * 12, (uint32_t)len, tag(i + 1)), 0);
+			cr_assert_eq(h.cap, cap, "n=%zu: rehashed at insert %zu", n, i);
+			cr_assert_null(h.old);
+		}
+		for (size_t i = 0; i < n; i++)
+			cr_assert_eq(hidx_get(&h, keys + i * 12, 11), tag(i + 1));
+		/* room already: nothing changes, also for a smaller n */
+		cr_assert_eq(hidx_reserve(&h, n), 0);
+		cr_assert_eq(hidx_reserve(&h, n / 2), 0);
+		cr_assert_eq(h.cap, cap);
+		/* one past the room grows (and keeps every key) */
+		size_t more = cap; /* surely past 7/10 of cap */
+		cr_assert_eq(hidx_reserve(&h, more), 0);
+		cr_assert_gt(h.cap, cap);
+		cr_assert_null(h.old, "a reserve leaves nothing to move");
+		cr_assert_eq(hidx_count(&h), n);
+		for (size_t i = 0; i < n; i++)
+			cr_assert_eq(hidx_get(&h, keys + i * 12, 11), tag(i + 1));
+		hidx_free(&h);
+		free(keys);
+	}
+}
+
+WM_TEST(hidx, reserve_edges)
+{
+	struct hidx h;
+	hidx_init(&h);
+	cr_assert_eq(hidx_reserve(&h, 0), 0);
+	cr_assert_eq(hidx_put(&h, "a", 1, tag(1)), 0);
+	/* past the address space: refused, nothing changed */
+	size_t cap = h.cap;
+	cr_assert_eq(hidx_reserve(&h, SIZE_MAX), -1);
+	cr_assert_eq(hidx_reserve(&h, SIZE_MAX / 8), -1);
+	cr_assert_eq(h.cap, cap);
+	cr_assert_eq(hidx_get(&h, "a", 1), tag(1));
+	hidx_free(&h);
+
+	/* while an incremental rehash is moving: finished, every key kept */
+	enum { N = 20000 };
+	char (*k)[12] = malloc(sizeof(*k) * N * 2);
+	cr_assert_not_null(k);
+	hidx_init(&h);
+	size_t i = 0;
+	for (; i < N; i++) {
+		snprintf(k[i], sizeof(k[i]), "r%09zu", i);
+		cr_assert_eq(hidx_put(&h, k[i], 10, tag(i + 1)), 0);
+	}
+	for (; !h.old && i < 2 * N; i++) { /* until a rehash is under way */
+		snprintf(k[i], sizeof(k[i]), "r%09zu", i);
+		cr_assert_eq(hidx_put(&h, k[i], 10, tag(i + 1)), 0);
+	}
+	cr_assert_not_null(h.old, "no incremental rehash started");
+	cr_assert_eq(hidx_reserve(&h, hidx_count(&h) + 10), 0);
+	cr_assert_null(h.old, "the move was finished");
+	for (size_t j = 0; j < i; j++)
+		cr_assert_eq(hidx_get(&h, k[j], 10), tag(j + 1), "key %zu", j);
+	/* tombstones: a reserve that grows drops them */
+	for (size_t j = 0; j < i; j += 3)
+		cr_assert_eq(hidx_del(&h, k[j], 10), tag(j + 1));
+	cr_assert_gt(h.tombstones, 0, "no tombstone left to drop");
+	size_t live = hidx_count(&h);
+	cr_assert_eq(hidx_reserve(&h, h.cap), 0);
+	cr_assert_null(h.old);
+	cr_assert_eq(h.tombstones, 0);
+	cr_assert_eq(hidx_count(&h), live);
+	for (size_t j = 0; j < i; j++)
+		cr_assert_eq(hidx_get(&h, k[j], 10), j % 3 ? tag(j + 1) : NULL, "key %zu", j);
+	size_t seen = 0, pos = 0;
+	while (hidx_next(&h, &pos, NULL, NULL))
+		seen++;
+	cr_assert_eq(seen, live);
+	hidx_free(&h);
+	free(k);
+}
+
+/* Walk t in order and compare with keys[0..n) sorted by bytes_cmp. */
+struct kv {
+	uint8_t k[40];
+	uint32_t len;
+};
+
+static int kv_cmp(const void *a, const void *b)
+{
+	const struct kv *x = a, *y = b;
+	return bytes_cmp(x->k, x->len, y->k, y->len);
+}
+
+static void expect_walk(const struct oidx *t, struct kv *keys, size_t n)
+{
+	qsort(keys, n, sizeof(*keys), kv_cmp);
+	struct oidx_iter it;
+	size_t i = 0;
+	for (int on = oidx_seek_ge(t, NULL, 0, &it); on; on = oidx_next(&it), i++) {
+		uint32_t kl;
+		const void *k = oidx_iter_key(&it, &kl);
+		cr_assert_lt(i, n);
+		cr_assert_eq(kl, keys[i].len, "entry %zu", i);
+		cr_assert(kl == 0 || memcmp(k, keys[i].k, kl) == 0, "entry %zu out of order", i);
+	}
+	cr_assert_eq(i, n);
+	cr_assert_eq(oidx_count(t), n);
+	cr_assert_eq(oidx_check(t), 0);
+}
+
+WM_TEST(oidx, append_path_edges)
+{
+	struct oidx t;
+	oidx_init(&t);
+	/* a key that extends the largest sorts above it: appended */
+	cr_assert_eq(oidx_put(&t, "b", 1, tag(1)), 0);
+	cr_assert_eq(oidx_put(&t, "b\0", 2, tag(2)), 0);
+	cr_assert_eq(oidx_put(&t, "b\0\0", 3, tag(3)), 0);
+	/* equal to the largest: found, not appended twice */
+	cr_assert_eq(oidx_put(&t, "b\0\0", 3, tag(9)), 1);
+	cr_assert_eq(oidx_set(&t, "b\0\0", 3, tag(4)), 0);
+	cr_assert_eq(oidx_get(&t, "b\0\0", 3), tag(4));
+	/* below the largest: the ordinary descent */
+	cr_assert_eq(oidx_put(&t, "a", 1, tag(5)), 0);
+	cr_assert_eq(oidx_put(&t, "", 0, tag(6)), 0);
+	cr_assert_eq(oidx_put(&t, "b", 1, tag(7)), 1);
+	cr_assert_eq(oidx_count(&t), 5);
+	cr_assert_eq(oidx_check(&t), 0);
+	oidx_free(&t);
+
+	/* an ascending load with long shared prefixes (the 8-byte compare steps)
+	 * through many leaf and root splits, salted with keys below the largest,
+	 * then the largest deleted (a thin right spine) and appends again */
+	enum { N = 30000 };
+	struct kv *keys = calloc(2 * N, sizeof(*keys));
+	cr_assert_not_null(keys);
+	size_t n = 0;
+	rng_state = 7;
+	for (uint32_t i = 0; i < N; i++) {
+		struct kv *e = &keys[n];
+		/* "wine_0000000000|" + ascending counter, lengths 17..26 */
+		int len = snprintf((char *)e->k, sizeof(e->k), "wine_0000000000|%0*u", 1 + (int)(i % 10), i);
+		if (i % 10 == 0)
+			len = snprintf((char *)e->k, sizeof(e->k), "wine_0000000000|%010u", i);
+		e->len = (uint32_t)len;
+		int rc = oidx_put(&t, e->k, e->len, tag(i + 1));
+		cr_assert(rc == 0 || rc == 1);
+		n += rc == 0;
+		if (i % 97 == 0) { /* below the largest: bytes 0x00, 0x80, 0xff in the tail */
+			struct kv *b = &keys[n];
+			memcpy(b->k, "wine_0000000000|", 16);
+			uint64_t r = rng();
+			b->k[16] = (uint8_t)(r & 1 ? 0x00 : 0x2f);
+			b->k[17] = (uint8_t)(r & 2 ? 0x80 : 0xff);
+			b->len = 18 + (uint32_t)(r % 5);
+			for (uint32_t j = 18; j < b->len; j++)
+				b->k[j] = (uint8_t)(r >> (8 * (j - 16)));
+			rc = oidx_put(&t, b->k, b->len, tag(1));
+			cr_assert(rc == 0 || rc == 1);
+			n += rc == 0;
+		}
+	}
+	expect_walk(&t, keys, n);
+	/* delete the largest 500: the rightmost leaves empty out */
+	for (size_t d = 0; d < 500; d++) {
+		cr_assert_not_null(oidx_del(&t, keys[n - 1].k, keys[n - 1].len));
+		n--;
+	}
+	cr_assert_eq(oidx_check(&t), 0);
+	for (uint32_t i = 0; i < 2000; i++) {
+		struct kv *e = &keys[n++];
+		e->len = (uint32_t)snprintf((char *)e->k, sizeof(e->k), "wine_0000000001|%08u", i);
+		cr_assert_eq(oidx_put(&t, e->k, e->len, tag(1)), 0);
+	}
+	expect_walk(&t, keys, n);
+	oidx_free(&t);
+	free(keys);
+}
+
+WM_TEST(oidx, order_is_unsigned_bytes_then_length)
+{
+	/* keys of 0..24 bytes over {0x00, 0x01, 0x7f, 0x80, 0xfe, 0xff} with long
+	 * common prefixes: the inline word compare must order them as memcmp
+	 * (unsigned) then shorter first, in every 8-byte lane */
+	static const uint8_t alpha[] = { 0x00, 0x01, 0x7f, 0x80, 0xfe, 0xff };
+	enum { N = 20000 };
+	struct kv *keys = calloc(N, sizeof(*keys));
+	cr_assert_not_null(keys);
+	struct oidx t;
+	oidx_init(&t);
+	rng_state = 99;
+	size_t n = 0;
+	for (int i = 0; i < N; i++) {
+		uint64_t r = rng();
+		struct kv *e = &keys[n];
+		e->len = (uint32_t)(r % 25);
+		uint32_t common = (uint32_t)((r >> 8) % 25); /* a shared prefix of 0x7f */
+		for (uint32_t j = 0; j < e->len; j++)
+			e->k[j] = j < common ? 0x7f : alpha[rng() % sizeof(alpha)];
+		int rc = oidx_put(&t, e->k, e->len, tag(1));
+		cr_assert(rc == 0 || rc == 1);
+		n += rc == 0;
+	}
+	expect_walk(&t, keys, n);
+	/* every key is found, and seek_ge lands on it */
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_eq(oidx_get(&t, keys[i].k, keys[i].len), tag(1));
+		struct oidx_iter it;
+		cr_assert_eq(oidx_seek_ge(&t, keys[i].k, keys[i].len, &it), 1);
+		uint32_t kl;
+		const void *k = oidx_iter_key(&it, &kl);
+		cr_assert(kl == keys[i].len && (kl == 0 || memcmp(k, keys[i].k, kl) == 0));
+	}
+	oidx_free(&t);
+	free(keys);
+}

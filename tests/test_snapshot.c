@@ -703,3 +703,181 @@ WM_TEST(snapshot, abort_and_open_failures_leave_nothing)
 	cr_assert_eq(snap_find_latest(dir, &info), 0);
 	rm_tree(dir);
 }
+
+/* ---- snap_load_latest: one verifying pass, fallback, hooks -------------- */
+
+struct hook_log {
+	unsigned begins, verifieds;
+	uint64_t census, records; /* census: since the last begin */
+	uint64_t verified_lsn;
+	int verified_rc;          /* what verified returns */
+	uint64_t stop_at;         /* fn returns 5 at this record (0: never) */
+};
+
+static void h_begin(void *ctx)
+{
+	struct hook_log *l = ctx;
+	l->begins++;
+	l->census = 0;
+}
+
+static void h_census(void *ctx, const void *rec, size_t len)
+{
+	(void)rec;
+	(void)len;
+	struct hook_log *l = ctx;
+	cr_assert_eq(l->records, 0, "census after records were handed out");
+	l->census++;
+}
+
+static int h_verified(void *ctx, const struct snap_info *si)
+{
+	struct hook_log *l = ctx;
+	cr_assert_eq(l->records, 0, "verified after records were handed out");
+	cr_assert_eq(si->records, l->census, "census and trailer disagree");
+	l->verifieds++;
+	l->verified_lsn = si->lsn;
+	return l->verified_rc;
+}
+
+static int h_record(void *ctx, const void *rec, size_t len)
+{
+	(void)rec;
+	(void)len;
+	struct hook_log *l = ctx;
+	cr_assert_eq(l->verifieds, 1, "a record before the file verified");
+	l->records++;
+	return l->stop_at && l->records == l->stop_at ? 5 : 0;
+}
+
+/* snap_load_latest with stderr captured into out (NUL-terminated). */
+static int load_latest_capture(const char *dir, struct hook_log *l, struct snap_info *si, char *err,
+			       size_t errlen, char *out, size_t outlen)
+{
+	struct snap_load_hooks hk = { .begin = h_begin, .census = h_census, .verified = h_verified,
+				      .fn = h_record, .ctx = l };
+	char path[] = "/tmp/wm-snap-stderr-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	fflush(stderr);
+	int saved = dup(2);
+	cr_assert_geq(saved, 0);
+	dup2(fd, 2);
+	int rc = snap_load_latest(dir, &hk, si, err, errlen);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	ssize_t n = pread(fd, out, outlen - 1, 0);
+	out[n > 0 ? n : 0] = 0;
+	close(fd);
+	unlink(path);
+	return rc;
+}
+
+WM_TEST(snapshot, load_latest_verifies_once_and_falls_back_to_older)
+{
+	char dir[64], p[PATH_MAX], q[PATH_MAX], err[512], out[4096];
+	mk_tmpdir(dir, sizeof(dir));
+	struct snap_info si;
+	struct hook_log l = { 0 };
+	cr_assert_eq(load_latest_capture(dir, &l, &si, err, sizeof(err), out, sizeof(out)), 0, "empty dir");
+	cr_assert_eq(l.begins + l.verifieds + l.records, 0);
+	cr_assert_eq(load_latest_capture("/nonexistent/wm-snap-dir", &l, &si, err, sizeof(err), out, sizeof(out)),
+		     0, "missing dir");
+
+	write_snap(dir, 10, 3);
+	write_snap(dir, 20, 4);
+	write_snap(dir, 30, 5);
+	memset(&l, 0, sizeof(l));
+	cr_assert_eq(load_latest_capture(dir, &l, &si, err, sizeof(err), out, sizeof(out)), 1, "%s", err);
+	cr_assert_eq(si.lsn, 30);
+	cr_assert_eq(si.records, 5);
+	cr_assert_eq(l.begins, 1, "the newest is verified once");
+	cr_assert_eq(l.verifieds, 1);
+	cr_assert_eq(l.records, 5);
+	cr_assert_eq(out[0], 0, "nothing logged: %s", out);
+
+	/* corrupt the newest: skipped, logged, the older one loaded */
+	snap_path(p, sizeof(p), dir, 30, ".snap");
+	size_t n;
+	uint8_t *d = read_file(p, &n);
+	d[n / 2] ^= 1;
+	write_file(p, d, n);
+	free(d);
+	memset(&l, 0, sizeof(l));
+	cr_assert_eq(load_latest_capture(dir, &l, &si, err, sizeof(err), out, sizeof(out)), 1, "%s", err);
+	cr_assert_eq(si.lsn, 20);
+	snap_path(q, sizeof(q), dir, 20, ".snap");
+	cr_assert_str_eq(si.path, q);
+	cr_assert_eq(l.begins, 2, "the corrupt one and the one loaded");
+	cr_assert_eq(l.verifieds, 1, "verified only for the one loaded");
+	cr_assert_eq(l.verified_lsn, 20);
+	cr_assert_eq(l.records, 4, "only the older file's records");
+	cr_assert_not_null(strstr(out, "snapshot: skipping invalid"), "not logged: %s", out);
+	cr_assert_not_null(strstr(out, p), "the log does not name the file: %s", out);
+	cr_assert_not_null(strstr(out, "checksum"), "the log does not say why: %s", out);
+
+	/* a valid file under a name that lies about its LSN is skipped too */
+	snap_path(q, sizeof(q), dir, 10, ".snap");
+	snap_path(p, sizeof(p), dir, 40, ".snap");
+	cr_assert_eq(link(q, p), 0);
+	memset(&l, 0, sizeof(l));
+	cr_assert_eq(load_latest_capture(dir, &l, &si, err, sizeof(err), out, sizeof(out)), 1, "%s", err);
+	cr_assert_eq(si.lsn, 20);
+	cr_assert_eq(l.records, 4);
+	cr_assert_not_null(strstr(out, "does not match the name"), "%s", out);
+
+	/* the chosen file's hook or record refused: -1, no older one tried */
+	memset(&l, 0, sizeof(l));
+	l.verified_rc = 3;
+	cr_assert_eq(load_latest_capture(dir, &l, &si, err, sizeof(err), out, sizeof(out)), -1);
+	cr_assert_eq(l.records, 0);
+	cr_assert_eq(l.verifieds, 1);
+	cr_assert_neq(err[0], 0, "no reason given");
+	memset(&l, 0, sizeof(l));
+	l.stop_at = 2;
+	cr_assert_eq(load_latest_capture(dir, &l, &si, err, sizeof(err), out, sizeof(out)), -1);
+	cr_assert_eq(l.records, 2, "stopped at the refused record");
+	cr_assert_eq(l.verifieds, 1, "no fallback after records were handed out");
+
+	/* nothing valid: 0, no record handed out */
+	snap_path(p, sizeof(p), dir, 40, ".snap");
+	cr_assert_eq(unlink(p), 0);
+	for (uint64_t lsn = 10; lsn <= 20; lsn += 10) {
+		snap_path(p, sizeof(p), dir, lsn, ".snap");
+		d = read_file(p, &n);
+		d[n - 1] ^= 0x10; /* the trailer's checksum */
+		write_file(p, d, n);
+		free(d);
+	}
+	memset(&l, 0, sizeof(l));
+	cr_assert_eq(load_latest_capture(dir, &l, &si, err, sizeof(err), out, sizeof(out)), 0);
+	cr_assert_eq(l.records + l.verifieds, 0);
+	cr_assert_eq(l.begins, 3);
+	rm_tree(dir);
+}
+
+WM_TEST(snapshot, load_hooked_refuses_bad_file_before_any_hook_but_census)
+{
+	char dir[64], p[PATH_MAX], err[512] = "";
+	mk_tmpdir(dir, sizeof(dir));
+	write_snap(dir, 50, 40);
+	snap_path(p, sizeof(p), dir, 50, ".snap");
+	struct hook_log l = { 0 };
+	struct snap_load_hooks hk = { .begin = h_begin, .census = h_census, .verified = h_verified,
+				      .fn = h_record, .ctx = &l };
+	struct snap_info si;
+	cr_assert_eq(snap_load_hooked(p, &hk, &si, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(l.census, 40);
+	cr_assert_eq(l.records, 40);
+	size_t n;
+	uint8_t *d = read_file(p, &n);
+	d[70] ^= 4;
+	write_file(p, d, n);
+	free(d);
+	memset(&l, 0, sizeof(l));
+	cr_assert_eq(snap_load_hooked(p, &hk, &si, err, sizeof(err)), -1);
+	cr_assert_eq(l.verifieds + l.records, 0, "a hook past census ran on a bad file");
+	cr_assert_not_null(strstr(err, "offset"), "%s", err);
+	rm_tree(dir);
+}

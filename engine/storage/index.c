@@ -251,6 +251,34 @@ static int hidx_reserve_one(struct hidx *h)
 	return hidx_rehash(h, nc);
 }
 
+/* hidx_reserve: make room for `n` live entries in all, so that inserting
+ * keys until the index holds n never rehashes (a bulk load that knows its
+ * size: snapshot recovery).  The array chosen is the one growing one insert
+ * at a time would have reached at n entries (the load rule above, at most
+ * 7/10 full), so it costs no memory that growth would not.  A rehash still
+ * moving is finished first (also when there is room already).  0, or -1 on
+ * OOM or a size past the address space, the entries unchanged. */
+int hidx_reserve(struct hidx *h, size_t n)
+{
+	if (n > SIZE_MAX / 2 / sizeof(struct hidx_slot) / HIDX_LOAD_DEN)
+		return -1;
+	hidx_move(h, SIZE_MAX); /* finish a rehash still moving */
+	if (n < h->count)
+		n = h->count;
+	if (h->cap != 0 && (n + h->tombstones) * HIDX_LOAD_DEN <= h->cap * HIDX_LOAD_NUM)
+		return 0;
+	size_t nc = HIDX_MIN_CAP;
+	while (n * HIDX_LOAD_DEN > nc * HIDX_LOAD_NUM || nc <= h->count)
+		nc *= 2;
+	if (nc < h->cap)
+		nc = h->cap; /* here only to drop tombstones: never shrink */
+	if (hidx_rehash(h, nc) != 0)
+		return -1;
+	hidx_move(h, SIZE_MAX); /* nothing left to move during the load */
+	assert(!h->old);
+	return 0;
+}
+
 /* Shared body of put and set.  replace: overwrite an existing entry. */
 static int hidx_insert(struct hidx *h, const char *key, uint32_t key_len, void *val, bool replace)
 {
@@ -418,15 +446,30 @@ static inline uint32_t kb_len(const uint8_t *kb) { return kb[0]; }
 static inline const uint8_t *kb_bytes(const uint8_t *kb) { return kb + 1; }
 
 /* memcmp over the common length, then shorter first.  Pointers may be NULL
- * when their length is 0. */
+ * when their length is 0.  Only the sign of the result means anything.
+ * Compared inline 8 bytes at a time as big-endian words, then byte by byte
+ * (a call to memcmp per step of every binary search was a visible share of
+ * an index build: keys are short and share long prefixes). */
 static int key_cmp(const void *a, uint32_t alen, const void *b, uint32_t blen)
 {
+	const uint8_t *pa = a, *pb = b;
 	uint32_t m = alen < blen ? alen : blen;
-	if (m) {
-		int r = memcmp(a, b, m);
-		if (r)
-			return r;
+	uint32_t i = 0;
+	for (; i + 8 <= m; i += 8) {
+		uint64_t x, y;
+		memcpy(&x, pa + i, 8);
+		memcpy(&y, pb + i, 8);
+		if (x != y) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			x = __builtin_bswap64(x);
+			y = __builtin_bswap64(y);
+#endif
+			return x < y ? -1 : 1;
+		}
 	}
+	for (; i < m; i++)
+		if (pa[i] != pb[i])
+			return pa[i] < pb[i] ? -1 : 1;
 	return (alen > blen) - (alen < blen);
 }
 
@@ -596,20 +639,41 @@ static int oidx_insert(struct oidx *t, const void *key, uint32_t key_len, void *
 	struct oidx_inner *path[OIDX_MAX_HEIGHT];
 	uint32_t pidx[OIDX_MAX_HEIGHT];
 	uint32_t depth = 0;
+	/* Append fast path (ids are time-ordered, and a snapshot is loaded in id
+	 * order): first the rightmost spine.  If key sorts above the largest key
+	 * (the rightmost leaf's last), that spine IS key's descent: every
+	 * separator is <= some key of its right subtree <= the largest < key, so
+	 * inner_child picks the last child at every level -- and key goes at the
+	 * end of that leaf.  One comparison instead of a binary search per
+	 * level; otherwise the ordinary descent below. */
 	struct oidx_node *n = t->root;
 	while (!n->is_leaf) {
 		assert(depth < OIDX_MAX_HEIGHT);
 		struct oidx_inner *in = as_inner(n);
-		uint32_t ci = inner_child(in, key, key_len);
 		path[depth] = in;
-		pidx[depth] = ci;
+		pidx[depth] = in->h.n;
 		depth++;
-		n = in->kids[ci];
+		n = in->kids[in->h.n];
+	}
+	struct oidx_leaf *leaf = as_leaf(n);
+	assert(leaf->h.n > 0);
+	bool found = false;
+	uint32_t p = leaf->h.n;
+	if (kb_cmp_key(leaf->keys[leaf->h.n - 1], key, key_len) >= 0) {
+		depth = 0;
+		n = t->root;
+		while (!n->is_leaf) {
+			struct oidx_inner *in = as_inner(n);
+			uint32_t ci = inner_child(in, key, key_len);
+			path[depth] = in;
+			pidx[depth] = ci;
+			depth++;
+			n = in->kids[ci];
+		}
+		leaf = as_leaf(n);
+		p = leaf_lower(leaf, key, key_len, &found);
 	}
 	assert(depth + 1 == t->height);
-	struct oidx_leaf *leaf = as_leaf(n);
-	bool found;
-	uint32_t p = leaf_lower(leaf, key, key_len, &found);
 	if (found) {
 		if (!replace)
 			return 1;

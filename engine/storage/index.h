@@ -61,6 +61,10 @@ void hidx_free(struct hidx *h);
 /* Insert; returns 0, 1 if the key already exists (nothing changed), -1 on
  * OOM or key too long. */
 int hidx_put(struct hidx *h, const char *key, uint32_t key_len, void *val);
+/* Make room for n live entries in all, so inserts up to n never rehash
+ * (sized as growth would have sized it: no memory beyond that).  0, or -1
+ * on OOM (index unchanged; inserts still grow it as they go). */
+int hidx_reserve(struct hidx *h, size_t n);
 /* Insert or replace the value (and the key pointer, which must compare
  * equal).  Returns 0 or -1. */
 int hidx_set(struct hidx *h, const char *key, uint32_t key_len, void *val);

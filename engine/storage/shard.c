@@ -66,9 +66,45 @@ static int mkdir_p(const char *path)
 	return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
 }
 
+/* A snapshot load: the shard, and the snapshot's records per table counted
+ * by the verifying pass (snap_load_hooks' census), used to size each
+ * table's id index once the file verified. */
+struct snap_load_ctx {
+	struct shard *sh;
+	uint64_t rows[REC_T_COUNT_];
+};
+
+static void snap_census_begin(void *ctx)
+{
+	struct snap_load_ctx *lc = ctx;
+	memset(lc->rows, 0, sizeof(lc->rows));
+}
+
+/* Count the record by its table byte; a malformed one is refused later by
+ * snap_record_apply, never here (the file is not verified yet). */
+static void snap_census(void *ctx, const void *rec, size_t len)
+{
+	struct snap_load_ctx *lc = ctx;
+	const uint8_t *p = rec;
+	if (len >= REC_HEADER_SIZE && p[1] < REC_T_COUNT_)
+		lc->rows[p[1]]++;
+}
+
+/* The file verified: size each table for its rows, so the load never
+ * rehashes.  Never fails: an index that cannot be sized grows as rows come. */
+static int snap_census_verified(void *ctx, const struct snap_info *si)
+{
+	struct snap_load_ctx *lc = ctx;
+	(void)si;
+	for (unsigned i = 0; i < REC_T_COUNT_; i++)
+		if (lc->rows[i] && lc->sh->tables[i].ops && lc->rows[i] <= SIZE_MAX)
+			(void)table_reserve(&lc->sh->tables[i], (size_t)lc->rows[i]);
+	return 0;
+}
+
 static int snap_record_apply(void *ctx, const void *rec, size_t len)
 {
-	struct shard *sh = ctx;
+	struct shard *sh = ((struct snap_load_ctx *)ctx)->sh;
 	size_t off = 0;
 	struct rec_view rv;
 	int r = rec_decode(rec, len, &off, &rv);
@@ -154,24 +190,25 @@ int shard_load_with(struct shard *sh, const struct config *cfg, const struct sha
 		}
 	}
 	sh->upto_lsn = upto_lsn;
+	/* The newest snapshot that verifies, verified once (an invalid newer one
+	 * is skipped with a line on stderr), its tables sized from the
+	 * verifying pass's count, then its records installed. */
 	struct snap_info si;
 	memset(&si, 0, sizeof(si));
+	struct snap_load_ctx lc = { .sh = sh };
+	struct snap_load_hooks hk = { .begin = snap_census_begin, .census = snap_census,
+				      .verified = snap_census_verified, .fn = snap_record_apply, .ctx = &lc };
+	char serr[512];
 	int found = 1;
-	if (snap_path)
-		snprintf(si.path, sizeof(si.path), "%s", snap_path);
-	else
-		found = snap_find_latest(sh->snap_dir, &si);
-	if (found < 0) {
-		snprintf(err, errlen, "cannot read snapshot directory %s", sh->snap_dir);
+	if (snap_path && snap_load_hooked(snap_path, &hk, &si, serr, sizeof(serr)) != 0) {
+		snprintf(err, errlen, "snapshot %s failed to load: %s", snap_path, serr);
+		return -1;
+	}
+	if (!snap_path && (found = snap_load_latest(sh->snap_dir, &hk, &si, serr, sizeof(serr))) < 0) {
+		snprintf(err, errlen, "snapshot in %s failed to load: %s", sh->snap_dir, serr);
 		return -1;
 	}
 	if (found) {
-		char serr[256], path[sizeof(si.path)];
-		memcpy(path, si.path, sizeof(path)); /* snap_load overwrites si */
-		if (snap_load(path, snap_record_apply, sh, &si, serr, sizeof(serr))) {
-			snprintf(err, errlen, "snapshot %s failed to load: %s", path, serr);
-			return -1;
-		}
 		sh->lsn = si.lsn;
 		sh->snap_last_lsn = si.lsn;
 		sh->snap_last_unix_ms = si.created_unix_ms;

@@ -93,6 +93,11 @@ int table_put(struct table *t, const char *id, size_t id_len, const char *doc, s
  * built with the table's decode_keys when it has them. */
 int table_put_live(struct table *t, const char *id, size_t id_len, const char *doc, size_t doc_len,
 		   uint64_t lsn, char *why);
+/* A bulk load (snapshot recovery) that knows how many rows the table will
+ * hold: size the hash index by id for `rows` in all, so the load never
+ * rehashes it (hidx_reserve: no bigger than growth would make it).  0, or
+ * -1 on OOM with nothing changed (the index then grows as rows come). */
+int table_reserve(struct table *t, size_t rows);
 /* Would table_put accept this document?  Parses and decodes it into a
  * scratch row and frees it; nothing changes.  0, or -1 with why (>= 128
  * bytes).  The replication subscriber checks every record it received

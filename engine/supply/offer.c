@@ -219,10 +219,37 @@ static void offer_index_del(struct table *t, struct row *r)
 	offer_keys(t, r, 0);
 }
 
+/* Append n bytes of s to out[0..*at), keeping at most NKEY_MAX - 1 bytes
+ * in all (snprintf's truncation). */
+static void nkey_put(char out[NKEY_MAX], size_t *at, const char *s, size_t n)
+{
+	size_t room = NKEY_MAX - 1 - *at;
+	memcpy(out + *at, s, n < room ? n : room);
+	*at += n < room ? n : room;
+}
+
+/* The natural key wine NUL originator NUL condition-in-decimal, NUL
+ * terminated, cut at NKEY_MAX - 1 bytes: the bytes snprintf("%s%c%s%c%d")
+ * made, built without it (every stored offer's decode builds one). */
 static uint8_t natural_key(char out[NKEY_MAX], const char *wine, const char *orig, int cond)
 {
-	int n = snprintf(out, NKEY_MAX, "%s%c%s%c%d", wine, 0, orig, 0, cond);
-	return (uint8_t)(n < 0 ? 0 : n >= NKEY_MAX ? NKEY_MAX - 1 : n);
+	char d[16];
+	size_t dl = 0;
+	unsigned u = cond < 0 ? 0u - (unsigned)cond : (unsigned)cond;
+	do {
+		d[sizeof(d) - 1 - dl++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (cond < 0)
+		d[sizeof(d) - 1 - dl++] = '-';
+	size_t at = 0;
+	nkey_put(out, &at, wine, strlen(wine));
+	nkey_put(out, &at, "", 1);
+	nkey_put(out, &at, orig, strlen(orig));
+	nkey_put(out, &at, "", 1);
+	nkey_put(out, &at, d + sizeof(d) - dl, dl);
+	out[at] = 0;
+	return (uint8_t)at;
 }
 
 /* ---- reading values (requests and stored documents) -------------------- */
@@ -231,8 +258,9 @@ static uint8_t natural_key(char out[NKEY_MAX], const char *wine, const char *ori
 static void read_list(struct api_ctx *c, const struct json_value *pv, const char *name, int sellers,
 		      struct permit_rules *pr, char (*cc)[3], uint8_t *n)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "permissions.%s", name);
+	char path[64] = "";
+	if (c) /* the paths only name fields in errors for a request */
+		snprintf(path, sizeof(path), "permissions.%s", name);
 	const struct json_value *v = json_get(pv, name);
 	if (!v)
 		return;
@@ -255,7 +283,9 @@ static void read_list(struct api_ctx *c, const struct json_value *pv, const char
 	for (unsigned i = 0; i < v->len; i++) {
 		const struct json_value *x = &v->u.items[i];
 		char ip[80];
-		snprintf(ip, sizeof(ip), "%s[%u]", path, i);
+		ip[0] = 0;
+		if (c)
+			snprintf(ip, sizeof(ip), "%s[%u]", path, i);
 		if (sellers) {
 			if (x->type != JSON_STRING || x->len == 0 || x->len >= PERMIT_ID_MAX ||
 			    (c && !partner_get(c->sh, x->u.str, x->len))) {

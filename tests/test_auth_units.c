@@ -3,6 +3,7 @@
  * (generation, checksum, every rejection), the action policy table, the
  * scope table, and RFC 3339 parsing used for key expiry.
  */
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -162,6 +163,36 @@ WM_TEST(rfc3339, parse)
 			     "tomorrow", ""};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		cr_assert_eq(parse_rfc3339_ms(bad[i], strlen(bad[i]), &ms), -1, "%s accepted", bad[i]);
+}
+
+/* fmt_rfc3339_ms (digits, the calendar part cached per second) against
+ * gmtime_r + snprintf, and round trips through the parser: the epoch, a
+ * leap day, second and year boundaries, the same second twice, and a
+ * seeded spread over 1970-2100. */
+WM_TEST(rfc3339, format_matches_gmtime_and_round_trips)
+{
+	unsigned long long at[300] = {0, 999, 1000, 1709164799999ull, 1709164800000ull, 1709251199999ull,
+				      1735689599999ull, 1735689600000ull, 1735689600000ull, 1735689600001ull};
+	unsigned n = 10;
+	unsigned long long x = 88172645463325252ull;
+	while (n < sizeof(at) / sizeof(at[0])) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		at[n++] = x % 4102444800000ull; /* before 2100 */
+	}
+	for (unsigned i = 0; i < n; i++) {
+		char got[32], want[32];
+		memset(got, 'x', sizeof(got));
+		fmt_rfc3339_ms(got, at[i]);
+		time_t sec = (time_t)(at[i] / 1000);
+		struct tm tm;
+		gmtime_r(&sec, &tm);
+		snprintf(want, sizeof(want), "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1,
+			 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(at[i] % 1000));
+		cr_assert_str_eq(got, want, "%llu", at[i]);
+		long long back;
+		cr_assert_eq(parse_rfc3339_ms(got, strlen(got), &back), 0);
+		cr_assert_eq((unsigned long long)back, at[i]);
+	}
 }
 
 WM_TEST(policy, every_keyed_route_names_an_action)

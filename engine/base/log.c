@@ -23,15 +23,43 @@ unsigned long long wall_ms(void)
 	return (unsigned long long)ts.tv_sec * 1000ull + (unsigned long long)ts.tv_nsec / 1000000ull;
 }
 
+/* n decimal digits of v (zero-padded, the high ones dropped) at p. */
+static void put_digits(char *p, unsigned v, int n)
+{
+	while (n-- > 0) {
+		p[n] = (char)('0' + v % 10);
+		v /= 10;
+	}
+}
+
+/* Every event and state row carries a timestamp: the calendar part is
+ * computed once per second per thread, the rest is digits (no printf). */
 void fmt_rfc3339_ms(char *out, unsigned long long unix_ms)
 {
-	time_t s = (time_t)(unix_ms / 1000);
-	struct tm tm;
-	gmtime_r(&s, &tm);
-	char tmp[64];
-	snprintf(tmp, sizeof(tmp), "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", (tm.tm_year + 1900) % 10000,
-		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(unix_ms % 1000));
-	memcpy(out, tmp, 25);
+	static _Thread_local unsigned long long cached_s = ~0ull;
+	static _Thread_local char day[20]; /* "YYYY-MM-DDTHH:MM:SS" */
+	unsigned long long sec = unix_ms / 1000;
+	if (sec != cached_s) {
+		time_t s = (time_t)sec;
+		struct tm tm;
+		gmtime_r(&s, &tm);
+		put_digits(day, (unsigned)((tm.tm_year + 1900) % 10000), 4);
+		day[4] = '-';
+		put_digits(day + 5, (unsigned)tm.tm_mon + 1, 2);
+		day[7] = '-';
+		put_digits(day + 8, (unsigned)tm.tm_mday, 2);
+		day[10] = 'T';
+		put_digits(day + 11, (unsigned)tm.tm_hour, 2);
+		day[13] = ':';
+		put_digits(day + 14, (unsigned)tm.tm_min, 2);
+		day[16] = ':';
+		put_digits(day + 17, (unsigned)tm.tm_sec, 2);
+		cached_s = sec;
+	}
+	memcpy(out, day, 19);
+	out[19] = '.';
+	put_digits(out + 20, (unsigned)(unix_ms % 1000), 3);
+	out[23] = 'Z';
 	out[24] = 0;
 }
 

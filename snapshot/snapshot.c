@@ -862,6 +862,22 @@ static int list_dir(const char *dir, struct lsn_list *snaps, struct lsn_list *tm
 	return rc;
 }
 
+/* list_dir for the readers: 1 with the snapshots newest first in s (the
+ * caller frees s->v); 0 when the directory does not exist (no snapshot);
+ * -1 with "cannot list DIR: why" in err. */
+static int list_snapshots(const char *dir, struct lsn_list *s, char *err, size_t errlen)
+{
+	if (list_dir(dir, s, NULL) == 0)
+		return 1;
+	int e = errno;
+	free(s->v);
+	s->v = NULL;
+	if (e == ENOENT)
+		return 0;
+	snprintf(err, errlen, "cannot list %s: %s", dir, strerror(e));
+	return -1;
+}
+
 /* <dir>/<lsn>.snap into path (PATH_MAX bytes).  0, or -1 with a line on
  * stderr when the name would not fit struct snap_info's path. */
 static int snap_name(char *path, const char *dir, uint64_t lsn)
@@ -897,13 +913,12 @@ static int check_snap(const char *dir, uint64_t lsn, struct snap_info *info)
 int snap_find_latest(const char *dir, struct snap_info *info)
 {
 	struct lsn_list s = { 0 };
-	if (list_dir(dir, &s, NULL) != 0) {
-		int e = errno;
-		free(s.v);
-		if (e == ENOENT)
-			return 0;
-		fprintf(stderr, "snapshot: cannot list %s: %s\n", dir, strerror(e));
-		return -1;
+	char lerr[600];
+	int listed = list_snapshots(dir, &s, lerr, sizeof(lerr));
+	if (listed <= 0) {
+		if (listed < 0)
+			fprintf(stderr, "snapshot: %s\n", lerr);
+		return listed;
 	}
 	int found = 0;
 	for (size_t i = 0; i < s.n && !found; i++)
@@ -928,14 +943,12 @@ int snap_load_latest(const char *dir, const struct snap_load_hooks *hk, struct s
 	if (err && errlen)
 		err[0] = 0;
 	struct lsn_list s = { 0 };
-	if (list_dir(dir, &s, NULL) != 0) {
-		int e = errno;
-		free(s.v);
-		if (e == ENOENT)
-			return 0;
-		if (err && errlen)
-			snprintf(err, errlen, "cannot list %s: %s", dir, strerror(e));
-		return -1;
+	char lerr[600];
+	int listed = list_snapshots(dir, &s, lerr, sizeof(lerr));
+	if (listed <= 0) {
+		if (listed < 0 && err && errlen)
+			snprintf(err, errlen, "%s", lerr);
+		return listed;
 	}
 	int rc = 0;
 	for (size_t i = 0; i < s.n; i++) {

@@ -614,6 +614,26 @@ void oidx_free(struct oidx *t)
 	oidx_init(t);
 }
 
+/* The leaf where key belongs, from the root (t->root non-NULL), with the
+ * inner nodes passed through in path[0..*depth) and the child taken from
+ * each in pidx[]. */
+static struct oidx_leaf *descend_path(const struct oidx *t, const void *key, uint32_t key_len,
+				      struct oidx_inner **path, uint32_t *pidx, uint32_t *depth)
+{
+	struct oidx_node *n = t->root;
+	*depth = 0;
+	while (!n->is_leaf) {
+		assert(*depth < OIDX_MAX_HEIGHT);
+		struct oidx_inner *in = as_inner(n);
+		uint32_t ci = inner_child(in, key, key_len);
+		path[*depth] = in;
+		pidx[*depth] = ci;
+		(*depth)++;
+		n = in->kids[ci];
+	}
+	return as_leaf(n);
+}
+
 /* Shared body of put and set. */
 static int oidx_insert(struct oidx *t, const void *key, uint32_t key_len, void *val, bool replace)
 {
@@ -660,17 +680,7 @@ static int oidx_insert(struct oidx *t, const void *key, uint32_t key_len, void *
 	bool found = false;
 	uint32_t p = leaf->h.n;
 	if (kb_cmp_key(leaf->keys[leaf->h.n - 1], key, key_len) >= 0) {
-		depth = 0;
-		n = t->root;
-		while (!n->is_leaf) {
-			struct oidx_inner *in = as_inner(n);
-			uint32_t ci = inner_child(in, key, key_len);
-			path[depth] = in;
-			pidx[depth] = ci;
-			depth++;
-			n = in->kids[ci];
-		}
-		leaf = as_leaf(n);
+		leaf = descend_path(t, key, key_len, path, pidx, &depth);
 		p = leaf_lower(leaf, key, key_len, &found);
 	}
 	assert(depth + 1 == t->height);
@@ -912,18 +922,8 @@ void *oidx_del(struct oidx *t, const void *key, uint32_t key_len)
 		return NULL;
 	struct oidx_inner *path[OIDX_MAX_HEIGHT];
 	uint32_t pidx[OIDX_MAX_HEIGHT];
-	uint32_t depth = 0;
-	struct oidx_node *n = t->root;
-	while (!n->is_leaf) {
-		assert(depth < OIDX_MAX_HEIGHT);
-		struct oidx_inner *in = as_inner(n);
-		uint32_t ci = inner_child(in, key, key_len);
-		path[depth] = in;
-		pidx[depth] = ci;
-		depth++;
-		n = in->kids[ci];
-	}
-	struct oidx_leaf *leaf = as_leaf(n);
+	uint32_t depth;
+	struct oidx_leaf *leaf = descend_path(t, key, key_len, path, pidx, &depth);
 	bool found;
 	uint32_t p = leaf_lower(leaf, key, key_len, &found);
 	if (!found)

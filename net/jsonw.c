@@ -236,8 +236,6 @@ void jw_keyn(struct jw *w, const char *key, size_t len)
 	w->after_key = 1;
 }
 
-/* jw_keyn() on a NUL-terminated key. */
-void jw_key(struct jw *w, const char *key) { jw_keyn(w, key, strlen(key)); }
 
 /* A string value of `len` bytes (may contain NUL), escaped completely. */
 void jw_strn(struct jw *w, const char *s, size_t len)
@@ -247,9 +245,6 @@ void jw_strn(struct jw *w, const char *s, size_t len)
 	if (jw_escape(w->out, s, len))
 		set_err(w, JW_ERR_BUF);
 }
-
-/* jw_strn() on a NUL-terminated string. */
-void jw_str(struct jw *w, const char *s) { jw_strn(w, s, strlen(s)); }
 
 /* Decimal digits of v, right-aligned ending at end; returns the start. */
 static char *utoa_rev(uint64_t v, char *end)
@@ -405,26 +400,3 @@ void jw_value(struct jw *w, const struct json_value *v)
 }
 
 /* Key-plus-value conveniences: jw_key() then the value call. */
-void jw_kstr(struct jw *w, const char *key, const char *s)
-{
-	jw_key(w, key);
-	jw_str(w, s);
-}
-
-void jw_kint(struct jw *w, const char *key, int64_t v)
-{
-	jw_key(w, key);
-	jw_int(w, v);
-}
-
-void jw_kbool(struct jw *w, const char *key, int v)
-{
-	jw_key(w, key);
-	jw_bool(w, v);
-}
-
-void jw_knull(struct jw *w, const char *key)
-{
-	jw_key(w, key);
-	jw_null(w);
-}

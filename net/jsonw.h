@@ -37,10 +37,12 @@ void jw_obj_end(struct jw *w);
 void jw_arr_begin(struct jw *w);
 void jw_arr_end(struct jw *w);
 /* Object key (escaped like a string). */
-void jw_key(struct jw *w, const char *key);
 void jw_keyn(struct jw *w, const char *key, size_t len);
-void jw_str(struct jw *w, const char *s);
 void jw_strn(struct jw *w, const char *s, size_t len);
+/* The NUL-terminated forms are inline, so a key that is a literal (nearly
+ * all of them) has its length computed at compile time. */
+static inline void jw_key(struct jw *w, const char *key) { jw_keyn(w, key, __builtin_strlen(key)); }
+static inline void jw_str(struct jw *w, const char *s) { jw_strn(w, s, __builtin_strlen(s)); }
 void jw_int(struct jw *w, int64_t v);
 void jw_uint(struct jw *w, uint64_t v);
 void jw_bool(struct jw *w, int v);
@@ -54,10 +56,26 @@ void jw_raw(struct jw *w, const char *json, size_t len);
  * members keep input order). */
 void jw_value(struct jw *w, const struct json_value *v);
 /* Convenience: key + value. */
-void jw_kstr(struct jw *w, const char *key, const char *s);
-void jw_kint(struct jw *w, const char *key, int64_t v);
-void jw_kbool(struct jw *w, const char *key, int v);
-void jw_knull(struct jw *w, const char *key);
+static inline void jw_kstr(struct jw *w, const char *key, const char *s)
+{
+	jw_key(w, key);
+	jw_str(w, s);
+}
+static inline void jw_kint(struct jw *w, const char *key, int64_t v)
+{
+	jw_key(w, key);
+	jw_int(w, v);
+}
+static inline void jw_kbool(struct jw *w, const char *key, int v)
+{
+	jw_key(w, key);
+	jw_bool(w, v);
+}
+static inline void jw_knull(struct jw *w, const char *key)
+{
+	jw_key(w, key);
+	jw_null(w);
+}
 /* Escape `len` bytes as a JSON string (with quotes) into `out`. */
 int jw_escape(struct buf *out, const char *s, size_t len);
 

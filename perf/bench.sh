@@ -403,7 +403,7 @@ echo "== perf/bench_catalogue (wine ingest with dedup, $CAT_WINES wines, in-proc
 if [ "${BENCH_SKIP_CATALOGUE:-0}" = 1 ]; then
 	echo "skipped (BENCH_SKIP_CATALOGUE=1)"
 elif [ -f build/rel/lib.a ] && gcc -std=c17 -D_GNU_SOURCE -I. -O2 -Wall -Wextra -Werror -o "$root/bench_catalogue" \
-	perf/bench_catalogue.c build/rel/lib.a -lxxhash -lzstd -lssl -lcrypto -lpthread -lm 2>"$root/bench_catalogue.err"; then
+	perf/bench_catalogue.c perf/bench_world.c build/rel/lib.a -lxxhash -lzstd -lssl -lcrypto -lpthread -lm 2>"$root/bench_catalogue.err"; then
 	echo "\$ bench_catalogue DATA_DIR $CAT_WINES $CAT_BODIES ${BENCH_CATALOGUE_WAL:-none}"
 	timeout 900 "$root/bench_catalogue" "$root/catalogue-data" "$CAT_WINES" "$CAT_BODIES" "${BENCH_CATALOGUE_WAL:-none}" ||
 		echo "bench_catalogue failed or timed out (exit $?)"

@@ -39,6 +39,7 @@
 #include "engine/base/log.h"
 #include "engine/storage/shard.h"
 #include "engine/catalogue/wine.h"
+#include "perf/bench_world.h"
 
 #define DEFAULT_WINES 1000000
 #define DEFAULT_BODIES 100000
@@ -50,18 +51,6 @@ static double now_s(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static long rss_bytes(void)
-{
-	long pages = 0, resident = 0;
-	FILE *f = fopen("/proc/self/statm", "r");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
-		resident = 0;
-	fclose(f);
-	return resident * sysconf(_SC_PAGESIZE);
 }
 
 static const char *const countries[] = {"FR", "IT", "ES", "PT", "DE", "AT", "US", "AR", "AU", "ZA"};
@@ -208,7 +197,7 @@ int main(int argc, char **argv)
 	struct wine_ingest_result r;
 
 	/* 1. build */
-	long rss0 = rss_bytes();
+	long rss0 = bw_rss_bytes();
 	double t0 = now_s();
 	long created = 0;
 	for (long i = 0; i < n; i++) {
@@ -220,7 +209,7 @@ int main(int argc, char **argv)
 		created++;
 	}
 	double t1 = now_s();
-	long rss1 = rss_bytes();
+	long rss1 = bw_rss_bytes();
 	size_t wines = table_count(&sh.tables[REC_T_WINE]);
 	printf("catalogue build: %ld wines ingested in %.1f s = %.0f wines/s (each resolved by tiers 1-3 against the "
 	       "catalogue so far, then created; %zu producers created inline, %zu crosswalk rows)\n",

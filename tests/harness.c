@@ -531,3 +531,25 @@ int wm_ctl_run(const char *args, char *out, size_t n)
 	int st = pclose(p);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+
+void stderr_capture_begin(struct stderr_capture *c)
+{
+	snprintf(c->path, sizeof(c->path), "/tmp/wm-stderr-XXXXXX");
+	c->fd = mkstemp(c->path);
+	cr_assert_geq(c->fd, 0);
+	fflush(stderr);
+	c->saved = dup(2);
+	cr_assert_geq(c->saved, 0);
+	dup2(c->fd, 2);
+}
+
+void stderr_capture_end(struct stderr_capture *c, char *out, size_t outlen)
+{
+	fflush(stderr);
+	dup2(c->saved, 2);
+	close(c->saved);
+	ssize_t n = pread(c->fd, out, outlen - 1, 0);
+	out[n > 0 ? n : 0] = 0;
+	close(c->fd);
+	unlink(c->path);
+}

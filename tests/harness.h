@@ -76,6 +76,16 @@ void http_resp_free(struct http_resp *r);
  * or -1 when it did not exit normally. */
 int wm_ctl_run(const char *args, char *out, size_t n);
 
+/* What this process writes to stderr between stderr_capture_begin and
+ * stderr_capture_end (in-process code that logs there: recovery, the
+ * snapshot reader), into out (outlen bytes, NUL-terminated). */
+struct stderr_capture {
+	char path[40];
+	int fd, saved;
+};
+void stderr_capture_begin(struct stderr_capture *c);
+void stderr_capture_end(struct stderr_capture *c, char *out, size_t outlen);
+
 /* Connected socket to the port (blocking), or -1. */
 int tcp_connect(int port);
 /* Read one full response from a socket (Content-Length framing). 0 or -1. */

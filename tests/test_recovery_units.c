@@ -10,6 +10,7 @@
 
 #include "engine/storage/record.h"
 #include "engine/storage/shard.h"
+#include "tests/harness.h"
 #include "tests/shard_fixture.h"
 #include "tests/wm_test.h"
 
@@ -29,20 +30,10 @@ static size_t events(struct fixture *f) { return table_count(&f->sh.tables[REC_T
 /* fx_open with stderr captured into out. */
 static void open_capture(struct fixture *f, char *out, size_t outlen)
 {
-	char path[] = "/tmp/wm-recovery-stderr-XXXXXX";
-	int fd = mkstemp(path);
-	cr_assert_geq(fd, 0);
-	fflush(stderr);
-	int saved = dup(2);
-	dup2(fd, 2);
+	struct stderr_capture c;
+	stderr_capture_begin(&c);
 	fx_open(f);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	ssize_t n = pread(fd, out, outlen - 1, 0);
-	out[n > 0 ? n : 0] = 0;
-	close(fd);
-	unlink(path);
+	stderr_capture_end(&c, out, outlen);
 }
 
 WM_TEST(recovery, corrupt_newest_snapshot_falls_back_to_the_older_one_and_is_logged)

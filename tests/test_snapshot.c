@@ -3,6 +3,7 @@
  * truncation anywhere, newest-valid selection, pruning, and the crash point
  * between "temp file synced" and "renamed".
  */
+#include "tests/harness.h"
 #include "tests/wm_test.h"
 #include "net/buf.h"
 #include "snapshot/snapshot.h"
@@ -756,21 +757,10 @@ static int load_latest_capture(const char *dir, struct hook_log *l, struct snap_
 {
 	struct snap_load_hooks hk = { .begin = h_begin, .census = h_census, .verified = h_verified,
 				      .fn = h_record, .ctx = l };
-	char path[] = "/tmp/wm-snap-stderr-XXXXXX";
-	int fd = mkstemp(path);
-	cr_assert_geq(fd, 0);
-	fflush(stderr);
-	int saved = dup(2);
-	cr_assert_geq(saved, 0);
-	dup2(fd, 2);
+	struct stderr_capture c;
+	stderr_capture_begin(&c);
 	int rc = snap_load_latest(dir, &hk, si, err, errlen);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	ssize_t n = pread(fd, out, outlen - 1, 0);
-	out[n > 0 ? n : 0] = 0;
-	close(fd);
-	unlink(path);
+	stderr_capture_end(&c, out, outlen);
 	return rc;
 }
 

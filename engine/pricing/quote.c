@@ -230,8 +230,7 @@ static int price_incoterm_of(int offer_incoterm)
 
 static void cand_add(struct quote *s, struct quote_line *ql, const struct offer *o)
 {
-	/* the caller sees it and it is sellable (cand_cb): an offer the caller
-	 * may not see is no candidate at all, not counted, explained or routed */
+	/* o is eligible (cand_eligible); the bound is gather_candidates' */
 	if (ql->ncand >= QUOTE_MAX_CANDIDATES)
 		return;
 	unsigned i = ql->ncand++;
@@ -358,11 +357,18 @@ struct cand_scan {
 	uint8_t more;                    /* a sellable, visible offer past QUOTE_SCAN_MAX */
 };
 
+/* May o be a candidate of this quote at all?  Sellable now, and visible
+ * to the caller (one it may not see is not counted, explained or routed). */
+static int cand_eligible(const struct quote *s, const struct offer *o)
+{
+	return offer_sellable(o, s->now_ms) && offer_visible_to(s->caller, o);
+}
+
 static int cand_cb(const struct offer *o, void *arg)
 {
 	struct cand_scan *cs = arg;
-	if (!offer_sellable(o, cs->s->now_ms) || !offer_visible_to(cs->s->caller, o))
-		return 0; /* no candidate at all: not counted, not explained */
+	if (!cand_eligible(cs->s, o))
+		return 0;
 	if (cs->n == QUOTE_SCAN_MAX) {
 		cs->more = 1;
 		return 1;
@@ -1067,7 +1073,7 @@ static int route_all(struct api_ctx *c, struct quote *s)
 		const struct producer *pr = producer_get(c->sh, ql->w->producer_id, strlen(ql->w->producer_id));
 		s->estate = pr && pr->partner_id[0] ? pr->partner_id : NULL;
 		if (ql->only) {
-			if (offer_sellable(ql->only, s->now_ms) && offer_visible_to(s->caller, ql->only))
+			if (cand_eligible(s, ql->only))
 				cand_add(s, ql, ql->only);
 			ql->considered = ql->ncand;
 		} else {

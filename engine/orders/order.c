@@ -79,6 +79,7 @@
  */
 #include "engine/orders/order.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,6 +248,66 @@ static int order_decode(struct table *t, struct row *r, const struct json_value 
 	return 0;
 }
 
+/* The typed fast path (table.h): the body from the typed values capture
+ * wrote its document from (capture_typed), as order_decode makes it.  The
+ * legs are copied into an allocation of the row's own. */
+static int order_decode_typed(struct table *t, struct row *r, const void *typed)
+{
+	(void)t;
+	const struct order_full *src = typed;
+	const struct order *s = &src->o;
+	struct order_full *f = (struct order_full *)r;
+	struct order *o = &f->o;
+	if (s->n_legs > ORDER_MAX_LEGS || s->pay_method >= PAY_N_METHOD || !s->seller_id[0] ||
+	    typed_str(o->dest, sizeof(o->dest), s->dest) || typed_str(o->currency, sizeof(o->currency), s->currency) ||
+	    typed_str(o->seller_id, sizeof(o->seller_id), s->seller_id) ||
+	    typed_str(o->created_at, sizeof(o->created_at), s->created_at) ||
+	    typed_str(o->idem_entity, sizeof(o->idem_entity), s->idem_entity) ||
+	    typed_str(o->idem_key, sizeof(o->idem_key), s->idem_key))
+		return -1;
+	o->pay_method = s->pay_method;
+	o->total_minor = s->total_minor;
+	if (o->idem_key[0]) {
+		memcpy(o->idem_fp, s->idem_fp, sizeof(o->idem_fp));
+		idem_digest(o->idem_entity, o->idem_key, strlen(o->idem_key), f->idem_hkey);
+	} else {
+		o->idem_entity[0] = 0;
+	}
+	o->n_legs = s->n_legs;
+	o->legs = s->n_legs ? calloc(s->n_legs, sizeof(*o->legs)) : NULL;
+	if (s->n_legs && !o->legs)
+		return -1;
+	for (unsigned i = 0; i < s->n_legs; i++) {
+		const struct order_leg *a = &s->legs[i];
+		struct order_leg *b = &o->legs[i];
+		if (a->qty < 1 || a->qty > INV_QTY_MAX || !a->hold_id[0] || !a->level_id[0] ||
+		    typed_str(b->leg_id, sizeof(b->leg_id), a->leg_id) ||
+		    typed_str(b->hold_id, sizeof(b->hold_id), a->hold_id) ||
+		    typed_str(b->level_id, sizeof(b->level_id), a->level_id) ||
+		    typed_str(b->offer_id, sizeof(b->offer_id), a->offer_id) ||
+		    typed_str(b->originator_id, sizeof(b->originator_id), a->originator_id) ||
+		    typed_str(b->fulfiller_id, sizeof(b->fulfiller_id), a->fulfiller_id) ||
+		    typed_str(b->location_id, sizeof(b->location_id), a->location_id)) {
+			free(o->legs);
+			o->legs = NULL;
+			return -1;
+		}
+		b->qty = a->qty;
+	}
+	return 0;
+}
+
+/* Test builds' check of the fast path: the same fields and the same legs. */
+static int order_typed_same(const struct row *a, const struct row *b, size_t row_size)
+{
+	const struct order_full *x = (const struct order_full *)a, *y = (const struct order_full *)b;
+	(void)row_size;
+	size_t from = sizeof(struct row), to = offsetof(struct order, legs); /* the fields before the legs */
+	return x->o.n_legs == y->o.n_legs && !memcmp((const char *)x + from, (const char *)y + from, to - from) &&
+	       !memcmp(x->idem_hkey, y->idem_hkey, sizeof(x->idem_hkey)) &&
+	       (!x->o.n_legs || !memcmp(x->o.legs, y->o.legs, x->o.n_legs * sizeof(*x->o.legs)));
+}
+
 static void order_release(struct row *r)
 {
 	struct order *o = (struct order *)r;
@@ -331,6 +392,9 @@ const struct table_ops order_table_ops = {
 	.name = "order",
 	.row_size = sizeof(struct order_full),
 	.decode = order_decode,
+	.decode_typed = order_decode_typed,
+	.typed_size = sizeof(struct order_full),
+	.typed_same = order_typed_same,
 	.release = order_release,
 	.index_add = order_index_add,
 	.index_del = order_index_del,
@@ -436,7 +500,7 @@ static int stage_state_row(struct shard *sh, const char *id, size_t id_len, cons
 	struct jw w;
 	jw_init(&w, &doc);
 	order_state_write(&w, v);
-	int rc = w.err || txn_put(sh, REC_T_ORDER_STATE, id, id_len, doc.data, doc.len) ? -1 : 0;
+	int rc = w.err || txn_put_typed(sh, REC_T_ORDER_STATE, id, id_len, doc.data, doc.len, v) ? -1 : 0;
 	buf_free(&doc);
 	return rc;
 }
@@ -501,6 +565,7 @@ struct capture {
 	uint8_t fp[16];
 	unsigned n_legs;
 	struct cap_leg legs[ORDER_MAX_LEGS];
+	struct order_leg body_legs[ORDER_MAX_LEGS]; /* the body's typed legs (capture_typed): live until the commit */
 	unsigned hold_base;            /* hold ids are .H<hold_base + n>: 0, or ORDER_REPLAN_HOLD_BASE re-planned */
 };
 
@@ -887,6 +952,62 @@ static void write_order_doc(struct jw *w, const struct capture *k, const char *e
 	}
 	jw_kstr(w, "created_at", k->now);
 	jw_obj_end(w);
+}
+
+/* The body's typed values, as order_decode reads them from the document
+ * write_order_doc writes (the typed fast path, table.h): into f, with its
+ * legs in k->body_legs, which outlive the commit (txn_put_typed copies f,
+ * not the legs it points at). */
+static void capture_typed(struct capture *k, const char *entity, struct order_full *f)
+{
+	struct order_leg *legs = k->body_legs;
+	const struct quote *q = k->q;
+	struct order *o = &f->o;
+	memset(f, 0, sizeof(*f));
+	o->pay_method = (uint8_t)k->pay_method;
+	snprintf(o->dest, sizeof(o->dest), "%s", q->dest);
+	snprintf(o->currency, sizeof(o->currency), "%s", q->all.currency);
+	snprintf(o->seller_id, sizeof(o->seller_id), "%s", k->seller->row.id);
+	snprintf(o->created_at, sizeof(o->created_at), "%s", k->now);
+	o->total_minor = q->all.total;
+	if (k->idem_key) {
+		snprintf(o->idem_entity, sizeof(o->idem_entity), "%s", entity);
+		snprintf(o->idem_key, sizeof(o->idem_key), "%.*s", (int)k->idem_len, k->idem_key);
+		memcpy(o->idem_fp, k->fp, sizeof(o->idem_fp));
+	}
+	o->n_legs = k->n_legs;
+	o->legs = legs;
+	for (unsigned g = 0; g < k->n_legs; g++) {
+		const struct cap_leg *l = &k->legs[g];
+		struct order_leg *d = &legs[g];
+		memset(d, 0, sizeof(*d));
+		snprintf(d->leg_id, sizeof(d->leg_id), "%s.L%u", k->order_id, g + 1);
+		char id[INV_TXN_ID_MAX + 16]; /* as write_legs */
+		snprintf(id, sizeof(id), "%s.H%u", k->txn[0] ? k->txn : k->order_id, k->hold_base + g + 1);
+		typed_str(d->hold_id, sizeof(d->hold_id), id); /* always fits (write_legs); else decode_typed refuses */
+		snprintf(d->offer_id, sizeof(d->offer_id), "%s", l->offer->row.id);
+		snprintf(d->originator_id, sizeof(d->originator_id), "%s", l->offer->originator_id);
+		snprintf(d->fulfiller_id, sizeof(d->fulfiller_id), "%s", l->fulfiller);
+		snprintf(d->location_id, sizeof(d->location_id), "%s", l->lv->location_id);
+		snprintf(d->level_id, sizeof(d->level_id), "%s", l->lv->row.id);
+		d->qty = l->qty;
+	}
+}
+
+/* Stage the body of the order capture k made (its document and typed
+ * values).  0 or -1. */
+static int stage_body(struct shard *sh, struct capture *k, const char *entity)
+{
+	struct buf doc;
+	buf_init(&doc, REC_MAX_VAL);
+	struct jw w;
+	jw_init(&w, &doc);
+	write_order_doc(&w, k, entity);
+	struct order_full f;
+	capture_typed(k, entity, &f);
+	int rc = w.err || txn_put_typed(sh, REC_T_ORDER, k->order_id, strlen(k->order_id), doc.data, doc.len, &f);
+	buf_free(&doc);
+	return rc ? -1 : 0;
 }
 
 /* ---- capture: the request ---------------------------------------------------------------- */
@@ -1482,20 +1603,13 @@ static void order_create(struct api_ctx *c)
 		snprintf(k->txn, sizeof(k->txn), "%s:%s", coordinator, k->order_id);
 	fmt_rfc3339_ms(k->now, wall_ms());
 
-	struct buf doc;
-	buf_init(&doc, REC_MAX_VAL);
-	struct jw w;
-	jw_init(&w, &doc);
-	write_order_doc(&w, k, c->who.entity_id);
 	struct order_state_v st;
 	order_state_initial(&st, k->n_legs, k->now);
 	txn_begin(c->sh); /* T0: the body, the state, order.placed */
-	int bad = w.err || txn_put(c->sh, REC_T_ORDER, k->order_id, strlen(k->order_id), doc.data, doc.len) ||
-		  stage_state_row(c->sh, k->order_id, strlen(k->order_id), &st) ||
+	int bad = stage_body(c->sh, k, c->who.entity_id) || stage_state_row(c->sh, k->order_id, strlen(k->order_id), &st) ||
 		  stage_event(c->sh, "order.placed", k->order_id, ORD_PLACED, k->q->seller, k->q->dest, k->q->all.total,
 			      k->q->all.currency, OF_NONE, NULL) ||
 		  !txn_commit(c->sh);
-	buf_free(&doc);
 	if (bad) {
 		txn_abort(c->sh);
 		api_error(c, 500, "commit_failed", "the order could not be stored");
@@ -1569,17 +1683,11 @@ void order_replan(struct api_ctx *c, const struct order *o, const struct json_va
 	memcpy(k->fp, fp, sizeof(fp));
 	snprintf(k->now, sizeof(k->now), "%s", created);
 	k->hold_base = ORDER_REPLAN_HOLD_BASE;
-	struct buf doc;
-	buf_init(&doc, REC_MAX_VAL);
-	struct jw w;
-	jw_init(&w, &doc);
-	write_order_doc(&w, k, entity);
 	struct order_state_v st;
 	order_state_initial(&st, k->n_legs, k->now);
 	txn_begin(c->sh); /* the new plan replaces the first, still placed */
-	int rc = w.err || txn_put(c->sh, REC_T_ORDER, k->order_id, strlen(k->order_id), doc.data, doc.len) ||
-		 stage_state_row(c->sh, k->order_id, strlen(k->order_id), &st) || !txn_commit(c->sh);
-	buf_free(&doc);
+	int rc = stage_body(c->sh, k, entity) || stage_state_row(c->sh, k->order_id, strlen(k->order_id), &st) ||
+		 !txn_commit(c->sh);
 	const struct order *o2 = rc ? NULL : order_get(c->sh, k->order_id, strlen(k->order_id));
 	if (!o2) {
 		txn_abort(c->sh);

@@ -25,8 +25,7 @@
 
 struct event {
 	struct row row;
-	char type[EVENT_MAX_TYPE + 1];
-	char entity[ID_MAX_LEN];   /* scope.entity_id, "" when platform-wide */
+	struct event_vals v;       /* type; scope.entity_id, "" when platform-wide */
 };
 
 struct event_ext {
@@ -38,13 +37,13 @@ static struct event_ext *ext(const struct table *t) { return t->ext; }
 
 struct oidx *event_by_type(struct table *t) { return &ext(t)->by_type; }
 struct oidx *event_by_entity(struct table *t) { return &ext(t)->by_entity; }
-const char *event_type(const struct row *r) { return ((const struct event *)r)->type; }
+const char *event_type(const struct row *r) { return ((const struct event *)r)->v.type; }
 
 /* Secondary key: entity, NUL, id. */
 static uint32_t entity_key(const struct event *e, uint8_t *out)
 {
-	size_t el = strlen(e->entity);
-	memcpy(out, e->entity, el);
+	size_t el = strlen(e->v.entity);
+	memcpy(out, e->v.entity, el);
 	out[el] = 0;
 	memcpy(out + el + 1, e->row.id, e->row.id_len);
 	return (uint32_t)(el + 1 + e->row.id_len);
@@ -53,28 +52,36 @@ static uint32_t entity_key(const struct event *e, uint8_t *out)
 /* Secondary key: type, NUL, id. */
 static uint32_t type_key(const struct event *e, uint8_t *out)
 {
-	size_t tl = strlen(e->type);
-	memcpy(out, e->type, tl);
+	size_t tl = strlen(e->v.type);
+	memcpy(out, e->v.type, tl);
 	out[tl] = 0;
 	memcpy(out + tl + 1, e->row.id, e->row.id_len);
 	return (uint32_t)(tl + 1 + e->row.id_len);
 }
 
+/* Text the event's fields may hold: 1..max bytes, no control character --
+ * the rules of fld_str (engine/edge/fields.c), restated here so that
+ * storage does not include the HTTP edge; a stored row that breaks them
+ * is refused at load. */
+static int text_ok(const char *s, size_t n, size_t max)
+{
+	if (n == 0 || n > max)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
 /* Copy member name of obj, a string, into out (max bytes + NUL).  Returns
- * 1 copied, 0 absent or null, -1 anything else: not a string, empty, longer
- * than max, or holding a control character -- the rules of fld_str
- * (engine/edge/fields.c), restated here so that storage does not include
- * the HTTP edge; a stored row that breaks them is refused at load. */
+ * 1 copied, 0 absent or null, -1 anything else (text_ok). */
 static int doc_str(const struct json_value *obj, const char *name, char *out, size_t max)
 {
 	const struct json_value *v = json_get(obj, name);
 	if (!v || v->type == JSON_NULL)
 		return 0;
-	if (v->type != JSON_STRING || v->len == 0 || v->len > max)
+	if (v->type != JSON_STRING || !text_ok(v->u.str, v->len, max))
 		return -1;
-	for (uint32_t i = 0; i < v->len; i++)
-		if ((unsigned char)v->u.str[i] < 0x20 || v->u.str[i] == 0x7f)
-			return -1;
 	memcpy(out, v->u.str, v->len);
 	out[v->len] = 0;
 	return 1;
@@ -84,13 +91,27 @@ static int event_decode(struct table *t, struct row *r, const struct json_value 
 {
 	(void)t;
 	struct event *e = (struct event *)r;
-	if (doc_str(doc, "type", e->type, EVENT_MAX_TYPE) != 1)
+	if (doc_str(doc, "type", e->v.type, EVENT_MAX_TYPE) != 1)
 		return -1;
 	const struct json_value *scope = json_get(doc, "scope");
-	e->entity[0] = 0;
+	e->v.entity[0] = 0;
 	if (scope && scope->type == JSON_OBJECT &&
-	    doc_str(scope, "entity_id", e->entity, sizeof(e->entity) - 1) < 0)
+	    doc_str(scope, "entity_id", e->v.entity, sizeof(e->v.entity) - 1) < 0)
 		return -1;
+	return 0;
+}
+
+/* The typed fast path (table.h): the values txn_event wrote the document from. */
+static int event_decode_typed(struct table *t, struct row *r, const void *typed)
+{
+	(void)t;
+	const struct event_vals *v = typed;
+	struct event *e = (struct event *)r;
+	size_t tl = strnlen(v->type, sizeof(v->type)), el = strnlen(v->entity, sizeof(v->entity));
+	if (!text_ok(v->type, tl, EVENT_MAX_TYPE) || (el && !text_ok(v->entity, el, sizeof(e->v.entity) - 1)))
+		return -1;
+	memcpy(e->v.type, v->type, tl);
+	memcpy(e->v.entity, v->entity, el);
 	return 0;
 }
 
@@ -120,7 +141,7 @@ static int event_index_add(struct table *t, struct row *r)
 	uint32_t kl = type_key(e, k);
 	if (kl > IDX_MAX_KEY || oidx_set(&ext(t)->by_type, k, kl, r))
 		return -1;
-	if (!e->entity[0])
+	if (!e->v.entity[0])
 		return 0;
 	kl = entity_key(e, k);
 	if (kl > IDX_MAX_KEY || oidx_set(&ext(t)->by_entity, k, kl, r)) {
@@ -135,7 +156,7 @@ static void event_index_del(struct table *t, struct row *r)
 	const struct event *e = (const struct event *)r;
 	uint8_t k[IDX_MAX_KEY + EVENT_MAX_TYPE + 2];
 	oidx_del(&ext(t)->by_type, k, type_key(e, k));
-	if (e->entity[0])
+	if (e->v.entity[0])
 		oidx_del(&ext(t)->by_entity, k, entity_key(e, k));
 }
 
@@ -147,6 +168,8 @@ const struct table_ops event_table_ops = {
 	.name = "event",
 	.row_size = sizeof(struct event),
 	.decode = event_decode,
+	.decode_typed = event_decode_typed,
+	.typed_size = sizeof(struct event_vals),
 	.init = event_init,
 	.fini = event_fini,
 	.index_add = event_index_add,

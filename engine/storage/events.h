@@ -5,9 +5,17 @@
 #ifndef WM_EVENTS_H
 #define WM_EVENTS_H
 
+#include "engine/storage/id.h"
 #include "engine/storage/table.h"
 
 #define EVENT_MAX_TYPE 64 /* bytes of an event type such as "partner.created" */
+
+/* An event's typed values (the table's decode_typed input, table.h): what
+ * txn_event writes as its type and scope.entity_id ("" for none). */
+struct event_vals {
+	char type[EVENT_MAX_TYPE + 1];
+	char entity[ID_MAX_LEN];
+};
 
 /* Secondary indexes of the event table t (t->ext; valid while t is open).
  * by_type keys are "type NUL id", by_entity keys "entity_id NUL id" (only

@@ -46,6 +46,7 @@
 
 #include "wal/errinj.h"
 #include "engine/base/log.h"
+#include "engine/storage/events.h"
 #include "net/jsonw.h"
 #include "snapshot/snapshot.h"
 
@@ -277,11 +278,20 @@ void shard_close(struct shard *sh)
 
 /* ---- transactions ------------------------------------------------------ */
 
-static int apply_records(struct shard *sh, uint64_t lsn, const void *payload, size_t len, int live, char *why);
+static int apply_records(struct shard *sh, uint64_t lsn, const void *payload, size_t len, int live, size_t base,
+			 char *why);
+
+/* Forget the typed values of records not applied. */
+static void typed_clear(struct shard *sh)
+{
+	sh->n_typed = 0;
+	sh->typed_len = 0;
+}
 
 /* Forget the open image, held records included. */
 static void txn_reset(struct shard *sh)
 {
+	typed_clear(sh);
 	buf_reset(&sh->txn);
 	sh->txn_open = 0;
 }
@@ -304,6 +314,24 @@ int txn_put(struct shard *sh, uint8_t table, const char *id, size_t id_len, cons
 	    size_t doc_len)
 {
 	return rec_encode(&sh->txn, REC_PUT, table, 1, id, id_len, doc, doc_len);
+}
+
+int txn_put_typed(struct shard *sh, uint8_t table, const char *id, size_t id_len, const char *doc,
+		  size_t doc_len, const void *typed)
+{
+	size_t at = sh->txn.len;
+	if (txn_put(sh, table, id, id_len, doc, doc_len))
+		return -1;
+	const struct table_ops *ops = table < REC_T_COUNT_ ? sh->tables[table].ops : NULL;
+	if (!ops || !ops->decode_typed || sh->n_typed == TXN_TYPED_MAX)
+		return 0;
+	uint32_t off = (sh->typed_len + 15u) & ~15u; /* each value 16-aligned */
+	if (off > TXN_TYPED_BYTES || ops->typed_size > TXN_TYPED_BYTES - off)
+		return 0;
+	memcpy(sh->typed_vals + off, typed, ops->typed_size);
+	sh->typed[sh->n_typed++] = (struct txn_typed){.rec_off = at, .val_off = off};
+	sh->typed_len = off + (uint32_t)ops->typed_size;
+	return 0;
 }
 
 int txn_del(struct shard *sh, uint8_t table, const char *id, size_t id_len)
@@ -335,7 +363,12 @@ int txn_event(struct shard *sh, const char *type, const char *scope_entity, cons
 	jw_key(&w, "payload");
 	jw_raw(&w, payload, payload_len);
 	jw_obj_end(&w);
-	int rc = w.err ? -1 : txn_put(sh, REC_T_EVENT, id, il, doc.data, doc.len);
+	struct event_vals v = {0};
+	int typed = !typed_str(v.type, sizeof(v.type), type) &&
+		    !typed_str(v.entity, sizeof(v.entity), scope_entity ? scope_entity : "");
+	int rc = w.err ? -1
+		 : typed ? txn_put_typed(sh, REC_T_EVENT, id, il, doc.data, doc.len, &v)
+			 : txn_put(sh, REC_T_EVENT, id, il, doc.data, doc.len);
 	buf_free(&doc);
 	return rc;
 }
@@ -347,6 +380,7 @@ void txn_abort(struct shard *sh)
 		sh->txn.len = sh->held_len;
 		sh->txn.overflow = 0;
 		sh->txn_open = 2;
+		typed_clear(sh);
 		return;
 	}
 	txn_reset(sh);
@@ -358,11 +392,12 @@ void txn_abort(struct shard *sh)
 static void apply_or_die(struct shard *sh, uint64_t lsn, size_t from)
 {
 	char why[128];
-	if (apply_records(sh, lsn, sh->txn.data + from, sh->txn.len - from, 1, why)) {
+	if (apply_records(sh, lsn, sh->txn.data + from, sh->txn.len - from, 1, from, why)) {
 		log_error("msg=\"committed transaction failed to apply\" lsn=%llu why=\"%s\"",
 			  (unsigned long long)lsn, why);
 		abort();
 	}
+	typed_clear(sh);
 }
 
 /* Hand data[0..len) of the image to the WAL as transaction lsn, under the
@@ -400,6 +435,8 @@ static uint64_t join_held(struct shard *sh, int changes_state, size_t max_len)
 	held_log(sh, sh->held_lsn, from);
 	memmove(sh->txn.data, sh->txn.data + from, add);
 	sh->txn.len = add;
+	for (unsigned i = 0; i < sh->n_typed; i++)
+		sh->typed[i].rec_off -= from; /* the new records moved to the front */
 	sh->held_lsn = 0;
 	sh->held_len = 0;
 	return 0;
@@ -542,19 +579,29 @@ void shard_space_poll(struct shard *sh)
 /* shard_apply; live: the records are this process's own commit (or a
  * replica's, checked by table_check), so tables may decode them with
  * their key lists (table_put_live). */
-static int apply_records(struct shard *sh, uint64_t lsn, const void *payload, size_t len, int live, char *why)
+static int apply_records(struct shard *sh, uint64_t lsn, const void *payload, size_t len, int live, size_t base,
+			 char *why)
 {
 	size_t off = 0;
 	struct rec_view rv;
 	int r;
-	while ((r = rec_decode(payload, len, &off, &rv)) == 1) {
+	/* live: payload is the open image from byte `base` on, and the typed
+	 * values staged for its records (txn_put_typed) are in sh->typed */
+	unsigned ti = 0, tn = live ? sh->n_typed : 0;
+	while (ti < tn && sh->typed[ti].rec_off < base)
+		ti++;
+	for (size_t at = 0; (r = rec_decode(payload, len, &off, &rv)) == 1; at = off) {
 		struct table *t = &sh->tables[rv.table];
 		if (!t->ops) {
 			snprintf(why, 128, "record for unknown table %u", rv.table);
 			return -1;
 		}
+		const void *typed = NULL;
+		if (ti < tn && sh->typed[ti].rec_off == base + at)
+			typed = sh->typed_vals + sh->typed[ti++].val_off;
 		if (rv.op == REC_PUT) {
-			if ((live ? table_put_live : table_put)(t, rv.key, rv.key_len, rv.val, rv.val_len, lsn, why))
+			if (typed ? table_put_typed(t, rv.key, rv.key_len, rv.val, rv.val_len, lsn, typed, why)
+				  : (live ? table_put_live : table_put)(t, rv.key, rv.key_len, rv.val, rv.val_len, lsn, why))
 				return -1;
 			if (t->ops->trim)
 				t->ops->trim(t);
@@ -573,7 +620,7 @@ static int apply_records(struct shard *sh, uint64_t lsn, const void *payload, si
 
 int shard_apply(struct shard *sh, uint64_t lsn, const void *payload, size_t len, char *why)
 {
-	return apply_records(sh, lsn, payload, len, 0, why);
+	return apply_records(sh, lsn, payload, len, 0, 0, why);
 }
 
 /* ---- snapshots --------------------------------------------------------- */

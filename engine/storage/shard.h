@@ -31,6 +31,15 @@ struct repl_pub;
 struct repl_sub;
 
 #define TXN_MAX_BYTES (512u << 10) /* one transaction image; WAL frames hold 1 MiB */
+#define TXN_TYPED_MAX 32u             /* typed values one commit carries (txn_put_typed) */
+#define TXN_TYPED_BYTES (16u << 10)   /* and their bytes */
+
+/* A record of the open commit staged with its typed values (txn_put_typed):
+ * the record's offset in the image and the value's in typed_vals. */
+struct txn_typed {
+	size_t rec_off;
+	uint32_t val_off;
+};
 
 struct shard {
 	struct config cfg;
@@ -50,6 +59,12 @@ struct shard {
 	uint64_t state_lsn;    /* last LSN that changed what reads can see */
 	struct wal *wal;
 	struct buf txn;        /* image of the open transaction */
+	/* The typed values of the records not yet applied (txn_put_typed), in
+	 * image order; cleared when they are applied or dropped. */
+	struct txn_typed typed[TXN_TYPED_MAX];
+	unsigned n_typed;
+	uint32_t typed_len;
+	_Alignas(16) unsigned char typed_vals[TXN_TYPED_BYTES];
 	int txn_open;          /* 0 closed, 1 open, 2 committed but held */
 	int txn_hold;          /* txn_hold() called: the next commit waits for txn_release() */
 	uint64_t held_lsn;     /* the held commit's LSN (0: none pending) */
@@ -131,6 +146,14 @@ void txn_begin(struct shard *sh);
 /* Add a row after-image (document is canonical JSON).  0 or -1 (too big). */
 int txn_put(struct shard *sh, uint8_t table, const char *id, size_t id_len, const char *doc,
 	    size_t doc_len);
+/* txn_put with the typed values the document was written from (the
+ * table's decode_typed input, table.h): applying this commit builds the
+ * row from them instead of parsing the document.  The values are copied
+ * (typed_size bytes).  Past TXN_TYPED_MAX / TXN_TYPED_BYTES, or for a table
+ * without decode_typed, the record is staged as by txn_put (the row is
+ * then decoded from its document: the same row, only slower). */
+int txn_put_typed(struct shard *sh, uint8_t table, const char *id, size_t id_len, const char *doc,
+		  size_t doc_len, const void *typed);
 int txn_del(struct shard *sh, uint8_t table, const char *id, size_t id_len);
 /*
  * Append an event in the same transaction: `type` e.g. "partner.created",

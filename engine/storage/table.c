@@ -106,25 +106,17 @@ static struct json_doc *doc_parse(const struct table *t, const char *doc, size_t
 	return json_parse_keep(doc, doc_len, t->ops->decode_keys, jerr);
 }
 
-/* Allocate a row block and decode the document into it. */
-static struct row *row_make(struct table *t, const char *id, size_t id_len, const char *doc,
-			    size_t doc_len, uint64_t lsn, int live, char *why)
+/* Allocate a row block: the typed struct zeroed, then the id and the
+ * document, each with its NUL.  NULL on OOM. */
+static struct row *row_alloc(const struct table *t, const char *id, size_t id_len, const char *doc,
+			     size_t doc_len, uint64_t lsn)
 {
-	struct json_error jerr;
-	struct json_doc *jd = doc_parse(t, doc, doc_len, live, &jerr);
-	if (!jd) {
-		snprintf(why, 128, "%s document does not parse: %.60s at %zu", t->ops->name, jerr.msg, jerr.offset);
-		return NULL;
-	}
 	size_t sz = t->ops->row_size + id_len + 1 + doc_len + 1;
 	/* Only the typed struct needs zeroing: the id and the document (each
 	 * with its NUL) fill the rest of the block. */
 	struct row *r = malloc(sz);
-	if (!r) {
-		json_doc_free(jd);
-		snprintf(why, 128, "out of memory");
+	if (!r)
 		return NULL;
-	}
 	memset(r, 0, t->ops->row_size);
 	char *p = (char *)r + t->ops->row_size;
 	memcpy(p, id, id_len);
@@ -137,6 +129,25 @@ static struct row *row_make(struct table *t, const char *id, size_t id_len, cons
 	r->doc = p;
 	r->doc_len = (uint32_t)doc_len;
 	r->lsn = lsn;
+	return r;
+}
+
+/* Allocate a row block and decode the document into it. */
+static struct row *row_make(struct table *t, const char *id, size_t id_len, const char *doc,
+			    size_t doc_len, uint64_t lsn, int live, char *why)
+{
+	struct json_error jerr;
+	struct json_doc *jd = doc_parse(t, doc, doc_len, live, &jerr);
+	if (!jd) {
+		snprintf(why, 128, "%s document does not parse: %.60s at %zu", t->ops->name, jerr.msg, jerr.offset);
+		return NULL;
+	}
+	struct row *r = row_alloc(t, id, id_len, doc, doc_len, lsn);
+	if (!r) {
+		json_doc_free(jd);
+		snprintf(why, 128, "out of memory");
+		return NULL;
+	}
 	int rc = t->ops->decode ? t->ops->decode(t, r, json_root(jd)) : 0;
 	json_doc_free(jd);
 	if (rc) {
@@ -147,20 +158,73 @@ static struct row *row_make(struct table *t, const char *id, size_t id_len, cons
 	return r;
 }
 
+#ifdef WM_TESTING
+/* Test builds: the row decode_typed made must be the row decode() makes
+ * of the same document (table.h); anything else is a bug in the writer or
+ * in decode_typed, and stops the test. */
+static void typed_check(struct table *t, const struct row *r)
+{
+	char why[128];
+	struct row *d = row_make(t, r->id, r->id_len, r->doc, r->doc_len, r->lsn, 0, why);
+	if (!d) {
+		fprintf(stderr, "table %s: a typed put's document does not decode: %s\n", t->ops->name, why);
+		abort();
+	}
+	size_t head = sizeof(struct row);
+	int same = t->ops->typed_same ? t->ops->typed_same(r, d, t->ops->row_size)
+				      : !memcmp((const char *)r + head, (const char *)d + head, t->ops->row_size - head);
+	if (!same) {
+		fprintf(stderr, "table %s: row %.*s from typed values differs from its document %s\n", t->ops->name,
+			(int)r->id_len, r->id, r->doc);
+		abort();
+	}
+	row_free(t, d);
+}
+#endif
+
+/* Allocate a row block and fill it from the writer's typed values. */
+static struct row *row_make_typed(struct table *t, const char *id, size_t id_len, const char *doc,
+				  size_t doc_len, uint64_t lsn, const void *typed, char *why)
+{
+	struct row *r = row_alloc(t, id, id_len, doc, doc_len, lsn);
+	if (!r) {
+		snprintf(why, 128, "out of memory");
+		return NULL;
+	}
+	if (t->ops->decode_typed(t, r, typed)) {
+		/* The values do not make a row: a writer's bug.  The document
+		 * is what the log holds, so the row is decoded from it (the
+		 * row recovery will make); test builds stop. */
+#ifdef WM_TESTING
+		fprintf(stderr, "table %s: typed values of %.*s refused\n", t->ops->name, (int)id_len, id);
+		abort();
+#endif
+		row_free(t, r);
+		return row_make(t, id, id_len, doc, doc_len, lsn, 1, why);
+	}
+#ifdef WM_TESTING
+	typed_check(t, r);
+#endif
+	return r;
+}
+
 /* Contract (table.h): size the id index for `rows` rows in all. */
 int table_reserve(struct table *t, size_t rows)
 {
 	return hidx_reserve(&t->by_id, rows);
 }
 
+/* Install a row: built from typed values when given (live), else decoded
+ * from the document (live: with the table's key list). */
 static int put_as(struct table *t, const char *id, size_t id_len, const char *doc, size_t doc_len,
-		  uint64_t lsn, int live, char *why)
+		  uint64_t lsn, int live, const void *typed, char *why)
 {
 	if (id_len == 0 || id_len > IDX_MAX_KEY) {
 		snprintf(why, 128, "bad id length %zu", id_len);
 		return -1;
 	}
-	struct row *r = row_make(t, id, id_len, doc, doc_len, lsn, live, why);
+	struct row *r = typed ? row_make_typed(t, id, id_len, doc, doc_len, lsn, typed, why)
+			      : row_make(t, id, id_len, doc, doc_len, lsn, live, why);
 	if (!r)
 		return -1;
 	struct row *old = table_get(t, id, id_len);
@@ -183,13 +247,19 @@ static int put_as(struct table *t, const char *id, size_t id_len, const char *do
 int table_put(struct table *t, const char *id, size_t id_len, const char *doc, size_t doc_len,
 	      uint64_t lsn, char *why)
 {
-	return put_as(t, id, id_len, doc, doc_len, lsn, 0, why);
+	return put_as(t, id, id_len, doc, doc_len, lsn, 0, NULL, why);
 }
 
 int table_put_live(struct table *t, const char *id, size_t id_len, const char *doc, size_t doc_len,
 		   uint64_t lsn, char *why)
 {
-	return put_as(t, id, id_len, doc, doc_len, lsn, 1, why);
+	return put_as(t, id, id_len, doc, doc_len, lsn, 1, NULL, why);
+}
+
+int table_put_typed(struct table *t, const char *id, size_t id_len, const char *doc, size_t doc_len,
+		    uint64_t lsn, const void *typed, char *why)
+{
+	return put_as(t, id, id_len, doc, doc_len, lsn, 1, t->ops->decode_typed ? typed : NULL, why);
 }
 
 int table_check(struct table *t, const char *id, size_t id_len, const char *doc, size_t doc_len, char *why)

@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "engine/storage/index.h"
 #include "net/json.h"
@@ -57,7 +58,35 @@ struct table_ops {
 	 * validate every document whole.  Test builds parse live documents
 	 * whole as well and abort when decode() reads a key not listed. */
 	const char *const *decode_keys;
+	/*
+	 * The typed fast path (all three may be NULL).  A writer that built
+	 * the document from typed values may stage those values with it
+	 * (txn_put_typed, shard.h): applying its own commit then fills the
+	 * row with decode_typed() from them instead of parsing the document.
+	 * typed_size is the size of that value (a resource-defined struct,
+	 * copied by value: it must not point at anything the commit does not
+	 * outlive).  decode_typed must produce exactly the row decode() makes
+	 * of the document: test builds decode the document as well and abort
+	 * unless typed_same() (default: the typed fields are byte-equal, so
+	 * both must leave unused bytes zero) says the two rows are equal.
+	 */
+	int (*decode_typed)(struct table *t, struct row *r, const void *typed);
+	size_t typed_size;
+	int (*typed_same)(const struct row *a, const struct row *b, size_t row_size);
 };
+
+/* For decode_typed: copy the string src into the zeroed field dst of cap
+ * bytes (at most cap - 1 of them, so the field stays NUL-terminated and
+ * its unused bytes zero, as decode() leaves them).  0, or -1 when src does
+ * not fit (decode() refuses such a document too). */
+static inline int typed_str(char *dst, size_t cap, const char *src)
+{
+	size_t n = strnlen(src, cap);
+	if (n >= cap)
+		return -1;
+	memcpy(dst, src, n);
+	return 0;
+}
 
 struct table {
 	const struct table_ops *ops;
@@ -93,6 +122,12 @@ int table_put(struct table *t, const char *id, size_t id_len, const char *doc, s
  * built with the table's decode_keys when it has them. */
 int table_put_live(struct table *t, const char *id, size_t id_len, const char *doc, size_t doc_len,
 		   uint64_t lsn, char *why);
+/* table_put_live for a document staged with its typed values (see
+ * decode_typed above): the row is built from `typed`, and the document is
+ * only stored.  Falls back to table_put_live when the table has no
+ * decode_typed. */
+int table_put_typed(struct table *t, const char *id, size_t id_len, const char *doc, size_t doc_len,
+		    uint64_t lsn, const void *typed, char *why);
 /* A bulk load (snapshot recovery) that knows how many rows the table will
  * hold: size the hash index by id for `rows` in all, so the load never
  * rehashes it (hidx_reserve: no bigger than growth would make it).  0, or

@@ -35,6 +35,7 @@
  */
 #include "net/jsonw.h"
 
+#include <stdint.h>
 #include <string.h>
 
 enum { JW_ERR_BUF = 1, JW_ERR_DEPTH = 2, JW_ERR_USAGE = 3 };
@@ -57,6 +58,30 @@ static const unsigned char plain_tab[256] = {
 
 static int plain(unsigned char c) { return plain_tab[c]; }
 
+/* How many of the first n bytes of p are plain (plain_tab), 8 at a time:
+ * a word is all plain when no byte is below 0x20 or at/above 0x7f and none
+ * is '"' or '\\' (the usual has-zero-byte tricks on the whole word, which
+ * flag exactly those bytes when no byte has its top bit set).  The bytes
+ * are copied to d as they are scanned. */
+static size_t plain_run_copy(const unsigned char *p, size_t n, char *d)
+{
+	const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t x;
+		memcpy(&x, p + i, 8);
+		uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+		uint64_t bad = (x - ones * 0x20) | ((x + ones * 0x01) & high) | (q - ones) | (b - ones) | x;
+		/* any byte flagged (top bit set) in bad may be special: go bytewise */
+		if (bad & high)
+			break;
+		memcpy(d + i, p + i, 8);
+	}
+	for (; i < n && plain_tab[p[i]]; i++)
+		d[i] = (char)p[i];
+	return i;
+}
+
 /*
  * Escape `len` bytes of `s` as a quoted JSON string appended to `out`.
  * Returns 0, or -1 with `out` restored to its previous length.
@@ -73,9 +98,8 @@ int jw_escape(struct buf *out, const char *s, size_t len)
 		goto fail;
 	char *d = out->data + out->len;
 	*d++ = '"';
-	while (i < len && plain_tab[p[i]])
-		*d++ = (char)p[i++];
-	out->len = (size_t)(d - out->data);
+	i = plain_run_copy(p, len, d);
+	out->len = (size_t)(d + i - out->data);
 	while (i < len) {
 		size_t run = i;
 		while (run < len && plain(p[run]))
@@ -220,7 +244,9 @@ void jw_arr_begin(struct jw *w) { begin(w, '['); }
 /* Close the innermost array. */
 void jw_arr_end(struct jw *w) { end(w, ']'); }
 
-/* Write an escaped key and the ':' after it; the next call writes its value. */
+/* Write an escaped key and the ':' after it; the next call writes its
+ * value.  Keys are nearly always plain field names: quoted and followed by
+ * ':' in one copy, escaped like any string otherwise. */
 void jw_keyn(struct jw *w, const char *key, size_t len)
 {
 	if (!w->err && (w->after_key || w->depth == 0)) {
@@ -229,7 +255,17 @@ void jw_keyn(struct jw *w, const char *key, size_t len)
 	}
 	if (sep(w))
 		return;
-	if (jw_escape(w->out, key, len) || buf_putc(w->out, ':')) {
+	if (buf_reserve(w->out, len + 3)) {
+		set_err(w, JW_ERR_BUF);
+		return;
+	}
+	char *d = w->out->data + w->out->len;
+	*d = '"';
+	if (plain_run_copy((const unsigned char *)key, len, d + 1) == len) {
+		d[len + 1] = '"';
+		d[len + 2] = ':';
+		w->out->len += len + 3;
+	} else if (jw_escape(w->out, key, len) || buf_putc(w->out, ':')) {
 		set_err(w, JW_ERR_BUF);
 		return;
 	}

@@ -106,6 +106,37 @@ WM_TEST(hidx, duplicate_put_returns_1)
 	hidx_free(&h);
 }
 
+/* hidx_swap: set, and the value replaced (NULL for a new key), including
+ * for keys still in the previous array of an incremental rehash. */
+WM_TEST(hidx, swap_returns_the_value_it_replaced)
+{
+	struct hidx h;
+	hidx_init(&h);
+	void *prev = tag(99);
+	cr_assert_eq(hidx_swap(&h, "k", 1, tag(1), &prev), 0);
+	cr_assert_null(prev, "a new key replaced nothing");
+	cr_assert_eq(hidx_swap(&h, "k", 1, tag(2), &prev), 0);
+	cr_assert_eq(prev, tag(1));
+	cr_assert_eq(hidx_get(&h, "k", 1), tag(2));
+	cr_assert_eq(hidx_count(&h), 1);
+	/* past HIDX_MOVE_AT_ONCE, growth leaves keys in the previous array */
+	enum { N = 20000 };
+	static char keys[N][12];
+	for (uint32_t i = 0; i < N; i++) {
+		int n = snprintf(keys[i], sizeof(keys[i]), "s-%u", i);
+		cr_assert_eq(hidx_swap(&h, keys[i], (uint32_t)n, tag(i + 10), &prev), 0);
+		cr_assert_null(prev);
+	}
+	for (uint32_t i = 0; i < N; i++) {
+		cr_assert_eq(hidx_swap(&h, keys[i], (uint32_t)strlen(keys[i]), tag(i + 20), &prev), 0);
+		cr_assert_eq(prev, tag(i + 10), "key %u", i);
+	}
+	cr_assert_eq(hidx_count(&h), N + 1);
+	cr_assert_eq(hidx_swap(&h, NULL, 3, tag(1), &prev), -1, "a bad key");
+	cr_assert_null(prev);
+	hidx_free(&h);
+}
+
 #define GROW_N 100000
 
 WM_TEST(hidx, growth_100k)

@@ -434,3 +434,55 @@ WM_TEST(jw, value_inside_writer)
 	json_doc_free(d);
 	buf_free(&b);
 }
+
+/* The reference for ASCII input: each byte on its own, by the rules of
+ * jsonw.h (the writer scans 8 bytes at a time; this never does). */
+static size_t ref_escape_ascii(const unsigned char *s, size_t n, char *out)
+{
+	size_t o = 0;
+	out[o++] = '"';
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = s[i];
+		const char *sh = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\b' ? "\\b" : c == '\f' ? "\\f"
+			       : c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
+		if (sh)
+			o += (size_t)sprintf(out + o, "%s", sh);
+		else if (c < 0x20 || c == 0x7f)
+			o += (size_t)sprintf(out + o, "\\u%04x", c);
+		else
+			out[o++] = (char)c;
+	}
+	out[o++] = '"';
+	return o;
+}
+
+/* Every ASCII byte at every position of runs of 1..24 plain bytes (so in
+ * every lane of the 8-byte scan, and in the bytewise tail), as a value and
+ * as a key: the output is the reference's. */
+WM_TEST(jw, word_scan_finds_every_special_byte_in_every_lane)
+{
+	unsigned char in[24];
+	char want[24 * 6 + 8];
+	for (size_t n = 1; n <= sizeof(in); n++)
+		for (size_t pos = 0; pos < n; pos++)
+			for (unsigned c = 0; c < 0x80; c++) {
+				for (size_t i = 0; i < n; i++)
+					in[i] = (unsigned char)('a' + i % 26);
+				in[pos] = (unsigned char)c;
+				size_t wn = ref_escape_ascii(in, n, want);
+				str_is((const char *)in, n, want, wn);
+				struct buf b;
+				buf_init(&b, 0);
+				struct jw w;
+				jw_init(&w, &b);
+				jw_obj_begin(&w);
+				jw_keyn(&w, (const char *)in, n);
+				jw_null(&w);
+				jw_obj_end(&w);
+				cr_assert_eq(w.err, 0);
+				cr_assert_eq(b.len, wn + 7, "key of %zu bytes, 0x%02x at %zu", n, c, pos);
+				cr_assert_eq(memcmp(b.data + 1, want, wn), 0, "key 0x%02x at %zu", c, pos);
+				cr_assert_eq(memcmp(b.data + 1 + wn, ":null}", 6), 0);
+				buf_free(&b);
+			}
+}

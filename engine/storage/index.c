@@ -279,9 +279,12 @@ int hidx_reserve(struct hidx *h, size_t n)
 	return 0;
 }
 
-/* Shared body of put and set.  replace: overwrite an existing entry. */
-static int hidx_insert(struct hidx *h, const char *key, uint32_t key_len, void *val, bool replace)
+/* Shared body of put, set and swap.  replace: overwrite an existing entry;
+ * prev (may be NULL): the value it had, NULL if the key was absent. */
+static int hidx_insert(struct hidx *h, const char *key, uint32_t key_len, void *val, bool replace, void **prev)
 {
+	if (prev)
+		*prev = NULL;
 	if (!hidx_key_ok(key, key_len))
 		return -1;
 	hidx_move(h, HIDX_MOVE_STEP);
@@ -291,6 +294,8 @@ static int hidx_insert(struct hidx *h, const char *key, uint32_t key_len, void *
 	if (at) {
 		if (!replace)
 			return 1;
+		if (prev)
+			*prev = at->val;
 		at->key = key;
 		at->val = val;
 		return 0;
@@ -308,14 +313,21 @@ static int hidx_insert(struct hidx *h, const char *key, uint32_t key_len, void *
  * OOM (nothing changed).  The key bytes must outlive the entry. */
 int hidx_put(struct hidx *h, const char *key, uint32_t key_len, void *val)
 {
-	return hidx_insert(h, key, key_len, val, false);
+	return hidx_insert(h, key, key_len, val, false, NULL);
 }
 
 /* hidx_set: insert, or replace the value and key pointer of the equal key.
  * 0 or -1 (bad key / OOM, nothing changed). */
 int hidx_set(struct hidx *h, const char *key, uint32_t key_len, void *val)
 {
-	return hidx_insert(h, key, key_len, val, true);
+	return hidx_insert(h, key, key_len, val, true, NULL);
+}
+
+/* hidx_swap: hidx_set that also gives the value it replaced (NULL when the
+ * key was absent) -- one probe where a get and a set take two. */
+int hidx_swap(struct hidx *h, const char *key, uint32_t key_len, void *val, void **prev)
+{
+	return hidx_insert(h, key, key_len, val, true, prev);
 }
 
 /* hidx_get: the value for key, or NULL (also for a bad key).  No allocation. */

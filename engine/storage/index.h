@@ -68,6 +68,10 @@ int hidx_reserve(struct hidx *h, size_t n);
 /* Insert or replace the value (and the key pointer, which must compare
  * equal).  Returns 0 or -1. */
 int hidx_set(struct hidx *h, const char *key, uint32_t key_len, void *val);
+/* hidx_set that also stores in *prev the value it replaced (NULL when the
+ * key was absent): one probe instead of a get and a set.  0 or -1 (bad
+ * key / OOM: nothing changed, *prev NULL). */
+int hidx_swap(struct hidx *h, const char *key, uint32_t key_len, void *val, void **prev);
 void *hidx_get(const struct hidx *h, const char *key, uint32_t key_len);
 /* hidx_get without counting a probe: for a caller that accounts for what it
  * reads itself (table.h's read set notes the row's LSN; runtime maps such as

@@ -227,12 +227,19 @@ static int put_as(struct table *t, const char *id, size_t id_len, const char *do
 			      : row_make(t, id, id_len, doc, doc_len, lsn, live, why);
 	if (!r)
 		return -1;
-	struct row *old = table_get(t, id, id_len);
-	if (old && t->ops->index_del)
-		t->ops->index_del(t, old);
-	if (hidx_set(&t->by_id, r->id, r->id_len, r) || oidx_set(&t->by_order, r->id, r->id_len, r)) {
+	/* One probe finds the version replaced and installs the new one (the
+	 * secondary index hooks never read by_id). */
+	void *prev;
+	if (hidx_swap(&t->by_id, r->id, r->id_len, r, &prev)) {
 		snprintf(why, 128, "out of memory indexing %s", t->ops->name);
 		abort(); /* indexes are now inconsistent: never continue */
+	}
+	struct row *old = prev;
+	if (old && t->ops->index_del)
+		t->ops->index_del(t, old);
+	if (oidx_set(&t->by_order, r->id, r->id_len, r)) {
+		snprintf(why, 128, "out of memory indexing %s", t->ops->name);
+		abort();
 	}
 	if (old)
 		row_free(t, old);

@@ -398,6 +398,7 @@ const struct table_ops order_table_ops = {
 	.release = order_release,
 	.index_add = order_index_add,
 	.index_del = order_index_del,
+	.index_add_first = 1, /* sets, and deletes only what points at the row */
 	.init = order_init,
 	.fini = order_fini,
 	.decode_keys = order_decode_keys,

@@ -202,6 +202,7 @@ const struct table_ops order_state_table_ops = {
 	.typed_size = sizeof(struct order_state_v),
 	.index_add = state_index_add,
 	.index_del = state_index_del,
+	.index_add_first = 1, /* sets, and deletes only what points at the row */
 	.init = state_init,
 	.fini = state_fini,
 };

@@ -211,6 +211,7 @@ const struct table_ops payment_table_ops = {
 	.decode = pay_decode,
 	.index_add = pay_index_add,
 	.index_del = pay_index_del,
+	.index_add_first = 1, /* sets, and deletes only what points at the row */
 	.init = pay_init,
 	.fini = pay_fini,
 };

@@ -301,6 +301,7 @@ const struct table_ops inventory_table_ops = {
 	.typed_size = sizeof(struct lvl_vals),
 	.index_add = inv_index_add,
 	.index_del = inv_index_del,
+	.index_add_first = 1, /* sets, and deletes only what points at the row */
 	.init = inv_init,
 	.fini = inv_fini,
 };
@@ -434,6 +435,7 @@ const struct table_ops hold_table_ops = {
 	.fini = hold_fini,
 	.index_add = hold_index_add,
 	.index_del = hold_index_del,
+	.index_add_first = 1, /* sets, and deletes only what points at the row */
 };
 
 const struct hold *hold_in_doubt_next(struct shard *sh, const char *after_txn)

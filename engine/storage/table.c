@@ -235,18 +235,21 @@ static int put_as(struct table *t, const char *id, size_t id_len, const char *do
 		abort(); /* indexes are now inconsistent: never continue */
 	}
 	struct row *old = prev;
-	if (old && t->ops->index_del)
+	int add_first = old && t->ops->index_add_first;
+	if (old && !add_first && t->ops->index_del)
 		t->ops->index_del(t, old);
 	if (oidx_set(&t->by_order, r->id, r->id_len, r)) {
 		snprintf(why, 128, "out of memory indexing %s", t->ops->name);
 		abort();
 	}
-	if (old)
-		row_free(t, old);
 	if (t->ops->index_add && t->ops->index_add(t, r)) {
 		snprintf(why, 128, "secondary index failed for %s", t->ops->name);
 		abort();
 	}
+	if (add_first && t->ops->index_del)
+		t->ops->index_del(t, old); /* only what still points at old */
+	if (old)
+		row_free(t, old);
 	t->chg_lsn = lsn;
 	return 0;
 }

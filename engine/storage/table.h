@@ -46,6 +46,13 @@ struct table_ops {
 	/* Maintain secondary indexes (may be NULL). */
 	int (*index_add)(struct table *t, struct row *r);
 	void (*index_del)(struct table *t, struct row *r);
+	/* Set when index_add only inserts-or-replaces (hidx_set, oidx_set) and
+	 * index_del only removes entries that still point at the row it is
+	 * given: a replacing put then indexes the new version first and
+	 * removes what is left of the old one, so a key both versions share
+	 * is replaced in place (one B+tree descent) instead of deleted and
+	 * inserted again. */
+	uint8_t index_add_first;
 	/* Set up / tear down the resource's per-table state in t->ext. */
 	int (*init)(struct table *t);
 	void (*fini)(struct table *t);

@@ -83,7 +83,8 @@
 #      (quote_world), 1 line and 5 lines: req/s as a ratio to nginx's, p99,
 #      and the shard's CPU per quote from /proc (every thread); (k) also
 #      reports CPU per order.  BENCH_PERF_DIR=DIR writes a perf profile of
-#      each of these runs into DIR (perf/profile.sh).
+#      each of these runs into DIR (perf/profile.sh), with its perf.data
+#      (quote-N-lines.data, orders-cN.data) for perf report by hand.
 #   n. durable POST /v1/orders through a router in front of three shards,
 #      -c16 and -c64, orders of two lines: (a) both wines' stock on the
 #      destination's shard, (b) one on each of two other shards (two-phase
@@ -697,7 +698,7 @@ else
 		# BENCH_PERF_DIR=DIR: a profile of the shard during the run (perf/profile.sh)
 		prof=""
 		if [ -n "${BENCH_PERF_DIR:-}" ]; then
-			perf/profile.sh "$orders_pid" 5 "$BENCH_PERF_DIR/quote-$nl-lines.txt" &
+			PROFILE_DATA="$BENCH_PERF_DIR/quote-$nl-lines.data" perf/profile.sh "$orders_pid" 5 "$BENCH_PERF_DIR/quote-$nl-lines.txt" &
 			prof=$!
 		fi
 		run_wrk "POST /v1/orders/quote-calculate, $nl line(s), 10 candidates each (direct)" -s perf/post_quote.lua \

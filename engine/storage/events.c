@@ -21,7 +21,6 @@
 #include "engine/storage/events.h"
 #include "engine/storage/id.h"
 #include "engine/storage/record.h"
-#include "engine/storage/resources.h"
 
 struct event {
 	struct row row;

@@ -23,6 +23,10 @@ struct event_vals {
 struct oidx *event_by_type(struct table *t);
 struct oidx *event_by_entity(struct table *t);
 
+/* The event table (also listed in resources.h, the registry; declared
+ * here so that the table's own file needs nothing above storage). */
+extern const struct table_ops event_table_ops;
+
 /* The type of event row r (NUL-terminated, owned by the row). */
 const char *event_type(const struct row *r);
 

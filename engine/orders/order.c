@@ -298,10 +298,9 @@ static int order_decode_typed(struct table *t, struct row *r, const void *typed)
 }
 
 /* Test builds' check of the fast path: the same fields and the same legs. */
-static int order_typed_same(const struct row *a, const struct row *b, size_t row_size)
+static int order_typed_same(const struct row *a, const struct row *b)
 {
 	const struct order_full *x = (const struct order_full *)a, *y = (const struct order_full *)b;
-	(void)row_size;
 	size_t from = sizeof(struct row), to = offsetof(struct order, legs); /* the fields before the legs */
 	return x->o.n_legs == y->o.n_legs && !memcmp((const char *)x + from, (const char *)y + from, to - from) &&
 	       !memcmp(x->idem_hkey, y->idem_hkey, sizeof(x->idem_hkey)) &&
@@ -856,12 +855,10 @@ static void write_legs(struct jw *w, const struct capture *k)
 	jw_arr_begin(w);
 	for (unsigned g = 0; g < k->n_legs; g++) {
 		const struct cap_leg *l = &k->legs[g];
-		char id[INV_TXN_ID_MAX + 16]; /* "r<n>:" + an order id + ".H32": well under INV_HOLD_ID_MAX */
 		jw_obj_begin(w);
-		snprintf(id, sizeof(id), "%s.L%u", k->order_id, g + 1);
-		jw_kstr(w, "leg_id", id); /* the leg's status goes here (order_doc) */
-		snprintf(id, sizeof(id), "%s.H%u", k->txn[0] ? k->txn : k->order_id, k->hold_base + g + 1);
-		jw_kstr(w, "hold_id", id);
+		/* the ids capture_typed gave the leg (the body's typed values) */
+		jw_kstr(w, "leg_id", k->body_legs[g].leg_id); /* the leg's status goes here (order_doc) */
+		jw_kstr(w, "hold_id", k->body_legs[g].hold_id);
 		jw_kstr(w, "offer_id", l->offer->row.id);
 		jw_kstr(w, "originator_id", l->offer->originator_id);
 		jw_kstr(w, "fulfiller_id", l->fulfiller);
@@ -983,9 +980,9 @@ static void capture_typed(struct capture *k, const char *entity, struct order_fu
 		struct order_leg *d = &legs[g];
 		memset(d, 0, sizeof(*d));
 		snprintf(d->leg_id, sizeof(d->leg_id), "%s.L%u", k->order_id, g + 1);
-		char id[INV_TXN_ID_MAX + 16]; /* as write_legs */
+		char id[INV_TXN_ID_MAX + 16]; /* "r<n>:" + an order id + ".H32": well under INV_HOLD_ID_MAX */
 		snprintf(id, sizeof(id), "%s.H%u", k->txn[0] ? k->txn : k->order_id, k->hold_base + g + 1);
-		typed_str(d->hold_id, sizeof(d->hold_id), id); /* always fits (write_legs); else decode_typed refuses */
+		typed_str(d->hold_id, sizeof(d->hold_id), id); /* always fits; else decode_typed refuses */
 		snprintf(d->offer_id, sizeof(d->offer_id), "%s", l->offer->row.id);
 		snprintf(d->originator_id, sizeof(d->originator_id), "%s", l->offer->originator_id);
 		snprintf(d->fulfiller_id, sizeof(d->fulfiller_id), "%s", l->fulfiller);
@@ -1001,11 +998,11 @@ static int stage_body(struct shard *sh, struct capture *k, const char *entity)
 {
 	struct buf doc;
 	buf_init(&doc, REC_MAX_VAL);
+	struct order_full f;
+	capture_typed(k, entity, &f); /* first: the document writes the legs' ids it made */
 	struct jw w;
 	jw_init(&w, &doc);
 	write_order_doc(&w, k, entity);
-	struct order_full f;
-	capture_typed(k, entity, &f);
 	int rc = w.err || txn_put_typed(sh, REC_T_ORDER, k->order_id, strlen(k->order_id), doc.data, doc.len, &f);
 	buf_free(&doc);
 	return rc ? -1 : 0;

@@ -356,9 +356,8 @@ static int hold_decode_typed(struct table *t, struct row *r, const void *typed)
 }
 
 /* Test builds' check of the fast path: equal but for the load time. */
-static int hold_same(const struct row *a, const struct row *b, size_t row_size)
+static int hold_same(const struct row *a, const struct row *b)
 {
-	(void)row_size;
 	_Static_assert(offsetof(struct hold, prepared_mono_ms) + sizeof(uint64_t) == sizeof(struct hold),
 		       "the load time is the hold's last field");
 	size_t from = sizeof(struct row), to = offsetof(struct hold, prepared_mono_ms);

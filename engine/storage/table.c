@@ -171,7 +171,7 @@ static void typed_check(struct table *t, const struct row *r)
 		abort();
 	}
 	size_t head = sizeof(struct row);
-	int same = t->ops->typed_same ? t->ops->typed_same(r, d, t->ops->row_size)
+	int same = t->ops->typed_same ? t->ops->typed_same(r, d)
 				      : !memcmp((const char *)r + head, (const char *)d + head, t->ops->row_size - head);
 	if (!same) {
 		fprintf(stderr, "table %s: row %.*s from typed values differs from its document %s\n", t->ops->name,

@@ -79,7 +79,7 @@ struct table_ops {
 	 */
 	int (*decode_typed)(struct table *t, struct row *r, const void *typed);
 	size_t typed_size;
-	int (*typed_same)(const struct row *a, const struct row *b, size_t row_size);
+	int (*typed_same)(const struct row *a, const struct row *b);
 };
 
 /* For decode_typed: copy the string src into the zeroed field dst of cap

@@ -18,7 +18,9 @@
 #include "engine/supply/listing.h"
 #include "engine/catalogue/media.h"
 #include "engine/supply/offer.h"
+#include "engine/orders/fulfilment.h"
 #include "engine/orders/order.h"
+#include "engine/orders/pickup.h"
 #include "engine/edge/event_routes.h"
 #include "engine/stock/availability.h"
 #include "engine/stock/inventory.h"
@@ -101,6 +103,8 @@ static const struct route *const route_groups[] = {
 	taxctx_routes,
 	quote_routes, /* before order_routes: /v1/orders/quote-calculate is not /v1/orders/{id} */
 	order_routes,
+	fulfilment_routes,
+	pickup_routes,
 	NULL,
 };
 

@@ -31,6 +31,7 @@
 #include "engine/edge/key.h"
 #include "engine/edge/park.h"
 #include "engine/base/log.h"
+#include "engine/orders/fulfilment.h"
 #include "engine/orders/order.h"
 #include "engine/pricing/refdata.h"
 #include "engine/catalogue/media.h"
@@ -163,6 +164,7 @@ static void on_prepare(struct ev_loop *loop, void *arg)
 	(void)loop;
 	audit_flush(arg);
 	park_poll(arg, api_handle);
+	fulfil_poll(arg); /* cross-shard legs shipping: consume their holds */
 }
 
 static void on_tick(struct ev_loop *loop, void *arg)

@@ -759,7 +759,8 @@ WM_TEST(order, fulfil_consumes_stock_and_blocks_cancel)
 	cr_assert_str_eq(tc_jstr(c, "current_status"), "fulfilled");
 	json_decref(c);
 	json_t *again = tc_expect(x.port, "POST", path, x.kest, NULL, 409);
-	cr_assert_str_eq(tc_jstr(again, "code"), "invalid_order_state");
+	cr_assert_str_eq(tc_jstr(again, "code"), "invalid_leg_state");
+	cr_assert_str_eq(tc_jstr(again, "leg_status"), "fulfilled");
 	json_decref(again);
 	expect_level(&x, x.lv_est, 0, 0, 20);
 	expect_pay(&x, id, "captured");

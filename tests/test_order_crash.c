@@ -454,43 +454,5 @@ WM_TEST(order_crash, kill9_three_paused_after_sourced)
 	paused_then_killed("order_pause_after_sourced", "sourced", "reserved");
 }
 
-/*
- * Fulfilment is two transactions: the hold is consumed (the units leave
- * the building), then the leg is marked fulfilled.  A kill -9 between them
- * leaves a consumed hold on a leg still "reserved": cancel must refuse it
- * (the goods are gone), and fulfilling again completes the leg without
- * taking the units a second time.
- */
-WM_TEST(order_crash, fulfil_after_consume)
-{
-	struct oworld x;
-	ow_start(&x, "order_crash_after_consume", 10, 0);
-	int st;
-	json_t *o = ow_order(&x, 4, NULL, "ship-me", &st);
-	cr_assert_eq(st, 201);
-	char id[64], path[256], cpath[128];
-	snprintf(id, sizeof(id), "%s", tc_jstr(o, "order_id"));
-	snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/fulfill", id,
-		 tc_jstr(json_array_get(json_object_get(o, "fulfillments"), 0), "leg_id"));
-	snprintf(cpath, sizeof(cpath), "/v1/orders/%s/cancel", id);
-	json_decref(o);
-	struct http_resp r;
-	char h[256];
-	snprintf(h, sizeof(h), "Authorization: Bearer %s\r\n", x.kest);
-	cr_assert_neq(http_do(x.port, "POST", path, h, NULL, &r), 0, "the shard answered instead of crashing");
-	cr_assert_eq(wm_wait(&x.p, 10000), 137);
-	ow_restart(&x, NULL);
-	long long rs, al, oh;
-	ow_level(&x, x.lv_est, &rs, &al, &oh);
-	cr_assert(rs == 0 && al == 0 && oh == 6, "consumed once: reserved %lld allocated %lld on_hand %lld", rs, al, oh);
-	json_t *c = tc_expect(x.port, "POST", cpath, x.ksel, NULL, 409);
-	cr_assert_str_eq(tc_jstr(c, "code"), "invalid_order_state");
-	json_decref(c);
-	json_t *f = tc_expect(x.port, "POST", path, x.kest, NULL, 200);
-	cr_assert_str_eq(tc_jstr(f, "status"), "fulfilled");
-	json_decref(f);
-	ow_level(&x, x.lv_est, &rs, &al, &oh);
-	cr_assert(rs == 0 && al == 0 && oh == 6, "not consumed twice: on_hand %lld", oh);
-	cr_assert_eq(wm_stop(&x.p), 0);
-	wm_proc_cleanup(&x.p);
-}
+/* Shipping a leg is one transaction with its stock since the after-the-sale
+ * issue: test_fulfilment.c kills the shard right after it. */

@@ -241,9 +241,9 @@ static const char *const source_own[] = {"line", "offer_id", "originator_id", "q
 static const char *const source_ship[] = {"line", "offer_id", "originator_id", "qty", "incoterm", "fulfiller_id",
 					  "estate", NULL};
 static const char *const leg_own[] = {"leg_id", "status", "hold_id", "offer_id", "originator_id", "fulfiller_id",
-				      "location_id", "level_id", "qty", "items", "carrier", "tracking", NULL};
+				      "location_id", "level_id", "qty", "items", "carrier", "tracking_number", "tracking", NULL};
 static const char *const leg_ship[] = {"leg_id", "status", "offer_id", "originator_id", "fulfiller_id",
-				       "location_id", "qty", "items", "carrier", "tracking", NULL};
+				       "location_id", "qty", "items", "carrier", "tracking_number", "tracking", NULL};
 static const char *const settlement_part[] = {"currency", "parties", NULL};
 
 /* The per-participant checks shared by the originators and the fulfiller. */

@@ -53,6 +53,9 @@ static const struct rc_rule rules[] = {
 	{RC_READS, "/v1/orders", RC_FANOUT, 0, NULL},
 	{RC_ANY, "/v1/orders/{id}", RC_PATH_ID, 0, NULL},
 	{RC_ANY, "/v1/orders/{id}/*", RC_PATH_ID, 0, NULL},
+	{RC_WRITES, "/v1/pickups", RC_BODY, 0, "#order_id"},
+	{RC_ANY, "/v1/pickups/{id}", RC_PATH_ID, 0, NULL},
+	{RC_ANY, "/v1/pickups/{id}/*", RC_PATH_ID, 0, NULL},
 	/* the catalogue (and everything else): the home */
 	{RC_ANY, "/v1/*", RC_HOME, 0, NULL},
 	{RC_ANY, "/api/*", RC_HOME, 0, NULL},
@@ -112,7 +115,10 @@ int rc_path_country(const struct rc_rule *r, const char *path, size_t path_len, 
 	cc[0] = 0;
 	if (r->kind != RC_PATH_ID || !rc_match(r->pattern, path, path_len, r->param, &v, &vl) || !v)
 		return 0;
-	return id_country(v, vl, cc);
+	/* a sub-resource's id is its owner's id and a suffix ("<order id>.P1",
+	 * a pickup): the owner's id says where it lives */
+	const char *dot = memchr(v, '.', vl);
+	return id_country(v, dot ? (size_t)(dot - v) : vl, cc);
 }
 
 /* The value at a dotted path ("address.country") of an object, or NULL. */

@@ -78,6 +78,7 @@
  *    transaction, resumed on restart if a crash interrupts it.
  */
 #include "engine/orders/order.h"
+#include "engine/orders/tracking.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -105,7 +106,8 @@ const char *const order_status_names[] = {"draft",     "placed",    "paid",	 "co
 					  "reserved",  "fulfilled", "in_transit", "delivered", "settled",
 					  "cancelled", "failed",    "refunded",	 "returned",  NULL};
 const char *const order_channel_names[] = {"marketplace", "webshop_connect", "pos_qr", NULL};
-const char *const leg_status_names[] = {"pending", "held", "reserved", "fulfilled", "released", NULL};
+const char *const leg_status_names[] = {"pending", "held",	   "reserved",	 "fulfilled",  "released", "picked",
+					"packed",  "shipping", "picked_up", "in_transit", "delivered", NULL};
 const char *const order_failure_codes[] = {
 	[OF_NONE] = "",
 	[OF_INSUFFICIENT_STOCK] = "insufficient_stock",
@@ -517,6 +519,11 @@ static int stage_state(struct shard *sh, const struct order *o, const struct ord
 			   failure, extra);
 }
 
+int order_stage_event(struct shard *sh, const struct order *o, int status, const char *type, const char *extra)
+{
+	return stage_event(sh, type, o->row.id, status, o->seller_id, o->dest, o->total_minor, o->currency, 0, extra);
+}
+
 /* Build the new state from the current one and the patch: no parse, no copy of the body. */
 int order_stage(struct shard *sh, const struct order *o, const struct order_patch *p)
 {
@@ -879,6 +886,7 @@ static void write_legs(struct jw *w, const struct capture *k)
 		}
 		jw_arr_end(w);
 		jw_knull(w, "carrier");
+		jw_knull(w, "tracking_number");
 		jw_key(w, "tracking");
 		jw_arr_begin(w);
 		jw_arr_end(w);
@@ -1495,7 +1503,10 @@ static void write_view(struct api_ctx *c, struct jw *w, const struct order *o, c
 	buf_init(&doc, REC_MAX_VAL);
 	struct json_doc *d = NULL;
 	static const char unpermitted[] = ",\"permitted\":false";
-	if (!s || order_doc(o, s, &doc))
+	const char *legs[ORDER_MAX_LEGS];
+	for (unsigned i = 0; i < o->n_legs; i++)
+		legs[i] = o->legs[i].leg_id;
+	if (!s || order_doc(o, s, &doc) || leg_tracks_splice(c->sh, legs, o->n_legs, &doc))
 		w->err = 1;
 	else if (!member && (v.platform || ((v.roles & OR_SELLER) &&
 					    !memmem(doc.data, doc.len, unpermitted, sizeof(unpermitted) - 1))))
@@ -1702,16 +1713,66 @@ out:
 /* ---- reads --------------------------------------------------------------------------------- */
 
 /* The order named by the path if the caller may see it, else NULL with the 404 written. */
-static const struct order *visible_order(struct api_ctx *c)
+const struct order *order_visible_id(struct api_ctx *c, const char *id)
 {
-	char id[ID_MAX_LEN];
-	const struct order *o = NULL;
-	if (api_param(c, 0, id, sizeof(id)) > 0)
-		o = order_get(c->sh, id, strlen(id));
+	const struct order *o = id && id[0] ? order_get(c->sh, id, strlen(id)) : NULL;
 	if (o && (c->who.is_platform || order_involves(o, c->who.entity_id)))
 		return o;
 	api_error(c, 404, "not_found", "no order with this id");
 	return NULL;
+}
+
+static const struct order *visible_order(struct api_ctx *c)
+{
+	char id[ID_MAX_LEN];
+	return order_visible_id(c, api_param(c, 0, id, sizeof(id)) > 0 ? id : NULL);
+}
+
+const struct order *order_visible(struct api_ctx *c) { return visible_order(c); }
+
+int order_visible_leg(struct api_ctx *c, const struct order *o)
+{
+	char leg[64];
+	struct order_view v = view_of(c, o);
+	if (api_param(c, 1, leg, sizeof(leg)) > 0)
+		for (unsigned i = 0; i < o->n_legs; i++)
+			if (!strcmp(o->legs[i].leg_id, leg) && leg_in_view(&v, &o->legs[i]))
+				return (int)i;
+	api_error(c, 404, "not_found", "no such fulfilment leg on this order");
+	return -1;
+}
+
+int order_leg_in_view(const struct api_ctx *c, const struct order *o, unsigned li)
+{
+	struct order_view v = view_of(c, o);
+	return li < o->n_legs && leg_in_view(&v, &o->legs[li]);
+}
+
+int order_leg_fulfiller(const struct api_ctx *c, const struct order_leg *l)
+{
+	return c->who.is_platform || !strcmp(l->fulfiller_id, c->who.entity_id);
+}
+
+void order_answer(struct api_ctx *c, int status, const struct order *o)
+{
+	c->rs->status = status;
+	write_view(c, &c->w, o, NULL);
+}
+
+void order_conflict(struct api_ctx *c, const char *code, const char *detail, const struct order *o, int leg)
+{
+	const struct order_state_v *sv = cur(c->sh, o);
+	buf_reset(&c->rs->body);
+	jw_init(&c->w, &c->rs->body);
+	c->rs->status = 409;
+	c->rs->content_type = PROBLEM_CONTENT_TYPE;
+	problem_begin(&c->w, 409, code ? code : "invalid_order_state", "Conflict", detail);
+	jw_kstr(&c->w, "current_status", order_status_names[sv->status]);
+	if (leg >= 0) {
+		jw_kstr(&c->w, "leg_id", o->legs[leg].leg_id);
+		jw_kstr(&c->w, "leg_status", leg_status_names[sv->leg_status[leg]]);
+	}
+	problem_end(&c->w);
 }
 
 static void order_read(struct api_ctx *c)
@@ -1864,7 +1925,7 @@ static void order_list(struct api_ctx *c)
 	api_list(c, &e->by_party, prefix, (uint32_t)ml + 1, &pg, list_filter, &q, list_emit);
 }
 
-/* ---- cancel and fulfil -------------------------------------------------------------------- */
+/* ---- cancel -------------------------------------------------------------------- */
 
 static void order_cancel(struct api_ctx *c)
 {
@@ -1876,25 +1937,21 @@ static void order_cancel(struct api_ctx *c)
 		return;
 	}
 	const struct order_state_v *sv = cur(c->sh, o);
-	/* a leg counts as fulfilled once its hold is consumed, even if a crash
-	 * came before the leg's own status was written (fulfil again heals it) */
-	int fulfilled_leg = 0;
-	for (unsigned i = 0; i < o->n_legs; i++) {
+	/* before fulfilment (spec 3.1): no leg shipped or shipping.  A leg
+	 * whose hold is consumed counts as shipped whatever it reads (a log
+	 * written before shipping became one transaction may hold that). */
+	int shipped = -1;
+	for (unsigned i = 0; i < o->n_legs && shipped < 0; i++) {
 		const struct hold *h = hold_get(c->sh, o->legs[i].hold_id, strlen(o->legs[i].hold_id));
-		fulfilled_leg |= sv->leg_status[i] == LS_FULFILLED || (h && h->state == HS_CONSUMED);
+		if (leg_rank(sv->leg_status[i]) >= leg_rank(LS_SHIPPING) || (h && h->state == HS_CONSUMED))
+			shipped = (int)i;
 	}
-	if (sv->status < ORD_PLACED || sv->status > ORD_RESERVED || fulfilled_leg) {
+	if (sv->status < ORD_PLACED || sv->status > ORD_RESERVED || shipped >= 0) {
 		char d[160];
 		snprintf(d, sizeof(d), "an order in state %s cannot be cancelled (only before fulfilment)",
-			 fulfilled_leg && sv->status == ORD_RESERVED ? "reserved with a fulfilled leg"
-								   : order_status_names[sv->status]);
-		buf_reset(&c->rs->body);
-		jw_init(&c->w, &c->rs->body);
-		c->rs->status = 409;
-		c->rs->content_type = PROBLEM_CONTENT_TYPE;
-		problem_begin(&c->w, 409, "invalid_order_state", "Conflict", d);
-		jw_kstr(&c->w, "current_status", order_status_names[sv->status]);
-		problem_end(&c->w);
+			 shipped >= 0 && sv->status == ORD_RESERVED ? "reserved with a leg fulfilled or shipping"
+								     : order_status_names[sv->status]);
+		order_conflict(c, NULL, d, o, shipped);
 		return;
 	}
 	if (order_txn_of(o, NULL, 0) && sv->status != ORD_RESERVED) {
@@ -1924,80 +1981,6 @@ static void order_cancel(struct api_ctx *c)
 	write_view(c, &c->w, o, NULL);
 }
 
-/* POST /v1/orders/{id}/fulfillments/{leg_id}/fulfill: the leg was picked,
- * packed and handed over; its reservation leaves the stock (on_hand and
- * allocated -= qty).  The last leg moves the order to fulfilled. */
-static void order_fulfil(struct api_ctx *c)
-{
-	const struct order *o = visible_order(c);
-	char leg[64];
-	if (!o)
-		return;
-	/* a leg outside the caller's view (another originator's) answers as an
-	 * unknown leg: its existence is not revealed */
-	struct order_view v = view_of(c, o);
-	unsigned li = o->n_legs;
-	if (api_param(c, 1, leg, sizeof(leg)) > 0)
-		for (unsigned i = 0; i < o->n_legs; i++)
-			if (!strcmp(o->legs[i].leg_id, leg) && leg_in_view(&v, &o->legs[i]))
-				li = i;
-	if (li == o->n_legs) {
-		api_error(c, 404, "not_found", "no such fulfilment leg on this order");
-		return;
-	}
-	const struct order_leg *l = &o->legs[li];
-	const struct order_state_v *sv = cur(c->sh, o);
-	if (!c->who.is_platform && strcmp(l->fulfiller_id, c->who.entity_id)) {
-		api_error(c, 403, "not_leg_fulfiller", "only the leg's fulfiller or the platform fulfils a leg");
-		return;
-	}
-	if (sv->status != ORD_RESERVED || sv->leg_status[li] != LS_RESERVED) {
-		char d[160];
-		snprintf(d, sizeof(d), "the order is %s and the leg %s: only a reserved leg of a reserved order is fulfilled",
-			 order_status_names[sv->status], leg_status_names[sv->leg_status[li]]);
-		buf_reset(&c->rs->body);
-		jw_init(&c->w, &c->rs->body);
-		c->rs->status = 409;
-		c->rs->content_type = PROBLEM_CONTENT_TYPE;
-		problem_begin(&c->w, 409, "invalid_order_state", "Conflict", d);
-		jw_kstr(&c->w, "current_status", order_status_names[sv->status]);
-		jw_kstr(&c->w, "leg_status", leg_status_names[sv->leg_status[li]]);
-		problem_end(&c->w);
-		return;
-	}
-	char id[ID_MAX_LEN];
-	snprintf(id, sizeof(id), "%s", o->row.id);
-	/* the hold first: a crash before the leg's status is written leaves a
-	 * consumed hold, which cancel refuses and a repeated fulfil completes
-	 * (hold_consume is idempotent) */
-	if (hold_consume(c->sh, l->hold_id) != HOLD_OK) {
-		api_error(c, 500, "commit_failed", "the reservation could not be consumed");
-		return;
-	}
-	saga_crash_point(c->sh, "order_crash_after_consume");
-	o = order_get(c->sh, id, strlen(id));
-	sv = cur(c->sh, o);
-	uint8_t st[ORDER_MAX_LEGS];
-	int all = 1;
-	for (unsigned i = 0; i < o->n_legs; i++) {
-		st[i] = i == li ? LS_FULFILLED : sv->leg_status[i];
-		all &= st[i] == LS_FULFILLED;
-	}
-	char extra[ID_MAX_LEN + 64];
-	snprintf(extra, sizeof(extra), "{\"leg_id\":\"%s\",\"order_fulfilled\":%s}", leg, all ? "true" : "false");
-	struct order_patch p = {.status = all ? ORD_FULFILLED : -1, .leg_status = st, .compensated = -1,
-				.event = "order.fulfilled", .event_extra = extra};
-	txn_begin(c->sh);
-	if (order_stage(c->sh, o, &p) || !txn_commit(c->sh)) {
-		txn_abort(c->sh);
-		api_error(c, 500, "commit_failed", "the fulfilment could not be stored");
-		return;
-	}
-	o = order_get(c->sh, id, strlen(id));
-	c->rs->status = 200;
-	write_view(c, &c->w, o, NULL);
-}
-
 const struct route order_routes[] = {
 	{HTTP_M_POST, "/v1/orders", order_create, SC_WRITE_ORDERS, ACT_CREATE_ORDERS,
 	 "Create an order: the flash buy-sell saga (holds, charge, commit), multi-source",
@@ -2012,7 +1995,5 @@ const struct route order_routes[] = {
 	 "Per-source fulfilment legs", 0},
 	{HTTP_M_POST, "/v1/orders/{id}/cancel", order_cancel, SC_WRITE_ORDERS, ACT_CREATE_ORDERS,
 	 "Cancel before fulfilment: releases every reservation, refunds the consumer", 0},
-	{HTTP_M_POST, "/v1/orders/{id}/fulfillments/{leg_id}/fulfill", order_fulfil, SC_WRITE_INVENTORY,
-	 ACT_WRITE_INVENTORY, "Mark a fulfilment leg picked, packed and shipped (its fulfiller)", 0},
 	{0, NULL, NULL, 0, 0, NULL, 0},
 };

@@ -50,10 +50,36 @@ extern const char *const order_status_names[]; /* NULL-terminated */
 enum order_channel { OC_MARKETPLACE, OC_WEBSHOP_CONNECT, OC_POS_QR, ORDER_N_CHANNEL };
 extern const char *const order_channel_names[];
 
-/* A fulfilment leg: one source (offer) at one location, holding one hold.
- * Its status lives in the order's state row (order_state_v.leg_status). */
-enum leg_status { LS_PENDING, LS_HELD, LS_RESERVED, LS_FULFILLED, LS_RELEASED, ORDER_N_LEG_STATUS };
+/*
+ * A fulfilment leg: one source (offer) at one location, holding one hold.
+ * Its status lives in the order's state row (order_state_v.leg_status).
+ * The values are stored (by name) and only ever appended; their order in
+ * the leg's life is leg_rank():
+ *   pending -> held -> reserved            the saga (holds placed, committed)
+ *   reserved -> picked -> packed           the fulfiller's optional steps
+ *   -> shipping                            a cross-shard leg whose hold is being
+ *                                          consumed on its stock's shard
+ *   -> fulfilled                           shipped: the hold CONSUMED (spec 3.1
+ *                                          "creating a fulfilment")
+ *   -> picked_up -> in_transit -> delivered  carrier scans (fulfilment.c)
+ *   released                               the order failed or was cancelled
+ */
+enum leg_status {
+	LS_PENDING, LS_HELD, LS_RESERVED, LS_FULFILLED, LS_RELEASED, LS_PICKED, LS_PACKED, LS_SHIPPING, LS_PICKED_UP,
+	LS_IN_TRANSIT, LS_DELIVERED, ORDER_N_LEG_STATUS
+};
 extern const char *const leg_status_names[];
+/* The leg's progress: pending 0 ... delivered 9; released -1. */
+int leg_rank(int leg_status);
+/*
+ * The order's status its legs imply (spec 3.1), for an order at reserved,
+ * fulfilled or in_transit: delivered when every leg is delivered;
+ * in_transit when every leg shipped and a carrier scanned one; fulfilled
+ * when every leg shipped; else reserved.  Any other status is returned
+ * unchanged.
+ */
+struct order_state_v;
+int order_status_of_legs(const struct order_state_v *v);
 
 struct order_leg {
 	char leg_id[64];                    /* "<order_id>.L<n>" */
@@ -144,6 +170,10 @@ struct order_patch {
 	const char *event_extra;            /* a JSON object: the event payload's "detail", or NULL */
 };
 int order_stage(struct shard *sh, const struct order *o, const struct order_patch *p);
+/* One more event about the order (its status `status`) in the OPEN
+ * transaction: a step that fires two (a scan both picks up and delivers a
+ * leg).  0 or -1. */
+int order_stage_event(struct shard *sh, const struct order *o, int status, const char *type, const char *extra);
 
 /* ---- the state row and the assembled document (engine/orders/order_state.c) ------ */
 
@@ -163,6 +193,32 @@ void order_state_write(struct jw *w, const struct order_state_v *v);
 int order_doc(const struct order *o, const struct order_state *s, struct buf *out);
 /* Index of s in a NULL-terminated name list, or -1. */
 int order_name_index(const char *const *names, const char *s);
+/* The least id > after of an order with a leg in flight between shards
+ * (LS_SHIPPING): copied into out, 1; or 0.  (fulfilment.c's work list.) */
+int order_legwork_next(struct shard *sh, const char *after, char *out);
+/* How many orders have a leg in flight (cheap). */
+uint64_t order_legwork_count(struct shard *sh);
+
+/* ---- what the other order files use of order.c ----------------------------------- */
+
+/* The order named by the path's first parameter, when the caller may see
+ * it; else NULL with 404 answered. */
+const struct order *order_visible(struct api_ctx *c);
+/* The same for the order id given (NULL or "": 404). */
+const struct order *order_visible_id(struct api_ctx *c, const char *id);
+/* The caller's view shows leg li of o. */
+int order_leg_in_view(const struct api_ctx *c, const struct order *o, unsigned li);
+/* The index of the leg named by the path's second parameter, when the
+ * caller's view shows it; else -1 with 404 answered (a leg outside the
+ * view is indistinguishable from a missing one). */
+int order_visible_leg(struct api_ctx *c, const struct order *o);
+/* True when the caller is the leg's fulfiller (or the platform). */
+int order_leg_fulfiller(const struct api_ctx *c, const struct order_leg *l);
+/* Answer `status` with the order as the caller may see it. */
+void order_answer(struct api_ctx *c, int status, const struct order *o);
+/* Answer 409 invalid_order_state (or `code`) with detail, current_status
+ * and, when leg >= 0, leg_id and leg_status. */
+void order_conflict(struct api_ctx *c, const char *code, const char *detail, const struct order *o, int leg);
 
 /* ---- saga (engine/orders/saga.c) ------------------------------------------------- */
 

@@ -42,6 +42,7 @@
 
 struct state_ext {
 	struct oidx pending;      /* orders not at rest (saga_recover's work list) */
+	struct oidx legwork;      /* orders with a leg in flight between shards (fulfilment.c's) */
 };
 
 /* The table's pending index. */
@@ -54,6 +55,7 @@ static int state_init(struct table *t)
 	if (!e)
 		return -1;
 	oidx_init(&e->pending);
+	oidx_init(&e->legwork);
 	t->ext = e;
 	return 0;
 }
@@ -65,6 +67,7 @@ static void state_fini(struct table *t)
 	if (!e)
 		return;
 	oidx_free(&e->pending);
+	oidx_free(&e->legwork);
 	free(e);
 	t->ext = NULL;
 }
@@ -147,21 +150,35 @@ static int at_rest(const struct order_state_v *v)
 	return v->status >= ORD_RESERVED;
 }
 
-/* An order not at rest joins the pending index. */
+/* A leg of v is in flight between shards (LS_SHIPPING). */
+static int has_legwork(const struct order_state_v *v)
+{
+	for (unsigned i = 0; i < v->n_legs; i++)
+		if (v->leg_status[i] == LS_SHIPPING)
+			return 1;
+	return 0;
+}
+
+/* An order not at rest joins the pending index; one with a leg in flight
+ * the legwork index. */
 static int state_index_add(struct table *t, struct row *r)
 {
 	const struct order_state *s = (const struct order_state *)r;
 	if (!at_rest(&s->v) && oidx_set(&ext(t)->pending, r->id, r->id_len, r))
 		return -1;
+	if (has_legwork(&s->v) && oidx_set(&ext(t)->legwork, r->id, r->id_len, r))
+		return -1;
 	return 0;
 }
 
-/* Leave the pending index (if this version is the one in it). */
+/* Leave the indexes (where this version is the one in them). */
 static void state_index_del(struct table *t, struct row *r)
 {
 	struct state_ext *e = ext(t);
 	if (oidx_get(&e->pending, r->id, r->id_len) == r)
 		oidx_del(&e->pending, r->id, r->id_len);
+	if (oidx_get(&e->legwork, r->id, r->id_len) == r)
+		oidx_del(&e->legwork, r->id, r->id_len);
 }
 
 /* The typed fast path (table.h): the row from the values the state
@@ -215,13 +232,12 @@ const struct order_state *order_state_get(struct shard *sh, const char *id, size
 	return o && s && o->n_legs == s->v.n_legs ? s : NULL;
 }
 
-/* The next id after `after` in the pending index (see order.h). */
-int order_pending_next(struct shard *sh, const char *after, char *out)
+/* The next id after `after` in index x. */
+static int index_next(struct oidx *x, const char *after, char *out)
 {
 	struct oidx_iter it;
 	size_t al = strlen(after);
-	for (int ok = oidx_seek_ge(&ext(&sh->tables[REC_T_ORDER_STATE])->pending, after, (uint32_t)al, &it); ok;
-	     ok = oidx_next(&it)) {
+	for (int ok = oidx_seek_ge(x, after, (uint32_t)al, &it); ok; ok = oidx_next(&it)) {
 		uint32_t kl;
 		const char *k = oidx_iter_key(&it, &kl);
 		if (kl == al && !memcmp(k, after, al))
@@ -233,6 +249,51 @@ int order_pending_next(struct shard *sh, const char *after, char *out)
 		return 1;
 	}
 	return 0;
+}
+
+/* The next id after `after` in the pending index (see order.h). */
+int order_pending_next(struct shard *sh, const char *after, char *out)
+{
+	return index_next(&ext(&sh->tables[REC_T_ORDER_STATE])->pending, after, out);
+}
+
+int order_legwork_next(struct shard *sh, const char *after, char *out)
+{
+	return index_next(&ext(&sh->tables[REC_T_ORDER_STATE])->legwork, after, out);
+}
+
+uint64_t order_legwork_count(struct shard *sh)
+{
+	return oidx_count(&ext(&sh->tables[REC_T_ORDER_STATE])->legwork);
+}
+
+/* ---- the legs and the order's status ------------------------------------------------------ */
+
+int leg_rank(int leg_status)
+{
+	static const int8_t rank[ORDER_N_LEG_STATUS] = {
+		[LS_PENDING] = 0, [LS_HELD] = 1,      [LS_RESERVED] = 2,  [LS_PICKED] = 3,	  [LS_PACKED] = 4,
+		[LS_SHIPPING] = 5, [LS_FULFILLED] = 6, [LS_PICKED_UP] = 7, [LS_IN_TRANSIT] = 8, [LS_DELIVERED] = 9,
+		[LS_RELEASED] = -1,
+	};
+	return leg_status >= 0 && leg_status < ORDER_N_LEG_STATUS ? rank[leg_status] : -1;
+}
+
+int order_status_of_legs(const struct order_state_v *v)
+{
+	if (v->status != ORD_RESERVED && v->status != ORD_FULFILLED && v->status != ORD_IN_TRANSIT)
+		return v->status;
+	int lo = 9, scanned = 0;
+	for (unsigned i = 0; i < v->n_legs; i++) {
+		int r = leg_rank(v->leg_status[i]);
+		lo = r < lo ? r : lo;
+		scanned |= r >= leg_rank(LS_PICKED_UP);
+	}
+	if (!v->n_legs || lo < leg_rank(LS_FULFILLED))
+		return ORD_RESERVED;
+	if (lo == leg_rank(LS_DELIVERED))
+		return ORD_DELIVERED;
+	return scanned ? ORD_IN_TRANSIT : ORD_FULFILLED;
 }
 
 /* ---- the state document ----------------------------------------------------------------- */

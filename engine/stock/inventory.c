@@ -797,9 +797,16 @@ static const struct hold_move {
 	[HS_COMMITTED][HS_CONSUMED] = {1, 0, -1, "hold_consumed", NULL},
 };
 
-static int hold_move(struct shard *sh, const char *hold_id, int to)
+/*
+ * Stage the move of hold_id to state `to` (hold_moves) and its level into
+ * the OPEN transaction.  HOLD_OK (also when the hold already is in `to`:
+ * nothing staged, *moved = 0), or a HOLD_E_ code (nothing that matters
+ * staged: the caller aborts).  *moved = 1 when something was staged.
+ */
+static int hold_stage_move(struct shard *sh, const char *hold_id, int to, int *moved)
 {
 	const struct hold *h = hold_id_ok(hold_id) ? hold_get(sh, hold_id, strlen(hold_id)) : NULL;
+	*moved = 0;
 	if (!h)
 		return HOLD_E_NOT_FOUND;
 	if (h->state == to)
@@ -825,15 +832,31 @@ static int hold_move(struct shard *sh, const char *hold_id, int to)
 	memcpy(txn, h->txn, sizeof(txn));
 	struct buf doc;
 	buf_init(&doc, REC_MAX_VAL);
-	txn_begin(sh);
 	int rc = stage_hold(sh, hold_id, level_id, qty, to, created, txn, m->event) ||
-				 stage_level(sh, &nv, l, m->cause, hold_id, &doc) || !txn_commit(sh)
+				 stage_level(sh, &nv, l, m->cause, hold_id, &doc)
 			 ? HOLD_E_STORE
 			 : HOLD_OK;
-	if (rc)
-		txn_abort(sh);
 	buf_free(&doc);
+	*moved = rc == HOLD_OK;
 	return rc;
+}
+
+/* hold_stage_move in a transaction of its own. */
+static int hold_move(struct shard *sh, const char *hold_id, int to)
+{
+	int moved;
+	txn_begin(sh);
+	int rc = hold_stage_move(sh, hold_id, to, &moved);
+	if (rc == HOLD_OK && moved && !txn_commit(sh))
+		rc = HOLD_E_STORE;
+	if (rc != HOLD_OK || !moved)
+		txn_abort(sh);
+	return rc;
+}
+
+int hold_stage_consume(struct shard *sh, const char *hold_id, int *moved)
+{
+	return hold_stage_move(sh, hold_id, HS_CONSUMED, moved);
 }
 
 int hold_commit(struct shard *sh, const char *hold_id) { return hold_move(sh, hold_id, HS_COMMITTED); }

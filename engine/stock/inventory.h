@@ -169,6 +169,11 @@ int hold_commit(struct shard *sh, const char *hold_id);
  * on_hand both -= qty (ATP unchanged).  CONSUMED again is HOLD_OK;
  * PREPARED or RELEASED is HOLD_E_STATE. */
 int hold_consume(struct shard *sh, const char *hold_id);
+/* hold_consume staged into the caller's OPEN transaction (with whatever
+ * else that transaction changes: an order's leg, atomically).  HOLD_OK
+ * with *moved = 1 (staged) or 0 (already CONSUMED: nothing staged), or a
+ * HOLD_E_ code (the caller aborts). */
+int hold_stage_consume(struct shard *sh, const char *hold_id, int *moved);
 /* PREPARED or COMMITTED -> RELEASED: the units return to ATP (reserved or
  * allocated -= qty).  RELEASED again is HOLD_OK (no-op). */
 int hold_release(struct shard *sh, const char *hold_id);

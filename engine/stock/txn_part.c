@@ -338,7 +338,44 @@ static void txn_release_route(struct api_ctx *c)
 	answer_count(c, "released", released);
 }
 
+/* POST /internal/txn/consume {"txn","hold_id"}: a leg of txn shipped (its
+ * destination's fulfilment, engine/orders/fulfilment.c): the hold leaves
+ * the stock (on_hand and allocated -= qty).  Idempotent (a consumed hold
+ * answers 200 again); the answer is released only once the consumption is
+ * durable, so the destination may mark the leg shipped on hearing it.  A
+ * hold of another transaction is 404; a released one 409. */
+static void txn_consume_route(struct api_ctx *c)
+{
+	char txn[INV_TXN_ID_MAX + 1], hold_id[INV_HOLD_ID_MAX + 1];
+	if (request_txn(c, txn))
+		return;
+	if (fld_str(c, api_body(c), "hold_id", "hold_id", hold_id, INV_HOLD_ID_MAX) != FLD_SET) {
+		if (!c->n_errs)
+			api_field_error(c, "hold_id", "required", "the hold to consume");
+		api_validation_failed(c);
+		return;
+	}
+	const struct hold *h = hold_get(c->sh, hold_id, strlen(hold_id));
+	if (!h || strcmp(h->txn, txn)) {
+		api_error(c, 404, "unknown_hold", "this shard holds no such hold for the transaction");
+		return;
+	}
+	int rc = hold_consume(c->sh, hold_id);
+	if (rc != HOLD_OK) {
+		log_error("msg=\"a shipped leg's hold cannot be consumed\" txn=%s hold=%s rc=%d action=\"the hold was "
+			  "released while its destination ships it: compare the order and the hold (wm-ctl cluster check)\"",
+			  txn, hold_id, rc);
+		api_error(c, rc == HOLD_E_STATE ? 409 : 500, rc == HOLD_E_STATE ? "hold_released" : "store",
+			  "the hold cannot be consumed");
+		return;
+	}
+	txn_part_crash_point(c->sh, "txn_part_crash_after_consume"); /* consumed, not acknowledged */
+	answer_count(c, "consumed", 1);
+}
+
 const struct route txn_part_internal_routes[] = {
+	{HTTP_M_POST, "/internal/txn/consume", txn_consume_route, SC_PUBLIC, ACT_NONE,
+	 "A shipped leg: consume its hold", 0},
 	{HTTP_M_POST, "/internal/txn/release", txn_release_route, SC_PUBLIC, ACT_NONE,
 	 "Release a cancelled transaction's holds", 0},
 	{HTTP_M_POST, "/internal/txn/prepare", txn_prepare, SC_PUBLIC, ACT_NONE, "2PC: prepare holds, vote", 0},

@@ -52,6 +52,8 @@ enum rec_table {
 	REC_T_PAYMENT = 19,  /* the sandbox payment provider's ledger (engine/orders/payment.c) */
 	REC_T_ORDER = 20,    /* an order's body, written once at capture (engine/orders/order.c) */
 	REC_T_ORDER_STATE = 21, /* an order's mutable state, id = the order id (engine/orders/order_state.c) */
+	REC_T_LEG_TRACK = 22, /* a fulfilment leg's carrier and scans, id = the leg id (engine/orders/tracking.c) */
+	REC_T_PICKUP = 23,    /* a carrier pickup per order and location (engine/orders/pickup.c) */
 	REC_T_COUNT_
 };
 

@@ -29,10 +29,10 @@ const struct table_ops *const resource_tables[] = {
 	&hold_table_ops, /* after levels */
 	&order_table_ops, /* after holds */
 	&order_state_table_ops, /* after order bodies: snapshot order */
-	&leg_track_table_ops, /* a leg's carrier and scans (engine/orders/tracking.c) */
-	&pickup_table_ops, /* carrier pickups per order and location (engine/orders/pickup.c) */
 	&refdata_table_ops, /* one row: an uploaded reference-data version (engine/pricing/refadmin.c) */
 	&payment_table_ops, /* the sandbox payment ledger, one row per order (engine/orders/payment.c) */
+	&leg_track_table_ops, /* a leg's carrier and scans, after order bodies (engine/orders/tracking.c) */
+	&pickup_table_ops, /* carrier pickups per order and location, after order bodies (engine/orders/pickup.c) */
 	NULL,
 };
 

@@ -1,0 +1,194 @@
+/*
+ * test_cluster_fulfil.c -- shipping a leg whose stock lies on another shard
+ * (issue: after the sale, item 2): the destination marks the leg
+ * `shipping` durably, the stock's shard consumes the hold
+ * (/internal/txn/consume, idempotent) and the leg becomes `fulfilled` --
+ * and a kill -9 of either shard between those steps is finished by the
+ * restarted processes themselves, with the stock taken exactly once.
+ *
+ * The cluster: the home (shard 0), FR (shard 1, the cellars), DE (shard 2,
+ * the destination), a router in front.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/cluster_harness.h"
+#include "tests/order_world.h"
+#include "tests/wm_test.h"
+
+#define SHARD_FR 1
+#define SHARD_DE 2
+
+static void cluster_up(struct wm_cluster *c)
+{
+	wm_cluster_init(c, 3);
+	static const char *const rate[] = {"--key-rate-rps", "1000000", "--key-rate-burst", "1000000", NULL};
+	for (int i = 0; rate[i]; i++)
+		c->extra[i] = c->router_extra[i] = rate[i];
+	wm_cluster_start_all(c);
+	cr_assert_eq(wm_cluster_router_start(c), 0, "the router did not start (logs in %s)", c->router_dir);
+}
+
+/* A reserved cross-shard order of qty (stock in FR, destination DE): its id and first leg. */
+static void cross_order(struct oworld *w, int qty, char *id, char *leg)
+{
+	int st = 0;
+	json_t *j = NULL;
+	for (int t = 0; t < 250; t++) {
+		j = ow_order(w, qty, NULL, NULL, &st);
+		if (st != 422)
+			break;
+		json_decref(j); /* the destination's replica has not seen the stock yet */
+		usleep(20 * 1000);
+	}
+	cr_assert_eq(st, 201, "order: %d", st);
+	cr_assert_str_eq(json_string_value(json_object_get(j, "status")), "reserved");
+	snprintf(id, 64, "%s", json_string_value(json_object_get(j, "id")));
+	json_t *l = json_array_get(json_object_get(j, "fulfillments"), 0);
+	snprintf(leg, 96, "%s", json_string_value(json_object_get(l, "leg_id")));
+	cr_assert(strchr(json_string_value(json_object_get(l, "hold_id")), ':'), "a cross-shard hold");
+	json_decref(j);
+}
+
+/* The leg's status now (the platform's view, through the router). */
+static void leg_status(struct oworld *w, const char *id, char *out, size_t n)
+{
+	char path[160];
+	snprintf(path, sizeof(path), "/v1/orders/%s", id);
+	json_t *o = ow_get(w, path);
+	json_t *l = json_array_get(json_object_get(o, "fulfillments"), 0);
+	snprintf(out, n, "%s", l ? json_string_value(json_object_get(l, "status")) : "?");
+	json_decref(o);
+}
+
+/* Wait (bounded) until the leg is `want`. */
+static void leg_wait(struct oworld *w, const char *id, const char *want)
+{
+	char s[32] = "";
+	for (int t = 0; t < 400; t++) {
+		leg_status(w, id, s, sizeof(s));
+		if (!strcmp(s, want))
+			return;
+		usleep(50 * 1000);
+	}
+	cr_assert_fail("leg of %s is %s, want %s", id, s, want);
+}
+
+static void ship_path(const char *id, const char *leg, char *out, size_t n)
+{
+	snprintf(out, n, "/v1/orders/%s/fulfillments/%s/ship", id, leg);
+}
+
+/* The whole-cluster checker agrees (stock, holds, orders). */
+static void cluster_consistent(struct wm_cluster *c)
+{
+	char report[4096] = "";
+	int rc = -1;
+	for (int t = 0; t < 50 && rc; t++) {
+		rc = wm_cluster_check(c, 0, report, sizeof(report));
+		if (rc)
+			usleep(100 * 1000);
+	}
+	cr_assert_eq(rc, 0, "%s", report);
+}
+
+WM_TEST(cluster_fulfil, a_remote_leg_ships_through_its_stock_shard, .timeout = 120)
+{
+	struct wm_cluster c;
+	cluster_up(&c);
+	struct oworld w;
+	memset(&w, 0, sizeof(w));
+	ow_build(&w, c.router_port, 30, 0, "FR", "DE");
+	char id[64], leg[96], path[320];
+	cross_order(&w, 12, id, leg);
+	ship_path(id, leg, path, sizeof(path));
+	json_t *o = tc_expect(c.router_port, "POST", path, w.kest, "{\"carrier\":\"DHL\"}", 202);
+	json_t *l = json_array_get(json_object_get(o, "fulfillments"), 0);
+	cr_assert_str_eq(json_string_value(json_object_get(l, "status")), "shipping");
+	json_decref(o);
+	leg_wait(&w, id, "fulfilled");
+	long long r, a, h;
+	ow_level(&w, w.lv_est, &r, &a, &h);
+	cr_assert(r == 0 && a == 0 && h == 18, "the FR stock: reserved %lld allocated %lld on_hand %lld", r, a, h);
+	/* shipped: no cancel, no second ship */
+	char cpath[160];
+	snprintf(cpath, sizeof(cpath), "/v1/orders/%s/cancel", id);
+	tc_expect_code(c.router_port, "POST", cpath, w.ksel, "{}", 409, "invalid_order_state");
+	tc_expect_code(c.router_port, "POST", path, w.kest, NULL, 409, "invalid_leg_state");
+	/* the carrier's delivery: the order is delivered */
+	snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/tracking", id, leg);
+	json_decref(tc_expect(c.router_port, "POST", path, w.kest,
+			      "{\"scan_id\":\"d1\",\"type\":\"delivered\",\"occurred_at\":\"2026-05-01T10:00:00Z\","
+			      "\"carrier\":\"DHL\",\"tracking_number\":\"X1\"}",
+			      201));
+	snprintf(path, sizeof(path), "/v1/orders/%s", id);
+	o = ow_get(&w, path);
+	cr_assert_str_eq(json_string_value(json_object_get(o, "status")), "delivered");
+	json_decref(o);
+	ow_level(&w, w.lv_est, &r, &a, &h);
+	cr_assert_eq(h, 18, "consumed once");
+	cluster_consistent(&c);
+	wm_cluster_cleanup(&c);
+}
+
+/*
+ * kill -9 of one shard at a step of a remote ship (WM_ERRINJ on that shard
+ * only): `shard` dies at `point`; restarted without it, the leg completes
+ * by itself and the stock is taken once.
+ */
+static void remote_ship_crash(unsigned shard, const char *point)
+{
+	struct wm_cluster c;
+	cluster_up(&c);
+	struct oworld w;
+	memset(&w, 0, sizeof(w));
+	ow_build(&w, c.router_port, 30, 0, "FR", "DE");
+	char id[64], leg[96], path[320];
+	cross_order(&w, 12, id, leg);
+	/* the shard again, with the crash point */
+	char env[128];
+	snprintf(env, sizeof(env), "WM_ERRINJ=%s", point);
+	const char *envv[] = {env, NULL};
+	cr_assert_eq(wm_cluster_stop(&c, shard), 0);
+	c.env = envv;
+	cr_assert_eq(wm_cluster_start(&c, shard), 0);
+	c.env = NULL;
+	ship_path(id, leg, path, sizeof(path));
+	char hdr[256];
+	snprintf(hdr, sizeof(hdr), "Authorization: Bearer %s\r\n", w.kest);
+	struct http_resp r;
+	if (http_do(c.router_port, "POST", path, hdr, "{}", &r) == 0) {
+		cr_assert(r.status == 202 || r.status == 502 || r.status == 503, "%s: %d %s", point, r.status, r.body);
+		http_resp_free(&r);
+	}
+	cr_assert_eq(wm_wait(&c.shard[shard], 20000), 137, "%s: shard %u did not die at the crash point", point, shard);
+	cr_assert_eq(wm_cluster_start(&c, shard), 0, "%s: shard %u did not restart", point, shard);
+	leg_wait(&w, id, "fulfilled");
+	long long rs, al, oh;
+	ow_level(&w, w.lv_est, &rs, &al, &oh);
+	cr_assert(rs == 0 && al == 0 && oh == 18, "%s: consumed once: reserved %lld allocated %lld on_hand %lld", point, rs,
+		  al, oh);
+	cr_assert_eq(tc_count_events(c.router_port, "order.fulfilled", NULL), 1, "%s: one order.fulfilled", point);
+	cluster_consistent(&c);
+	wm_cluster_cleanup(&c);
+}
+
+/* The stock's shard consumed the hold and died before answering. */
+WM_TEST(cluster_fulfil, kill9_of_the_stock_shard_after_consuming, .timeout = 150)
+{
+	remote_ship_crash(SHARD_FR, "txn_part_crash_after_consume");
+}
+
+/* The destination heard "consumed" and died before marking the leg. */
+WM_TEST(cluster_fulfil, kill9_of_the_destination_before_marking_shipped, .timeout = 150)
+{
+	remote_ship_crash(SHARD_DE, "fulfil_crash_before_shipped");
+}
+
+/* The destination died right after storing the leg `shipping` (the
+ * answer never left): the restarted destination sends the consumption. */
+WM_TEST(cluster_fulfil, kill9_of_the_destination_after_the_intent, .timeout = 150)
+{
+	remote_ship_crash(SHARD_DE, "fulfil_crash_after_ship");
+}

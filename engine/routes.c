@@ -21,6 +21,7 @@
 #include "engine/orders/fulfilment.h"
 #include "engine/orders/order.h"
 #include "engine/orders/pickup.h"
+#include "engine/orders/returns.h"
 #include "engine/edge/event_routes.h"
 #include "engine/stock/availability.h"
 #include "engine/stock/inventory.h"
@@ -105,6 +106,7 @@ static const struct route *const route_groups[] = {
 	order_routes,
 	fulfilment_routes,
 	pickup_routes,
+	return_routes,
 	NULL,
 };
 

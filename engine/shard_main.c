@@ -33,6 +33,7 @@
 #include "engine/base/log.h"
 #include "engine/orders/fulfilment.h"
 #include "engine/orders/order.h"
+#include "engine/orders/returns.h"
 #include "engine/pricing/refdata.h"
 #include "engine/catalogue/media.h"
 #include "engine/storage/shard.h"
@@ -178,6 +179,7 @@ static void on_tick(struct ev_loop *loop, void *arg)
 	repl_tick(sh);
 	txn_part_tick(sh); /* in-doubt holds: ask their coordinator */
 	order_txn_tick(sh); /* cross-shard orders left placed or paid: the same */
+	returns_poll(sh); /* returns left refunding, stock to tell another shard */
 	repl_pub_wake(sh, 0); /* long-polls whose wait is over */
 	uint64_t now = ev_now_ms(loop);
 	if (sh->cfg.snapshot_interval_s && now >= sh->snap_next_due_ms) {

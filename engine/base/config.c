@@ -39,6 +39,10 @@ static const struct opt opts[] = {
 	{"max-conns-per-ip", OPT_U64, N(max_conns_per_ip), 0, 100000, NULL, "open connections one client address may hold (0 = no cap)"},
 	{"shard-map", OPT_STR, S(shard_map), 0, 0, NULL, "the cluster's shard map file (without it: a cluster of one); reloaded on SIGHUP"},
 	{"shard-id", OPT_U64, N(shard_id), 0, 63, NULL, "this shard's id in --shard-map"},
+	{"complaint-window-days", OPT_U64, N(complaint_window_days), 0, 365, NULL,
+	 "days after delivery in which a return or refund may be requested (spec 8: 7)"},
+	{"complaint-windows", OPT_STR, S(complaint_windows), 0, 0, NULL,
+	 "per destination, \"CC=days,CC=days\" (0..365); other destinations take --complaint-window-days"},
 	{"txn-timeout-ms", OPT_U64, N(txn_timeout_ms), 0, 3600000, NULL,
 	 "a cross-shard transaction undecided this long on a shard is asked about at its router (0 = 10000)"},
 	{"router-id", OPT_U64, N(router_id), 0, 15, NULL,
@@ -84,6 +88,7 @@ void config_defaults(struct config *c)
 	c->wal_segment_mb = 64;
 	c->snapshot_interval_s = 3600;
 	c->snapshot_keep = 2;
+	c->complaint_window_days = 7;
 	c->access_log = 1;
 	c->max_conns = 1024;
 	c->max_conns_per_ip = 256;

@@ -28,6 +28,8 @@ struct config {
 	char shard_map[512];       /* the cluster's shard map (engine/cluster/shard_map.h); "" = a cluster of one */
 	uint64_t shard_id;         /* this shard's id in the map */
 	uint64_t txn_timeout_ms;   /* in doubt past this, a shard asks the coordinator (0 = default) */
+	uint64_t complaint_window_days; /* returns/refunds after delivery (spec 8: 7) */
+	char complaint_windows[256];    /* per destination: "CC=days,CC=days" (others: complaint_window_days) */
 	uint64_t router_id;        /* a router's id in the map's router lines (2PC coordinator r<id>) */
 	char cluster_secret_file[512]; /* cluster mode: the secret of internal signatures (engine/cluster/cluster_auth.h) */
 	char tls_key[512];

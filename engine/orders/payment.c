@@ -84,7 +84,8 @@ _Static_assert(PAY_N_METHOD < 128, "a method fits the row's int8_t");
 
 #define PAY_AMOUNT_MAX 10000000000000LL /* 10^13 minor units */
 #define PAY_TS_MAX 32
-#define PAY_DOC_MAX 1024u /* a row: ids (2 x 39 + 39), amount, names, two times */
+#define PAY_REFUNDS_MAX 16 /* partial refunds of one charge (an order's returns: ORDER_RETURNS_MAX) */
+#define PAY_DOC_MAX 4096u /* a row: ids (2 x 39 + 39), amounts, names, two times, 16 refunds */
 
 /* States a ledger row can have: pay_state_names without "none" (so index + 1
  * is the enum value). */
@@ -99,6 +100,8 @@ struct payment {
 	int8_t method;             /* enum pay_method, -1 on a void */
 	uint8_t state;             /* enum pay_state, never PS_NONE */
 	char created_at[PAY_TS_MAX];
+	int64_t refunded_minor;    /* refunded so far (all of amount once refunded) */
+	uint8_t n_refunds;         /* partial refunds (pay_refund_part), in "refunds" */
 };
 
 struct pay_ext {
@@ -201,6 +204,16 @@ static int pay_decode(struct table *t, struct row *r, const struct json_value *d
 	    p->amount_minor < 1 || p->amount_minor > PAY_AMOUNT_MAX)
 		return -1;
 	p->method = (int8_t)m;
+	/* refunded (absent in rows written before partial refunds: all or nothing) */
+	const struct json_value *rf = json_get(doc, "refunded"), *list = json_get(doc, "refunds");
+	p->refunded_minor = p->state == PS_REFUNDED ? p->amount_minor : 0;
+	if (rf && (rf->type != JSON_NUMBER || json_to_fixed(rf, (unsigned)minor, &p->refunded_minor) ||
+		   p->refunded_minor < 0 || p->refunded_minor > p->amount_minor ||
+		   (p->state == PS_REFUNDED) != (p->refunded_minor == p->amount_minor)))
+		return -1;
+	if (list && (list->type != JSON_ARRAY || list->len > PAY_REFUNDS_MAX))
+		return -1;
+	p->n_refunds = list ? (uint8_t)list->len : 0;
 	return 0;
 }
 
@@ -242,6 +255,10 @@ struct pay_vals {
 	int method;                /* -1: null (a void) */
 	enum pay_state state;
 	char created_at[PAY_TS_MAX], updated_at[PAY_TS_MAX];
+	int64_t refunded_minor;
+	const struct json_value *refunds;  /* the row's partial refunds so far, or NULL */
+	const char *refund_id;             /* a partial refund to append (refund_minor), or NULL */
+	int64_t refund_minor;
 };
 
 static void pay_write(struct jw *w, const struct pay_vals *v)
@@ -258,6 +275,24 @@ static void pay_write(struct jw *w, const struct pay_vals *v)
 	else
 		jw_knull(w, "method");
 	jw_kstr(w, "state", pay_state_names[v->state]);
+	if (v->method >= 0) {
+		unsigned minor = (unsigned)iso_currency_minor(v->currency, 3);
+		jw_key(w, "refunded");
+		jw_fixed(w, v->refunded_minor, minor);
+		jw_key(w, "refunds");
+		jw_arr_begin(w);
+		for (uint32_t i = 0; v->refunds && i < v->refunds->len; i++)
+			jw_value(w, &v->refunds->u.items[i]);
+		if (v->refund_id) {
+			jw_obj_begin(w);
+			jw_kstr(w, "refund_id", v->refund_id);
+			jw_key(w, "amount");
+			jw_fixed(w, v->refund_minor, minor);
+			jw_kstr(w, "at", v->updated_at);
+			jw_obj_end(w);
+		}
+		jw_arr_end(w);
+	}
 	jw_kstr(w, "created_at", v->created_at);
 	jw_kstr(w, "updated_at", v->updated_at);
 	jw_obj_end(w);
@@ -358,6 +393,7 @@ void pay_refund(struct shard *sh, const char *order_id, struct pay_result *out)
 		memcpy(v.currency, p->currency, sizeof(v.currency));
 		v.method = p->method;
 		v.state = PS_REFUNDED;
+		v.refunded_minor = p->amount_minor;
 		memcpy(v.created_at, p->created_at, sizeof(v.created_at));
 		event = "payment.refunded";
 	} else {
@@ -368,11 +404,68 @@ void pay_refund(struct shard *sh, const char *order_id, struct pay_result *out)
 		memcpy(v.created_at, v.updated_at, sizeof(v.created_at));
 		event = "payment.voided";
 	}
-	if (ledger_commit(sh, &v, event)) {
+	struct json_doc *d = p && p->n_refunds ? json_parse(p->row.doc, p->row.doc_len, NULL, NULL) : NULL;
+	v.refunds = d ? json_get(json_root(d), "refunds") : NULL;
+	int rc = ledger_commit(sh, &v, event);
+	json_doc_free(d);
+	if (rc) {
 		result(out, PAY_ERROR, NULL, "ledger_unavailable");
 		return;
 	}
 	result(out, PAY_OK, v.id, NULL);
+}
+
+/* Has the row a partial refund with this id? */
+static int has_refund(const struct json_value *refunds, const char *refund_id)
+{
+	char id[ID_MAX_LEN + 16];
+	for (uint32_t i = 0; refunds && i < refunds->len; i++)
+		if (!fld_doc_str(&refunds->u.items[i], "refund_id", id, sizeof(id)) && !strcmp(id, refund_id))
+			return 1;
+	return 0;
+}
+
+void pay_refund_part(struct shard *sh, const char *order_id, const char *refund_id, int64_t amount_minor,
+		     struct pay_result *out)
+{
+	const struct payment *p = order_id_ok(order_id) && order_id_ok(refund_id) ? pay_find(sh, order_id) : NULL;
+	if (!p) {
+		result(out, PAY_ERROR, NULL, order_id_ok(order_id) ? "not_captured" : "invalid_argument");
+		return;
+	}
+	struct json_doc *d = p->n_refunds ? json_parse(p->row.doc, p->row.doc_len, NULL, NULL) : NULL;
+	const struct json_value *refunds = d ? json_get(json_root(d), "refunds") : NULL;
+	const char *why = NULL;
+	if (has_refund(refunds, refund_id))
+		why = "";                   /* done before: no money moves again */
+	else if (p->state != PS_CAPTURED)
+		why = p->state == PS_REFUNDED ? "already_refunded" : "not_captured";
+	else if (amount_minor < 1 || amount_minor > p->amount_minor - p->refunded_minor)
+		why = "exceeds_charge";
+	else if (p->n_refunds >= PAY_REFUNDS_MAX)
+		why = "too_many_refunds";
+	if (why) {
+		result(out, why[0] ? PAY_ERROR : PAY_OK, p->row.id, why[0] ? why : NULL);
+		json_doc_free(d);
+		return;
+	}
+	struct pay_vals v = {.order_id = order_id, .amount_minor = p->amount_minor, .method = p->method,
+			     .refunded_minor = p->refunded_minor + amount_minor, .refunds = refunds,
+			     .refund_id = refund_id, .refund_minor = amount_minor};
+	v.state = v.refunded_minor == p->amount_minor ? PS_REFUNDED : PS_CAPTURED;
+	memcpy(v.id, p->row.id, (size_t)p->row.id_len + 1);
+	memcpy(v.currency, p->currency, sizeof(v.currency));
+	memcpy(v.created_at, p->created_at, sizeof(v.created_at));
+	fmt_rfc3339_ms(v.updated_at, wall_ms());
+	int rc = ledger_commit(sh, &v, "payment.refunded"); /* p is replaced: v.id from here */
+	json_doc_free(d);
+	result(out, rc ? PAY_ERROR : PAY_OK, v.id, rc ? "ledger_unavailable" : NULL);
+}
+
+int64_t pay_refunded_of(struct shard *sh, const char *order_id)
+{
+	const struct payment *p = pay_find(sh, order_id);
+	return p ? p->refunded_minor : 0;
 }
 
 /* ---- HTTP (operators) -------------------------------------------------- */

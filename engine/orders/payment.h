@@ -67,6 +67,18 @@ void pay_charge(struct shard *sh, const struct pay_request *rq, struct pay_resul
  * nothing was captured.  out->outcome is PAY_OK or PAY_ERROR. */
 void pay_refund(struct shard *sh, const char *order_id, struct pay_result *out);
 
+/* Refund part of the order's captured charge: amount_minor (1 .. what is
+ * not refunded yet), idempotent BY refund_id (a return's id: the same id
+ * again is PAY_OK and moves nothing).  The row stays "captured" until the
+ * whole charge is refunded, then reads "refunded".  PAY_OK, or PAY_ERROR
+ * with code not_captured, already_refunded, exceeds_charge,
+ * too_many_refunds (16 per charge), ledger_unavailable, invalid_argument.
+ * Outside any transaction, like pay_refund. */
+void pay_refund_part(struct shard *sh, const char *order_id, const char *refund_id, int64_t amount_minor,
+		     struct pay_result *out);
+/* What was refunded of the order's charge so far (minor units; 0 without one). */
+int64_t pay_refunded_of(struct shard *sh, const char *order_id);
+
 /* The ledger state of an order's payment, for reads and invariants. */
 enum pay_state { PS_NONE = 0, PS_CAPTURED, PS_REFUNDED, PS_VOIDED, PAY_N_STATE };
 extern const char *const pay_state_names[]; /* "none", "captured", "refunded", "voided" */

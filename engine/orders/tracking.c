@@ -59,9 +59,14 @@ static int track_decode(struct table *t, struct row *r, const struct json_value 
 	    fld_doc_str(doc, "tracking_number", k->tracking_number, sizeof(k->tracking_number)) || !tr ||
 	    tr->type != JSON_ARRAY || tr->len > TRACK_SCANS_MAX)
 		return -1;
-	for (uint32_t i = 0; i < tr->len; i++)
+	for (uint32_t i = 0; i < tr->len; i++) {
+		char type[24];
 		if (scan_item_ok(&tr->u.items[i]))
 			return -1;
+		fld_doc_str(&tr->u.items[i], "type", type, sizeof(type));
+		if (!k->delivered_at[0] && !strcmp(type, "delivered"))
+			fld_doc_str(&tr->u.items[i], "occurred_at", k->delivered_at, sizeof(k->delivered_at));
+	}
 	k->n_scans = (uint16_t)tr->len;
 	return 0;
 }

@@ -43,6 +43,7 @@ struct leg_track {
 	char order_id[ID_MAX_LEN];
 	char carrier[TRACK_REF_MAX + 1];          /* "" = null */
 	char tracking_number[TRACK_REF_MAX + 1];  /* "" = null */
+	char delivered_at[TRACK_TS_MAX];          /* the first delivered scan's occurred_at, "" if none */
 	uint16_t n_scans;
 };
 

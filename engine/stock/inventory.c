@@ -320,17 +320,22 @@ struct hold_vals {
 	int state;                               /* enum hold_state */
 	char created_at[32];
 	char txn[INV_TXN_ID_MAX + 1];
+	int64_t returned, received;
 };
 
 /* The hold row from its values (decoded or the writer's own).  0 or -1. */
 static int hold_fill(struct hold *h, const struct hold_vals *v)
 {
 	if (!v->level_id[0] || v->state < 0 || v->state >= HOLD_N_STATE || v->qty < 1 || v->qty > INV_QTY_MAX ||
+	    v->received < 0 || v->received > v->returned || v->returned > v->qty ||
+	    (v->returned && v->state != HS_CONSUMED) ||
 	    typed_str(h->level_id, sizeof(h->level_id), v->level_id) ||
 	    typed_str(h->created_at, sizeof(h->created_at), v->created_at) || typed_str(h->txn, sizeof(h->txn), v->txn))
 		return -1;
 	h->qty = v->qty;
 	h->state = (uint8_t)v->state;
+	h->returned = v->returned;
+	h->received = v->received;
 	h->prepared_mono_ms = ev_clock_us() / 1000;
 	return 0;
 }
@@ -342,7 +347,9 @@ static int hold_decode(struct table *t, struct row *r, const struct json_value *
 	fld_doc_str(doc, "level_id", v.level_id, sizeof(v.level_id));
 	fld_doc_str(doc, "created_at", v.created_at, sizeof(v.created_at));
 	fld_enum(NULL, doc, "state", NULL, hold_state_names, &v.state);
-	if (doc_qty(doc, "qty", &v.qty) || fld_doc_str(doc, "txn", v.txn, sizeof(v.txn)))
+	if (doc_qty(doc, "qty", &v.qty) || fld_doc_str(doc, "txn", v.txn, sizeof(v.txn)) ||
+	    (json_get(doc, "returned") && doc_qty(doc, "returned", &v.returned)) ||
+	    (json_get(doc, "received") && doc_qty(doc, "received", &v.received)))
 		return -1;
 	return hold_fill((struct hold *)r, &v);
 }
@@ -715,8 +722,8 @@ static int hold_id_ok(const char *id)
 	return 1;
 }
 
-static int stage_hold(struct shard *sh, const char *id, const char *level_id, int64_t qty, int state,
-		      const char *created_at, const char *txn, const char *event)
+static int stage_hold_back(struct shard *sh, const char *id, const char *level_id, int64_t qty, int state,
+			   const char *created_at, const char *txn, const char *event, int64_t returned, int64_t received)
 {
 	char now[INV_TS_MAX];
 	fmt_rfc3339_ms(now, wall_ms());
@@ -733,8 +740,12 @@ static int stage_hold(struct shard *sh, const char *id, const char *level_id, in
 	jw_kstr(&w, "updated_at", now);
 	if (txn && txn[0])
 		jw_kstr(&w, "txn", txn);
+	if (returned) {
+		jw_kint(&w, "returned", returned);
+		jw_kint(&w, "received", received);
+	}
 	jw_obj_end(&w);
-	struct hold_vals hv = {.qty = qty, .state = state};
+	struct hold_vals hv = {.qty = qty, .state = state, .returned = returned, .received = returned ? received : 0};
 	int fits = !typed_str(hv.level_id, sizeof(hv.level_id), level_id) &&
 		   !typed_str(hv.created_at, sizeof(hv.created_at), created_at ? created_at : now) &&
 		   !typed_str(hv.txn, sizeof(hv.txn), txn ? txn : "");
@@ -747,6 +758,13 @@ static int stage_hold(struct shard *sh, const char *id, const char *level_id, in
 			 : 0;
 	buf_free(&doc);
 	return rc;
+}
+
+/* A hold with nothing returned. */
+static int stage_hold(struct shard *sh, const char *id, const char *level_id, int64_t qty, int state,
+		      const char *created_at, const char *txn, const char *event)
+{
+	return stage_hold_back(sh, id, level_id, qty, state, created_at, txn, event, 0, 0);
 }
 
 int hold_place(struct shard *sh, const char *level_id, int64_t qty, const char *hold_id)
@@ -851,6 +869,50 @@ static int hold_move(struct shard *sh, const char *hold_id, int to)
 		rc = HOLD_E_STORE;
 	if (rc != HOLD_OK || !moved)
 		txn_abort(sh);
+	return rc;
+}
+
+int hold_stage_return(struct shard *sh, const char *hold_id, int64_t returned, int64_t received, int *moved)
+{
+	const struct hold *h = hold_id_ok(hold_id) ? hold_get(sh, hold_id, strlen(hold_id)) : NULL;
+	*moved = 0;
+	if (!h)
+		return HOLD_E_NOT_FOUND;
+	if (h->state != HS_CONSUMED)
+		return HOLD_E_STATE;
+	if (received < 0 || received > returned || returned > h->qty)
+		return HOLD_E_ARG;
+	/* totals: what is at or below the hold's is already done */
+	int64_t back = returned > h->returned ? returned : h->returned;
+	int64_t in = received > h->received ? received : h->received;
+	if (in > back)
+		return HOLD_E_ARG;
+	if (back == h->returned && in == h->received)
+		return HOLD_OK;
+	const struct inv_level *l = inv_level_get(sh, h->level_id, strlen(h->level_id));
+	if (!l)
+		return HOLD_E_STORE;
+	struct lvl_vals nv;
+	lvl_from_row(l, &nv);
+	int64_t d_back = back - h->returned, d_in = in - h->received;
+	nv.incoming += d_back - d_in; /* on the way, then arrived */
+	nv.on_hand += d_in;
+	if (nv.incoming < 0 || nv.incoming > INV_QTY_MAX || nv.on_hand > INV_QTY_MAX)
+		return HOLD_E_STORE;
+	char level_id[ID_MAX_LEN], created[INV_TS_MAX], txn[INV_TXN_ID_MAX + 1], id[INV_HOLD_ID_MAX + 1];
+	int64_t qty = h->qty;
+	memcpy(level_id, h->level_id, sizeof(level_id));
+	memcpy(created, h->created_at, sizeof(created));
+	memcpy(txn, h->txn, sizeof(txn));
+	snprintf(id, sizeof(id), "%s", hold_id);
+	struct buf doc;
+	buf_init(&doc, REC_MAX_VAL);
+	int rc = stage_hold_back(sh, id, level_id, qty, HS_CONSUMED, created, txn, NULL, back, in) ||
+				 stage_level(sh, &nv, l, d_in ? "return_received" : "return_sent", id, &doc)
+			 ? HOLD_E_STORE
+			 : HOLD_OK;
+	buf_free(&doc);
+	*moved = rc == HOLD_OK;
 	return rc;
 }
 

@@ -113,6 +113,7 @@ struct hold {
 	uint8_t state;                           /* enum hold_state */
 	char created_at[32];
 	char txn[INV_TXN_ID_MAX + 1];            /* the cross-shard transaction it was prepared for, "" if none */
+	int64_t returned, received;              /* CONSUMED: units the consumer sent back / that arrived (hold_stage_return) */
 	uint64_t prepared_mono_ms;               /* this process's clock when it was (re)loaded PREPARED */
 };
 
@@ -174,6 +175,17 @@ int hold_consume(struct shard *sh, const char *hold_id);
  * with *moved = 1 (staged) or 0 (already CONSUMED: nothing staged), or a
  * HOLD_E_ code (the caller aborts). */
 int hold_stage_consume(struct shard *sh, const char *hold_id, int *moved);
+/*
+ * A consumed hold's units coming back (a return, engine/orders/returns.c),
+ * staged into the OPEN transaction: `returned` units are on their way back
+ * (the level's incoming), `received` of them arrived (incoming -> on_hand).
+ * Both are TOTALS for the hold, not increments, so a repeated or late
+ * call changes nothing: values at or below what the hold has are a no-op
+ * (*moved = 0).  0 <= received <= returned <= qty; the hold must be
+ * CONSUMED.  HOLD_OK, HOLD_E_NOT_FOUND, HOLD_E_STATE, HOLD_E_ARG (past the
+ * bounds), HOLD_E_STORE.
+ */
+int hold_stage_return(struct shard *sh, const char *hold_id, int64_t returned, int64_t received, int *moved);
 /* PREPARED or COMMITTED -> RELEASED: the units return to ATP (reserved or
  * allocated -= qty).  RELEASED again is HOLD_OK (no-op). */
 int hold_release(struct shard *sh, const char *hold_id);

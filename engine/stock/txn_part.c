@@ -373,7 +373,48 @@ static void txn_consume_route(struct api_ctx *c)
 	answer_count(c, "consumed", 1);
 }
 
+/* POST /internal/txn/return {"txn","hold_id","returned","received"}: the
+ * TOTALS of a shipped hold's units coming back (engine/orders/returns.c):
+ * the level's incoming and on_hand follow (hold_stage_return).  Totals,
+ * not increments: a repeated or late message changes nothing. */
+static void txn_return_route(struct api_ctx *c)
+{
+	char txn[INV_TXN_ID_MAX + 1], hold_id[INV_HOLD_ID_MAX + 1];
+	int64_t returned = 0, received = 0;
+	if (request_txn(c, txn))
+		return;
+	const struct json_value *b = api_body(c);
+	if (fld_str(c, b, "hold_id", "hold_id", hold_id, INV_HOLD_ID_MAX) != FLD_SET ||
+	    fld_int(c, b, "returned", "returned", 0, INV_QTY_MAX, &returned) != FLD_SET ||
+	    fld_int(c, b, "received", "received", 0, INV_QTY_MAX, &received) != FLD_SET) {
+		if (!c->n_errs)
+			api_field_error(c, "hold_id", "required", "hold_id, returned and received");
+		api_validation_failed(c);
+		return;
+	}
+	const struct hold *h = hold_get(c->sh, hold_id, strlen(hold_id));
+	if (!h || strcmp(h->txn, txn)) {
+		api_error(c, 404, "unknown_hold", "this shard holds no such hold for the transaction");
+		return;
+	}
+	int moved;
+	txn_begin(c->sh);
+	int rc = hold_stage_return(c->sh, hold_id, returned, received, &moved);
+	if (rc == HOLD_OK && moved && !txn_commit(c->sh))
+		rc = HOLD_E_STORE;
+	if (rc != HOLD_OK || !moved)
+		txn_abort(c->sh);
+	if (rc != HOLD_OK) {
+		api_error(c, rc == HOLD_E_STORE ? 500 : 409, rc == HOLD_E_STORE ? "store" : "invalid_return",
+			  "the hold cannot take these totals back");
+		return;
+	}
+	answer_count(c, "returned", (unsigned)(returned > 0 ? returned : 0));
+}
+
 const struct route txn_part_internal_routes[] = {
+	{HTTP_M_POST, "/internal/txn/return", txn_return_route, SC_PUBLIC, ACT_NONE,
+	 "A shipped leg's units coming back: the hold's totals", 0},
 	{HTTP_M_POST, "/internal/txn/consume", txn_consume_route, SC_PUBLIC, ACT_NONE,
 	 "A shipped leg: consume its hold", 0},
 	{HTTP_M_POST, "/internal/txn/release", txn_release_route, SC_PUBLIC, ACT_NONE,

@@ -54,6 +54,7 @@ enum rec_table {
 	REC_T_ORDER_STATE = 21, /* an order's mutable state, id = the order id (engine/orders/order_state.c) */
 	REC_T_LEG_TRACK = 22, /* a fulfilment leg's carrier and scans, id = the leg id (engine/orders/tracking.c) */
 	REC_T_PICKUP = 23,    /* a carrier pickup per order and location (engine/orders/pickup.c) */
+	REC_T_RETURN = 24,    /* a return or refund of an order, id "<order id>.R<n>" (engine/orders/returns.c) */
 	REC_T_COUNT_
 };
 

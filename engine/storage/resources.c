@@ -33,6 +33,7 @@ const struct table_ops *const resource_tables[] = {
 	&payment_table_ops, /* the sandbox payment ledger, one row per order (engine/orders/payment.c) */
 	&leg_track_table_ops, /* a leg's carrier and scans, after order bodies (engine/orders/tracking.c) */
 	&pickup_table_ops, /* carrier pickups per order and location, after order bodies (engine/orders/pickup.c) */
+	&return_table_ops, /* returns and refunds, after order bodies (engine/orders/returns.c) */
 	NULL,
 };
 

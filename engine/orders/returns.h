@@ -1,0 +1,21 @@
+/*
+ * returns.h -- returns and refunds after delivery (spec 3.1, 8; the rules
+ * and why in returns.c's opening comment).
+ */
+#ifndef WM_RETURNS_H
+#define WM_RETURNS_H
+
+#include "engine/edge/route.h"
+#include "engine/storage/shard.h"
+
+#define ORDER_RETURNS_MAX 8      /* returns and refunds of one order ("<order id>.R1" .. ".R8") */
+#define RETURNS_POLL_MS 250u     /* how often unfinished returns are looked at */
+
+extern const struct route return_routes[];
+extern const struct table_ops return_table_ops;
+
+/* From the loop's tick: refund returns left refunding by a crash or a
+ * failed refund, and tell other shards the stock that comes back. */
+void returns_poll(struct shard *sh);
+
+#endif

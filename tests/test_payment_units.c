@@ -112,7 +112,7 @@ WM_TEST(payment, every_charge_outcome_and_what_it_writes)
 	char want[512];
 	snprintf(want, sizeof(want),
 		 "{\"id\":\"%s\",\"payment_id\":\"%s\",\"order_id\":\"ord_ok\",\"amount\":123.45,\"currency\":\"EUR\","
-		 "\"method\":\"sandbox_ok\",\"state\":\"captured\",\"created_at\":\"",
+		 "\"method\":\"sandbox_ok\",\"state\":\"captured\",\"refunded\":0.00,\"refunds\":[],\"created_at\":\"",
 		 r.charge_id, r.charge_id);
 	cr_assert_eq(strncmp(doc, want, strlen(want)), 0, "%s", doc);
 	cr_assert_not_null(strstr(doc, "\"updated_at\":\""), "%s", doc);
@@ -238,6 +238,58 @@ WM_TEST(payment, refund_after_charge_then_again_then_charge_refused)
 	expect(refund(f, "ord_f"), PAY_OK, "");
 	cr_assert_eq(pay_state_of(&f->sh, "ord_f"), PS_REFUNDED);
 	cr_assert_eq(count_events(f, "payment.refunded"), 3);
+	fixture_free(f);
+}
+
+/* Partial refunds (returns): idempotent by refund id, never past the
+ * charge, the row "refunded" exactly when all of it is back; the bound. */
+WM_TEST(payment, partial_refunds_are_idempotent_by_id_and_never_exceed_the_charge)
+{
+	struct fixture *f = fixture_new("payp");
+	struct pay_result r = charge(f, "ord_p", 10000, "EUR", PM_SANDBOX_OK);
+	expect(r, PAY_CAPTURED, "");
+	struct pay_result out;
+	pay_refund_part(&f->sh, "ord_p", "ord_p.R1", 2500, &out);
+	expect(out, PAY_OK, "");
+	cr_assert_eq(pay_refunded_of(&f->sh, "ord_p"), 2500);
+	cr_assert_eq(pay_state_of(&f->sh, "ord_p"), PS_CAPTURED, "part of it: still captured");
+	uint64_t lsn = f->sh.lsn;
+	pay_refund_part(&f->sh, "ord_p", "ord_p.R1", 2500, &out); /* the same refund again */
+	expect(out, PAY_OK, "");
+	cr_assert_eq(f->sh.lsn, lsn, "nothing written the second time");
+	cr_assert_eq(pay_refunded_of(&f->sh, "ord_p"), 2500);
+	pay_refund_part(&f->sh, "ord_p", "ord_p.R2", 7501, &out);
+	expect(out, PAY_ERROR, "exceeds_charge");
+	pay_refund_part(&f->sh, "ord_p", "ord_p.R2", 0, &out);
+	expect(out, PAY_ERROR, "exceeds_charge");
+	pay_refund_part(&f->sh, "ord_p", "ord_p.R2", 7500, &out);
+	expect(out, PAY_OK, "");
+	cr_assert_eq(pay_state_of(&f->sh, "ord_p"), PS_REFUNDED, "all of it: refunded");
+	cr_assert_eq(pay_refunded_of(&f->sh, "ord_p"), 10000);
+	pay_refund_part(&f->sh, "ord_p", "ord_p.R3", 1, &out);
+	expect(out, PAY_ERROR, "already_refunded");
+	pay_refund_part(&f->sh, "ord_p", "ord_p.R2", 7500, &out); /* a retry after the end */
+	expect(out, PAY_OK, "");
+	cr_assert_eq(count_events(f, "payment.refunded"), 2);
+	/* no charge: nothing to refund */
+	pay_refund_part(&f->sh, "ord_none", "ord_none.R1", 1, &out);
+	expect(out, PAY_ERROR, "not_captured");
+	/* at most 16 partial refunds of one charge */
+	expect(charge(f, "ord_many", 100000, "EUR", PM_SANDBOX_OK), PAY_CAPTURED, "");
+	char rid[32];
+	for (int i = 0; i < 16; i++) {
+		snprintf(rid, sizeof(rid), "ord_many.R%d", i);
+		pay_refund_part(&f->sh, "ord_many", rid, 1, &out);
+		expect(out, PAY_OK, "");
+	}
+	pay_refund_part(&f->sh, "ord_many", "ord_many.R16", 1, &out);
+	expect(out, PAY_ERROR, "too_many_refunds");
+	/* a full refund after partial ones: the rest, the list kept */
+	pay_refund(&f->sh, "ord_many", &out);
+	expect(out, PAY_OK, "");
+	cr_assert_eq(pay_refunded_of(&f->sh, "ord_many"), 100000);
+	const char *doc = row_doc(f, out.charge_id);
+	cr_assert(doc && strstr(doc, "\"refund_id\":\"ord_many.R15\""), "%s", doc ? doc : "-");
 	fixture_free(f);
 }
 

@@ -22,6 +22,7 @@
 #include "engine/orders/order.h"
 #include "engine/orders/pickup.h"
 #include "engine/orders/returns.h"
+#include "engine/orders/settlement.h"
 #include "engine/edge/event_routes.h"
 #include "engine/stock/availability.h"
 #include "engine/stock/inventory.h"
@@ -48,6 +49,7 @@ int (*const wine_channel_lists)(struct shard *sh, const char *channel_id, const 
 
 /* Stock asks orders which order owns a hold (hold_owned_by_order). */
 const char *(*const inv_hold_owner)(struct shard *sh, const char *hold_id) = order_owning_hold;
+void (*const returns_refunded_hook)(struct shard *sh, const char *order_id) = settlement_on_refund;
 
 /* A channel asks stock whether a location exists, and supply's listings
  * which of them are on it; an offer asks listings whether it is live on a
@@ -107,6 +109,7 @@ static const struct route *const route_groups[] = {
 	fulfilment_routes,
 	pickup_routes,
 	return_routes,
+	settlement_routes,
 	NULL,
 };
 

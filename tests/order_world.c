@@ -39,6 +39,8 @@ static void level(int port, const char *key, const char *offer, const char *loc,
 	json_decref(j);
 }
 
+const char *ow_extra_args[11];
+
 void ow_restart(struct oworld *x, const char *errinj)
 {
 	char env[256];
@@ -48,7 +50,9 @@ void ow_restart(struct oworld *x, const char *errinj)
 		envv[0] = env;
 	}
 	/* the worlds make hundreds of calls with one key: no rate limit in the way */
-	static const char *const args[] = {"--key-rate-rps", "1000000", "--key-rate-burst", "1000000", NULL};
+	const char *args[16] = {"--key-rate-rps", "1000000", "--key-rate-burst", "1000000"};
+	for (unsigned i = 0; i < 10 && ow_extra_args[i]; i++)
+		args[4 + i] = ow_extra_args[i];
 	cr_assert_eq(wm_start(&x->p, args, envv), 0, "wm-shard did not start (logs in %s)", x->p.dir);
 	x->port = x->p.port;
 }

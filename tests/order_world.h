@@ -28,6 +28,9 @@ struct oworld {
  * build the world: the estate holds est_units of w1, the stockist stk_units.
  */
 void ow_start(struct oworld *x, const char *errinj, int est_units, int stk_units);
+/* More arguments for the shard's next starts (at most 10, NULL-terminated;
+ * a test sets them before ow_start and clears them after). */
+extern const char *ow_extra_args[11];
 /* Build the same world through any address (a router of a cluster):
  * the cellars in stock_cc (FR, DE or AT), orders to dest (FR, DE or AT).
  * x->p is left alone (not started by this). */

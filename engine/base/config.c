@@ -43,6 +43,9 @@ static const struct opt opts[] = {
 	 "days after delivery in which a return or refund may be requested (spec 8: 7)"},
 	{"complaint-windows", OPT_STR, S(complaint_windows), 0, 0, NULL,
 	 "per destination, \"CC=days,CC=days\" (0..365); other destinations take --complaint-window-days"},
+	{"payout-days", OPT_STR, S(payout_days), 0, 0, NULL,
+	 "days after a party's last leg is delivered before its payout is eligible, per role: "
+	 "\"originator=7,seller=7,fulfiller=7\" (a role not named: the destination's complaint window)"},
 	{"txn-timeout-ms", OPT_U64, N(txn_timeout_ms), 0, 3600000, NULL,
 	 "a cross-shard transaction undecided this long on a shard is asked about at its router (0 = 10000)"},
 	{"router-id", OPT_U64, N(router_id), 0, 15, NULL,

@@ -27,6 +27,7 @@ static const struct rc_rule rules[] = {
 	{RC_READS, "/v1/openapi.json", RC_EDGE, 0, NULL},
 	/* operator actions and lists kept per shard */
 	{RC_ANY, "/v1/admin/snapshots", RC_BROADCAST, 0, NULL},
+	{RC_ANY, "/v1/admin/payout-runs", RC_BROADCAST, 0, NULL},
 	{RC_READS, "/v1/admin/payments/{order_id}", RC_PATH_ID, 0, NULL},
 	{RC_READS, "/v1/admin/payments", RC_FANOUT, 0, NULL},
 	{RC_ANY, "/v1/admin/reference-data", RC_HOME, 0, NULL},

@@ -196,6 +196,10 @@ int order_name_index(const char *const *names, const char *s);
 /* The least id > after of an order with a leg in flight between shards
  * (LS_SHIPPING): copied into out, 1; or 0.  (fulfilment.c's work list.) */
 int order_legwork_next(struct shard *sh, const char *after, char *out);
+/* The least id > after of an order delivered, returned or refunded, or
+ * still moving with a delivered leg (whose payouts a payout run looks
+ * at): into out, 1; or 0. */
+int order_settling_next(struct shard *sh, const char *after, char *out);
 /* How many orders have a leg in flight (cheap). */
 uint64_t order_legwork_count(struct shard *sh);
 

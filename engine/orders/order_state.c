@@ -43,6 +43,7 @@
 struct state_ext {
 	struct oidx pending;      /* orders not at rest (saga_recover's work list) */
 	struct oidx legwork;      /* orders with a leg in flight between shards (fulfilment.c's) */
+	struct oidx settling;     /* delivered, returned or refunded: payouts to run (settlement.c's) */
 };
 
 /* The table's pending index. */
@@ -56,6 +57,7 @@ static int state_init(struct table *t)
 		return -1;
 	oidx_init(&e->pending);
 	oidx_init(&e->legwork);
+	oidx_init(&e->settling);
 	t->ext = e;
 	return 0;
 }
@@ -68,6 +70,7 @@ static void state_fini(struct table *t)
 		return;
 	oidx_free(&e->pending);
 	oidx_free(&e->legwork);
+	oidx_free(&e->settling);
 	free(e);
 	t->ext = NULL;
 }
@@ -168,6 +171,14 @@ static int state_index_add(struct table *t, struct row *r)
 		return -1;
 	if (has_legwork(&s->v) && oidx_set(&ext(t)->legwork, r->id, r->id_len, r))
 		return -1;
+	int st = s->v.status, delivered_leg = 0;
+	for (unsigned i = 0; i < s->v.n_legs; i++)
+		delivered_leg |= s->v.leg_status[i] == LS_DELIVERED;
+	/* payouts are per leg: an order with a delivered leg may owe one */
+	if ((st == ORD_DELIVERED || st == ORD_RETURNED || st == ORD_REFUNDED ||
+	     (delivered_leg && (st == ORD_RESERVED || st == ORD_FULFILLED || st == ORD_IN_TRANSIT))) &&
+	    oidx_set(&ext(t)->settling, r->id, r->id_len, r))
+		return -1;
 	return 0;
 }
 
@@ -179,6 +190,8 @@ static void state_index_del(struct table *t, struct row *r)
 		oidx_del(&e->pending, r->id, r->id_len);
 	if (oidx_get(&e->legwork, r->id, r->id_len) == r)
 		oidx_del(&e->legwork, r->id, r->id_len);
+	if (oidx_get(&e->settling, r->id, r->id_len) == r)
+		oidx_del(&e->settling, r->id, r->id_len);
 }
 
 /* The typed fast path (table.h): the row from the values the state
@@ -260,6 +273,11 @@ int order_pending_next(struct shard *sh, const char *after, char *out)
 int order_legwork_next(struct shard *sh, const char *after, char *out)
 {
 	return index_next(&ext(&sh->tables[REC_T_ORDER_STATE])->legwork, after, out);
+}
+
+int order_settling_next(struct shard *sh, const char *after, char *out)
+{
+	return index_next(&ext(&sh->tables[REC_T_ORDER_STATE])->settling, after, out);
 }
 
 uint64_t order_legwork_count(struct shard *sh)

@@ -468,6 +468,152 @@ int64_t pay_refunded_of(struct shard *sh, const char *order_id)
 	return p ? p->refunded_minor : 0;
 }
 
+/* ---- payouts ------------------------------------------------------------ */
+
+/* The typed payout row (REC_T_PAYOUT, id = the payout id). */
+struct payout {
+	struct row row;
+	int64_t paid_minor, clawed_minor;
+	char paid_at[PAY_TS_MAX];
+};
+
+static int payout_decode(struct table *t, struct row *r, const struct json_value *doc)
+{
+	(void)t;
+	struct payout *p = (struct payout *)r;
+	char cur[4], oid[ID_MAX_LEN], st[16];
+	const struct json_value *a = json_get(doc, "amount"), *c = json_get(doc, "clawed_back");
+	int minor;
+	if (fld_doc_str(doc, "currency", cur, sizeof(cur)) || (minor = currency_minor(cur)) < 0 ||
+	    fld_doc_str(doc, "order_id", oid, sizeof(oid)) || !order_id_ok(oid) ||
+	    fld_doc_str(doc, "paid_at", p->paid_at, sizeof(p->paid_at)) || !p->paid_at[0] ||
+	    fld_doc_str(doc, "state", st, sizeof(st)) || (strcmp(st, "paid") && strcmp(st, "clawed_back")) || !a ||
+	    !c || json_to_fixed(a, (unsigned)minor, &p->paid_minor) || json_to_fixed(c, (unsigned)minor, &p->clawed_minor) ||
+	    p->paid_minor < 0 || p->paid_minor > PAY_AMOUNT_MAX || p->clawed_minor < 0 || p->clawed_minor > p->paid_minor ||
+	    (!strcmp(st, "clawed_back")) != (p->clawed_minor > 0))
+		return -1;
+	return 0;
+}
+
+static const char *const payout_keys[] = {"currency", "order_id", "paid_at", "state", "amount", "clawed_back", NULL};
+
+const struct table_ops payout_ledger_table_ops = {
+	.rec_table = REC_T_PAYOUT,
+	.name = "payout",
+	.row_size = sizeof(struct payout),
+	.decode = payout_decode,
+	.decode_keys = payout_keys,
+};
+
+static const struct payout *payout_get(struct shard *sh, const char *id)
+{
+	return order_id_ok(id) ? (const struct payout *)table_get(&sh->tables[REC_T_PAYOUT], id, strlen(id)) : NULL;
+}
+
+int pay_payout_of(struct shard *sh, const char *payout_id, int64_t *paid, int64_t *clawed, char *paid_at,
+		  size_t paid_at_size)
+{
+	const struct payout *p = payout_get(sh, payout_id);
+	if (!p)
+		return 0;
+	*paid = p->paid_minor;
+	*clawed = p->clawed_minor;
+	if (paid_at)
+		snprintf(paid_at, paid_at_size, "%s", p->paid_at);
+	return 1;
+}
+
+/* Write and commit a payout row (its event with it).  0 or -1. */
+static int payout_commit(struct shard *sh, const char *id, const char *order_id, const char *partner_id,
+			 const char *role, int64_t paid, int64_t clawed, const char *currency, const char *paid_at,
+			 const char *event)
+{
+	if (sh->txn_open == 1)
+		return -1;
+	char now[PAY_TS_MAX];
+	fmt_rfc3339_ms(now, wall_ms());
+	unsigned minor = (unsigned)iso_currency_minor(currency, 3);
+	struct buf doc;
+	buf_init(&doc, PAY_DOC_MAX);
+	struct jw w;
+	jw_init(&w, &doc);
+	jw_obj_begin(&w);
+	jw_kstr(&w, "id", id);
+	jw_kstr(&w, "payout_id", id);
+	jw_kstr(&w, "order_id", order_id);
+	jw_kstr(&w, "partner_id", partner_id);
+	jw_kstr(&w, "role", role);
+	jw_key(&w, "amount");
+	jw_fixed(&w, paid, minor);
+	jw_key(&w, "clawed_back");
+	jw_fixed(&w, clawed, minor);
+	jw_kstr(&w, "currency", currency);
+	jw_kstr(&w, "state", clawed ? "clawed_back" : "paid");
+	jw_kstr(&w, "paid_at", paid_at ? paid_at : now);
+	jw_kstr(&w, "updated_at", now);
+	jw_obj_end(&w);
+	txn_begin(sh);
+	int rc = w.err || txn_put(sh, REC_T_PAYOUT, id, strlen(id), doc.data, doc.len) ||
+				 txn_event(sh, event, partner_id, doc.data, doc.len) || !txn_commit(sh)
+			 ? -1
+			 : 0;
+	if (rc) {
+		txn_abort(sh);
+		log_error("msg=\"payout ledger write failed\" payout=%s event=%s", id, event);
+	}
+	buf_free(&doc);
+	return rc;
+}
+
+void pay_payout(struct shard *sh, const struct payout_request *rq, struct pay_result *out)
+{
+	if (!rq || !order_id_ok(rq->payout_id) || !order_id_ok(rq->order_id) || !rq->partner_id || !rq->role ||
+	    rq->amount_minor < 0 || rq->amount_minor > PAY_AMOUNT_MAX || currency_minor(rq->currency) < 0) {
+		result(out, PAY_ERROR, NULL, "invalid_argument");
+		return;
+	}
+	if (payout_get(sh, rq->payout_id)) {
+		result(out, PAY_OK, rq->payout_id, NULL); /* paid before: no money moves again */
+		return;
+	}
+	int rc = payout_commit(sh, rq->payout_id, rq->order_id, rq->partner_id, rq->role, rq->amount_minor, 0,
+			       rq->currency, NULL, "settlement.released");
+	result(out, rc ? PAY_ERROR : PAY_OK, rq->payout_id, rc ? "ledger_unavailable" : NULL);
+}
+
+void pay_clawback(struct shard *sh, const char *payout_id, int64_t total_minor, struct pay_result *out)
+{
+	const struct payout *p = payout_get(sh, payout_id);
+	if (!p) {
+		result(out, PAY_ERROR, NULL, "not_paid");
+		return;
+	}
+	if (total_minor <= p->clawed_minor) {
+		result(out, PAY_OK, payout_id, NULL);
+		return;
+	}
+	if (total_minor > p->paid_minor) {
+		result(out, PAY_ERROR, payout_id, "exceeds_payout");
+		return;
+	}
+	struct json_doc *d = json_parse(p->row.doc, p->row.doc_len, NULL, NULL);
+	char oid[ID_MAX_LEN] = "", partner[ID_MAX_LEN] = "", role[16] = "", cur[4] = "", paid_at[PAY_TS_MAX], id[ID_MAX_LEN];
+	const struct json_value *root = d ? json_root(d) : NULL;
+	if (root) {
+		fld_doc_str(root, "order_id", oid, sizeof(oid));
+		fld_doc_str(root, "partner_id", partner, sizeof(partner));
+		fld_doc_str(root, "role", role, sizeof(role));
+		fld_doc_str(root, "currency", cur, sizeof(cur));
+	}
+	json_doc_free(d);
+	int64_t paid = p->paid_minor;
+	memcpy(paid_at, p->paid_at, sizeof(paid_at));
+	snprintf(id, sizeof(id), "%s", payout_id);
+	int rc = !root || payout_commit(sh, id, oid, partner, role, paid, total_minor, cur, paid_at,
+					"settlement.clawed_back");
+	result(out, rc ? PAY_ERROR : PAY_OK, id, rc ? "ledger_unavailable" : NULL);
+}
+
 /* ---- HTTP (operators) -------------------------------------------------- */
 
 static int state_match(struct api_ctx *c, const struct row *r, void *arg)

@@ -79,6 +79,27 @@ void pay_refund_part(struct shard *sh, const char *order_id, const char *refund_
 /* What was refunded of the order's charge so far (minor units; 0 without one). */
 int64_t pay_refunded_of(struct shard *sh, const char *order_id);
 
+/*
+ * Payouts (spec 3.2): the provider pays a partner its share of an order.
+ * Idempotent BY payout_id ("<order id>.S<n>", settlement.c): paying an id
+ * that is paid is PAY_OK and moves nothing.  A durable ledger row per
+ * payout (REC_T_PAYOUT) with event settlement.released in the same
+ * transaction.  pay_clawback sets the TOTAL taken back from a paid payout
+ * (a refund after it was paid), so it too may be repeated: a total at or
+ * below the row's changes nothing; the row reads "clawed_back".
+ */
+struct payout_request {
+	const char *payout_id, *order_id, *partner_id, *role;
+	int64_t amount_minor;       /* >= 0 (0: nothing is owed any more; recorded, no money moves) */
+	char currency[4];
+};
+void pay_payout(struct shard *sh, const struct payout_request *rq, struct pay_result *out);
+void pay_clawback(struct shard *sh, const char *payout_id, int64_t total_minor, struct pay_result *out);
+/* A payout's ledger values: 1 found (paid amount, clawed back), 0 none. */
+int pay_payout_of(struct shard *sh, const char *payout_id, int64_t *paid, int64_t *clawed, char *paid_at,
+		  size_t paid_at_size);
+extern const struct table_ops payout_ledger_table_ops;
+
 /* The ledger state of an order's payment, for reads and invariants. */
 enum pay_state { PS_NONE = 0, PS_CAPTURED, PS_REFUNDED, PS_VOIDED, PAY_N_STATE };
 extern const char *const pay_state_names[]; /* "none", "captured", "refunded", "voided" */

@@ -262,8 +262,7 @@ static long long delivered_ms(struct shard *sh, const struct order *o)
 	return last;
 }
 
-/* The destination's complaint window in days (--complaint-windows, else --complaint-window-days). */
-static unsigned window_days(const struct shard *sh, const char *dest)
+unsigned complaint_window_days(const struct shard *sh, const char *dest)
 {
 	const char *p = sh->cfg.complaint_windows;
 	while (p && *p) {
@@ -506,7 +505,7 @@ static void return_create(struct api_ctx *c)
 		order_conflict(c, NULL, "a return or refund follows delivery: this order is not delivered", o, -1);
 		return;
 	}
-	unsigned days = window_days(c->sh, o->dest);
+	unsigned days = complaint_window_days(c->sh, o->dest);
 	if ((long long)wall_ms() > at + (long long)days * 86400000LL) {
 		char d[200], when[32];
 		fmt_rfc3339_ms(when, (unsigned long long)(at + (long long)days * 86400000LL));
@@ -633,7 +632,9 @@ static void refund_step(struct shard *sh, const char *rid)
 	if (stage_return_status(sh, r, RS_REFUNDED, r->stock_synced) || order_stage(sh, o, &p) || !txn_commit(sh)) {
 		txn_abort(sh);
 		log_error("msg=\"a refunded return could not be marked; retried\" return=%s", rid);
+		return;
 	}
+	returns_refunded_hook(sh, o->row.id); /* payouts already paid give their share back */
 }
 
 /* The return named by the path (param 1) of order o, or NULL (404 answered). */
@@ -794,6 +795,21 @@ const struct route return_routes[] = {
 	 ACT_WRITE_INVENTORY, "The returned goods arrived: stock back on hand, the money back", 0},
 	{0, NULL, NULL, 0, 0, NULL, 0},
 };
+
+unsigned order_refunds(struct shard *sh, const char *order_id, int64_t *out, unsigned max)
+{
+	unsigned k = 0;
+	for (unsigned n = 1; n <= ORDER_RETURNS_MAX && k < max; n++) {
+		char id[RET_ID_MAX];
+		snprintf(id, sizeof(id), "%s.R%u", order_id, n);
+		const struct order_return *r = ret_get(sh, id);
+		if (!r)
+			break;
+		if (r->status == RS_REFUNDED)
+			out[k++] = r->amount;
+	}
+	return k;
+}
 
 /* ---- finishing what a crash or another shard left -------------------------------------------- */
 

@@ -18,7 +18,7 @@ static const char *const rec_names[REC_T_COUNT_] = {
 	[REC_T_REVIEW] = "wine_review", [REC_T_PAYMENT] = "payment",
 	[REC_T_ORDER] = "order",       [REC_T_ORDER_STATE] = "order_state",
 	[REC_T_LEG_TRACK] = "leg_track", [REC_T_PICKUP] = "pickup",
-	[REC_T_RETURN] = "order_return",
+	[REC_T_RETURN] = "order_return", [REC_T_PAYOUT] = "payout",
 };
 
 const char *rec_table_name(unsigned table)

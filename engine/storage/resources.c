@@ -34,6 +34,7 @@ const struct table_ops *const resource_tables[] = {
 	&leg_track_table_ops, /* a leg's carrier and scans, after order bodies (engine/orders/tracking.c) */
 	&pickup_table_ops, /* carrier pickups per order and location, after order bodies (engine/orders/pickup.c) */
 	&return_table_ops, /* returns and refunds, after order bodies (engine/orders/returns.c) */
+	&payout_ledger_table_ops, /* the sandbox provider's payouts (engine/orders/payment.c) */
 	NULL,
 };
 

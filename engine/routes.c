@@ -18,6 +18,7 @@
 #include "engine/supply/listing.h"
 #include "engine/catalogue/media.h"
 #include "engine/supply/offer.h"
+#include "engine/orders/compliance.h"
 #include "engine/orders/fulfilment.h"
 #include "engine/orders/order.h"
 #include "engine/orders/pickup.h"
@@ -110,6 +111,7 @@ static const struct route *const route_groups[] = {
 	pickup_routes,
 	return_routes,
 	settlement_routes,
+	compliance_routes,
 	NULL,
 };
 

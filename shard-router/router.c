@@ -9,7 +9,7 @@
  * router is replaced by starting another.
  *
  * One request, one of four shapes (route_class.h):
- *   - one owner (RC_HOME, RC_PATH_ID, RC_BODY): sent to that shard;
+ *   - one owner (RC_HOME, RC_PATH_ID, RC_BODY, RC_QUERY): sent to that shard;
  *   - RC_FIND: sent to every shard at once; the shard that knows the id
  *     answers, the others say 404 (and change nothing): the first answer
  *     that is not a 404 is relayed, else a 404;
@@ -55,6 +55,8 @@
 
 #include "engine/base/log.h"
 #include "net/buf.h"
+#include "net/json.h"
+#include "net/jsonw.h"
 #include "net/problem.h"
 #include "shard-router/coordinator.h"
 #include "shard-router/fanout.h"
@@ -77,6 +79,8 @@ struct fwd_call {
 	size_t page_len;
 	int asked;
 };
+
+#define BCAST_SUMS_MAX 8 /* members a summing broadcast adds up */
 
 struct fwd {
 	struct router *r;
@@ -107,9 +111,80 @@ struct fwd {
 	char out_ctype[128];
 	int have_out, out_rank;
 	uint32_t out_shard;
+	/* a broadcast whose rule sums ("sum"): the 2xx answers' integer members
+	 * added, their booleans or-ed (bcast_sum) */
+	unsigned n_sums;
+	char sum_keys[BCAST_SUMS_MAX][32];
+	int64_t sums[BCAST_SUMS_MAX];
 };
 
 /* ---- helpers ------------------------------------------------------------ */
+
+/* Add a 2xx broadcast answer's integer members to f's sums (booleans or-ed). */
+static void bcast_sum(struct fwd *f, const struct hc_response *a)
+{
+	struct json_doc *d = json_parse(a->body, a->body_len, NULL, NULL);
+	const struct json_value *root = d ? json_root(d) : NULL;
+	for (uint32_t i = 0; root && root->type == JSON_OBJECT && i < root->len; i++) {
+		const struct json_member *m = &root->u.members[i];
+		int64_t v;
+		if (m->value.type == JSON_TRUE || m->value.type == JSON_FALSE)
+			v = m->value.type == JSON_TRUE;
+		else if (m->value.type != JSON_NUMBER || json_to_int64(&m->value, &v))
+			continue;
+		unsigned k = 0;
+		while (k < f->n_sums && strcmp(f->sum_keys[k], m->key))
+			k++;
+		if (k == f->n_sums) {
+			if (k == BCAST_SUMS_MAX || m->key_len >= sizeof(f->sum_keys[k]))
+				continue;
+			memcpy(f->sum_keys[k], m->key, m->key_len + 1);
+			f->sums[k] = 0;
+			f->n_sums++;
+		}
+		if (m->value.type == JSON_NUMBER)
+			f->sums[k] = f->sums[k] > INT64_MAX - v ? INT64_MAX : f->sums[k] + v;
+		else
+			f->sums[k] |= v;
+	}
+	json_doc_free(d);
+}
+
+/* The relayed 2xx body of a summing broadcast, its members replaced by the sums. */
+static void bcast_write_sums(struct fwd *f)
+{
+	struct json_doc *d = json_parse(f->out.body.data, f->out.body.len, NULL, NULL);
+	const struct json_value *root = d ? json_root(d) : NULL;
+	if (!root || root->type != JSON_OBJECT) {
+		json_doc_free(d);
+		return;
+	}
+	struct buf nb;
+	buf_init(&nb, 1u << 16);
+	struct jw w;
+	jw_init(&w, &nb);
+	jw_obj_begin(&w);
+	for (uint32_t i = 0; i < root->len; i++) {
+		const struct json_member *m = &root->u.members[i];
+		unsigned k = 0;
+		while (k < f->n_sums && strcmp(f->sum_keys[k], m->key))
+			k++;
+		jw_keyn(&w, m->key, m->key_len);
+		if (k < f->n_sums && m->value.type == JSON_NUMBER)
+			jw_int(&w, f->sums[k]);
+		else if (k < f->n_sums && (m->value.type == JSON_TRUE || m->value.type == JSON_FALSE))
+			jw_bool(&w, f->sums[k] != 0);
+		else
+			jw_value(&w, &m->value);
+	}
+	jw_obj_end(&w);
+	if (!w.err) {
+		buf_reset(&f->out.body);
+		buf_append(&f->out.body, nb.data, nb.len);
+	}
+	buf_free(&nb);
+	json_doc_free(d);
+}
 
 static uint64_t now_ms(const struct router *r) { return ev_now_ms(r->loop); }
 
@@ -202,9 +277,10 @@ static void router_relay_into(struct srv_response *rs, const struct hc_response 
 /* The router's own series, appended to the home's /metrics. */
 static void router_metrics(const struct router *r, struct buf *b)
 {
-	static const char *const kinds[] = {"", "edge", "home", "path_id", "body", "fanout", "find", "broadcast"};
+	static const char *const kinds[RC_N_KIND] = {"",	 "edge", "home",      "path_id", "body",
+						     "fanout", "find", "broadcast", "query"};
 	buf_printf(b, "# TYPE wm_router_requests_total counter\n");
-	for (unsigned k = 1; k < 8; k++)
+	for (unsigned k = 1; k < RC_N_KIND; k++)
 		buf_printf(b, "wm_router_requests_total{kind=\"%s\"} %llu\n", kinds[k],
 			   (unsigned long long)r->st.by_kind[k]);
 	buf_printf(b,
@@ -393,6 +469,8 @@ static uint32_t fwd_owner(const struct router *r, const struct fwd *f)
 		found = rc_path_country(f->rule, f->target, strcspn(f->target, "?"), cc);
 	else if (f->rule && f->rule->kind == RC_BODY)
 		found = rc_body_country(f->rule, f->body, f->body_len, cc);
+	else if (f->rule && f->rule->kind == RC_QUERY)
+		found = rc_query_country(f->rule, f->target, strlen(f->target), cc);
 	int owner = found ? smap_owner(&r->map, cc) : -1;
 	return owner >= 0 ? (uint32_t)owner : 0; /* no country: the home validates and answers */
 }
@@ -492,7 +570,11 @@ static void on_answer(void *arg, const struct hc_response *a, const char *err)
 			f->have_out = 1;
 			f->out_rank = rank;
 		}
+		if (a && status / 100 == 2 && f->kind == RC_BROADCAST && f->rule->fields && !strcmp(f->rule->fields, "sum"))
+			bcast_sum(f, a);
 		if (f->pending == 0) {
+			if (f->n_sums && f->out.status / 100 == 2)
+				bcast_write_sums(f);
 			f->out.route = f->rule->pattern;
 			if (f->out.status == 503 && !a)
 				buf_printf(&f->out.headers, "Retry-After: " ROUTER_RETRY_AFTER "\r\n");

@@ -14,6 +14,7 @@
 #include "net/ev.h"
 #include "net/server.h"
 #include "engine/cluster/cluster_auth.h"
+#include "engine/cluster/route_class.h"
 #include "engine/cluster/shard_map.h"
 #include "shard-router/edge.h"
 
@@ -39,7 +40,7 @@ struct router_ryw {
 
 struct router_stats {
 	uint64_t forwarded, relayed, failed, timeouts, refused_full, misdirected, map_reloads;
-	uint64_t by_kind[8];               /* requests per enum rc_kind */
+	uint64_t by_kind[RC_N_KIND];       /* requests per enum rc_kind */
 };
 
 struct router {

@@ -27,7 +27,7 @@ static const struct rc_rule rules[] = {
 	{RC_READS, "/v1/openapi.json", RC_EDGE, 0, NULL},
 	/* operator actions and lists kept per shard */
 	{RC_ANY, "/v1/admin/snapshots", RC_BROADCAST, 0, NULL},
-	{RC_ANY, "/v1/admin/payout-runs", RC_BROADCAST, 0, NULL},
+	{RC_ANY, "/v1/admin/payout-runs", RC_BROADCAST, 0, "sum"}, /* counts added up over the shards */
 	{RC_READS, "/v1/admin/payments/{order_id}", RC_PATH_ID, 0, NULL},
 	{RC_READS, "/v1/admin/payments", RC_FANOUT, 0, NULL},
 	{RC_ANY, "/v1/admin/reference-data", RC_HOME, 0, NULL},
@@ -57,6 +57,7 @@ static const struct rc_rule rules[] = {
 	{RC_WRITES, "/v1/pickups", RC_BODY, 0, "#order_id"},
 	{RC_ANY, "/v1/pickups/{id}", RC_PATH_ID, 0, NULL},
 	{RC_ANY, "/v1/pickups/{id}/*", RC_PATH_ID, 0, NULL},
+	{RC_READS, "/v1/compliance/declarations", RC_QUERY, 0, "destination"},
 	/* the catalogue (and everything else): the home */
 	{RC_ANY, "/v1/*", RC_HOME, 0, NULL},
 	{RC_ANY, "/api/*", RC_HOME, 0, NULL},
@@ -120,6 +121,28 @@ int rc_path_country(const struct rc_rule *r, const char *path, size_t path_len, 
 	 * a pickup): the owner's id says where it lives */
 	const char *dot = memchr(v, '.', vl);
 	return id_country(v, dot ? (size_t)(dot - v) : vl, cc);
+}
+
+int rc_query_country(const struct rc_rule *r, const char *target, size_t len, char cc[3])
+{
+	cc[0] = 0;
+	const char *q = memchr(target, '?', len), *end = target + len;
+	size_t nl = r->fields ? strlen(r->fields) : 0;
+	if (r->kind != RC_QUERY || !q || !nl)
+		return 0;
+	for (const char *p = q + 1; p < end;) {
+		const char *amp = memchr(p, '&', (size_t)(end - p));
+		const char *stop = amp ? amp : end;
+		if ((size_t)(stop - p) == nl + 3 && !memcmp(p, r->fields, nl) && p[nl] == '=' && p[nl + 1] >= 'A' &&
+		    p[nl + 1] <= 'Z' && p[nl + 2] >= 'A' && p[nl + 2] <= 'Z') {
+			cc[0] = p[nl + 1];
+			cc[1] = p[nl + 2];
+			cc[2] = 0;
+			return 1;
+		}
+		p = stop + 1;
+	}
+	return 0;
 }
 
 /* The value at a dotted path ("address.country") of an object, or NULL. */

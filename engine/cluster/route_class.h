@@ -26,6 +26,8 @@
  *                 asked of every shard; the one that knows it answers,
  *                 the others answer 404 and change nothing.
  *   RC_BROADCAST  an operator action every shard performs (snapshots).
+ *   RC_QUERY      the owner of the country a query parameter names
+ *                 (`fields`: its name, e.g. "destination").
  *
  * Path parameters are matched as in engine/edge/api.c ("{x}" = one
  * non-empty segment).  Nothing here allocates.
@@ -38,7 +40,7 @@
 
 #include "net/http.h"
 
-enum rc_kind { RC_EDGE = 1, RC_HOME, RC_PATH_ID, RC_BODY, RC_FANOUT, RC_FIND, RC_BROADCAST };
+enum rc_kind { RC_EDGE = 1, RC_HOME, RC_PATH_ID, RC_BODY, RC_FANOUT, RC_FIND, RC_BROADCAST, RC_QUERY, RC_N_KIND };
 
 #define RC_M(m) (1u << (m))             /* method bit (enum http_method) */
 #define RC_READS (RC_M(HTTP_M_GET) | RC_M(HTTP_M_HEAD))
@@ -50,7 +52,8 @@ struct rc_rule {
 	const char *pattern;    /* "/v1/orders/{id}" or a prefix ending in "*" */
 	uint8_t kind;           /* enum rc_kind */
 	uint8_t param;          /* RC_PATH_ID: index of the path parameter */
-	const char *fields;     /* RC_BODY: '|'-separated fields, "#" = id country */
+	const char *fields;     /* RC_BODY: '|'-separated fields, "#" = id country; RC_BROADCAST:
+				 * "sum" = the answers' integers added up (else the home's answer) */
 };
 
 /* The rule for a request, or NULL when no rule names the path (the router
@@ -66,6 +69,9 @@ int rc_path_country(const struct rc_rule *r, const char *path, size_t path_len, 
 /* RC_BODY: the country the JSON body names into cc[3]: 1, or 0 when none
  * of the rule's fields holds one (the request is then invalid and any
  * shard's validation answers it: the router sends it to the home). */
+/* RC_QUERY: the country of the query parameter the rule names in target
+ * ("/path?destination=DE&..."): 1 and cc, or 0 (none or not a country). */
+int rc_query_country(const struct rc_rule *r, const char *target, size_t len, char cc[3]);
 int rc_body_country(const struct rc_rule *r, const char *body, size_t body_len, char cc[3]);
 
 /* The full table (NULL-pattern terminated), for tests. */

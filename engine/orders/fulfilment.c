@@ -38,6 +38,7 @@
 #include "engine/base/log.h"
 #include "engine/cluster/shard_map.h"
 #include "engine/edge/fields.h"
+#include "engine/orders/compliance.h"
 #include "engine/orders/order.h"
 #include "engine/orders/tracking.h"
 #include "engine/stock/txn_part.h"
@@ -266,7 +267,8 @@ static int stage_scan_move(struct shard *sh, const struct order *o, unsigned li,
 		return 0;
 	int picked_up = leg_rank(from) < leg_rank(LS_PICKED_UP);
 	if (to == LS_DELIVERED) {
-		if (stage_leg(sh, o, li, to, "order.delivered"))
+		/* the delivery register's records with the delivery itself */
+		if (compliance_stage_leg(sh, o, li, s->occurred_at) || stage_leg(sh, o, li, to, "order.delivered"))
 			return -1;
 		if (!picked_up)
 			return 0;

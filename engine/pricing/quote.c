@@ -206,7 +206,7 @@ const struct quote_cap *quote_cap_for(const char *destination)
 
 /* ---- the handler ---------------------------------------------------------------- */
 
-static int excise_category(int wine_cat)
+int quote_excise_category(int wine_cat)
 {
 	switch (wine_cat) {
 	case WCAT_SPARKLING: case WCAT_QUALITY_SPARKLING: case WCAT_AROMATIC_QUALITY_SPARKLING:
@@ -456,7 +456,7 @@ static unsigned resolve_skus(struct api_ctx *c, struct quote *s)
 			unknown++;
 			continue;
 		}
-		ql->cat = (uint8_t)excise_category(ql->w->category);
+		ql->cat = (uint8_t)quote_excise_category(ql->w->category);
 	}
 	return unknown;
 }

@@ -191,6 +191,8 @@ enum quote_rule quote_rule_of(const struct quote *q, unsigned i, unsigned k);
 /* Writers (into an object being written): the members of the quote-calculate
  * response, reused by the order document. */
 void quote_write_money(struct jw *w, const char *key, int64_t v, int minor);
+/* The excise category (enum rd_category) of a catalogue wine category. */
+int quote_excise_category(int wine_cat);
 /* One line's {line, priority, split_reason, source[]}; with_candidates adds
  * candidates[] with their outcome and rule. */
 void quote_write_line_sourcing(struct jw *w, const struct quote *q, unsigned i, int with_candidates);

@@ -35,6 +35,7 @@ const struct table_ops *const resource_tables[] = {
 	&pickup_table_ops, /* carrier pickups per order and location, after order bodies (engine/orders/pickup.c) */
 	&return_table_ops, /* returns and refunds, after order bodies (engine/orders/returns.c) */
 	&payout_ledger_table_ops, /* the sandbox provider's payouts (engine/orders/payment.c) */
+	&compliance_table_ops, /* the delivery register (engine/orders/compliance.c) */
 	NULL,
 };
 

@@ -1,0 +1,180 @@
+/*
+ * test_compliance.c -- the delivery register and the destination
+ * declarations (issue: after the sale, items 7 and 8).
+ *
+ * The world (order_world.h): the wine is still wine, 13 % vol, 0.75 L;
+ * orders go to DE (still wine: no German excise; VAT 19 %).  Order A: 30
+ * bottles split estate 24 + stockist 6; order B: 6 bottles from the
+ * stockist.  By hand, for the month's declaration of still wine:
+ *   units   = 24 + 6 + 6                     = 36
+ *   litres  = 36 x 0.75                       = 27.000000
+ *   LPA     = 27 x 13 / 100                   = 3.5100
+ *   excise  = 0 (DE taxes still wine at zero)
+ *   VAT     = the two orders' V_VAT, whole: the legs' shares add up to them
+ *   records = 3 (one per product per delivered leg), each leg keeping its originator.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/order_world.h"
+#include "tests/wm_test.h"
+
+static const char *dump(json_t *j)
+{
+	static char b[16384];
+	size_t n = json_dumpb(j, b, sizeof(b) - 1, JSON_COMPACT);
+	b[n < sizeof(b) - 1 ? n : sizeof(b) - 1] = 0;
+	return b;
+}
+
+static json_t *jat(json_t *o, const char *k, size_t i) { return json_array_get(json_object_get(o, k), i); }
+
+static void ago(long ago_s, char out[40])
+{
+	time_t t = time(NULL) - ago_s;
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(out, 40, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void month(long ago_s, char out[8])
+{
+	char t[40];
+	ago(ago_s, t);
+	snprintf(out, 8, "%.7s", t);
+}
+
+/* An order of qty, every leg shipped and delivered ago_s ago; its id and V_VAT (cents). */
+static void delivered(struct oworld *x, int qty, long ago_s, char *id, long long *vat)
+{
+	int st;
+	json_t *o = ow_order(x, qty, NULL, NULL, &st);
+	cr_assert_eq(st, 201, "%s", dump(o));
+	snprintf(id, 64, "%s", tc_jstr(o, "id"));
+	size_t i;
+	json_t *l;
+	*vat = 0;
+	json_array_foreach(json_object_get(json_object_get(o, "financial_breakdown"), "lines"), i, l)
+		if (!strcmp(tc_jstr(l, "component"), "V_VAT"))
+			*vat += ow_cents(l, "amount");
+	char at[40];
+	ago(ago_s, at);
+	json_array_foreach(json_object_get(o, "fulfillments"), i, l)
+	{
+		const char *key = !strcmp(tc_jstr(l, "fulfiller_id"), x->est) ? x->kest : x->kstk;
+		char path[320], body[400];
+		snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/ship", id, tc_jstr(l, "leg_id"));
+		json_decref(tc_expect(x->port, "POST", path, key, NULL, 200));
+		snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/tracking", id, tc_jstr(l, "leg_id"));
+		snprintf(body, sizeof(body),
+			 "{\"scan_id\":\"d%zu\",\"type\":\"delivered\",\"occurred_at\":\"%s\",\"carrier\":\"DHL\","
+			 "\"tracking_number\":\"T%zu\"}",
+			 i, at, i);
+		json_decref(tc_expect(x->port, "POST", path, key, body, 201));
+	}
+	json_decref(o);
+}
+
+static json_t *register_of(struct oworld *x, const char *key, const char *id)
+{
+	char path[160];
+	snprintf(path, sizeof(path), "/v1/orders/%s/compliance", id);
+	return tc_expect(x->port, "GET", path, key, NULL, 200);
+}
+
+WM_TEST(compliance, a_delivery_writes_its_register_and_the_month_declares_it)
+{
+	struct oworld x;
+	ow_start(&x, NULL, 24, 24);
+	char a[64], b[64], now_month[8];
+	long long vat_a, vat_b;
+	delivered(&x, 30, 60, a, &vat_a);
+	delivered(&x, 6, 60, b, &vat_b);
+	month(0, now_month);
+
+	/* the register: one record per product per delivered leg */
+	json_t *r = register_of(&x, NULL, a);
+	cr_assert_eq(json_array_size(json_object_get(r, "data")), 2, "%s", dump(r));
+	json_t *e = jat(r, "data", 0);
+	cr_assert_eq(json_integer_value(json_object_get(e, "units_delivered")), 24);
+	cr_assert_eq(ow_cents(e, "unit_capacity_litres"), 75, "0.75 L");
+	cr_assert_eq(ow_cents(e, "abv"), 1300, "13 %% vol");
+	cr_assert_eq(ow_cents(e, "litres"), 1800, "24 x 0.75 = 18 L");
+	cr_assert_str_eq(tc_jstr(e, "commodity_code"), "220421", "still wine, <= 2 L: CN 2204 21");
+	cr_assert_str_eq(tc_jstr(e, "consignee"), "Erika Mustermann");
+	cr_assert_str_eq(tc_jstr(json_object_get(e, "delivery_address"), "city"), "Berlin");
+	cr_assert_str_eq(tc_jstr(e, "originator_id"), x.est);
+	cr_assert_str_eq(tc_jstr(e, "period"), now_month);
+	cr_assert(json_is_string(json_object_get(e, "product_description")));
+	cr_assert(json_is_string(json_object_get(e, "excise_category_code")));
+	long long vat_legs = ow_cents(e, "vat_due") + ow_cents(jat(r, "data", 1), "vat_due");
+	cr_assert(vat_legs - vat_a <= 1 && vat_a - vat_legs <= 1, "the legs' VAT %lld, the order's %lld", vat_legs, vat_a);
+	json_decref(r);
+	/* a partner sees its own legs' records only */
+	r = register_of(&x, x.kstk, a);
+	cr_assert_eq(json_array_size(json_object_get(r, "data")), 1, "%s", dump(r));
+	cr_assert_str_eq(tc_jstr(jat(r, "data", 0), "originator_id"), x.stk);
+	json_decref(r);
+
+	/* the declaration (hand figures in the file's comment) */
+	char path[200];
+	snprintf(path, sizeof(path), "/v1/compliance/declarations?destination=DE&period=%s", now_month);
+	json_t *d = tc_expect(x.port, "GET", path, NULL, NULL, 200);
+	cr_assert_eq(json_array_size(json_object_get(d, "declarations")), 1, "%s", dump(d));
+	json_t *s = jat(d, "declarations", 0);
+	cr_assert_str_eq(tc_jstr(s, "excise_category"), "still");
+	cr_assert_eq(json_integer_value(json_object_get(s, "records")), 3);
+	cr_assert_eq(json_integer_value(json_object_get(s, "units")), 36);
+	cr_assert_eq(ow_cents(s, "litres"), 2700, "27 L: %s", dump(s));
+	cr_assert(json_real_value(json_object_get(s, "litres_pure_alcohol")) > 3.50999 &&
+			  json_real_value(json_object_get(s, "litres_pure_alcohol")) < 3.51001,
+		  "27 x 13 / 100 = 3.51: %s", dump(s));
+	cr_assert_eq(ow_cents(s, "excise_due"), 0);
+	long long vat = ow_cents(s, "vat_due");
+	cr_assert(vat - (vat_a + vat_b) <= 2 && (vat_a + vat_b) - vat <= 2, "VAT %lld, the orders' %lld", vat,
+		  vat_a + vat_b);
+	cr_assert(json_is_false(json_object_get(d, "closed")), "this month is open");
+	json_decref(d);
+	/* refusals */
+	json_decref(tc_expect(x.port, "GET", path, x.ksel, NULL, 403));
+	d = tc_expect(x.port, "GET", "/v1/compliance/declarations?destination=de&period=2026-13", NULL, NULL, 422);
+	cr_assert(tc_lists_error(d, "destination", "format") && tc_lists_error(d, "period", "format"), "%s", dump(d));
+	json_decref(d);
+	/* kill -9: the register is durable */
+	wm_kill9(&x.p);
+	ow_restart(&x, NULL);
+	r = register_of(&x, NULL, b);
+	cr_assert_eq(json_array_size(json_object_get(r, "data")), 1, "%s", dump(r));
+	json_decref(r);
+	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
+}
+
+/* A delivery scanned after its month ended is booked in the month it is
+ * recorded (late, with its real date): a closed month never changes. */
+WM_TEST(compliance, a_late_scan_is_booked_in_the_open_month)
+{
+	struct oworld x;
+	ow_start(&x, NULL, 24, 24);
+	char id[64], then[8], now_month[8];
+	long long vat;
+	delivered(&x, 2, 40L * 86400, id, &vat);
+	month(40L * 86400, then);
+	month(0, now_month);
+	json_t *r = register_of(&x, NULL, id);
+	json_t *e = jat(r, "data", 0);
+	cr_assert(json_is_true(json_object_get(e, "late")), "%s", dump(r));
+	cr_assert_str_eq(tc_jstr(e, "period"), now_month);
+	cr_assert(!strncmp(tc_jstr(e, "date"), then, 7), "its real date: %s", dump(e));
+	json_decref(r);
+	char path[200];
+	snprintf(path, sizeof(path), "/v1/compliance/declarations?destination=DE&period=%s", then);
+	json_t *d = tc_expect(x.port, "GET", path, NULL, NULL, 200);
+	cr_assert_eq(json_array_size(json_object_get(d, "declarations")), 0, "the closed month is unchanged: %s", dump(d));
+	cr_assert(json_is_true(json_object_get(d, "closed")));
+	json_decref(d);
+	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
+}

@@ -11,6 +11,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/cluster_harness.h"
@@ -191,4 +192,64 @@ WM_TEST(cluster_fulfil, kill9_of_the_destination_before_marking_shipped, .timeou
 WM_TEST(cluster_fulfil, kill9_of_the_destination_after_the_intent, .timeout = 150)
 {
 	remote_ship_crash(SHARD_DE, "fulfil_crash_after_ship");
+}
+
+/* A return of goods whose stock lies on another shard: the units go back to
+ * the FR level as incoming (told by the destination, as totals), arrive on
+ * receipt, and the money goes back -- the whole-cluster check clean. */
+WM_TEST(cluster_fulfil, a_remote_return_comes_back_to_its_stock_shard, .timeout = 120)
+{
+	struct wm_cluster c;
+	cluster_up(&c);
+	struct oworld w;
+	memset(&w, 0, sizeof(w));
+	ow_build(&w, c.router_port, 30, 0, "FR", "DE");
+	char id[64], leg[96], path[320];
+	cross_order(&w, 12, id, leg);
+	ship_path(id, leg, path, sizeof(path));
+	json_decref(tc_expect(c.router_port, "POST", path, w.kest, NULL, 202));
+	leg_wait(&w, id, "fulfilled");
+	time_t t = time(NULL) - 600;
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	char at[40], body[300];
+	strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/tracking", id, leg);
+	snprintf(body, sizeof(body), "{\"scan_id\":\"d1\",\"type\":\"delivered\",\"occurred_at\":\"%s\",\"carrier\":\"DHL\","
+				     "\"tracking_number\":\"X1\"}", at);
+	json_decref(tc_expect(c.router_port, "POST", path, w.kest, body, 201));
+	snprintf(path, sizeof(path), "/v1/orders/%s/returns", id);
+	json_t *r = tc_expect(c.router_port, "POST", path, w.ksel,
+			      "{\"kind\":\"return\",\"reason\":\"wrong_item\",\"lines\":[{\"line\":0,\"qty\":4}]}", 201);
+	char rid[128];
+	snprintf(rid, sizeof(rid), "%s", json_string_value(json_object_get(r, "id")));
+	json_decref(r);
+	/* on the way back: the FR level's incoming, told by the destination */
+	char lpath[160];
+	snprintf(lpath, sizeof(lpath), "/v1/inventory/%s", w.lv_est);
+	long long in = -1, oh = -1;
+	for (int i = 0; i < 200 && in != 4; i++) {
+		json_t *l = tc_expect(c.router_port, "GET", lpath, NULL, NULL, 200);
+		in = json_integer_value(json_object_get(l, "incoming"));
+		oh = json_integer_value(json_object_get(l, "on_hand"));
+		json_decref(l);
+		if (in != 4)
+			usleep(50 * 1000);
+	}
+	cr_assert(in == 4 && oh == 18, "FR level: incoming %lld on_hand %lld", in, oh);
+	snprintf(path, sizeof(path), "/v1/orders/%s/returns/%s/receive", id, rid);
+	json_t *rc = tc_expect(c.router_port, "POST", path, w.kest, "{}", 200);
+	cr_assert_str_eq(json_string_value(json_object_get(rc, "status")), "refunded");
+	json_decref(rc);
+	for (int i = 0; i < 200 && !(in == 0 && oh == 22); i++) {
+		json_t *l = tc_expect(c.router_port, "GET", lpath, NULL, NULL, 200);
+		in = json_integer_value(json_object_get(l, "incoming"));
+		oh = json_integer_value(json_object_get(l, "on_hand"));
+		json_decref(l);
+		if (!(in == 0 && oh == 22))
+			usleep(50 * 1000);
+	}
+	cr_assert(in == 0 && oh == 22, "received: incoming %lld on_hand %lld", in, oh);
+	cluster_consistent(&c);
+	wm_cluster_cleanup(&c);
 }

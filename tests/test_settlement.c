@@ -304,3 +304,47 @@ WM_TEST(settlement, money_reconciles_on_random_orders_with_returns, .timeout = 1
 	wm_stop(&x.p);
 	wm_proc_cleanup(&x.p);
 }
+
+/* kill -9 after a refund is paid back and before the payouts already paid
+ * give their share back: the next payout run claws it back (the order is
+ * refunded, so the run visits it), and the money reconciles. */
+WM_TEST(settlement, kill9_before_a_clawback_is_finished_by_the_next_run)
+{
+	static const char *const extra[] = {"--payout-days", "originator=0,seller=0,fulfiller=0", NULL};
+	memcpy(ow_extra_args, extra, sizeof(extra));
+	struct oworld x;
+	ow_start(&x, NULL, 24, 24);
+	char id[64], st[32], path[160];
+	order_delivered(&x, 30, 3, 3600, id);
+	json_decref(run(&x));
+	cr_assert_str_eq(status_of(&x, id, st), "settled");
+	cr_assert_eq(wm_stop(&x.p), 0);
+	ow_restart(&x, "return_crash_before_clawback");
+	char hdr[256];
+	snprintf(hdr, sizeof(hdr), "Authorization: Bearer %s\r\n", x.ksel);
+	snprintf(path, sizeof(path), "/v1/orders/%s/returns", id);
+	struct http_resp r;
+	cr_assert_neq(http_do(x.port, "POST", path, hdr,
+			      "{\"kind\":\"refund\",\"reason\":\"damaged\",\"lines\":[{\"line\":0,\"qty\":5}]}", &r),
+		      0, "the shard answered instead of dying");
+	cr_assert_eq(wm_wait(&x.p, 20000), 137);
+	ow_restart(&x, NULL);
+	memset(ow_extra_args, 0, sizeof(ow_extra_args));
+	json_t *s = settlement(&x, NULL, id);
+	long long clawed = 0;
+	size_t i;
+	json_t *p;
+	json_array_foreach(json_object_get(s, "payouts"), i, p)
+		clawed += ow_cents(p, "clawed_back");
+	cr_assert_eq(clawed, 0, "not yet: %s", dump(s));
+	cr_assert_gt(ow_cents(s, "refunds"), 0);
+	json_decref(s);
+	json_decref(run(&x));
+	s = settlement(&x, NULL, id);
+	json_array_foreach(json_object_get(s, "payouts"), i, p)
+		cr_assert_eq(ow_cents(p, "clawed_back"), ow_cents(p, "refunded"), "%s", dump(p));
+	json_decref(s);
+	reconciles(&x, id);
+	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
+}

@@ -634,6 +634,7 @@ static void refund_step(struct shard *sh, const char *rid)
 		log_error("msg=\"a refunded return could not be marked; retried\" return=%s", rid);
 		return;
 	}
+	saga_crash_point(sh, "return_crash_before_clawback"); /* a payout run claws back: the order is refunded */
 	returns_refunded_hook(sh, o->row.id); /* payouts already paid give their share back */
 }
 

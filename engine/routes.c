@@ -19,6 +19,7 @@
 #include "engine/catalogue/media.h"
 #include "engine/supply/offer.h"
 #include "engine/orders/compliance.h"
+#include "engine/orders/consumer_volume.h"
 #include "engine/orders/fulfilment.h"
 #include "engine/orders/order.h"
 #include "engine/orders/pickup.h"
@@ -51,6 +52,8 @@ int (*const wine_channel_lists)(struct shard *sh, const char *channel_id, const 
 /* Stock asks orders which order owns a hold (hold_owned_by_order). */
 const char *(*const inv_hold_owner)(struct shard *sh, const char *hold_id) = order_owning_hold;
 void (*const returns_refunded_hook)(struct shard *sh, const char *order_id) = settlement_on_refund;
+int (*const order_volume_capture)(struct api_ctx *c, const char *order_id, const char *dest, const char *email,
+				  const struct order_volume_line *l, unsigned n) = consumer_volume_capture;
 
 /* A channel asks stock whether a location exists, and supply's listings
  * which of them are on it; an offer asks listings whether it is live on a

@@ -33,15 +33,18 @@ function init(args)
    if args[2] then
       lines = lines .. string.format(',{"sku":"%s","qty":1,"box_units":12}', args[2])
    end
-   body = string.format(
-      '{"channel":"webshop_connect","destination_country":"DE",' ..
-      '"consumer":{"name":"Erika Mustermann","email":"erika@example.de",' ..
+   -- a consumer per order: the volume caps (data/caps.tsv) count one consumer's orders
+   head = '{"channel":"webshop_connect","destination_country":"DE",' ..
+      '"consumer":{"name":"Erika Mustermann","email":"erika+'
+   tail = string.format('@example.de",' ..
       '"address":{"line1":"Weinstrasse 1","city":"Berlin","postal_code":"10115"}},' ..
       '"lines":[%s]}', lines)
+   seq = 0
 end
 
 function request()
-   return wrk.format("POST", "/v1/orders", headers, body)
+   seq = seq + 1
+   return wrk.format("POST", "/v1/orders", headers, head .. tostring(seq) .. "." .. tostring(math.random(1, 1e9)) .. tail)
 end
 
 function response(status, hdrs, resp_body)

@@ -31,6 +31,10 @@ void ow_start(struct oworld *x, const char *errinj, int est_units, int stk_units
 /* More arguments for the shard's next starts (at most 10, NULL-terminated;
  * a test sets them before ow_start and clears them after). */
 extern const char *ow_extra_args[11];
+/* The consumer e-mail of ow_body's orders: NULL (default) = a new consumer
+ * per order ("erika+<pid>.<n>@example.de"), so that the volume caps, which
+ * count one consumer's orders, only bite where a test means them to. */
+extern const char *ow_consumer_email;
 /* Build the same world through any address (a router of a cluster):
  * the cellars in stock_cc (FR, DE or AT), orders to dest (FR, DE or AT).
  * x->p is left alone (not started by this). */

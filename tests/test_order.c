@@ -207,7 +207,7 @@ WM_TEST(order, single_source_estate_reserved)
 	cr_assert_str_eq(tc_jstr(o, "currency"), "EUR");
 	cr_assert_str_eq(tc_jstr(o, "destination_country"), "DE");
 	cr_assert_str_eq(tc_jstr(json_object_get(o, "seller"), "partner_id"), x.sel);
-	cr_assert_str_eq(tc_jstr(json_object_get(o, "consumer"), "email"), "erika@example.de");
+	cr_assert(!strncmp(tc_jstr(json_object_get(o, "consumer"), "email"), "erika+", 6), "%s", dump(o));
 
 	/* the line is bound to the estate's offer at its seller_price */
 	json_t *ln = jat(o, "lines", 0);

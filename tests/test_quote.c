@@ -115,12 +115,8 @@ WM_TEST(route, insufficient_stock_and_source_bound)
 	cr_assert_eq(route_line(m, QUOTE_MAX_SOURCES + 1, QUOTE_MAX_SOURCES + 1, &p), ROUTE_E_TOO_MANY_SOURCES);
 }
 
-WM_TEST(quote, volume_caps_are_the_spec_example)
-{
-	const struct quote_cap *c = quote_cap_for("DE");
-	cr_assert_eq(c->still_ul, 90000000);
-	cr_assert_eq(c->sparkling_ul, 60000000);
-}
+/* The volume caps are reference data now (data/caps.tsv): tax_2026's
+ * caps_table_is_strict_and_the_shipped_one_is_the_guide_levels checks them. */
 
 /* ---- over HTTP ---------------------------------------------------------------- */
 

@@ -976,3 +976,37 @@ WM_TEST(tax_2026, uploaded_levies_survive_restart)
 	}
 	wm_proc_cleanup(&p);
 }
+
+/* caps.tsv (spec 8 volume caps): the shipped table is the directive's
+ * guide levels for every destination; rows are strict. */
+WM_TEST(tax_2026, caps_table_is_strict_and_the_shipped_one_is_the_guide_levels)
+{
+	char err[256];
+#define CP_H "country\tcategory\tlimit_liters\tperiod_days\tsource\tas_of\n"
+	cr_assert_eq(parse1(RD_F_CAPS, CP_H "*\tstill\t90\t30\ts\t2008\nDE\tsparkling\t60.5\t365\ts\t2008\n", err,
+			    sizeof(err)),
+		     0, "%s", err);
+	cr_assert_eq(parse1(RD_F_CAPS, CP_H "*\tfortified\t20\t30\ts\t2008\n", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "caps.tsv:2: category"), "%s", err);
+	cr_assert_eq(parse1(RD_F_CAPS, CP_H "*\tstill\t90\t0\ts\t2008\n", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "period_days"), "%s", err);
+	cr_assert_eq(parse1(RD_F_CAPS, CP_H "*\tstill\t90\t367\ts\t2008\n", err, sizeof(err)), -1, "past 366 days");
+	cr_assert_eq(parse1(RD_F_CAPS, CP_H "XX\tstill\t90\t30\ts\t2008\n", err, sizeof(err)), -1, "not a country");
+	cr_assert_eq(parse1(RD_F_CAPS, CP_H "DE\tstill\t90\t30\ts\t2008\nDE\tstill\t80\t30\ts\t2009\n", err, sizeof(err)),
+		     -1);
+	cr_assert(strstr(err, "caps.tsv:3: duplicate cap"), "%s", err);
+	cr_assert_eq(parse1(RD_F_CAPS, CP_H "DE\tstill\t-90\t30\ts\t2008\n", err, sizeof(err)), -1, "a sign");
+	/* the repository's table */
+	const char *src = getenv("WM_SRC_DIR");
+	char dir[600];
+	snprintf(dir, sizeof(dir), "%s/data", src ? src : ".");
+	struct refdata *rd = NULL;
+	cr_assert_eq(refdata_load_dir(dir, &rd, err, sizeof(err)), 0, "%s", err);
+	const struct rd_cap *c = refdata_cap(rd, "DE", RD_CAT_STILL);
+	cr_assert(c && c->limit_ul == 90000000 && c->period_days == 30, "still: 90 L in 30 days");
+	c = refdata_cap(rd, "FR", RD_CAT_SPARKLING);
+	cr_assert(c && c->limit_ul == 60000000, "sparkling: 60 L");
+	cr_assert(strstr(c->m.source, "2008/118"), "%s", c->m.source);
+	cr_assert_null(refdata_cap(rd, "DE", RD_CAT_FORTIFIED), "fortified wine is not capped");
+	refdata_free(rd);
+}

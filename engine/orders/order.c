@@ -1614,8 +1614,20 @@ static void order_create(struct api_ctx *c)
 
 	struct order_state_v st;
 	order_state_initial(&st, k->n_legs, k->now);
-	txn_begin(c->sh); /* T0: the body, the state, order.placed */
-	int bad = stage_body(c->sh, k, c->who.entity_id) || stage_state_row(c->sh, k->order_id, strlen(k->order_id), &st) ||
+	struct order_volume_line vl[QUOTE_MAX_LINES];
+	for (unsigned i = 0; i < k->q->n; i++)
+		vl[i] = (struct order_volume_line){.category = k->q->l[i].cat, .qty = k->q->l[i].qty,
+						   .unit_ul = k->q->l[i].w->volume_ul > 0 ? k->q->l[i].w->volume_ul : 0};
+	char who[ORDER_EMAIL_MAX + 8];
+	snprintf(who, sizeof(who), "%s%s", k->email[0] ? "" : "id:", k->email[0] ? k->email : k->consumer_id);
+	txn_begin(c->sh); /* T0: the body, the state, order.placed, the consumer's volume */
+	int vol = order_volume_capture(c, k->order_id, k->q->dest, who, vl, k->q->n);
+	if (vol > 0) { /* over a cap: answered */
+		txn_abort(c->sh);
+		goto out;
+	}
+	int bad = vol || stage_body(c->sh, k, c->who.entity_id) ||
+		  stage_state_row(c->sh, k->order_id, strlen(k->order_id), &st) ||
 		  stage_event(c->sh, "order.placed", k->order_id, ORD_PLACED, k->q->seller, k->q->dest, k->q->all.total,
 			      k->q->all.currency, OF_NONE, NULL) ||
 		  !txn_commit(c->sh);

@@ -203,6 +203,15 @@ int order_settling_next(struct shard *sh, const char *after, char *out);
 /* How many orders have a leg in flight (cheap). */
 uint64_t order_legwork_count(struct shard *sh);
 
+/* The consumer volume check at capture (consumer_volume.c, bound in
+ * engine/routes.c): the order's lines as the caps count them. */
+struct order_volume_line {
+	uint8_t category;      /* enum rd_category */
+	int64_t unit_ul, qty;
+};
+extern int (*const order_volume_capture)(struct api_ctx *c, const char *order_id, const char *dest,
+					 const char *email, const struct order_volume_line *l, unsigned n);
+
 /* ---- what the other order files use of order.c ----------------------------------- */
 
 /* The order named by the path's first parameter, when the caller may see

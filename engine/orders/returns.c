@@ -797,6 +797,25 @@ const struct route return_routes[] = {
 	{0, NULL, NULL, 0, 0, NULL, 0},
 };
 
+void order_units_back(struct shard *sh, const char *order_id, int64_t *back, unsigned max)
+{
+	for (unsigned n = 1; n <= ORDER_RETURNS_MAX; n++) {
+		char id[RET_ID_MAX];
+		snprintf(id, sizeof(id), "%s.R%u", order_id, n);
+		const struct order_return *r = ret_get(sh, id);
+		if (!r)
+			break;
+		struct json_doc *d = json_parse(r->row.doc, r->row.doc_len, NULL, NULL);
+		const struct json_value *lines = d ? json_get(json_root(d), "lines") : NULL;
+		int64_t l, q;
+		for (uint32_t k = 0; lines && k < lines->len; k++)
+			if (!json_to_int64(json_get(&lines->u.items[k], "line"), &l) &&
+			    !json_to_int64(json_get(&lines->u.items[k], "qty"), &q) && l >= 0 && l < (int64_t)max)
+				back[l] += q;
+		json_doc_free(d);
+	}
+}
+
 unsigned order_refunds(struct shard *sh, const char *order_id, int64_t *out, unsigned max)
 {
 	unsigned k = 0;

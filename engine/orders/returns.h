@@ -21,6 +21,11 @@ unsigned complaint_window_days(const struct shard *sh, const char *dest);
  * refunded): their amounts into out (at most max); how many. */
 unsigned order_refunds(struct shard *sh, const char *order_id, int64_t *out, unsigned max);
 
+/* Units of each order line returned or refunded so far (every return of
+ * the order, whatever its status) into back[line] (max lines; zeroed by
+ * the caller). */
+void order_units_back(struct shard *sh, const char *order_id, int64_t *back, unsigned max);
+
 /* Called after a return's refund was paid back (the settlement's
  * clawbacks: settlement_on_refund, bound in engine/routes.c so that the
  * settlement, which reads the returns, is not included here). */

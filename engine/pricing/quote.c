@@ -186,24 +186,6 @@ enum route_err route_line(const struct route_cand *c, unsigned n, int64_t qty, s
 
 /* ---- volume caps ---------------------------------------------------------------- */
 
-/* Spec section 8's EXAMPLE values ("e.g. 90 L still / 60 L sparkling per
- * consumer; destination-dependent"): no official per-destination figure is
- * stored yet, so every destination gets the example.  A destination with
- * its own figures gets a row above the default.  Fortified wine is not
- * capped (the spec names no figure for it). */
-static const struct quote_cap quote_caps[] = {
-	{"", 90000000, 60000000},
-};
-
-const struct quote_cap *quote_cap_for(const char *destination)
-{
-	size_t n = sizeof(quote_caps) / sizeof(quote_caps[0]);
-	for (size_t i = 0; i < n; i++)
-		if (quote_caps[i].destination[0] && !strcmp(quote_caps[i].destination, destination))
-			return &quote_caps[i];
-	return &quote_caps[n - 1];
-}
-
 /* ---- the handler ---------------------------------------------------------------- */
 
 int quote_excise_category(int wine_cat)
@@ -983,39 +965,49 @@ static const char *const route_err_codes[] = {
 	[ROUTE_E_TOO_MANY_SOURCES] = "insufficient_stock",
 };
 
-/* The consumer volume caps (spec 8): 0, or -1 with the 422 written. */
+/* The consumer volume caps (spec 8; data/caps.tsv) against this quote or
+ * order alone (the consumer's other orders in the window are counted at
+ * capture, engine/orders/consumer_volume.c): 0, or -1 with the 422 written. */
 static int check_caps(struct api_ctx *c, const struct quote *s)
 {
 	int64_t litres[RD_CAT_COUNT_] = {0};
 	for (unsigned i = 0; i < s->n; i++)
 		litres[s->l[i].cat] += s->l[i].qty * (s->l[i].w->volume_ul > 0 ? s->l[i].w->volume_ul : 0);
-	const struct quote_cap *cap = quote_cap_for(s->dest);
-	const int64_t caps[2] = {cap->still_ul, cap->sparkling_ul};
 	for (int k = RD_CAT_STILL; k <= RD_CAT_SPARKLING; k++) {
-		if (!caps[k] || litres[k] <= caps[k])
+		const struct rd_cap *cap = refdata_cap(s->rd, s->dest, k);
+		if (!cap || litres[k] <= cap->limit_ul)
 			continue;
-		buf_reset(&c->rs->body);
-		jw_init(&c->w, &c->rs->body);
-		c->rs->status = 422;
-		c->rs->content_type = PROBLEM_CONTENT_TYPE;
-		problem_begin(&c->w, 422, "volume_cap_exceeded", "Unprocessable Content",
-			      k == RD_CAT_STILL ? "the consumer volume cap for still wine is exceeded"
-						: "the consumer volume cap for sparkling wine is exceeded");
-		jw_key(&c->w, "cap");
-		jw_obj_begin(&c->w);
-		jw_kstr(&c->w, "category", rd_category_names[k]);
-		jw_kstr(&c->w, "destination_country", s->dest);
-		jw_key(&c->w, "limit_liters");
-		jw_fixed(&c->w, caps[k], 6);
-		jw_key(&c->w, "requested_liters");
-		jw_fixed(&c->w, litres[k], 6);
-		jw_key(&c->w, "excess_liters");
-		jw_fixed(&c->w, litres[k] - caps[k], 6);
-		jw_obj_end(&c->w);
-		problem_end(&c->w);
+		quote_cap_refusal(c, k, s->dest, cap->limit_ul, cap->period_days, 0, litres[k]);
 		return -1;
 	}
 	return 0;
+}
+
+void quote_cap_refusal(struct api_ctx *c, int category, const char *dest, int64_t limit_ul, uint32_t period_days,
+		       int64_t used_ul, int64_t requested_ul)
+{
+	buf_reset(&c->rs->body);
+	jw_init(&c->w, &c->rs->body);
+	c->rs->status = 422;
+	c->rs->content_type = PROBLEM_CONTENT_TYPE;
+	problem_begin(&c->w, 422, "volume_cap_exceeded", "Unprocessable Content",
+		      category == RD_CAT_STILL ? "the consumer volume cap for still wine is exceeded"
+					       : "the consumer volume cap for sparkling wine is exceeded");
+	jw_key(&c->w, "cap");
+	jw_obj_begin(&c->w);
+	jw_kstr(&c->w, "category", rd_category_names[category]);
+	jw_kstr(&c->w, "destination_country", dest);
+	jw_key(&c->w, "limit_liters");
+	jw_fixed(&c->w, limit_ul, 6);
+	jw_kint(&c->w, "period_days", period_days);
+	jw_key(&c->w, "used_liters");
+	jw_fixed(&c->w, used_ul, 6);
+	jw_key(&c->w, "requested_liters");
+	jw_fixed(&c->w, requested_ul, 6);
+	jw_key(&c->w, "excess_liters");
+	jw_fixed(&c->w, used_ul + requested_ul - limit_ul, 6);
+	jw_obj_end(&c->w);
+	problem_end(&c->w);
 }
 
 /* One refusal per (line, candidate the engine could not price): its stable

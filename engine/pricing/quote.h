@@ -70,13 +70,12 @@ struct route_plan {
  */
 enum route_err route_line(const struct route_cand *c, unsigned n, int64_t qty, struct route_plan *out);
 
-/* Consumer volume caps (spec 8), microlitres per quote/order. */
-struct quote_cap {
-	char destination[3];      /* "" = every destination without its own row */
-	int64_t still_ul, sparkling_ul; /* 0 = no cap */
-};
-/* The cap row for a destination (never NULL). */
-const struct quote_cap *quote_cap_for(const char *destination);
+/* Answer 422 volume_cap_exceeded: the consumer would receive used_ul (its
+ * other orders in the window) + requested_ul (this one) of category in
+ * dest, past limit_ul over period_days (spec 8; data/caps.tsv). */
+struct api_ctx;
+void quote_cap_refusal(struct api_ctx *c, int category, const char *dest, int64_t limit_ul, uint32_t period_days,
+		       int64_t used_ul, int64_t requested_ul);
 
 /* ---- the quote engine, shared by quote-calculate and order capture ---------- */
 

@@ -54,7 +54,7 @@ const struct table_ops refdata_table_ops = {
 
 /* ---- routes -------------------------------------------------------------- */
 
-static const enum rd_file upload_files[] = {RD_F_VAT, RD_F_EXCISE, RD_F_FREIGHT, RD_F_FX, RD_F_LEVIES};
+static const enum rd_file upload_files[] = {RD_F_VAT, RD_F_EXCISE, RD_F_FREIGHT, RD_F_FX, RD_F_LEVIES, RD_F_CAPS};
 #define N_UPLOAD_FILES (sizeof(upload_files) / sizeof(upload_files[0]))
 
 static uint32_t rows_of(const struct refdata *rd, enum rd_file f)
@@ -65,6 +65,7 @@ static uint32_t rows_of(const struct refdata *rd, enum rd_file f)
 	case RD_F_FREIGHT: return rd->n_freight;
 	case RD_F_FX: return rd->n_fx;
 	case RD_F_LEVIES: return rd->n_levies;
+	case RD_F_CAPS: return rd->n_caps;
 	default: return 0;
 	}
 }
@@ -164,7 +165,7 @@ static void refdata_post(struct api_ctx *c)
 	const struct json_value *files = json_get(body, "files");
 	for (size_t i = 0; i < N_UPLOAD_FILES; i++) {
 		const struct json_value *v = json_get(files, rd_file_names[upload_files[i]]);
-		if (!v) /* levies.tsv is optional (refdata_from_json checked the rest) */
+		if (!v) /* levies.tsv and caps.tsv are optional (refdata_from_json checked the rest) */
 			continue;
 		jw_key(&w, rd_file_names[upload_files[i]]);
 		jw_strn(&w, v->u.str, v->len);

@@ -20,7 +20,7 @@
 #include "net/json.h"
 
 const char *const rd_file_names[RD_F_COUNT_] = {"version.txt", "vat.tsv", "excise.tsv", "freight.tsv",
-						"fx.tsv", "levies.tsv"};
+						"fx.tsv", "levies.tsv", "caps.tsv"};
 const char *const rd_levy_basis_names[RD_LB_COUNT_] = {"per_unit", "per_hl_product"};
 const char *const rd_source_names[2] = {"files", "api"};
 const char *const rd_category_names[RD_CAT_COUNT_] = {"still", "sparkling", "fortified"};
@@ -48,7 +48,10 @@ static const char *const headers[RD_F_COUNT_][2] = {
 	{"origin\tdestination\tbox_units\tprice_eur\tsource\tas_of", NULL},
 	{"currency\tper_eur\tsource\tas_of", NULL},
 	{NULL, "country\tname\tbasis\trate\tcurrency\tsource\tas_of\teffective_from\teffective_to"},
+	{"country\tcategory\tlimit_liters\tperiod_days\tsource\tas_of", NULL},
 };
+
+int rd_file_optional(enum rd_file f) { return f == RD_F_LEVIES || f == RD_F_CAPS; }
 
 #define RD_MAX_COLS 11
 
@@ -543,6 +546,55 @@ static int row_levy(struct refdata *rd, const struct field *c, uint32_t line, co
 	return 0;
 }
 
+static int row_cap(struct refdata *rd, const struct field *c, uint32_t line, const char **why, uint32_t *dup)
+{
+	struct rd_cap x = {0};
+	if (c[0].len == 1 && c[0].p[0] == '*')
+		memcpy(x.country, "*", 2);
+	else if (parse_country(c[0], x.country, why))
+		return -1;
+	if (c[1].len == 5 && !memcmp(c[1].p, "still", 5))
+		x.category = RD_CAT_STILL;
+	else if (c[1].len == 9 && !memcmp(c[1].p, "sparkling", 9))
+		x.category = RD_CAT_SPARKLING;
+	else {
+		*why = "category is not still|sparkling";
+		return -1;
+	}
+	int64_t days;
+	if (parse_decimal(c[2], 6, 100000000000LL, &x.limit_ul, why) ||
+	    parse_decimal(c[3], 0, RD_MAX_CAP_DAYS, &days, why) || parse_meta(c[4], c[5], line, &x.m, why))
+		return -1;
+	if (days < 1) {
+		*why = "period_days is 1..366";
+		return -1;
+	}
+	x.period_days = (uint32_t)days;
+	for (uint32_t i = 0; i < rd->n_caps; i++)
+		if (!strcmp(rd->caps[i].country, x.country) && rd->caps[i].category == x.category) {
+			*why = "duplicate cap (same country and category)";
+			*dup = rd->caps[i].m.line;
+			return -1;
+		}
+	rd->caps[rd->n_caps++] = x;
+	return 0;
+}
+
+const struct rd_cap *refdata_cap(const struct refdata *rd, const char *destination, int category)
+{
+	const struct rd_cap *any = NULL;
+	for (uint32_t i = 0; rd && i < rd->n_caps; i++) {
+		const struct rd_cap *x = &rd->caps[i];
+		if (x->category != category)
+			continue;
+		if (!strcmp(x->country, destination))
+			return x;
+		if (x->country[0] == '*')
+			any = x;
+	}
+	return any;
+}
+
 static const struct {
 	row_fn fn;
 	unsigned cols[2]; /* per layout: original, dated */
@@ -552,6 +604,7 @@ static const struct {
 	[RD_F_FREIGHT] = {row_freight, {6, 0}},
 	[RD_F_FX] = {row_fx, {4, 0}},
 	[RD_F_LEVIES] = {row_levy, {0, 9}},
+	[RD_F_CAPS] = {row_cap, {6, 0}},
 };
 
 static uint32_t *row_count(struct refdata *rd, enum rd_file f)
@@ -562,6 +615,7 @@ static uint32_t *row_count(struct refdata *rd, enum rd_file f)
 	case RD_F_FREIGHT: return &rd->n_freight;
 	case RD_F_FX: return &rd->n_fx;
 	case RD_F_LEVIES: return &rd->n_levies;
+	case RD_F_CAPS: return &rd->n_caps;
 	default: return NULL;
 	}
 }
@@ -742,7 +796,7 @@ _Static_assert(RD_MAX_ROWS <= UINT16_MAX, "row numbers fit the indexes");
 int refdata_finish(struct refdata *rd, char *err, size_t errlen)
 {
 	for (int f = 0; f < RD_F_COUNT_; f++)
-		if (!rd->have[f] && f != RD_F_LEVIES)
+		if (!rd->have[f] && !rd_file_optional((enum rd_file)f))
 			return fail(err, errlen, (enum rd_file)f, 0, "file missing", 0);
 	for (uint32_t i = 0; i < rd->n_excise; i++) {
 		const struct rd_excise *e = &rd->excise[i];
@@ -772,7 +826,7 @@ int refdata_load_dir(const char *dir, struct refdata **out, char *err, size_t er
 		char path[1024];
 		snprintf(path, sizeof(path), "%s/%s", dir, rd_file_names[f]);
 		FILE *fp = fopen(path, "rb");
-		if (!fp && errno == ENOENT && f == RD_F_LEVIES)
+		if (!fp && errno == ENOENT && rd_file_optional((enum rd_file)f))
 			continue; /* optional */
 		if (!fp) {
 			snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -835,7 +889,7 @@ int refdata_from_json(const struct json_value *doc, struct refdata **out, char *
 		if (!known || m->value.type != JSON_STRING) {
 			snprintf(err, errlen, "files: %.64s: %s", m->key,
 				 known ? "must be a string"
-				       : "unknown file (vat.tsv, excise.tsv, freight.tsv, fx.tsv, optional levies.tsv)");
+				       : "unknown file (vat.tsv, excise.tsv, freight.tsv, fx.tsv, optional levies.tsv and caps.tsv)");
 			return -1;
 		}
 	}
@@ -866,7 +920,7 @@ int refdata_from_json(const struct json_value *doc, struct refdata **out, char *
 	}
 	for (int f = RD_F_VAT; f < RD_F_COUNT_; f++) {
 		const struct json_value *v = json_get(files, rd_file_names[f]);
-		if (!v && f == RD_F_LEVIES)
+		if (!v && rd_file_optional((enum rd_file)f))
 			continue; /* optional */
 		if (!v) {
 			snprintf(err, errlen, "%s:0: file missing", rd_file_names[f]);

@@ -42,7 +42,9 @@
 
 /* levies.tsv is OPTIONAL (a directory or upload without it has no levies);
  * every other file is required. */
-enum rd_file { RD_F_VERSION, RD_F_VAT, RD_F_EXCISE, RD_F_FREIGHT, RD_F_FX, RD_F_LEVIES, RD_F_COUNT_ };
+enum rd_file { RD_F_VERSION, RD_F_VAT, RD_F_EXCISE, RD_F_FREIGHT, RD_F_FX, RD_F_LEVIES, RD_F_CAPS, RD_F_COUNT_ };
+/* Files a version may lack (levies.tsv, caps.tsv). */
+int rd_file_optional(enum rd_file f);
 /* File name of each kind ("vat.tsv", ...). */
 extern const char *const rd_file_names[RD_F_COUNT_];
 
@@ -126,6 +128,18 @@ struct rd_levy {
 	struct rd_meta m;
 };
 
+/* A consumer volume cap (caps.tsv, spec 8): what one consumer may receive
+ * of a category in a destination over a rolling period.  country "*" is
+ * the row of every destination without its own. */
+#define RD_MAX_CAP_DAYS 366
+struct rd_cap {
+	char country[3];               /* "*" for the default */
+	uint8_t category;              /* enum rd_category: still or sparkling */
+	int64_t limit_ul;              /* microlitres */
+	uint32_t period_days;          /* 1..RD_MAX_CAP_DAYS */
+	struct rd_meta m;
+};
+
 /* Where a version came from: the --data-ref-dir files at start-up, or an
  * operator upload (POST /v1/admin/reference-data, kept in the WAL). */
 enum rd_source { RD_SRC_FILES, RD_SRC_API };
@@ -138,7 +152,7 @@ struct refdata {
 	char loaded_at[32];            /* RFC 3339 of the upload; "" for files */
 	uint8_t have[RD_F_COUNT_];     /* file parsed */
 	uint8_t dated[RD_F_COUNT_];    /* the file uses the dated layout (data/README.md) */
-	uint32_t n_vat, n_excise, n_freight, n_fx, n_levies;
+	uint32_t n_vat, n_excise, n_freight, n_fx, n_levies, n_caps;
 	/* per-country indexes (refdata_finish): the rows of country slot s
 	 * (RD_CC_SLOT) are *_idx[*_at[s] .. *_at[s + 1]), in file order; a
 	 * quote looks up VAT and excise for every candidate it prices, and a
@@ -152,7 +166,12 @@ struct refdata {
 	struct rd_freight freight[RD_MAX_ROWS];
 	struct rd_fx fx[RD_MAX_ROWS];
 	struct rd_levy levies[RD_MAX_ROWS];
+	struct rd_cap caps[RD_MAX_ROWS];
 };
+
+/* The cap of category in destination (its own row, else the "*" row), or
+ * NULL when there is none. */
+const struct rd_cap *refdata_cap(const struct refdata *rd, const char *destination, int category);
 
 /* A zeroed version (NULL on allocation failure); free with refdata_free. */
 struct refdata *refdata_new(void);

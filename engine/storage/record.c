@@ -19,7 +19,7 @@ static const char *const rec_names[REC_T_COUNT_] = {
 	[REC_T_ORDER] = "order",       [REC_T_ORDER_STATE] = "order_state",
 	[REC_T_LEG_TRACK] = "leg_track", [REC_T_PICKUP] = "pickup",
 	[REC_T_RETURN] = "order_return", [REC_T_PAYOUT] = "payout",
-	[REC_T_COMPLIANCE] = "compliance",
+	[REC_T_COMPLIANCE] = "compliance", [REC_T_CONSUMER_VOLUME] = "consumer_volume",
 };
 
 const char *rec_table_name(unsigned table)

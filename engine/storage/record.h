@@ -57,6 +57,7 @@ enum rec_table {
 	REC_T_RETURN = 24,    /* a return or refund of an order, id "<order id>.R<n>" (engine/orders/returns.c) */
 	REC_T_PAYOUT = 25,    /* the payment provider's payouts to partners, id "<order id>.S<n>" (engine/orders/payment.c) */
 	REC_T_COMPLIANCE = 26, /* the delivery register, id "<order id>.C<leg>.<line>" (engine/orders/compliance.c) */
+	REC_T_CONSUMER_VOLUME = 27, /* a consumer's orders against the volume caps (engine/orders/consumer_volume.c) */
 	REC_T_COUNT_
 };
 

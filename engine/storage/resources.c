@@ -36,6 +36,7 @@ const struct table_ops *const resource_tables[] = {
 	&return_table_ops, /* returns and refunds, after order bodies (engine/orders/returns.c) */
 	&payout_ledger_table_ops, /* the sandbox provider's payouts (engine/orders/payment.c) */
 	&compliance_table_ops, /* the delivery register (engine/orders/compliance.c) */
+	&consumer_volume_table_ops, /* consumers' orders against the volume caps (engine/orders/consumer_volume.c) */
 	NULL,
 };
 

@@ -34,6 +34,7 @@ extern const struct table_ops pickup_table_ops;
 extern const struct table_ops return_table_ops;
 extern const struct table_ops payout_ledger_table_ops;
 extern const struct table_ops compliance_table_ops;
+extern const struct table_ops consumer_volume_table_ops;
 extern const struct table_ops repl_pos_table_ops; /* REC_T_META: replication positions (engine/replication/repl_pos.c) */
 
 /* NULL-terminated list of every table the shard has. */

@@ -96,14 +96,21 @@ void ow_build(struct oworld *x, int port, int est_units, int stk_units, const ch
 
 const char *ow_consumer_email;
 
-void ow_body(const struct oworld *x, int qty, const char *extra, char *out, size_t size)
+/* The body with a consumer: ow_consumer_email, else one derived from the
+ * Idempotency-Key (a retry must send the same body), else a new one. */
+void ow_body_for(const struct oworld *x, int qty, const char *extra, const char *idem, char *out, size_t size)
 {
 	/* a consumer of its own per body unless a test names one: the volume
 	 * caps count a consumer's orders (engine/orders/consumer_volume.c) */
 	static unsigned n;
 	char email[96];
+	unsigned long h = 5381;
+	for (const char *p = idem; p && *p; p++)
+		h = h * 33 + (unsigned char)*p;
 	if (ow_consumer_email)
 		snprintf(email, sizeof(email), "%s", ow_consumer_email);
+	else if (idem)
+		snprintf(email, sizeof(email), "erika+k%lx@example.de", h);
 	else
 		snprintf(email, sizeof(email), "erika+%d.%u@example.de", (int)getpid(), n++);
 	snprintf(out, size,
@@ -114,10 +121,15 @@ void ow_body(const struct oworld *x, int qty, const char *extra, char *out, size
 		 extra ? "," : "", extra ? extra : "");
 }
 
+void ow_body(const struct oworld *x, int qty, const char *extra, char *out, size_t size)
+{
+	ow_body_for(x, qty, extra, NULL, out, size);
+}
+
 json_t *ow_order(struct oworld *x, int qty, const char *extra, const char *idem, int *status)
 {
 	char body[2048], h[512];
-	ow_body(x, qty, extra, body, sizeof(body));
+	ow_body_for(x, qty, extra, idem, body, sizeof(body));
 	int n = snprintf(h, sizeof(h), "Authorization: Bearer %s\r\n", x->ksel);
 	if (idem)
 		snprintf(h + n, sizeof(h) - (size_t)n, "Idempotency-Key: %s\r\n", idem);
@@ -134,7 +146,7 @@ json_t *ow_order(struct oworld *x, int qty, const char *extra, const char *idem,
 int ow_order_try(struct oworld *x, int qty, const char *extra, const char *idem, json_t **out)
 {
 	char body[2048], h[512];
-	ow_body(x, qty, extra, body, sizeof(body));
+	ow_body_for(x, qty, extra, idem, body, sizeof(body));
 	int n = snprintf(h, sizeof(h), "Authorization: Bearer %s\r\n", x->ksel);
 	if (idem)
 		snprintf(h + n, sizeof(h) - (size_t)n, "Idempotency-Key: %s\r\n", idem);

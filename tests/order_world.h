@@ -35,6 +35,9 @@ extern const char *ow_extra_args[11];
  * per order ("erika+<pid>.<n>@example.de"), so that the volume caps, which
  * count one consumer's orders, only bite where a test means them to. */
 extern const char *ow_consumer_email;
+/* ow_body with the consumer derived from an Idempotency-Key (idem NULL: a
+ * new consumer), so that a retry sends the very same body. */
+void ow_body_for(const struct oworld *x, int qty, const char *extra, const char *idem, char *out, size_t size);
 /* Build the same world through any address (a router of a cluster):
  * the cellars in stock_cc (FR, DE or AT), orders to dest (FR, DE or AT).
  * x->p is left alone (not started by this). */

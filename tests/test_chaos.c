@@ -143,7 +143,6 @@ struct chaos {
 	struct client cl[CHAOS_CLIENTS];
 	struct restock rs[CHAOS_LEVELS];
 	uint64_t restock_rng;
-	char body[CHAOS_QTY_MAX + 1][2048]; /* the order body per qty */
 };
 
 static struct chaos *g; /* the campaign (one per test process) */
@@ -155,7 +154,10 @@ static void create_order(struct op *o, int *status)
 	char h[512];
 	snprintf(h, sizeof(h), "Authorization: Bearer %s\r\nIdempotency-Key: %s\r\n", g->w.ksel, o->idem);
 	struct http_resp r;
-	int rc = http_do(g->c.router_port, "POST", "/v1/orders", h, g->body[o->qty], &r);
+	/* a consumer per order (its key): the volume caps count one consumer's orders */
+	char body[2048];
+	ow_body_for(&g->w, o->qty, NULL, o->idem, body, sizeof(body));
+	int rc = http_do(g->c.router_port, "POST", "/v1/orders", h, body, &r);
 	*status = rc ? 0 : r.status;
 	if (rc) {
 		o->oc = rc == -1 ? OC_UNSENT : OC_AMBIGUOUS;
@@ -357,8 +359,6 @@ static void start_world(void)
 	snprintf(g->rs[1].level, sizeof(g->rs[1].level), "%s", g->w.lv_stk);
 	snprintf(g->rs[2].level, sizeof(g->rs[2].level), "%s", lv_at);
 	g->rs[0].acked = g->rs[2].acked = CHAOS_UNITS;
-	for (int q = 1; q <= CHAOS_QTY_MAX; q++)
-		ow_body(&g->w, q, NULL, g->body[q], sizeof(g->body[q]));
 	/* wait until the destination can route an order over both cellars
 	 * (its replicas of the FR and AT levels arrived) */
 	int st = 0;

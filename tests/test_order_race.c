@@ -61,9 +61,10 @@ static void race(int est, int stk, int each, int sold_est, int sold_stk, const c
 		fds[i] = tcp_connect(x.port);
 		cr_assert_geq(fds[i], 0, "connection %d refused", i);
 	}
-	char body[2048], req[4096];
-	ow_body(&x, each, NULL, body, sizeof(body));
+	char body[2048], req[4096], idem[32];
 	for (int i = 0; i < CLIENTS; i++) {
+		snprintf(idem, sizeof(idem), "race-%d", i);
+		ow_body_for(&x, each, NULL, idem, body, sizeof(body)); /* a consumer each: no volume cap in the race */
 		int n = snprintf(req, sizeof(req),
 				 "POST /v1/orders HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
 				 "Authorization: Bearer %s\r\nIdempotency-Key: race-%d\r\n"

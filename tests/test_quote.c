@@ -235,7 +235,7 @@ static struct price_line_in eng_line(int64_t p, int64_t m, uint32_t qty)
 {
 	struct price_line_in l = {.p_b2b = p, .margin = m, .currency = "EUR", .qty = qty, .box_units = 12,
 				  .category = RD_CAT_STILL, .incoterm = PRICE_INCO_EXW, .abv = 1300, .volume_ul = 750000,
-				  .origin = "FR", .recruiter_ppm = QUOTE_RECRUITER_PPM, .platform_ppm = QUOTE_PLATFORM_FEE_PPM};
+				  .origin = "FR", .recruiter_ppm = 0, .platform_ppm = QUOTE_PLATFORM_FEE_PPM};
 	return l;
 }
 

@@ -593,7 +593,7 @@ WM_TEST(quote_prop, no_component_rounded_twice)
 							   .category = sparkling ? RD_CAT_SPARKLING : RD_CAT_STILL,
 							   .incoterm = pw_dap[o] ? PRICE_INCO_DAP : PRICE_INCO_EXW,
 							   .abv = sparkling ? 1200 : 1300, .volume_ul = 750000,
-							   .recruiter_ppm = QUOTE_RECRUITER_PPM,
+							   .recruiter_ppm = 0,
 							   .platform_ppm = QUOTE_PLATFORM_FEE_PPM};
 				snprintf(pl.origin, sizeof(pl.origin), "%s", pw_country[o]);
 				struct price_order_in in = {.destination = "DE", .date = refdata_today(), .n_lines = 1, .lines = &pl};

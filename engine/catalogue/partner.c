@@ -178,6 +178,17 @@ void partner_read(struct api_ctx *c, const struct json_value *o, struct partner_
 		p->payout_account_id[0] = 0;
 	if (fld_currency(c, o, "payout_currency", NULL, p->payout_currency) == FLD_NULL)
 		p->payout_currency[0] = 0;
+	if (fld_str(c, o, "recruiter_id", NULL, p->recruiter_id, sizeof(p->recruiter_id) - 1) == FLD_NULL)
+		p->recruiter_id[0] = 0;
+	const struct json_value *rate = json_get(o, "recruiter_rate_percent");
+	int64_t e2;
+	if (rate && rate->type == JSON_NULL)
+		p->recruiter_rate_e2 = 0;
+	else if (rate && (rate->type != JSON_NUMBER || json_to_fixed(rate, 2, &e2) || e2 < 0 ||
+			  e2 > PARTNER_MAX_RECRUITER_E2))
+		api_field_error(c, "recruiter_rate_percent", "range", "a percentage 0..25 with at most 2 decimals");
+	else if (rate)
+		p->recruiter_rate_e2 = e2;
 }
 
 /* Effective capability bits: explicit flags, else the role defaults. */
@@ -218,6 +229,11 @@ void partner_check(struct api_ctx *c, const struct partner_vals *p)
 	if ((p->payout_account_id[0] != 0) != (p->payout_provider[0] != 0))
 		api_field_error(c, "payout_account_id", "together",
 				"payout_provider and payout_account_id are set together");
+	if ((p->recruiter_id[0] != 0) != (p->recruiter_rate_e2 != 0))
+		api_field_error(c, "recruiter_id", "together",
+				"recruiter_id and a recruiter_rate_percent above 0 are set together");
+	if (p->recruiter_id[0] && !strcmp(p->recruiter_id, p->id))
+		api_field_error(c, "recruiter_id", "self", "a partner does not recruit itself");
 }
 
 /* ---- the stored document ------------------------------------------------ */
@@ -276,6 +292,14 @@ void partner_write(struct jw *w, const struct partner_vals *p)
 		jw_kstr(w, "payout_currency", p->payout_currency);
 	else
 		jw_knull(w, "payout_currency");
+	if (p->recruiter_id[0]) {
+		jw_kstr(w, "recruiter_id", p->recruiter_id);
+		jw_key(w, "recruiter_rate_percent");
+		jw_fixed(w, p->recruiter_rate_e2, 2);
+	} else {
+		jw_knull(w, "recruiter_id");
+		jw_knull(w, "recruiter_rate_percent");
+	}
 	jw_kstr(w, "status", partner_status_names[p->status]);
 	jw_kstr(w, "created_at", p->created_at);
 	jw_kstr(w, "updated_at", p->updated_at);

@@ -20,6 +20,7 @@ enum partner_cap {
 };
 
 #define PARTNER_MAX_NAME 200
+#define PARTNER_MAX_RECRUITER_E2 2500 /* a recruiter royalty of at most 25.00 % */
 
 struct partner_vals {
 	char id[ID_MAX_LEN];
@@ -38,6 +39,10 @@ struct partner_vals {
 	char payout_provider[33];
 	char payout_account_id[65];
 	char payout_currency[4];
+	/* spec 2.9 R_Recruiter: the partner that recruited this one (as a
+	 * seller) and its royalty, percent x 100 of (P_B2B + M_Curator) */
+	char recruiter_id[ID_MAX_LEN];
+	int64_t recruiter_rate_e2;
 	char created_at[32];
 	char updated_at[32];
 };

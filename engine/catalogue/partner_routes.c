@@ -27,11 +27,11 @@ static const uint8_t status_moves[PARTNER_N_STATUS] = {
 };
 static const char *const partner_fields[] = {
 	"legal_name", "country", "contact", "roles", "originator_type", "capabilities",
-	"payout_provider", "payout_account_id", "payout_currency", "status", NULL};
+	"payout_provider", "payout_account_id", "payout_currency", "recruiter_id", "recruiter_rate_percent", "status", NULL};
 static const char *const readonly_fields[] = {"id", "created_at", "updated_at", NULL};
 /* Onboarding decisions that belong to the platform (steps 2, 3, 6): a
  * partner's own key cannot grant itself roles or move its status. */
-static const char *const operator_fields[] = {"roles", "status", NULL};
+static const char *const operator_fields[] = {"roles", "status", "recruiter_id", "recruiter_rate_percent", NULL};
 
 /* ---- handlers ---------------------------------------------------------- */
 
@@ -39,6 +39,9 @@ static const char *const operator_fields[] = {"roles", "status", NULL};
 static void partner_commit(struct api_ctx *c, struct partner_vals *p, const char *event, int status)
 {
 	partner_check(c, p);
+	if (p->recruiter_id[0] && strcmp(p->recruiter_id, p->id) &&
+	    !partner_get(c->sh, p->recruiter_id, strlen(p->recruiter_id)))
+		api_field_error(c, "recruiter_id", "unknown", "no partner with this id");
 	if (c->n_errs) {
 		api_validation_failed(c);
 		return;
@@ -73,6 +76,12 @@ static void partners_create(struct api_ctx *c)
 	for (int i = 0; readonly_fields[i]; i++)
 		if (json_get(body, readonly_fields[i]))
 			api_field_error(c, readonly_fields[i], "read_only", "is assigned by the service");
+	static const char *const recruiter_fields[] = {"recruiter_id", "recruiter_rate_percent", NULL};
+	for (int i = 0; !c->who.is_platform && recruiter_fields[i]; i++)
+		if (json_get(body, recruiter_fields[i])) {
+			api_error(c, 403, "operator_only_field", "a recruiter and its royalty are set by platform operators");
+			return;
+		}
 	struct partner_vals p;
 	memset(&p, 0, sizeof(p));
 	p.originator_type = -1;

@@ -52,14 +52,16 @@
  *    that offer (first in listing id order) when its currency is the
  *    offer's and the shelf is not below it; else 0 (an originator's own
  *    shop).  F_Platform = --platform-fee-ppm (default QUOTE_PLATFORM_FEE_PPM)
- *    plus --platform-fixed-fee-cents per order, R_Recruiter =
- *    QUOTE_RECRUITER_PPM (a named constant in quote.h until partner
- *    configuration exists).
+ *    plus --platform-fixed-fee-cents per order, R_Recruiter = the seller's
+ *    recruiter_rate_percent x (P_B2B + M_Curator) when the seller has a
+ *    recruiter (partner.c; 0 otherwise), paid to the recruiter (a
+ *    settlement_split party with role seller and basis R_Recruiter).
  *  - Excise category: semi-sparkling and aerated semi-sparkling wines are
  *    still wine for excise (EU Directive 92/83/EEC art. 8: sparkling means
  *    > 3 bar); every sparkling kind is sparkling; fortified is fortified;
  *    everything else is still.
- *  - Volume caps: quote_caps[] below (spec section 8's example values).
+ *  - Volume caps: data/caps.tsv (refdata_cap), this quote's litres alone;
+ *    a consumer's other orders are counted at capture (consumer_volume.c).
  *  - Sales channel (spec 2.5: "availability is scoped by the sales
  *    channel's linked locations"; spec 5's read-path filter: "the caller's
  *    channel scope admits it").  A quote goes through one channel of the
@@ -279,7 +281,7 @@ static void cand_add(struct quote *s, struct quote_line *ql, const struct offer 
 				    .abv = (uint16_t)(ql->w->abv >= 0 && ql->w->abv <= RD_MAX_ABV ? ql->w->abv : 0xffff),
 				    .volume_ul = ql->w->volume_ul > 0 && ql->w->volume_ul <= PRICE_MAX_VOLUME_UL
 							 ? (uint32_t)ql->w->volume_ul : 0,
-				    .recruiter_ppm = QUOTE_RECRUITER_PPM,
+				    .recruiter_ppm = s->recruiter_ppm,
 				    .platform_ppm = (uint32_t)s->sh->cfg.platform_fee_ppm};
 	memcpy(p->currency, o->currency, sizeof(p->currency));
 	snprintf(p->origin, sizeof(p->origin), "%s", origin);
@@ -533,6 +535,9 @@ static int parse(struct api_ctx *c, const struct json_value *b, struct quote *s)
 		else {
 			snprintf(s->seller, sizeof(s->seller), "%s", id);
 			s->seller_country = p->v.country[0] ? p->v.country : NULL;
+			/* R_Recruiter: the seller's recruiter and rate (percent x 100 -> ppm) */
+			snprintf(s->recruiter, sizeof(s->recruiter), "%s", p->v.recruiter_id);
+			s->recruiter_ppm = p->v.recruiter_id[0] ? (uint32_t)(p->v.recruiter_rate_e2 * 100) : 0;
 			parse_channel(c, b, s);
 		}
 	}
@@ -825,8 +830,15 @@ static void write_settlement(struct jw *w, const struct quote *s)
 				const struct price_line_out *o = &q->lines[ql->first + k];
 				unsigned ci = ql->plan.a[k].cand;
 				party_add(pp, &np, ql->offer[ci]->originator_id, "originator", "P_B2B", o->comp[PC_P_B2B]);
-				party_add(pp, &np, s->seller, "seller", "M_Curator+R_Recruiter",
-					  o->comp[PC_M_CURATOR] + o->comp[PC_R_RECRUITER]);
+				/* the royalty goes to the seller's recruiter when it has one (listed
+				 * with role seller, the spec's roles, basis R_Recruiter) */
+				if (s->recruiter[0]) {
+					party_add(pp, &np, s->seller, "seller", "M_Curator", o->comp[PC_M_CURATOR]);
+					party_add(pp, &np, s->recruiter, "seller", "R_Recruiter", o->comp[PC_R_RECRUITER]);
+				} else {
+					party_add(pp, &np, s->seller, "seller", "M_Curator+R_Recruiter",
+						  o->comp[PC_M_CURATOR] + o->comp[PC_R_RECRUITER]);
+				}
 				if (o->comp[PC_C_FREIGHT])
 					party_add(pp, &np, ql->fulfiller[ci], "fulfiller", "C_Freight", o->comp[PC_C_FREIGHT]);
 			}

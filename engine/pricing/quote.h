@@ -19,7 +19,6 @@
 #define QUOTE_LEVELS_PER_SOURCE 4 /* stock locations one source may ship from (order legs); stock-backed
 				    ATP counts only the ones with the most ATP */
 #define QUOTE_PLATFORM_FEE_PPM 50000u /* default --platform-fee-ppm: F_Platform = 5 % of (P_B2B + M) */
-#define QUOTE_RECRUITER_PPM 0u        /* R_Recruiter: no partner recruiter config exists yet */
 
 _Static_assert(QUOTE_MAX_LINES * QUOTE_MAX_SOURCES <= PRICE_MAX_LINES, "every allocation is one priced line");
 
@@ -134,6 +133,8 @@ struct quote {
 	char dest[3];
 	char seller[ID_MAX_LEN];
 	const char *seller_country;
+	char recruiter[ID_MAX_LEN];      /* the seller's recruiter (spec 2.9 R_Recruiter), "" if none */
+	uint32_t recruiter_ppm;          /* its royalty rate, parts per million */
 	/* the sales channel sold through (spec 2.5): its linked locations scope
 	 * every candidate's stock; NULL = a seller without any channel (unscoped) */
 	const struct channel *ch;

@@ -253,3 +253,55 @@ WM_TEST(cluster_fulfil, a_remote_return_comes_back_to_its_stock_shard, .timeout 
 	cluster_consistent(&c);
 	wm_cluster_cleanup(&c);
 }
+
+/* Payouts of a cross-shard order through the router: the run goes to every
+ * shard and its counts are added up; the destination pays and settles, and
+ * the settlement reconciles. */
+WM_TEST(cluster_fulfil, a_payout_run_through_the_router_settles_a_cross_shard_order, .timeout = 120)
+{
+	struct wm_cluster c;
+	wm_cluster_init(&c, 3);
+	static const char *const args[] = {"--key-rate-rps", "1000000", "--key-rate-burst", "1000000", "--payout-days",
+					   "originator=0,seller=0,fulfiller=0", NULL};
+	for (int i = 0; args[i]; i++)
+		c.extra[i] = args[i];
+	for (int i = 0; i < 4; i++)
+		c.router_extra[i] = args[i];
+	wm_cluster_start_all(&c);
+	cr_assert_eq(wm_cluster_router_start(&c), 0, "the router did not start (logs in %s)", c.router_dir);
+	struct oworld w;
+	memset(&w, 0, sizeof(w));
+	ow_build(&w, c.router_port, 30, 0, "FR", "DE");
+	char id[64], leg[96], path[320];
+	cross_order(&w, 12, id, leg);
+	ship_path(id, leg, path, sizeof(path));
+	json_decref(tc_expect(c.router_port, "POST", path, w.kest, NULL, 202));
+	leg_wait(&w, id, "fulfilled");
+	time_t t = time(NULL) - 600;
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	char at[40], body[300];
+	strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/tracking", id, leg);
+	snprintf(body, sizeof(body), "{\"scan_id\":\"d1\",\"type\":\"delivered\",\"occurred_at\":\"%s\",\"carrier\":\"DHL\","
+				     "\"tracking_number\":\"X1\"}", at);
+	json_decref(tc_expect(c.router_port, "POST", path, w.kest, body, 201));
+	json_t *r = tc_expect(c.router_port, "POST", "/v1/admin/payout-runs", NULL, "{}", 200);
+	long long paid = json_integer_value(json_object_get(r, "payouts_paid"));
+	long long visited = json_integer_value(json_object_get(r, "orders_visited"));
+	json_decref(r);
+	snprintf(path, sizeof(path), "/v1/orders/%s/settlement", id);
+	json_t *s = tc_expect(c.router_port, "GET", path, NULL, NULL, 200);
+	long long parties = (long long)json_array_size(json_object_get(s, "payouts"));
+	cr_assert_eq(paid, parties, "the destination's payouts, counted through the router: %lld of %lld", paid, parties);
+	cr_assert_eq(visited, 1, "one order on one shard, the others none");
+	cr_assert_str_eq(json_string_value(json_object_get(s, "state")), "settled");
+	cr_assert(json_is_true(json_object_get(s, "reconciles")));
+	json_decref(s);
+	snprintf(path, sizeof(path), "/v1/orders/%s", id);
+	json_t *o = ow_get(&w, path);
+	cr_assert_str_eq(json_string_value(json_object_get(o, "status")), "settled");
+	json_decref(o);
+	cluster_consistent(&c);
+	wm_cluster_cleanup(&c);
+}

@@ -271,7 +271,8 @@ WM_TEST(settlement, kill9_in_a_run_pays_each_once)
 }
 
 /* The money reconciles at every step on random orders with splits,
- * partial refunds and returns, before and after payouts. */
+ * partial refunds and returns of goods (received, then refunded), before
+ * and after payouts (so with clawbacks). */
 WM_TEST(settlement, money_reconciles_on_random_orders_with_returns, .timeout = 120)
 {
 	static const char *const extra[] = {"--payout-days", "originator=0,seller=0,fulfiller=0", NULL};
@@ -292,10 +293,18 @@ WM_TEST(settlement, money_reconciles_on_random_orders_with_returns, .timeout = 1
 		for (int n = 0; n < 3 && left > 0; n++) {
 			int q = 1 + (int)(rnd() % (unsigned)left);
 			left -= q;
+			/* a refund, or a return of goods received back (refunded on receipt) */
+			int goods = (int)(rnd() % 2);
 			snprintf(path, sizeof(path), "/v1/orders/%s/returns", id);
-			snprintf(body, sizeof(body), "{\"kind\":\"refund\",\"reason\":\"other\",\"lines\":[{\"line\":0,\"qty\":%d}]}",
-				 q);
-			json_decref(tc_expect(x.port, "POST", path, x.ksel, body, 201));
+			snprintf(body, sizeof(body), "{\"kind\":\"%s\",\"reason\":\"other\",\"lines\":[{\"line\":0,\"qty\":%d}]}",
+				 goods ? "return" : "refund", q);
+			json_t *ret = tc_expect(x.port, "POST", path, x.ksel, body, 201);
+			char rpath[256];
+			snprintf(rpath, sizeof(rpath), "/v1/orders/%s/returns/%s/receive", id, tc_jstr(ret, "id"));
+			json_decref(ret);
+			reconciles(&x, id); /* requested, not yet refunded: still whole */
+			if (goods)
+				json_decref(tc_expect(x.port, "POST", rpath, NULL, "{}", 200));
 			reconciles(&x, id);
 		}
 		json_decref(run(&x));

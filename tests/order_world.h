@@ -67,6 +67,12 @@ void ow_level(struct oworld *x, const char *level_id, long long *reserved, long 
  * most 15 s: the last figures read into *reserved and *allocated. */
 void ow_level_wait(struct oworld *x, const char *level_id, long long want_reserved, long long want_allocated,
 		   long long *reserved, long long *allocated);
+/* An RFC 3339 UTC time ago_s seconds ago (whole seconds). */
+void ow_ago(long ago_s, char out[40]);
+/* Ship the legs of order id named by the bits of `legs` (bit i: leg i),
+ * each by its fulfiller (a leg whose stock is on another shard: until it
+ * left `shipping`), and deliver each by a carrier scan ago_s seconds ago. */
+void ow_deliver(struct oworld *x, const char *id, unsigned legs, long ago_s);
 /* An exact decimal money member in cents. */
 long long ow_cents(json_t *o, const char *k);
 

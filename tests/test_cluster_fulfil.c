@@ -11,7 +11,6 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "tests/cluster_harness.h"
@@ -76,9 +75,34 @@ static void leg_wait(struct oworld *w, const char *id, const char *want)
 	cr_assert_fail("leg of %s is %s, want %s", id, s, want);
 }
 
+/* The carrier's proof of receipt of the leg, ten minutes ago. */
+static void delivered_scan(struct wm_cluster *c, struct oworld *w, const char *id, const char *leg)
+{
+	char at[40], path[320], body[300];
+	ow_ago(600, at);
+	snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/tracking", id, leg);
+	snprintf(body, sizeof(body),
+		 "{\"scan_id\":\"d1\",\"type\":\"delivered\",\"occurred_at\":\"%s\",\"carrier\":\"DHL\","
+		 "\"tracking_number\":\"X1\"}",
+		 at);
+	json_decref(tc_expect(c->router_port, "POST", path, w->kest, body, 201));
+}
+
 static void ship_path(const char *id, const char *leg, char *out, size_t n)
 {
 	snprintf(out, n, "/v1/orders/%s/fulfillments/%s/ship", id, leg);
+}
+
+/* A cross-shard order of 12 (stock in FR, to DE) shipped (202, then
+ * fulfilled by the stock's shard) and delivered: its id and leg. */
+static void delivered_cross_order(struct wm_cluster *c, struct oworld *w, char *id, char *leg)
+{
+	char path[320];
+	cross_order(w, 12, id, leg);
+	ship_path(id, leg, path, sizeof(path));
+	json_decref(tc_expect(c->router_port, "POST", path, w->kest, NULL, 202));
+	leg_wait(w, id, "fulfilled");
+	delivered_scan(c, w, id, leg);
 }
 
 /* The whole-cluster checker agrees (stock, holds, orders). */
@@ -205,19 +229,7 @@ WM_TEST(cluster_fulfil, a_remote_return_comes_back_to_its_stock_shard, .timeout 
 	memset(&w, 0, sizeof(w));
 	ow_build(&w, c.router_port, 30, 0, "FR", "DE");
 	char id[64], leg[96], path[320];
-	cross_order(&w, 12, id, leg);
-	ship_path(id, leg, path, sizeof(path));
-	json_decref(tc_expect(c.router_port, "POST", path, w.kest, NULL, 202));
-	leg_wait(&w, id, "fulfilled");
-	time_t t = time(NULL) - 600;
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	char at[40], body[300];
-	strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/tracking", id, leg);
-	snprintf(body, sizeof(body), "{\"scan_id\":\"d1\",\"type\":\"delivered\",\"occurred_at\":\"%s\",\"carrier\":\"DHL\","
-				     "\"tracking_number\":\"X1\"}", at);
-	json_decref(tc_expect(c.router_port, "POST", path, w.kest, body, 201));
+	delivered_cross_order(&c, &w, id, leg);
 	snprintf(path, sizeof(path), "/v1/orders/%s/returns", id);
 	json_t *r = tc_expect(c.router_port, "POST", path, w.ksel,
 			      "{\"kind\":\"return\",\"reason\":\"wrong_item\",\"lines\":[{\"line\":0,\"qty\":4}]}", 201);
@@ -273,19 +285,7 @@ WM_TEST(cluster_fulfil, a_payout_run_through_the_router_settles_a_cross_shard_or
 	memset(&w, 0, sizeof(w));
 	ow_build(&w, c.router_port, 30, 0, "FR", "DE");
 	char id[64], leg[96], path[320];
-	cross_order(&w, 12, id, leg);
-	ship_path(id, leg, path, sizeof(path));
-	json_decref(tc_expect(c.router_port, "POST", path, w.kest, NULL, 202));
-	leg_wait(&w, id, "fulfilled");
-	time_t t = time(NULL) - 600;
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	char at[40], body[300];
-	strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/tracking", id, leg);
-	snprintf(body, sizeof(body), "{\"scan_id\":\"d1\",\"type\":\"delivered\",\"occurred_at\":\"%s\",\"carrier\":\"DHL\","
-				     "\"tracking_number\":\"X1\"}", at);
-	json_decref(tc_expect(c.router_port, "POST", path, w.kest, body, 201));
+	delivered_cross_order(&c, &w, id, leg);
 	json_t *r = tc_expect(c.router_port, "POST", "/v1/admin/payout-runs", NULL, "{}", 200);
 	long long paid = json_integer_value(json_object_get(r, "payouts_paid"));
 	long long visited = json_integer_value(json_object_get(r, "orders_visited"));

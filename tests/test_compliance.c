@@ -31,18 +31,10 @@ static const char *dump(json_t *j)
 
 static json_t *jat(json_t *o, const char *k, size_t i) { return json_array_get(json_object_get(o, k), i); }
 
-static void ago(long ago_s, char out[40])
-{
-	time_t t = time(NULL) - ago_s;
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(out, 40, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static void month(long ago_s, char out[8])
 {
 	char t[40];
-	ago(ago_s, t);
+	ow_ago(ago_s, t);
 	snprintf(out, 8, "%.7s", t);
 }
 
@@ -59,22 +51,8 @@ static void delivered(struct oworld *x, int qty, long ago_s, char *id, long long
 	json_array_foreach(json_object_get(json_object_get(o, "financial_breakdown"), "lines"), i, l)
 		if (!strcmp(tc_jstr(l, "component"), "V_VAT"))
 			*vat += ow_cents(l, "amount");
-	char at[40];
-	ago(ago_s, at);
-	json_array_foreach(json_object_get(o, "fulfillments"), i, l)
-	{
-		const char *key = !strcmp(tc_jstr(l, "fulfiller_id"), x->est) ? x->kest : x->kstk;
-		char path[320], body[400];
-		snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/ship", id, tc_jstr(l, "leg_id"));
-		json_decref(tc_expect(x->port, "POST", path, key, NULL, 200));
-		snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/tracking", id, tc_jstr(l, "leg_id"));
-		snprintf(body, sizeof(body),
-			 "{\"scan_id\":\"d%zu\",\"type\":\"delivered\",\"occurred_at\":\"%s\",\"carrier\":\"DHL\","
-			 "\"tracking_number\":\"T%zu\"}",
-			 i, at, i);
-		json_decref(tc_expect(x->port, "POST", path, key, body, 201));
-	}
 	json_decref(o);
+	ow_deliver(x, id, ~0u, ago_s);
 }
 
 static json_t *register_of(struct oworld *x, const char *key, const char *id)

@@ -5,7 +5,6 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "tests/order_world.h"
 #include "tests/wm_test.h"
@@ -64,22 +63,11 @@ WM_TEST(consumer_volume, a_consumer_accumulates_and_cancels_and_refunds_release)
 	json_decref(tc_expect(x.port, "POST", path, x.ksel, "{}", 200));
 	o = ow_order(&x, 100, NULL, NULL, &st); /* 15 + 75 = 90 L */
 	cr_assert_eq(st, 201, "released by the cancel: %s", dump(o));
-	char b[64], leg[96];
+	char b[64];
 	id_of(o, b);
-	snprintf(leg, sizeof(leg), "%s", tc_jstr(json_array_get(json_object_get(o, "fulfillments"), 0), "leg_id"));
 	json_decref(o);
 	/* deliver it, refund 40 bottles (30 L): they no longer count */
-	snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/ship", b, leg);
-	json_decref(tc_expect(x.port, "POST", path, x.kest, NULL, 200));
-	time_t t = time(NULL) - 60;
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	char at[40], body[300];
-	strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/tracking", b, leg);
-	snprintf(body, sizeof(body), "{\"scan_id\":\"d\",\"type\":\"delivered\",\"occurred_at\":\"%s\",\"carrier\":\"DHL\","
-				     "\"tracking_number\":\"T\"}", at);
-	json_decref(tc_expect(x.port, "POST", path, x.kest, body, 201));
+	ow_deliver(&x, b, 1, 60);
 	o = ow_order(&x, 40, NULL, NULL, &st);
 	cr_assert_eq(st, 422, "still 90 L in the window");
 	json_decref(o);

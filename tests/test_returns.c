@@ -27,15 +27,6 @@ static const char *dump(json_t *j)
 
 static json_t *jat(json_t *o, const char *k, size_t i) { return json_array_get(json_object_get(o, k), i); }
 
-/* An RFC 3339 time `ago_s` seconds ago. */
-static void ago(long ago_s, char out[40])
-{
-	time_t t = time(NULL) - ago_s;
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(out, 40, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static json_t *order_now(struct oworld *x, const char *id)
 {
 	char path[160];
@@ -43,45 +34,15 @@ static json_t *order_now(struct oworld *x, const char *id)
 	return tc_expect(x->port, "GET", path, NULL, NULL, 200);
 }
 
-/* A delivered order of 30 units (both legs shipped and delivered `ago_s` ago): its id. */
+/* An order of 30 units, every leg shipped and delivered `ago_s` ago: its id. */
 static void delivered_order(struct oworld *x, long ago_s, char *id)
 {
 	int st;
 	json_t *o = ow_order(x, 30, NULL, NULL, &st);
 	cr_assert_eq(st, 201, "%s", dump(o));
 	snprintf(id, 64, "%s", tc_jstr(o, "id"));
-	char legs[4][96], keys[4][128];
-	size_t n = json_array_size(json_object_get(o, "fulfillments"));
-	cr_assert(n >= 1 && n <= 4);
-	for (size_t i = 0; i < n; i++) {
-		json_t *l = jat(o, "fulfillments", i);
-		snprintf(legs[i], 96, "%s", tc_jstr(l, "leg_id"));
-		snprintf(keys[i], 128, "%s", !strcmp(tc_jstr(l, "fulfiller_id"), x->est) ? x->kest : x->kstk);
-	}
 	json_decref(o);
-	char path[320], body[400], at[40];
-	ago(ago_s, at);
-	for (size_t i = 0; i < n; i++) {
-		snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/ship", id, legs[i]);
-		int sst;
-		json_t *a = tc_call(x->port, "POST", path, keys[i], NULL, &sst);
-		cr_assert(sst == 200 || sst == 202, "%d %s", sst, dump(a));
-		json_decref(a);
-		for (int t = 0; sst == 202 && t < 200; t++) { /* stock on another shard: shipping, then fulfilled */
-			json_t *g = order_now(x, id);
-			int done = !strcmp(tc_jstr(jat(g, "fulfillments", i), "status"), "fulfilled");
-			json_decref(g);
-			if (done)
-				break;
-			usleep(50 * 1000);
-		}
-		snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/tracking", id, legs[i]);
-		snprintf(body, sizeof(body),
-			 "{\"scan_id\":\"d%zu\",\"type\":\"delivered\",\"occurred_at\":\"%s\",\"carrier\":\"DHL\","
-			 "\"tracking_number\":\"T%zu\"}",
-			 i, at, i);
-		json_decref(tc_expect(x->port, "POST", path, keys[i], body, 201));
-	}
+	ow_deliver(x, id, ~0u, ago_s);
 }
 
 static json_t *ask(struct oworld *x, const char *key, const char *id, const char *body, int want)

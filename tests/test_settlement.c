@@ -35,43 +35,17 @@ static const char *dump(json_t *j)
 	return b;
 }
 
-static json_t *jat(json_t *o, const char *k, size_t i) { return json_array_get(json_object_get(o, k), i); }
 
-static void ago(long ago_s, char out[40])
-{
-	time_t t = time(NULL) - ago_s;
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(out, 40, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-/* An order of qty units; the legs listed in `deliver` (1-based bits) shipped
- * and delivered `ago_s` ago.  Its id. */
+/* An order of qty units; the legs listed in `deliver` (bits) shipped and
+ * delivered `ago_s` ago.  Its id. */
 static void order_delivered(struct oworld *x, int qty, unsigned deliver, long ago_s, char *id)
 {
 	int st;
 	json_t *o = ow_order(x, qty, NULL, NULL, &st);
 	cr_assert_eq(st, 201, "%s", dump(o));
 	snprintf(id, 64, "%s", tc_jstr(o, "id"));
-	size_t n = json_array_size(json_object_get(o, "fulfillments"));
-	char at[40];
-	ago(ago_s, at);
-	for (size_t i = 0; i < n; i++) {
-		if (!(deliver & (1u << i)))
-			continue;
-		json_t *l = jat(o, "fulfillments", i);
-		const char *key = !strcmp(tc_jstr(l, "fulfiller_id"), x->est) ? x->kest : x->kstk;
-		char path[320], body[400];
-		snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/ship", id, tc_jstr(l, "leg_id"));
-		json_decref(tc_expect(x->port, "POST", path, key, NULL, 200));
-		snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/tracking", id, tc_jstr(l, "leg_id"));
-		snprintf(body, sizeof(body),
-			 "{\"scan_id\":\"d%zu\",\"type\":\"delivered\",\"occurred_at\":\"%s\",\"carrier\":\"DHL\","
-			 "\"tracking_number\":\"T%zu\"}",
-			 i, at, i);
-		json_decref(tc_expect(x->port, "POST", path, key, body, 201));
-	}
 	json_decref(o);
+	ow_deliver(x, id, deliver, ago_s);
 }
 
 static json_t *settlement(struct oworld *x, const char *key, const char *id)
@@ -180,19 +154,8 @@ WM_TEST(settlement, a_run_pays_the_eligible_then_a_refund_claws_back)
 	cr_assert_str_eq(status_of(&x, id, st), "reserved", "one leg not delivered yet");
 	reconciles(&x, id);
 	/* the stockist's leg now: everything paid, the order settled */
-	s = NULL;
-	char path[320], body[400], at[40], leg[96];
-	snprintf(path, sizeof(path), "/v1/orders/%s", id);
-	json_t *o = tc_expect(x.port, "GET", path, NULL, NULL, 200);
-	snprintf(leg, sizeof(leg), "%s", tc_jstr(jat(o, "fulfillments", 1), "leg_id"));
-	json_decref(o);
-	snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/ship", id, leg);
-	json_decref(tc_expect(x.port, "POST", path, x.kstk, NULL, 200));
-	ago(1800, at);
-	snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/tracking", id, leg);
-	snprintf(body, sizeof(body), "{\"scan_id\":\"z\",\"type\":\"delivered\",\"occurred_at\":\"%s\",\"carrier\":\"UPS\","
-				     "\"tracking_number\":\"U1\"}", at);
-	json_decref(tc_expect(x.port, "POST", path, x.kstk, body, 201));
+	char path[320];
+	ow_deliver(&x, id, 2, 1800);
 	r = run(&x);
 	cr_assert_eq(json_integer_value(json_object_get(r, "payouts_paid")), (long long)parties - first, "%s", dump(r));
 	json_decref(r);

@@ -1742,6 +1742,24 @@ static const struct order *visible_order(struct api_ctx *c)
 
 const struct order *order_visible(struct api_ctx *c) { return visible_order(c); }
 
+const struct order *order_sublist_begin(struct api_ctx *c)
+{
+	const struct order *o = visible_order(c);
+	if (!o || api_read_row(c))
+		return NULL;
+	c->rs->status = 200;
+	jw_obj_begin(&c->w);
+	jw_key(&c->w, "data");
+	jw_arr_begin(&c->w);
+	return o;
+}
+
+void order_sublist_end(struct api_ctx *c)
+{
+	jw_arr_end(&c->w);
+	jw_obj_end(&c->w);
+}
+
 int order_visible_leg(struct api_ctx *c, const struct order *o)
 {
 	char leg[64];

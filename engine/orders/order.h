@@ -219,6 +219,12 @@ extern int (*const order_volume_capture)(struct api_ctx *c, const char *order_id
 const struct order *order_visible(struct api_ctx *c);
 /* The same for the order id given (NULL or "": 404). */
 const struct order *order_visible_id(struct api_ctx *c, const char *id);
+/* A list of what hangs off the order named by the path (its pickups, its
+ * returns): the order when the caller may see it and the read is within
+ * its quota, with 200 and `{"data":[` written; else NULL, answered.
+ * order_sublist_end closes the list. */
+const struct order *order_sublist_begin(struct api_ctx *c);
+void order_sublist_end(struct api_ctx *c);
 /* The caller's view shows leg li of o. */
 int order_leg_in_view(const struct api_ctx *c, const struct order *o, unsigned li);
 /* The index of the leg named by the path's second parameter, when the

@@ -370,13 +370,9 @@ static void pickups_post(struct api_ctx *c)
 /* GET /v1/orders/{id}/pickup: {"data": [the pickups the caller may see]}. */
 static void order_pickup_get(struct api_ctx *c)
 {
-	const struct order *o = order_visible(c);
-	if (!o || api_read_row(c))
+	const struct order *o = order_sublist_begin(c);
+	if (!o)
 		return;
-	c->rs->status = 200;
-	jw_obj_begin(&c->w);
-	jw_key(&c->w, "data");
-	jw_arr_begin(&c->w);
 	for (unsigned i = 0; i < o->n_legs; i++) {
 		char id[PICKUP_ID_MAX];
 		int fulfils;
@@ -389,8 +385,7 @@ static void order_pickup_get(struct api_ctx *c)
 		if (p)
 			write_pickup(c, &c->w, o, p);
 	}
-	jw_arr_end(&c->w);
-	jw_obj_end(&c->w);
+	order_sublist_end(c);
 }
 
 /* The pickup of the path's id with its order, when the caller sees it; else 404 answered. */

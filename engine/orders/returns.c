@@ -767,13 +767,9 @@ static void answer_return(struct api_ctx *c, int status, const char *rid)
 /* GET /v1/orders/{id}/returns: {"data": [the returns the caller may see]}. */
 static void return_list(struct api_ctx *c)
 {
-	const struct order *o = order_visible(c);
-	if (!o || api_read_row(c))
+	const struct order *o = order_sublist_begin(c);
+	if (!o)
 		return;
-	c->rs->status = 200;
-	jw_obj_begin(&c->w);
-	jw_key(&c->w, "data");
-	jw_arr_begin(&c->w);
 	for (unsigned n = 1; n <= ORDER_RETURNS_MAX; n++) {
 		char id[RET_ID_MAX];
 		snprintf(id, sizeof(id), "%s.R%u", o->row.id, n);
@@ -783,8 +779,7 @@ static void return_list(struct api_ctx *c)
 		if (return_visible(c, o, r))
 			write_return(c, o, r);
 	}
-	jw_arr_end(&c->w);
-	jw_obj_end(&c->w);
+	order_sublist_end(c);
 }
 
 const struct route return_routes[] = {

@@ -344,22 +344,32 @@ static void txn_release_route(struct api_ctx *c)
  * answers 200 again); the answer is released only once the consumption is
  * durable, so the destination may mark the leg shipped on hearing it.  A
  * hold of another transaction is 404; a released one 409. */
-static void txn_consume_route(struct api_ctx *c)
+/* The body's txn and hold_id, the hold belonging to that transaction:
+ * 0, or -1 with the answer written (400/415/422, 404 unknown_hold).  The
+ * body's other members: the caller's. */
+static int request_txn_hold(struct api_ctx *c, char txn[INV_TXN_ID_MAX + 1], char hold_id[INV_HOLD_ID_MAX + 1])
 {
-	char txn[INV_TXN_ID_MAX + 1], hold_id[INV_HOLD_ID_MAX + 1];
 	if (request_txn(c, txn))
-		return;
+		return -1;
 	if (fld_str(c, api_body(c), "hold_id", "hold_id", hold_id, INV_HOLD_ID_MAX) != FLD_SET) {
 		if (!c->n_errs)
-			api_field_error(c, "hold_id", "required", "the hold to consume");
+			api_field_error(c, "hold_id", "required", "the hold of the transaction");
 		api_validation_failed(c);
-		return;
+		return -1;
 	}
 	const struct hold *h = hold_get(c->sh, hold_id, strlen(hold_id));
 	if (!h || strcmp(h->txn, txn)) {
 		api_error(c, 404, "unknown_hold", "this shard holds no such hold for the transaction");
-		return;
+		return -1;
 	}
+	return 0;
+}
+
+static void txn_consume_route(struct api_ctx *c)
+{
+	char txn[INV_TXN_ID_MAX + 1], hold_id[INV_HOLD_ID_MAX + 1];
+	if (request_txn_hold(c, txn, hold_id))
+		return;
 	int rc = hold_consume(c->sh, hold_id);
 	if (rc != HOLD_OK) {
 		log_error("msg=\"a shipped leg's hold cannot be consumed\" txn=%s hold=%s rc=%d action=\"the hold was "
@@ -381,20 +391,14 @@ static void txn_return_route(struct api_ctx *c)
 {
 	char txn[INV_TXN_ID_MAX + 1], hold_id[INV_HOLD_ID_MAX + 1];
 	int64_t returned = 0, received = 0;
-	if (request_txn(c, txn))
+	if (request_txn_hold(c, txn, hold_id))
 		return;
 	const struct json_value *b = api_body(c);
-	if (fld_str(c, b, "hold_id", "hold_id", hold_id, INV_HOLD_ID_MAX) != FLD_SET ||
-	    fld_int(c, b, "returned", "returned", 0, INV_QTY_MAX, &returned) != FLD_SET ||
+	if (fld_int(c, b, "returned", "returned", 0, INV_QTY_MAX, &returned) != FLD_SET ||
 	    fld_int(c, b, "received", "received", 0, INV_QTY_MAX, &received) != FLD_SET) {
 		if (!c->n_errs)
-			api_field_error(c, "hold_id", "required", "hold_id, returned and received");
+			api_field_error(c, "returned", "required", "returned and received: the hold's totals");
 		api_validation_failed(c);
-		return;
-	}
-	const struct hold *h = hold_get(c->sh, hold_id, strlen(hold_id));
-	if (!h || strcmp(h->txn, txn)) {
-		api_error(c, 404, "unknown_hold", "this shard holds no such hold for the transaction");
 		return;
 	}
 	int moved;

@@ -515,3 +515,46 @@ WM_TEST(fulfilment, pickups_are_requested_per_location_accepted_and_collected)
 	wm_stop(&x.p);
 	wm_proc_cleanup(&x.p);
 }
+
+/* kill -9 right after a pick, and after a pickup is accepted: the restarted
+ * shard has the move (the answer was never sent, the write was durable),
+ * and repeating it is refused or answered as it is. */
+WM_TEST(fulfilment, kill9_after_pick_and_after_a_pickup_accept_keeps_them)
+{
+	struct oworld x;
+	ow_start(&x, NULL, 24, 24);
+	char id[64], legs[2][96], path[320], hdr[256], tomorrow[40];
+	reserved_order(&x, 4, id, legs);
+	cr_assert_eq(wm_stop(&x.p), 0);
+	ow_restart(&x, "fulfil_crash_after_move");
+	snprintf(path, sizeof(path), "/v1/orders/%s/fulfillments/%s/pick", id, legs[0]);
+	snprintf(hdr, sizeof(hdr), "Authorization: Bearer %s\r\n", x.kest);
+	struct http_resp r;
+	cr_assert_neq(http_do(x.port, "POST", path, hdr, NULL, &r), 0, "the shard answered instead of dying");
+	cr_assert_eq(wm_wait(&x.p, 20000), 137);
+	ow_restart(&x, NULL);
+	expect_now(&x, id, "reserved", "picked", NULL);
+	json_decref(leg_do(&x, x.kest, id, legs[0], "pick", NULL, 409));
+	/* a pickup, accepted with a crash right after */
+	ow_ago(-86400, tomorrow);
+	tomorrow[10] = 0;
+	char body[300];
+	snprintf(body, sizeof(body), "{\"location_id\":\"%s\",\"date\":\"%s\",\"time_window\":\"09:00-12:00\","
+				     "\"carrier_ref\":\"B1\"}", x.loc_est, tomorrow);
+	snprintf(path, sizeof(path), "/v1/orders/%s/pickup", id);
+	json_t *p = tc_expect(x.port, "POST", path, x.kest, body, 201);
+	char pk[160];
+	snprintf(pk, sizeof(pk), "/v1/pickups/%s/accept", tc_jstr(p, "id"));
+	json_decref(p);
+	cr_assert_eq(wm_stop(&x.p), 0);
+	ow_restart(&x, "pickup_crash_after_accept");
+	cr_assert_neq(http_do(x.port, "POST", pk, NULL, "{}", &r), 0, "the shard answered instead of dying");
+	cr_assert_eq(wm_wait(&x.p, 20000), 137);
+	ow_restart(&x, NULL);
+	p = tc_expect(x.port, "POST", pk, NULL, "{}", 200); /* accepted before the crash: as it is */
+	cr_assert_str_eq(tc_jstr(p, "status"), "accepted");
+	json_decref(p);
+	cr_assert_eq(tc_count_events(x.port, "pickup.accepted", NULL), 1);
+	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
+}

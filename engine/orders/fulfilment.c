@@ -191,6 +191,7 @@ static void leg_move(struct api_ctx *c, const struct leg_move *m)
 			api_error(c, 500, "commit_failed", "the leg's move could not be stored");
 			return;
 		}
+		saga_crash_point(c->sh, "fulfil_crash_after_move");
 	}
 	order_answer(c, status, order_get(c->sh, id, strlen(id)));
 }

@@ -454,6 +454,7 @@ static void pickup_accept(struct api_ctx *c)
 		api_error(c, 500, "commit_failed", "the pickup could not be stored");
 		return;
 	}
+	saga_crash_point(c->sh, "pickup_crash_after_accept");
 	c->rs->status = 200;
 	write_pickup(c, &c->w, o, pickup_get(c->sh, id));
 }

@@ -20,14 +20,27 @@
 #define SHARD_FR 1
 #define SHARD_DE 2
 
-static void cluster_up(struct wm_cluster *c)
+/* The order cluster of the harness (no key rate in the way; the default
+ * in-doubt time-out) and its router. */
+static void cluster_up(struct wm_cluster *c) { wm_cluster_for_orders(c, "10000", NULL); }
+
+/* Wait (bounded) until the level shows on_hand and incoming as wanted. */
+static void level_wait_for(struct wm_cluster *c, const char *lv, long long on_hand, long long incoming,
+			   const char *what)
 {
-	wm_cluster_init(c, 3);
-	static const char *const rate[] = {"--key-rate-rps", "1000000", "--key-rate-burst", "1000000", NULL};
-	for (int i = 0; rate[i]; i++)
-		c->extra[i] = c->router_extra[i] = rate[i];
-	wm_cluster_start_all(c);
-	cr_assert_eq(wm_cluster_router_start(c), 0, "the router did not start (logs in %s)", c->router_dir);
+	char path[160];
+	snprintf(path, sizeof(path), "/v1/inventory/%s", lv);
+	long long in = -1, oh = -1;
+	for (int i = 0; i < 200; i++) {
+		json_t *l = tc_expect(c->router_port, "GET", path, NULL, NULL, 200);
+		in = json_integer_value(json_object_get(l, "incoming"));
+		oh = json_integer_value(json_object_get(l, "on_hand"));
+		json_decref(l);
+		if (in == incoming && oh == on_hand)
+			return;
+		usleep(50 * 1000);
+	}
+	cr_assert_fail("%s: incoming %lld on_hand %lld, want %lld %lld", what, in, oh, incoming, on_hand);
 }
 
 /* A reserved cross-shard order of qty (stock in FR, destination DE): its id and first leg. */
@@ -237,31 +250,12 @@ WM_TEST(cluster_fulfil, a_remote_return_comes_back_to_its_stock_shard, .timeout 
 	snprintf(rid, sizeof(rid), "%s", json_string_value(json_object_get(r, "id")));
 	json_decref(r);
 	/* on the way back: the FR level's incoming, told by the destination */
-	char lpath[160];
-	snprintf(lpath, sizeof(lpath), "/v1/inventory/%s", w.lv_est);
-	long long in = -1, oh = -1;
-	for (int i = 0; i < 200 && in != 4; i++) {
-		json_t *l = tc_expect(c.router_port, "GET", lpath, NULL, NULL, 200);
-		in = json_integer_value(json_object_get(l, "incoming"));
-		oh = json_integer_value(json_object_get(l, "on_hand"));
-		json_decref(l);
-		if (in != 4)
-			usleep(50 * 1000);
-	}
-	cr_assert(in == 4 && oh == 18, "FR level: incoming %lld on_hand %lld", in, oh);
+	level_wait_for(&c, w.lv_est, 18, 4, "FR level, on the way back");
 	snprintf(path, sizeof(path), "/v1/orders/%s/returns/%s/receive", id, rid);
 	json_t *rc = tc_expect(c.router_port, "POST", path, w.kest, "{}", 200);
 	cr_assert_str_eq(json_string_value(json_object_get(rc, "status")), "refunded");
 	json_decref(rc);
-	for (int i = 0; i < 200 && !(in == 0 && oh == 22); i++) {
-		json_t *l = tc_expect(c.router_port, "GET", lpath, NULL, NULL, 200);
-		in = json_integer_value(json_object_get(l, "incoming"));
-		oh = json_integer_value(json_object_get(l, "on_hand"));
-		json_decref(l);
-		if (!(in == 0 && oh == 22))
-			usleep(50 * 1000);
-	}
-	cr_assert(in == 0 && oh == 22, "received: incoming %lld on_hand %lld", in, oh);
+	level_wait_for(&c, w.lv_est, 22, 0, "FR level, received");
 	cluster_consistent(&c);
 	wm_cluster_cleanup(&c);
 }
@@ -272,13 +266,13 @@ WM_TEST(cluster_fulfil, a_remote_return_comes_back_to_its_stock_shard, .timeout 
 WM_TEST(cluster_fulfil, a_payout_run_through_the_router_settles_a_cross_shard_order, .timeout = 120)
 {
 	struct wm_cluster c;
-	wm_cluster_init(&c, 3);
-	static const char *const args[] = {"--key-rate-rps", "1000000", "--key-rate-burst", "1000000", "--payout-days",
-					   "originator=0,seller=0,fulfiller=0", NULL};
-	for (int i = 0; args[i]; i++)
-		c.extra[i] = args[i];
-	for (int i = 0; i < 4; i++)
-		c.router_extra[i] = args[i];
+	wm_cluster_orders_config(&c, "10000");
+	unsigned n = 0;
+	while (c.extra[n])
+		n++;
+	c.extra[n++] = "--payout-days";
+	c.extra[n++] = "originator=0,seller=0,fulfiller=0";
+	c.extra[n] = NULL;
 	wm_cluster_start_all(&c);
 	cr_assert_eq(wm_cluster_router_start(&c), 0, "the router did not start (logs in %s)", c.router_dir);
 	struct oworld w;

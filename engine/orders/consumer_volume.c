@@ -91,27 +91,28 @@ static int entry_live(struct shard *sh, const char *order_id)
 	return s && s->v.status != ORD_FAILED && s->v.status != ORD_CANCELLED;
 }
 
-/* Litres (microlitres) of category that entry x still counts. */
-static int64_t entry_ul(struct shard *sh, const struct json_value *x, int category)
+/* The microlitres of each category (still, sparkling) entry x still
+ * counts into ul[]: its lines' units less those returned or refunded since;
+ * nothing for an order that failed or was cancelled. */
+static void entry_ul(struct shard *sh, const struct json_value *x, int64_t ul[2])
 {
 	char oid[ID_MAX_LEN];
+	ul[0] = ul[1] = 0;
 	if (fld_doc_str(x, "order_id", oid, sizeof(oid)) || !entry_live(sh, oid))
-		return 0;
+		return;
 	int64_t back[QUOTE_MAX_LINES] = {0};
 	order_units_back(sh, oid, back, QUOTE_MAX_LINES);
 	const struct json_value *lines = json_get(x, "lines");
-	int64_t sum = 0;
 	for (uint32_t i = 0; lines && i < lines->len; i++) {
 		const struct json_value *l = &lines->u.items[i];
 		int64_t line, cat, unit, qty;
 		if (json_to_int64(json_get(l, "line"), &line) || json_to_int64(json_get(l, "category"), &cat) ||
-		    json_to_int64(json_get(l, "unit_ul"), &unit) || json_to_int64(json_get(l, "qty"), &qty) || cat != category ||
-		    line < 0 || line >= QUOTE_MAX_LINES)
+		    json_to_int64(json_get(l, "unit_ul"), &unit) || json_to_int64(json_get(l, "qty"), &qty) ||
+		    (cat != RD_CAT_STILL && cat != RD_CAT_SPARKLING) || line < 0 || line >= QUOTE_MAX_LINES)
 			continue;
 		int64_t left = qty - back[line];
-		sum += left > 0 ? left * unit : 0;
+		ul[cat] += left > 0 ? left * unit : 0;
 	}
-	return sum;
 }
 
 /* Write the row: the kept entries of old (inside the longest window, of
@@ -176,27 +177,31 @@ int consumer_volume_capture(struct api_ctx *c, const char *order_id, const char 
 	struct json_doc *d = r ? json_parse(r->doc, r->doc_len, NULL, NULL) : NULL;
 	const struct json_value *entries = d ? json_get(json_root(d), "entries") : NULL;
 	long long now = (long long)wall_ms();
-	for (int k = RD_CAT_STILL; k <= RD_CAT_SPARKLING; k++) {
-		const struct rd_cap *cap = refdata_cap(rd, dest, k);
-		if (!cap)
+	const struct rd_cap *cap[2] = {refdata_cap(rd, dest, RD_CAT_STILL), refdata_cap(rd, dest, RD_CAT_SPARKLING)};
+	int64_t want[2] = {0, 0}, used[2] = {0, 0};
+	for (unsigned i = 0; i < n; i++)
+		if (l[i].category == RD_CAT_STILL || l[i].category == RD_CAT_SPARKLING)
+			want[l[i].category] += l[i].unit_ul * l[i].qty;
+	/* one pass over the entries: each counts in the windows it falls in */
+	for (uint32_t i = 0; entries && i < entries->len; i++) {
+		int64_t at, ul[2];
+		if (json_to_int64(json_get(&entries->u.items[i], "at_ms"), &at))
 			continue;
-		int64_t want = 0, used = 0;
-		for (unsigned i = 0; i < n; i++)
-			want += l[i].category == k ? l[i].unit_ul * l[i].qty : 0;
-		if (!want)
+		int in[2];
+		for (int k = 0; k < 2; k++)
+			in[k] = cap[k] && want[k] && at >= now - (long long)cap[k]->period_days * 86400000LL;
+		if (!in[0] && !in[1])
 			continue;
-		long long cutoff = now - (long long)cap->period_days * 86400000LL;
-		for (uint32_t i = 0; entries && i < entries->len; i++) {
-			int64_t at;
-			if (!json_to_int64(json_get(&entries->u.items[i], "at_ms"), &at) && at >= cutoff)
-				used += entry_ul(c->sh, &entries->u.items[i], k);
-		}
-		if (used + want > cap->limit_ul) {
+		entry_ul(c->sh, &entries->u.items[i], ul);
+		for (int k = 0; k < 2; k++)
+			used[k] += in[k] ? ul[k] : 0;
+	}
+	for (int k = 0; k < 2; k++)
+		if (cap[k] && want[k] && used[k] + want[k] > cap[k]->limit_ul) {
 			json_doc_free(d);
-			quote_cap_refusal(c, k, dest, cap->limit_ul, cap->period_days, used, want);
+			quote_cap_refusal(c, k, dest, cap[k]->limit_ul, cap[k]->period_days, used[k], want[k]);
 			return 1;
 		}
-	}
 	int rc = stage_row(c->sh, id, dest, entries, order_id, now, l, n);
 	json_doc_free(d);
 	if (rc == 1) {

@@ -205,20 +205,17 @@ static int payout_state(struct shard *sh, const struct settle *s, unsigned i, in
 
 /* ---- clawbacks ---------------------------------------------------------------------------- */
 
-void settlement_on_refund(struct shard *sh, const char *order_id)
+/* Take back from each paid payout of s what it was paid beyond what it is
+ * owed now (a total: pay_clawback repeats nothing). */
+static void claw_back(struct shard *sh, const struct settle *s)
 {
-	const struct order *o = order_get(sh, order_id, strlen(order_id));
-	static struct settle s;
-	if (!o || settle_of(sh, o, &s))
-		return;
-	for (unsigned i = 0; i < s.n_parties; i++) {
+	for (unsigned i = 0; i < s->n_parties; i++) {
 		int64_t paid, clawed;
 		char id[ID_MAX_LEN + 8];
-		payout_id(o, i, id, sizeof(id));
+		payout_id(s->o, i, id, sizeof(id));
 		if (!pay_payout_of(sh, id, &paid, &clawed, NULL, 0))
 			continue;
-		/* paid more than is owed now: take the difference back (a total) */
-		int64_t owed = s.b[i].amount - s.b[i].refunded;
+		int64_t owed = s->b[i].amount - s->b[i].refunded;
 		int64_t back = paid > owed ? paid - owed : 0;
 		struct pay_result pr;
 		if (back > clawed) {
@@ -228,6 +225,14 @@ void settlement_on_refund(struct shard *sh, const char *order_id)
 					  pr.code);
 		}
 	}
+}
+
+void settlement_on_refund(struct shard *sh, const char *order_id)
+{
+	const struct order *o = order_get(sh, order_id, strlen(order_id));
+	static struct settle s;
+	if (o && !settle_of(sh, o, &s))
+		claw_back(sh, &s);
 }
 
 /* ---- the check ---------------------------------------------------------------------------- */
@@ -368,11 +373,11 @@ static void settlement_read(struct api_ctx *c)
  * How many payouts were paid into *paid. */
 static void run_order(struct shard *sh, const char *id, unsigned *paid_n, unsigned *failed)
 {
-	settlement_on_refund(sh, id); /* a clawback a failure left behind */
 	const struct order *o = order_get(sh, id, strlen(id));
 	static struct settle s;
 	if (!o || settle_of(sh, o, &s))
 		return;
+	claw_back(sh, &s); /* a clawback a failure left behind */
 	int all = 1;
 	for (unsigned i = 0; i < s.n_parties; i++) {
 		int64_t paid, clawed;

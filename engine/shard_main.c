@@ -23,6 +23,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "engine/edge/consumer_token.h"
 #include "engine/edge/api.h"
 #include "engine/edge/dispatch.h"
 #include "engine/edge/audit.h"
@@ -241,6 +242,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "wm-shard: %s\n", err);
 		return 1;
 	}
+	/* consumer tokens: derived from the cluster secret (the router checks
+	 * them too), else the data directory's own key */
+	if (cfg.shard_map[0] ? ct_key_derive(&ckey, sh.consumer_key)
+			     : ct_key_load_or_create(cfg.data_dir, sh.consumer_key, err, sizeof(err))) {
+		if (cfg.shard_map[0])
+			snprintf(err, sizeof(err), "the consumer-token key cannot be derived");
+		log_error("msg=\"cannot start\" error=\"%s\"", err);
+		fprintf(stderr, "wm-shard: %s\n", err);
+		shard_close(&sh);
+		return 1;
+	}
+	sh.has_consumer_key = 1;
 	/* precedence: an uploaded version recovered from the snapshot/WAL
 	 * (engine/pricing/refadmin.c) replaced the --data-ref-dir files during shard_open */
 	const struct refdata *act = refdata_current();

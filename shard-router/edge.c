@@ -47,6 +47,7 @@
 #include "engine/cluster/internal_headers.h"
 #include "engine/edge/audit.h"
 #include "engine/edge/auth.h"
+#include "engine/edge/consumer_token.h"
 #include "engine/edge/key.h"
 #include "engine/edge/quota.h"
 #include "engine/replication/repl.h"
@@ -86,6 +87,8 @@ int redge_open(struct redge *e, const struct config *cfg, struct ev_loop *loop, 
 	}
 	e->opened = 1;
 	struct shard *sh = &e->sh;
+	if (ct_key_derive(k, sh->consumer_key) == 0) /* consumer tokens are checked here, like keys */
+		sh->has_consumer_key = 1;
 	sh->loop = loop;
 	sh->wal_h = (struct ev_handle){.fd = wal_event_fd(sh->wal), .fn = on_wal, .arg = sh};
 	if (ev_add(loop, &sh->wal_h, EPOLLIN)) {

@@ -55,6 +55,17 @@ WM_TEST(openapi, every_route_is_documented_with_its_scope)
 			cr_assert(json_is_string(json_array_get(req, 0)) &&
 					  !strcmp(json_string_value(json_array_get(req, 0)), want),
 				  "%s %s: security requirement must name %s", method_name(r->method), r->pattern, want);
+			/* a route taking consumer tokens says so, for the router's edge
+			 * (route_spec.c) and for readers; no other route does */
+			json_t *ct = json_object_get(op, "x-consumer-token");
+			int takes = (r->flags & ROUTE_F_CONSUMER) != 0;
+			cr_assert_eq(json_is_true(ct), takes, "%s %s: x-consumer-token must be %s", method_name(r->method),
+				     r->pattern, takes ? "true" : "absent");
+			if (takes) {
+				json_t *alt = json_object_get(json_array_get(security, 1), "consumerToken");
+				cr_assert(json_is_array(alt), "%s %s: security must list consumerToken as an alternative",
+					  method_name(r->method), r->pattern);
+			}
 		} else {
 			cr_assert_null(scope, "%s %s needs no scope but the document names one", method_name(r->method),
 				       r->pattern);

@@ -45,11 +45,15 @@ struct principal {
 	char key_id[ID_MAX_LEN];
 	char entity_id[ID_MAX_LEN];     /* "platform" or a partner id */
 	scope_set scopes;
-	uint8_t kind;                   /* enum key_kind */
+	uint8_t kind;                   /* enum key_kind, or PRINCIPAL_CONSUMER */
 	uint8_t roles, status;          /* the partner's, for the policy */
 	uint32_t rate_rps, rate_burst;  /* the key's own rate (0 = configured default) */
 	char channel_id[65];            /* publishable keys: the storefront channel, "" if none */
 };
+
+/* who.kind of a consumer token's holder (consumer_token.h): entity_id and
+ * key_id are its order's id; only ROUTE_F_CONSUMER routes of that order. */
+#define PRINCIPAL_CONSUMER 2
 
 #define API_MAX_SPAN 344 /* a cursor's text (base64url of <= 255 bytes) */
 

@@ -15,6 +15,12 @@
  *   6. the route's action for the entity  403 entity_suspended /
  *      (policy.c: roles and status)           action_not_allowed
  *
+ * A consumer token (consumer_token.h: "wm_ct_...") instead of a key is
+ * checked against the path's order at step 3 (401 unknown_key when it is
+ * not that order's token); steps 5 and 6 become "a route flagged
+ * ROUTE_F_CONSUMER, of that order" (403 consumer_token_not_allowed).  Its
+ * rate bucket and record quota are its order's.
+ *
  * Rate limiting comes before the scope and action checks so that probing
  * what a key may do is itself limited.
  *
@@ -43,6 +49,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "engine/edge/consumer_token.h"
 #include "engine/edge/key.h"
 #include "engine/edge/principal.h"
 #include "engine/base/log.h"
@@ -204,6 +211,43 @@ static const char *bearer_token(struct api_ctx *c, size_t *len)
 	return v;
 }
 
+/* The order a consumer token may act on: the path's {id}, on a route
+ * that takes consumer tokens (into order, ID_MAX_LEN bytes); 0, or -1. */
+static int consumer_order(struct api_ctx *c, char *order)
+{
+	return (c->route->flags & ROUTE_F_CONSUMER) && api_param(c, 0, order, ID_MAX_LEN) > 0 ? 0 : -1;
+}
+
+static void consumer_refused(struct api_ctx *c)
+{
+	api_error(c, 403, "consumer_token_not_allowed",
+		  "a consumer token opens only its own order's read, cancel and return routes");
+}
+
+/* Fill c->who from a consumer token (consumer_token.h) of the path's
+ * order; 0, or -1 with the 401/403 written. */
+static int identify_consumer(struct api_ctx *c, const char *tok, size_t len)
+{
+	char order[ID_MAX_LEN];
+	if (consumer_order(c, order)) {
+		consumer_refused(c);
+		return -1;
+	}
+	if (!c->sh->has_consumer_key || !ct_check(c->sh->consumer_key, order, tok, len)) {
+		unauthorized(c, "unknown_key", "this is not the consumer token of this order");
+		return -1;
+	}
+	struct principal *w = &c->who;
+	snprintf(w->key_id, sizeof(w->key_id), "%s", order);
+	snprintf(w->entity_id, sizeof(w->entity_id), "%s", order);
+	w->channel_id[0] = 0;
+	w->scopes = SCOPE_BIT(SC_READ_ORDERS) | SCOPE_BIT(SC_WRITE_ORDERS);
+	w->kind = PRINCIPAL_CONSUMER;
+	w->is_platform = 0;
+	w->authenticated = 1;
+	return 0;
+}
+
 /* Fill c->who from a valid key; 0, or -1 with the 401 written. */
 static int identify(struct api_ctx *c)
 {
@@ -211,6 +255,8 @@ static int identify(struct api_ctx *c)
 	const char *tok = bearer_token(c, &len);
 	if (!tok)
 		return -1;
+	if (ct_is_token(tok, len))
+		return identify_consumer(c, tok, len);
 	enum key_token t = key_token_parse(tok, len);
 	if (t > KEY_TOK_RAW) {
 		unauthorized(c, "malformed_key", key_token_error(t));
@@ -254,6 +300,14 @@ static int identify(struct api_ctx *c)
 static int route_allowed(struct api_ctx *c)
 {
 	const struct route *r = c->route;
+	if (c->who.kind == PRINCIPAL_CONSUMER) { /* its own order's consumer routes, nothing else */
+		char order[ID_MAX_LEN];
+		if (consumer_order(c, order) || strcmp(order, c->who.entity_id)) {
+			consumer_refused(c);
+			return -1;
+		}
+		return 0;
+	}
 	if (!(c->who.scopes & SCOPE_BIT(r->scope))) {
 		forbidden_scope(c, scope_defs[r->scope].name);
 		return -1;

@@ -33,6 +33,9 @@ struct route {
  * caller (written by the same function): etag.c tags it from the body
  * instead of running the GET again (POST /v1/orders). */
 #define ROUTE_F_CREATE_IS_VIEW 0x02
+/* A consumer token of the order in the path ({id}) may call it
+ * (consumer_token.h); in the OpenAPI document "x-consumer-token": true. */
+#define ROUTE_F_CONSUMER 0x04
 
 /* Every route of the service, NULL-pattern terminated (routes.c). */
 const struct route *api_route_table(void);

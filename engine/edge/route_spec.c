@@ -68,6 +68,9 @@ static int op_route(const char *path, enum http_method m, const struct json_valu
 		r->scope = (uint8_t)s;
 		r->action = (uint8_t)a;
 	}
+	const struct json_value *ct = json_get(op, "x-consumer-token");
+	if (ct && ct->type == JSON_TRUE)
+		r->flags |= ROUTE_F_CONSUMER;
 	r->pattern = text_put(text, at, path);
 	r->summary = text_put(text, at, su && su->type == JSON_STRING ? su->u.str : "");
 	return 0;

@@ -77,6 +77,7 @@
  *    releases every hold and refunds the charge, each step its own
  *    transaction, resumed on restart if a crash interrupts it.
  */
+#include "engine/edge/consumer_token.h"
 #include "engine/orders/order.h"
 #include "engine/orders/tracking.h"
 
@@ -1145,6 +1146,7 @@ enum { OR_SELLER = 1, OR_ORIGINATOR = 2, OR_FULFILLER = 4 };
 
 struct order_view {
 	int platform;             /* the whole document */
+	int consumer;             /* the order's consumer (a consumer token): consumer_members */
 	unsigned roles;           /* OR_* of `me` on this order */
 	const char *me;           /* the caller's entity */
 };
@@ -1154,6 +1156,10 @@ struct order_view {
 static struct order_view view_of(const struct api_ctx *c, const struct order *o)
 {
 	struct order_view v = {.platform = c->who.is_platform, .roles = 0, .me = c->who.entity_id};
+	if (c->who.kind == PRINCIPAL_CONSUMER) {
+		v.consumer = !strcmp(o->row.id, v.me);
+		return v;
+	}
 	if (!strcmp(o->seller_id, v.me))
 		v.roles |= OR_SELLER;
 	for (unsigned i = 0; i < o->n_legs; i++) {
@@ -1168,7 +1174,7 @@ static struct order_view view_of(const struct api_ctx *c, const struct order *o)
 /* Leg l is in view v (the rule order_view_write applies to fulfillments[]). */
 static int leg_in_view(const struct order_view *v, const struct order_leg *l)
 {
-	return v->platform || (v->roles & OR_SELLER) || !strcmp(l->originator_id, v->me) ||
+	return v->platform || v->consumer || (v->roles & OR_SELLER) || !strcmp(l->originator_id, v->me) ||
 	       !strcmp(l->fulfiller_id, v->me);
 }
 
@@ -1378,6 +1384,32 @@ static const struct {
 	{"created_at", PH_COPY},       {"updated_at", PH_COPY},
 };
 
+/* What the order's consumer sees (a consumer token, consumer_token.h): what
+ * it bought and pays, where its parcels are, its invoice; never the B2B
+ * prices (p2b), the routing, the stock internals, the split of the money
+ * or the seller's idempotency record.  drop: members left out of each
+ * entry of an array member. */
+static const char *const consumer_line_drop[] = {"p2b", "p2b_currency", "sources", NULL};
+static const struct {
+	const char *key;
+	const char *const *drop;
+} consumer_members[] = {
+	{"order_id", NULL},	   {"id", NULL},	{"status", NULL},	  {"channel", NULL},
+	{"consumer", NULL},	   {"seller", NULL},	{"platform_entity", NULL}, {"destination_country", NULL},
+	{"currency", NULL},	   {"lines", consumer_line_drop}, {"fulfillments", ship_only_drop},
+	{"financial_breakdown", NULL}, {"components", NULL}, {"total", NULL}, {"documents", NULL},
+	{"payment", NULL},	   {"failure", NULL},	{"created_at", NULL},	  {"updated_at", NULL},
+};
+
+/* The consumer_members index of key, or -1. */
+static int consumer_member(const char *key)
+{
+	for (unsigned k = 0; k < sizeof(consumer_members) / sizeof(consumer_members[0]); k++)
+		if (!strcmp(consumer_members[k].key, key))
+			return (int)k;
+	return -1;
+}
+
 /* The part_members index of key, or -1 when a participant does not see it. */
 static int part_member(const char *key)
 {
@@ -1391,6 +1423,8 @@ static int part_member(const char *key)
  * seller's idempotency record included), a participant what part_members lists. */
 static int member_shown(const char *key, const struct order_view *v)
 {
+	if (v->consumer)
+		return consumer_member(key) >= 0;
 	return v->platform || (v->roles & OR_SELLER) || part_member(key) >= 0;
 }
 
@@ -1400,6 +1434,18 @@ static void write_member_view(struct jw *w, const struct json_value *root, const
 {
 	if (v->platform) {
 		jw_value(w, &m->value);
+		return;
+	}
+	if (v->consumer) {
+		const char *const *drop = consumer_members[consumer_member(m->key)].drop;
+		if (!drop || m->value.type != JSON_ARRAY) {
+			jw_value(w, &m->value);
+			return;
+		}
+		jw_arr_begin(w);
+		for (uint32_t i = 0; i < m->value.len; i++)
+			copy_members(w, &m->value.u.items[i], NULL, drop);
+		jw_arr_end(w);
 		return;
 	}
 	if (v->roles & OR_SELLER) { /* its order: all of it, minus the candidates it may not see */
@@ -1461,6 +1507,8 @@ static void write_member_view(struct jw *w, const struct json_value *root, const
  *                address (ship-to, never the email), the lines it ships
  *                (sku, box_units), the sources and legs it ships without
  *                prices or the owner's hold and level ids, its own payout;
+ *   consumer     (a consumer token of this order) what consumer_members
+ *                lists: what it bought and pays, its parcels, its invoice;
  * roles add up (an estate shipping its own leg is both).  member: NULL for
  * the whole view, else that member's value in it (null when the view does
  * not show it).
@@ -1728,7 +1776,8 @@ out:
 const struct order *order_visible_id(struct api_ctx *c, const char *id)
 {
 	const struct order *o = id && id[0] ? order_get(c->sh, id, strlen(id)) : NULL;
-	if (o && (c->who.is_platform || order_involves(o, c->who.entity_id)))
+	if (o && (c->who.is_platform || order_involves(o, c->who.entity_id) ||
+		  (c->who.kind == PRINCIPAL_CONSUMER && !strcmp(o->row.id, c->who.entity_id))))
 		return o;
 	api_error(c, 404, "not_found", "no order with this id");
 	return NULL;
@@ -1962,8 +2011,9 @@ static void order_cancel(struct api_ctx *c)
 	const struct order *o = visible_order(c);
 	if (!o)
 		return;
-	if (!c->who.is_platform && strcmp(o->seller_id, c->who.entity_id)) {
-		api_error(c, 403, "not_order_seller", "only the order's seller or the platform cancels an order");
+	int consumer = c->who.kind == PRINCIPAL_CONSUMER; /* order_visible_id: of this order */
+	if (!c->who.is_platform && !consumer && strcmp(o->seller_id, c->who.entity_id)) {
+		api_error(c, 403, "not_order_seller", "only the order's seller, its consumer or the platform cancels an order");
 		return;
 	}
 	const struct order_state_v *sv = cur(c->sh, o);
@@ -1996,7 +2046,7 @@ static void order_cancel(struct api_ctx *c)
 	snprintf(id, sizeof(id), "%s", o->row.id);
 	char extra[96];
 	snprintf(extra, sizeof(extra), "{\"from_status\":\"%s\",\"cancelled_by\":\"%s\"}", order_status_names[sv->status],
-		 c->who.is_platform ? "platform" : "seller");
+		 c->who.is_platform ? "platform" : consumer ? "consumer" : "seller");
 	struct order_patch p = {.status = ORD_CANCELLED, .compensated = 0, .event = "order.cancelled",
 				.event_extra = extra};
 	txn_begin(c->sh);
@@ -2011,6 +2061,43 @@ static void order_cancel(struct api_ctx *c)
 	write_view(c, &c->w, o, NULL);
 }
 
+/* ---- the consumer's token --------------------------------------------------------- */
+
+/* GET /v1/orders/{id}/consumer-token: the token the seller hands to its
+ * customer (consumer_token.h), for the order's seller and the platform. */
+static void order_consumer_token(struct api_ctx *c)
+{
+	const struct order *o = visible_order(c);
+	if (!o)
+		return;
+	if (!c->who.is_platform && strcmp(o->seller_id, c->who.entity_id)) {
+		api_error(c, 403, "not_order_seller", "only the order's seller or the platform reads its consumer token");
+		return;
+	}
+	char tok[CT_TOKEN_LEN + 1];
+	if (!c->sh->has_consumer_key || ct_make(c->sh->consumer_key, o->row.id, tok)) {
+		api_error(c, 500, "internal_error", "the consumer token could not be made");
+		return;
+	}
+	if (api_read_row(c))
+		return;
+	buf_puts(&c->rs->headers, "Cache-Control: no-store\r\n");
+	c->rs->status = 200;
+	jw_obj_begin(&c->w);
+	jw_kstr(&c->w, "order_id", o->row.id);
+	jw_kstr(&c->w, "token", tok);
+	jw_key(&c->w, "allows");
+	jw_arr_begin(&c->w);
+	for (const struct route *r = api_route_table(); r && r->pattern; r++)
+		if (r->flags & ROUTE_F_CONSUMER) {
+			char op[160];
+			snprintf(op, sizeof(op), "%s %s", r->method == HTTP_M_GET ? "GET" : "POST", r->pattern);
+			jw_str(&c->w, op);
+		}
+	jw_arr_end(&c->w);
+	jw_obj_end(&c->w);
+}
+
 const struct route order_routes[] = {
 	{HTTP_M_POST, "/v1/orders", order_create, SC_WRITE_ORDERS, ACT_CREATE_ORDERS,
 	 "Create an order: the flash buy-sell saga (holds, charge, commit), multi-source",
@@ -2018,12 +2105,14 @@ const struct route order_routes[] = {
 	{HTTP_M_GET, "/v1/orders", order_list, SC_READ_ORDERS, ACT_READ_ORDERS,
 	 "List the orders the caller's entity takes part in", 0},
 	{HTTP_M_GET, "/v1/orders/{id}", order_read, SC_READ_ORDERS, ACT_READ_ORDERS,
-	 "Order detail: lines, sourcing, legs, split, payment", 0},
+	 "Order detail: lines, sourcing, legs, split, payment", ROUTE_F_CONSUMER},
 	{HTTP_M_GET, "/v1/orders/{id}/sourcing", order_sourcing, SC_READ_ORDERS, ACT_READ_ORDERS,
 	 "Which offers won and why, with the candidates that lost and the rule", 0},
 	{HTTP_M_GET, "/v1/orders/{id}/fulfillments", order_fulfillments, SC_READ_ORDERS, ACT_READ_ORDERS,
 	 "Per-source fulfilment legs", 0},
 	{HTTP_M_POST, "/v1/orders/{id}/cancel", order_cancel, SC_WRITE_ORDERS, ACT_CREATE_ORDERS,
-	 "Cancel before fulfilment: releases every reservation, refunds the consumer", 0},
+	 "Cancel before fulfilment: releases every reservation, refunds the consumer", ROUTE_F_CONSUMER},
+	{HTTP_M_GET, "/v1/orders/{id}/consumer-token", order_consumer_token, SC_READ_ORDERS, ACT_READ_ORDERS,
+	 "The order's consumer token: what the seller hands its customer to read, cancel and return the order", 0},
 	{0, NULL, NULL, 0, 0, NULL, 0},
 };

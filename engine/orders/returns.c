@@ -494,9 +494,10 @@ static void return_create(struct api_ctx *c)
 	const struct order *o = order_visible(c);
 	if (!o)
 		return;
-	if (!c->who.is_platform && strcmp(o->seller_id, c->who.entity_id)) {
-		api_error(c, 403, "not_order_seller", "the consumer's side (the order's seller) or the platform asks for a "
-						      "return or refund");
+	int consumer = c->who.kind == PRINCIPAL_CONSUMER; /* order_visible: of this order */
+	if (!c->who.is_platform && !consumer && strcmp(o->seller_id, c->who.entity_id)) {
+		api_error(c, 403, "not_order_seller", "the consumer (its consumer token), the order's seller or the "
+						      "platform asks for a return or refund");
 		return;
 	}
 	const struct order_state *s = order_state_get(c->sh, o->row.id, o->row.id_len);
@@ -555,7 +556,7 @@ static void return_create(struct api_ctx *c)
 	jw_init(&j, &doc);
 	write_row(&j, rid, o, q.kind, q.reason, q.note, q.qty, w.n_lines, (const int64_t(*)[RET_LINES_MAX])alloc, amount,
 		  q.kind == RK_REFUND ? RS_REFUNDING : RS_REQUESTED, !remote,
-		  c->who.is_platform ? "platform" : c->who.entity_id, now, now, NULL, NULL);
+		  c->who.is_platform ? "platform" : consumer ? "consumer" : c->who.entity_id, now, now, NULL, NULL);
 	rc = rc || j.err || txn_put(c->sh, REC_T_RETURN, rid, strlen(rid), doc.data, doc.len) ||
 	     stage_order(c->sh, o, q.kind, rid, amount, w.minor) || !txn_commit(c->sh);
 	buf_free(&doc);
@@ -713,10 +714,17 @@ static void return_receive(struct api_ctx *c)
 /* The return as the caller may see it: the platform and the seller all of
  * it; a fulfiller or originator of a leg it goes back through, without the
  * money (amount, currency). */
+/* The caller sees every return of o whole: the platform, the seller, the
+ * order's consumer (o was found through order_visible, so a consumer
+ * principal is this order's). */
+static int sees_whole(const struct api_ctx *c, const struct order *o)
+{
+	return c->who.is_platform || c->who.kind == PRINCIPAL_CONSUMER || !strcmp(o->seller_id, c->who.entity_id);
+}
+
 static void write_return(struct api_ctx *c, const struct order *o, const struct order_return *r)
 {
-	int full = c->who.is_platform || !strcmp(o->seller_id, c->who.entity_id);
-	if (full) {
+	if (sees_whole(c, o)) {
 		jw_raw(&c->w, r->row.doc, r->row.doc_len);
 		return;
 	}
@@ -738,10 +746,10 @@ static void write_return(struct api_ctx *c, const struct order *o, const struct 
 	json_doc_free(d);
 }
 
-/* The caller sees return r: the platform, the seller, or a party of a leg it goes through. */
+/* The caller sees return r: sees_whole, or a party of a leg it goes through. */
 static int return_visible(struct api_ctx *c, const struct order *o, const struct order_return *r)
 {
-	if (c->who.is_platform || !strcmp(o->seller_id, c->who.entity_id))
+	if (sees_whole(c, o))
 		return 1;
 	for (unsigned g = 0; g < o->n_legs; g++) {
 		char needle[80];
@@ -784,9 +792,9 @@ static void return_list(struct api_ctx *c)
 
 const struct route return_routes[] = {
 	{HTTP_M_POST, "/v1/orders/{id}/returns", return_create, SC_WRITE_ORDERS, ACT_CREATE_ORDERS,
-	 "Request a return (goods come back) or a refund (they stay), within the complaint window", 0},
+	 "Request a return (goods come back) or a refund (they stay), within the complaint window", ROUTE_F_CONSUMER},
 	{HTTP_M_GET, "/v1/orders/{id}/returns", return_list, SC_READ_ORDERS, ACT_READ_ORDERS,
-	 "The order's returns and refunds", 0},
+	 "The order's returns and refunds", ROUTE_F_CONSUMER},
 	{HTTP_M_POST, "/v1/orders/{id}/returns/{return_id}/receive", return_receive, SC_WRITE_INVENTORY,
 	 ACT_WRITE_INVENTORY, "The returned goods arrived: stock back on hand, the money back", 0},
 	{0, NULL, NULL, 0, 0, NULL, 0},

@@ -50,6 +50,11 @@ struct shard {
 	 * is answered 421 (engine/edge/api.c). */
 	const struct cluster_key *ckey;
 	const struct shard_map *smap;
+	/* The key of consumer tokens (engine/edge/consumer_token.h), set by
+	 * shard_main.c and the router's edge; has_consumer_key 0: none, and a
+	 * consumer token is refused like an unknown key. */
+	uint8_t consumer_key[32];
+	uint8_t has_consumer_key;
 	/* The LSN of `publisher` this shard's replica has applied; set by the
 	 * replication subscriber, NULL without one (engine/edge/park.c). */
 	uint64_t (*repl_applied)(struct shard *sh, uint32_t publisher);

@@ -16,14 +16,14 @@
 static const char *const demo_partners[] = {
 	"{\"legal_name\":\"Domaine des Trois Chênes SARL\",\"country\":\"FR\",\"roles\":[\"originator\"],"
 	"\"originator_type\":\"estate\",\"contact\":{\"name\":\"Claire Martin\",\"email\":\"claire@troischenes.example\"},"
-	"\"payout_currency\":\"EUR\"}",
+	"\"payout_provider\":\"sandbox\",\"payout_account_id\":\"acct_demo_1\",\"payout_currency\":\"EUR\"}",
 	"{\"legal_name\":\"Cantina Colli Alti S.r.l.\",\"country\":\"IT\",\"roles\":[\"originator\",\"seller\"],"
-	"\"originator_type\":\"estate\",\"payout_currency\":\"EUR\"}",
-	"{\"legal_name\":\"Weinhandel Nord GmbH\",\"country\":\"DE\",\"roles\":[\"seller\"],\"payout_currency\":\"EUR\"}",
+	"\"originator_type\":\"estate\",\"payout_provider\":\"sandbox\",\"payout_account_id\":\"acct_demo_2\",\"payout_currency\":\"EUR\"}",
+	"{\"legal_name\":\"Weinhandel Nord GmbH\",\"country\":\"DE\",\"roles\":[\"seller\"],\"payout_provider\":\"sandbox\",\"payout_account_id\":\"acct_demo_3\",\"payout_currency\":\"EUR\"}",
 	"{\"legal_name\":\"Nordic Cellar Logistics AS\",\"country\":\"NO\",\"roles\":[\"fulfiller\"],"
-	"\"capabilities\":{\"feeds_unoffered_wines\":true},\"payout_currency\":\"NOK\"}",
+	"\"capabilities\":{\"feeds_unoffered_wines\":true},\"payout_provider\":\"sandbox\",\"payout_account_id\":\"acct_demo_4\",\"payout_currency\":\"NOK\"}",
 	"{\"legal_name\":\"Private Cellar of J. Smith\",\"country\":\"GB\",\"roles\":[\"originator\"],"
-	"\"originator_type\":\"collector\",\"payout_currency\":\"GBP\"}",
+	"\"originator_type\":\"collector\",\"payout_provider\":\"sandbox\",\"payout_account_id\":\"acct_demo_5\",\"payout_currency\":\"GBP\"}",
 };
 
 /* A few canonical wines (drafts, with inline producers), ingested through

@@ -34,7 +34,8 @@ const char *tc_jstr(json_t *o, const char *k);
 int tc_lists_error(json_t *problem, const char *field, const char *rule);
 /* A partner of `country` with `roles` (a JSON array) and extra members (may
  * be NULL), created and moved through onboarding to live by the operator;
- * its id into out (>= 64 bytes). */
+ * its id into out (>= 64 bytes).  It gets a sandbox payout account
+ * ("acct_test") unless extra names payout_account_id itself. */
 void tc_partner_live(int port, const char *name, const char *country, const char *roles, const char *extra,
 		     char *out);
 /* A secret key minted by the operator for `entity`; the plaintext into out

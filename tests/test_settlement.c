@@ -127,6 +127,56 @@ WM_TEST(settlement, payouts_wait_for_their_legs_and_days)
 	wm_proc_cleanup(&x.p);
 }
 
+WM_TEST(settlement, a_partner_without_a_payout_account_is_held_until_it_names_one)
+{
+	static const char *const extra[] = {"--payout-days", "originator=0,seller=0,fulfiller=0", NULL};
+	memcpy(ow_extra_args, extra, sizeof(extra));
+	struct oworld x;
+	ow_start(&x, NULL, 24, 0);
+	memset(ow_extra_args, 0, sizeof(ow_extra_args));
+	/* the seller removes its payout account (null: merge-patch removal) */
+	char path[160], id[64], st[32];
+	snprintf(path, sizeof(path), "/v1/partners/%s", x.sel);
+	json_decref(tc_expect(x.port, "PATCH", path, NULL, "{\"payout_provider\":null,\"payout_account_id\":null}", 200));
+	order_delivered(&x, 6, 1, 3600, id); /* one leg, the estate's */
+	json_t *r = run(&x);
+	cr_assert_eq(json_integer_value(json_object_get(r, "payouts_held")), 1, "the seller's: %s", dump(r));
+	long long paid = json_integer_value(json_object_get(r, "payouts_paid"));
+	cr_assert_gt(paid, 0, "the others are paid: %s", dump(r));
+	json_decref(r);
+	json_t *s = settlement(&x, NULL, id);
+	size_t i;
+	json_t *p;
+	json_array_foreach(json_object_get(s, "payouts"), i, p)
+	{
+		int sel = !strcmp(tc_jstr(p, "partner_id"), x.sel);
+		cr_assert_str_eq(tc_jstr(p, "state"), sel ? "eligible" : "paid", "%s", dump(p));
+		if (sel)
+			cr_assert_str_eq(tc_jstr(p, "held"), "no_payout_account", "%s", dump(p));
+		else
+			cr_assert(json_is_null(json_object_get(p, "held")), "%s", dump(p));
+	}
+	cr_assert_str_eq(tc_jstr(s, "state"), "open");
+	json_decref(s);
+	cr_assert_str_eq(status_of(&x, id, st), "delivered", "not settled while a payout waits");
+	reconciles(&x, id);
+	/* a second run holds it again; once the seller names an account, the next pays it */
+	r = run(&x);
+	cr_assert_eq(json_integer_value(json_object_get(r, "payouts_held")), 1);
+	cr_assert_eq(json_integer_value(json_object_get(r, "payouts_paid")), 0);
+	json_decref(r);
+	json_decref(tc_expect(x.port, "PATCH", path, NULL,
+			      "{\"payout_provider\":\"sandbox\",\"payout_account_id\":\"acct_shop_2\"}", 200));
+	r = run(&x);
+	cr_assert_eq(json_integer_value(json_object_get(r, "payouts_held")), 0, "%s", dump(r));
+	cr_assert_eq(json_integer_value(json_object_get(r, "payouts_paid")), 1, "%s", dump(r));
+	json_decref(r);
+	cr_assert_str_eq(status_of(&x, id, st), "settled");
+	reconciles(&x, id);
+	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
+}
+
 WM_TEST(settlement, a_run_pays_the_eligible_then_a_refund_claws_back)
 {
 	static const char *const extra[] = {"--payout-days", "originator=0,seller=0,fulfiller=0", NULL};

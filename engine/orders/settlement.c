@@ -42,6 +42,7 @@
 
 #include "engine/base/iso.h"
 #include "engine/base/log.h"
+#include "engine/catalogue/partner.h"
 #include "engine/edge/fields.h"
 #include "engine/orders/order.h"
 #include "engine/orders/payment.h"
@@ -294,6 +295,15 @@ static void write_ts_or_null(struct jw *w, const char *k, long long ms)
 	fmt_rfc3339_ms(t, (unsigned long long)ms);
 	jw_kstr(w, k, t);
 }
+/* Where party i's money goes: its partner's payout account, or NULL when
+ * it has none (the payout waits for one: paying a partner that named no
+ * account would send money nowhere the partner chose). */
+static const char *payout_account(struct shard *sh, const struct settle *s, unsigned i)
+{
+	const struct partner *pt = partner_get(sh, s->p[i].partner_id, strlen(s->p[i].partner_id));
+	return pt && pt->v.payout_account_id[0] ? pt->v.payout_account_id : NULL;
+}
+
 
 /* GET /v1/orders/{id}/settlement */
 static void settlement_read(struct api_ctx *c)
@@ -336,6 +346,10 @@ static void settlement_read(struct api_ctx *c)
 		quote_write_money(w, "refunded", s.b[i].refunded, mn);
 		quote_write_money(w, "net", s.b[i].amount - s.b[i].refunded, mn);
 		jw_kstr(w, "state", payout_state_names[st]);
+		if (st == PO_ELIGIBLE && !payout_account(c->sh, &s, i))
+			jw_kstr(w, "held", "no_payout_account");
+		else
+			jw_knull(w, "held");
 		write_ts_or_null(w, "eligible_at", s.p[i].eligible_ms);
 		quote_write_money(w, "paid", paid, mn);
 		quote_write_money(w, "clawed_back", clawed, mn);
@@ -370,8 +384,9 @@ static void settlement_read(struct api_ctx *c)
 /* ---- the payout run ----------------------------------------------------------------------- */
 
 /* Pay order id's eligible payouts; move it to settled when all are paid.
- * How many payouts were paid into *paid. */
-static void run_order(struct shard *sh, const char *id, unsigned *paid_n, unsigned *failed)
+ * How many payouts were paid, failed and held (no payout account) into
+ * *paid_n, *failed and *held. */
+static void run_order(struct shard *sh, const char *id, unsigned *paid_n, unsigned *failed, unsigned *held)
 {
 	const struct order *o = order_get(sh, id, strlen(id));
 	static struct settle s;
@@ -390,6 +405,14 @@ static void run_order(struct shard *sh, const char *id, unsigned *paid_n, unsign
 		}
 		char pid[ID_MAX_LEN + 8];
 		payout_id(o, i, pid, sizeof(pid));
+		if (!payout_account(sh, &s, i)) {
+			all = 0;
+			(*held)++;
+			log_warn("msg=\"a payout waits for its partner's payout account (PATCH payout_provider and "
+				 "payout_account_id); the next run pays it\" payout=%s partner=%s",
+				 pid, s.p[i].partner_id);
+			continue;
+		}
 		struct payout_request rq = {.payout_id = pid, .order_id = o->row.id, .partner_id = s.p[i].partner_id,
 					    .role = s.p[i].role, .amount_minor = s.b[i].amount - s.b[i].refunded};
 		memcpy(rq.currency, o->currency, sizeof(rq.currency));
@@ -420,7 +443,7 @@ static void run_order(struct shard *sh, const char *id, unsigned *paid_n, unsign
 static void payout_run(struct api_ctx *c)
 {
 	char after[ID_MAX_LEN] = "", id[ID_MAX_LEN];
-	unsigned orders = 0, paid = 0, failed = 0;
+	unsigned orders = 0, paid = 0, failed = 0, held = 0;
 	int more = 0;
 	while (order_settling_next(c->sh, after, id)) {
 		if (orders == PAYOUT_RUN_MAX) {
@@ -428,7 +451,7 @@ static void payout_run(struct api_ctx *c)
 			break;
 		}
 		memcpy(after, id, sizeof(after));
-		run_order(c->sh, id, &paid, &failed);
+		run_order(c->sh, id, &paid, &failed, &held);
 		orders++;
 	}
 	c->rs->status = 200;
@@ -436,6 +459,7 @@ static void payout_run(struct api_ctx *c)
 	jw_kint(&c->w, "orders_visited", orders);
 	jw_kint(&c->w, "payouts_paid", paid);
 	jw_kint(&c->w, "payouts_failed", failed);
+	jw_kint(&c->w, "payouts_held", held);
 	jw_kbool(&c->w, "more", more);
 	jw_obj_end(&c->w);
 }

@@ -156,3 +156,88 @@ WM_TEST(compliance, a_late_scan_is_booked_in_the_open_month)
 	wm_stop(&x.p);
 	wm_proc_cleanup(&x.p);
 }
+
+/*
+ * Returns and refunds correct the register in the month the money goes
+ * back, never by changing a record.  The world ships to FR (still wine:
+ * 4.19 EUR/hl from 2026-01-01, data/excise.tsv; VAT 20 %), one order of 10
+ * bottles of 0.75 L, 13 % vol, all from the estate.  By hand:
+ *   delivered: 10 units, 7.5 L, LPA 0.975, excise E = 0.075 hl x 4.19
+ *              = 0.31425 -> 0.31 EUR, VAT V (the order's V_VAT)
+ *   R1 refund of 2 (goods kept): units 0, excise 0, VAT -round(V x 2/10)
+ *   R2 return of 3 (goods back): units -3, -2.25 L, LPA -0.2925,
+ *              excise -round(0.31 x 3/10) = -0.09, VAT -round(V x 3/10)
+ *   month:     3 records, 2 corrections, 7 units, 5.25 L, LPA 0.6825,
+ *              excise 0.31 - 0.09 = 0.22, VAT V - both corrections.
+ */
+WM_TEST(compliance, returns_and_refunds_are_booked_as_corrections)
+{
+	struct oworld x;
+	memset(&x, 0, sizeof(x));
+	wm_proc_init(&x.p);
+	ow_restart(&x, NULL);
+	ow_build(&x, x.port, 24, 0, "FR", "FR");
+	char a[64], now_month[8], path[256], rid[128];
+	long long vat;
+	delivered(&x, 10, 60, a, &vat);
+	month(0, now_month);
+	json_t *r = register_of(&x, NULL, a);
+	cr_assert_eq(json_array_size(json_object_get(r, "data")), 1, "%s", dump(r));
+	cr_assert_eq(ow_cents(jat(r, "data", 0), "excise_due"), 31, "0.075 hl x 4.19 = 0.31425: %s", dump(r));
+	cr_assert_str_eq(tc_jstr(jat(r, "data", 0), "entry"), "delivery");
+	long long v_leg = ow_cents(jat(r, "data", 0), "vat_due");
+	cr_assert_eq(v_leg, vat, "one leg: the whole V_VAT");
+	json_decref(r);
+
+	snprintf(path, sizeof(path), "/v1/orders/%s/returns", a);
+	json_decref(tc_expect(x.port, "POST", path, x.ksel,
+			      "{\"kind\":\"refund\",\"reason\":\"damaged\",\"lines\":[{\"line\":0,\"qty\":2}]}", 201));
+	r = tc_expect(x.port, "POST", path, x.ksel,
+		      "{\"kind\":\"return\",\"reason\":\"wrong_item\",\"lines\":[{\"line\":0,\"qty\":3}]}", 201);
+	snprintf(rid, sizeof(rid), "%s", tc_jstr(r, "id"));
+	json_decref(r);
+	/* nothing is booked for the return before its goods are back and the money with them */
+	r = register_of(&x, NULL, a);
+	cr_assert_eq(json_array_size(json_object_get(r, "data")), 2, "the delivery and R1: %s", dump(r));
+	json_decref(r);
+	snprintf(path, sizeof(path), "/v1/orders/%s/returns/%s/receive", a, rid);
+	json_decref(tc_expect(x.port, "POST", path, x.kest, "{}", 200));
+
+	r = register_of(&x, NULL, a);
+	cr_assert_eq(json_array_size(json_object_get(r, "data")), 3, "%s", dump(r));
+	json_t *r1 = jat(r, "data", 1), *r2 = jat(r, "data", 2);
+	cr_assert_str_eq(tc_jstr(r1, "entry"), "refund", "%s", dump(r1));
+	cr_assert_eq(json_integer_value(json_object_get(r1, "units_delivered")), 0);
+	cr_assert_eq(ow_cents(r1, "excise_due"), 0, "goods kept: the excise stays due");
+	cr_assert_eq(ow_cents(r1, "vat_due"), -((v_leg * 2 + 5) / 10), "%s", dump(r1));
+	cr_assert_str_eq(tc_jstr(r1, "period"), now_month);
+	cr_assert_str_eq(tc_jstr(r2, "entry"), "return", "%s", dump(r2));
+	cr_assert_str_eq(tc_jstr(r2, "return_id"), rid);
+	cr_assert_eq(json_integer_value(json_object_get(r2, "units_delivered")), -3);
+	cr_assert_eq(ow_cents(r2, "litres"), -225, "%s", dump(r2));
+	cr_assert_eq(ow_cents(r2, "excise_due"), -9, "round(0.31 x 3 / 10)");
+	cr_assert_eq(ow_cents(r2, "vat_due"), -((v_leg * 3 + 5) / 10), "%s", dump(r2));
+	cr_assert_str_eq(tc_jstr(r2, "originator_id"), x.est);
+	json_decref(r);
+
+	snprintf(path, sizeof(path), "/v1/compliance/declarations?destination=FR&period=%s", now_month);
+	json_t *d = tc_expect(x.port, "GET", path, NULL, NULL, 200);
+	json_t *s = jat(d, "declarations", 0);
+	cr_assert_eq(json_integer_value(json_object_get(s, "records")), 3, "%s", dump(d));
+	cr_assert_eq(json_integer_value(json_object_get(s, "corrections")), 2);
+	cr_assert_eq(json_integer_value(json_object_get(s, "units")), 7);
+	cr_assert_eq(ow_cents(s, "litres"), 525, "%s", dump(s));
+	double lpa = json_real_value(json_object_get(s, "litres_pure_alcohol"));
+	cr_assert(lpa > 0.68249 && lpa < 0.68251, "5.25 x 13 / 100 = 0.6825: %s", dump(s));
+	cr_assert_eq(ow_cents(s, "excise_due"), 22, "%s", dump(s));
+	cr_assert_eq(ow_cents(s, "vat_due"), v_leg - (v_leg * 2 + 5) / 10 - (v_leg * 3 + 5) / 10, "%s", dump(s));
+	json_decref(d);
+	/* kill -9: the corrections are durable */
+	wm_kill9(&x.p);
+	ow_restart(&x, NULL);
+	r = register_of(&x, NULL, a);
+	cr_assert_eq(json_array_size(json_object_get(r, "data")), 3, "%s", dump(r));
+	json_decref(r);
+	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
+}

@@ -23,6 +23,20 @@
  * as a new line in the next declaration, as fiscal practice requires.  So
  * a closed month's figures never change.
  *
+ * Returns and refunds correct the register the same way, never by
+ * changing a record: when a return's money goes back (returns.c
+ * refund_step, in that transaction) a correction record per leg and line
+ * ("<return id>.X<leg>.<line>", `entry` "return" or "refund") is booked in
+ * the month the money went back --
+ *   return   the goods came back: units, litres, litres of pure alcohol,
+ *            excise and VAT of those units, all negative (the excise is
+ *            reclaimed: the goods left the destination's consumption);
+ *   refund   money back, goods kept: the VAT share of the refunded units
+ *            only (the taxable amount was reduced, VAT Directive art. 90);
+ *            units and excise 0 (the goods stay released for consumption).
+ * A delivery record carries `entry` "delivery" (records written before
+ * corrections existed have none and read as deliveries).
+ *
  * Declarations aggregate a destination's month per excise category from an
  * ordered index (destination, period, record id): no scan of the orders.
  */
@@ -38,6 +52,7 @@
 #include "engine/catalogue/wine.h"
 #include "engine/edge/fields.h"
 #include "engine/orders/order.h"
+#include "engine/orders/tracking.h"
 #include "engine/pricing/quote.h"
 #include "engine/pricing/refdata.h"
 #include "engine/storage/record.h"
@@ -45,8 +60,12 @@
 #define CREC_ID_MAX (ID_MAX_LEN + 24)
 #define CREC_KEY_MAX (CREC_ID_MAX + 16)
 
+enum crec_entry { CE_DELIVERY = 0, CE_RETURN, CE_REFUND };
+static const char *const crec_entry_names[] = {"delivery", "return", "refund", NULL};
+
 struct crec {
 	struct row row;
+	uint8_t entry;                 /* enum crec_entry */
 	char dest[3], period[8];       /* the declaration it belongs to: "DE", "2026-11" */
 	uint8_t category;              /* enum rd_category */
 	int64_t units, volume_ul, abv; /* abv: hundredths of % vol */
@@ -103,6 +122,34 @@ static int fixed(const struct json_value *doc, const char *k, unsigned scale, in
 	return v && v->type == JSON_NUMBER && !json_to_fixed(v, scale, out) ? 0 : -1;
 }
 
+/* The record's `entry` (absent: a delivery).  0 or -1. */
+static int entry_of(const struct json_value *doc, uint8_t *out)
+{
+	const struct json_value *e = json_get(doc, "entry");
+	*out = CE_DELIVERY;
+	if (!e)
+		return 0;
+	for (uint8_t i = 0; e->type == JSON_STRING && crec_entry_names[i]; i++)
+		if (!strcmp(crec_entry_names[i], e->u.str)) {
+			*out = i;
+			return 0;
+		}
+	return -1;
+}
+
+/* The signs an entry's figures must have (units bounded by 10^8). */
+static int figures_ok(const struct crec *c)
+{
+	switch (c->entry) {
+	case CE_DELIVERY:
+		return c->units >= 1 && c->units <= 100000000 && c->excise_minor >= 0 && c->vat_minor >= 0;
+	case CE_RETURN:
+		return c->units <= -1 && c->units >= -100000000 && c->excise_minor <= 0 && c->vat_minor <= 0;
+	default:
+		return c->units == 0 && c->excise_minor == 0 && c->vat_minor <= 0;
+	}
+}
+
 static int crec_decode(struct table *t, struct row *r, const struct json_value *doc)
 {
 	(void)t;
@@ -115,9 +162,8 @@ static int crec_decode(struct table *t, struct row *r, const struct json_value *
 	    fld_doc_str(doc, "currency", cur, sizeof(cur)) || (minor = iso_currency_minor(cur, 3)) < 0 ||
 	    fixed(doc, "units_delivered", 0, &c->units) || fixed(doc, "unit_capacity_litres", 6, &c->volume_ul) ||
 	    fixed(doc, "abv", 2, &c->abv) || fixed(doc, "excise_due", (unsigned)minor, &c->excise_minor) ||
-	    fixed(doc, "vat_due", (unsigned)minor, &c->vat_minor) || c->units < 1 || c->units > 100000000 ||
-	    c->volume_ul < 0 || c->volume_ul > 100000000 || c->abv < 0 || c->abv > 10000 || c->excise_minor < 0 ||
-	    c->vat_minor < 0)
+	    fixed(doc, "vat_due", (unsigned)minor, &c->vat_minor) || c->volume_ul < 0 || c->volume_ul > 100000000 ||
+	    c->abv < 0 || c->abv > 10000 || entry_of(doc, &c->entry) || !figures_ok(c))
 		return -1;
 	int cat = -1;
 	for (int i = 0; i < RD_CAT_COUNT_; i++)
@@ -131,7 +177,7 @@ static int crec_decode(struct table *t, struct row *r, const struct json_value *
 }
 
 static const char *const crec_keys[] = {"destination_country", "period", "excise_category_code", "currency",
-					"units_delivered", "unit_capacity_litres", "abv", "excise_due", "vat_due", NULL};
+					"units_delivered", "unit_capacity_litres", "abv", "excise_due", "vat_due", "entry", NULL};
 
 const struct table_ops compliance_table_ops = {
 	.rec_table = REC_T_COMPLIANCE,
@@ -152,6 +198,14 @@ const struct table_ops compliance_table_ops = {
 static int64_t mul_div(int64_t a, int64_t b, int64_t d)
 {
 	return (int64_t)(((__int128)a * b + d / 2) / d);
+}
+
+/* The same for a signed a: the magnitude rounded half-up, the sign kept
+ * (a correction is exactly the negative of the delivery it reverses). */
+static int64_t mul_div_signed(int64_t a, int64_t b, int64_t d)
+{
+	int64_t m = mul_div(a < 0 ? -a : a, b < 0 ? -b : b, d);
+	return (a < 0) != (b < 0) ? -m : m;
 }
 
 /* The order's line i: units over all legs, and the E_Excise and V_VAT the
@@ -199,23 +253,40 @@ static void line_facts(const struct json_value *root, unsigned i, int minor, str
 	}
 }
 
+/* What one record books. */
+struct booking {
+	const char *id;
+	const char *delivered_at;  /* the leg's delivery (a correction: the delivery it corrects, or now) */
+	const char *booked_at;     /* `date`: the delivery's day, or the day the money went back */
+	const char *period;
+	int late;
+	uint8_t entry;             /* enum crec_entry */
+	const char *return_id;     /* corrections: the return; NULL for a delivery */
+	int64_t units;             /* > 0 delivered; corrections: the units returned or refunded (> 0) */
+};
+
 /* Write one record's document. */
-static void write_record(struct jw *w, const char *id, const struct order *o, const struct order_leg *l,
+static void write_record(struct jw *w, const struct booking *b, const struct order *o, const struct order_leg *l,
 			 const struct json_value *consumer, unsigned line, const char *sku, const struct wine *wn,
-			 const char *title, int cat, const struct line_facts *f, int64_t units, const char *delivered_at,
-			 const char *period, int late, int minor)
+			 const char *title, int cat, const struct line_facts *f, int minor)
 {
+	/* the goods' figures: delivered (+), came back (-), kept (0) */
+	int64_t goods = b->entry == CE_DELIVERY ? b->units : b->entry == CE_RETURN ? -b->units : 0;
+	int64_t vat_units = b->entry == CE_DELIVERY ? b->units : -b->units;
 	jw_obj_begin(w);
-	jw_kstr(w, "id", id);
+	jw_kstr(w, "id", b->id);
 	jw_kstr(w, "order_id", o->row.id);
 	jw_kstr(w, "leg_id", l->leg_id);
 	jw_kint(w, "line", line);
 	char date[11];
-	snprintf(date, sizeof(date), "%.10s", delivered_at);
+	snprintf(date, sizeof(date), "%.10s", b->booked_at);
 	jw_kstr(w, "date", date);
-	jw_kstr(w, "delivered_at", delivered_at);
-	jw_kstr(w, "period", period);
-	jw_kbool(w, "late", late);
+	jw_kstr(w, "delivered_at", b->delivered_at);
+	jw_kstr(w, "period", b->period);
+	jw_kbool(w, "late", b->late);
+	jw_kstr(w, "entry", crec_entry_names[b->entry]);
+	if (b->return_id)
+		jw_kstr(w, "return_id", b->return_id);
 	const struct json_value *name = consumer ? json_get(consumer, "name") : NULL;
 	const struct json_value *addr = consumer ? json_get(consumer, "address") : NULL;
 	jw_key(w, "consignee");
@@ -235,18 +306,19 @@ static void write_record(struct jw *w, const char *id, const struct order *o, co
 	jw_kstr(w, "excise_category", rd_category_names[cat]);
 	jw_kstr(w, "excise_category_code", f->cat_code[0] ? f->cat_code : rd_category_codes[cat]);
 	jw_kstr(w, "commodity_code", f->hs[0] ? f->hs : refdata_hs_code(cat, wn ? wn->volume_ul : 750000));
-	jw_kint(w, "units_delivered", units);
+	jw_kint(w, "units_delivered", goods);
 	int64_t vol = wn && wn->volume_ul > 0 ? wn->volume_ul : 0, abv = wn && wn->abv >= 0 ? wn->abv : 0;
 	jw_key(w, "unit_capacity_litres");
 	jw_fixed(w, vol, 6);
 	jw_key(w, "abv");
 	jw_fixed(w, abv, 2);
 	jw_key(w, "litres");
-	jw_fixed(w, units * vol, 6);
+	jw_fixed(w, goods * vol, 6);
 	/* litres of pure alcohol = litres x abv / 100, to 0.1 ml, half-up */
 	jw_key(w, "litres_pure_alcohol");
-	jw_fixed(w, mul_div(units * vol, abv, 1000000), 4);
-	int64_t e = f->units ? mul_div(f->excise, units, f->units) : 0, v = f->units ? mul_div(f->vat, units, f->units) : 0;
+	jw_fixed(w, mul_div_signed(goods * vol, abv, 1000000), 4);
+	int64_t e = f->units ? mul_div_signed(f->excise, goods, f->units) : 0;
+	int64_t v = f->units ? mul_div_signed(vat_units, f->vat, f->units) : 0;
 	quote_write_money(w, "excise_due", e, minor);
 	quote_write_money(w, "vat_due", v, minor);
 	jw_kstr(w, "currency", o->currency);
@@ -255,51 +327,145 @@ static void write_record(struct jw *w, const char *id, const struct order *o, co
 	jw_obj_end(w);
 }
 
-int compliance_stage_leg(struct shard *sh, const struct order *o, unsigned li, const char *delivered_at)
+/* Stage the record b of line `line` (sku, wine wid) of leg li of o (root:
+ * its parsed body) into the OPEN transaction.  0 or -1. */
+static int stage_record(struct shard *sh, const struct order *o, const struct json_value *root, unsigned li,
+			int64_t line, const char *sku, const char *wid, const struct booking *b, int minor)
 {
-	struct json_doc *d = json_parse(o->row.doc, o->row.doc_len, NULL, NULL);
-	const struct json_value *root = d ? json_root(d) : NULL;
+	char title[256];
+	const struct wine *wn = wine_get(sh, wid, strlen(wid));
+	struct json_doc *wd = wn ? json_parse(wn->row.doc, wn->row.doc_len, NULL, NULL) : NULL;
+	if (!wd || fld_doc_str(json_root(wd), "title", title, sizeof(title)) || !title[0])
+		snprintf(title, sizeof(title), "wine %s", wid);
+	json_doc_free(wd);
+	int cat = wn ? quote_excise_category(wn->category) : RD_CAT_STILL;
+	struct line_facts f;
+	line_facts(root, (unsigned)line, minor, &f);
+	struct buf doc;
+	buf_init(&doc, REC_MAX_VAL);
+	struct jw w;
+	jw_init(&w, &doc);
+	write_record(&w, b, o, &o->legs[li], json_get(root, "consumer"), (unsigned)line, sku, wn, title, cat, &f, minor);
+	int rc = w.err || txn_put(sh, REC_T_COMPLIANCE, b->id, strlen(b->id), doc.data, doc.len) ? -1 : 0;
+	buf_free(&doc);
+	return rc;
+}
+
+/* The items of leg li of the parsed body root, or NULL. */
+static const struct json_value *leg_items(const struct json_value *root, unsigned li)
+{
 	const struct json_value *legs = root ? json_get(root, "fulfillments") : NULL;
 	const struct json_value *items = legs && legs->type == JSON_ARRAY && li < legs->len
 						 ? json_get(&legs->u.items[li], "items")
 						 : NULL;
+	return items && items->type == JSON_ARRAY ? items : NULL;
+}
+
+/* The declaration month of a booking at `at`: its own month, or this one
+ * when that has ended (a closed month never changes).  1 if late. */
+static int period_of(const char *at, char period[8])
+{
+	char now[32];
+	fmt_rfc3339_ms(now, wall_ms());
+	int late = strncmp(at, now, 7) < 0;
+	snprintf(period, 8, "%.7s", late ? now : at);
+	return late;
+}
+
+int compliance_stage_leg(struct shard *sh, const struct order *o, unsigned li, const char *delivered_at)
+{
+	struct json_doc *d = json_parse(o->row.doc, o->row.doc_len, NULL, NULL);
+	const struct json_value *root = d ? json_root(d) : NULL;
+	const struct json_value *items = leg_items(root, li);
 	int minor = iso_currency_minor(o->currency, 3);
-	if (!items || items->type != JSON_ARRAY || minor < 0) {
+	if (!items || minor < 0) {
 		json_doc_free(d);
 		return -1;
 	}
-	/* the period: the delivery's month, or this month when that one has ended */
-	char now[32], period[8];
-	fmt_rfc3339_ms(now, wall_ms());
-	int late = strncmp(delivered_at, now, 7) < 0;
-	snprintf(period, sizeof(period), "%.7s", late ? now : delivered_at);
+	char period[8];
+	int late = period_of(delivered_at, period);
 	int rc = 0;
 	for (uint32_t k = 0; k < items->len && !rc; k++) {
 		const struct json_value *it = &items->u.items[k];
 		int64_t line, units;
-		char sku[ID_MAX_LEN], wid[ID_MAX_LEN], title[256], id[CREC_ID_MAX];
+		char sku[ID_MAX_LEN], wid[ID_MAX_LEN], id[CREC_ID_MAX];
 		if (json_to_int64(json_get(it, "line"), &line) || json_to_int64(json_get(it, "qty"), &units) ||
 		    fld_doc_str(it, "sku", sku, sizeof(sku)) || fld_doc_str(it, "wine_id", wid, sizeof(wid))) {
 			rc = -1;
 			break;
 		}
-		const struct wine *wn = wine_get(sh, wid, strlen(wid));
-		struct json_doc *wd = wn ? json_parse(wn->row.doc, wn->row.doc_len, NULL, NULL) : NULL;
-		if (!wd || fld_doc_str(json_root(wd), "title", title, sizeof(title)) || !title[0])
-			snprintf(title, sizeof(title), "wine %s", wid);
-		json_doc_free(wd);
-		int cat = wn ? quote_excise_category(wn->category) : RD_CAT_STILL;
-		struct line_facts f;
-		line_facts(root, (unsigned)line, minor, &f);
 		snprintf(id, sizeof(id), "%s.C%u.%lld", o->row.id, li + 1, (long long)line);
-		struct buf doc;
-		buf_init(&doc, REC_MAX_VAL);
-		struct jw w;
-		jw_init(&w, &doc);
-		write_record(&w, id, o, &o->legs[li], json_get(root, "consumer"), (unsigned)line, sku, wn, title, cat, &f,
-			     units, delivered_at, period, late, minor);
-		rc = w.err || txn_put(sh, REC_T_COMPLIANCE, id, strlen(id), doc.data, doc.len) ? -1 : 0;
-		buf_free(&doc);
+		struct booking b = {.id = id, .delivered_at = delivered_at, .booked_at = delivered_at, .period = period,
+				    .late = late, .entry = CE_DELIVERY, .units = units};
+		rc = stage_record(sh, o, root, li, line, sku, wid, &b, minor);
+	}
+	json_doc_free(d);
+	return rc;
+}
+
+/* The first leg of o (parsed body root) that carries line `line`, with the
+ * item's sku and wine id; -1 if none. */
+static int leg_of_line(const struct order *o, const struct json_value *root, int64_t line, char *sku, char *wid)
+{
+	for (unsigned g = 0; g < o->n_legs; g++) {
+		const struct json_value *items = leg_items(root, g);
+		for (uint32_t k = 0; items && k < items->len; k++) {
+			int64_t l;
+			const struct json_value *it = &items->u.items[k];
+			if (!json_to_int64(json_get(it, "line"), &l) && l == line &&
+			    !fld_doc_str(it, "sku", sku, ID_MAX_LEN) && !fld_doc_str(it, "wine_id", wid, ID_MAX_LEN))
+				return (int)g;
+		}
+	}
+	return -1;
+}
+
+/* The leg index of leg id, or -1. */
+static int leg_index(const struct order *o, const char *leg_id)
+{
+	for (unsigned g = 0; g < o->n_legs; g++)
+		if (!strcmp(o->legs[g].leg_id, leg_id))
+			return (int)g;
+	return -1;
+}
+
+int compliance_stage_return(struct shard *sh, const struct order *o, const char *return_id, int goods_back,
+			    const struct json_value *ret)
+{
+	struct json_doc *d = json_parse(o->row.doc, o->row.doc_len, NULL, NULL);
+	const struct json_value *root = d ? json_root(d) : NULL;
+	/* goods back: per leg and line as they came back; kept: per line */
+	const struct json_value *parts = json_get(ret, goods_back ? "legs" : "lines");
+	int minor = iso_currency_minor(o->currency, 3);
+	if (!root || !parts || parts->type != JSON_ARRAY || minor < 0) {
+		json_doc_free(d);
+		return -1;
+	}
+	char now[32], period[8];
+	fmt_rfc3339_ms(now, wall_ms());
+	period_of(now, period);
+	int rc = 0;
+	for (uint32_t k = 0; k < parts->len && !rc; k++) {
+		const struct json_value *e = &parts->u.items[k];
+		int64_t line, qty;
+		char leg_id[64], sku[ID_MAX_LEN], wid[ID_MAX_LEN], id[CREC_ID_MAX + 8];
+		int g = -1;
+		if (!json_to_int64(json_get(e, "line"), &line) && !json_to_int64(json_get(e, "qty"), &qty) && qty > 0) {
+			int lg = leg_of_line(o, root, line, sku, wid);
+			g = !goods_back ? lg
+			    : lg >= 0 && !fld_doc_str(e, "leg_id", leg_id, sizeof(leg_id)) ? leg_index(o, leg_id)
+										       : -1;
+		}
+		if (g < 0) {
+			rc = -1;
+			break;
+		}
+		const struct leg_track *t = leg_track_get(sh, o->legs[g].leg_id);
+		snprintf(id, sizeof(id), "%s.X%d.%lld", return_id, g + 1, (long long)line);
+		struct booking b = {.id = id, .delivered_at = t && t->delivered_at[0] ? t->delivered_at : now,
+				    .booked_at = now, .period = period, .late = 0,
+				    .entry = goods_back ? CE_RETURN : CE_REFUND, .return_id = return_id, .units = qty};
+		rc = stage_record(sh, o, root, (unsigned)g, line, sku, wid, &b, minor);
 	}
 	json_doc_free(d);
 	return rc;
@@ -332,6 +498,19 @@ static void compliance_read(struct api_ctx *c)
 				jw_raw(&c->w, r->doc, r->doc_len);
 		}
 	}
+	/* the corrections of its returns and refunds, in return order */
+	for (unsigned n = 1; n <= ORDER_RETURNS_MAX; n++)
+		for (unsigned g = 0; g < o->n_legs; g++) {
+			if (!order_leg_in_view(c, o, g))
+				continue;
+			for (unsigned line = 0; line < QUOTE_MAX_LINES; line++) {
+				char id[CREC_ID_MAX + 8];
+				snprintf(id, sizeof(id), "%s.R%u.X%u.%u", o->row.id, n, g + 1, line);
+				const struct row *r = table_get(&c->sh->tables[REC_T_COMPLIANCE], id, strlen(id));
+				if (r)
+					jw_raw(&c->w, r->doc, r->doc_len);
+			}
+		}
 	jw_arr_end(&c->w);
 	jw_obj_end(&c->w);
 }
@@ -347,7 +526,7 @@ static int period_ok(const char *p)
 }
 
 struct decl_sum {
-	__int128 records, units, litres_ul, lpa_e10, excise, vat; /* sums of int64s: no overflow */
+	__int128 records, corrections, units, litres_ul, lpa_e10, excise, vat; /* sums of int64s: no overflow */
 };
 
 /* Every sum fits the int64 it is written as. */
@@ -355,9 +534,15 @@ static int sums_fit(const struct decl_sum *s)
 {
 	const __int128 *v[] = {&s->records, &s->units, &s->litres_ul, &s->excise, &s->vat};
 	for (unsigned i = 0; i < sizeof(v) / sizeof(v[0]); i++)
-		if (*v[i] > INT64_MAX)
+		if (*v[i] > INT64_MAX || *v[i] < INT64_MIN)
 			return 0;
-	return s->lpa_e10 / 1000000 < INT64_MAX;
+	return s->lpa_e10 / 1000000 < INT64_MAX && s->lpa_e10 / 1000000 > INT64_MIN;
+}
+
+/* x / 10^6 rounded half-up in magnitude (a month of corrections only is negative). */
+static int64_t round_e6(__int128 x)
+{
+	return (int64_t)(x < 0 ? -((-x + 500000) / 1000000) : (x + 500000) / 1000000);
 }
 
 /* GET /v1/compliance/declarations?destination=DE&period=2026-11 (platform). */
@@ -393,6 +578,7 @@ static void declarations_read(struct api_ctx *c)
 		const struct crec *r = oidx_iter_val(&it);
 		struct decl_sum *s = &sum[r->category];
 		s->records++;
+		s->corrections += r->entry != CE_DELIVERY;
 		s->units += r->units;
 		s->litres_ul += (__int128)r->units * r->volume_ul;
 		s->lpa_e10 += (__int128)r->units * r->volume_ul * r->abv;
@@ -433,11 +619,12 @@ static void declarations_read(struct api_ctx *c)
 		jw_kstr(w, "excise_category", rd_category_names[k]);
 		jw_kstr(w, "excise_category_code", rd_category_codes[k]);
 		jw_kint(w, "records", (int64_t)s->records);
+		jw_kint(w, "corrections", (int64_t)s->corrections);
 		jw_kint(w, "units", (int64_t)s->units);
 		jw_key(w, "litres");
 		jw_fixed(w, (int64_t)s->litres_ul, 6);
 		jw_key(w, "litres_pure_alcohol"); /* to 0.1 ml, half-up, once over the month */
-		jw_fixed(w, (int64_t)((s->lpa_e10 + 500000) / 1000000), 4);
+		jw_fixed(w, round_e6(s->lpa_e10), 4);
 		quote_write_money(w, "excise_due", (int64_t)s->excise, minor);
 		quote_write_money(w, "vat_due", (int64_t)s->vat, minor);
 		jw_obj_end(w);

@@ -32,6 +32,7 @@
 #include "net/jsonw.h"
 
 #define ORDER_MAX_LEGS 32           /* fulfilment legs (source x location) per order */
+#define ORDER_RETURNS_MAX 8         /* returns and refunds of one order ("<order id>.R1" .. ".R8", returns.c) */
 #define ORDER_LEVELS_PER_SOURCE QUOTE_LEVELS_PER_SOURCE /* locations one source may be split over (4) */
 #define ORDER_TEXT_MAX 200          /* consumer name, address lines, city */
 #define ORDER_EMAIL_MAX 254

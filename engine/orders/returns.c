@@ -46,6 +46,7 @@
 #include "engine/base/log.h"
 #include "engine/cluster/shard_map.h"
 #include "engine/edge/fields.h"
+#include "engine/orders/compliance.h"
 #include "engine/orders/order.h"
 #include "engine/orders/payment.h"
 #include "engine/orders/tracking.h"
@@ -629,8 +630,12 @@ static void refund_step(struct shard *sh, const char *rid)
 	int64_t refunded = pay_refunded_of(sh, o->row.id);
 	struct order_patch p = {.status = -1, .compensated = -1,
 				.pay_state = refunded >= o->total_minor ? "refunded" : "partially_refunded"};
+	struct json_doc *rd = json_parse(r->row.doc, r->row.doc_len, NULL, NULL);
 	txn_begin(sh);
-	if (stage_return_status(sh, r, RS_REFUNDED, r->stock_synced) || order_stage(sh, o, &p) || !txn_commit(sh)) {
+	/* the register's correction, in the same step as the money (compliance.c) */
+	int rc = !rd || compliance_stage_return(sh, o, rid, r->kind == RK_RETURN, json_root(rd));
+	json_doc_free(rd);
+	if (rc || stage_return_status(sh, r, RS_REFUNDED, r->stock_synced) || order_stage(sh, o, &p) || !txn_commit(sh)) {
 		txn_abort(sh);
 		log_error("msg=\"a refunded return could not be marked; retried\" return=%s", rid);
 		return;

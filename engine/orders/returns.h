@@ -8,7 +8,6 @@
 #include "engine/edge/route.h"
 #include "engine/storage/shard.h"
 
-#define ORDER_RETURNS_MAX 8      /* returns and refunds of one order ("<order id>.R1" .. ".R8") */
 #define RETURNS_POLL_MS 250u     /* how often unfinished returns are looked at */
 
 extern const struct route return_routes[];

@@ -241,3 +241,56 @@ WM_TEST(compliance, returns_and_refunds_are_booked_as_corrections)
 	wm_stop(&x.p);
 	wm_proc_cleanup(&x.p);
 }
+
+/* The destination's fiscal representative (a partner the operators name
+ * for it) reads that destination's declarations, and only those. */
+WM_TEST(compliance, the_fiscal_representative_reads_its_destinations_declarations)
+{
+	struct oworld x;
+	ow_start(&x, NULL, 24, 0);
+	char a[64], now_month[8], path[200], rep[64], krep[128], ppath[160];
+	long long vat;
+	delivered(&x, 6, 60, a, &vat);
+	month(0, now_month);
+	tc_partner_live(x.port, "Fiskalvertretung GmbH", "DE", "[\"fulfiller\"]", NULL, rep);
+	tc_key_for(x.port, rep, krep);
+	snprintf(path, sizeof(path), "/v1/compliance/declarations?destination=DE&period=%s", now_month);
+	json_t *e = tc_expect(x.port, "GET", path, krep, NULL, 403);
+	cr_assert_str_eq(tc_jstr(e, "code"), "not_fiscal_representative", "%s", dump(e));
+	json_decref(e);
+	/* only operators name a representative */
+	snprintf(ppath, sizeof(ppath), "/v1/partners/%s", rep);
+	e = tc_expect(x.port, "PATCH", ppath, krep, "{\"fiscal_representative_for\":[\"DE\"]}", 403);
+	cr_assert_str_eq(tc_jstr(e, "code"), "operator_only_field", "%s", dump(e));
+	json_decref(e);
+	/* its bounds: countries, each once, at most 8 */
+	e = tc_expect(x.port, "PATCH", ppath, NULL, "{\"fiscal_representative_for\":[\"XX\"]}", 422);
+	cr_assert(tc_lists_error(e, "fiscal_representative_for", "format"), "%s", dump(e));
+	json_decref(e);
+	e = tc_expect(x.port, "PATCH", ppath, NULL, "{\"fiscal_representative_for\":[\"DE\",\"DE\"]}", 422);
+	cr_assert(tc_lists_error(e, "fiscal_representative_for", "duplicate"), "%s", dump(e));
+	json_decref(e);
+	e = tc_expect(x.port, "PATCH", ppath, NULL,
+		      "{\"fiscal_representative_for\":[\"DE\",\"AT\",\"FR\",\"IT\",\"ES\",\"PT\",\"NL\",\"BE\",\"PL\"]}", 422);
+	cr_assert(tc_lists_error(e, "fiscal_representative_for", "format"), "9 countries: %s", dump(e));
+	json_decref(e);
+	json_t *p = tc_expect(x.port, "PATCH", ppath, NULL,
+			      "{\"fiscal_representative_for\":[\"DE\",\"AT\",\"FR\",\"IT\",\"ES\",\"PT\",\"NL\",\"BE\"]}", 200);
+	cr_assert_eq(json_array_size(json_object_get(p, "fiscal_representative_for")), 8, "%s", dump(p));
+	json_decref(p);
+	/* now DE's declaration is its to read, with the platform's figures; PL's is not */
+	json_t *d = tc_expect(x.port, "GET", path, krep, NULL, 200);
+	json_t *o = tc_expect(x.port, "GET", path, NULL, NULL, 200);
+	cr_assert_eq(json_integer_value(json_object_get(jat(d, "declarations", 0), "units")), 6, "%s", dump(d));
+	cr_assert(json_equal(d, o), "the representative and the platform read the same declaration");
+	json_decref(d);
+	json_decref(o);
+	snprintf(path, sizeof(path), "/v1/compliance/declarations?destination=PL&period=%s", now_month);
+	json_decref(tc_expect(x.port, "GET", path, krep, NULL, 403));
+	/* removed again: refused again */
+	json_decref(tc_expect(x.port, "PATCH", ppath, NULL, "{\"fiscal_representative_for\":null}", 200));
+	snprintf(path, sizeof(path), "/v1/compliance/declarations?destination=DE&period=%s", now_month);
+	json_decref(tc_expect(x.port, "GET", path, krep, NULL, 403));
+	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
+}

@@ -157,6 +157,36 @@ static void read_caps(struct api_ctx *c, const struct json_value *o, struct part
 }
 
 /* Overlay the members of `o` onto p (merge-patch semantics). */
+/* fiscal_representative_for: null or [] none, else at most
+ * PARTNER_MAX_FISCAL distinct ISO countries (absent: unchanged). */
+static void read_fiscal(struct api_ctx *c, const struct json_value *o, struct partner_vals *p)
+{
+	static const char f[] = "fiscal_representative_for";
+	const struct json_value *a = json_get(o, f);
+	if (!a)
+		return;
+	p->n_fiscal_rep = 0;
+	if (a->type == JSON_NULL)
+		return;
+	if (a->type != JSON_ARRAY || a->len > PARTNER_MAX_FISCAL) {
+		api_field_error(c, f, "format", "an array of at most 8 ISO 3166-1 alpha-2 countries");
+		return;
+	}
+	for (uint32_t i = 0; i < a->len; i++) {
+		const struct json_value *x = &a->u.items[i];
+		if (x->type != JSON_STRING || x->len != 2 || !iso_country_valid(x->u.str, 2)) {
+			api_field_error(c, f, "format", "an array of at most 8 ISO 3166-1 alpha-2 countries");
+			return;
+		}
+		for (unsigned k = 0; k < p->n_fiscal_rep; k++)
+			if (!strcmp(p->fiscal_rep[k], x->u.str)) {
+				api_field_error(c, f, "duplicate", "each country once");
+				return;
+			}
+		memcpy(p->fiscal_rep[p->n_fiscal_rep++], x->u.str, 3);
+	}
+}
+
 void partner_read(struct api_ctx *c, const struct json_value *o, struct partner_vals *p)
 {
 	if (fld_str(c, o, "legal_name", NULL, p->legal_name, sizeof(p->legal_name) - 1) == FLD_NULL)
@@ -180,6 +210,7 @@ void partner_read(struct api_ctx *c, const struct json_value *o, struct partner_
 		p->payout_currency[0] = 0;
 	if (fld_str(c, o, "recruiter_id", NULL, p->recruiter_id, sizeof(p->recruiter_id) - 1) == FLD_NULL)
 		p->recruiter_id[0] = 0;
+	read_fiscal(c, o, p);
 	const struct json_value *rate = json_get(o, "recruiter_rate_percent");
 	int64_t e2;
 	if (rate && rate->type == JSON_NULL)
@@ -292,6 +323,11 @@ void partner_write(struct jw *w, const struct partner_vals *p)
 		jw_kstr(w, "payout_currency", p->payout_currency);
 	else
 		jw_knull(w, "payout_currency");
+	jw_key(w, "fiscal_representative_for");
+	jw_arr_begin(w);
+	for (unsigned i = 0; i < p->n_fiscal_rep; i++)
+		jw_str(w, p->fiscal_rep[i]);
+	jw_arr_end(w);
 	if (p->recruiter_id[0]) {
 		jw_kstr(w, "recruiter_id", p->recruiter_id);
 		jw_key(w, "recruiter_rate_percent");
@@ -343,6 +379,15 @@ const struct table_ops partner_table_ops = {
 const struct partner *partner_get(struct shard *sh, const char *id, size_t len)
 {
 	return (const struct partner *)table_get(&sh->tables[REC_T_PARTNER], id, len);
+}
+
+int partner_represents(struct shard *sh, const char *id, const char *cc)
+{
+	const struct partner *p = partner_get(sh, id, strlen(id));
+	for (unsigned i = 0; p && i < p->v.n_fiscal_rep; i++)
+		if (!strcmp(p->v.fiscal_rep[i], cc))
+			return 1;
+	return 0;
 }
 
 int partner_facts(struct shard *sh, const char *id, uint8_t *roles, uint8_t *status)

@@ -21,6 +21,7 @@ enum partner_cap {
 
 #define PARTNER_MAX_NAME 200
 #define PARTNER_MAX_RECRUITER_E2 2500 /* a recruiter royalty of at most 25.00 % */
+#define PARTNER_MAX_FISCAL 8          /* destinations one fiscal representative files for */
 
 struct partner_vals {
 	char id[ID_MAX_LEN];
@@ -43,6 +44,10 @@ struct partner_vals {
 	 * seller) and its royalty, percent x 100 of (P_B2B + M_Curator) */
 	char recruiter_id[ID_MAX_LEN];
 	int64_t recruiter_rate_e2;
+	/* spec 2.8/1.9: the destinations whose declarations this partner files
+	 * as the platform's fiscal representative (set by operators) */
+	char fiscal_rep[PARTNER_MAX_FISCAL][3];
+	uint8_t n_fiscal_rep;
 	char created_at[32];
 	char updated_at[32];
 };
@@ -65,6 +70,9 @@ void partner_write(struct jw *w, const struct partner_vals *p);
 /* Effective capability bits (explicit flags, else role defaults). */
 uint8_t partner_caps(const struct partner_vals *p);
 const struct partner *partner_get(struct shard *sh, const char *id, size_t len);
+/* 1 if partner id (NUL-terminated) is the fiscal representative of
+ * destination cc (fiscal_representative_for), else 0. */
+int partner_represents(struct shard *sh, const char *id, const char *cc);
 /* Roles and onboarding status of partner `id` (NUL-terminated): 1, or 0
  * when there is none (the edge's key_partner_facts, bound in routes.c). */
 int partner_facts(struct shard *sh, const char *id, uint8_t *roles, uint8_t *status);

@@ -27,11 +27,13 @@ static const uint8_t status_moves[PARTNER_N_STATUS] = {
 };
 static const char *const partner_fields[] = {
 	"legal_name", "country", "contact", "roles", "originator_type", "capabilities",
-	"payout_provider", "payout_account_id", "payout_currency", "recruiter_id", "recruiter_rate_percent", "status", NULL};
+	"payout_provider", "payout_account_id", "payout_currency", "recruiter_id", "recruiter_rate_percent",
+	"fiscal_representative_for", "status", NULL};
 static const char *const readonly_fields[] = {"id", "created_at", "updated_at", NULL};
 /* Onboarding decisions that belong to the platform (steps 2, 3, 6): a
  * partner's own key cannot grant itself roles or move its status. */
-static const char *const operator_fields[] = {"roles", "status", "recruiter_id", "recruiter_rate_percent", NULL};
+static const char *const operator_fields[] = {"roles", "status", "recruiter_id", "recruiter_rate_percent",
+					      "fiscal_representative_for", NULL};
 
 /* ---- handlers ---------------------------------------------------------- */
 
@@ -76,10 +78,12 @@ static void partners_create(struct api_ctx *c)
 	for (int i = 0; readonly_fields[i]; i++)
 		if (json_get(body, readonly_fields[i]))
 			api_field_error(c, readonly_fields[i], "read_only", "is assigned by the service");
-	static const char *const recruiter_fields[] = {"recruiter_id", "recruiter_rate_percent", NULL};
-	for (int i = 0; !c->who.is_platform && recruiter_fields[i]; i++)
-		if (json_get(body, recruiter_fields[i])) {
-			api_error(c, 403, "operator_only_field", "a recruiter and its royalty are set by platform operators");
+	static const char *const operator_set[] = {"recruiter_id", "recruiter_rate_percent", "fiscal_representative_for",
+						   NULL};
+	for (int i = 0; !c->who.is_platform && operator_set[i]; i++)
+		if (json_get(body, operator_set[i])) {
+			api_error(c, 403, "operator_only_field",
+				  "a recruiter, its royalty and a fiscal representation are set by platform operators");
 			return;
 		}
 	struct partner_vals p;

@@ -49,6 +49,7 @@
 
 #include "engine/base/iso.h"
 #include "engine/base/log.h"
+#include "engine/catalogue/partner.h"
 #include "engine/catalogue/wine.h"
 #include "engine/edge/fields.h"
 #include "engine/orders/order.h"
@@ -558,8 +559,9 @@ static void declarations_read(struct api_ctx *c)
 		api_validation_failed(c);
 		return;
 	}
-	if (!c->who.is_platform) {
-		api_error(c, 403, "platform_only", "destination declarations are the platform's (its fiscal representative's)");
+	if (!c->who.is_platform && !partner_represents(c->sh, c->who.entity_id, dest)) {
+		api_error(c, 403, "not_fiscal_representative",
+			  "a destination's declarations are the platform's and its fiscal representative's there");
 		return;
 	}
 	if (api_read_row(c))
@@ -636,7 +638,7 @@ static void declarations_read(struct api_ctx *c)
 const struct route compliance_routes[] = {
 	{HTTP_M_GET, "/v1/orders/{id}/compliance", compliance_read, SC_READ_ORDERS, ACT_READ_ORDERS,
 	 "Delivery-register records of the order", 0},
-	{HTTP_M_GET, "/v1/compliance/declarations", declarations_read, SC_OPERATOR, ACT_OPERATE,
-	 "A destination's monthly excise and VAT declaration (platform)", 0},
+	{HTTP_M_GET, "/v1/compliance/declarations", declarations_read, SC_READ_ORDERS, ACT_READ_ORDERS,
+	 "A destination's monthly excise and VAT declaration (platform, the destination's fiscal representative)", 0},
 	{0, NULL, NULL, 0, 0, NULL, 0},
 };

@@ -266,7 +266,92 @@ static void internal_check(struct api_ctx *c)
 	c->rs->status = 200;
 }
 
+/* ---- the cross-shard half: orders' legs against holds --------------------------------- */
+
+/* Does this shard own the order (its destination)? */
+static int own_order(struct shard *sh, const struct order *o)
+{
+	int owner = sh->smap ? smap_owner(sh->smap, o->dest) : -1;
+	return owner < 0 || (uint64_t)owner == sh->cfg.shard_id;
+}
+
+/* [hold id, order id, qty] */
+static void hold_entry(struct jw *w, const char *hold, const char *order, int64_t qty)
+{
+	jw_arr_begin(w);
+	jw_str(w, hold);
+	jw_str(w, order);
+	jw_int(w, qty);
+	jw_arr_end(w);
+}
+
+/*
+ * GET /internal/check/holds: what `wm-ctl cluster check` joins across the
+ * shards (a leg's hold lives on its stock's shard, the order on its
+ * destination's, so no shard can check this alone):
+ *   committed  the COMMITTED holds on levels this shard owns;
+ *   live       the legs of the orders it owns that must hold a COMMITTED
+ *              hold: the order reserved (or past, with legs left to ship)
+ *              and the leg reserved, picked or packed;
+ *   gone       the legs that must not: shipped (their hold CONSUMED),
+ *              released, or of an order failed or cancelled and
+ *              compensated.
+ * Orders whose two-phase commit is still running are left out (their holds
+ * are PREPARED, or being committed), as are legs in `shipping` (COMMITTED
+ * until the stock's shard consumes them).  O(holds + orders).
+ */
+static void internal_check_holds(struct api_ctx *c)
+{
+	struct shard *sh = c->sh;
+	const uint64_t probes = idx_probes;
+	struct jw *w = &c->w;
+	jw_obj_begin(w);
+	jw_kint(w, "shard_id", (int64_t)sh->cfg.shard_id);
+	jw_key(w, "committed");
+	jw_arr_begin(w);
+	struct oidx_iter it;
+	const struct table *ht = &sh->tables[REC_T_HOLD];
+	for (int ok = oidx_seek_ge(&ht->by_order, "", 0, &it); ok; ok = oidx_next(&it)) {
+		const struct hold *h = oidx_iter_val(&it);
+		const struct inv_level *l = h->state == HS_COMMITTED ? inv_level_get(sh, h->level_id, strlen(h->level_id)) : NULL;
+		if (l && own_level(sh, l)) {
+			const char *owner = inv_hold_owner(sh, h->row.id);
+			hold_entry(w, h->row.id, owner ? owner : "", h->qty);
+		}
+	}
+	jw_arr_end(w);
+	static const char *const lists[] = {"live", "gone"};
+	const struct table *ot = &sh->tables[REC_T_ORDER];
+	for (int want_live = 1; want_live >= 0; want_live--) {
+		jw_key(w, lists[!want_live]);
+		jw_arr_begin(w);
+		for (int ok = oidx_seek_ge(&ot->by_order, "", 0, &it); ok; ok = oidx_next(&it)) {
+			const struct order *o = oidx_iter_val(&it);
+			const struct order_state *s = order_state_get(sh, o->row.id, o->row.id_len);
+			if (!s || !own_order(sh, o))
+				continue;
+			int st = s->v.status;
+			int dead = (st == ORD_FAILED || st == ORD_CANCELLED) && s->v.compensated;
+			if (!dead && (st < ORD_RESERVED || st == ORD_FAILED || st == ORD_CANCELLED))
+				continue; /* being placed, or being compensated */
+			for (unsigned g = 0; g < o->n_legs; g++) {
+				int ls = s->v.leg_status[g];
+				int live = !dead && (ls == LS_RESERVED || ls == LS_PICKED || ls == LS_PACKED);
+				int gone = dead || ls == LS_RELEASED || (ls != LS_SHIPPING && leg_rank(ls) >= leg_rank(LS_FULFILLED));
+				if (want_live ? live : gone)
+					hold_entry(w, o->legs[g].hold_id, o->row.id, o->legs[g].qty);
+			}
+		}
+		jw_arr_end(w);
+	}
+	jw_obj_end(w);
+	idx_probes = probes;
+	c->rs->status = 200;
+}
+
 const struct route check_internal_routes[] = {
 	{HTTP_M_GET, "/internal/check", internal_check, SC_PUBLIC, ACT_NONE, "This shard's invariants", 0},
+	{HTTP_M_GET, "/internal/check/holds", internal_check_holds, SC_PUBLIC, ACT_NONE,
+	 "Committed holds and the legs that should (not) hold them, for the cluster check", 0},
 	{0, NULL, NULL, 0, 0, NULL, 0},
 };

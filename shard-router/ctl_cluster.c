@@ -32,7 +32,8 @@
 #include "engine/cluster/shard_map.h"
 
 #define CTL_TIMEOUT_MS 3000      /* per process: connect, send, answer */
-#define CTL_MAX_ANSWER (64u << 10)
+#define CTL_MAX_ANSWER (16u << 20) /* a shard's holds and legs (check) fit */
+#define CTL_MAX_HOLD_ENTRIES 4000000u /* holds + legs of the whole cluster the check joins */
 #define CTL_MAX_ROUTERS 16
 
 /* Wait for fd to be ready for `ev` until deadline (ms since an epoch). */
@@ -256,6 +257,140 @@ int ctl_txn(int argc, char **argv)
 
 #define CTL_IN_DOUBT_LIMIT_MS 60000 /* older than this, a PREPARED transaction must still be in progress */
 
+/* One entry of /internal/check/holds. */
+enum { HE_COMMITTED = 0, HE_LIVE = 1, HE_GONE = 2 };
+struct hold_entry {
+	char hold[128], order[64];
+	long long qty;
+	uint8_t kind;  /* HE_* */
+	uint8_t shard;
+};
+
+struct hold_set {
+	struct hold_entry *e;
+	size_t n, cap;
+};
+
+/* A JSON string without escapes at p (ids never have any) into out (n
+ * bytes): the byte after it, or NULL. */
+static const char *read_id(const char *p, char *out, size_t n)
+{
+	size_t i = 0;
+	if (*p++ != '"')
+		return NULL;
+	while (*p && *p != '"' && *p != '\\' && i + 1 < n)
+		out[i++] = *p++;
+	out[i] = 0;
+	return *p == '"' ? p + 1 : NULL;
+}
+
+/* One ["hold","order",qty] at p into x: the byte after it, or NULL. */
+static const char *read_entry(const char *p, struct hold_entry *x)
+{
+	char *end;
+	if (*p++ != '[' || !(p = read_id(p, x->hold, sizeof(x->hold))) || *p++ != ',' ||
+	    !(p = read_id(p, x->order, sizeof(x->order))) || *p++ != ',')
+		return NULL;
+	x->qty = strtoll(p, &end, 10);
+	return end != p && *end == ']' ? end + 1 : NULL;
+}
+
+/* Read the [["hold","order",qty],...] array after `"<name>":[` in body
+ * into set; 0, or -1 when it is not there, not of that form, or past
+ * CTL_MAX_HOLD_ENTRIES. */
+static int holds_parse(const char *body, const char *name, uint8_t kind, uint8_t shard, struct hold_set *set)
+{
+	char key[32];
+	snprintf(key, sizeof(key), "\"%s\":[", name);
+	const char *p = strstr(body, key);
+	if (!p)
+		return -1;
+	p += strlen(key);
+	while (*p == '[') {
+		if (set->n == set->cap) {
+			size_t cap = set->cap ? set->cap * 2 : 1024;
+			struct hold_entry *e = cap <= CTL_MAX_HOLD_ENTRIES ? realloc(set->e, cap * sizeof(*e)) : NULL;
+			if (!e)
+				return -1;
+			set->e = e;
+			set->cap = cap;
+		}
+		struct hold_entry *x = &set->e[set->n];
+		if (!(p = read_entry(p, x)))
+			return -1;
+		x->kind = kind;
+		x->shard = shard;
+		set->n++;
+		if (*p == ',')
+			p++;
+	}
+	return *p == ']' ? 0 : -1;
+}
+
+static int hold_cmp(const void *a, const void *b)
+{
+	const struct hold_entry *x = a, *y = b;
+	int c = strcmp(x->hold, y->hold);
+	return c ? c : (int)x->kind - (int)y->kind;
+}
+
+/*
+ * The check's cross-shard half: every COMMITTED hold is named by a leg that
+ * should hold it (of a reserved order, not shipped), and every such leg's
+ * hold is COMMITTED with the leg's units.  Holds live on the stock's
+ * shard and orders on the destination's, so this is joined here from each
+ * shard's GET /internal/check/holds.  Prints each violation (naming the
+ * order); their count.  A shard that does not answer counts in *down.
+ */
+static unsigned long long ctl_check_holds(const struct shard_map *m, const struct cluster_key *k, int *down)
+{
+	static char body[CTL_MAX_ANSWER + 1];
+	struct hold_set set = {0};
+	unsigned long long bad = 0;
+	for (uint32_t i = 0; i < m->n; i++) {
+		int st = ctl_signed(k, "GET", m->shards[i].addr, "/internal/check/holds", NULL, body, sizeof(body));
+		if (st != 200 || holds_parse(body, "committed", HE_COMMITTED, (uint8_t)i, &set) ||
+		    holds_parse(body, "live", HE_LIVE, (uint8_t)i, &set) || holds_parse(body, "gone", HE_GONE, (uint8_t)i, &set)) {
+			printf("shard %u %s: no readable holds (%.200s)\n", i, m->shards[i].addr, st == 200 ? "bad form" : body);
+			(*down)++;
+		}
+	}
+	if (set.n)
+		qsort(set.e, set.n, sizeof(*set.e), hold_cmp);
+	for (size_t a = 0, b; a < set.n; a = b) {
+		const struct hold_entry *c = NULL, *l = NULL, *g = NULL;
+		for (b = a; b < set.n && !strcmp(set.e[b].hold, set.e[a].hold); b++) {
+			const struct hold_entry *x = &set.e[b];
+			if (x->kind == HE_COMMITTED)
+				c = x;
+			else if (x->kind == HE_LIVE)
+				l = x;
+			else
+				g = x;
+		}
+		if (c && g) {
+			printf("violation: hold %s on shard %u is COMMITTED (%lld units) but order %s's leg is shipped, released "
+			       "or compensated\n", c->hold, c->shard, c->qty, g->order);
+			bad++;
+		} else if (c && !l) {
+			printf("violation: hold %s on shard %u is COMMITTED (%lld units) and no reserved order's leg holds it "
+			       "(its order: %s)\n", c->hold, c->shard, c->qty, c->order[0] ? c->order : "none");
+			bad++;
+		} else if (l && !c) {
+			printf("violation: order %s (shard %u) has a reserved leg of %lld units whose hold %s is not COMMITTED\n",
+			       l->order, l->shard, l->qty, l->hold);
+			bad++;
+		} else if (l && c && l->qty != c->qty) {
+			printf("violation: order %s's leg holds %lld units but its hold %s holds %lld\n", l->order, l->qty,
+			       l->hold, c->qty);
+			bad++;
+		}
+	}
+	printf("holds: %zu entries joined, %llu violation(s)\n", set.n, bad);
+	free(set.e);
+	return bad;
+}
+
 /*
  * `wm-ctl cluster check`: the whole-cluster invariants (issue 14).  Each
  * shard checks its own rows (GET /internal/check, engine/check.c: levels
@@ -299,6 +434,7 @@ static int ctl_check(const struct shard_map *m, const struct cluster_key *k, lon
 			}
 		}
 	}
+	total += ctl_check_holds(m, k, &down);
 	printf("%llu violation(s)%s\n", total, down ? ", and a shard did not answer" : "");
 	return total || down ? 1 : 0;
 }

@@ -406,3 +406,74 @@ WM_TEST(txn_crash, a_retry_through_another_router_returns_the_committed_order, .
 {
 	retry_through_another_router("txn_router_crash_after_decision", 1);
 }
+
+/*
+ * The checker's cross-shard half: orders' legs against the holds on the
+ * stock's shard.  A cross-shard order at rest is clean; a COMMITTED hold
+ * no order's leg names (a transaction committed behind the orders' back)
+ * is a violation naming the hold; and a participant that answers a
+ * cancelled order's release without releasing (WM_ERRINJ
+ * txn_release_forgets on shard 1, the stock's) leaves the order
+ * compensated and its hold COMMITTED -- a violation naming the order,
+ * which the per-level check cannot see (the level still matches its holds).
+ */
+WM_TEST(txn_crash, the_cluster_checker_matches_order_legs_with_their_holds, .timeout = 120)
+{
+	struct wm_cluster c;
+	wm_cluster_for_orders(&c, "3600000", NULL);
+	struct oworld w;
+	memset(&w, 0, sizeof(w));
+	ow_build(&w, c.router_port, 30, 0, "FR", "DE");
+	static char report[16384];
+	int st;
+	json_t *o = ow_order(&w, 4, NULL, NULL, &st);
+	cr_assert_eq(st, 201);
+	char id[64], path[160];
+	snprintf(id, sizeof(id), "%s", tc_jstr(o, "id"));
+	json_decref(o);
+	cr_assert_eq(wm_cluster_check(&c, 0, report, sizeof(report)), 0, "a reserved cross-shard order: %s", report);
+	cr_assert(strstr(report, "holds: ") && strstr(report, "0 violation(s)"), "%s", report);
+
+	/* a transaction committed on the stock's shard with no order */
+	char body[512];
+	snprintf(body, sizeof(body), "{\"txn\":\"r0:ord_GHOST\",\"holds\":[{\"hold_id\":\"r0:ord_GHOST.H1\","
+		 "\"level_id\":\"%s\",\"qty\":2}]}", w.lv_est);
+	struct http_resp r;
+	cr_assert_eq(wm_cluster_do(&c, 1, "POST", "/internal/txn/prepare", body, &r), 0);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	http_resp_free(&r);
+	cr_assert_eq(wm_cluster_do(&c, 1, "POST", "/internal/txn/commit", "{\"txn\":\"r0:ord_GHOST\"}", &r), 0);
+	cr_assert_eq(r.status, 200, "%s", r.body);
+	http_resp_free(&r);
+	cr_assert_eq(wm_cluster_check(&c, 0, report, sizeof(report)), 1, "the ghost must be found: %s", report);
+	cr_assert(strstr(report, "hold r0:ord_GHOST.H1 on shard 1 is COMMITTED (2 units) and no reserved order's leg"),
+		  "%s", report);
+	cr_assert_eq(wm_cluster_do(&c, 1, "POST", "/internal/txn/release", "{\"txn\":\"r0:ord_GHOST\"}", &r), 0);
+	http_resp_free(&r);
+	cr_assert_eq(wm_cluster_check(&c, 0, report, sizeof(report)), 0, "after its release: %s", report);
+
+	/* a participant that forgets a cancelled order's release */
+	static const char *const env[] = {"WM_ERRINJ=txn_release_forgets", NULL};
+	wm_cluster_kill9(&c, 1);
+	c.env = env;
+	cr_assert_eq(wm_cluster_start(&c, 1), 0);
+	c.env = NULL;
+	snprintf(path, sizeof(path), "/v1/orders/%s/cancel", id);
+	json_decref(tc_expect(c.router_port, "POST", path, w.ksel, "{}", 200));
+	snprintf(path, sizeof(path), "/v1/orders/%s", id);
+	int compensated = 0;
+	for (int t = 0; t < 200 && !compensated; t++) {
+		json_t *x = tc_expect(c.router_port, "GET", path, NULL, NULL, 200);
+		compensated = json_is_true(json_object_get(json_object_get(x, "saga"), "compensated"));
+		json_decref(x);
+		if (!compensated)
+			usleep(50 * 1000);
+	}
+	cr_assert(compensated, "the cancel's compensation did not finish");
+	cr_assert_eq(wm_cluster_check(&c, 0, report, sizeof(report)), 1, "the forgotten release must be found: %s",
+		     report);
+	char want[200];
+	snprintf(want, sizeof(want), "(4 units) but order %s's leg is shipped, released or compensated", id);
+	cr_assert(strstr(report, want), "%s", report);
+	wm_cluster_cleanup(&c);
+}

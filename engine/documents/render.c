@@ -459,6 +459,25 @@ static void leg_group(struct rc *c, int leg, int dispatch)
 	table_group(c, s);
 }
 
+/* After the last row of a taxable line printed as several rows (vat_group
+ * != 0): its taxable amount and its VAT, as the order rounded them (once
+ * per taxable line; the VAT summary adds these up). */
+static void taxable_row(struct rc *c, int i)
+{
+	int64_t base, vat;
+	if (!doc_taxable_line(c->m, i, &base, &vat))
+		return;
+	char cells[COLS_MAX][CELL_MAX], b[32], v[32], rate[32];
+	money(c, base, b, sizeof b);
+	money(c, vat, v, sizeof v);
+	if (i18n_percent_bp(c->lang, c->m->lines[i].vat_rate_bp, rate, sizeof rate) < 0)
+		rate[0] = '\0';
+	fmt(cells[0], CELL_MAX, "%s %s \u00b7 %s %s %s", L(c, I18N_TAX_BASE), b, L(c, I18N_VAT), rate, v);
+	for (int k = 1; k < c->ncols; k++)
+		cells[k][0] = '\0';
+	table_row(c, cells, NULL);
+}
+
 /* Lines in leg order (a split order's lines grouped by source), with a
  * group heading per leg on the kinds that print every leg. */
 static void lines_table(struct rc *c, const struct col *cols, int ncols, int transport)
@@ -499,6 +518,8 @@ static void lines_table(struct rc *c, const struct col *cols, int ncols, int tra
 				money(c, l->net, cells[4], CELL_MAX);
 			}
 			table_row(c, cells, sub);
+			if (!transport && l->vat_group != 0)
+				taxable_row(c, i);
 		}
 	}
 	table_end(c);

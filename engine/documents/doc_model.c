@@ -188,12 +188,11 @@ static int leg_ok(const struct doc_model *m, int i, char *err, size_t errlen)
 	return 0;
 }
 
-static int line_ok(const struct doc_model *m, int i, char *err, size_t errlen)
+/* The goods particulars of line i (not of a charge row). */
+static int goods_ok(const struct doc_model *m, int i, char *err, size_t errlen)
 {
 	const struct doc_line *l = &m->lines[i];
 	const struct doc_wine *w = &l->wine;
-	CHECK_STR(l->description, sizeof l->description, 1,
-		  "lines[%d].description: required, valid UTF-8 under %d bytes", i, DOC_STR_MAX);
 	CHECK_STR(w->name, sizeof w->name, 1, "lines[%d].wine.name: required", i);
 	CHECK_STR(w->producer, sizeof w->producer, 1, "lines[%d].wine.producer: required", i);
 	CHECK_STR(w->origin, sizeof w->origin, 1, "lines[%d].wine.origin: required", i);
@@ -207,6 +206,20 @@ static int line_ok(const struct doc_model *m, int i, char *err, size_t errlen)
 		return fail(err, errlen, "lines[%d].wine.abv_centi: outside 1..10000", i);
 	if (w->volume_ml < 1 || w->volume_ml > 100000)
 		return fail(err, errlen, "lines[%d].wine.volume_ml: outside 1..100000", i);
+	return 0;
+}
+
+static int line_ok(const struct doc_model *m, int i, char *err, size_t errlen)
+{
+	const struct doc_line *l = &m->lines[i];
+	CHECK_STR(l->description, sizeof l->description, 1,
+		  "lines[%d].description: required, valid UTF-8 under %d bytes", i, DOC_STR_MAX);
+	if (l->charge != 0 && l->charge != 1)
+		return fail(err, errlen, "lines[%d].charge: 0 or 1", i);
+	if (l->charge && (l->litres_cl != 0 || l->packages != 0))
+		return fail(err, errlen, "lines[%d]: a charge has no litres or packages", i);
+	if (!l->charge && goods_ok(m, i, err, errlen))
+		return -1;
 	if (l->leg < 0 || l->leg >= m->n_legs)
 		return fail(err, errlen, "lines[%d].leg: %d is not a leg", i, l->leg);
 	if (l->quantity < 1 || l->quantity > DOC_QTY_MAX)

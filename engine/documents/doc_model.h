@@ -129,6 +129,9 @@ struct doc_line {
 	char cn_code[DOC_CODE_MAX];     /* combined nomenclature (22042109) */
 	int64_t litres_cl;             /* litres x 100 of product on the line */
 	int packages;                  /* packages (boxes) for the line, >= 0 */
+	int charge;                    /* 1: a charge the buyer pays with the goods (service
+					* fee, freight, excise duty), not goods: no wine
+					* particulars (wine is ignored), no litres or packages */
 };
 
 struct doc_vat {
@@ -155,7 +158,7 @@ struct doc_leg {
 struct doc_pick {
 	int leg;
 	char location[DOC_STR_MAX];    /* bin / cellar position */
-	char sku[DOC_CODE_MAX];
+	char sku[DOC_ID_MAX];          /* the seller's SKU or the wine id */
 	char description[DOC_STR_MAX];
 	int64_t quantity;              /* 1..DOC_QTY_MAX */
 };

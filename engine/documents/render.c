@@ -498,7 +498,9 @@ static void lines_table(struct rc *c, const struct col *cols, int ncols, int tra
 				leg_group(c, leg, transport);
 			any = 1;
 			fmt(cells[0], CELL_MAX, "%s", l->description);
-			particulars(c, &l->wine, sub, sizeof sub);
+			sub[0] = '\0';
+			if (!l->charge)
+				particulars(c, &l->wine, sub, sizeof sub);
 			if (transport) {
 				fmt(cells[1], CELL_MAX, "%s", l->excise_code);
 				fmt(cells[2], CELL_MAX, "%s", l->cn_code);

@@ -494,6 +494,27 @@ WM_TEST(doc_order, per_line_rounding_is_the_orders)
 	m->lines[4].vat_rate_bp = 700;
 	cr_expect_eq(doc_model_validate(m, err, sizeof err), -1);
 	cr_expect(strstr(err, "vat_group"), "%s", err);
+	m->lines[4].vat_rate_bp = 1900;
+	m->lines[4].vat_group = -1;
+	cr_expect_eq(doc_model_validate(m, err, sizeof err), -1);
+	cr_expect(strstr(err, "lines[4].vat_group: negative"), "%s", err);
+	m->lines[4].vat_group = 2;
+	/* A charge row: 0 or 1, no litres or packages, no wine needed. */
+	cr_expect_eq(m->lines[4].charge, 1);
+	cr_expect_eq(m->lines[4].wine.name[0], '\0');
+	m->lines[4].charge = 2;
+	cr_expect_eq(doc_model_validate(m, err, sizeof err), -1);
+	cr_expect(strstr(err, "lines[4].charge"), "%s", err);
+	m->lines[4].charge = 1;
+	m->lines[4].packages = 1;
+	cr_expect_eq(doc_model_validate(m, err, sizeof err), -1);
+	cr_expect(strstr(err, "lines[4]: a charge has no litres or packages"), "%s", err);
+	m->lines[4].packages = 0;
+	m->lines[4].charge = 0; /* as goods it needs a wine */
+	cr_expect_eq(doc_model_validate(m, err, sizeof err), -1);
+	cr_expect(strstr(err, "lines[4].wine.name"), "%s", err);
+	m->lines[4].charge = 1;
+	cr_expect_eq(doc_model_validate(m, err, sizeof err), 0, "%s", err);
 	free(m);
 
 	/* An order that rounded its VAT once per rate (41.72, the stockist's
@@ -567,6 +588,22 @@ WM_TEST(doc_order, missing_or_inconsistent_fields_refused)
 	/* errlen 0: still refused, nothing written */
 	cr_expect_eq(doc_order_model("x", 1, &ctx, DOC_CONSUMER_INVOICE, 0, m, NULL, 0), -1);
 	free(m);
+	/* The size bound: DOC_ORDER_JSON_MAX bytes (the order and trailing
+	 * white space) maps, one byte more is refused. */
+	char *big = malloc(DOC_ORDER_JSON_MAX + 2);
+	cr_assert(big);
+	size_t n = strlen(split_order);
+	memcpy(big, split_order, n);
+	memset(big + n, ' ', DOC_ORDER_JSON_MAX + 1 - n);
+	m = calloc(1, sizeof *m);
+	cr_expect_eq(doc_order_model(big, DOC_ORDER_JSON_MAX, &ctx, DOC_CONSUMER_INVOICE, 0, m, err, sizeof err), 0, "%s", err);
+	cr_expect_eq(doc_order_model(big, DOC_ORDER_JSON_MAX + 1, &ctx, DOC_CONSUMER_INVOICE, 0, m, err, sizeof err), -1);
+	cr_expect(strstr(err, "order: 1048577 bytes, more than 1048576"), "%s", err);
+	struct doc_order_doc docs[DOC_ORDER_DOCS_MAX];
+	cr_expect_eq(doc_order_documents(big, DOC_ORDER_JSON_MAX, docs, DOC_ORDER_DOCS_MAX, err, sizeof err), 10, "%s", err);
+	cr_expect_eq(doc_order_documents(big, DOC_ORDER_JSON_MAX + 1, docs, DOC_ORDER_DOCS_MAX, err, sizeof err), -1);
+	free(m);
+	free(big);
 	/* The leg of a kind, and the context. */
 	map_refused(split_order, &ctx, DOC_CARRIER_LABEL, 2, "leg: 2 is not a leg");
 	map_refused(split_order, &ctx, DOC_CARRIER_LABEL, -1, "leg: -1");

@@ -97,8 +97,9 @@ struct doc_order_doc {
  * Fill *out with the document `kind` of the order in order_json[0..len)
  * (for a per-leg kind, of fulfillments[leg]).  0 with a model that passes
  * doc_model_validate(), or -1 with err naming what is missing, invalid or
- * does not reconcile ("financial_breakdown.lines[6]: V_VAT 23.65 is not
- * 19 % of 124.50 (23.66)"), err always NUL-terminated when errlen > 0.
+ * does not reconcile ("financial_breakdown: V_VAT of line 0 from offer
+ * ofr_X is 2365, not 1900 bp x 12450 rounded once (2366)"; amounts in
+ * minor units), err always NUL-terminated when errlen > 0.
  * *out is overwritten either way.
  */
 int doc_order_model(const char *order_json, size_t len, const struct doc_order_ctx *ctx,

@@ -29,6 +29,11 @@
  *    as a QR code in the top right corner of every page.
  *  - The EMCS destination type is printed as its code (1..8), the form
  *    the e-AD itself uses in every language.
+ *  - VAT per taxable line: an order line from one source printed as
+ *    several rows (goods, service fee, freight, excise: one vat_group)
+ *    gets a row after its last one with its taxable amount and its VAT, as
+ *    the order rounded them; the VAT summary adds those up (doc_model.h).
+ *    Rows without a group print as before.
  */
 #include "engine/documents/render.h"
 

@@ -4,9 +4,9 @@
  *
  * Why here and not in the renderer: the renderer trusts its model.  Every
  * bound (string sizes, counts, quantities, amounts) and every sum the
- * printed invoice shows (VAT per rate, totals) is checked once, here, so
- * that a document that would not reconcile is refused with the field that
- * is wrong instead of being printed.  Amounts are bounded by
+ * printed invoice shows (VAT per taxable line and per rate, totals) is
+ * checked once, here, so that a document that would not reconcile is
+ * refused with the field that is wrong instead of being printed.  Amounts are bounded by
  * DOC_AMOUNT_MAX so that base x rate and quantity x unit price fit in
  * int64 without overflow; sums use __int128 anyway.
  */
@@ -53,6 +53,43 @@ int64_t doc_vat_of(int64_t base, int rate_bp)
 	__int128 mag = p < 0 ? -p : p;
 	__int128 q = (mag + 5000) / 10000;
 	return (int64_t)(p < 0 ? -q : q);
+}
+
+/* 1 if printed lines i and j are rows of one taxable line. */
+static int same_taxable(const struct doc_model *m, int i, int j)
+{
+	return i == j || (m->lines[i].vat_group != 0 && m->lines[i].vat_group == m->lines[j].vat_group);
+}
+
+int doc_taxable_line(const struct doc_model *m, int i, int64_t *base, int64_t *vat)
+{
+	if (!doc_line_printed(m, i))
+		return 0;
+	for (int j = i + 1; j < m->n_lines; j++)
+		if (doc_line_printed(m, j) && same_taxable(m, i, j))
+			return 0;
+	/* Validated nets make this at most DOC_LINES_MAX x DOC_AMOUNT_MAX; an
+	 * unvalidated model (doc_model_sum's input) is clamped, never overflows. */
+	__int128 b = 0;
+	for (int j = 0; j <= i; j++)
+		if (doc_line_printed(m, j) && same_taxable(m, i, j))
+			b += m->lines[j].net;
+	*base = b > INT64_MAX / 2 ? INT64_MAX / 2 : b < -(INT64_MAX / 2) ? -(INT64_MAX / 2) : (int64_t)b;
+	*vat = doc_vat_of(*base, m->lines[i].vat_rate_bp);
+	return 1;
+}
+
+/* The VAT of rate rate_bp: the sum of the VAT of the printed taxable lines
+ * at that rate, each rounded once (never the base rounded again). */
+static int64_t rate_vat(const struct doc_model *m, int rate_bp)
+{
+	__int128 sum = 0;
+	for (int i = 0; i < m->n_lines; i++) {
+		int64_t b, v;
+		if (m->lines[i].vat_rate_bp == rate_bp && doc_taxable_line(m, i, &b, &v))
+			sum += v;
+	}
+	return sum > INT64_MAX / 2 ? INT64_MAX / 2 : sum < -(INT64_MAX / 2) ? -(INT64_MAX / 2) : (int64_t)sum;
 }
 
 /* printf into err; always -1 so callers can `return fail(...)`. */
@@ -132,7 +169,7 @@ static int leg_ok(const struct doc_model *m, int i, char *err, size_t errlen)
 {
 	const struct doc_leg *l = &m->legs[i];
 	char what[32];
-	CHECK_STR(l->id, sizeof l->id, 1, "legs[%d].id: required, under %d bytes", i, DOC_CODE_MAX);
+	CHECK_STR(l->id, sizeof l->id, 1, "legs[%d].id: required, under %d bytes", i, DOC_ID_MAX);
 	for (const char *c = l->id; *c; c++)
 		if (*c < 0x21 || *c > 0x7e)
 			return fail(err, errlen, "legs[%d].id: printable ASCII only", i);
@@ -151,12 +188,11 @@ static int leg_ok(const struct doc_model *m, int i, char *err, size_t errlen)
 	return 0;
 }
 
-static int line_ok(const struct doc_model *m, int i, char *err, size_t errlen)
+/* The goods particulars of line i (not of a charge row). */
+static int goods_ok(const struct doc_model *m, int i, char *err, size_t errlen)
 {
 	const struct doc_line *l = &m->lines[i];
 	const struct doc_wine *w = &l->wine;
-	CHECK_STR(l->description, sizeof l->description, 1,
-		  "lines[%d].description: required, valid UTF-8 under %d bytes", i, DOC_STR_MAX);
 	CHECK_STR(w->name, sizeof w->name, 1, "lines[%d].wine.name: required", i);
 	CHECK_STR(w->producer, sizeof w->producer, 1, "lines[%d].wine.producer: required", i);
 	CHECK_STR(w->origin, sizeof w->origin, 1, "lines[%d].wine.origin: required", i);
@@ -170,6 +206,20 @@ static int line_ok(const struct doc_model *m, int i, char *err, size_t errlen)
 		return fail(err, errlen, "lines[%d].wine.abv_centi: outside 1..10000", i);
 	if (w->volume_ml < 1 || w->volume_ml > 100000)
 		return fail(err, errlen, "lines[%d].wine.volume_ml: outside 1..100000", i);
+	return 0;
+}
+
+static int line_ok(const struct doc_model *m, int i, char *err, size_t errlen)
+{
+	const struct doc_line *l = &m->lines[i];
+	CHECK_STR(l->description, sizeof l->description, 1,
+		  "lines[%d].description: required, valid UTF-8 under %d bytes", i, DOC_STR_MAX);
+	if (l->charge != 0 && l->charge != 1)
+		return fail(err, errlen, "lines[%d].charge: 0 or 1", i);
+	if (l->charge && (l->litres_cl != 0 || l->packages != 0))
+		return fail(err, errlen, "lines[%d]: a charge has no litres or packages", i);
+	if (!l->charge && goods_ok(m, i, err, errlen))
+		return -1;
 	if (l->leg < 0 || l->leg >= m->n_legs)
 		return fail(err, errlen, "lines[%d].leg: %d is not a leg", i, l->leg);
 	if (l->quantity < 1 || l->quantity > DOC_QTY_MAX)
@@ -186,6 +236,14 @@ static int line_ok(const struct doc_model *m, int i, char *err, size_t errlen)
 		return fail(err, errlen, "lines[%d].unit_price: quantity x unit_price is not net", i);
 	if (l->vat_rate_bp < 0 || l->vat_rate_bp > DOC_VAT_RATE_MAX)
 		return fail(err, errlen, "lines[%d].vat_rate_bp: outside 0..%d", i, DOC_VAT_RATE_MAX);
+	if (l->vat_group < 0)
+		return fail(err, errlen, "lines[%d].vat_group: negative", i);
+	for (int j = 0; j < i && l->vat_group != 0; j++)
+		if (m->lines[j].vat_group == l->vat_group &&
+		    (m->lines[j].leg != l->leg || m->lines[j].vat_rate_bp != l->vat_rate_bp))
+			return fail(err, errlen,
+				    "lines[%d].vat_group: a taxable line's rows share one leg and one rate (lines[%d] differs)",
+				    i, j);
 	if (l->litres_cl < 0 || l->litres_cl > (int64_t)DOC_QTY_MAX * 10000 || l->packages < 0 ||
 	    l->packages > DOC_QTY_MAX)
 		return fail(err, errlen, "lines[%d]: litres or packages out of range", i);
@@ -212,7 +270,7 @@ int doc_model_sum(struct doc_model *m, char *err, size_t errlen)
 		m->vat[k].base += m->lines[i].net;
 	}
 	for (int k = 0; k < m->n_vat; k++) {
-		m->vat[k].vat = doc_vat_of(m->vat[k].base, m->vat[k].rate_bp);
+		m->vat[k].vat = rate_vat(m, m->vat[k].rate_bp);
 		m->total_net += m->vat[k].base;
 		m->total_vat += m->vat[k].vat;
 	}
@@ -221,8 +279,9 @@ int doc_model_sum(struct doc_model *m, char *err, size_t errlen)
 }
 
 /* The sums: each vat[] rate's base is the sum of the printed lines at that
- * rate, its VAT is rate x base, every printed line's rate is listed, and
- * the totals add up. */
+ * rate, its VAT the sum of its taxable lines' VAT (each rate x its base,
+ * rounded once), every printed line's rate is listed, and the totals add
+ * up. */
 static int sums_ok(const struct doc_model *m, char *err, size_t errlen)
 {
 	__int128 net = 0, vat = 0;
@@ -241,9 +300,11 @@ static int sums_ok(const struct doc_model *m, char *err, size_t errlen)
 		if (!used || base != v->base)
 			return fail(err, errlen, "vat[%d].base: %lld is not the sum of the lines at %d bp",
 				    k, (long long)v->base, v->rate_bp);
-		if (v->vat != doc_vat_of(v->base, v->rate_bp))
-			return fail(err, errlen, "vat[%d].vat: %lld is not rate x base (%lld)", k,
-				    (long long)v->vat, (long long)doc_vat_of(v->base, v->rate_bp));
+		int64_t want = rate_vat(m, v->rate_bp);
+		if (v->vat != want)
+			return fail(err, errlen,
+				    "vat[%d].vat: %lld is not the sum of its taxable lines' VAT, each rate x base rounded once (%lld)",
+				    k, (long long)v->vat, (long long)want);
 		net += v->base;
 		vat += v->vat;
 	}
@@ -277,7 +338,7 @@ int doc_model_validate(const struct doc_model *m, char *err, size_t errlen)
 	    iso_currency_minor(m->currency, 3) < 0)
 		return fail(err, errlen, "currency: not an ISO 4217 code");
 	CHECK_STR(m->series, sizeof m->series, 1, "series: required, under %d bytes", DOC_CODE_MAX);
-	CHECK_STR(m->order_id, sizeof m->order_id, 0, "order_id: under %d bytes", DOC_CODE_MAX);
+	CHECK_STR(m->order_id, sizeof m->order_id, 0, "order_id: under %d bytes", DOC_ID_MAX);
 	CHECK_STR(m->seller_name, sizeof m->seller_name, 0, "seller_name: under %d bytes",
 		  DOC_STR_MAX);
 	if (m->number < 1)

@@ -16,11 +16,21 @@
  *    count comes from engine/base/iso.c), rates are basis points, volumes
  *    millilitres, alcohol hundredths of a % vol, litres centilitres.  No
  *    floating point anywhere (DESIGN.md section 6).
- *  - VAT reconciles by construction: each vat[] entry is one rate with its
- *    taxable base, and validation insists that the base is the sum of the
- *    net amounts of the lines at that rate and that the VAT is
- *    base x rate / 10000 rounded half-up once, and that the totals are the
- *    sums.  A model that does not add up is refused, never printed.
+ *  - VAT reconciles by construction, the way the order computed it
+ *    (spec 2.9: "tax components are rounded per line and then summed,
+ *    never rounded twice"; DESIGN.md 6).  The unit of rounding is the
+ *    order's taxable line -- one order line from one source -- whose VAT
+ *    is its taxable amount (the sum of its rounded components) x rate,
+ *    rounded half-up ONCE.  A document may print that taxable line as
+ *    several rows (the wine, the service fee, the freight, the excise):
+ *    rows with the same nonzero vat_group are one taxable line, a row with
+ *    vat_group 0 is a taxable line on its own.  Each vat[] entry is one
+ *    rate: its base is the sum of the nets at that rate and its VAT is
+ *    the SUM of its taxable lines' VAT -- not base x rate rounded again,
+ *    which differs by a cent or more as soon as two taxable lines both
+ *    round up (2 x 0.005 is 0.01 each, 0.02 together; once it would be
+ *    0.01).  Validation recomputes all of it and insists on the totals, so
+ *    a model that does not add up is refused, never printed.
  *  - One model describes the whole order (every leg) so that a split order
  *    needs no second shape.  Kinds that are per leg or per source (label,
  *    fulfiller instruction, originator proforma and invoice) print
@@ -33,15 +43,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Bounds (bytes include the NUL). */
+/* Bounds (bytes include the NUL).  The counts hold the largest order the
+ * engine accepts (engine/orders/order.h, engine/pricing/quote.h; this layer
+ * cannot include them): 16 lines x 4 sources = 64 taxable lines, each
+ * printed as at most 4 rows (wine, service fee, freight, excise) on the
+ * consumer invoice = 256 rows; 32 legs; a source spread over at most 4
+ * locations gives at most 256 pick rows; 2 box sizes x 32 legs = 64 box
+ * rows.  Ids are the engine's: "ord_DE_" + 20 characters, and a leg id
+ * that adds ".L32" (31 bytes), with room to spare. */
 #define DOC_STR_MAX 96       /* any name, description or address line */
 #define DOC_CODE_MAX 24      /* VAT id, excise number, CN code, series */
+#define DOC_ID_MAX 48        /* order id, leg id */
 #define DOC_ADDR_LINES 4     /* address lines per party */
-#define DOC_LINES_MAX 120    /* order lines */
+#define DOC_LINES_MAX 256    /* printed rows (order lines x sources x components) */
 #define DOC_VAT_MAX 8        /* distinct VAT rates */
-#define DOC_LEGS_MAX 8       /* fulfilment legs (sources) */
-#define DOC_PICKS_MAX 120    /* pick list rows */
-#define DOC_BOXES_MAX 32     /* box packing rows */
+#define DOC_LEGS_MAX 32      /* fulfilment legs (source x location) */
+#define DOC_PICKS_MAX 256    /* pick list rows */
+#define DOC_BOXES_MAX 64     /* box packing rows */
 #define DOC_QTY_MAX 100000   /* units on one line */
 #define DOC_AMOUNT_MAX 100000000000000LL /* 10^14 minor units: no product overflows int64 */
 #define DOC_VAT_RATE_MAX 10000 /* basis points: 100 % */
@@ -104,16 +122,22 @@ struct doc_line {
 	int64_t unit_price;            /* net per unit, minor units */
 	int64_t net;                   /* taxable line amount, minor units */
 	int vat_rate_bp;               /* basis points, 0..DOC_VAT_RATE_MAX */
+	int vat_group;                 /* 0: a taxable line alone; else the rows with this
+					* value are one taxable line (same leg, same rate),
+					* its VAT rounded once on the sum of their nets */
 	char excise_code[DOC_CODE_MAX]; /* excise product code (W200), "" if none */
 	char cn_code[DOC_CODE_MAX];     /* combined nomenclature (22042109) */
 	int64_t litres_cl;             /* litres x 100 of product on the line */
 	int packages;                  /* packages (boxes) for the line, >= 0 */
+	int charge;                    /* 1: a charge the buyer pays with the goods (service
+					* fee, freight, excise duty), not goods: no wine
+					* particulars (wine is ignored), no litres or packages */
 };
 
 struct doc_vat {
 	int rate_bp;                   /* basis points */
 	int64_t base;                  /* sum of line nets at this rate */
-	int64_t vat;                   /* base x rate / 10000, half-up */
+	int64_t vat;                   /* sum of the VAT of its taxable lines */
 };
 
 /* A pickup window: a date and minutes after midnight (local to the fulfiller). */
@@ -124,7 +148,7 @@ struct doc_window {
 };
 
 struct doc_leg {
-	char id[DOC_CODE_MAX];         /* leg id, required, printable ASCII */
+	char id[DOC_ID_MAX];           /* leg id, required, printable ASCII */
 	struct doc_party originator;   /* the source that sells this leg's wine */
 	struct doc_party fulfiller;    /* who ships it (place of dispatch) */
 	char sscc[DOC_SSCC_LEN + 1];   /* 18 digits with GS1 check digit */
@@ -134,7 +158,7 @@ struct doc_leg {
 struct doc_pick {
 	int leg;
 	char location[DOC_STR_MAX];    /* bin / cellar position */
-	char sku[DOC_CODE_MAX];
+	char sku[DOC_ID_MAX];          /* the seller's SKU or the wine id */
 	char description[DOC_STR_MAX];
 	int64_t quantity;              /* 1..DOC_QTY_MAX */
 };
@@ -153,7 +177,7 @@ struct doc_model {
 	uint64_t number;               /* sequential number in the series, >= 1 */
 	struct doc_date issue_date;    /* also the PDF creation date */
 	struct doc_date supply_date;
-	char order_id[DOC_CODE_MAX];
+	char order_id[DOC_ID_MAX];
 	struct doc_party issuer;
 	struct doc_party recipient;
 	struct doc_party ship_to;      /* delivery place / consignee address */
@@ -186,13 +210,21 @@ int doc_gs1_check_digit(const char *s17);
  * a negative base) once; base bounded by DOC_AMOUNT_MAX. */
 int64_t doc_vat_of(int64_t base, int rate_bp);
 
+/* The taxable line that printed line i closes: 1 when i is the last
+ * printed line of its vat_group (always, for vat_group 0), with the sum of
+ * the group's printed nets in *base and its VAT (base x its rate, half-up
+ * once) in *vat; 0 otherwise.  Where the renderer prints an order's
+ * per-line VAT. */
+int doc_taxable_line(const struct doc_model *m, int i, int64_t *base, int64_t *vat);
+
 /* Fill m->vat[] and the totals from the printed lines (the rates in order
- * of first appearance).  0, or -1 with err when more than DOC_VAT_MAX
- * rates are used. */
+ * of first appearance; each rate's VAT the sum of its taxable lines').
+ * 0, or -1 with err when more than DOC_VAT_MAX rates are used. */
 int doc_model_sum(struct doc_model *m, char *err, size_t errlen);
 
-/* Check every field against its bound and the arithmetic (VAT per rate,
- * totals, SSCC check digit).  0, or -1 with a message naming the first
+/* Check every field against its bound and the arithmetic (each taxable
+ * line in one leg at one rate, VAT per rate = the sum of the taxable
+ * lines' VAT, totals, SSCC check digit).  0, or -1 with a message naming the first
  * offending field ("lines[3].quantity: 0 is outside 1..100000") in err
  * (always NUL-terminated when errlen > 0). */
 int doc_model_validate(const struct doc_model *m, char *err, size_t errlen);

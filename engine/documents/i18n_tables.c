@@ -68,4 +68,7 @@ const char *const i18n_table[I18N_KEY_COUNT][I18N_LANG_COUNT] = {
 [I18N_PRODUCER] = {"Producer/bottler", "Erzeuger/Abfüller", "Producteur/embouteilleur", "Produttore/imbottigliatore", "Productor/embotellador", "Produtor/engarrafador", "Producent/botteleerder", "Producent/rozlewca", "Producent/buteljerare", "Producent/aftapper", "Tuottaja/pullottaja", "Výrobce/plnič", "Παραγωγός/εμφιαλωτής", "Produsent/tapper"},
 [I18N_ORIGIN] = {"Origin", "Herkunft", "Origine", "Origine", "Origen", "Origem", "Herkomst", "Pochodzenie", "Ursprung", "Oprindelse", "Alkuperä", "Původ", "Προέλευση", "Opprinnelse"},
 [I18N_FROM] = {"From", "Von", "De", "Da", "De", "De", "Van", "Od", "Från", "Fra", "Lähettäjä", "Od", "Από", "Fra"},
+[I18N_FREIGHT] = {"Freight", "Fracht", "Transport", "Trasporto", "Transporte", "Transporte", "Vracht", "Transport", "Frakt", "Fragt", "Rahti", "Doprava", "Μεταφορικά", "Frakt"},
+[I18N_SERVICE_FEE] = {"Service fee", "Servicegebühr", "Frais de service", "Commissione di servizio", "Tarifa de servicio", "Taxa de serviço", "Servicekosten", "Opłata serwisowa", "Serviceavgift", "Servicegebyr", "Palvelumaksu", "Servisní poplatek", "Χρέωση υπηρεσίας", "Servicegebyr"},
+[I18N_EXCISE_DUTY] = {"Excise duty", "Verbrauchsteuer", "Droits d'accise", "Accisa", "Impuesto especial", "Imposto especial de consumo", "Accijns", "Podatek akcyzowy", "Punktskatt", "Punktafgift", "Valmistevero", "Spotřební daň", "Ειδικός φόρος κατανάλωσης", "Særavgift"},
 };

@@ -29,6 +29,11 @@
  *    as a QR code in the top right corner of every page.
  *  - The EMCS destination type is printed as its code (1..8), the form
  *    the e-AD itself uses in every language.
+ *  - VAT per taxable line: an order line from one source printed as
+ *    several rows (goods, service fee, freight, excise: one vat_group)
+ *    gets a row after its last one with its taxable amount and its VAT, as
+ *    the order rounded them; the VAT summary adds those up (doc_model.h).
+ *    Rows without a group print as before.
  */
 #include "engine/documents/render.h"
 
@@ -459,6 +464,25 @@ static void leg_group(struct rc *c, int leg, int dispatch)
 	table_group(c, s);
 }
 
+/* After the last row of a taxable line printed as several rows (vat_group
+ * != 0): its taxable amount and its VAT, as the order rounded them (once
+ * per taxable line; the VAT summary adds these up). */
+static void taxable_row(struct rc *c, int i)
+{
+	int64_t base, vat;
+	if (!doc_taxable_line(c->m, i, &base, &vat))
+		return;
+	char cells[COLS_MAX][CELL_MAX], b[32], v[32], rate[32];
+	money(c, base, b, sizeof b);
+	money(c, vat, v, sizeof v);
+	if (i18n_percent_bp(c->lang, c->m->lines[i].vat_rate_bp, rate, sizeof rate) < 0)
+		rate[0] = '\0';
+	fmt(cells[0], CELL_MAX, "%s %s \u00b7 %s %s %s", L(c, I18N_TAX_BASE), b, L(c, I18N_VAT), rate, v);
+	for (int k = 1; k < c->ncols; k++)
+		cells[k][0] = '\0';
+	table_row(c, cells, NULL);
+}
+
 /* Lines in leg order (a split order's lines grouped by source), with a
  * group heading per leg on the kinds that print every leg. */
 static void lines_table(struct rc *c, const struct col *cols, int ncols, int transport)
@@ -479,7 +503,9 @@ static void lines_table(struct rc *c, const struct col *cols, int ncols, int tra
 				leg_group(c, leg, transport);
 			any = 1;
 			fmt(cells[0], CELL_MAX, "%s", l->description);
-			particulars(c, &l->wine, sub, sizeof sub);
+			sub[0] = '\0';
+			if (!l->charge)
+				particulars(c, &l->wine, sub, sizeof sub);
 			if (transport) {
 				fmt(cells[1], CELL_MAX, "%s", l->excise_code);
 				fmt(cells[2], CELL_MAX, "%s", l->cn_code);
@@ -499,6 +525,8 @@ static void lines_table(struct rc *c, const struct col *cols, int ncols, int tra
 				money(c, l->net, cells[4], CELL_MAX);
 			}
 			table_row(c, cells, sub);
+			if (!transport && l->vat_group != 0)
+				taxable_row(c, i);
 		}
 	}
 	table_end(c);

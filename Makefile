@@ -140,7 +140,7 @@ TEST_CLUSTER_SKIP := order_crash/* media/* router/* conn/* audit/* tls/* shard_m
 	decision_log/* delay_proxy/* netns/* chaos/* \
 	auth/minted_key_is_shown_once_and_only_its_hash_is_stored \
 	auth/operator_key_is_printed_once_or_taken_from_the_environment \
-	order/an_order_is_one_wal_transaction fulfilment/kill9_* returns/kill9_* settlement/kill9_*
+	order/an_order_is_one_wal_transaction fulfilment/kill9_* returns/kill9_* settlement/kill9_* order_documents/kill9_*
 empty :=
 space := $(empty) $(empty)
 TEST_ENV = WM_BIN_DIR=$(CURDIR)/build/san/bin WM_SRC_DIR=$(CURDIR) WM_CONTRACT_DIR=$(CURDIR)/build/contract \

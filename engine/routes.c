@@ -19,6 +19,7 @@
 #include "engine/catalogue/media.h"
 #include "engine/supply/offer.h"
 #include "engine/orders/compliance.h"
+#include "engine/orders/documents.h"
 #include "engine/orders/consumer_volume.h"
 #include "engine/orders/fulfilment.h"
 #include "engine/orders/order.h"
@@ -52,6 +53,7 @@ int (*const wine_channel_lists)(struct shard *sh, const char *channel_id, const 
 /* Stock asks orders which order owns a hold (hold_owned_by_order). */
 const char *(*const inv_hold_owner)(struct shard *sh, const char *hold_id) = order_owning_hold;
 void (*const returns_refunded_hook)(struct shard *sh, const char *order_id) = settlement_on_refund;
+int (*const order_documents_splice)(struct api_ctx *c, const struct order *o, struct buf *doc) = documents_splice;
 int (*const order_volume_capture)(struct api_ctx *c, const char *order_id, const char *dest, const char *email,
 				  const struct order_volume_line *l, unsigned n) = consumer_volume_capture;
 
@@ -115,6 +117,7 @@ static const struct route *const route_groups[] = {
 	return_routes,
 	settlement_routes,
 	compliance_routes,
+	document_routes,
 	NULL,
 };
 

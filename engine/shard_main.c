@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "engine/edge/consumer_token.h"
+#include "engine/orders/documents.h"
 #include "engine/edge/api.h"
 #include "engine/edge/dispatch.h"
 #include "engine/edge/audit.h"
@@ -160,6 +161,14 @@ static void on_signal(struct ev_loop *loop, struct ev_handle *h, uint32_t events
 	srv_drain_on_signal(sh->srv, loop, &drain_requested);
 }
 
+/* The render thread finished documents: note them, hand it more. */
+static void on_documents(struct ev_loop *loop, struct ev_handle *h, uint32_t events)
+{
+	(void)loop;
+	(void)events;
+	documents_poll(h->arg);
+}
+
 /* Once per loop iteration: commit the read-audit rows staged by it. */
 static void on_prepare(struct ev_loop *loop, void *arg)
 {
@@ -181,6 +190,7 @@ static void on_tick(struct ev_loop *loop, void *arg)
 	txn_part_tick(sh); /* in-doubt holds: ask their coordinator */
 	order_txn_tick(sh); /* cross-shard orders left placed or paid: the same */
 	returns_poll(sh); /* returns left refunding, stock to tell another shard */
+	documents_poll(sh); /* orders due their documents, renders to hand out */
 	repl_pub_wake(sh, 0); /* long-polls whose wait is over */
 	uint64_t now = ev_now_ms(loop);
 	if (sh->cfg.snapshot_interval_s && now >= sh->snap_next_due_ms) {
@@ -296,6 +306,18 @@ int main(int argc, char **argv)
 	ev_add(sh.loop, &sh.wal_h, EPOLLIN);
 	sh.sig_h = (struct ev_handle){.fd = sfd, .fn = on_signal, .arg = &sh};
 	ev_add(sh.loop, &sh.sig_h, EPOLLIN);
+	/* trade documents: rendered on their own thread, collected here */
+	if (documents_start(&sh, err, sizeof(err))) {
+		log_error("msg=\"cannot start\" error=\"%s\"", err);
+		fprintf(stderr, "wm-shard: %s\n", err);
+		srv_free(sh.srv);
+		shard_close(&sh);
+		ev_free(sh.loop);
+		return 1;
+	}
+	static struct ev_handle docs_h;
+	docs_h = (struct ev_handle){.fd = documents_fd(), .fn = on_documents, .arg = &sh};
+	ev_add(sh.loop, &docs_h, EPOLLIN);
 	ev_set_tick(sh.loop, 250, on_tick, &sh);
 	ev_set_prepare(sh.loop, on_prepare, &sh);
 	sh.snap_next_due_ms = ev_clock_us() / 1000 + cfg.snapshot_interval_s * 1000;
@@ -334,6 +356,7 @@ int main(int argc, char **argv)
 	int rc = ev_run(sh.loop);
 	repl_pub_wake(&sh, 1); /* every held long-poll answered before the server goes */
 	srv_free(sh.srv);
+	documents_stop(); /* before the tables go: pending renders stay pending in their rows */
 	repl_close(&sh);
 	txn_part_close();
 	close(sfd);

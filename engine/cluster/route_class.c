@@ -57,6 +57,8 @@ static const struct rc_rule rules[] = {
 	{RC_WRITES, "/v1/pickups", RC_BODY, 0, "#order_id"},
 	{RC_ANY, "/v1/pickups/{id}", RC_PATH_ID, 0, NULL},
 	{RC_ANY, "/v1/pickups/{id}/*", RC_PATH_ID, 0, NULL},
+	{RC_ANY, "/v1/documents/{id}", RC_PATH_ID, 0, NULL},
+	{RC_ANY, "/v1/documents/{id}/*", RC_PATH_ID, 0, NULL},
 	{RC_READS, "/v1/compliance/declarations", RC_QUERY, 0, "destination"},
 	/* the catalogue (and everything else): the home */
 	{RC_ANY, "/v1/*", RC_HOME, 0, NULL},

@@ -39,6 +39,7 @@
 #include "engine/cluster/shard_map.h"
 #include "engine/edge/fields.h"
 #include "engine/orders/compliance.h"
+#include "engine/orders/documents.h"
 #include "engine/orders/order.h"
 #include "engine/orders/tracking.h"
 #include "engine/stock/txn_part.h"
@@ -268,8 +269,10 @@ static int stage_scan_move(struct shard *sh, const struct order *o, unsigned li,
 		return 0;
 	int picked_up = leg_rank(from) < leg_rank(LS_PICKED_UP);
 	if (to == LS_DELIVERED) {
-		/* the delivery register's records with the delivery itself */
-		if (compliance_stage_leg(sh, o, li, s->occurred_at) || stage_leg(sh, o, li, to, "order.delivered"))
+		/* the delivery register's records and the originator's final
+		 * invoice with the delivery itself */
+		if (compliance_stage_leg(sh, o, li, s->occurred_at) || documents_stage_delivered(sh, o, li, s->occurred_at) ||
+		    stage_leg(sh, o, li, to, "order.delivered"))
 			return -1;
 		if (!picked_up)
 			return 0;

@@ -1554,7 +1554,8 @@ static void write_view(struct api_ctx *c, struct jw *w, const struct order *o, c
 	const char *legs[ORDER_MAX_LEGS];
 	for (unsigned i = 0; i < o->n_legs; i++)
 		legs[i] = o->legs[i].leg_id;
-	if (!s || order_doc(o, s, &doc) || leg_tracks_splice(c->sh, legs, o->n_legs, &doc))
+	if (!s || order_doc(o, s, &doc) || leg_tracks_splice(c->sh, legs, o->n_legs, &doc) ||
+	    order_documents_splice(c, o, &doc))
 		w->err = 1;
 	else if (!member && (v.platform || ((v.roles & OR_SELLER) &&
 					    !memmem(doc.data, doc.len, unpermitted, sizeof(unpermitted) - 1))))

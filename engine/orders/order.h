@@ -204,6 +204,12 @@ int order_settling_next(struct shard *sh, const char *after, char *out);
 /* How many orders have a leg in flight (cheap). */
 uint64_t order_legwork_count(struct shard *sh);
 
+/* The documents of o the caller may see, into the assembled document's
+ * "documents" member (engine/orders/documents.c documents_splice, bound in
+ * engine/routes.c: the documents read the orders, so the orders do not
+ * include them).  0 or -1. */
+extern int (*const order_documents_splice)(struct api_ctx *c, const struct order *o, struct buf *doc);
+
 /* The consumer volume check at capture (consumer_volume.c, bound in
  * engine/routes.c): the order's lines as the caps count them. */
 struct order_volume_line {

@@ -58,6 +58,8 @@ enum rec_table {
 	REC_T_PAYOUT = 25,    /* the payment provider's payouts to partners, id "<order id>.S<n>" (engine/orders/payment.c) */
 	REC_T_COMPLIANCE = 26, /* the delivery register, id "<order id>.C<leg>.<line>" (engine/orders/compliance.c) */
 	REC_T_CONSUMER_VOLUME = 27, /* a consumer's orders against the volume caps (engine/orders/consumer_volume.c) */
+	REC_T_DOCUMENT = 28,  /* an order's trade document, id "<order id>.D<k>" (engine/orders/documents.c) */
+	REC_T_DOC_SEQ = 29,   /* a document numbering sequence, id "<series>.<issuer>" (engine/orders/documents.c) */
 	REC_T_COUNT_
 };
 

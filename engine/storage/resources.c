@@ -37,6 +37,8 @@ const struct table_ops *const resource_tables[] = {
 	&payout_ledger_table_ops, /* the sandbox provider's payouts (engine/orders/payment.c) */
 	&compliance_table_ops, /* the delivery register (engine/orders/compliance.c) */
 	&consumer_volume_table_ops, /* consumers' orders against the volume caps (engine/orders/consumer_volume.c) */
+	&document_table_ops, /* an order's trade documents, after order bodies (engine/orders/documents.c) */
+	&doc_seq_table_ops, /* their numbering sequences (engine/orders/documents.c) */
 	NULL,
 };
 

@@ -317,7 +317,8 @@ int main(int argc, char **argv)
 	}
 	static struct ev_handle docs_h;
 	docs_h = (struct ev_handle){.fd = documents_fd(), .fn = on_documents, .arg = &sh};
-	ev_add(sh.loop, &docs_h, EPOLLIN);
+	if (docs_h.fd >= 0)
+		ev_add(sh.loop, &docs_h, EPOLLIN);
 	ev_set_tick(sh.loop, 250, on_tick, &sh);
 	ev_set_prepare(sh.loop, on_prepare, &sh);
 	sh.snap_next_due_ms = ev_clock_us() / 1000 + cfg.snapshot_interval_s * 1000;

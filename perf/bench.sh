@@ -671,7 +671,7 @@ if [ "${BENCH_SKIP_ORDERS:-0}" = 1 ]; then
 else
 	odata=$(mktemp -d "$root/orders.XXXXXX")
 	WM_BOOTSTRAP_KEY="$WM_BOOTSTRAP_KEY" "$SHARD" --listen 127.0.0.1:0 --data-dir "$odata" --access-log 0 \
-		--snapshot-interval 0 --wal-mode fsync --key-rate-rps 1000000 --key-rate-burst 1000000 \
+		--snapshot-interval 0 --wal-mode fsync --documents 0 --key-rate-rps 1000000 --key-rate-burst 1000000 \
 		>"$root/orders-shard.out" 2>"$root/orders-shard.err" &
 	orders_pid=$!
 	oport=""
@@ -792,12 +792,12 @@ else
 	priced=$(awk -F'\t' '$1 !~ /^#/ && $1 != "country" && $1 != "MT" && NF > 1 {print $1}' data/vat.tsv | sort -u | tr '\n' ' ')
 	printf 'version 1\nshard 0 127.0.0.1:%s %s\nshard 1 127.0.0.1:%s MT\n' "$cport" "$priced" "$c1port" >"$cdir/map.conf"
 	WM_BOOTSTRAP_KEY="$WM_BOOTSTRAP_KEY" "$SHARD" --listen "127.0.0.1:$cport" --data-dir "$cdir/shard0" --access-log 0 \
-		--snapshot-interval 0 --wal-mode fsync --key-rate-rps 1000000 --key-rate-burst 1000000 \
+		--snapshot-interval 0 --wal-mode fsync --documents 0 --key-rate-rps 1000000 --key-rate-burst 1000000 \
 		--shard-map "$cdir/map.conf" --shard-id 0 --cluster-secret-file "$cdir/secret" \
 		>"$root/cluster-shard.out" 2>"$root/cluster-shard.err" &
 	cluster_shard_pid=$!
 	"$SHARD" --listen "127.0.0.1:$c1port" --data-dir "$cdir/shard1" --access-log 0 --snapshot-interval 0 \
-		--wal-mode fsync --key-rate-rps 1000000 --key-rate-burst 1000000 --shard-map "$cdir/map.conf" --shard-id 1 \
+		--wal-mode fsync --documents 0 --key-rate-rps 1000000 --key-rate-burst 1000000 --shard-map "$cdir/map.conf" --shard-id 1 \
 		--cluster-secret-file "$cdir/secret" >"$root/cluster-shard1.out" 2>"$root/cluster-shard1.err" &
 	cluster_shard1_pid=$!
 	"$ROUTER" --listen 127.0.0.1:0 --data-dir "$cdir/router" --access-log 0 --shard-map "$cdir/map.conf" \
@@ -886,7 +886,7 @@ else
 	npids=()
 	for i in 0 1 2; do
 		WM_BOOTSTRAP_KEY="$WM_BOOTSTRAP_KEY" "$SHARD" --listen "127.0.0.1:${np[$i]}" --data-dir "$ndir/shard$i" \
-			--access-log 0 --snapshot-interval 0 --wal-mode fsync --key-rate-rps 1000000 --key-rate-burst 1000000 \
+			--access-log 0 --snapshot-interval 0 --wal-mode fsync --documents 0 --key-rate-rps 1000000 --key-rate-burst 1000000 \
 			--shard-map "$ndir/map.conf" --shard-id "$i" --cluster-secret-file "$ndir/secret" \
 			>"$root/2pc-shard$i.out" 2>"$root/2pc-shard$i.err" &
 		npids+=($!)

@@ -35,6 +35,8 @@ static const struct opt opts[] = {
 	{"snapshot-keep", OPT_U64, N(snapshot_keep), 1, 100, NULL, "snapshots kept by retention"},
 	{"access-log", OPT_BOOL, N(access_log), 0, 1, NULL, "one log line per request (0 for benchmarks)"},
 	{"demo", OPT_BOOL, N(demo), 0, 1, NULL, "seed demo data into an empty data directory"},
+	{"documents", OPT_BOOL, N(documents), 0, 1, NULL,
+	 "generate orders' trade documents (PDFs); 0: none (benchmarks of order capture, load tests)"},
 	{"max-conns", OPT_U64, N(max_conns), 1, 100000, NULL, "maximum open connections (when full, the longest-idle one is closed for a new one)"},
 	{"max-conns-per-ip", OPT_U64, N(max_conns_per_ip), 0, 100000, NULL, "open connections one client address may hold (0 = no cap)"},
 	{"shard-map", OPT_STR, S(shard_map), 0, 0, NULL, "the cluster's shard map file (without it: a cluster of one); reloaded on SIGHUP"},
@@ -88,6 +90,7 @@ void config_defaults(struct config *c)
 	strcpy(c->data_dir, "./var");
 	strcpy(c->data_ref_dir, "./data");
 	strcpy(c->wal_mode, "fsync");
+	c->documents = 1;
 	c->wal_segment_mb = 64;
 	c->snapshot_interval_s = 3600;
 	c->snapshot_keep = 2;

@@ -378,8 +378,8 @@ static int leg_delivered(struct shard *sh, const struct order *o, unsigned g)
 int documents_stage_delivered(struct shard *sh, const struct order *o, unsigned li, const char *at)
 {
 	(void)at;
-	if (li >= o->n_legs || li >= DOC_LEGS_MAX)
-		return 0; /* an order past the documents' bound has none (logged at creation) */
+	if (!sh->cfg.documents || li >= o->n_legs || li >= DOC_LEGS_MAX)
+		return 0; /* off, or an order past the documents' bound (none; logged at creation) */
 	char id[DOC_ROW_ID_MAX], now[32];
 	unsigned k = 2 + 4 * li + 3;
 	snprintf(id, sizeof(id), "%s.D%u", o->row.id, k + 1);
@@ -462,6 +462,10 @@ static struct {
 
 int documents_start(struct shard *sh, char *err, size_t errlen)
 {
+	if (!sh->cfg.documents) {
+		log_info("msg=\"trade documents are off (--documents 0): orders get none\"");
+		return 0;
+	}
 	char root[DOCSTORE_ROOT_MAX];
 	if (snprintf(root, sizeof(root), "%s/documents", sh->cfg.data_dir) >= (int)sizeof(root) ||
 	    docstore_open(&dg.store, root)) {

@@ -251,3 +251,44 @@ WM_TEST(order_documents, kill9_after_the_file_is_stored_is_finished_by_the_resta
 {
 	crash_then_finish("documents_crash_after_store");
 }
+
+/* The consumer (its order's consumer token) lists and downloads its
+ * invoice, and nothing else: not the transport document, not another
+ * order's invoice. */
+WM_TEST(order_documents, the_consumer_downloads_its_invoice_with_its_token, .timeout = 120)
+{
+	struct oworld x;
+	ow_start(&x, NULL, 24, 0);
+	char a[64], b[64], path[200];
+	placed(&x, 6, a, NULL);
+	placed(&x, 2, b, NULL);
+	json_t *la = docs_when_ready(&x, NULL, a, 5), *lb = docs_when_ready(&x, NULL, b, 5);
+	snprintf(path, sizeof(path), "/v1/orders/%s/consumer-token", a);
+	json_t *t = tc_expect(x.port, "GET", path, x.ksel, NULL, 200);
+	char tok[80];
+	snprintf(tok, sizeof(tok), "%s", tc_jstr(t, "token"));
+	json_decref(t);
+	json_t *mine = docs_when_ready(&x, tok, a, 1);
+	json_t *inv = of_type(mine, "consumer_invoice");
+	cr_assert_not_null(inv, "%s", dump(mine));
+	char file[256];
+	fetch_pdf(&x, tok, inv, file, sizeof(file));
+	unlink(file);
+	/* its order's view lists the invoice only */
+	snprintf(path, sizeof(path), "/v1/orders/%s", a);
+	json_t *o = tc_expect(x.port, "GET", path, tok, NULL, 200);
+	cr_assert_eq(json_array_size(json_object_get(o, "documents")), 1, "%s", dump(o));
+	json_decref(o);
+	/* the transport document of its own order: 404; another order's invoice: 401 */
+	snprintf(path, sizeof(path), "/v1/documents/%s/content", tc_jstr(of_type(la, "transport_document"), "document_id"));
+	json_decref(tc_expect(x.port, "GET", path, tok, NULL, 404));
+	snprintf(path, sizeof(path), "/v1/documents/%s/content", tc_jstr(of_type(lb, "consumer_invoice"), "document_id"));
+	json_t *e = tc_expect(x.port, "GET", path, tok, NULL, 401);
+	cr_assert_str_eq(tc_jstr(e, "code"), "unknown_key");
+	json_decref(e);
+	json_decref(mine);
+	json_decref(la);
+	json_decref(lb);
+	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
+}

@@ -211,11 +211,20 @@ static const char *bearer_token(struct api_ctx *c, size_t *len)
 	return v;
 }
 
-/* The order a consumer token may act on: the path's {id}, on a route
+/* The order a consumer token may act on: the path's {id} up to its first
+ * '.' (an order id, or a row of the order: "<order id>.D1"), on a route
  * that takes consumer tokens (into order, ID_MAX_LEN bytes); 0, or -1. */
 static int consumer_order(struct api_ctx *c, char *order)
 {
-	return (c->route->flags & ROUTE_F_CONSUMER) && api_param(c, 0, order, ID_MAX_LEN) > 0 ? 0 : -1;
+	char id[ID_MAX_LEN + 16];
+	if (!(c->route->flags & ROUTE_F_CONSUMER) || api_param(c, 0, id, sizeof(id)) <= 0)
+		return -1;
+	size_t n = strcspn(id, ".");
+	if (n == 0 || n >= ID_MAX_LEN)
+		return -1;
+	memcpy(order, id, n);
+	order[n] = 0;
+	return 0;
 }
 
 static void consumer_refused(struct api_ctx *c)

@@ -45,8 +45,9 @@
  * the seller; the transport document also every fulfiller of the order
  * (it travels in the parcel); a label and a fulfiller instruction the
  * leg's fulfiller (the carrier side); a proforma and a final invoice the
- * leg's originator; the platform everything.  A document the caller may
- * not see answers as one that does not exist (404).
+ * leg's originator; the order's consumer (its consumer token) its
+ * invoice; the platform everything.  A document the caller may not see
+ * answers as one that does not exist (404).
  */
 #include "engine/orders/documents.h"
 
@@ -993,10 +994,10 @@ static void document_content(struct api_ctx *c)
 
 const struct route document_routes[] = {
 	{HTTP_M_GET, "/v1/orders/{id}/documents", order_documents, SC_READ_ORDERS, ACT_READ_ORDERS,
-	 "The order's documents the caller may see", 0},
+	 "The order's documents the caller may see", ROUTE_F_CONSUMER},
 	{HTTP_M_GET, "/v1/documents/{id}", document_read, SC_READ_ORDERS, ACT_READ_ORDERS,
-	 "One document: its metadata, or its PDF (Accept: application/pdf)", 0},
+	 "One document: its metadata, or its PDF (Accept: application/pdf)", ROUTE_F_CONSUMER},
 	{HTTP_M_GET, "/v1/documents/{id}/content", document_content, SC_READ_ORDERS, ACT_READ_ORDERS,
-	 "One document's PDF, checksum verified", 0},
+	 "One document's PDF, checksum verified", ROUTE_F_CONSUMER},
 	{0, NULL, NULL, 0, 0, NULL, 0},
 };

@@ -119,8 +119,15 @@ WM_TEST(order_documents, a_reserved_order_gets_its_set_numbered_and_rendered, .t
 {
 	struct oworld x;
 	ow_start(&x, NULL, 24, 0);
-	char a[64], b[64];
+	char a[64], b[64], pp[160];
 	long long total_a;
+	/* the estate's tax numbers, printed on its documents (and their format checked) */
+	snprintf(pp, sizeof(pp), "/v1/partners/%s", x.est);
+	json_t *e = tc_expect(x.port, "PATCH", pp, x.kest, "{\"vat_id\":\"FR1\",\"excise_number\":\"FR0123456789\"}", 422);
+	cr_assert(tc_lists_error(e, "vat_id", "format") && tc_lists_error(e, "excise_number", "format"), "%s", dump(e));
+	json_decref(e);
+	json_decref(tc_expect(x.port, "PATCH", pp, x.kest, "{\"vat_id\":\"FR12345678901\",\"excise_number\":\"FR0123456789A\"}",
+			      200));
 	placed(&x, 6, a, &total_a);
 	placed(&x, 3, b, NULL);
 	json_t *la = docs_when_ready(&x, NULL, a, 5), *lb = docs_when_ready(&x, NULL, b, 5);
@@ -152,6 +159,15 @@ WM_TEST(order_documents, a_reserved_order_gets_its_set_numbered_and_rendered, .t
 	cr_assert_not_null(strstr(text, want), "the number %s: %s", want, text);
 	snprintf(want, sizeof(want), "%lld,%02lld", total_a / 100, total_a % 100);
 	cr_assert_not_null(strstr(text, want), "the total %s: %s", want, text);
+	/* the transport document names the estate's excise number, the proforma its VAT number */
+	fetch_pdf(&x, NULL, of_type(la, "transport_document"), path, sizeof(path));
+	pdf_text(path, text, sizeof(text));
+	unlink(path);
+	cr_assert_not_null(strstr(text, "FR0123456789A"), "%s", text);
+	fetch_pdf(&x, NULL, of_type(la, "originator_proforma"), path, sizeof(path));
+	pdf_text(path, text, sizeof(text));
+	unlink(path);
+	cr_assert_not_null(strstr(text, "FR12345678901"), "%s", text);
 	/* Accept: application/pdf on the metadata route gives the file too */
 	struct http_resp r;
 	char p2[200];

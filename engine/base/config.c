@@ -77,6 +77,8 @@ static const struct opt opts[] = {
 	{"audit-alert-window-s", OPT_U64, N(audit_alert_window_s), 1, 86400, NULL, "audit volume window (seconds)"},
 	{"media-max-kb", OPT_U64, N(media_max_kb), 1, 65536, NULL, "largest media upload (KiB); at most --max-body-kb"},
 	{"platform-legal-name", OPT_STR, S(platform_legal_name), 0, 0, NULL, "legal name of the platform, merchant of record on every order"},
+	{"platform-country", OPT_STR, S(platform_country), 0, 0, NULL, "the platform's country on its documents (ISO 3166-1 alpha-2; default: the order's destination)"},
+	{"platform-vat-id", OPT_STR, S(platform_vat_id), 0, 0, NULL, "the platform's VAT number on its invoices"},
 	{"media-url-ttl-s", OPT_U64, N(media_url_ttl_s), 1, 86400 * 7, NULL, "lifetime of a signed media upload URL (seconds)"},
 	{"forward-timeout-ms", OPT_U64, N(forward_timeout_ms), 10, 600000, NULL, "wm-router: how long a forwarded request may take at a shard"},
 	{"shard-conns", OPT_U64, N(shard_conns), 1, 256, NULL, "wm-router: keep-alive connections to each shard"},

@@ -58,6 +58,8 @@ struct config {
 	uint64_t platform_fixed_fee_cents; /* optional fixed platform fee per order, EUR cents */
 	uint64_t ref_max_age_days;   /* reference data older than this is stale (warning) */
 	char platform_legal_name[128];     /* merchant of record on every order (platform_entity) */
+	char platform_country[3];          /* its country, printed on its documents ("" = each order's destination) */
+	char platform_vat_id[24];          /* its VAT number, printed on its invoices ("" = none printed) */
 	/* media uploads (engine/catalogue/media.c) */
 	uint64_t media_max_kb;     /* largest image accepted (KiB); clamped to max_body_kb at start */
 	uint64_t media_url_ttl_s;  /* lifetime of a signed upload URL */

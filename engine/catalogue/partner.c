@@ -157,6 +157,35 @@ static void read_caps(struct api_ctx *c, const struct json_value *o, struct part
 }
 
 /* Overlay the members of `o` onto p (merge-patch semantics). */
+/* An upper-case country code followed by n_min..n_max characters of
+ * [0-9A-Z] (and, when plus, '+' '*' as some VAT formats have). */
+static int tax_id_ok(const char *s, size_t n_min, size_t n_max, int plus)
+{
+	size_t n = strlen(s);
+	if (n < 2 + n_min || n > 2 + n_max || !iso_country_valid(s, 2))
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'A' && s[i] <= 'Z') || (plus && (s[i] == '+' || s[i] == '*'))))
+			return 0;
+	return 1;
+}
+
+/* vat_id (country + 2..12 characters, as VIES writes them) and
+ * excise_number (a SEED number: country + 11 characters); null removes. */
+static void read_tax_ids(struct api_ctx *c, const struct json_value *o, struct partner_vals *p)
+{
+	int r = fld_str(c, o, "vat_id", NULL, p->vat_id, sizeof(p->vat_id) - 1);
+	if (r == FLD_NULL)
+		p->vat_id[0] = 0;
+	else if (r == FLD_SET && !tax_id_ok(p->vat_id, 2, PARTNER_MAX_VAT_ID - 2, 1))
+		api_field_error(c, "vat_id", "format", "a VAT number: its country code and 2 to 12 characters (DE123456789)");
+	r = fld_str(c, o, "excise_number", NULL, p->excise_number, sizeof(p->excise_number) - 1);
+	if (r == FLD_NULL)
+		p->excise_number[0] = 0;
+	else if (r == FLD_SET && !tax_id_ok(p->excise_number, PARTNER_EXCISE_LEN - 2, PARTNER_EXCISE_LEN - 2, 0))
+		api_field_error(c, "excise_number", "format", "a SEED excise number: its country code and 11 characters");
+}
+
 /* fiscal_representative_for: null or [] none, else at most
  * PARTNER_MAX_FISCAL distinct ISO countries (absent: unchanged). */
 static void read_fiscal(struct api_ctx *c, const struct json_value *o, struct partner_vals *p)
@@ -211,6 +240,7 @@ void partner_read(struct api_ctx *c, const struct json_value *o, struct partner_
 	if (fld_str(c, o, "recruiter_id", NULL, p->recruiter_id, sizeof(p->recruiter_id) - 1) == FLD_NULL)
 		p->recruiter_id[0] = 0;
 	read_fiscal(c, o, p);
+	read_tax_ids(c, o, p);
 	const struct json_value *rate = json_get(o, "recruiter_rate_percent");
 	int64_t e2;
 	if (rate && rate->type == JSON_NULL)
@@ -323,6 +353,14 @@ void partner_write(struct jw *w, const struct partner_vals *p)
 		jw_kstr(w, "payout_currency", p->payout_currency);
 	else
 		jw_knull(w, "payout_currency");
+	if (p->vat_id[0])
+		jw_kstr(w, "vat_id", p->vat_id);
+	else
+		jw_knull(w, "vat_id");
+	if (p->excise_number[0])
+		jw_kstr(w, "excise_number", p->excise_number);
+	else
+		jw_knull(w, "excise_number");
 	jw_key(w, "fiscal_representative_for");
 	jw_arr_begin(w);
 	for (unsigned i = 0; i < p->n_fiscal_rep; i++)

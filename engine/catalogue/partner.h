@@ -22,6 +22,8 @@ enum partner_cap {
 #define PARTNER_MAX_NAME 200
 #define PARTNER_MAX_RECRUITER_E2 2500 /* a recruiter royalty of at most 25.00 % */
 #define PARTNER_MAX_FISCAL 8          /* destinations one fiscal representative files for */
+#define PARTNER_MAX_VAT_ID 14         /* "DE" + at most 12 characters (the longest EU format) */
+#define PARTNER_EXCISE_LEN 13         /* a SEED excise number: country + 11 characters */
 
 struct partner_vals {
 	char id[ID_MAX_LEN];
@@ -40,6 +42,10 @@ struct partner_vals {
 	char payout_provider[33];
 	char payout_account_id[65];
 	char payout_currency[4];
+	/* printed on its trade documents (engine/orders/documents.c): the VAT
+	 * identification number and the excise (SEED) number, "" when none */
+	char vat_id[PARTNER_MAX_VAT_ID + 1];
+	char excise_number[PARTNER_EXCISE_LEN + 1];
 	/* spec 2.9 R_Recruiter: the partner that recruited this one (as a
 	 * seller) and its royalty, percent x 100 of (P_B2B + M_Curator) */
 	char recruiter_id[ID_MAX_LEN];

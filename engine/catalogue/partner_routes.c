@@ -28,7 +28,7 @@ static const uint8_t status_moves[PARTNER_N_STATUS] = {
 static const char *const partner_fields[] = {
 	"legal_name", "country", "contact", "roles", "originator_type", "capabilities",
 	"payout_provider", "payout_account_id", "payout_currency", "recruiter_id", "recruiter_rate_percent",
-	"fiscal_representative_for", "status", NULL};
+	"fiscal_representative_for", "vat_id", "excise_number", "status", NULL};
 static const char *const readonly_fields[] = {"id", "created_at", "updated_at", NULL};
 /* Onboarding decisions that belong to the platform (steps 2, 3, 6): a
  * partner's own key cannot grant itself roles or move its status. */

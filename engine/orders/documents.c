@@ -56,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/base/iso.h"
 #include "engine/base/log.h"
 #include "engine/catalogue/partner.h"
 #include "engine/catalogue/producer.h"
@@ -401,19 +402,17 @@ static int own_order(struct shard *sh, const struct order *o)
 }
 
 /* 1: o rests at reserved or later (its documents are due); 0: not yet
- * (being placed); -1: never (failed or cancelled before reserving). */
+ * (being placed); -1: never (failed, or cancelled before the walk came:
+ * nothing was shipped or invoiced; a set created before a cancel stays,
+ * true of what was issued -- its credit note is future work). */
 static int order_due(struct shard *sh, const struct order *o)
 {
 	const struct order_state *s = order_state_get(sh, o->row.id, o->row.id_len);
 	if (!s)
 		return 0;
 	int st = s->v.status;
-	if (st == ORD_FAILED || st == ORD_CANCELLED) {
-		for (unsigned g = 0; g < o->n_legs; g++)
-			if (leg_rank(s->v.leg_status[g]) >= leg_rank(LS_RESERVED))
-				return 1; /* cancelled after reserving: its documents stay true of what happened */
+	if (st == ORD_FAILED || st == ORD_CANCELLED)
 		return -1;
-	}
 	return st >= ORD_RESERVED ? 1 : 0;
 }
 
@@ -467,6 +466,10 @@ int documents_start(struct shard *sh, char *err, size_t errlen)
 		log_info("msg=\"trade documents are off (--documents 0): orders get none\"");
 		return 0;
 	}
+	if (sh->cfg.platform_country[0] && !iso_country_valid(sh->cfg.platform_country, strlen(sh->cfg.platform_country))) {
+		snprintf(err, errlen, "--platform-country %s is not an ISO 3166-1 alpha-2 country", sh->cfg.platform_country);
+		return -1;
+	}
 	char root[DOCSTORE_ROOT_MAX];
 	if (snprintf(root, sizeof(root), "%s/documents", sh->cfg.data_dir) >= (int)sizeof(root) ||
 	    docstore_open(&dg.store, root)) {
@@ -514,6 +517,8 @@ static int ctx_party(void *arg, const char *id, struct doc_party *out)
 		put_cut(out->address[0], sizeof(out->address[0]), p->v.contact.name);
 	if (p->v.contact.email[0])
 		put_cut(out->address[1], sizeof(out->address[1]), p->v.contact.email);
+	put_cut(out->vat_id, sizeof(out->vat_id), p->v.vat_id);
+	put_cut(out->excise_number, sizeof(out->excise_number), p->v.excise_number);
 	return 0;
 }
 
@@ -702,7 +707,9 @@ static int submit(struct shard *sh, const struct document *d, unsigned slot)
 					    .lang = lang, .series = series, .number = (uint64_t)number,
 					    .gs1_prefix = DOCS_GS1_PREFIX};
 		put_cut(ctx.platform.name, sizeof(ctx.platform.name), sh->cfg.platform_legal_name);
-		snprintf(ctx.platform.country, sizeof(ctx.platform.country), "%s", o->dest);
+		snprintf(ctx.platform.country, sizeof(ctx.platform.country), "%s",
+			 sh->cfg.platform_country[0] ? sh->cfg.platform_country : o->dest);
+		put_cut(ctx.platform.vat_id, sizeof(ctx.platform.vat_id), sh->cfg.platform_vat_id);
 		if (parse_day(day, &ctx.issue_date))
 			snprintf(err, sizeof(err), "issue_date %s", day);
 		else if (!doc_order_model(text.data, text.len, &ctx, (enum doc_kind)d->kind, d->leg, m, err, sizeof(err)))

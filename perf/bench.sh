@@ -72,6 +72,11 @@
 #      confirm, source, commit buy, reserved: one WAL transaction); the lua script
 #      counts non-201 answers; from /metrics, fsyncs, WAL transactions and
 #      (compressed) WAL bytes per order stored.  BENCH_SKIP_ORDERS=1 skips it.
+#   p. trade documents on a shard of their own (documents on; k runs with
+#      --documents 0): the 1-line quote's p99 alone and while a burst of
+#      orders' documents renders (rendering is off the loop: it should not
+#      move), and documents per CPU-second of the render thread ("wm-docs")
+#      and per wall second.  BENCH_SKIP_DOCUMENTS=1 skips it.
 #   l. the router's hop: one shard in cluster mode behind wm-router, the
 #      world of (k) set up through it; GET /v1/partners/{id}, the 1-line
 #      quote and POST /v1/orders -c16 through the router as ratios to the
@@ -766,6 +771,86 @@ else
 	orders_pid=""
 fi
 
+# ---- p. trade documents -------------------------------------------------------------
+# A shard of its own with documents on (the default; k runs with
+# --documents 0 so that its CPU per order is order capture alone).  The
+# order world of k, then: the 1-line quote alone (a); a burst of orders
+# for BENCH_DOC_BURST (default 2s, -c16), whose documents (5 per order:
+# invoice, transport document, label, instruction, proforma) the render
+# thread works through; the same quote while it does (b).  Printed: the
+# quote's p99 in (b) against (a) -- rendering is off the event loop, so it
+# should not move beyond the box's noise -- and documents per second per
+# core: documents rendered / CPU seconds of the render thread ("wm-docs",
+# /proc/PID/task/*), and per wall second while the backlog drains.
+echo
+echo "== p. trade documents: renders per CPU-second, and the quote's p99 during a burst (own shard)"
+doc_rows=()
+# thread_ticks PID NAME : utime + stime of the process's threads named NAME
+thread_ticks() {
+	local t sum=0 v
+	for t in /proc/"$1"/task/*; do
+		[ "$(cat "$t/comm" 2>/dev/null)" = "$2" ] || continue
+		v=$(awk '{ print $14 + $15 }' "$t/stat" 2>/dev/null) && sum=$((sum + v))
+	done
+	echo "$sum"
+}
+if [ "${BENCH_SKIP_DOCUMENTS:-0}" = 1 ]; then
+	echo "skipped (BENCH_SKIP_DOCUMENTS=1)"
+else
+	ddata=$(mktemp -d "$root/documents.XXXXXX")
+	WM_BOOTSTRAP_KEY="$WM_BOOTSTRAP_KEY" "$SHARD" --listen 127.0.0.1:0 --data-dir "$ddata" --access-log 0 \
+		--snapshot-interval 0 --wal-mode fsync --key-rate-rps 1000000 --key-rate-burst 1000000 \
+		>"$root/documents-shard.out" 2>"$root/documents-shard.err" &
+	doc_pid=$!
+	dport=""
+	for _ in $(seq 1 100); do
+		dport=$(sed -n 's#^wm-shard listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*#\1#p' "$root/documents-shard.out")
+		[ -n "$dport" ] && break
+		kill -0 "$doc_pid" 2>/dev/null || die "wm-shard (documents) exited during start-up"
+		sleep 0.1
+	done
+	[ -n "$dport" ] || die "wm-shard (documents) did not print its listening line within 10 s"
+	dbase="http://127.0.0.1:$dport"
+	dmetric() {
+		curl -fsS -H "Authorization: Bearer $WM_BOOTSTRAP_KEY" "$dbase/metrics" |
+			awk -v m="$1" '$1 == m { print $2; found = 1 } END { exit !found }' || die "metric $1 not found in /metrics"
+	}
+	api_base=$dbase
+	world_setup
+	quote_world
+	saved_wrk=("${WRK[@]}")
+	WRK=(wrk -t1 -c16 -d5s --latency)
+	run_wrk "p(a). quote 1 line, nothing rendering (documents shard, -c16)" -s perf/post_quote.lua "$dbase" -- "${qwines[0]}"
+	p99_a=$(cut -d'|' -f4 <<<"${rows[-1]}")
+	r0=$(dmetric wm_documents_rendered_total)
+	t0=$(thread_ticks "$doc_pid" wm-docs)
+	WRK=(wrk -t1 -c16 -d"${BENCH_DOC_BURST:-2s}" --latency)
+	run_wrk "p. POST /v1/orders burst (documents on, -c16)" -s perf/post_order.lua "$dbase" -- "$wine"
+	w0=$(date +%s.%N)
+	pend=$(dmetric wm_documents_pending)
+	WRK=(wrk -t1 -c16 -d5s --latency)
+	run_wrk "p(b). quote 1 line, while the burst's documents render (-c16)" -s perf/post_quote.lua "$dbase" -- "${qwines[0]}"
+	p99_b=$(cut -d'|' -f4 <<<"${rows[-1]}")
+	for _ in $(seq 1 600); do
+		[ "$(dmetric wm_documents_pending)" = 0 ] && break
+		sleep 0.5
+	done
+	w1=$(date +%s.%N)
+	r1=$(dmetric wm_documents_rendered_total)
+	t1=$(thread_ticks "$doc_pid" wm-docs)
+	failed=$(dmetric wm_documents_failed_total)
+	WRK=("${saved_wrk[@]}")
+	line=$(awk -v n=$((r1 - r0)) -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v w0="$w0" -v w1="$w1" -v pa="$p99_a" \
+		-v pb="$p99_b" -v pend="$pend" -v f="$failed" 'BEGIN {
+		printf "%d documents rendered (%d pending after the burst, %d failed): %.0f per CPU-second of the render thread, %.0f per wall second draining; quote p99 %s alone, %s while rendering",
+			n, pend, f, (t > 0 ? n * hz / t : 0), (w1 > w0 ? n / (w1 - w0) : 0), pa, pb }')
+	echo "$line"
+	doc_rows+=("$line")
+	du -sh "$ddata/documents" 2>/dev/null | awk '{ print "document store: " $1 }'
+	kill "$doc_pid" 2>/dev/null || true
+	wait "$doc_pid" 2>/dev/null || true
+fi
+
 # ---- l. the router's hop ------------------------------------------------------------
 # One wm-shard in cluster mode (shard 0, the catalogue home, owning every
 # country the reference data prices) behind a wm-router (DESIGN.md 9): the
@@ -953,4 +1038,5 @@ for r in "${quote_rows[@]}"; do echo "$r"; done
 for r in "${order_rows[@]}"; do echo "POST /v1/orders $r"; done
 for r in "${router_rows[@]}"; do echo "router hop: $r"; done
 for r in "${twopc_rows[@]}"; do echo "2PC: $r"; done
+for r in "${doc_rows[@]}"; do echo "documents: $r"; done
 [ -z "$nginx_note" ] || echo "$nginx_note"

@@ -308,3 +308,41 @@ WM_TEST(order_documents, the_consumer_downloads_its_invoice_with_its_token, .tim
 	wm_stop(&x.p);
 	wm_proc_cleanup(&x.p);
 }
+
+/* A split order (estate 24 + stockist 6, two legs, two originators):
+ * per-leg labels, instructions and proformas, each with its own leg and
+ * numbers, and each originator sees only its own leg's. */
+WM_TEST(order_documents, a_split_order_has_per_leg_documents, .timeout = 120)
+{
+	struct oworld x;
+	ow_start(&x, NULL, 24, 24);
+	char a[64];
+	placed(&x, 30, a, NULL);
+	json_t *l = docs_when_ready(&x, NULL, a, 8);
+	static const char *const per_leg[] = {"carrier_label", "fulfiller_instruction", "originator_proforma"};
+	for (int k = 0; k < 3; k++) {
+		size_t i, n = 0;
+		json_t *d;
+		long long nums[2] = {0, 0};
+		char legs[2][64] = {"", ""};
+		json_array_foreach(json_object_get(l, "data"), i, d)
+			if (!strcmp(tc_jstr(d, "type"), per_leg[k]) && n < 2) {
+				nums[n] = json_integer_value(json_object_get(d, "number"));
+				snprintf(legs[n++], 64, "%s", tc_jstr(d, "leg_id"));
+			}
+		cr_assert_eq(n, 2, "%s: one per leg: %s", per_leg[k], dump(l));
+		cr_assert_str_neq(legs[0], legs[1]);
+		cr_assert_eq(nums[1], nums[0] + 1, "%s: consecutive numbers", per_leg[k]);
+	}
+	/* each originator (shipping its own leg) sees the transport document and its leg's three */
+	json_t *le = docs_when_ready(&x, x.kest, a, 4), *ls = docs_when_ready(&x, x.kstk, a, 4);
+	json_t *pe = of_type(le, "originator_proforma"), *ps = of_type(ls, "originator_proforma");
+	cr_assert_str_neq(tc_jstr(pe, "leg_id"), tc_jstr(ps, "leg_id"));
+	cr_assert_str_eq(tc_jstr(json_object_get(pe, "recipient"), "partner_id"), x.est);
+	cr_assert_str_eq(tc_jstr(json_object_get(ps, "recipient"), "partner_id"), x.stk);
+	json_decref(le);
+	json_decref(ls);
+	json_decref(l);
+	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
+}

@@ -142,6 +142,7 @@ struct doc_worker *doc_worker_start(struct docstore *ds, int capacity)
 		errno = rc;
 		return NULL;
 	}
+	pthread_setname_np(w->thread, "wm-docs"); /* top, perf and the benchmark find it by name */
 	return w;
 }
 

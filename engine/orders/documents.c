@@ -834,6 +834,20 @@ static void walk(struct shard *sh)
 	}
 }
 
+void documents_metrics(struct shard *sh, struct buf *o)
+{
+	const uint64_t probes = idx_probes; /* an operator's gauge: no fsync wait */
+	size_t pending = oidx_count(&dext(&sh->tables[REC_T_DOCUMENT])->pending);
+	idx_probes = probes;
+	buf_printf(o, "# HELP wm_documents_rendered_total Trade documents rendered and stored since start.\n"
+		      "# TYPE wm_documents_rendered_total counter\nwm_documents_rendered_total %llu\n"
+		      "# HELP wm_documents_failed_total Documents whose order's figures made no valid document (see the log).\n"
+		      "# TYPE wm_documents_failed_total counter\nwm_documents_failed_total %llu\n"
+		      "# HELP wm_documents_pending Documents numbered and not yet rendered.\n"
+		      "# TYPE wm_documents_pending gauge\nwm_documents_pending %zu\n",
+		   (unsigned long long)dg.rendered, (unsigned long long)dg.failed, pending);
+}
+
 void documents_poll(struct shard *sh)
 {
 	if (!dg.started)

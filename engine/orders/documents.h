@@ -40,6 +40,8 @@ int documents_fd(void);
  * pending rows to the render thread, store what it finished.  Cheap when
  * there is nothing to do; call on every tick and on the eventfd. */
 void documents_poll(struct shard *sh);
+/* wm_documents_rendered_total, _failed_total, _pending into o (/metrics). */
+void documents_metrics(struct shard *sh, struct buf *o);
 /* Leg li of o was delivered at `at`: stage its originator's final invoice
  * (numbered, pending) into the OPEN transaction.  0 or -1. */
 int documents_stage_delivered(struct shard *sh, const struct order *o, unsigned li, const char *at);

@@ -393,8 +393,10 @@ fi
 # ---- g. authentication micro-benchmark ---------------------------------------------
 echo
 echo "== perf/bench_auth (per-request cost of identity and access, in-process)"
+# the in-process tools link the library, renderer (cairo, pango, zint) included
+BENCH_LIBS="$(pkg-config --libs libxxhash libzstd libssl libcrypto libcurl cairo pangocairo 2>/dev/null) -lzint -lpthread -lm"
 if [ -f build/rel/lib.a ] && gcc -std=c17 -D_GNU_SOURCE -I. -O2 -Wall -Wextra -Werror -o "$root/bench_auth" \
-	perf/bench_auth.c build/rel/lib.a -lxxhash -lzstd -lssl -lcrypto -lpthread -lm 2>"$root/bench_auth.err"; then
+	perf/bench_auth.c build/rel/lib.a $BENCH_LIBS 2>"$root/bench_auth.err"; then
 	timeout 120 "$root/bench_auth" "$root/auth-data" || echo "bench_auth failed or timed out (exit $?)"
 else
 	head -n 5 "$root/bench_auth.err" 2>/dev/null || true
@@ -409,7 +411,7 @@ echo "== perf/bench_catalogue (wine ingest with dedup, $CAT_WINES wines, in-proc
 if [ "${BENCH_SKIP_CATALOGUE:-0}" = 1 ]; then
 	echo "skipped (BENCH_SKIP_CATALOGUE=1)"
 elif [ -f build/rel/lib.a ] && gcc -std=c17 -D_GNU_SOURCE -I. -O2 -Wall -Wextra -Werror -o "$root/bench_catalogue" \
-	perf/bench_catalogue.c perf/bench_world.c build/rel/lib.a -lxxhash -lzstd -lssl -lcrypto -lpthread -lm 2>"$root/bench_catalogue.err"; then
+	perf/bench_catalogue.c perf/bench_world.c build/rel/lib.a $BENCH_LIBS 2>"$root/bench_catalogue.err"; then
 	echo "\$ bench_catalogue DATA_DIR $CAT_WINES $CAT_BODIES ${BENCH_CATALOGUE_WAL:-none}"
 	timeout 900 "$root/bench_catalogue" "$root/catalogue-data" "$CAT_WINES" "$CAT_BODIES" "${BENCH_CATALOGUE_WAL:-none}" ||
 		echo "bench_catalogue failed or timed out (exit $?)"
@@ -425,7 +427,7 @@ echo "== perf/bench_offers (offer list pages through the read-path filter, in-pr
 if [ "${BENCH_SKIP_OFFERS:-0}" = 1 ]; then
 	echo "skipped (BENCH_SKIP_OFFERS=1)"
 elif [ -f build/rel/lib.a ] && gcc -std=c17 -D_GNU_SOURCE -I. -O2 -Wall -Wextra -Werror -o "$root/bench_offers" \
-	perf/bench_offers.c build/rel/lib.a -lxxhash -lzstd -lssl -lcrypto -lpthread -lm 2>"$root/bench_offers.err"; then
+	perf/bench_offers.c build/rel/lib.a $BENCH_LIBS 2>"$root/bench_offers.err"; then
 	echo "\$ bench_offers $OFFER_SIZES"
 	# shellcheck disable=SC2086
 	timeout 900 "$root/bench_offers" $OFFER_SIZES || echo "bench_offers failed or timed out (exit $?)"
@@ -443,7 +445,7 @@ echo "== perf/bench_quote (quote-calculate with routing and landed cost, in-proc
 if [ "${BENCH_SKIP_QUOTE:-0}" = 1 ]; then
 	echo "skipped (BENCH_SKIP_QUOTE=1)"
 elif [ -f build/rel/lib.a ] && gcc -std=c17 -D_GNU_SOURCE -I. -O2 -Wall -Wextra -Werror -o "$root/bench_quote" \
-	perf/bench_quote.c perf/bench_world.c build/rel/lib.a -lxxhash -lzstd -lssl -lcrypto -lpthread -lm 2>"$root/bench_quote.err"; then
+	perf/bench_quote.c perf/bench_world.c build/rel/lib.a $BENCH_LIBS 2>"$root/bench_quote.err"; then
 	echo "\$ bench_quote data $Q_WINES $Q_PER $Q_N"
 	timeout 900 "$root/bench_quote" data "$Q_WINES" "$Q_PER" "$Q_N" || echo "bench_quote failed or timed out (exit $?)"
 else
@@ -486,7 +488,7 @@ echo "== perf/bench_scale ($S_WINES wines x $S_PER offers, $S_LEVELS levels in o
 if [ "${BENCH_SKIP_SCALE:-0}" = 1 ]; then
 	echo "skipped (BENCH_SKIP_SCALE=1)"
 elif [ -f build/rel/lib.a ] && gcc -std=c17 -D_GNU_SOURCE -I. -O2 -g -Wall -Wextra -Werror -o "$root/bench_scale" \
-	perf/bench_scale.c perf/bench_world.c build/rel/lib.a -lxxhash -lzstd -lssl -lcrypto -lpthread -lm 2>"$root/bench_scale.err"; then
+	perf/bench_scale.c perf/bench_world.c build/rel/lib.a $BENCH_LIBS 2>"$root/bench_scale.err"; then
 	mkdir -p "$root/scale"
 	echo "\$ bench_scale fill data DIR $S_WINES $S_PER $S_LEVELS $S_QUOTES $S_TAIL"
 	if timeout 1800 "$root/bench_scale" fill data "$root/scale" "$S_WINES" "$S_PER" "$S_LEVELS" "$S_QUOTES" "$S_TAIL"; then
@@ -774,8 +776,8 @@ fi
 # ---- p. trade documents -------------------------------------------------------------
 # A shard of its own with documents on (the default; k runs with
 # --documents 0 so that its CPU per order is order capture alone).  The
-# order world of k, then: the 1-line quote alone (a); a burst of orders
-# for BENCH_DOC_BURST (default 2s, -c16), whose documents (5 per order:
+# order world of k, then: the 1-line quote alone (a); a burst of
+# BENCH_DOC_ORDERS orders (default 400, -c16), whose documents (5 per order:
 # invoice, transport document, label, instruction, proforma) the render
 # thread works through; the same quote while it does (b).  Printed: the
 # quote's p99 in (b) against (a) -- rendering is off the event loop, so it
@@ -824,15 +826,24 @@ else
 	p99_a=$(cut -d'|' -f4 <<<"${rows[-1]}")
 	r0=$(dmetric wm_documents_rendered_total)
 	t0=$(thread_ticks "$doc_pid" wm-docs)
-	WRK=(wrk -t1 -c16 -d"${BENCH_DOC_BURST:-2s}" --latency)
-	run_wrk "p. POST /v1/orders burst (documents on, -c16)" -s perf/post_order.lua "$dbase" -- "$wine"
+	WRK=(wrk -t1 -c16 -d2s --latency)
+	WM_ORDER_MAX=${BENCH_DOC_ORDERS:-400} run_wrk "p. POST /v1/orders burst of ${BENCH_DOC_ORDERS:-400} orders (documents on, -c16)" \
+		-s perf/post_order.lua "$dbase" -- "$wine"
 	w0=$(date +%s.%N)
-	pend=$(dmetric wm_documents_pending)
+	burst=$(sed -n 's/.* created=\([^ ]*\).*/\1/p' <<<"$(grep '^ORDER_RESULT ' <<<"$last_out" | tail -n 1)")
+	want=$((r0 + 5 * burst)) # 5 documents per one-leg order
 	WRK=(wrk -t1 -c16 -d5s --latency)
+	prof=""
+	if [ -n "${BENCH_PERF_DIR:-}" ]; then
+		PROFILE_DATA="$BENCH_PERF_DIR/documents-burst.data" perf/profile.sh "$doc_pid" 4 "$BENCH_PERF_DIR/documents-burst.txt" &
+		prof=$!
+	fi
 	run_wrk "p(b). quote 1 line, while the burst's documents render (-c16)" -s perf/post_quote.lua "$dbase" -- "${qwines[0]}"
+	[ -z "$prof" ] || wait "$prof" || true
 	p99_b=$(cut -d'|' -f4 <<<"${rows[-1]}")
-	for _ in $(seq 1 600); do
-		[ "$(dmetric wm_documents_pending)" = 0 ] && break
+	pend=$((want - $(dmetric wm_documents_rendered_total)))
+	for _ in $(seq 1 1200); do
+		[ "$(dmetric wm_documents_rendered_total)" -ge "$want" ] && break
 		sleep 0.5
 	done
 	w1=$(date +%s.%N)
@@ -842,7 +853,7 @@ else
 	WRK=("${saved_wrk[@]}")
 	line=$(awk -v n=$((r1 - r0)) -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v w0="$w0" -v w1="$w1" -v pa="$p99_a" \
 		-v pb="$p99_b" -v pend="$pend" -v f="$failed" 'BEGIN {
-		printf "%d documents rendered (%d pending after the burst, %d failed): %.0f per CPU-second of the render thread, %.0f per wall second draining; quote p99 %s alone, %s while rendering",
+		printf "%d documents rendered (%d still to render when the quote (b) ended, %d failed): %.0f per CPU-second of the render thread, %.0f per wall second from the burst to the last; quote p99 %s alone, %s while rendering",
 			n, pend, f, (t > 0 ? n * hz / t : 0), (w1 > w0 ? n / (w1 - w0) : 0), pa, pb }')
 	echo "$line"
 	doc_rows+=("$line")

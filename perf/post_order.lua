@@ -47,7 +47,13 @@ function request()
    return wrk.format("POST", "/v1/orders", headers, head .. tostring(seq) .. "." .. tostring(math.random(1, 1e9)) .. tail)
 end
 
+-- WM_ORDER_MAX=N: each thread stops after N answers (a burst of a known size)
+local max_answers = tonumber(os.getenv("WM_ORDER_MAX") or "")
+
 function response(status, hdrs, resp_body)
+   if max_answers and created + other + 1 >= max_answers then
+      wrk.thread:stop()
+   end
    if status == 201 then
       created = created + 1
    else

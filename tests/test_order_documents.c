@@ -246,6 +246,15 @@ static void crash_then_finish(const char *point)
 	char path[256];
 	fetch_pdf(&x, NULL, ci2, path, sizeof(path));
 	unlink(path);
+	/* a render in the restarted process made the very bytes of the one before
+	 * the crash: one file per document in the store, no orphan */
+	char cmd[512], out[64] = "";
+	snprintf(cmd, sizeof(cmd), "find '%s/documents' -name '*.pdf' | wc -l", x.p.data_dir);
+	FILE *f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(out, sizeof(out), f));
+	pclose(f);
+	cr_assert_eq(atoi(out), 5, "files in the store: %s", out);
 	/* a new order continues the series without a gap */
 	char b[64];
 	placed(&x, 2, b, NULL);

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "engine/documents/render.h"
@@ -94,6 +95,15 @@ static void run_job(struct doc_worker *w, struct job *j)
 static void *worker_main(void *arg)
 {
 	struct doc_worker *w = arg;
+	/* rendering yields the CPU to the event loop: this thread alone runs
+	 * at the lowest priority (on Linux a thread's nice value is its own),
+	 * so a burst of documents yields to the requests and drains when the
+	 * shard is less busy.  (SCHED_IDLE was measured too: no better on a
+	 * 2-core box, where what a burst costs the quote is the second core,
+	 * not the loop's time -- make bench, section p -- and it could starve
+	 * documents under steady load.) */
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), DOC_WORKER_NICE))
+		(void)0; /* not fatal: documents just compete at normal priority */
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
 		while (!w->stopping && !w->todo_head)

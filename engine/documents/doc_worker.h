@@ -25,6 +25,7 @@
 #include "engine/documents/docstore.h"
 
 #define DOC_WORKER_CAPACITY_MAX 1024 /* jobs in flight, upper bound of capacity */
+#define DOC_WORKER_NICE 19           /* the render thread's nice value: below every request */
 
 struct doc_worker;
 

@@ -31,6 +31,7 @@
 #include "engine/stock/inventory.h"
 #include "engine/stock/location.h"
 #include "engine/stock/txn_part.h"
+#include "engine/webhooks/webhooks.h"
 #include "engine/check.h"
 #include "engine/ops.h"
 #include "engine/replication/repl.h"
@@ -118,6 +119,8 @@ static const struct route *const route_groups[] = {
 	settlement_routes,
 	compliance_routes,
 	document_routes,
+	webhook_dlq_routes, /* before webhook_routes: /{id}/replay is not /{id} */
+	webhook_routes,
 	NULL,
 };
 

@@ -25,6 +25,7 @@
 
 #include "engine/edge/consumer_token.h"
 #include "engine/orders/documents.h"
+#include "engine/webhooks/webhooks.h"
 #include "engine/edge/api.h"
 #include "engine/edge/dispatch.h"
 #include "engine/edge/audit.h"
@@ -169,6 +170,14 @@ static void on_documents(struct ev_loop *loop, struct ev_handle *h, uint32_t eve
 	documents_poll(h->arg);
 }
 
+/* The webhook thread finished deliveries: store them, send more. */
+static void on_webhooks(struct ev_loop *loop, struct ev_handle *h, uint32_t events)
+{
+	(void)loop;
+	(void)events;
+	webhooks_poll(h->arg);
+}
+
 /* Once per loop iteration: commit the read-audit rows staged by it. */
 static void on_prepare(struct ev_loop *loop, void *arg)
 {
@@ -191,6 +200,7 @@ static void on_tick(struct ev_loop *loop, void *arg)
 	order_txn_tick(sh); /* cross-shard orders left placed or paid: the same */
 	returns_poll(sh); /* returns left refunding, stock to tell another shard */
 	documents_poll(sh); /* orders due their documents, renders to hand out */
+	webhooks_poll(sh); /* new events fanned out to endpoints, due deliveries sent */
 	repl_pub_wake(sh, 0); /* long-polls whose wait is over */
 	uint64_t now = ev_now_ms(loop);
 	if (sh->cfg.snapshot_interval_s && now >= sh->snap_next_due_ms) {
@@ -319,6 +329,20 @@ int main(int argc, char **argv)
 	docs_h = (struct ev_handle){.fd = documents_fd(), .fn = on_documents, .arg = &sh};
 	if (docs_h.fd >= 0)
 		ev_add(sh.loop, &docs_h, EPOLLIN);
+	/* outbound webhooks: sent on their own thread (engine/webhooks/delivery.c) */
+	if (webhooks_start(&sh, err, sizeof(err))) {
+		log_error("msg=\"cannot start\" error=\"%s\"", err);
+		fprintf(stderr, "wm-shard: %s\n", err);
+		documents_stop();
+		srv_free(sh.srv);
+		shard_close(&sh);
+		ev_free(sh.loop);
+		return 1;
+	}
+	static struct ev_handle hooks_h;
+	hooks_h = (struct ev_handle){.fd = webhooks_fd(), .fn = on_webhooks, .arg = &sh};
+	if (hooks_h.fd >= 0)
+		ev_add(sh.loop, &hooks_h, EPOLLIN);
 	ev_set_tick(sh.loop, 250, on_tick, &sh);
 	ev_set_prepare(sh.loop, on_prepare, &sh);
 	sh.snap_next_due_ms = ev_clock_us() / 1000 + cfg.snapshot_interval_s * 1000;
@@ -357,6 +381,7 @@ int main(int argc, char **argv)
 	int rc = ev_run(sh.loop);
 	repl_pub_wake(&sh, 1); /* every held long-poll answered before the server goes */
 	srv_free(sh.srv);
+	webhooks_stop(); /* before the tables go: deliveries in flight stay pending in their rows */
 	documents_stop(); /* before the tables go: pending renders stay pending in their rows */
 	repl_close(&sh);
 	txn_part_close();

@@ -60,6 +60,9 @@ struct config {
 	char platform_legal_name[128];     /* merchant of record on every order (platform_entity) */
 	char platform_country[3];          /* its country, printed on its documents ("" = each order's destination) */
 	char platform_vat_id[24];          /* its VAT number, printed on its invoices ("" = none printed) */
+	/* outbound webhooks (engine/webhooks/) */
+	uint64_t webhook_allow_http;    /* endpoints may be plain http:// */
+	uint64_t webhook_allow_private; /* endpoints may be loopback/private/link-local addresses */
 	/* media uploads (engine/catalogue/media.c) */
 	uint64_t media_max_kb;     /* largest image accepted (KiB); clamped to max_body_kb at start */
 	uint64_t media_url_ttl_s;  /* lifetime of a signed upload URL */

@@ -582,7 +582,7 @@ static void snapshot_route(struct api_ctx *c)
 	int last = 1;
 	for (unsigned t = (unsigned)table; t < REC_T_COUNT_ && last; t++) {
 		const struct table *tb = &sh->tables[t];
-		if (!tb->ops || !(p->mask & REPL_T(t)))
+		if (!tb->ops || t >= 32 || !(p->mask & REPL_T(t))) /* tables 32+ are never published */
 			continue;
 		struct oidx_iter it;
 		int first = t == table && ah > 0;

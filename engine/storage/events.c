@@ -37,6 +37,7 @@ static struct event_ext *ext(const struct table *t) { return t->ext; }
 struct oidx *event_by_type(struct table *t) { return &ext(t)->by_type; }
 struct oidx *event_by_entity(struct table *t) { return &ext(t)->by_entity; }
 const char *event_type(const struct row *r) { return ((const struct event *)r)->v.type; }
+const char *event_entity(const struct row *r) { return ((const struct event *)r)->v.entity; }
 
 /* Secondary key: entity, NUL, id. */
 static uint32_t entity_key(const struct event *e, uint8_t *out)

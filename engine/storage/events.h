@@ -29,5 +29,7 @@ extern const struct table_ops event_table_ops;
 
 /* The type of event row r (NUL-terminated, owned by the row). */
 const char *event_type(const struct row *r);
+/* The scope.entity_id of event row r ("" for a platform-wide event). */
+const char *event_entity(const struct row *r);
 
 #endif

@@ -20,6 +20,9 @@ static const char *const rec_names[REC_T_COUNT_] = {
 	[REC_T_LEG_TRACK] = "leg_track", [REC_T_PICKUP] = "pickup",
 	[REC_T_RETURN] = "order_return", [REC_T_PAYOUT] = "payout",
 	[REC_T_COMPLIANCE] = "compliance", [REC_T_CONSUMER_VOLUME] = "consumer_volume",
+	[REC_T_DOCUMENT] = "document", [REC_T_DOC_SEQ] = "doc_seq",
+	[REC_T_WH_ENDPOINT] = "webhook_endpoint", [REC_T_WH_DELIVERY] = "webhook_delivery",
+	[REC_T_WH_CURSOR] = "webhook_cursor",
 };
 
 const char *rec_table_name(unsigned table)

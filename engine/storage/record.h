@@ -60,6 +60,9 @@ enum rec_table {
 	REC_T_CONSUMER_VOLUME = 27, /* a consumer's orders against the volume caps (engine/orders/consumer_volume.c) */
 	REC_T_DOCUMENT = 28,  /* an order's trade document, id "<order id>.D<k>" (engine/orders/documents.c) */
 	REC_T_DOC_SEQ = 29,   /* a document numbering sequence, id "<series>.<issuer>" (engine/orders/documents.c) */
+	REC_T_WH_ENDPOINT = 30, /* a webhook endpoint (subscription) with its signing secrets (engine/webhooks/endpoint.c) */
+	REC_T_WH_DELIVERY = 31, /* one (endpoint, event) delivery, id "<endpoint id>.<event id>" (engine/webhooks/delivery.c) */
+	REC_T_WH_CURSOR = 32,   /* the fan-out's position in the event log, one row "fanout" (engine/webhooks/delivery.c) */
 	REC_T_COUNT_
 };
 

@@ -39,6 +39,9 @@ const struct table_ops *const resource_tables[] = {
 	&consumer_volume_table_ops, /* consumers' orders against the volume caps (engine/orders/consumer_volume.c) */
 	&document_table_ops, /* an order's trade documents, after order bodies (engine/orders/documents.c) */
 	&doc_seq_table_ops, /* their numbering sequences (engine/orders/documents.c) */
+	&wh_endpoint_table_ops, /* webhook endpoints (engine/webhooks/endpoint.c) */
+	&wh_delivery_table_ops, /* their deliveries, one per (endpoint, event) (engine/webhooks/delivery.c) */
+	&wh_cursor_table_ops, /* the fan-out's position in the event log (engine/webhooks/delivery.c) */
 	NULL,
 };
 

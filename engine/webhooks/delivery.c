@@ -15,8 +15,11 @@
  *              (endpoint, event) pair gets exactly one row.  Which
  *              endpoints: those owned by the event's scope.entity_id and
  *              every platform-owned endpoint, enabled, with a matching
- *              pattern (endpoint.c).  An endpoint sees only events it
- *              existed for: events the walk reaches after its creation.
+ *              pattern (endpoint.c).  While no endpoint exists the walk
+ *              does nothing (writes nothing); the first endpoint's
+ *              creation moves the cursor to the end of the log in its own
+ *              transaction, so no endpoint receives events from before
+ *              the first one existed.
  *   delivery   REC_T_WH_DELIVERY, id "<endpoint id>.<event id>" (so an
  *              endpoint's rows are one id range, in event order): status
  *              pending | delivered | dead, attempts, next_attempt_ms.
@@ -404,6 +407,18 @@ static int fan_one(const struct wh_endpoint *e, void *arg)
 	return 0;
 }
 
+int whd_stage_cursor_at_end(struct shard *sh)
+{
+	const struct table *ev = &sh->tables[REC_T_EVENT];
+	struct oidx_iter it;
+	if (!oidx_seek_le(&ev->by_order, NULL, 0, &it))
+		return 0; /* an empty log: the walk starts at its beginning */
+	char last[ID_MAX_LEN], doc[ID_MAX_LEN + 48];
+	row_id(oidx_iter_val(&it), last, sizeof(last));
+	int dl = snprintf(doc, sizeof(doc), "{\"id\":\"%s\",\"after\":\"%s\"}", WHD_CURSOR_ID, last);
+	return txn_put(sh, REC_T_WH_CURSOR, WHD_CURSOR_ID, strlen(WHD_CURSOR_ID), doc, (size_t)dl);
+}
+
 /* One transaction: up to WHD_FANOUT_EVENTS events after the cursor, their
  * delivery rows and the cursor moved past them. */
 static void fan_out(struct shard *sh)
@@ -422,8 +437,8 @@ static void fan_out(struct shard *sh)
 		}
 	} else
 		ok = oidx_seek_ge(&ev->by_order, "", 0, &it);
-	if (!ok || sh->txn_open)
-		return;
+	if (!ok || sh->txn_open || !table_count(&sh->tables[REC_T_WH_ENDPOINT]))
+		return; /* nobody to deliver to: no write (see whd_stage_cursor_at_end) */
 	struct fan f = {.sh = sh, .now = (int64_t)wall_ms()};
 	fmt_rfc3339_ms(f.created_at, (unsigned long long)f.now);
 	char last[ID_MAX_LEN] = "";

@@ -517,8 +517,10 @@ static void endpoints_create(struct api_ctx *c)
 	memcpy(e.updated_at, e.created_at, sizeof(e.created_at));
 	char id[ID_MAX_LEN];
 	id_new(&c->sh->ids, "whe", id);
+	int first = table_count(&c->sh->tables[REC_T_WH_ENDPOINT]) == 0;
 	txn_begin(c->sh);
-	if (whe_stage(c->sh, id, &e, "webhook_endpoint.created") || !txn_commit(c->sh)) {
+	if ((first && whd_stage_cursor_at_end(c->sh)) || whe_stage(c->sh, id, &e, "webhook_endpoint.created") ||
+	    !txn_commit(c->sh)) {
 		txn_abort(c->sh);
 		api_error(c, 500, "commit_failed", "the endpoint could not be stored");
 		return;

@@ -98,6 +98,12 @@ void webhooks_poll(struct shard *sh);
 /* wm_webhook_* lines into o (/metrics). */
 void webhooks_metrics(struct shard *sh, struct buf *o);
 
+/* Stage (in the open transaction) the fan-out cursor at the newest event
+ * of the log: the first endpoint's creation does, so the walk never runs
+ * (and never writes) while no endpoint exists, and an endpoint never
+ * receives events from before it existed.  0 or -1. */
+int whd_stage_cursor_at_end(struct shard *sh);
+
 extern const struct table_ops wh_endpoint_table_ops;
 extern const struct table_ops wh_delivery_table_ops;
 extern const struct table_ops wh_cursor_table_ops;

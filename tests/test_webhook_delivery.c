@@ -666,3 +666,52 @@ WM_TEST(webhook_delivery, kill9_loses_nothing, .timeout = 120)
 	wm_proc_cleanup(&p);
 	rx_stop(&rx);
 }
+
+/* A partner's endpoint gets its own entity's events only, and none from
+ * before it existed; the platform's gets every entity's. */
+WM_TEST(webhook_delivery, a_partner_endpoint_gets_its_own_events_from_its_creation_on, .timeout = 60)
+{
+	struct receiver rx, prx;
+	rx_start(&rx, 200);
+	rx_start(&prx, 200);
+	struct wm_proc p;
+	start_shard(&p, 1);
+	char a[64], akey[128], b[64];
+	tc_partner_live(p.port, "Mine", "FR", "[\"seller\"]", NULL, a);
+	tc_key_for(p.port, a, akey);
+	tc_partner_live(p.port, "Theirs", "FR", "[\"seller\"]", NULL, b);
+	json_t *e = endpoint_for(p.port, akey, &rx, "[\"partner.*\"]");
+	json_t *pe = endpoint_for(p.port, NULL, &prx, "[\"partner.updated\"]");
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/partners/%s", b);
+	json_decref(tc_expect(p.port, "PATCH", path, NULL, "{\"legal_name\":\"Theirs Renamed\"}", 200));
+	snprintf(path, sizeof(path), "/v1/partners/%s", a);
+	json_decref(tc_expect(p.port, "PATCH", path, NULL, "{\"legal_name\":\"Mine Renamed\"}", 200));
+	/* the platform's endpoint: both updates */
+	for (int i = 0; i < 200; i++) {
+		pthread_mutex_lock(&prx.mu);
+		unsigned n = prx.n;
+		pthread_mutex_unlock(&prx.mu);
+		if (n >= 2)
+			break;
+		sleep_ms(50);
+	}
+	sleep_ms(600);
+	pthread_mutex_lock(&prx.mu);
+	cr_assert_eq(prx.n, 2, "the platform's endpoint gets every entity's partner.updated");
+	pthread_mutex_unlock(&prx.mu);
+	pthread_mutex_lock(&rx.mu);
+	cr_assert_eq(rx.n, 1, "the partner's endpoint gets its own update only, nothing from before it existed");
+	json_t *body = json_loads(rx.recs[0].body, 0, NULL);
+	pthread_mutex_unlock(&rx.mu);
+	cr_assert_str_eq(tc_jstr(body, "type"), "partner.updated");
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(body, "scope"), "entity_id")), a);
+	json_decref(body);
+	all_signed(&rx, tc_jstr(e, "secret"), NULL);
+	all_signed(&prx, tc_jstr(pe, "secret"), NULL);
+	json_decref(e);
+	json_decref(pe);
+	wm_proc_cleanup(&p);
+	rx_stop(&rx);
+	rx_stop(&prx);
+}

@@ -367,7 +367,7 @@ WM_TEST(auth, every_route_needs_its_key_and_scope)
 	start_or_fail(&p, NULL, NULL);
 	char ptn[64], key[128], code[64];
 	create_partner(p.port, "Scopes GmbH", "[\"originator\",\"seller\"]", "live", ptn);
-	/* a key whose only scope is one no current route needs */
+	/* a key whose only scope is read:webhooks: every other route refuses it */
 	mint_for(p.port, ptn, "\"scopes\":[\"read:webhooks\"]", key, NULL);
 	int checked = 0, public_routes = 0;
 	for (const struct route *r = api_route_table(); r->pattern; r++) {
@@ -391,7 +391,12 @@ WM_TEST(auth, every_route_needs_its_key_and_scope)
 		}
 		cr_assert_eq(st, 401, "%s %s without a key: %d", method_str(r->method), r->pattern, st);
 		cr_assert_str_eq(code, "missing_credentials");
-		cr_assert_neq(r->scope, SC_READ_WEBHOOKS, "update this test: a route now needs read:webhooks");
+		if (r->scope == SC_READ_WEBHOOKS) {
+			/* the key's own scope (the webhook routes of engine/webhooks/):
+			 * the 401 above is what this route contributes */
+			checked++;
+			continue;
+		}
 		st = status_code(p.port, method_str(r->method), path, key, body, code, sizeof(code));
 		cr_assert_eq(st, 403, "%s %s with a key lacking %s: %d", method_str(r->method), r->pattern,
 			     scope_defs[r->scope].name, st);

@@ -15,6 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+
+#include <criterion/criterion.h>
 
 static void set(char *dst, size_t cap, const char *s)
 {
@@ -169,4 +172,55 @@ struct doc_model *docfix_many_lines(int n, const char *lang)
 	if (doc_model_sum(m, err, sizeof err))
 		abort();
 	return m;
+}
+
+int docfix_run(const char *cmd, char **out)
+{
+	FILE *p = popen(cmd, "r");
+	cr_assert(p, "popen %s", cmd);
+	size_t cap = 1 << 16, len = 0;
+	char *buf = malloc(cap);
+	cr_assert(buf);
+	size_t n;
+	while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+		len += n;
+		if (cap - len < 1024) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+			cr_assert(buf);
+		}
+	}
+	buf[len] = '\0';
+	int st = pclose(p);
+	if (out)
+		*out = buf;
+	else
+		free(buf);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+void docfix_squeeze(char *s)
+{
+	char *w = s;
+	int space = 0;
+	for (char *r = s; *r; r++) {
+		if (*r == ' ' || *r == '\n' || *r == '\t' || *r == '\f' || *r == '\r') {
+			space = 1;
+			continue;
+		}
+		if (space && w != s)
+			*w++ = ' ';
+		space = 0;
+		*w++ = *r;
+	}
+	*w = '\0';
+}
+
+char *docfix_pdf_text(const char *path)
+{
+	char cmd[700], *out;
+	snprintf(cmd, sizeof cmd, "pdftotext -enc UTF-8 -raw '%s' - 2>/dev/null", path);
+	cr_assert_eq(docfix_run(cmd, &out), 0, "pdftotext %s", path);
+	docfix_squeeze(out);
+	return out;
 }

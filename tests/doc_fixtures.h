@@ -20,4 +20,13 @@ struct doc_model *docfix_order(enum doc_kind k, const char *lang, int split, int
  * at 10.00 EUR each, 19 % VAT; sums filled by doc_model_sum. */
 struct doc_model *docfix_many_lines(int n, const char *lang);
 
+/* Run the shell command cmd: its exit status, its stdout (malloc'd) into
+ * *out (out NULL: dropped).  Asserts that it could be started. */
+int docfix_run(const char *cmd, char **out);
+/* Collapse every run of white space in s into one space, in place. */
+void docfix_squeeze(char *s);
+/* The text `pdftotext -raw` reads from the PDF at path, white space
+ * squeezed (malloc'd); asserts that pdftotext succeeded. */
+char *docfix_pdf_text(const char *path);
+
 #endif

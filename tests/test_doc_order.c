@@ -28,6 +28,7 @@
 #include "engine/documents/doc_model.h"
 #include "engine/documents/doc_order.h"
 #include "engine/documents/render.h"
+#include "tests/doc_fixtures.h"
 #include "tests/harness.h"
 #include "tests/order_world.h"
 #include "tests/wm_test.h"
@@ -868,42 +869,6 @@ WM_TEST(doc_order, legs_at_and_past_doc_legs_max)
 
 /* ---- rendered and read back ------------------------------------------------ */
 
-/* Run cmd, return its exit status and its stdout (malloc'd) in *out. */
-static int run(const char *cmd, char **out)
-{
-	FILE *p = popen(cmd, "r");
-	cr_assert(p, "popen %s", cmd);
-	struct sb b = {0};
-	sb_add(&b, "%s", "");
-	char chunk[4096];
-	size_t n;
-	while ((n = fread(chunk, 1, sizeof chunk - 1, p)) > 0) {
-		chunk[n] = '\0';
-		sb_add(&b, "%s", chunk);
-	}
-	int st = pclose(p);
-	*out = b.p;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-/* Collapse every run of white space into one space, in place. */
-static void squeeze(char *s)
-{
-	char *w = s;
-	int space = 0;
-	for (char *r = s; *r; r++) {
-		if (*r == ' ' || *r == '\n' || *r == '\t' || *r == '\f' || *r == '\r') {
-			space = 1;
-			continue;
-		}
-		if (space && w != s)
-			*w++ = ' ';
-		space = 0;
-		*w++ = *r;
-	}
-	*w = '\0';
-}
-
 /* Render m to dir/name.pdf (its path into path); the text pdftotext reads
  * back, white space squeezed (malloc'd). */
 static char *render_text(const struct doc_model *m, const char *dir, const char *name, char *path, size_t cap)
@@ -918,8 +883,8 @@ static char *render_text(const struct doc_model *m, const char *dir, const char 
 	cr_assert_eq(fclose(f), 0);
 	doc_pdf_free(&pdf);
 	snprintf(cmd, sizeof cmd, "pdftotext -enc UTF-8 -raw '%s' - 2>/dev/null", path);
-	cr_assert_eq(run(cmd, &out), 0, "pdftotext %s", path);
-	squeeze(out);
+	cr_assert_eq(docfix_run(cmd, &out), 0, "pdftotext %s", path);
+	docfix_squeeze(out);
 	return out;
 }
 
@@ -1103,7 +1068,7 @@ WM_TEST(doc_order, real_order_documents_reconcile)
 			snprintf(cmd, sizeof cmd,
 				 "pdftoppm -r 300 -png -singlefile '%s' '%s/label' && zbarimg -q '%s/label.png' 2>/dev/null",
 				 pdf, dir, dir);
-			cr_assert_eq(run(cmd, &out), 0, "zbarimg found no barcode");
+			cr_assert_eq(docfix_run(cmd, &out), 0, "zbarimg found no barcode");
 			snprintf(want, sizeof want, "CODE-128:00%s\n", sscc);
 			cr_expect(strstr(out, want), "SSCC %s not decoded: %s", sscc, out);
 			snprintf(want, sizeof want, "CODE-128:%s\n", json_string_value(json_object_get(leg, "leg_id")));

@@ -68,50 +68,6 @@ static void write_file(const char *path, const uint8_t *data, size_t len)
 	cr_assert_eq(fclose(f), 0);
 }
 
-/* Run cmd, return its exit status and its stdout (malloc'd) in *out. */
-static int run(const char *cmd, char **out)
-{
-	FILE *p = popen(cmd, "r");
-	cr_assert(p, "popen %s", cmd);
-	size_t cap = 1 << 16, len = 0;
-	char *buf = malloc(cap);
-	cr_assert(buf);
-	size_t n;
-	while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-		len += n;
-		if (cap - len < 1024) {
-			cap *= 2;
-			buf = realloc(buf, cap);
-			cr_assert(buf);
-		}
-	}
-	buf[len] = '\0';
-	int st = pclose(p);
-	if (out)
-		*out = buf;
-	else
-		free(buf);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-/* Collapse every run of white space into one space, in place. */
-static void squeeze(char *s)
-{
-	char *w = s;
-	int space = 0;
-	for (char *r = s; *r; r++) {
-		if (*r == ' ' || *r == '\n' || *r == '\t' || *r == '\f' || *r == '\r') {
-			space = 1;
-			continue;
-		}
-		if (space && w != s)
-			*w++ = ' ';
-		space = 0;
-		*w++ = *r;
-	}
-	*w = '\0';
-}
-
 /* Render m to DIR/NAME.pdf; returns the page count. */
 static int render_to(const struct doc_model *m, const char *dir, const char *name, char *path,
 		     size_t cap)
@@ -126,22 +82,12 @@ static int render_to(const struct doc_model *m, const char *dir, const char *nam
 	return pages;
 }
 
-/* pdftotext -raw of path, white space squeezed (malloc'd). */
-static char *pdf_text(const char *path)
-{
-	char cmd[700], *out;
-	snprintf(cmd, sizeof cmd, "pdftotext -enc UTF-8 -raw '%s' - 2>/dev/null", path);
-	cr_assert_eq(run(cmd, &out), 0, "pdftotext %s", path);
-	squeeze(out);
-	return out;
-}
-
 /* The page count pdfinfo reports (poppler's own parse of the file). */
 static int pdfinfo_pages(const char *path)
 {
 	char cmd[700], *out;
 	snprintf(cmd, sizeof cmd, "pdfinfo '%s' 2>/dev/null", path);
-	cr_assert_eq(run(cmd, &out), 0, "pdfinfo %s", path);
+	cr_assert_eq(docfix_run(cmd, &out), 0, "pdfinfo %s", path);
 	const char *p = strstr(out, "Pages:");
 	cr_assert(p, "pdfinfo: no Pages line");
 	int n = atoi(p + 6);
@@ -158,7 +104,7 @@ static void assert_rasterises(const char *path, const char *dir, int pages)
 	cr_assert_eq(mkdir(prefix, 0755), 0);
 	snprintf(cmd, sizeof cmd, "pdftoppm -r 30 -png '%s' '%s/p' 2>&1", path, prefix);
 	char *out;
-	cr_assert_eq(run(cmd, &out), 0, "pdftoppm failed on %s: %s", path, out);
+	cr_assert_eq(docfix_run(cmd, &out), 0, "pdftoppm failed on %s: %s", path, out);
 	cr_assert_eq(out[0], '\0', "pdftoppm complained about %s: %s", path, out);
 	free(out);
 	DIR *d = opendir(prefix);
@@ -382,7 +328,7 @@ static void render_language(const struct expect *e)
 				int pages = render_to(m, dir, name, path, sizeof path);
 				cr_expect_eq(pages, 1, "%s: %d pages", what, pages);
 				cr_expect_eq(pdfinfo_pages(path), pages, "%s: pdfinfo disagrees", what);
-				char *t = pdf_text(path);
+				char *t = docfix_pdf_text(path);
 				expect_kind(t, e, k, split, leg, what);
 				free(t);
 				assert_rasterises(path, dir, pages);
@@ -429,7 +375,7 @@ WM_TEST(documents, every_language_renders)
 		char path[700];
 		const char *what = cases[i].lang;
 		int pages = render_to(m, dir, cases[i].lang, path, sizeof path);
-		char *t = pdf_text(path);
+		char *t = docfix_pdf_text(path);
 		HAS(t, cases[i].total);
 		HAS(t, cases[i].date);
 		HAS(t, "Jürgen Müller-Łukasiewicz");
@@ -464,7 +410,7 @@ WM_TEST(documents, label_barcodes_decode)
 		snprintf(cmd, sizeof cmd,
 			 "pdftoppm -r 300 -png -singlefile '%s' '%s/label' && zbarimg -q '%s/label.png' 2>/dev/null",
 			 path, dir, dir);
-		cr_assert_eq(run(cmd, &out), 0, "zbarimg found no barcode");
+		cr_assert_eq(docfix_run(cmd, &out), 0, "zbarimg found no barcode");
 		cr_expect(strstr(out, cases[i].sscc_line), "SSCC not decoded: %s", out);
 		cr_expect(strstr(out, cases[i].leg_line), "leg id not decoded: %s", out);
 		cr_expect(strstr(out, "INV-DE-2026") == NULL, "unexpected barcode on the label: %s", out);
@@ -478,7 +424,7 @@ WM_TEST(documents, label_barcodes_decode)
 	snprintf(cmd, sizeof cmd,
 		 "pdftoppm -r 200 -png -singlefile '%s' '%s/inv' && zbarimg -q '%s/inv.png' 2>/dev/null",
 		 path, dir, dir);
-	cr_assert_eq(run(cmd, &out), 0, "zbarimg found no barcode on the invoice");
+	cr_assert_eq(docfix_run(cmd, &out), 0, "zbarimg found no barcode on the invoice");
 	cr_expect(strstr(out, "QR-Code:INV-DE-2026-000042\n"), "number not decoded: %s", out);
 	free(out);
 	free(m);
@@ -521,13 +467,13 @@ WM_TEST(documents, metadata_date_and_embedded_font)
 	char path[700], cmd[800], *out;
 	render_to(m, dir, "inv", path, sizeof path);
 	snprintf(cmd, sizeof cmd, "pdfinfo -isodates '%s' 2>/dev/null", path);
-	cr_assert_eq(run(cmd, &out), 0);
+	cr_assert_eq(docfix_run(cmd, &out), 0);
 	cr_expect(strstr(out, "CreationDate:    2026-11-25T00:00:00Z"), "%s", out);
 	cr_expect(strstr(out, "ModDate:         2026-11-25T00:00:00Z"), "%s", out);
 	cr_expect(strstr(out, "Page size:       595.276 x 841.89 pts (A4)"), "%s", out);
 	free(out);
 	snprintf(cmd, sizeof cmd, "pdffonts '%s' 2>/dev/null | tail -n +3", path);
-	cr_assert_eq(run(cmd, &out), 0);
+	cr_assert_eq(docfix_run(cmd, &out), 0);
 	int fonts = 0;
 	for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
 		fonts++;
@@ -540,7 +486,7 @@ WM_TEST(documents, metadata_date_and_embedded_font)
 	m = docfix_order(DOC_CARRIER_LABEL, "en", 0, 0);
 	render_to(m, dir, "label", path, sizeof path);
 	snprintf(cmd, sizeof cmd, "pdfinfo '%s' 2>/dev/null", path);
-	cr_assert_eq(run(cmd, &out), 0);
+	cr_assert_eq(docfix_run(cmd, &out), 0);
 	cr_expect(strstr(out, "Page size:       297.638 x 419.528 pts\n" /* A6: 105 x 148 mm */), "%s", out);
 	free(out);
 	free(m);
@@ -568,7 +514,7 @@ static void expect_paginated(int lines, int min_pages)
 	int pages = render_to(m, dir, "many", path, sizeof path);
 	cr_expect_geq(pages, min_pages, "%s: %d pages", what, pages);
 	cr_expect_eq(pdfinfo_pages(path), pages);
-	char *t = pdf_text(path);
+	char *t = docfix_pdf_text(path);
 	for (int p = 1; p <= pages; p++) {
 		char s[32];
 		snprintf(s, sizeof s, "Page %d/%d", p, pages);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/doc_fixtures.h"
 #include "tests/harness.h"
 #include "tests/order_world.h"
 #include "tests/wm_test.h"
@@ -75,6 +76,14 @@ static json_t *of_type(json_t *l, const char *type)
 	return NULL;
 }
 
+/* The text of the PDF at path (pdftotext, white space squeezed) into out. */
+static void pdf_text_into(const char *path, char *out, size_t n)
+{
+	char *t = docfix_pdf_text(path);
+	snprintf(out, n, "%s", t);
+	free(t);
+}
+
 /* Fetch a document's PDF (its url) as key; check it is a PDF whose SHA-256
  * is the row's; write it to path_out (a temporary file). */
 static void fetch_pdf(struct oworld *x, const char *key, json_t *d, char *path_out, size_t n)
@@ -101,18 +110,6 @@ static void fetch_pdf(struct oworld *x, const char *key, json_t *d, char *path_o
 	cr_assert_eq(fwrite(r.body, 1, r.body_len, f), r.body_len);
 	fclose(f);
 	http_resp_free(&r);
-}
-
-/* The text pdftotext reads from the file at path (into out). */
-static void pdf_text(const char *path, char *out, size_t n)
-{
-	char cmd[512];
-	snprintf(cmd, sizeof(cmd), "pdftotext -layout '%s' - 2>&1", path);
-	FILE *p = popen(cmd, "r");
-	cr_assert_not_null(p);
-	size_t len = fread(out, 1, n - 1, p);
-	out[len] = 0;
-	cr_assert_eq(pclose(p), 0, "pdftotext: %s", out);
 }
 
 WM_TEST(order_documents, a_reserved_order_gets_its_set_numbered_and_rendered, .timeout = 120)
@@ -153,7 +150,7 @@ WM_TEST(order_documents, a_reserved_order_gets_its_set_numbered_and_rendered, .t
 	/* the invoice's file: a PDF whose checksum is the row's, with the number and the total */
 	char path[256], text[65536], want[96];
 	fetch_pdf(&x, NULL, ia, path, sizeof(path));
-	pdf_text(path, text, sizeof(text));
+	pdf_text_into(path, text, sizeof(text));
 	unlink(path);
 	snprintf(want, sizeof(want), "%s-%06lld", series, na);
 	cr_assert_not_null(strstr(text, want), "the number %s: %s", want, text);
@@ -161,11 +158,11 @@ WM_TEST(order_documents, a_reserved_order_gets_its_set_numbered_and_rendered, .t
 	cr_assert_not_null(strstr(text, want), "the total %s: %s", want, text);
 	/* the transport document names the estate's excise number, the proforma its VAT number */
 	fetch_pdf(&x, NULL, of_type(la, "transport_document"), path, sizeof(path));
-	pdf_text(path, text, sizeof(text));
+	pdf_text_into(path, text, sizeof(text));
 	unlink(path);
 	cr_assert_not_null(strstr(text, "FR0123456789A"), "%s", text);
 	fetch_pdf(&x, NULL, of_type(la, "originator_proforma"), path, sizeof(path));
-	pdf_text(path, text, sizeof(text));
+	pdf_text_into(path, text, sizeof(text));
 	unlink(path);
 	cr_assert_not_null(strstr(text, "FR12345678901"), "%s", text);
 	/* Accept: application/pdf on the metadata route gives the file too */

@@ -76,44 +76,18 @@ struct crec {
 
 /* ---- the table ------------------------------------------------------------------------------ */
 
-struct crec_ext {
-	struct oidx by_period;
-};
-
-static struct crec_ext *cext(const struct table *t) { return t->ext; }
-
-static int crec_init(struct table *t)
-{
-	struct crec_ext *e = calloc(1, sizeof(*e));
-	if (!e)
-		return -1;
-	oidx_init(&e->by_period);
-	t->ext = e;
-	return 0;
-}
-
-static void crec_fini(struct table *t)
-{
-	struct crec_ext *e = cext(t);
-	if (!e)
-		return;
-	oidx_free(&e->by_period);
-	free(e);
-	t->ext = NULL;
-}
-
 static int crec_index_add(struct table *t, struct row *r)
 {
 	struct crec *c = (struct crec *)r;
-	return oidx_set(&cext(t)->by_period, c->key, (uint32_t)strlen(c->key), r) ? -1 : 0;
+	return oidx_set(table_oidx_ext(t), c->key, (uint32_t)strlen(c->key), r) ? -1 : 0;
 }
 
 static void crec_index_del(struct table *t, struct row *r)
 {
 	struct crec *c = (struct crec *)r;
 	uint32_t n = (uint32_t)strlen(c->key);
-	if (oidx_get(&cext(t)->by_period, c->key, n) == r)
-		oidx_del(&cext(t)->by_period, c->key, n);
+	if (oidx_get(table_oidx_ext(t), c->key, n) == r)
+		oidx_del(table_oidx_ext(t), c->key, n);
 }
 
 /* An exact decimal member at scale into out.  0 or -1. */
@@ -189,8 +163,8 @@ const struct table_ops compliance_table_ops = {
 	.index_add = crec_index_add,
 	.index_del = crec_index_del,
 	.index_add_first = 1,
-	.init = crec_init,
-	.fini = crec_fini,
+	.init = table_oidx_ext_init,
+	.fini = table_oidx_ext_fini,
 };
 
 /* ---- writing at delivery ------------------------------------------------------------------- */
@@ -571,7 +545,7 @@ static void declarations_read(struct api_ctx *c)
 	char prefix[16], cur[4] = "";
 	int pl = snprintf(prefix, sizeof(prefix), "%s|%s|", dest, period);
 	struct oidx_iter it;
-	struct oidx *x = &cext(&c->sh->tables[REC_T_COMPLIANCE])->by_period;
+	struct oidx *x = table_oidx_ext(&c->sh->tables[REC_T_COMPLIANCE]);
 	for (int ok = oidx_seek_ge(x, prefix, (uint32_t)pl, &it); ok; ok = oidx_next(&it)) {
 		uint32_t kl;
 		const char *k = oidx_iter_key(&it, &kl);

@@ -93,42 +93,16 @@ struct document {
 
 /* ---- the tables --------------------------------------------------------------------------- */
 
-struct doc_ext {
-	struct oidx pending;           /* rows to render */
-};
-
-static struct doc_ext *dext(const struct table *t) { return t->ext; }
-
-static int doc_init(struct table *t)
-{
-	struct doc_ext *e = calloc(1, sizeof(*e));
-	if (!e)
-		return -1;
-	oidx_init(&e->pending);
-	t->ext = e;
-	return 0;
-}
-
-static void doc_fini(struct table *t)
-{
-	struct doc_ext *e = dext(t);
-	if (!e)
-		return;
-	oidx_free(&e->pending);
-	free(e);
-	t->ext = NULL;
-}
-
 static int doc_index_add(struct table *t, struct row *r)
 {
-	return ((struct document *)r)->status == DS_PENDING && oidx_set(&dext(t)->pending, r->id, r->id_len, r) ? -1
+	return ((struct document *)r)->status == DS_PENDING && oidx_set(table_oidx_ext(t), r->id, r->id_len, r) ? -1
 														: 0;
 }
 
 static void doc_index_del(struct table *t, struct row *r)
 {
-	if (oidx_get(&dext(t)->pending, r->id, r->id_len) == r)
-		oidx_del(&dext(t)->pending, r->id, r->id_len);
+	if (oidx_get(table_oidx_ext(t), r->id, r->id_len) == r)
+		oidx_del(table_oidx_ext(t), r->id, r->id_len);
 }
 
 static int doc_decode(struct table *t, struct row *r, const struct json_value *doc)
@@ -166,8 +140,8 @@ const struct table_ops document_table_ops = {
 	.index_add = doc_index_add,
 	.index_del = doc_index_del,
 	.index_add_first = 1,
-	.init = doc_init,
-	.fini = doc_fini,
+	.init = table_oidx_ext_init,
+	.fini = table_oidx_ext_fini,
 };
 
 struct doc_seq {
@@ -774,7 +748,7 @@ static void feed(struct shard *sh)
 	if (wall_ms() < dg.retry_at_ms)
 		return;
 	uint64_t durable = sh->wal ? wal_durable_lsn(sh->wal) : UINT64_MAX;
-	struct oidx *pending = &dext(&sh->tables[REC_T_DOCUMENT])->pending;
+	struct oidx *pending = table_oidx_ext(&sh->tables[REC_T_DOCUMENT]);
 	char ids[DOCS_WORKER_JOBS * 4][DOC_ROW_ID_MAX];
 	unsigned n = 0;
 	struct oidx_iter it;
@@ -837,7 +811,7 @@ static void walk(struct shard *sh)
 void documents_metrics(struct shard *sh, struct buf *o)
 {
 	const uint64_t probes = idx_probes; /* an operator's gauge: no fsync wait */
-	size_t pending = oidx_count(&dext(&sh->tables[REC_T_DOCUMENT])->pending);
+	size_t pending = oidx_count(table_oidx_ext(&sh->tables[REC_T_DOCUMENT]));
 	idx_probes = probes;
 	buf_printf(o, "# HELP wm_documents_rendered_total Trade documents rendered and stored since start.\n"
 		      "# TYPE wm_documents_rendered_total counter\nwm_documents_rendered_total %llu\n"

@@ -77,43 +77,17 @@ struct order_return {
 
 /* ---- the table ---------------------------------------------------------------------------- */
 
-struct ret_ext {
-	struct oidx work;              /* refunding, or stock not yet told to another shard */
-};
-
-static struct ret_ext *rext(const struct table *t) { return t->ext; }
-
-static int ret_init(struct table *t)
-{
-	struct ret_ext *e = calloc(1, sizeof(*e));
-	if (!e)
-		return -1;
-	oidx_init(&e->work);
-	t->ext = e;
-	return 0;
-}
-
-static void ret_fini(struct table *t)
-{
-	struct ret_ext *e = rext(t);
-	if (!e)
-		return;
-	oidx_free(&e->work);
-	free(e);
-	t->ext = NULL;
-}
-
 static int needs_work(const struct order_return *r) { return r->status == RS_REFUNDING || !r->stock_synced; }
 
 static int ret_index_add(struct table *t, struct row *r)
 {
-	return needs_work((struct order_return *)r) && oidx_set(&rext(t)->work, r->id, r->id_len, r) ? -1 : 0;
+	return needs_work((struct order_return *)r) && oidx_set(table_oidx_ext(t), r->id, r->id_len, r) ? -1 : 0;
 }
 
 static void ret_index_del(struct table *t, struct row *r)
 {
-	if (oidx_get(&rext(t)->work, r->id, r->id_len) == r)
-		oidx_del(&rext(t)->work, r->id, r->id_len);
+	if (oidx_get(table_oidx_ext(t), r->id, r->id_len) == r)
+		oidx_del(table_oidx_ext(t), r->id, r->id_len);
 }
 
 static int ret_decode(struct table *t, struct row *r, const struct json_value *doc)
@@ -147,8 +121,8 @@ const struct table_ops return_table_ops = {
 	.index_add = ret_index_add,
 	.index_del = ret_index_del,
 	.index_add_first = 1,
-	.init = ret_init,
-	.fini = ret_fini,
+	.init = table_oidx_ext_init,
+	.fini = table_oidx_ext_fini,
 };
 
 static const struct order_return *ret_get(struct shard *sh, const char *id)
@@ -919,7 +893,7 @@ static void sync_stock(struct shard *sh, const struct order_return *r)
 
 void returns_poll(struct shard *sh)
 {
-	struct oidx *work = &rext(&sh->tables[REC_T_RETURN])->work;
+	struct oidx *work = table_oidx_ext(&sh->tables[REC_T_RETURN]);
 	uint64_t now = ev_clock_us() / 1000;
 	if (!oidx_count(work) || now < rp.next_ms)
 		return;

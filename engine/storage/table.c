@@ -298,3 +298,22 @@ int table_del(struct table *t, const char *id, size_t id_len, uint64_t lsn)
 	t->chg_lsn = t->del_lsn = lsn;
 	return 0;
 }
+
+int table_oidx_ext_init(struct table *t)
+{
+	struct oidx *x = calloc(1, sizeof(*x));
+	if (!x)
+		return -1;
+	oidx_init(x);
+	t->ext = x;
+	return 0;
+}
+
+void table_oidx_ext_fini(struct table *t)
+{
+	if (!t->ext)
+		return;
+	oidx_free(t->ext);
+	free(t->ext);
+	t->ext = NULL;
+}

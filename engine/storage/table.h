@@ -106,6 +106,12 @@ struct table {
 };
 
 int table_init(struct table *t, const struct table_ops *ops, const struct config *cfg);
+
+/* For a table whose extension (t->ext) is one ordered index of its own
+ * (a work queue, a secondary key): table_ops.init and .fini, and the index. */
+int table_oidx_ext_init(struct table *t);
+void table_oidx_ext_fini(struct table *t);
+static inline struct oidx *table_oidx_ext(const struct table *t) { return t->ext; }
 void table_fini(struct table *t);
 static inline size_t table_count(const struct table *t) { return hidx_count(&t->by_id); }
 /* The row with this id, or NULL.  Adds what it saw to the read set (below):

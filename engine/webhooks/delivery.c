@@ -109,29 +109,6 @@ struct wh_delivery {
 	char created_at[WHE_TS_MAX], last_attempt_at[WHE_TS_MAX], delivered_at[WHE_TS_MAX];
 };
 
-struct whd_ext {
-	struct oidx pending; /* 16 hex digits of next_ms, then the id -> row (pending rows only) */
-};
-
-static struct whd_ext *dext(const struct table *t) { return t->ext; }
-
-static int whd_init(struct table *t)
-{
-	struct whd_ext *e = calloc(1, sizeof(*e));
-	if (!e)
-		return -1;
-	oidx_init(&e->pending);
-	t->ext = e;
-	return 0;
-}
-
-static void whd_fini(struct table *t)
-{
-	oidx_free(&dext(t)->pending);
-	free(t->ext);
-	t->ext = NULL;
-}
-
 static uint32_t pending_key(const struct wh_delivery *d, uint8_t *out)
 {
 	static const char hx[] = "0123456789abcdef";
@@ -186,7 +163,7 @@ static int whd_index_add(struct table *t, struct row *r)
 	if (d->status != WHD_PENDING)
 		return 0;
 	uint8_t k[IDX_MAX_KEY];
-	return oidx_put(&dext(t)->pending, k, pending_key(d, k), d) < 0 ? -1 : 0;
+	return oidx_put(table_oidx_ext(t), k, pending_key(d, k), d) < 0 ? -1 : 0;
 }
 
 static void whd_index_del(struct table *t, struct row *r)
@@ -196,8 +173,8 @@ static void whd_index_del(struct table *t, struct row *r)
 		return;
 	uint8_t k[IDX_MAX_KEY];
 	uint32_t kl = pending_key(d, k);
-	if (oidx_get(&dext(t)->pending, k, kl) == d)
-		oidx_del(&dext(t)->pending, k, kl);
+	if (oidx_get(table_oidx_ext(t), k, kl) == d)
+		oidx_del(table_oidx_ext(t), k, kl);
 }
 
 const struct table_ops wh_delivery_table_ops = {
@@ -207,8 +184,8 @@ const struct table_ops wh_delivery_table_ops = {
 	.decode = whd_decode,
 	.index_add = whd_index_add,
 	.index_del = whd_index_del,
-	.init = whd_init,
-	.fini = whd_fini,
+	.init = table_oidx_ext_init,
+	.fini = table_oidx_ext_fini,
 };
 
 struct wh_cursor {
@@ -543,7 +520,7 @@ static void feed(struct shard *sh)
 	struct table *t = &sh->tables[REC_T_WH_DELIVERY];
 	int64_t now = (int64_t)wall_ms();
 	struct oidx_iter it;
-	if (!oidx_seek_ge(&dext(t)->pending, "", 0, &it))
+	if (!oidx_seek_ge(table_oidx_ext(t), "", 0, &it))
 		return;
 	char gone[WHD_ID_MAX] = "";
 	unsigned scanned = 0;
@@ -683,7 +660,7 @@ void webhooks_metrics(struct shard *sh, struct buf *o)
 	for (unsigned i = 0; i < 5; i++)
 		buf_printf(o, "wm_webhook_failures_total{class=\"%s\"} %llu\n", cls[i], (unsigned long long)*cnt[i]);
 	const struct table *t = &sh->tables[REC_T_WH_DELIVERY];
-	buf_printf(o, "wm_webhook_pending %zu\n", oidx_count(&dext(t)->pending));
+	buf_printf(o, "wm_webhook_pending %zu\n", oidx_count(table_oidx_ext(t)));
 	struct ep_stat *st = calloc(WHD_METRICS_DISTINCT + 1, sizeof(*st));
 	if (!st)
 		return;
@@ -691,7 +668,7 @@ void webhooks_metrics(struct shard *sh, struct buf *o)
 	struct ep_stat other = {.id = "other"};
 	struct oidx_iter it;
 	int64_t now = (int64_t)wall_ms();
-	if (oidx_seek_ge(&dext(t)->pending, "", 0, &it)) {
+	if (oidx_seek_ge(table_oidx_ext(t), "", 0, &it)) {
 		do {
 			const struct wh_delivery *d = oidx_iter_val(&it);
 			struct ep_stat *e = NULL;

@@ -128,29 +128,6 @@ struct wh_policy whe_policy(const struct shard *sh)
 
 /* ---- the table -------------------------------------------------------------------- */
 
-struct whe_ext {
-	struct oidx by_owner; /* owner NUL id -> row */
-};
-
-static struct whe_ext *ext(const struct table *t) { return t->ext; }
-
-static int whe_init(struct table *t)
-{
-	struct whe_ext *e = calloc(1, sizeof(*e));
-	if (!e)
-		return -1;
-	oidx_init(&e->by_owner);
-	t->ext = e;
-	return 0;
-}
-
-static void whe_fini(struct table *t)
-{
-	oidx_free(&ext(t)->by_owner);
-	free(t->ext);
-	t->ext = NULL;
-}
-
 static uint32_t owner_key(const char *owner, const struct row *r, uint8_t *out)
 {
 	size_t ol = strlen(owner);
@@ -213,7 +190,7 @@ static int whe_index_add(struct table *t, struct row *r)
 {
 	struct wh_endpoint *e = (struct wh_endpoint *)r;
 	uint8_t k[IDX_MAX_KEY];
-	return oidx_put(&ext(t)->by_owner, k, owner_key(e->owner, r, k), e) < 0 ? -1 : 0;
+	return oidx_put(table_oidx_ext(t), k, owner_key(e->owner, r, k), e) < 0 ? -1 : 0;
 }
 
 static void whe_index_del(struct table *t, struct row *r)
@@ -221,8 +198,8 @@ static void whe_index_del(struct table *t, struct row *r)
 	struct wh_endpoint *e = (struct wh_endpoint *)r;
 	uint8_t k[IDX_MAX_KEY];
 	uint32_t kl = owner_key(e->owner, r, k);
-	if (oidx_get(&ext(t)->by_owner, k, kl) == e)
-		oidx_del(&ext(t)->by_owner, k, kl);
+	if (oidx_get(table_oidx_ext(t), k, kl) == e)
+		oidx_del(table_oidx_ext(t), k, kl);
 }
 
 const struct table_ops wh_endpoint_table_ops = {
@@ -232,8 +209,8 @@ const struct table_ops wh_endpoint_table_ops = {
 	.decode = whe_decode,
 	.index_add = whe_index_add,
 	.index_del = whe_index_del,
-	.init = whe_init,
-	.fini = whe_fini,
+	.init = table_oidx_ext_init,
+	.fini = table_oidx_ext_fini,
 };
 
 const struct wh_endpoint *whe_get(struct shard *sh, const char *id, size_t len)
@@ -251,7 +228,7 @@ int whe_each_of_owner(struct shard *sh, const char *owner, int (*fn)(const struc
 	memcpy(prefix, owner, ol);
 	prefix[ol] = 0;
 	struct oidx_iter it;
-	const struct oidx *idx = &ext(&sh->tables[REC_T_WH_ENDPOINT])->by_owner;
+	const struct oidx *idx = table_oidx_ext(&sh->tables[REC_T_WH_ENDPOINT]);
 	if (!oidx_seek_ge(idx, prefix, (uint32_t)ol + 1, &it))
 		return 0;
 	do {
@@ -562,7 +539,7 @@ static void endpoints_list(struct api_ctx *c)
 	size_t ol = strlen(c->who.entity_id);
 	memcpy(prefix, c->who.entity_id, ol);
 	prefix[ol] = 0;
-	api_list(c, &ext(t)->by_owner, prefix, (uint32_t)ol + 1, &pg, status_match, &st, emit_public);
+	api_list(c, table_oidx_ext(t), prefix, (uint32_t)ol + 1, &pg, status_match, &st, emit_public);
 }
 
 static void endpoints_get(struct api_ctx *c)

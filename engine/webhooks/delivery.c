@@ -649,8 +649,24 @@ static int by_depth(const void *a, const void *b)
 	return x->pending < y->pending ? 1 : x->pending > y->pending ? -1 : strcmp(x->id, y->id);
 }
 
+/* An operator's gauges, not partner data: the walk of the pending index
+ * must not make /metrics wait for the newest state's fsync (table.h, the
+ * read set; engine/stock/txn_part.c does the same). */
+static void endpoint_metrics(struct shard *sh, struct buf *o);
+
 void webhooks_metrics(struct shard *sh, struct buf *o)
 {
+	const uint64_t probes = idx_probes;
+	endpoint_metrics(sh, o);
+	idx_probes = probes;
+}
+
+static void endpoint_metrics(struct shard *sh, struct buf *o)
+{
+	buf_puts(o, "# TYPE wm_webhook_attempts_total counter\n# TYPE wm_webhook_delivered_total counter\n"
+		    "# TYPE wm_webhook_dead_total counter\n# TYPE wm_webhook_fanned_out_total counter\n"
+		    "# TYPE wm_webhook_failures_total counter\n# TYPE wm_webhook_pending gauge\n"
+		    "# TYPE wm_webhook_endpoint_pending gauge\n# TYPE wm_webhook_endpoint_oldest_pending_seconds gauge\n");
 	buf_printf(o, "wm_webhook_attempts_total %llu\n", (unsigned long long)wg.attempts);
 	buf_printf(o, "wm_webhook_delivered_total %llu\n", (unsigned long long)wg.delivered);
 	buf_printf(o, "wm_webhook_dead_total %llu\n", (unsigned long long)wg.dead);

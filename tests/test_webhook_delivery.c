@@ -715,3 +715,65 @@ WM_TEST(webhook_delivery, a_partner_endpoint_gets_its_own_events_from_its_creati
 	rx_stop(&rx);
 	rx_stop(&prx);
 }
+
+/* An endpoint whose every delivery fails for --webhook-disable-after-days
+ * (here WM_WEBHOOK_DISABLE_AFTER_MS=1500, a test build's stand-in for
+ * days) is disabled: reason "failing", webhook.endpoint_disabled.  One
+ * that fails and then succeeds is healthy again (failing_since cleared)
+ * and stays enabled; PATCH status enabled gives a disabled one a fresh
+ * start. */
+WM_TEST(webhook_delivery, failing_for_too_long_disables_and_a_success_clears_failing_since, .timeout = 60)
+{
+	struct receiver ok, bad;
+	rx_start(&ok, 200);
+	atomic_store(&ok.fail_first, 2);
+	rx_start(&bad, 500);
+	struct wm_proc p;
+	static const char *const args[] = {"--webhook-allow-http", "1", "--webhook-allow-private", "1", NULL};
+	static const char *const env[] = {"WM_WEBHOOK_RETRY_MAX_MS=100", "WM_WEBHOOK_DISABLE_AFTER_MS=1500", NULL};
+	wm_proc_init(&p);
+	cr_assert_eq(wm_start(&p, args, env), 0, "wm-shard did not start (logs in %s)", p.dir);
+	json_t *ea = endpoint_for(p.port, NULL, &ok, "[\"partner.created\"]");
+	json_t *eb = endpoint_for(p.port, NULL, &bad, "[\"partner.created\"]");
+	char pa[160], pb[160], ev[64];
+	snprintf(pa, sizeof(pa), "/v1/webhook-endpoints/%s", tc_jstr(ea, "id"));
+	snprintf(pb, sizeof(pb), "/v1/webhook-endpoints/%s", tc_jstr(eb, "id"));
+	new_partner(p.port, "Flaky GmbH", ev, sizeof(ev));
+	/* the flaky receiver: two 500s, then delivered, and healthy again */
+	cr_assert(wait_answered(&ok, ev, 200, 10000));
+	sleep_ms(300);
+	json_t *g = tc_expect(p.port, "GET", pa, NULL, NULL, 200);
+	cr_assert_str_eq(tc_jstr(g, "status"), "enabled");
+	cr_assert(json_is_null(json_object_get(g, "failing_since")), "cleared by the success: %s",
+		  json_dumps(g, JSON_COMPACT));
+	json_decref(g);
+	/* the failing one: failing_since set at once, disabled once it has failed for 1.5 s */
+	int seen_failing = 0, disabled = 0;
+	for (int i = 0; i < 200 && !disabled; i++) {
+		g = tc_expect(p.port, "GET", pb, NULL, NULL, 200);
+		seen_failing |= json_is_string(json_object_get(g, "failing_since"));
+		disabled = !strcmp(tc_jstr(g, "status"), "disabled");
+		if (disabled)
+			cr_assert_str_eq(tc_jstr(g, "disabled_reason"), "failing");
+		json_decref(g);
+		if (!disabled)
+			sleep_ms(50);
+	}
+	cr_assert(seen_failing, "failing_since was never set");
+	cr_assert(disabled, "an endpoint failing for longer than the limit was not disabled");
+	cr_assert_eq(tc_count_events(p.port, "webhook.endpoint_disabled", NULL), 1);
+	g = tc_expect(p.port, "GET", pa, NULL, NULL, 200);
+	cr_assert_str_eq(tc_jstr(g, "status"), "enabled", "the flaky one stays enabled");
+	json_decref(g);
+	/* enabled again by its owner: a fresh start */
+	g = tc_expect(p.port, "PATCH", pb, NULL, "{\"status\":\"enabled\"}", 200);
+	cr_assert(json_is_null(json_object_get(g, "failing_since")));
+	cr_assert(json_is_null(json_object_get(g, "disabled_reason")));
+	json_decref(g);
+	json_decref(ea);
+	json_decref(eb);
+	wm_stop(&p);
+	wm_proc_cleanup(&p);
+	rx_stop(&ok);
+	rx_stop(&bad);
+}

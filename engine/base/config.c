@@ -35,6 +35,8 @@ static const struct opt opts[] = {
 	{"snapshot-keep", OPT_U64, N(snapshot_keep), 1, 100, NULL, "snapshots kept by retention"},
 	{"access-log", OPT_BOOL, N(access_log), 0, 1, NULL, "one log line per request (0 for benchmarks)"},
 	{"demo", OPT_BOOL, N(demo), 0, 1, NULL, "seed demo data into an empty data directory"},
+	{"webhook-disable-after-days", OPT_U64, N(webhook_disable_after_days), 1, 365, NULL,
+	 "disable a webhook endpoint whose deliveries have all failed for this many days (webhook.endpoint_disabled)"},
 	{"documents", OPT_BOOL, N(documents), 0, 1, NULL,
 	 "generate orders' trade documents (PDFs); 0: none (benchmarks of order capture, load tests)"},
 	{"webhook-allow-http", OPT_BOOL, N(webhook_allow_http), 0, 1, NULL,
@@ -97,6 +99,7 @@ void config_defaults(struct config *c)
 	strcpy(c->data_ref_dir, "./data");
 	strcpy(c->wal_mode, "fsync");
 	c->documents = 1;
+	c->webhook_disable_after_days = 5; /* Svix disables after 5 days of failures */
 	c->wal_segment_mb = 64;
 	c->snapshot_interval_s = 3600;
 	c->snapshot_keep = 2;

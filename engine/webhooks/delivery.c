@@ -275,6 +275,7 @@ static struct {
 	struct slot slots[WHD_INFLIGHT_MAX];
 	uint64_t rnd;
 	int64_t retry_max_ms;  /* test builds: cap on a retry delay (0 = none) */
+	int64_t disable_after_ms; /* --webhook-disable-after-days (test builds: WM_WEBHOOK_DISABLE_AFTER_MS) */
 	long timeout_ms;
 	/* counters since start (/metrics) */
 	uint64_t attempts, delivered, dead, fanned;
@@ -295,7 +296,11 @@ int webhooks_start(struct shard *sh, char *err, size_t errlen)
 	memset(&wg, 0, sizeof(wg));
 	wg.rnd = wall_ms() ^ ((uint64_t)getpid() << 32);
 	wg.timeout_ms = WHD_TIMEOUT_MS;
+	wg.disable_after_ms = (int64_t)sh->cfg.webhook_disable_after_days * 86400000LL;
 #ifdef WM_TESTING
+	const char *dis = getenv("WM_WEBHOOK_DISABLE_AFTER_MS");
+	if (dis && *dis)
+		wg.disable_after_ms = strtoll(dis, NULL, 10);
 	const char *cap = getenv("WM_WEBHOOK_RETRY_MAX_MS");
 	if (cap && *cap)
 		wg.retry_max_ms = strtoll(cap, NULL, 10);
@@ -460,11 +465,41 @@ static void finish(struct wh_delivery *d, enum whd_status st, int64_t now, long 
 		memcpy(d->delivered_at, d->last_attempt_at, sizeof(d->delivered_at));
 }
 
-/* Commit a single delivery's new state (and the endpoint's disabling). */
-static void commit_one(struct shard *sh, const char *id, const struct wh_delivery *d, const struct wh_endpoint *disable)
+/* What a result does to its endpoint: nothing (e NULL), or its
+ * failing-since time set or cleared, and it disabled for `why`. */
+struct ep_change {
+	const struct wh_endpoint *e;
+	int64_t since_ms;
+	const char *why;
+};
+
+/* The endpoint change after a delivery to e that succeeded (ok) or failed
+ * at now: failing since its first failure after the last success; past
+ * --webhook-disable-after-days of nothing but failures, disabled ("failing"). */
+static struct ep_change health_after(const struct wh_endpoint *e, int ok, int64_t now)
+{
+	struct ep_change c = {0};
+	if (!e || e->status != WHE_ENABLED)
+		return c;
+	if (ok) {
+		if (e->failing_since_ms)
+			c = (struct ep_change){.e = e, .since_ms = 0};
+	} else if (!e->failing_since_ms) {
+		c = (struct ep_change){.e = e, .since_ms = now};
+	} else if (now - e->failing_since_ms >= wg.disable_after_ms) {
+		c = (struct ep_change){.e = e, .since_ms = e->failing_since_ms, .why = "failing"};
+		log_warn("msg=\"a webhook endpoint failed every delivery for too long: disabled; the owner re-enables it "
+			 "with PATCH status enabled\" endpoint_id=%.*s failing_since_ms=%lld",
+			 (int)e->row.id_len, e->row.id, (long long)e->failing_since_ms);
+	}
+	return c;
+}
+
+/* Commit a single delivery's new state (and its endpoint's change). */
+static void commit_one(struct shard *sh, const char *id, const struct wh_delivery *d, struct ep_change ch)
 {
 	txn_begin(sh);
-	if (whd_stage(sh, id, d) || (disable && whe_stage_disable(sh, disable, "gone")) || !txn_commit_quiet(sh)) {
+	if (whd_stage(sh, id, d) || (ch.e && whe_stage_health(sh, ch.e, ch.since_ms, ch.why)) || !txn_commit_quiet(sh)) {
 		txn_abort(sh);
 		log_error("msg=\"webhook delivery state could not commit\" delivery_id=%s", id);
 	}
@@ -479,7 +514,7 @@ static int submit(struct shard *sh, const struct wh_delivery *d, const struct wh
 	if (!ev) {
 		struct wh_delivery n = *d;
 		finish(&n, WHD_DEAD, now, 0, "the event is no longer in the log");
-		commit_one(sh, id, &n, NULL);
+		commit_one(sh, id, &n, (struct ep_change){0});
 		wg.dead++;
 		return -1;
 	}
@@ -590,21 +625,20 @@ static void collect(struct shard *sh)
 				snprintf(err, sizeof(err), "HTTP %ld", r->status);
 			else
 				snprintf(err, sizeof(err), "%.150s", r->error[0] ? r->error : "no answer");
-			const struct wh_endpoint *dis = NULL;
+			const struct wh_endpoint *ep = whe_get(sh, d->endpoint, strlen(d->endpoint));
+			struct ep_change ch = health_after(ep, nx == WH_NEXT_DONE, now);
 			switch (nx) {
 			case WH_NEXT_DONE:
 				finish(&nd, WHD_DELIVERED, now, r->status, NULL);
 				wg.delivered++;
 				break;
-			case WH_NEXT_DISABLE: {
+			case WH_NEXT_DISABLE:
 				count_failure(r);
 				finish(&nd, WHD_DEAD, now, r->status, "410 Gone: the endpoint was disabled");
-				const struct wh_endpoint *e = whe_get(sh, d->endpoint, strlen(d->endpoint));
-				if (e && e->status == WHE_ENABLED)
-					dis = e;
+				if (ep && ep->status == WHE_ENABLED)
+					ch = (struct ep_change){.e = ep, .since_ms = ep->failing_since_ms, .why = "gone"};
 				wg.dead++;
 				break;
-			}
 			case WH_NEXT_RETRY:
 				count_failure(r);
 #ifdef WM_TESTING
@@ -621,7 +655,7 @@ static void collect(struct shard *sh)
 				wg.dead++;
 				break;
 			}
-			commit_one(sh, s->id, &nd, dis);
+			commit_one(sh, s->id, &nd, ch);
 		}
 	}
 }

@@ -179,6 +179,10 @@ static int whe_decode(struct table *t, struct row *r, const struct json_value *d
 	e->n_types = (uint8_t)ty->len;
 	if (doc_secret(doc, "secret", &e->secret) || !e->secret.len || doc_secret(doc, "previous_secret", &e->prev))
 		return -1;
+	const struct json_value *fs = json_get(doc, "failing_since_ms");
+	e->failing_since_ms = 0;
+	if (fs && (json_to_int64(fs, &e->failing_since_ms) || e->failing_since_ms < 0))
+		return -1;
 	const struct json_value *until = json_get(doc, "previous_secret_until_ms");
 	e->prev_until_ms = 0;
 	if (e->prev.len && (!until || json_to_int64(until, &e->prev_until_ms)))
@@ -277,6 +281,13 @@ static void whe_write(struct jw *w, const char *id, const struct wh_endpoint *e,
 	else
 		jw_knull(w, "disabled_reason");
 	char ts[WHE_TS_MAX];
+	if (e->failing_since_ms) {
+		fmt_rfc3339_ms(ts, (unsigned long long)e->failing_since_ms);
+		jw_kstr(w, "failing_since", ts);
+	} else
+		jw_knull(w, "failing_since");
+	if (view == VIEW_STORED && e->failing_since_ms)
+		jw_kint(w, "failing_since_ms", e->failing_since_ms);
 	if (e->prev.len) {
 		fmt_rfc3339_ms(ts, (unsigned long long)e->prev_until_ms);
 		jw_kstr(w, "previous_secret_expires_at", ts);
@@ -315,6 +326,23 @@ static int whe_stage(struct shard *sh, const char *id, const struct wh_endpoint 
 	buf_free(&doc);
 	buf_free(&pub);
 	return rc;
+}
+
+int whe_stage_health(struct shard *sh, const struct wh_endpoint *e, int64_t since_ms, const char *why)
+{
+	struct wh_endpoint n = *e;
+	char id[ID_MAX_LEN];
+	if (e->row.id_len >= sizeof(id))
+		return -1;
+	memcpy(id, e->row.id, e->row.id_len);
+	id[e->row.id_len] = 0;
+	n.failing_since_ms = since_ms;
+	if (why) {
+		n.status = WHE_DISABLED;
+		snprintf(n.disabled_reason, sizeof(n.disabled_reason), "%s", why);
+		fmt_rfc3339_ms(n.updated_at, wall_ms());
+	}
+	return whe_stage(sh, id, &n, why ? "webhook.endpoint_disabled" : NULL);
 }
 
 int whe_stage_disable(struct shard *sh, const struct wh_endpoint *e, const char *why)
@@ -576,6 +604,7 @@ static void endpoints_patch(struct api_ctx *c)
 	if (r == FLD_SET) {
 		e.status = (uint8_t)st;
 		e.disabled_reason[0] = 0; /* an operator's or the owner's decision now */
+		e.failing_since_ms = 0;   /* ... and a fresh start for the failing-days rule */
 	}
 	fmt_rfc3339_ms(e.updated_at, wall_ms());
 	txn_begin(c->sh);

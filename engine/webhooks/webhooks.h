@@ -46,7 +46,9 @@ struct wh_endpoint {
 	struct wh_secret prev;                  /* len 0: none; else signs too until prev_until_ms */
 	int64_t prev_until_ms;
 	char created_at[WHE_TS_MAX], updated_at[WHE_TS_MAX];
-	char disabled_reason[64];               /* "" or why the service disabled it ("gone": a 410) */
+	char disabled_reason[64];               /* "" or why the service disabled it ("gone": a 410;
+						 * "failing": every delivery failed for --webhook-disable-after-days) */
+	int64_t failing_since_ms;               /* the first failure after the last success; 0: not failing */
 };
 
 /* 1 when pattern p matches event type `type`: "*" matches every type,
@@ -78,6 +80,10 @@ int whe_each_of_owner(struct shard *sh, const char *owner, int (*fn)(const struc
 /* Stage (in the open transaction) endpoint e disabled by the service with
  * reason `why`, and its webhook.endpoint_disabled event: 0 or -1. */
 int whe_stage_disable(struct shard *sh, const struct wh_endpoint *e, const char *why);
+/* Stage (in the open transaction) endpoint e failing since since_ms (0:
+ * healthy again), and disabled with reason `why` when why is not NULL
+ * (with its webhook.endpoint_disabled event): 0 or -1. */
+int whe_stage_health(struct shard *sh, const struct wh_endpoint *e, int64_t since_ms, const char *why);
 
 /* The operator's destination policy (--webhook-allow-http,
  * --webhook-allow-private). */

@@ -57,6 +57,8 @@ struct receiver {
 	atomic_int stop;
 	atomic_int status;   /* what to answer */
 	atomic_int fail_first; /* answer 500 to this many requests first */
+	atomic_int slow_first; /* answer this many requests first only after slow_ms */
+	atomic_int slow_ms;
 	pthread_mutex_t mu;
 	struct rx_rec recs[RX_MAX];
 	unsigned n;
@@ -82,6 +84,8 @@ static int hdr(const char *head, const char *name, char *out, size_t cap)
 	}
 	return -1;
 }
+
+static void sleep_ms(int ms);
 
 static void serve_one(struct receiver *r, int fd)
 {
@@ -126,6 +130,10 @@ static void serve_one(struct receiver *r, int fd)
 			x->answered = st;
 		}
 		pthread_mutex_unlock(&r->mu);
+		if (atomic_load(&r->slow_first) > 0) {
+			atomic_fetch_sub(&r->slow_first, 1);
+			sleep_ms(atomic_load(&r->slow_ms)); /* the sender's time-out comes first */
+		}
 		char out[128];
 		int n = snprintf(out, sizeof(out), "HTTP/1.1 %d X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", st);
 		if (write(fd, out, (size_t)n) < 0) {
@@ -776,4 +784,42 @@ WM_TEST(webhook_delivery, failing_for_too_long_disables_and_a_success_clears_fai
 	wm_proc_cleanup(&p);
 	rx_stop(&ok);
 	rx_stop(&bad);
+}
+
+/* A receiver slower than the sender's time-out (WM_WEBHOOK_TIMEOUT_MS=300,
+ * a test build's; the first answer comes after 1.5 s): the attempt is a
+ * transport failure, counted as such, and retried until delivered. */
+WM_TEST(webhook_delivery, a_receiver_slower_than_the_time_out_is_retried, .timeout = 60)
+{
+	struct receiver rx;
+	rx_start(&rx, 200);
+	atomic_store(&rx.slow_ms, 1500);
+	atomic_store(&rx.slow_first, 1);
+	struct wm_proc p;
+	static const char *const args[] = {"--webhook-allow-http", "1", "--webhook-allow-private", "1", NULL};
+	static const char *const env[] = {"WM_WEBHOOK_RETRY_MAX_MS=100", "WM_WEBHOOK_TIMEOUT_MS=300", NULL};
+	wm_proc_init(&p);
+	cr_assert_eq(wm_start(&p, args, env), 0, "wm-shard did not start (logs in %s)", p.dir);
+	json_t *e = endpoint_for(p.port, NULL, &rx, "[\"partner.created\"]");
+	char ev[64];
+	new_partner(p.port, "Slow GmbH", ev, sizeof(ev));
+	long delivered = 0, transport = 0;
+	for (int i = 0; i < 200 && !delivered; i++) {
+		struct http_resp r;
+		cr_assert_eq(http_do(p.port, "GET", "/metrics", NULL, NULL, &r), 0);
+		const char *d = strstr(r.body, "\nwm_webhook_delivered_total ");
+		const char *t = strstr(r.body, "wm_webhook_failures_total{class=\"transport\"} ");
+		delivered = d ? strtol(d + strlen("\nwm_webhook_delivered_total "), NULL, 10) : 0;
+		transport = t ? strtol(t + strlen("wm_webhook_failures_total{class=\"transport\"} "), NULL, 10) : 0;
+		http_resp_free(&r);
+		if (!delivered)
+			sleep_ms(50);
+	}
+	cr_assert_eq(delivered, 1, "never delivered");
+	cr_assert_geq(transport, 1, "the slow answer was not a transport failure (time-out)");
+	cr_assert_geq(count_of(&rx, ev), 2, "the timed-out attempt was not retried");
+	json_decref(e);
+	wm_stop(&p);
+	wm_proc_cleanup(&p);
+	rx_stop(&rx);
 }

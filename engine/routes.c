@@ -55,6 +55,8 @@ int (*const wine_channel_lists)(struct shard *sh, const char *channel_id, const 
 const char *(*const inv_hold_owner)(struct shard *sh, const char *hold_id) = order_owning_hold;
 void (*const returns_refunded_hook)(struct shard *sh, const char *order_id) = settlement_on_refund;
 int (*const order_documents_splice)(struct api_ctx *c, const struct order *o, struct buf *doc) = documents_splice;
+unsigned (*const wh_order_parties)(struct shard *sh, const char *order_id, char (*out)[ID_MAX_LEN],
+				   unsigned max) = order_parties;
 int (*const order_volume_capture)(struct api_ctx *c, const char *order_id, const char *dest, const char *email,
 				  const struct order_volume_line *l, unsigned n) = consumer_volume_capture;
 

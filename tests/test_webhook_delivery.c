@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "tests/api_client.h"
+#include "tests/order_world.h"
 #include "tests/wm_test.h"
 
 #include <arpa/inet.h>
@@ -822,4 +823,76 @@ WM_TEST(webhook_delivery, a_receiver_slower_than_the_time_out_is_retried, .timeo
 	wm_stop(&p);
 	wm_proc_cleanup(&p);
 	rx_stop(&rx);
+}
+
+/* An order's events go to every party of the order: the seller (the
+ * events' own entity) gets them as the log has them; the estate, the
+ * originator and fulfiller of its leg, gets them too, in a participant's
+ * view -- the order, its status and legs, never the consumer price or
+ * the consumer; the stockist, no party of this order, gets nothing.
+ * Every delivery is signed with its own endpoint's secret. */
+WM_TEST(webhook_delivery, an_orders_events_reach_every_party_in_its_view, .timeout = 90)
+{
+	struct receiver rs, re, rk;
+	rx_start(&rs, 200);
+	rx_start(&re, 200);
+	rx_start(&rk, 200);
+	static const char *const extra[] = {"--webhook-allow-http", "1", "--webhook-allow-private", "1", NULL};
+	memcpy(ow_extra_args, extra, sizeof(extra));
+	struct oworld x;
+	ow_start(&x, NULL, 24, 0);
+	memset(ow_extra_args, 0, sizeof(ow_extra_args));
+	json_t *es = endpoint_for(x.port, x.ksel, &rs, "[\"order.*\"]");
+	json_t *ee = endpoint_for(x.port, x.kest, &re, "[\"order.*\"]");
+	json_t *ek = endpoint_for(x.port, x.kstk, &rk, "[\"order.*\"]");
+	int st;
+	json_t *o = ow_order(&x, 6, NULL, NULL, &st);
+	cr_assert_eq(st, 201);
+	char id[64];
+	snprintf(id, sizeof(id), "%s", tc_jstr(o, "id"));
+	json_decref(o);
+	/* order.placed ... order.sourced: wait until both parties have as many as the log */
+	size_t want = 0;
+	json_t *evs = tc_expect(x.port, "GET", "/v1/events?type=order.sourced", NULL, NULL, 200);
+	want = json_array_size(json_object_get(evs, "data"));
+	json_decref(evs);
+	cr_assert_geq(want, 1);
+	char sourced_id[64];
+	evs = tc_expect(x.port, "GET", "/v1/events?type=order.sourced", NULL, NULL, 200);
+	snprintf(sourced_id, sizeof(sourced_id), "%s", tc_jstr(json_array_get(json_object_get(evs, "data"), 0), "id"));
+	json_decref(evs);
+	cr_assert(wait_answered(&rs, sourced_id, 200, 15000), "the seller did not get order.sourced");
+	cr_assert(wait_answered(&re, sourced_id, 200, 15000), "the estate did not get order.sourced");
+	sleep_ms(500);
+	pthread_mutex_lock(&rk.mu);
+	unsigned stockist = rk.n;
+	pthread_mutex_unlock(&rk.mu);
+	cr_assert_eq(stockist, 0, "the stockist is no party of this order");
+	/* the seller's copy carries the money; the estate's never does */
+	pthread_mutex_lock(&rs.mu);
+	int seller_total = 0;
+	for (unsigned i = 0; i < rs.n; i++)
+		seller_total |= strstr(rs.recs[i].body, "\"total\"") != NULL;
+	pthread_mutex_unlock(&rs.mu);
+	cr_assert(seller_total, "the seller's order events carry the total");
+	pthread_mutex_lock(&re.mu);
+	cr_assert_gt(re.n, 0);
+	for (unsigned i = 0; i < re.n; i++) {
+		const char *b = re.recs[i].body;
+		cr_assert_null(strstr(b, "\"total\""), "an originator got the consumer price: %s", b);
+		cr_assert_null(strstr(b, "\"currency\""), "%s", b);
+		cr_assert_null(strstr(b, "example.de"), "an originator got the consumer's e-mail: %s", b);
+		cr_assert_not_null(strstr(b, id), "the order is named: %s", b);
+	}
+	pthread_mutex_unlock(&re.mu);
+	all_signed(&rs, tc_jstr(es, "secret"), NULL);
+	all_signed(&re, tc_jstr(ee, "secret"), NULL);
+	json_decref(es);
+	json_decref(ee);
+	json_decref(ek);
+	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
+	rx_stop(&rs);
+	rx_stop(&re);
+	rx_stop(&rk);
 }

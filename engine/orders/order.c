@@ -460,6 +460,23 @@ int order_involves(const struct order *o, const char *partner_id)
 	return 0;
 }
 
+unsigned order_parties(struct shard *sh, const char *order_id, char (*out)[ID_MAX_LEN], unsigned max)
+{
+	const struct order *o = order_get(sh, order_id, strlen(order_id));
+	unsigned n = 0;
+	for (unsigned i = 0; o && i < o->n_legs; i++) {
+		const char *who[2] = {o->legs[i].originator_id, o->legs[i].fulfiller_id};
+		for (unsigned k = 0; k < 2; k++) {
+			int seen = !strcmp(who[k], o->seller_id);
+			for (unsigned j = 0; j < n && !seen; j++)
+				seen = !strcmp(out[j], who[k]);
+			if (!seen && n < max)
+				snprintf(out[n++], ID_MAX_LEN, "%s", who[k]);
+		}
+	}
+	return n;
+}
+
 /* ---- staging a step ------------------------------------------------------------------------ */
 
 /* Stage an order event: a summary, not the whole order (the order is one

@@ -150,6 +150,10 @@ int order_pending_next(struct shard *sh, const char *after, char *out);
 /* True if partner id takes part in the order: its seller, the originator of
  * a source, or the fulfiller of a leg. */
 int order_involves(const struct order *o, const char *partner_id);
+/* The partners of order id other than its seller (its legs' originators
+ * and fulfillers, each once) into out (at most max): how many; 0 for an
+ * order this shard does not have. */
+unsigned order_parties(struct shard *sh, const char *order_id, char (*out)[ID_MAX_LEN], unsigned max);
 
 /*
  * Stage a new state row for the order: its current state with the patch

@@ -389,6 +389,26 @@ static int fan_one(const struct wh_endpoint *e, void *arg)
 	return 0;
 }
 
+/* An order.* event also goes to the order's other parties (originators,
+ * fulfillers: wh_order_parties), each to its own endpoints; what they
+ * receive is the participant's view (participant_body). */
+static void fan_parties(struct shard *sh, const struct row *r, const char *ent, struct fan *f)
+{
+	if (strncmp(f->type, "order.", 6))
+		return;
+	struct json_doc *d = json_parse(r->doc, r->doc_len, NULL, NULL);
+	const struct json_value *p = d ? json_get(json_root(d), "payload") : NULL;
+	char order[ID_MAX_LEN];
+	if (p && !fld_doc_str(p, "order_id", order, sizeof(order)) && order[0]) {
+		static char who[WH_ORDER_PARTIES_MAX][ID_MAX_LEN];
+		unsigned n = wh_order_parties(sh, order, who, WH_ORDER_PARTIES_MAX);
+		for (unsigned i = 0; i < n && !f->failed; i++)
+			if (strcmp(who[i], ent) && strcmp(who[i], WHE_PLATFORM))
+				whe_each_of_owner(sh, who[i], fan_one, f);
+	}
+	json_doc_free(d);
+}
+
 int whd_stage_cursor_at_end(struct shard *sh)
 {
 	const struct table *ev = &sh->tables[REC_T_EVENT];
@@ -436,6 +456,8 @@ static void fan_out(struct shard *sh)
 			whe_each_of_owner(sh, ent, fan_one, &f);
 		if (!f.failed)
 			whe_each_of_owner(sh, WHE_PLATFORM, fan_one, &f);
+		if (!f.failed)
+			fan_parties(sh, r, ent, &f);
 		if (f.failed)
 			break;
 		memcpy(last, f.event_id, sizeof(last));
@@ -505,6 +527,61 @@ static void commit_one(struct shard *sh, const char *id, const struct wh_deliver
 	}
 }
 
+/* The members of an order event's payload an order's other parties (its
+ * originators and fulfillers) receive: what happened to which order and
+ * leg, never money or the consumer -- the order views' rule (an
+ * originator never sees the consumer price or e-mail). */
+static const char *const participant_payload[] = {"order_id", "status", "seller_id", "destination_country",
+						  "occurred_at", NULL};
+static const char *const participant_detail[] = {"leg_id", "leg_status", NULL};
+
+/* Write the members of obj listed in keep (into an open object). */
+static void kept_members(struct jw *w, const struct json_value *obj, const char *const *keep)
+{
+	for (uint32_t i = 0; obj && obj->type == JSON_OBJECT && i < obj->len; i++)
+		for (unsigned k = 0; keep[k]; k++)
+			if (!strcmp(obj->u.members[i].key, keep[k])) {
+				jw_keyn(w, obj->u.members[i].key, obj->u.members[i].key_len);
+				jw_value(w, &obj->u.members[i].value);
+			}
+}
+
+/* The event document ev as an order's other party receives it, into out:
+ * the event's own members, its payload cut to participant_payload (and
+ * its detail to participant_detail when it names a leg).  0 or -1. */
+static int participant_body(const struct row *ev, struct buf *out)
+{
+	struct json_doc *d = json_parse(ev->doc, ev->doc_len, NULL, NULL);
+	if (!d)
+		return -1;
+	const struct json_value *root = json_root(d);
+	struct jw w;
+	jw_init(&w, out);
+	jw_obj_begin(&w);
+	for (uint32_t i = 0; root->type == JSON_OBJECT && i < root->len; i++) {
+		const struct json_member *m = &root->u.members[i];
+		jw_keyn(&w, m->key, m->key_len);
+		if (strcmp(m->key, "payload")) {
+			jw_value(&w, &m->value);
+			continue;
+		}
+		jw_obj_begin(&w);
+		kept_members(&w, &m->value, participant_payload);
+		const struct json_value *det = json_get(&m->value, "detail");
+		if (det && det->type == JSON_OBJECT && json_get(det, "leg_id")) {
+			jw_key(&w, "detail");
+			jw_obj_begin(&w);
+			kept_members(&w, det, participant_detail);
+			jw_obj_end(&w);
+		}
+		jw_obj_end(&w);
+	}
+	jw_obj_end(&w);
+	int rc = w.err ? -1 : 0;
+	json_doc_free(d);
+	return rc;
+}
+
 /* Hand d to the thread: 0, or -1 (nothing to send now). */
 static int submit(struct shard *sh, const struct wh_delivery *d, const struct wh_endpoint *e, int64_t now)
 {
@@ -521,10 +598,27 @@ static int submit(struct shard *sh, const struct wh_delivery *d, const struct wh
 	int s = free_slot();
 	if (s < 0)
 		return -1;
+	/* the event's own entity and the platform get the event as the log
+	 * has it; an order's other parties their view of it */
+	const char *ent = event_entity(ev);
+	struct buf part;
+	buf_init(&part, REC_MAX_VAL);
+	const char *body = ev->doc;
+	size_t body_len = ev->doc_len;
+	if (strcmp(e->owner, WHE_PLATFORM) && strcmp(e->owner, ent)) {
+		if (participant_body(ev, &part)) {
+			buf_free(&part);
+			log_error("msg=\"a participant's view of an event could not be written\" delivery_id=%s", id);
+			return -1;
+		}
+		body = part.data;
+		body_len = part.len;
+	}
 	struct wh_secret secrets[WH_SIGN_MAX_SECRETS];
 	size_t ns = whe_signing_secrets(e, now, secrets);
 	struct wh_signed_headers sh_hdr;
-	if (wh_sign_headers(secrets, ns, d->event, strlen(d->event), now / 1000, ev->doc, ev->doc_len, &sh_hdr)) {
+	if (wh_sign_headers(secrets, ns, d->event, strlen(d->event), now / 1000, body, body_len, &sh_hdr)) {
+		buf_free(&part);
 		log_error("msg=\"webhook could not be signed\" delivery_id=%s", id);
 		return -1;
 	}
@@ -534,12 +628,14 @@ static int submit(struct shard *sh, const struct wh_delivery *d, const struct wh
 				     .url = e->url,
 				     .headers = hdrs,
 				     .n_headers = sizeof(hdrs) / sizeof(hdrs[0]),
-				     .body = ev->doc,
-				     .body_len = ev->doc_len,
+				     .body = body,
+				     .body_len = body_len,
 				     .connect_timeout_ms = WHD_CONNECT_TIMEOUT_MS < wg.timeout_ms ? WHD_CONNECT_TIMEOUT_MS
 												  : wg.timeout_ms,
 				     .timeout_ms = wg.timeout_ms};
-	if (wh_http_submit(wg.h, &rq))
+	int rc = wh_http_submit(wg.h, &rq); /* copies the body */
+	buf_free(&part);
+	if (rc)
 		return -1;
 	wg.slots[s].used = 1;
 	memcpy(wg.slots[s].id, id, sizeof(id));

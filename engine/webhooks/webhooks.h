@@ -93,6 +93,14 @@ struct wh_policy whe_policy(const struct shard *sh);
 
 /* Start the delivery thread: 0, or -1 with err.  Stop: pending rows stay
  * pending and are sent after the next start. */
+/* The partners of an order other than its seller (engine/orders/order.c
+ * order_parties, bound in engine/routes.c: the orders are a layer above
+ * this one): its order.* events go to their endpoints too, in a
+ * participant's view (delivery.c). */
+#define WH_ORDER_PARTIES_MAX 64
+extern unsigned (*const wh_order_parties)(struct shard *sh, const char *order_id, char (*out)[ID_MAX_LEN],
+					  unsigned max);
+
 int webhooks_start(struct shard *sh, char *err, size_t errlen);
 void webhooks_stop(void);
 /* The delivery thread's completion eventfd, -1 before webhooks_start. */

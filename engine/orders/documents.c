@@ -112,8 +112,12 @@ static int doc_decode(struct table *t, struct row *r, const struct json_value *d
 	int kind = -1, status = -1;
 	int64_t leg = 0;
 	const struct json_value *lg = json_get(doc, "leg");
-	if (fld_doc_str(doc, "order_id", d->order_id, sizeof(d->order_id)) || !d->order_id[0] ||
-	    fld_enum(NULL, doc, "type", NULL, doc_kind_names, &kind) != FLD_SET ||
+	char type[32];
+	if (!fld_doc_str(doc, "type", type, sizeof(type)))
+		for (int k = 0; k < DOC_KIND_COUNT; k++) /* doc_kind_names has no NULL end: not fld_enum's */
+			if (!strcmp(doc_kind_names[k], type))
+				kind = k;
+	if (fld_doc_str(doc, "order_id", d->order_id, sizeof(d->order_id)) || !d->order_id[0] || kind < 0 ||
 	    fld_enum(NULL, doc, "status", NULL, doc_status_names, &status) != FLD_SET || !lg ||
 	    json_to_int64(lg, &leg) || leg < 0 || leg >= DOC_LEGS_MAX)
 		return -1;

@@ -595,6 +595,19 @@ static int submit(struct shard *sh, const struct wh_delivery *d, const struct wh
 		wg.dead++;
 		return -1;
 	}
+#ifdef WM_TESTING
+	/* Test builds talk to 127.0.0.0/8 only (the project's network rule):
+	 * a delivery anywhere else -- a test's https://hooks.example.com -- is
+	 * dead at once, before any name is resolved or packet sent. */
+	const char *host = strstr(e->url, "://");
+	if (!host || strncmp(host + 3, "127.", 4)) {
+		struct wh_delivery n = *d;
+		finish(&n, WHD_DEAD, now, 0, "test build: a destination outside 127.0.0.0/8 is never contacted");
+		commit_one(sh, id, &n, (struct ep_change){0});
+		wg.dead++;
+		return -1;
+	}
+#endif
 	int s = free_slot();
 	if (s < 0)
 		return -1;

@@ -867,19 +867,6 @@ static void endpoint_metrics(struct shard *sh, struct buf *o)
 
 /* ---- the dead-letter queue ------------------------------------------------------------------ */
 
-/* The endpoint of the path, visible to the caller, or NULL with the 404. */
-static const struct wh_endpoint *visible_endpoint(struct api_ctx *c, char id[ID_MAX_LEN])
-{
-	const struct wh_endpoint *e = NULL;
-	if (api_param(c, 0, id, ID_MAX_LEN) > 0)
-		e = whe_get(c->sh, id, strlen(id));
-	if (!e || !api_owns(c, e->owner, strlen(e->owner))) {
-		api_error(c, 404, "not_found", "no webhook endpoint with this id");
-		return NULL;
-	}
-	return e;
-}
-
 static int is_dead(struct api_ctx *c, const struct row *r, void *arg)
 {
 	(void)c;
@@ -892,7 +879,7 @@ static int is_dead(struct api_ctx *c, const struct row *r, void *arg)
 static void dead_letters_list(struct api_ctx *c)
 {
 	char id[ID_MAX_LEN];
-	if (!visible_endpoint(c, id))
+	if (!whe_visible(c, id))
 		return;
 	struct api_page pg;
 	if (api_page_parse(c, &pg))
@@ -915,7 +902,7 @@ static void back_to_pending(struct wh_delivery *d, int64_t now)
 static void replay(struct api_ctx *c)
 {
 	char eid[ID_MAX_LEN];
-	if (!visible_endpoint(c, eid))
+	if (!whe_visible(c, eid))
 		return;
 	const struct json_value *body = api_body(c);
 	if (!body)

@@ -475,7 +475,7 @@ static void read_description(struct api_ctx *c, const struct json_value *body, s
 
 /* The endpoint named by the path, visible to the caller, or NULL with the
  * 404 written (another entity's endpoint is as unknown as a missing one). */
-static const struct wh_endpoint *visible(struct api_ctx *c, char id[ID_MAX_LEN])
+const struct wh_endpoint *whe_visible(struct api_ctx *c, char id[ID_MAX_LEN])
 {
 	const struct wh_endpoint *e = NULL;
 	if (api_param(c, 0, id, ID_MAX_LEN) > 0)
@@ -573,7 +573,7 @@ static void endpoints_list(struct api_ctx *c)
 static void endpoints_get(struct api_ctx *c)
 {
 	char id[ID_MAX_LEN];
-	const struct wh_endpoint *e = visible(c, id);
+	const struct wh_endpoint *e = whe_visible(c, id);
 	if (!e || api_read_row(c))
 		return;
 	whe_send(c, 200, id, e, VIEW_PUBLIC);
@@ -582,7 +582,7 @@ static void endpoints_get(struct api_ctx *c)
 static void endpoints_patch(struct api_ctx *c)
 {
 	char id[ID_MAX_LEN];
-	const struct wh_endpoint *cur = visible(c, id);
+	const struct wh_endpoint *cur = whe_visible(c, id);
 	if (!cur)
 		return;
 	const struct json_value *body = api_body(c);
@@ -619,7 +619,7 @@ static void endpoints_patch(struct api_ctx *c)
 static void endpoints_delete(struct api_ctx *c)
 {
 	char id[ID_MAX_LEN];
-	const struct wh_endpoint *e = visible(c, id);
+	const struct wh_endpoint *e = whe_visible(c, id);
 	if (!e)
 		return;
 	struct buf pub;
@@ -646,7 +646,7 @@ static void endpoints_delete(struct api_ctx *c)
 static void endpoints_rotate(struct api_ctx *c)
 {
 	char id[ID_MAX_LEN];
-	const struct wh_endpoint *cur = visible(c, id);
+	const struct wh_endpoint *cur = whe_visible(c, id);
 	if (!cur)
 		return;
 	struct wh_endpoint e = *cur;

@@ -66,6 +66,11 @@ int whe_wants(const struct wh_endpoint *e, const char *type);
 
 /* The endpoint by id, or NULL. */
 const struct wh_endpoint *whe_get(struct shard *sh, const char *id, size_t len);
+/* The endpoint named by the path's first parameter (into id), when the
+ * caller may see it; else NULL with the 404 written (another entity's
+ * endpoint is as unknown as a missing one). */
+struct api_ctx;
+const struct wh_endpoint *whe_visible(struct api_ctx *c, char id[ID_MAX_LEN]);
 
 /* The secrets that sign a delivery at now_ms: the current one, then the
  * previous one while its rotation window lasts.  How many (1..2). */

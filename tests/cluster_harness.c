@@ -96,6 +96,7 @@ void wm_cluster_init(struct wm_cluster *c, unsigned n)
 	c->n = n;
 	snprintf(c->root, sizeof(c->root), "/tmp/wm-cl-XXXXXX");
 	cr_assert_not_null(mkdtemp(c->root));
+	wm_tmp_track_dir(c->root);
 	snprintf(c->map_path, sizeof(c->map_path), "%s/map.conf", c->root);
 	snprintf(c->secret_path, sizeof(c->secret_path), "%s/secret", c->root);
 	snprintf(c->router_dir, sizeof(c->router_dir), "%s/router", c->root);
@@ -155,6 +156,7 @@ void wm_cluster_cleanup(struct wm_cluster *c)
 		wm_proc_cleanup(&c->shard[i]);
 	if (!getenv("WM_KEEP_TMP"))
 		rm_rf(c->root);
+	wm_tmp_untrack_dir(c->root);
 }
 
 void wm_cluster_sig(const struct wm_cluster *c, const char *method, const char *target, const char *body, char *out,
@@ -214,6 +216,7 @@ static int router_spawn(struct wm_cluster *c, unsigned id, int port, const char 
 		_exit(127);
 	}
 	*pid_out = pid;
+	wm_tmp_track_pid(pid);
 	for (int waited = 0; waited < 20000; waited += 20) {
 		struct http_resp r;
 		if (http_do(port, "GET", "/readyz", NULL, NULL, &r) == 0) {

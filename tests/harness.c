@@ -47,12 +47,89 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
 
 void rm_rf(const char *path) { nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
 
+/* Leftovers.  A test that ends without wm_proc_cleanup (a failed
+ * assertion, or a test that simply forgets) would leave its temporary
+ * roots behind -- a cluster's is about 0.25 GB of preallocated WAL -- and a
+ * long series of CI runs on one machine filled its disk.  So every root the
+ * harness makes and every process it starts is tracked here, and when the
+ * test's process exits whatever is still tracked is killed and removed
+ * (WM_KEEP_TMP=1 keeps the roots for debugging).  Only the process that
+ * tracked them sweeps: a child forked by a test inherits the handler but
+ * not the ownership.  A pid is killed only while it is still this
+ * process's unreaped child (waitpid says so), never a reused pid. */
+#define TMP_TRACK 64
+static char tmp_dirs[TMP_TRACK][256];
+static pid_t tmp_pids[TMP_TRACK];
+static pid_t tmp_owner;
+
+/* 1 while pid is this process's child and not yet reaped (running or a
+ * zombie); never reaps it, so wm_wait still sees its status. */
+static int tmp_child(pid_t pid)
+{
+	siginfo_t si = {0};
+	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
+}
+
+static void tmp_sweep(void)
+{
+	if (getpid() != tmp_owner)
+		return;
+	for (unsigned i = 0; i < TMP_TRACK; i++)
+		if (tmp_pids[i] > 0 && tmp_child(tmp_pids[i])) {
+			kill(tmp_pids[i], SIGKILL);
+			waitpid(tmp_pids[i], NULL, 0);
+		}
+	for (unsigned i = 0; i < TMP_TRACK; i++)
+		if (tmp_dirs[i][0] && !getenv("WM_KEEP_TMP"))
+			rm_rf(tmp_dirs[i]);
+}
+
+static void tmp_own(void)
+{
+	if (tmp_owner != getpid()) {
+		if (!tmp_owner)
+			atexit(tmp_sweep);
+		tmp_owner = getpid();
+		memset(tmp_dirs, 0, sizeof(tmp_dirs));
+		memset(tmp_pids, 0, sizeof(tmp_pids));
+	}
+}
+
+void wm_tmp_track_dir(const char *dir)
+{
+	tmp_own();
+	for (unsigned i = 0; i < TMP_TRACK; i++)
+		if (!tmp_dirs[i][0]) {
+			snprintf(tmp_dirs[i], sizeof(tmp_dirs[i]), "%s", dir);
+			return;
+		}
+	fprintf(stderr, "harness: more than %d temporary roots; %s is not swept at exit\n", TMP_TRACK, dir);
+}
+
+void wm_tmp_untrack_dir(const char *dir)
+{
+	for (unsigned i = 0; i < TMP_TRACK; i++)
+		if (!strcmp(tmp_dirs[i], dir))
+			tmp_dirs[i][0] = 0;
+}
+
+void wm_tmp_track_pid(pid_t pid)
+{
+	tmp_own();
+	for (unsigned i = 0; i < TMP_TRACK; i++)
+		if (tmp_pids[i] <= 0 || !tmp_child(tmp_pids[i])) {
+			tmp_pids[i] = pid;
+			return;
+		}
+}
+
 void wm_proc_init(struct wm_proc *p)
 {
 	memset(p, 0, sizeof(*p));
 	snprintf(p->dir, sizeof(p->dir), "/tmp/wm-it-XXXXXX");
 	if (!mkdtemp(p->dir))
 		abort();
+	wm_tmp_track_dir(p->dir);
 	snprintf(p->data_dir, sizeof(p->data_dir), "%s/data", p->dir);
 }
 
@@ -182,6 +259,8 @@ int wm_start(struct wm_proc *p, const char *const *args, const char *const *env)
 		return topo_start(p, args, env);
 	int fd;
 	p->pid = spawn(p, args, env, &fd);
+	if (p->pid > 0)
+		wm_tmp_track_pid(p->pid);
 	if (p->pid < 0)
 		return -1;
 	char buf[512];
@@ -219,6 +298,8 @@ int wm_start_expect_fail(struct wm_proc *p, const char *const *args, char *msg, 
 {
 	int fd;
 	p->pid = spawn(p, args, NULL, &fd);
+	if (p->pid > 0)
+		wm_tmp_track_pid(p->pid);
 	close(fd);
 	int st = wm_wait(p, 20000);
 	char logp[400];
@@ -295,6 +376,7 @@ void wm_proc_cleanup(struct wm_proc *p)
 	}
 	if (!getenv("WM_KEEP_TMP"))
 		rm_rf(p->dir);
+	wm_tmp_untrack_dir(p->dir);
 }
 
 int tcp_connect(int port)

@@ -93,5 +93,11 @@ int http_read_response(int fd, struct http_resp *out, int timeout_ms);
 
 /* Recursively delete a directory. */
 void rm_rf(const char *path);
+/* Temporary roots and child processes swept when the test's process
+ * exits (harness.c "Leftovers"): a root until untracked, a pid while it
+ * is still an unreaped child. */
+void wm_tmp_track_dir(const char *dir);
+void wm_tmp_untrack_dir(const char *dir);
+void wm_tmp_track_pid(pid_t pid);
 
 #endif

@@ -93,6 +93,17 @@ int (*const key_partner_facts)(struct shard *sh, const char *id, uint8_t *roles,
 int (*const key_channel_of_seller)(struct shard *sh, const char *channel_id,
 				   const char *seller_id) = channel_of_seller;
 
+/* The webhook fan-out of a shard other than the home waits for its
+ * replica of the endpoints, and tells the home an endpoint's health
+ * (engine/webhooks/webhooks.h). */
+static uint64_t home_fresh_ms(struct shard *sh) { return repl_fresh_ms(sh, REPL_HOME); }
+uint64_t (*const wh_home_fresh_ms)(struct shard *sh) = home_fresh_ms;
+static int home_call(struct shard *sh, const char *path, const char *body, hc_done_fn fn, void *arg)
+{
+	return txn_shard_call(sh, REPL_HOME, path, body, fn, arg);
+}
+int (*const wh_home_call)(struct shard *sh, const char *path, const char *body, hc_done_fn fn, void *arg) = home_call;
+
 static const struct route *const route_groups[] = {
 	ops_routes,
 	refadmin_routes,
@@ -156,6 +167,7 @@ static const struct route *const internal_groups[] = {
 	txn_part_internal_routes,
 	order_txn_internal_routes,
 	check_internal_routes,
+	webhook_internal_routes,
 	NULL,
 };
 

@@ -54,7 +54,7 @@
 #define FANOUT_CURSOR_MAX 6000
 #define FANOUT_MAC_LEN 16            /* HMAC-SHA256 truncated */
 #define FANOUT_TAG_LEN 8             /* bytes of SHA-256(list tag) carried */
-#define FANOUT_ID_MAX 40             /* a row id, NUL included (ID_MAX_LEN, engine/storage/id.h) */
+#define FANOUT_ID_MAX 80             /* a row id, or a sub-row id "<id>.<id>" (a webhook delivery), NUL included: 2 x ID_MAX_LEN */
 
 enum fanout_pos_state {
 	FANOUT_START = 0,       /* not begun: ask without a cursor */

@@ -111,7 +111,7 @@ struct fwd {
 	char out_ctype[128];
 	int have_out, out_rank;
 	uint32_t out_shard;
-	/* a broadcast whose rule sums ("sum"): the 2xx answers' integer members
+	/* a broadcast whose rule sums ("sum", "sum-find"): the 2xx answers' integer members
 	 * added, their booleans or-ed (bcast_sum) */
 	unsigned n_sums;
 	char sum_keys[BCAST_SUMS_MAX][32];
@@ -475,11 +475,20 @@ static uint32_t fwd_owner(const struct router *r, const struct fwd *f)
 	return owner >= 0 ? (uint32_t)owner : 0; /* no country: the home validates and answers */
 }
 
-/* Rank of an answer for RC_FIND/RC_BROADCAST: the higher is relayed. */
-static int answer_rank(uint8_t kind, int status, uint32_t shard)
+/* A broadcast whose rule sums the 2xx answers: "sum", or "sum-find",
+ * where a shard that does not know the resource answers 404 and that
+ * answer loses to any 2xx (a replay of one delivery: only the shard that
+ * holds it acts). */
+static int rule_sums(const struct rc_rule *r) { return r->fields && !strncmp(r->fields, "sum", 3); }
+static int rule_finds(const struct rc_rule *r) { return r->fields && !strcmp(r->fields, "sum-find"); }
+
+/* Rank of an answer for RC_FIND/RC_BROADCAST under rule r: the higher is relayed. */
+static int answer_rank(const struct rc_rule *r, uint8_t kind, int status, uint32_t shard)
 {
 	if (kind == RC_FIND)
 		return status == 404 ? (shard == 0 ? 1 : 0) : 3;
+	if (status == 404 && rule_finds(r))
+		return 0;
 	/* broadcast: a failure wins, then the home's answer */
 	return status >= 400 ? 3 : (shard == 0 ? 2 : 1);
 }
@@ -558,7 +567,7 @@ static void on_answer(void *arg, const struct hc_response *a, const char *err)
 	}
 	if (f->kind == RC_FIND || f->kind == RC_BROADCAST) {
 		int status = a ? a->status : 0;
-		int rank = a ? answer_rank(f->kind, status, call->shard) : 4; /* an unreachable shard wins */
+		int rank = a ? answer_rank(f->rule, f->kind, status, call->shard) : 4; /* an unreachable shard wins */
 		if (!f->have_out || rank > f->out_rank) {
 			buf_reset(&f->out.headers);
 			buf_reset(&f->out.body);
@@ -570,7 +579,7 @@ static void on_answer(void *arg, const struct hc_response *a, const char *err)
 			f->have_out = 1;
 			f->out_rank = rank;
 		}
-		if (a && status / 100 == 2 && f->kind == RC_BROADCAST && f->rule->fields && !strcmp(f->rule->fields, "sum"))
+		if (a && status / 100 == 2 && f->kind == RC_BROADCAST && rule_sums(f->rule))
 			bcast_sum(f, a);
 		if (f->pending == 0) {
 			if (f->n_sums && f->out.status / 100 == 2)

@@ -30,6 +30,38 @@ WM_TEST(ids, time_ordered_unique_and_valid)
 	cr_assert_not(id_valid(cur, strlen(cur), "ptn"));
 }
 
+WM_TEST(ids, time_floor_sorts_between_the_ids_of_neighbouring_milliseconds)
+{
+	/* "evt_" + 10 base32 digits of 1000 ms: 1000 = 31*32 + 8 -> "00000000Z8" */
+	char f[ID_MAX_LEN];
+	cr_assert_eq(id_time_floor("evt", 1000, f), 14);
+	cr_assert_str_eq(f, "evt_00000000Z8");
+	const char *at = "evt_00000000Z80000000000", *before = "evt_00000000Z7ZZZZZZZZZZ";
+	cr_assert_lt(strcmp(f, at), 0);
+	cr_assert_gt(strcmp(f, before), 0);
+	uint64_t ms = 0;
+	cr_assert_eq(id_time_ms(at, strlen(at), &ms), 0);
+	cr_assert_eq(ms, 1000);
+	const char *cid = "loc_FR_0000000010AAAA000000";
+	cr_assert_eq(id_time_ms(cid, strlen(cid), &ms), 0);
+	cr_assert_eq(ms, 32, "the body after the country: '1' then '0' is 32 ms");
+	cr_assert_eq(id_time_ms("evt_x", 5, &ms), -1);
+	cr_assert_eq(id_time_ms("evt_0000000U00AAAA000000", 24, &ms), -1, "U is not Crockford base32");
+	/* a prefix that leaves no room is refused */
+	cr_assert_eq(id_time_floor("abcdefghijklmnopqrstuvwxyzabcdef", 1, f), 0);
+	cr_assert_eq(f[0], 0);
+	/* ids made now sort after the floor of a millisecond before */
+	struct id_clock c;
+	id_clock_init(&c);
+	char id[ID_MAX_LEN];
+	size_t n = id_new(&c, "evt", id);
+	cr_assert_eq(id_time_ms(id, n, &ms), 0);
+	id_time_floor("evt", ms, f);
+	cr_assert_lt(strcmp(f, id), 0);
+	id_time_floor("evt", ms + 1, f);
+	cr_assert_gt(strcmp(f, id), 0);
+}
+
 WM_TEST(ids, country_ids_embed_the_country_and_stay_ordered)
 {
 	struct id_clock c;

@@ -530,6 +530,30 @@ WM_TEST(fanout, page_size_bound)
 	free(p201);
 }
 
+/* A row id of FANOUT_ID_MAX - 1 bytes (a webhook delivery's "<endpoint
+ * id>.<event id>" is about 49) merges; one byte more is refused. */
+WM_TEST(fanout, row_id_length_bound)
+{
+	char edge[FANOUT_ID_MAX + 1], past[FANOUT_ID_MAX + 1];
+	memset(edge, 'a', FANOUT_ID_MAX - 1);
+	edge[FANOUT_ID_MAX - 1] = 0;
+	memset(past, 'a', FANOUT_ID_MAX);
+	past[FANOUT_ID_MAX] = 0;
+	const char *one[] = {edge}, *two[] = {past};
+	char *p = page_of(one, 1, 0, NULL), *q = page_of(two, 1, 0, NULL);
+	const char *b1[] = {p}, *b2[] = {q};
+	struct merge_fx *x = fx_new(1, b1, 10);
+	cr_assert_eq(fx_merge(x), FM_OK, "%s", x->res.detail);
+	cr_assert_eq(x->res.rows, 1);
+	cr_assert_str_eq(x->res.first_id, edge);
+	fx_free(x);
+	x = fx_new(1, b2, 10);
+	assert_refused(x, FM_E_PAGE_MALFORMED);
+	fx_free(x);
+	free(p);
+	free(q);
+}
+
 WM_TEST(fanout, shard_count_bound)
 {
 	static char ids[FANOUT_MAX_SHARDS + 1][FANOUT_ID_MAX];
@@ -751,7 +775,7 @@ WM_TEST(fanout, no_shards_is_an_empty_page)
 WM_TEST(fanout, bounds_follow_the_rest_of_the_code)
 {
 	cr_assert_eq(FANOUT_SHARD_CURSOR_MAX + 1, API_MAX_SPAN);
-	cr_assert_eq(FANOUT_ID_MAX, ID_MAX_LEN);
+	cr_assert_eq(FANOUT_ID_MAX, 2 * ID_MAX_LEN, "a sub-row id: <id>.<id>");
 	cr_assert_eq(FANOUT_MAX_SHARDS, SMAP_MAX_SHARDS);
 	cr_assert_eq(FANOUT_PAGE_MAX, API_PAGE_MAX);
 }

@@ -16,8 +16,10 @@
  * test builds only, WM_WEBHOOK_RETRY_MAX_MS=100 so a whole retry schedule
  * takes about two seconds.
  *
- * Not through a router (Makefile TEST_CLUSTER_SKIP): kill -9 of one shard,
- * and in a cluster only the catalogue home's own events are delivered.
+ * Also through a router (WM_TEST_TOPOLOGY=cluster: a router in front of
+ * 3 shards): the endpoints live on the catalogue home, and an order's
+ * events leave from its destination's shard (DE: shard 1), so the order
+ * tests check delivery from a shard that is not the home.
  */
 #include <jansson.h>
 
@@ -895,4 +897,97 @@ WM_TEST(webhook_delivery, an_orders_events_reach_every_party_in_its_view, .timeo
 	rx_stop(&rs);
 	rx_stop(&re);
 	rx_stop(&rk);
+}
+
+/* An order's events leave from its destination's shard (through the
+ * router: shard 1 of 3, not the catalogue home, which holds the
+ * endpoints): every one arrives signed, the deliveries list shows them, a
+ * 410 from that shard disables the endpoint on the home, and a replay of
+ * one dead delivery acts on the shard that holds it (the others do not
+ * know it). */
+WM_TEST(webhook_delivery, an_orders_events_leave_from_its_shard_and_a_410_there_disables, .timeout = 90)
+{
+	struct receiver rx;
+	rx_start(&rx, 200);
+	static const char *const extra[] = {"--webhook-allow-http", "1", "--webhook-allow-private", "1", NULL};
+	memcpy(ow_extra_args, extra, sizeof(extra));
+	struct oworld x;
+	ow_start(&x, NULL, 24, 0);
+	memset(ow_extra_args, 0, sizeof(ow_extra_args));
+	json_t *e = endpoint_for(x.port, x.ksel, &rx, "[\"order.*\"]");
+	char eid[64], lpath[200], rpath[160];
+	snprintf(eid, sizeof(eid), "%s", tc_jstr(e, "id"));
+	snprintf(lpath, sizeof(lpath), "/v1/webhook-endpoints/%s/deliveries", eid);
+	snprintf(rpath, sizeof(rpath), "/v1/webhook-endpoints/%s/replay", eid);
+	int st;
+	json_t *o = ow_order(&x, 2, NULL, NULL, &st);
+	cr_assert_eq(st, 201);
+	json_decref(o);
+	json_t *evs = tc_expect(x.port, "GET", "/v1/events?type=order.placed", NULL, NULL, 200);
+	char placed[64];
+	snprintf(placed, sizeof(placed), "%s", tc_jstr(json_array_get(json_object_get(evs, "data"), 0), "id"));
+	json_decref(evs);
+	cr_assert(wait_answered(&rx, placed, 200, 15000), "order.placed did not arrive");
+	all_signed(&rx, tc_jstr(e, "secret"), NULL);
+	/* the list shows it delivered, and filters by state */
+	json_t *l = tc_expect(x.port, "GET", lpath, x.ksel, NULL, 200);
+	json_t *data = json_object_get(l, "data");
+	int seen = 0;
+	for (size_t i = 0; i < json_array_size(data); i++) {
+		json_t *d = json_array_get(data, i);
+		if (!strcmp(tc_jstr(d, "event_id"), placed)) {
+			seen = 1;
+			cr_assert_str_eq(tc_jstr(d, "status"), "delivered");
+		}
+	}
+	cr_assert(seen, "order.placed is not in the endpoint's deliveries");
+	json_decref(l);
+	char q[260];
+	snprintf(q, sizeof(q), "%s?status=dead", lpath);
+	l = tc_expect(x.port, "GET", q, x.ksel, NULL, 200);
+	cr_assert_eq(json_array_size(json_object_get(l, "data")), 0, "nothing is dead yet");
+	json_decref(l);
+	snprintf(q, sizeof(q), "%s?status=lost", lpath);
+	tc_expect_code(x.port, "GET", q, x.ksel, NULL, 400, "invalid_filter");
+	/* another entity's endpoint is as unknown as a missing one */
+	tc_expect_code(x.port, "GET", lpath, x.kest, NULL, 404, "not_found");
+	/* 410 on the next order's events: the endpoint is disabled on the home */
+	atomic_store(&rx.status, 410);
+	o = ow_order(&x, 1, NULL, NULL, &st);
+	cr_assert_eq(st, 201);
+	json_decref(o);
+	char path[160];
+	snprintf(path, sizeof(path), "/v1/webhook-endpoints/%s", eid);
+	json_t *g = NULL;
+	for (int i = 0; i < 300; i++) {
+		json_decref(g);
+		g = tc_expect(x.port, "GET", path, x.ksel, NULL, 200);
+		if (!strcmp(tc_jstr(g, "status"), "disabled"))
+			break;
+		sleep_ms(50);
+	}
+	cr_assert_str_eq(tc_jstr(g, "status"), "disabled", "a 410 from the order's shard did not disable the endpoint");
+	cr_assert_str_eq(tc_jstr(g, "disabled_reason"), "gone");
+	json_decref(g);
+	/* the dead delivery, replayed by id once the endpoint is enabled again */
+	snprintf(q, sizeof(q), "%s?status=dead", lpath);
+	l = tc_expect(x.port, "GET", q, x.ksel, NULL, 200);
+	/* the 410's delivery, and any sent beside it before the disable */
+	cr_assert_geq(json_array_size(json_object_get(l, "data")), 1, "the 410's delivery is dead");
+	char did[128], dev[64];
+	snprintf(did, sizeof(did), "%s", tc_jstr(json_array_get(json_object_get(l, "data"), 0), "id"));
+	snprintf(dev, sizeof(dev), "%s", tc_jstr(json_array_get(json_object_get(l, "data"), 0), "event_id"));
+	json_decref(l);
+	atomic_store(&rx.status, 200);
+	json_decref(tc_expect(x.port, "PATCH", path, x.ksel, "{\"status\":\"enabled\"}", 200));
+	char body[200];
+	snprintf(body, sizeof(body), "{\"delivery_id\":\"%s\"}", did);
+	json_t *r = tc_expect(x.port, "POST", rpath, x.ksel, body, 200);
+	cr_assert_eq(json_integer_value(json_object_get(r, "replayed")), 1, "exactly one shard replays it");
+	json_decref(r);
+	cr_assert(wait_answered(&rx, dev, 200, 15000), "the replayed delivery did not arrive");
+	json_decref(e);
+	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
+	rx_stop(&rx);
 }

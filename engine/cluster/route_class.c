@@ -60,6 +60,12 @@ static const struct rc_rule rules[] = {
 	{RC_ANY, "/v1/documents/{id}", RC_PATH_ID, 0, NULL},
 	{RC_ANY, "/v1/documents/{id}/*", RC_PATH_ID, 0, NULL},
 	{RC_READS, "/v1/compliance/declarations", RC_QUERY, 0, "destination"},
+	/* webhook deliveries: each shard fans its own events out to the
+	 * endpoints (replicated from the home) and keeps their delivery rows
+	 * (engine/webhooks/delivery.c) */
+	{RC_READS, "/v1/webhook-endpoints/{id}/dead-letters", RC_FANOUT, 0, NULL},
+	{RC_READS, "/v1/webhook-endpoints/{id}/deliveries", RC_FANOUT, 0, NULL},
+	{RC_WRITES, "/v1/webhook-endpoints/{id}/replay", RC_BROADCAST, 0, "sum-find"}, /* one delivery: its shard acts */
 	/* the catalogue (and everything else): the home */
 	{RC_ANY, "/v1/*", RC_HOME, 0, NULL},
 	{RC_ANY, "/api/*", RC_HOME, 0, NULL},

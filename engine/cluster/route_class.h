@@ -25,7 +25,11 @@
  *   RC_FIND       an id that carries no country (a caller-named hold):
  *                 asked of every shard; the one that knows it answers,
  *                 the others answer 404 and change nothing.
- *   RC_BROADCAST  an operator action every shard performs (snapshots).
+ *   RC_BROADCAST  an action every shard performs (snapshots, payout
+ *                 runs, a webhook replay).  `fields` "sum": the 2xx
+ *                 answers' counts are added up; "sum-find": the same,
+ *                 and a shard that does not know the resource answers
+ *                 404, which any 2xx outranks.
  *   RC_QUERY      the owner of the country a query parameter names
  *                 (`fields`: its name, e.g. "destination").
  *

@@ -141,6 +141,13 @@ uint64_t repl_applied_lsn(struct shard *sh, uint32_t publisher);
  * since it started (a router's edge is not ready before: its replica of
  * the keys could be missing the newest ones). */
 int repl_synced(struct shard *sh, uint32_t publisher);
+/* The wall time (ms) before which every write `publisher` made durable
+ * is applied here: the send time of the last fetch whose answer left this
+ * replica caught up (its answer covered the publisher's durable LSN at
+ * answer time, which is later).  0 before the first such answer, or
+ * without a subscription to `publisher`.  The webhook fan-out of a shard
+ * other than the home waits for it (engine/webhooks/delivery.c). */
+uint64_t repl_fresh_ms(struct shard *sh, uint32_t publisher);
 /* /metrics lines and the /internal/cluster/status member "replication". */
 void repl_metrics(struct shard *sh, struct buf *o);
 void repl_status(struct shard *sh, struct jw *w);

@@ -34,7 +34,8 @@ repl_tables repl_published(uint32_t publisher)
 		return stock;
 	return stock | REPL_T(REC_T_PARTNER) | REPL_T(REC_T_KEY) | REPL_T(REC_T_PRODUCER) | REPL_T(REC_T_WINE) |
 	       REPL_T(REC_T_EXTID) | REPL_T(REC_T_MEDIA) | REPL_T(REC_T_OFFER) | REPL_T(REC_T_LISTING) |
-	       REPL_T(REC_T_CHANNEL) | REPL_T(REC_T_SHOP) | REPL_T(REC_T_REVIEW) | REPL_T(REC_T_REFDATA);
+	       REPL_T(REC_T_CHANNEL) | REPL_T(REC_T_SHOP) | REPL_T(REC_T_REVIEW) | REPL_T(REC_T_REFDATA) |
+	       REPL_T(REC_T_WH_ENDPOINT);
 }
 
 struct pos_row {

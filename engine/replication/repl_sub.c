@@ -76,6 +76,9 @@ struct repl_peer {
 	uint64_t due_ms;             /* monotonic ms of the next call */
 	uint32_t poll_ms, retry_ms;
 	uint64_t sent_ms;            /* when the call in flight was sent (long-poll or not) */
+	uint64_t sent_unix_ms;       /* the same, on the wall clock */
+	uint64_t fresh_unix_ms;      /* every publisher write durable before this wall time is applied
+				      * (the send time of the last answer that left us caught up) */
 	int down;                    /* in a failure episode (logged once) */
 	uint64_t pub_durable;        /* the publisher's durable LSN at the last answer */
 	uint64_t caught_up_unix_ms;  /* when it was last known caught up (wall clock) */
@@ -395,6 +398,7 @@ static void call(struct repl_peer *p)
 	}
 	p->inflight = 1;
 	p->sent_ms = mono_ms();
+	p->sent_unix_ms = wall_ms();
 }
 
 static void on_answer(void *arg, const struct hc_response *r, const char *err)
@@ -460,6 +464,7 @@ static void on_answer(void *arg, const struct hc_response *r, const char *err)
 	p->pub_durable = c.durable_lsn;
 	if (p->pos.state == REPL_ST_STREAMING && p->pos.lsn >= c.durable_lsn) {
 		p->caught_up_unix_ms = wall_ms();
+		p->fresh_unix_ms = p->sent_unix_ms;
 		p->synced = 1;
 	}
 	if (c.kind == REPL_K_SNAPSHOT || c.n_txns || p->pos.lsn < c.durable_lsn) {
@@ -643,6 +648,14 @@ int repl_synced(struct shard *sh, uint32_t publisher)
 {
 	struct repl_sub *s = sh->repl_sub;
 	return s && publisher < REPL_MAX_PUBLISHERS && s->peers[publisher].active && s->peers[publisher].synced;
+}
+
+uint64_t repl_fresh_ms(struct shard *sh, uint32_t publisher)
+{
+	struct repl_sub *s = sh->repl_sub;
+	if (!s || publisher >= REPL_MAX_PUBLISHERS || !s->peers[publisher].active)
+		return 0;
+	return s->peers[publisher].fresh_unix_ms;
 }
 
 static double lag_seconds(const struct repl_peer *p, uint64_t now)

@@ -153,3 +153,25 @@ int id_valid(const char *id, size_t len, const char *prefix)
 	uint32_t seq;
 	return body_decode(id + pl + 1, &ms, &seq) == 0;
 }
+
+int id_time_ms(const char *id, size_t len, uint64_t *ms)
+{
+	uint32_t seq;
+	if (len < ID_BODY_LEN + 1 || id[len - ID_BODY_LEN - 1] != '_')
+		return -1;
+	return body_decode(id + len - ID_BODY_LEN, ms, &seq);
+}
+
+size_t id_time_floor(const char *prefix, uint64_t ms, char *out)
+{
+	size_t pl = strlen(prefix);
+	if (pl + 12 > ID_MAX_LEN) {
+		out[0] = 0;
+		return 0;
+	}
+	memcpy(out, prefix, pl);
+	out[pl] = '_';
+	put_b32(out + pl + 1, ms, 10);
+	out[pl + 11] = 0;
+	return pl + 11;
+}

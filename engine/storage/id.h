@@ -45,4 +45,11 @@ void id_observe(struct id_clock *c, const char *id, size_t len);
  * without an embedded country ("<prefix>_<CC>_<body>"). */
 int id_valid(const char *id, size_t len, const char *prefix);
 
+/* The creation time (ms since the epoch) of any well-formed id into *ms:
+ * 0, or -1 when the id has no well-formed body. */
+int id_time_ms(const char *id, size_t len, uint64_t *ms);
+/* "<prefix>_<ms in 10 base32 chars>" into out (>= ID_MAX_LEN bytes): a
+ * key that sorts before every id of prefix made at ms or later and after
+ * every one made earlier (country-less ids).  The length, or 0. */
+size_t id_time_floor(const char *prefix, uint64_t ms, char *out);
 #endif

@@ -52,9 +52,28 @@
  *
  * A disabled endpoint's pending deliveries stay pending (not sent) until
  * it is enabled again; a deleted endpoint's are deleted when the sender
- * meets them.  In a cluster the endpoints live on the catalogue home
- * (route class RC_HOME, not replicated) and only the home's own events are
- * fanned out: delivering other shards' events is a later slice.
+ * meets them.
+ *
+ * Every shard's events.  In a cluster the endpoints are written on the
+ * catalogue home and replicated to every shard (repl_published); each
+ * shard fans out its OWN event log into its OWN delivery rows and sends
+ * them, so an order's events leave from its destination's shard, in
+ * event order there, and nothing crosses shards per event.  Two rules
+ * keep that exact although a replica lags:
+ *   - an endpoint receives the events made from its creation on
+ *     (created_ms against the event id's time), wherever the fan-out
+ *     stands when the endpoint arrives;
+ *   - a shard other than the home fans out only events older than the
+ *     time its replica of the home is known fresh, less WHD_SETTLE_MS
+ *     (fan_horizon, repl_fresh_ms), so an event is never walked past
+ *     before every endpoint created before it is here.  The price is
+ *     one to two seconds of latency on those shards.
+ * Such a shard never writes an endpoint row (the home's): what a result
+ * does to an endpoint's health (failing since, disabled for 410 or for
+ * failing too long) is POSTed to the home's /internal/webhooks/health,
+ * which applies it as it applies its own results, and comes back by
+ * replication.  The delivery lists are merged across shards by the
+ * router (RC_FANOUT) and a replay acts on every shard ("sum-find").
  *
  * /metrics: counters since start (attempts, delivered, failures by class:
  * transport | status_4xx | status_5xx | status_other | gone, dead), the
@@ -90,6 +109,9 @@
 #define WHD_RESPONSE_CAP 4096         /* bytes of an answer read (only the status matters) */
 #define WHD_HOST_CONNS 4              /* connections to one host:port */
 #define WHD_CURSOR_ID "fanout"
+#define WHD_SETTLE_MS 1000            /* a shard other than the home fans out events this much older than its
+				       * replica of the endpoints is known fresh (a home's stamp-to-fsync delay) */
+#define WHD_HEALTH_PATH "/internal/webhooks/health"
 
 enum whd_status { WHD_PENDING = 0, WHD_DELIVERED = 1, WHD_DEAD = 2 };
 static const char *const whd_status_names[] = {"pending", "delivered", "dead", NULL};
@@ -357,6 +379,7 @@ static int free_slot(void)
 struct fan {
 	struct shard *sh;
 	const struct row *ev;
+	uint64_t ev_ms;        /* the event's time (its id's) */
 	const char *type;
 	char event_id[ID_MAX_LEN];
 	char created_at[WHE_TS_MAX];
@@ -368,8 +391,8 @@ struct fan {
 static int fan_one(const struct wh_endpoint *e, void *arg)
 {
 	struct fan *f = arg;
-	if (!whe_wants(e, f->type))
-		return 0;
+	if (!whe_wants(e, f->type) || f->ev_ms < (uint64_t)e->created_ms)
+		return 0; /* an endpoint receives the events made from its creation on */
 	struct wh_delivery d;
 	memset(&d, 0, sizeof(d));
 	row_id(&e->row, d.endpoint, sizeof(d.endpoint));
@@ -421,26 +444,76 @@ int whd_stage_cursor_at_end(struct shard *sh)
 	return txn_put(sh, REC_T_WH_CURSOR, WHD_CURSOR_ID, strlen(WHD_CURSOR_ID), doc, (size_t)dl);
 }
 
-/* One transaction: up to WHD_FANOUT_EVENTS events after the cursor, their
- * delivery rows and the cursor moved past them. */
-static void fan_out(struct shard *sh)
+/* 1 on the catalogue home, where the endpoints are written (a cluster of
+ * one is its own home). */
+static int whd_home(const struct shard *sh) { return !sh->smap || sh->cfg.shard_id == 0; }
+
+/* The events this shard may fan out now are those made before this time
+ * (ms).  The home: all of them (its endpoints and its events are made on
+ * one loop).  Another shard: those its replica of the endpoints covers,
+ * WHD_SETTLE_MS before the time it is known fresh (repl_fresh_ms), so an
+ * event is fanned out only once every endpoint created before it is here;
+ * 0 (nothing yet) before the replica first caught up. */
+static uint64_t fan_horizon(struct shard *sh)
+{
+	if (whd_home(sh))
+		return UINT64_MAX;
+	uint64_t fresh = wh_home_fresh_ms(sh);
+	return fresh > WHD_SETTLE_MS ? fresh - WHD_SETTLE_MS : 0;
+}
+
+/* Where a walk with no cursor row starts: at the creation of the oldest
+ * endpoint (nothing older can be delivered), as an event-id floor. */
+static void walk_floor(struct shard *sh, char out[ID_MAX_LEN])
+{
+	const struct table *t = &sh->tables[REC_T_WH_ENDPOINT];
+	struct oidx_iter it;
+	int64_t oldest = INT64_MAX;
+	if (oidx_seek_ge(&t->by_order, "", 0, &it))
+		do {
+			const struct wh_endpoint *e = oidx_iter_val(&it);
+			if (e->created_ms < oldest)
+				oldest = e->created_ms;
+		} while (oidx_next(&it));
+	id_time_floor("evt", oldest == INT64_MAX || oldest < 0 ? 0 : (uint64_t)oldest, out);
+}
+
+/* The first event after the cursor (or from walk_floor): 1 with it, 0 when none. */
+static int fan_first(struct shard *sh, struct oidx_iter *it)
 {
 	const struct table *ev = &sh->tables[REC_T_EVENT];
 	const struct wh_cursor *cur =
 		(const struct wh_cursor *)table_get(&sh->tables[REC_T_WH_CURSOR], WHD_CURSOR_ID, strlen(WHD_CURSOR_ID));
+	if (!cur) {
+		char floor[ID_MAX_LEN];
+		walk_floor(sh, floor);
+		return oidx_seek_ge(&ev->by_order, floor, (uint32_t)strlen(floor), it);
+	}
+	if (!oidx_seek_ge(&ev->by_order, cur->after, (uint32_t)strlen(cur->after), it))
+		return 0;
+	const struct row *r = oidx_iter_val(it);
+	if (r->id_len == strlen(cur->after) && !memcmp(r->id, cur->after, r->id_len))
+		return oidx_next(it);
+	return 1;
+}
+
+/* The time of event r (its id's); UINT64_MAX for an id without one. */
+static uint64_t event_ms(const struct row *r)
+{
+	uint64_t ms;
+	return id_time_ms(r->id, r->id_len, &ms) ? UINT64_MAX : ms;
+}
+
+/* One transaction: up to WHD_FANOUT_EVENTS events after the cursor and
+ * before the horizon, their delivery rows and the cursor moved past them. */
+static void fan_out(struct shard *sh)
+{
 	struct oidx_iter it;
-	int ok;
-	if (cur) {
-		ok = oidx_seek_ge(&ev->by_order, cur->after, (uint32_t)strlen(cur->after), &it);
-		if (ok) {
-			const struct row *r = oidx_iter_val(&it);
-			if (r->id_len == strlen(cur->after) && !memcmp(r->id, cur->after, r->id_len))
-				ok = oidx_next(&it);
-		}
-	} else
-		ok = oidx_seek_ge(&ev->by_order, "", 0, &it);
-	if (!ok || sh->txn_open || !table_count(&sh->tables[REC_T_WH_ENDPOINT]))
+	if (sh->txn_open || !table_count(&sh->tables[REC_T_WH_ENDPOINT]) || !fan_first(sh, &it))
 		return; /* nobody to deliver to: no write (see whd_stage_cursor_at_end) */
+	uint64_t horizon = fan_horizon(sh);
+	if (event_ms(oidx_iter_val(&it)) >= horizon)
+		return;
 	struct fan f = {.sh = sh, .now = (int64_t)wall_ms()};
 	fmt_rfc3339_ms(f.created_at, (unsigned long long)f.now);
 	char last[ID_MAX_LEN] = "";
@@ -449,6 +522,9 @@ static void fan_out(struct shard *sh)
 	do {
 		const struct row *r = oidx_iter_val(&it);
 		f.ev = r;
+		f.ev_ms = event_ms(r);
+		if (f.ev_ms >= horizon)
+			break;
 		f.type = event_type(r);
 		row_id(r, f.event_id, sizeof(f.event_id));
 		const char *ent = event_entity(r);
@@ -468,7 +544,8 @@ static void fan_out(struct shard *sh)
 	if (f.failed || !last[0] || txn_put(sh, REC_T_WH_CURSOR, WHD_CURSOR_ID, strlen(WHD_CURSOR_ID), doc, (size_t)dl) ||
 	    !txn_commit_quiet(sh)) {
 		txn_abort(sh);
-		log_error("msg=\"webhook fan-out could not commit; retried on the next tick\" events=%u", n);
+		if (f.failed || last[0])
+			log_error("msg=\"webhook fan-out could not commit; retried on the next tick\" events=%u", n);
 		return;
 	}
 	wg.fanned += f.rows;
@@ -517,9 +594,37 @@ static struct ep_change health_after(const struct wh_endpoint *e, int ok, int64_
 	return c;
 }
 
-/* Commit a single delivery's new state (and its endpoint's change). */
+static void health_told(void *arg, const struct hc_response *r, const char *err)
+{
+	(void)arg;
+	if (!r || r->status != 200)
+		log_warn("msg=\"the home did not take a webhook endpoint's health; the next result tells it again\" "
+			 "status=%d error=\"%s\"", r ? r->status : 0, err ? err : "-");
+}
+
+/* A shard other than the home holds a replica of the endpoints and never
+ * writes one: it tells the home what a result did to the endpoint (which
+ * applies it, internal_health) and sees it when the row comes back.
+ * Told again by the next result that changes something if lost. */
+static void health_tell_home(struct shard *sh, struct ep_change ch)
+{
+	char body[ID_MAX_LEN + 128];
+	snprintf(body, sizeof(body), "{\"endpoint_id\":\"%.*s\",\"failing_since_ms\":%lld,\"disable\":%s%s%s}",
+		 (int)ch.e->row.id_len, ch.e->row.id, (long long)ch.since_ms, ch.why ? "\"" : "",
+		 ch.why ? ch.why : "null", ch.why ? "\"" : "");
+	if (wh_home_call(sh, WHD_HEALTH_PATH, body, health_told, NULL))
+		log_warn("msg=\"a webhook endpoint's health could not be sent to the home; the next result tells it "
+			 "again\" endpoint_id=%.*s", (int)ch.e->row.id_len, ch.e->row.id);
+}
+
+/* Commit a single delivery's new state (and its endpoint's change: here
+ * on the home, told to the home elsewhere). */
 static void commit_one(struct shard *sh, const char *id, const struct wh_delivery *d, struct ep_change ch)
 {
+	if (ch.e && !whd_home(sh)) {
+		health_tell_home(sh, ch);
+		ch.e = NULL;
+	}
 	txn_begin(sh);
 	if (whd_stage(sh, id, d) || (ch.e && whe_stage_health(sh, ch.e, ch.since_ms, ch.why)) || !txn_commit_quiet(sh)) {
 		txn_abort(sh);
@@ -889,6 +994,30 @@ static void dead_letters_list(struct api_ctx *c)
 	api_list(c, &c->sh->tables[REC_T_WH_DELIVERY].by_order, prefix, (uint32_t)pl, &pg, is_dead, NULL, NULL);
 }
 
+static int has_status(struct api_ctx *c, const struct row *r, void *arg)
+{
+	(void)c;
+	return ((const struct wh_delivery *)r)->status == *(const int *)arg;
+}
+
+/* GET /v1/webhook-endpoints/{id}/deliveries[?status=pending|delivered|dead]:
+ * the endpoint's deliveries in event order, every state (the portal's
+ * "recent deliveries"; a delivered row is kept until retention prunes it). */
+static void deliveries_list(struct api_ctx *c)
+{
+	char id[ID_MAX_LEN];
+	if (!whe_visible(c, id))
+		return;
+	struct api_page pg;
+	int st;
+	if (api_page_parse(c, &pg) || api_query_enum(c, "status", whd_status_names, &st))
+		return;
+	char prefix[ID_MAX_LEN + 1];
+	int pl = snprintf(prefix, sizeof(prefix), "%s.", id);
+	api_list(c, &c->sh->tables[REC_T_WH_DELIVERY].by_order, prefix, (uint32_t)pl, &pg, st < 0 ? NULL : has_status,
+		 &st, NULL);
+}
+
 static const char *const replay_known[] = {"delivery_id", "from", "to", NULL};
 
 static void back_to_pending(struct wh_delivery *d, int64_t now)
@@ -997,7 +1126,75 @@ static void replay(struct api_ctx *c)
 const struct route webhook_dlq_routes[] = {
 	{HTTP_M_GET, "/v1/webhook-endpoints/{id}/dead-letters", dead_letters_list, SC_READ_WEBHOOKS,
 	 ACT_MANAGE_WEBHOOKS, "List an endpoint's dead deliveries (the dead-letter queue)", 0},
+	{HTTP_M_GET, "/v1/webhook-endpoints/{id}/deliveries", deliveries_list, SC_READ_WEBHOOKS, ACT_MANAGE_WEBHOOKS,
+	 "List an endpoint's deliveries (every state, or ?status=)", 0},
 	{HTTP_M_POST, "/v1/webhook-endpoints/{id}/replay", replay, SC_WRITE_WEBHOOKS, ACT_MANAGE_WEBHOOKS,
 	 "Put dead deliveries back to pending (one, or a time range)", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
+};
+
+/* ---- an endpoint's health told by another shard (the home only) ----------------------------- */
+
+static const char *const disable_reasons[] = {"gone", "failing", NULL};
+
+/* POST /internal/webhooks/health {"endpoint_id", "failing_since_ms",
+ * "disable": null|"gone"|"failing"} from a shard that delivered to the
+ * endpoint (health_tell_home).  Applied as the home applies its own
+ * results: the earliest failing-since is kept, a success clears it, a
+ * disable disables an enabled endpoint once.  200 {"changed": bool}; 404
+ * for an unknown endpoint; 422 for a malformed body; 421 off the home. */
+static void internal_health(struct api_ctx *c)
+{
+	if (!whd_home(c->sh)) {
+		api_error(c, 421, "not_home", "endpoints are written on the catalogue home");
+		return;
+	}
+	const struct json_value *b = api_body(c);
+	if (!b)
+		return;
+	char id[ID_MAX_LEN];
+	int64_t since = -1;
+	const struct json_value *ds = json_get(b, "disable");
+	const char *why = NULL;
+	for (unsigned i = 0; ds && ds->type == JSON_STRING && disable_reasons[i]; i++)
+		if (!strcmp(ds->u.str, disable_reasons[i]))
+			why = disable_reasons[i];
+	if (fld_doc_str(b, "endpoint_id", id, sizeof(id)) || !id[0] || doc_int(b, "failing_since_ms", &since) ||
+	    since < 0 || !ds || (ds->type != JSON_NULL && !why)) {
+		api_error(c, 422, "validation_failed", "endpoint_id, failing_since_ms >= 0 and disable are required");
+		return;
+	}
+	const struct wh_endpoint *e = whe_get(c->sh, id, strlen(id));
+	if (!e) {
+		api_error(c, 404, "not_found", "no such endpoint");
+		return;
+	}
+	struct ep_change ch = {0};
+	if (e->status == WHE_ENABLED) {
+		if (why)
+			ch = (struct ep_change){.e = e, .since_ms = e->failing_since_ms ? e->failing_since_ms : since, .why = why};
+		else if (!since && e->failing_since_ms)
+			ch = (struct ep_change){.e = e, .since_ms = 0};
+		else if (since && !e->failing_since_ms)
+			ch = (struct ep_change){.e = e, .since_ms = since};
+	}
+	if (ch.e) {
+		txn_begin(c->sh);
+		if (whe_stage_health(c->sh, ch.e, ch.since_ms, ch.why) || !txn_commit(c->sh)) {
+			txn_abort(c->sh);
+			api_error(c, 500, "commit_failed", "the endpoint's health could not be stored");
+			return;
+		}
+		if (why)
+			log_warn("msg=\"a webhook endpoint is disabled on another shard's results\" endpoint_id=%s reason=%s",
+				 id, why);
+	}
+	const char *doc = ch.e ? "{\"changed\":true}" : "{\"changed\":false}";
+	api_send_doc(c, 200, doc, strlen(doc));
+}
+
+const struct route webhook_internal_routes[] = {
+	{HTTP_M_POST, WHD_HEALTH_PATH, internal_health, SC_PUBLIC, ACT_NONE,
+	 "A webhook endpoint's health as another shard's deliveries found it", 0},
 	{0, NULL, NULL, 0, 0, NULL, 0},
 };

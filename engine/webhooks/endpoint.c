@@ -179,6 +179,10 @@ static int whe_decode(struct table *t, struct row *r, const struct json_value *d
 	e->n_types = (uint8_t)ty->len;
 	if (doc_secret(doc, "secret", &e->secret) || !e->secret.len || doc_secret(doc, "previous_secret", &e->prev))
 		return -1;
+	long long cms = 0;
+	if (parse_rfc3339_ms(e->created_at, strlen(e->created_at), &cms))
+		return -1;
+	e->created_ms = cms;
 	const struct json_value *fs = json_get(doc, "failing_since_ms");
 	e->failing_since_ms = 0;
 	if (fs && (json_to_int64(fs, &e->failing_since_ms) || e->failing_since_ms < 0))

@@ -20,6 +20,7 @@
 #include "engine/storage/shard.h"
 #include "engine/storage/table.h"
 #include "net/buf.h"
+#include "net/client.h"
 
 #define WHE_TYPES_MAX 16           /* event type patterns per endpoint */
 #define WHE_DESC_MAX 256           /* bytes of an endpoint's description */
@@ -49,6 +50,7 @@ struct wh_endpoint {
 	char disabled_reason[64];               /* "" or why the service disabled it ("gone": a 410;
 						 * "failing": every delivery failed for --webhook-disable-after-days) */
 	int64_t failing_since_ms;               /* the first failure after the last success; 0: not failing */
+	int64_t created_ms;                     /* created_at: it receives the events made from then on */
 };
 
 /* 1 when pattern p matches event type `type`: "*" matches every type,
@@ -106,6 +108,16 @@ struct wh_policy whe_policy(const struct shard *sh);
 extern unsigned (*const wh_order_parties)(struct shard *sh, const char *order_id, char (*out)[ID_MAX_LEN],
 					  unsigned max);
 
+/* In a cluster (delivery.c "Every shard's events"): the wall time before
+ * which this shard's replica holds every endpoint the home made durable
+ * (engine/replication repl_fresh_ms of the home), and a signed POST of
+ * body to the home's /internal/ path (engine/stock/txn_part.c
+ * txn_shard_call): bound in engine/routes.c, replication and the shard
+ * calls being layers above this one. */
+extern uint64_t (*const wh_home_fresh_ms)(struct shard *sh);
+extern int (*const wh_home_call)(struct shard *sh, const char *path, const char *body,
+				 void (*done)(void *arg, const struct hc_response *r, const char *err), void *arg);
+
 int webhooks_start(struct shard *sh, char *err, size_t errlen);
 void webhooks_stop(void);
 /* The delivery thread's completion eventfd, -1 before webhooks_start. */
@@ -128,5 +140,6 @@ extern const struct table_ops wh_delivery_table_ops;
 extern const struct table_ops wh_cursor_table_ops;
 extern const struct route webhook_routes[];     /* endpoint.c */
 extern const struct route webhook_dlq_routes[]; /* delivery.c */
+extern const struct route webhook_internal_routes[]; /* delivery.c: POST /internal/webhooks/health */
 
 #endif

@@ -136,7 +136,7 @@ tools: $(TOOLS:%=bin/%)
 TEST_CLUSTER_SKIP := order_crash/* media/* router/* conn/* audit/* tls/* shard_map_proc/* durability/* full_disk/* \
 	snapshot_child/* ops/* http/* ctl/* tax_2026/stale_reference_data_warns_in_metrics_and_log \
 	replication/* replication_units/* \
-	cluster_orders/* cluster_fulfil/* txn_part/* txn_crash/* txn_partition/* txn_delay/* fanout/* route_class/* documents/* webhooks/* \
+	cluster_orders/* cluster_fulfil/* retention/* txn_part/* txn_crash/* txn_partition/* txn_delay/* fanout/* route_class/* documents/* webhooks/* \
 	decision_log/* delay_proxy/* netns/* chaos/* \
 	auth/minted_key_is_shown_once_and_only_its_hash_is_stored \
 	auth/operator_key_is_printed_once_or_taken_from_the_environment \

@@ -8,8 +8,9 @@
  *     allocated = those of its COMMITTED holds (holds are the only way
  *     units move out of ATP, so any difference is units lost or invented);
  *     and its history: on hand + consumed = initial + added, from the
- *     stock.changed events each change of the level is written with (the
- *     event log is never pruned; consumed is what its consumed holds took);
+ *     stock.changed events each change of the level is written with (and
+ *     the folds of those retention pruned, engine/retention.c; consumed is
+ *     what its consumed holds took);
  *   - every order it owns: charged (payment captured) only while it is
  *     paid or past it; a failed or cancelled order that is compensated is
  *     refunded or voided, never still captured;
@@ -31,6 +32,7 @@
 #include "engine/cluster/shard_map.h"
 #include "engine/orders/order.h"
 #include "engine/orders/payment.h"
+#include "engine/retention.h"
 #include "engine/stock/inventory.h"
 #include "engine/stock/txn_part.h"
 #include "engine/storage/events.h"
@@ -116,17 +118,8 @@ static void gather_holds(struct shard *sh, struct hidx *m, int *oom)
 	}
 }
 
-/* A quantity of an event's old/new object (absent: 0). */
-static int64_t ev_qty(const struct json_value *o, const char *name)
-{
-	int64_t v = 0;
-	const struct json_value *x = o && o->type == JSON_OBJECT ? json_get(o, name) : NULL;
-	if (x && x->type == JSON_NUMBER && json_to_int64(x, &v))
-		v = 0;
-	return v;
-}
-
-/* One pass over the stock.changed events: each level's history.  Every
+/* One pass over the stock.changed events, and the folds of those
+ * retention pruned (engine/retention.c): each level's history.  Every
  * change of a level is written with its event in one transaction, so the
  * deltas telescope to the level's present values; an unreadable event is a
  * violation of its own. */
@@ -139,27 +132,32 @@ static void gather_history(struct shard *sh, struct hidx *m, struct check_out *o
 		const struct row *r = oidx_iter_val(&it);
 		if (strcmp(event_type(r), type))
 			break;
-		struct json_doc *d = json_parse(r->doc, r->doc_len, NULL, NULL);
-		const struct json_value *p = d ? json_get(json_root(d), "payload") : NULL;
-		const struct json_value *lv = p && p->type == JSON_OBJECT ? json_get(p, "level_id") : NULL;
-		const struct json_value *cause = p && p->type == JSON_OBJECT ? json_get(p, "cause") : NULL;
-		if (!lv || lv->type != JSON_STRING || !cause || cause->type != JSON_STRING) {
+		char level[ID_MAX_LEN];
+		struct stock_deltas d;
+		if (retention_stock_deltas(r, level, &d)) {
 			violation(o, "event %.*s: a stock.changed event without level_id and cause", (int)r->id_len, r->id);
-			json_doc_free(d);
 			continue;
 		}
-		struct lvl_facts *f = facts_of(m, lv->u.str, oom);
-		const struct json_value *ov = json_get(p, "old"), *nv = json_get(p, "new");
+		struct lvl_facts *f = facts_of(m, level, oom);
 		if (f) {
-			int64_t d_on = ev_qty(nv, "on_hand") - ev_qty(ov, "on_hand");
-			if (!strcmp(cause->u.str, "hold_consumed"))
-				f->consumed -= d_on;
-			else
-				f->added += d_on;
-			f->d_reserved += ev_qty(nv, "reserved") - ev_qty(ov, "reserved");
-			f->d_allocated += ev_qty(nv, "allocated") - ev_qty(ov, "allocated");
+			f->added += d.added;
+			f->consumed += d.consumed;
+			f->d_reserved += d.d_reserved;
+			f->d_allocated += d.d_allocated;
 		}
-		json_doc_free(d);
+	}
+	const struct table *ft = &sh->tables[REC_T_STOCK_FOLD];
+	for (int ok = oidx_seek_ge(&ft->by_order, "", 0, &it); ok; ok = oidx_next(&it)) {
+		const struct stock_fold *fo = oidx_iter_val(&it);
+		char level[ID_MAX_LEN];
+		snprintf(level, sizeof(level), "%.*s", (int)fo->row.id_len, fo->row.id);
+		struct lvl_facts *f = facts_of(m, level, oom);
+		if (f) {
+			f->added += fo->sum.added;
+			f->consumed += fo->sum.consumed;
+			f->d_reserved += fo->sum.d_reserved;
+			f->d_allocated += fo->sum.d_allocated;
+		}
 	}
 }
 

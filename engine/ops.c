@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine/orders/documents.h"
+#include "engine/retention.h"
 #include "engine/webhooks/webhooks.h"
 #include "engine/edge/audit.h"
 #include "engine/edge/park.h"
@@ -129,6 +130,7 @@ static void metrics(struct api_ctx *c)
 	txn_part_metrics(sh, o);
 	documents_metrics(sh, o);
 	webhooks_metrics(sh, o);
+	retention_metrics(o);
 	for (int i = 0; i < REC_T_COUNT_; i++)
 		if (sh->tables[i].ops)
 			buf_printf(o, "wm_table_rows{table=\"%s\"} %zu\n", sh->tables[i].ops->name,

@@ -25,6 +25,7 @@
 
 #include "engine/edge/consumer_token.h"
 #include "engine/orders/documents.h"
+#include "engine/retention.h"
 #include "engine/webhooks/webhooks.h"
 #include "engine/edge/api.h"
 #include "engine/edge/dispatch.h"
@@ -201,6 +202,7 @@ static void on_tick(struct ev_loop *loop, void *arg)
 	returns_poll(sh); /* returns left refunding, stock to tell another shard */
 	documents_poll(sh); /* orders due their documents, renders to hand out */
 	webhooks_poll(sh); /* new events fanned out to endpoints, due deliveries sent */
+	retention_tick(sh); /* events, deliveries and released holds past --retention-days */
 	repl_pub_wake(sh, 0); /* long-polls whose wait is over */
 	uint64_t now = ev_now_ms(loop);
 	if (sh->cfg.snapshot_interval_s && now >= sh->snap_next_due_ms) {

@@ -991,3 +991,52 @@ WM_TEST(webhook_delivery, an_orders_events_leave_from_its_shard_and_a_410_there_
 	wm_proc_cleanup(&x.p);
 	rx_stop(&rx);
 }
+
+/* Retention (engine/retention.c) never takes an event a delivery still
+ * needs: past the retention, an event whose delivery keeps failing stays
+ * in the log (and is sent again) while its delivery is pending; once it is
+ * delivered, the event and then its delivery row are pruned. */
+WM_TEST(webhook_delivery, retention_keeps_an_event_until_its_delivery_ends, .timeout = 90)
+{
+	struct receiver rx;
+	rx_start(&rx, 500);
+	static const char *const args[] = {"--webhook-allow-http", "1", "--webhook-allow-private", "1", NULL};
+	static const char *const env[] = {"WM_WEBHOOK_RETRY_MAX_MS=400", "WM_RETENTION_MS=1000", NULL};
+	struct wm_proc p;
+	wm_proc_init(&p);
+	cr_assert_eq(wm_start(&p, args, env), 0, "wm-shard did not start (logs in %s)", p.dir);
+	json_t *e = endpoint_for(p.port, NULL, &rx, "[\"partner.created\"]");
+	char ev[64], epath[160], lpath[200];
+	new_partner(p.port, "Kept Until Sent", ev, sizeof(ev));
+	snprintf(epath, sizeof(epath), "/v1/events?type=partner.created&page_size=200");
+	snprintf(lpath, sizeof(lpath), "/v1/webhook-endpoints/%s/deliveries", tc_jstr(e, "id"));
+	/* three retentions later the delivery is still failing: the event stays */
+	sleep_ms(3000);
+	cr_assert_geq(count_of(&rx, ev), 2, "the delivery is being retried");
+	json_t *l = tc_expect(p.port, "GET", epath, NULL, NULL, 200);
+	int present = 0;
+	for (size_t i = 0; i < json_array_size(json_object_get(l, "data")); i++)
+		present |= !strcmp(tc_jstr(json_array_get(json_object_get(l, "data"), i), "id"), ev);
+	json_decref(l);
+	cr_assert(present, "an event with a pending delivery was pruned");
+	/* delivered: the event goes, then the delivered row */
+	atomic_store(&rx.status, 200);
+	cr_assert(wait_answered(&rx, ev, 200, 15000));
+	size_t left = 1, rows = 1;
+	for (int t = 0; t < 100 && (left || rows); t++) {
+		sleep_ms(100);
+		l = tc_expect(p.port, "GET", epath, NULL, NULL, 200);
+		left = 0;
+		for (size_t i = 0; i < json_array_size(json_object_get(l, "data")); i++)
+			left += !strcmp(tc_jstr(json_array_get(json_object_get(l, "data"), i), "id"), ev);
+		json_decref(l);
+		l = tc_expect(p.port, "GET", lpath, NULL, NULL, 200);
+		rows = json_array_size(json_object_get(l, "data"));
+		json_decref(l);
+	}
+	cr_assert_eq(left, 0, "the delivered event was not pruned");
+	cr_assert_eq(rows, 0, "the delivered row was not pruned");
+	json_decref(e);
+	wm_proc_cleanup(&p);
+	rx_stop(&rx);
+}

@@ -35,6 +35,8 @@ static const struct opt opts[] = {
 	{"snapshot-keep", OPT_U64, N(snapshot_keep), 1, 100, NULL, "snapshots kept by retention"},
 	{"access-log", OPT_BOOL, N(access_log), 0, 1, NULL, "one log line per request (0 for benchmarks)"},
 	{"demo", OPT_BOOL, N(demo), 0, 1, NULL, "seed demo data into an empty data directory"},
+	{"retention-days", OPT_U64, N(retention_days), 0, 3650, NULL,
+	 "events, delivered or dead webhook deliveries and released holds older than this are pruned (0: kept for ever)"},
 	{"webhook-disable-after-days", OPT_U64, N(webhook_disable_after_days), 1, 365, NULL,
 	 "disable a webhook endpoint whose deliveries have all failed for this many days (webhook.endpoint_disabled)"},
 	{"documents", OPT_BOOL, N(documents), 0, 1, NULL,
@@ -99,6 +101,7 @@ void config_defaults(struct config *c)
 	strcpy(c->data_ref_dir, "./data");
 	strcpy(c->wal_mode, "fsync");
 	c->documents = 1;
+	c->retention_days = 30;
 	c->webhook_disable_after_days = 5; /* Svix disables after 5 days of failures */
 	c->wal_segment_mb = 64;
 	c->snapshot_interval_s = 3600;

@@ -23,6 +23,7 @@ struct config {
 	uint64_t access_log;       /* 0/1 */
 	uint64_t demo;             /* seed demo data on first start */
 	uint64_t documents;        /* generate orders' trade documents (engine/orders/documents.c) */
+	uint64_t retention_days;    /* events, deliveries and released holds kept this long (0: for ever) */
 	uint64_t webhook_disable_after_days; /* an endpoint failing every delivery this long is disabled */
 	uint64_t max_conns;
 	uint64_t max_conns_per_ip; /* 0 = no cap */

@@ -497,6 +497,36 @@ static int fan_first(struct shard *sh, struct oidx_iter *it)
 	return 1;
 }
 
+void whd_needed_from(struct shard *sh, char out[ID_MAX_LEN])
+{
+	out[0] = 0;
+	if (table_count(&sh->tables[REC_T_WH_ENDPOINT])) {
+		const struct wh_cursor *cur = (const struct wh_cursor *)table_get(&sh->tables[REC_T_WH_CURSOR], WHD_CURSOR_ID,
+										  strlen(WHD_CURSOR_ID));
+		if (cur) /* every event up to the cursor's is fanned out ('~' sorts after any id character;
+			  * fan_first finds its place again without the cursor's own event) */
+			snprintf(out, ID_MAX_LEN, "%.*s~", ID_MAX_LEN - 2, cur->after);
+		else
+			walk_floor(sh, out);
+	}
+	const struct table *t = &sh->tables[REC_T_WH_DELIVERY];
+	struct oidx_iter it;
+	if (oidx_seek_ge(table_oidx_ext(t), "", 0, &it))
+		do {
+			const struct wh_delivery *d = oidx_iter_val(&it);
+			if (!out[0] || strcmp(d->event, out) < 0)
+				snprintf(out, ID_MAX_LEN, "%s", d->event);
+		} while (oidx_next(&it));
+}
+
+int whd_prune(struct shard *sh, const char *id, size_t len, int64_t before_ms)
+{
+	const struct wh_delivery *d = (const struct wh_delivery *)table_get(&sh->tables[REC_T_WH_DELIVERY], id, len);
+	if (!d || d->status == WHD_PENDING || d->created_ms >= before_ms)
+		return 0;
+	return txn_del(sh, REC_T_WH_DELIVERY, id, len) ? -1 : 1;
+}
+
 /* The time of event r (its id's); UINT64_MAX for an id without one. */
 static uint64_t event_ms(const struct row *r)
 {

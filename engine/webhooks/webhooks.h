@@ -135,6 +135,17 @@ void webhooks_metrics(struct shard *sh, struct buf *o);
  * receives events from before it existed.  0 or -1. */
 int whd_stage_cursor_at_end(struct shard *sh);
 
+/* Retention (engine/retention.c).  The oldest event id the deliveries
+ * still need, into out ("" when none): the fan-out's position (or where a
+ * walk without one starts) and the event of every pending delivery.  An
+ * event before it may be pruned without a delivery losing its body.
+ * Cost: the pending deliveries. */
+void whd_needed_from(struct shard *sh, char out[ID_MAX_LEN]);
+/* Stage (in the open transaction) the delete of delivery id when it is
+ * delivered or dead and was created before before_ms: 1 staged, 0 kept,
+ * -1 error. */
+int whd_prune(struct shard *sh, const char *id, size_t len, int64_t before_ms);
+
 extern const struct table_ops wh_endpoint_table_ops;
 extern const struct table_ops wh_delivery_table_ops;
 extern const struct table_ops wh_cursor_table_ops;

@@ -17,6 +17,7 @@
 #include "engine/edge/route.h"
 #include "snapshot/snapshot.h"
 #include "tests/api_client.h"
+#include "tests/data_scan.h"
 #include "tests/harness.h"
 #include "tests/wm_test.h"
 #include "wal/wal.h"
@@ -133,58 +134,6 @@ static void make_key(const char *prefix, const char *random30, char out[43])
 
 /* ---- keys: minting, storage --------------------------------------------- */
 
-struct scan {
-	const char *needle;
-	size_t needle_len;
-	int found;
-	unsigned long records;
-};
-
-static int mem_has(const void *hay, size_t n, const char *needle, size_t nl)
-{
-	return nl <= n && memmem(hay, n, needle, nl) != NULL;
-}
-
-static int scan_wal(void *ctx, uint64_t lsn, const void *payload, size_t len)
-{
-	(void)lsn;
-	struct scan *s = ctx;
-	s->records++;
-	s->found |= mem_has(payload, len, s->needle, s->needle_len);
-	return 0;
-}
-
-static int scan_snap(void *ctx, const void *rec, size_t len)
-{
-	struct scan *s = ctx;
-	s->records++;
-	s->found |= mem_has(rec, len, s->needle, s->needle_len);
-	return 0;
-}
-
-/* Does the (decompressed) WAL or the newest snapshot of data_dir contain needle? */
-static void scan_dir(const char *data_dir, const char *needle, int *in_wal, int *in_snap)
-{
-	char dir[400];
-	struct scan s = {needle, strlen(needle), 0, 0};
-	snprintf(dir, sizeof(dir), "%s/wal", data_dir);
-	struct wal_recovery_report rep;
-	memset(&rep, 0, sizeof(rep));
-	cr_assert_eq(wal_recover(dir, 0, scan_wal, &s, 0, &rep), 0, "%s", rep.error);
-	cr_assert_gt(s.records, 0);
-	*in_wal = s.found;
-	s.found = 0;
-	s.records = 0;
-	snprintf(dir, sizeof(dir), "%s/snap", data_dir);
-	struct snap_info si;
-	cr_assert_eq(snap_find_latest(dir, &si), 1, "a snapshot was taken");
-	char err[256], path[sizeof(si.path)];
-	memcpy(path, si.path, sizeof(path));
-	cr_assert_eq(snap_load(path, scan_snap, &s, &si, err, sizeof(err)), 0, "%s", err);
-	cr_assert_gt(s.records, 0);
-	*in_snap = s.found;
-}
-
 static void sha256_hex(const char *s, char out[65])
 {
 	unsigned char d[32];
@@ -235,11 +184,11 @@ WM_TEST(auth, minted_key_is_shown_once_and_only_its_hash_is_stored)
 	sha256_hex(key, hx);
 	snprintf(needle, sizeof(needle), "sha256:%s", hx);
 	int in_wal, in_snap;
-	scan_dir(p.data_dir, key + 6, &in_wal, &in_snap);
+	data_scan(p.data_dir, key + 6, &in_wal, &in_snap);
 	cr_assert(!in_wal && !in_snap, "plaintext found on disk (wal %d, snapshot %d)", in_wal, in_snap);
-	scan_dir(p.data_dir, WM_TEST_KEY, &in_wal, &in_snap);
+	data_scan(p.data_dir, WM_TEST_KEY, &in_wal, &in_snap);
 	cr_assert(!in_wal && !in_snap, "bootstrap key found on disk");
-	scan_dir(p.data_dir, needle, &in_wal, &in_snap);
+	data_scan(p.data_dir, needle, &in_wal, &in_snap);
 	cr_assert(in_wal && in_snap, "the key's SHA-256 is what is stored (wal %d, snapshot %d)", in_wal, in_snap);
 	/* and the log never printed it */
 	char cmd[600];

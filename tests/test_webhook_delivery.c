@@ -24,6 +24,8 @@
 #include <jansson.h>
 
 #include "tests/api_client.h"
+#include "tests/cluster_harness.h"
+#include "tests/data_scan.h"
 #include "tests/order_world.h"
 #include "tests/wm_test.h"
 
@@ -1036,6 +1038,56 @@ WM_TEST(webhook_delivery, retention_keeps_an_event_until_its_delivery_ends, .tim
 	}
 	cr_assert_eq(left, 0, "the delivered event was not pruned");
 	cr_assert_eq(rows, 0, "the delivered row was not pruned");
+	json_decref(e);
+	wm_proc_cleanup(&p);
+	rx_stop(&rx);
+}
+
+/* Signing secrets are sealed at rest (engine/events/webhook_seal.h):
+ * after a rotation, neither secret is anywhere in the WAL or a snapshot,
+ * and after a restart both still sign (the previous one during its
+ * rotation window). */
+WM_TEST(webhook_delivery, secrets_are_sealed_at_rest_and_sign_after_a_restart, .timeout = 90)
+{
+	struct receiver rx;
+	rx_start(&rx, 200);
+	struct wm_proc p;
+	start_shard(&p, 1);
+	json_t *e = endpoint_for(p.port, NULL, &rx, "[\"partner.created\"]");
+	char first[128], second[128], path[160];
+	snprintf(first, sizeof(first), "%s", tc_jstr(e, "secret"));
+	snprintf(path, sizeof(path), "/v1/webhook-endpoints/%s/rotate-secret", tc_jstr(e, "id"));
+	json_t *r = tc_expect(p.port, "POST", path, NULL, NULL, 200);
+	snprintf(second, sizeof(second), "%s", tc_jstr(r, "secret"));
+	json_decref(r);
+	cr_assert_str_neq(first, second);
+	json_decref(tc_expect(p.port, "POST", "/v1/admin/snapshots", NULL, NULL, 202));
+	sleep_ms(500);
+	cr_assert_eq(wm_stop(&p), 0);
+	/* every data directory: the shard's, or each shard's of the cluster
+	 * behind it (the endpoints replicate to every shard) */
+	unsigned dirs = p.cluster ? p.cluster->n : 1;
+	for (unsigned d = 0; d < dirs; d++) {
+		const char *dd = p.cluster ? p.cluster->shard[d].data_dir : p.data_dir;
+		int in_wal, in_snap;
+		data_scan(dd, first + 6, &in_wal, &in_snap);
+		cr_assert(!in_wal && !in_snap, "the first secret is in %s (wal %d, snapshot %d)", dd, in_wal, in_snap);
+		data_scan(dd, second + 6, &in_wal, &in_snap);
+		cr_assert(!in_wal && !in_snap, "the second secret is in %s (wal %d, snapshot %d)", dd, in_wal, in_snap);
+		data_scan(dd, "\"secret_sealed\":\"v1.", &in_wal, &in_snap);
+		cr_assert(in_wal && in_snap, "no sealed secret in %s (wal %d, snapshot %d)", dd, in_wal, in_snap);
+	}
+	start_shard(&p, 0);
+	char ev[64];
+	new_partner(p.port, "Sealed Signs", ev, sizeof(ev));
+	cr_assert(wait_answered(&rx, ev, 200, 10000));
+	pthread_mutex_lock(&rx.mu);
+	for (unsigned i = 0; i < rx.n; i++) {
+		cr_assert(signed_with(&rx.recs[i], second), "not signed with the current secret: %s", rx.recs[i].sig);
+		cr_assert(signed_with(&rx.recs[i], first), "not signed with the previous secret: %s", rx.recs[i].sig);
+		cr_assert_eq(n_entries(&rx.recs[i]), 2);
+	}
+	pthread_mutex_unlock(&rx.mu);
 	json_decref(e);
 	wm_proc_cleanup(&p);
 	rx_stop(&rx);

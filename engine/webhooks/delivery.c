@@ -96,6 +96,8 @@
 #include "engine/events/webhook_retry.h"
 #include "engine/storage/record.h"
 
+#include <openssl/crypto.h>
+
 #define WHD_ID_MAX (2 * ID_MAX_LEN)   /* "<endpoint id>.<event id>" and its NUL */
 #define WHD_INFLIGHT_MAX 64           /* deliveries handed to the thread at once */
 #define WHD_FANOUT_EVENTS 256         /* events one fan-out transaction covers at most */
@@ -763,9 +765,21 @@ static int submit(struct shard *sh, const struct wh_delivery *d, const struct wh
 		body_len = part.len;
 	}
 	struct wh_secret secrets[WH_SIGN_MAX_SECRETS];
-	size_t ns = whe_signing_secrets(e, now, secrets);
+	size_t ns = whe_signing_secrets(sh, e, now, secrets);
+	if (!ns) {
+		buf_free(&part);
+		struct wh_delivery n = *d;
+		finish(&n, WHD_DEAD, now, 0, "the endpoint's secret cannot be opened: rotate it");
+		commit_one(sh, id, &n, (struct ep_change){0});
+		wg.dead++;
+		log_error("msg=\"a webhook endpoint's secret does not open with this deployment's key (was "
+			  "consumer-token.key replaced?); its owner must rotate the secret\" endpoint_id=%s", d->endpoint);
+		return -1;
+	}
 	struct wh_signed_headers sh_hdr;
-	if (wh_sign_headers(secrets, ns, d->event, strlen(d->event), now / 1000, body, body_len, &sh_hdr)) {
+	int signed_rc = wh_sign_headers(secrets, ns, d->event, strlen(d->event), now / 1000, body, body_len, &sh_hdr);
+	OPENSSL_cleanse(secrets, sizeof(secrets));
+	if (signed_rc) {
 		buf_free(&part);
 		log_error("msg=\"webhook could not be signed\" delivery_id=%s", id);
 		return -1;

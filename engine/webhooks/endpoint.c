@@ -58,6 +58,8 @@
 #include "engine/edge/fields.h"
 #include "engine/storage/record.h"
 
+#include <openssl/crypto.h>
+
 const char *const whe_status_names[] = {"enabled", "disabled", NULL};
 
 static const char *const create_known[] = {"url", "event_types", "description", NULL};
@@ -110,14 +112,37 @@ int whe_wants(const struct wh_endpoint *e, const char *type)
 	return 0;
 }
 
-size_t whe_signing_secrets(const struct wh_endpoint *e, int64_t now_ms, struct wh_secret out[WH_SIGN_MAX_SECRETS])
+/* The shard's sealing key into key: 0, or -1 without a deployment key. */
+static int seal_key(const struct shard *sh, uint8_t key[WH_SEAL_KEY_LEN])
 {
-	out[0] = e->secret;
-	if (e->prev.len && now_ms < e->prev_until_ms) {
-		out[1] = e->prev;
-		return 2;
+	return sh->has_consumer_key ? wh_seal_key(sh->consumer_key, key) : -1;
+}
+
+/* One stored secret, opened: sealed text, else the plain one. 0 or -1. */
+static int open_secret(const uint8_t *key, const struct wh_endpoint *e, const char *sealed,
+		       const struct wh_secret *plain, struct wh_secret *out)
+{
+	if (!sealed[0]) {
+		*out = *plain;
+		return plain->len ? 0 : -1;
 	}
-	return 1;
+	return key ? wh_unseal(key, e->row.id, e->row.id_len, sealed, strlen(sealed), out) : -1;
+}
+
+size_t whe_signing_secrets(struct shard *sh, const struct wh_endpoint *e, int64_t now_ms,
+			   struct wh_secret out[WH_SIGN_MAX_SECRETS])
+{
+	uint8_t key[WH_SEAL_KEY_LEN];
+	const uint8_t *k = seal_key(sh, key) ? NULL : key;
+	size_t n = 0;
+	if (open_secret(k, e, e->sealed, &e->secret, &out[0]) == 0) {
+		n = 1;
+		if ((e->prev_sealed[0] || e->prev.len) && now_ms < e->prev_until_ms &&
+		    open_secret(k, e, e->prev_sealed, &e->prev, &out[1]) == 0)
+			n = 2;
+	}
+	OPENSSL_cleanse(key, sizeof(key));
+	return n;
 }
 
 struct wh_policy whe_policy(const struct shard *sh)
@@ -146,6 +171,20 @@ static int doc_secret(const struct json_value *doc, const char *name, struct wh_
 	if (!m || m->type == JSON_NULL)
 		return 0;
 	return m->type == JSON_STRING && wh_secret_parse(m->u.str, m->len, s) == 0 ? 0 : -1;
+}
+
+/* A sealed secret member into out (WH_SEALED_TEXT_MAX + 1 bytes; "" when
+ * absent/null): 0, or -1 when present and not of a sealed secret's shape. */
+static int doc_sealed(const struct json_value *doc, const char *name, char *out)
+{
+	const struct json_value *m = json_get(doc, name);
+	out[0] = 0;
+	if (!m || m->type == JSON_NULL)
+		return 0;
+	if (m->type != JSON_STRING || !wh_sealed_shape(m->u.str, m->len))
+		return -1;
+	memcpy(out, m->u.str, m->len + 1);
+	return 0;
 }
 
 static int whe_decode(struct table *t, struct row *r, const struct json_value *doc)
@@ -177,7 +216,9 @@ static int whe_decode(struct table *t, struct row *r, const struct json_value *d
 		memcpy(e->types[i], p->u.str, p->len + 1);
 	}
 	e->n_types = (uint8_t)ty->len;
-	if (doc_secret(doc, "secret", &e->secret) || !e->secret.len || doc_secret(doc, "previous_secret", &e->prev))
+	if (doc_sealed(doc, "secret_sealed", e->sealed) || doc_sealed(doc, "previous_secret_sealed", e->prev_sealed) ||
+	    doc_secret(doc, "secret", &e->secret) || doc_secret(doc, "previous_secret", &e->prev) ||
+	    (!e->sealed[0] && !e->secret.len))
 		return -1;
 	long long cms = 0;
 	if (parse_rfc3339_ms(e->created_at, strlen(e->created_at), &cms))
@@ -189,7 +230,7 @@ static int whe_decode(struct table *t, struct row *r, const struct json_value *d
 		return -1;
 	const struct json_value *until = json_get(doc, "previous_secret_until_ms");
 	e->prev_until_ms = 0;
-	if (e->prev.len && (!until || json_to_int64(until, &e->prev_until_ms)))
+	if ((e->prev.len || e->prev_sealed[0]) && (!until || json_to_int64(until, &e->prev_until_ms)))
 		return -1;
 	return 0;
 }
@@ -292,7 +333,7 @@ static void whe_write(struct jw *w, const char *id, const struct wh_endpoint *e,
 		jw_knull(w, "failing_since");
 	if (view == VIEW_STORED && e->failing_since_ms)
 		jw_kint(w, "failing_since_ms", e->failing_since_ms);
-	if (e->prev.len) {
+	if (e->prev.len || e->prev_sealed[0]) {
 		fmt_rfc3339_ms(ts, (unsigned long long)e->prev_until_ms);
 		jw_kstr(w, "previous_secret_expires_at", ts);
 	} else
@@ -300,21 +341,42 @@ static void whe_write(struct jw *w, const char *id, const struct wh_endpoint *e,
 	jw_kstr(w, "created_at", e->created_at);
 	jw_kstr(w, "updated_at", e->updated_at);
 	char sec[WH_SECRET_TEXT_MAX + 1];
-	if (view != VIEW_PUBLIC && wh_secret_format(&e->secret, sec, sizeof(sec)) > 0)
+	if (view == VIEW_WITH_SECRET && wh_secret_format(&e->secret, sec, sizeof(sec)) > 0)
 		jw_kstr(w, "secret", sec);
-	if (view == VIEW_STORED) {
-		if (e->prev.len && wh_secret_format(&e->prev, sec, sizeof(sec)) > 0) {
+	if (view == VIEW_STORED) { /* sealed by whe_stage; plain only in a row stored before sealing */
+		if (e->sealed[0])
+			jw_kstr(w, "secret_sealed", e->sealed);
+		else if (wh_secret_format(&e->secret, sec, sizeof(sec)) > 0)
+			jw_kstr(w, "secret", sec);
+		if (e->prev_sealed[0])
+			jw_kstr(w, "previous_secret_sealed", e->prev_sealed);
+		else if (e->prev.len && wh_secret_format(&e->prev, sec, sizeof(sec)) > 0)
 			jw_kstr(w, "previous_secret", sec);
+		if (e->prev_sealed[0] || e->prev.len)
 			jw_kint(w, "previous_secret_until_ms", e->prev_until_ms);
-		}
 	}
+	OPENSSL_cleanse(sec, sizeof(sec));
 	jw_obj_end(w);
 }
 
 /* Stage e (id) in the open transaction with event `type` (NULL: none).
  * 0 or -1. */
-static int whe_stage(struct shard *sh, const char *id, const struct wh_endpoint *e, const char *type)
+static int whe_stage(struct shard *sh, const char *id, const struct wh_endpoint *in, const char *type)
 {
+	/* a plain secret (a new one, or one stored before sealing) is sealed
+	 * for this endpoint before it is written */
+	struct wh_endpoint n = *in;
+	const struct wh_endpoint *e = &n;
+	uint8_t key[WH_SEAL_KEY_LEN];
+	if (!seal_key(sh, key)) {
+		int bad = (n.secret.len && wh_seal(key, id, strlen(id), &n.secret, n.sealed, sizeof(n.sealed)) < 0) ||
+			  (n.prev.len && wh_seal(key, id, strlen(id), &n.prev, n.prev_sealed, sizeof(n.prev_sealed)) < 0);
+		OPENSSL_cleanse(key, sizeof(key));
+		if (bad)
+			return -1;
+		OPENSSL_cleanse(&n.secret, sizeof(n.secret));
+		OPENSSL_cleanse(&n.prev, sizeof(n.prev));
+	}
 	struct buf doc, pub;
 	buf_init(&doc, REC_MAX_VAL);
 	buf_init(&pub, REC_MAX_VAL);
@@ -329,6 +391,7 @@ static int whe_stage(struct shard *sh, const char *id, const struct wh_endpoint 
 		     : 0;
 	buf_free(&doc);
 	buf_free(&pub);
+	OPENSSL_cleanse(&n, sizeof(n));
 	return rc;
 }
 
@@ -655,7 +718,9 @@ static void endpoints_rotate(struct api_ctx *c)
 		return;
 	struct wh_endpoint e = *cur;
 	int64_t now = (int64_t)wall_ms();
-	e.prev = cur->secret;
+	e.prev = cur->secret; /* as stored: sealed, or plain in a row from before sealing */
+	memcpy(e.prev_sealed, cur->sealed, sizeof(e.prev_sealed));
+	e.sealed[0] = 0;      /* the new secret is sealed when staged */
 	e.prev_until_ms = now + WHE_ROTATION_MS;
 	if (wh_secret_generate(WHE_SECRET_BYTES, &e.secret)) {
 		api_error(c, 500, "internal", "no randomness for the secret");

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "engine/edge/api.h"
+#include "engine/events/webhook_seal.h"
 #include "engine/events/webhook_sign.h"
 #include "engine/events/webhook_url.h"
 #include "engine/storage/events.h"
@@ -43,6 +44,10 @@ struct wh_endpoint {
 	uint8_t n_types;
 	uint8_t status;                         /* enum whe_status */
 	char description[WHE_DESC_MAX + 1];
+	/* The secrets as stored: sealed (webhook_seal.h), "" when none.  The
+	 * plain secret/prev are set only where a secret is made (create,
+	 * rotate: sealed when staged) or in a row stored before sealing. */
+	char sealed[WH_SEALED_TEXT_MAX + 1], prev_sealed[WH_SEALED_TEXT_MAX + 1];
 	struct wh_secret secret;                /* signs every delivery */
 	struct wh_secret prev;                  /* len 0: none; else signs too until prev_until_ms */
 	int64_t prev_until_ms;
@@ -74,9 +79,12 @@ const struct wh_endpoint *whe_get(struct shard *sh, const char *id, size_t len);
 struct api_ctx;
 const struct wh_endpoint *whe_visible(struct api_ctx *c, char id[ID_MAX_LEN]);
 
-/* The secrets that sign a delivery at now_ms: the current one, then the
- * previous one while its rotation window lasts.  How many (1..2). */
-size_t whe_signing_secrets(const struct wh_endpoint *e, int64_t now_ms, struct wh_secret out[WH_SIGN_MAX_SECRETS]);
+/* The secrets that sign a delivery at now_ms, opened with the shard's
+ * sealing key: the current one, then the previous one while its rotation
+ * window lasts.  How many (1..2); 0 when the current one does not open
+ * (the deployment key changed: the endpoint needs rotate-secret). */
+size_t whe_signing_secrets(struct shard *sh, const struct wh_endpoint *e, int64_t now_ms,
+			   struct wh_secret out[WH_SIGN_MAX_SECRETS]);
 
 /* Call fn for every endpoint that receives events of entity `owner`
  * (exact owner match; pass WHE_PLATFORM for the platform's own), in id

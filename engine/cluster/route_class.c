@@ -60,6 +60,10 @@ static const struct rc_rule rules[] = {
 	{RC_ANY, "/v1/documents/{id}", RC_PATH_ID, 0, NULL},
 	{RC_ANY, "/v1/documents/{id}/*", RC_PATH_ID, 0, NULL},
 	{RC_READS, "/v1/compliance/declarations", RC_QUERY, 0, "destination"},
+	/* the feed: the home, its reads too -- the feed state (REC_T_SYNC_STATE)
+	 * is never replicated and a pull walks the home's event log, where the
+	 * catalogue's changes are written (engine/supply/sync.c) */
+	{RC_ANY, "/v1/sync/*", RC_HOME, 0, NULL},
 	/* the catalogue (and everything else): the home */
 	{RC_ANY, "/v1/*", RC_HOME, 0, NULL},
 	{RC_ANY, "/api/*", RC_HOME, 0, NULL},

@@ -715,6 +715,9 @@ static void offer_load(const struct offer *o, struct offer_vals *v)
 		const struct json_value *x = json_get(json_root(d), "created_at");
 		if (x && x->type == JSON_STRING && x->len < sizeof(v->created_at))
 			memcpy(v->created_at, x->u.str, x->len + 1);
+		x = json_get(json_root(d), "updated_at"); /* writers set their own; an upsert compares */
+		if (x && x->type == JSON_STRING && x->len < sizeof(v->updated_at))
+			memcpy(v->updated_at, x->u.str, x->len + 1);
 		json_doc_free(d);
 	}
 }

@@ -300,6 +300,13 @@ WM_TEST(sync, push_with_duplicates_and_retries_yields_no_duplicate_wine)
 	cr_assert_eq(tc_count_events(port, "offer.updated", ko1), 1);
 	/* three pushes ran (the replay did not): three sync.completed */
 	cr_assert_eq(tc_count_events(port, "sync.completed", ko1), 3);
+	json_t *evs = tc_expect(port, "GET", "/v1/events?type=sync.completed", ko1, NULL, 200);
+	json_t *pl = json_object_get(json_array_get(json_object_get(evs, "data"), 0), "payload");
+	cr_assert_str_eq(tc_jstr(pl, "direction"), "push");
+	cr_assert_str_eq(tc_jstr(pl, "entity_id"), o1);
+	cr_assert_eq(jint(pl, "items"), 5);
+	cr_assert_eq(jint(pl, "failed"), 1, "the first push's event: five items, one failed");
+	json_decref(evs);
 	json_t *st = status_of(port, ko1);
 	cr_assert_eq(jint(st, "errors"), 0, "the last push had no failed item");
 	cr_assert_eq(jint(json_object_get(st, "last_push"), "items"), 1);
@@ -581,5 +588,51 @@ WM_TEST(sync, pull_counts_against_the_record_quota)
 	cr_assert_eq(json_array_size(json_object_get(j, "data")), 1);
 	json_decref(j);
 	tc_expect_code(port, "POST", "/v1/sync/pull", x.ks1, "{\"cursor\":null,\"limit\":1}", 429, "quota_exceeded");
+	wm_proc_cleanup(&x.p);
+}
+
+/* ---- durability ---------------------------------------------------------- */
+
+WM_TEST(sync, acknowledged_push_and_pull_survive_kill9)
+{
+	struct pworld x;
+	pworld(&x, NULL);
+	int port = x.p.port;
+	char prd[64], w[600], body[1400];
+	producer(port, "Domaine Durable", prd);
+	wine_body(w, sizeof(w), "Cuvee Durable", prd, 2018);
+	snprintf(body, sizeof(body),
+		 "{\"items\":[{\"ref\":\"w\",\"wine\":%s},{\"offer\":{\"seller_price\":9.9,\"currency\":\"EUR\","
+		 "\"qty_available\":6,\"incoterm\":\"EXW\",\"status\":\"active\",\"network_shareable\":true},"
+		 "\"wine_ref\":\"w\"},{\"offer\":{}}]}",
+		 w);
+	json_t *a;
+	int replayed;
+	cr_assert_eq(req(port, "POST", "/v1/sync/push", x.ko1, "durable-1", body, &a, &replayed), 200);
+	json_t *pulled = tc_expect(port, "POST", "/v1/sync/pull", x.ks1,
+				   "{\"cursor\":null,\"kinds\":[\"offer\"],\"block_countries\":[\"IT\"]}", 200);
+	json_t *before = status_of(port, x.ks1);
+	wm_kill9(&x.p);
+	cr_assert_eq(wm_start(&x.p, NULL, NULL), 0);
+	port = x.p.port;
+	json_t *after = status_of(port, x.ks1);
+	cr_assert_str_eq(tc_jstr(after, "last_cursor"), tc_jstr(before, "last_cursor"));
+	cr_assert_str_eq(tc_jstr(after, "last_cursor"), tc_jstr(pulled, "next_cursor"));
+	cr_assert(json_equal(json_object_get(after, "settings"), json_object_get(before, "settings")),
+		  "the curation settings are durable");
+	json_t *po = status_of(port, x.ko1);
+	cr_assert_eq(jint(po, "errors"), 1, "the last push's failed item");
+	json_decref(po);
+	cr_assert_eq(wines_titled(port, "Cuvee Durable"), 1);
+	json_t *b;
+	cr_assert_eq(req(port, "POST", "/v1/sync/push", x.ko1, "durable-1", body, &b, &replayed), 200);
+	cr_assert(replayed, "the idempotency record survived");
+	cr_assert(json_equal(a, b));
+	json_decref(a);
+	json_decref(b);
+	json_decref(pulled);
+	json_decref(before);
+	json_decref(after);
+	cr_assert_eq(wines_titled(port, "Cuvee Durable"), 1);
 	wm_proc_cleanup(&x.p);
 }

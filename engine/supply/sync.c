@@ -69,7 +69,10 @@
  * errors (failed items of the caller's last push), and the times of the
  * last push and pull.
  *
- * Both push and pull append sync.completed (scope: the caller) in the
+ * Both push and pull append sync.completed (scope: the caller; payload
+ * {direction, entity_id, scope (the kinds), then items/succeeded/failed
+ * for a push, changes/cursor/has_more for a pull}: spec 2.1's Feed sync
+ * fields direction, scope, cursor) in the
  * transaction that stores the caller's feed state (REC_T_SYNC_STATE, one
  * row per entity, never replicated: the sync routes all run on the
  * catalogue home, engine/cluster/route_class.c).
@@ -199,9 +202,9 @@ static void jw_str_or_null(struct jw *w, const char *k, const char *s)
 /* The kinds a state selects (0 = all). */
 static unsigned state_kinds(const struct sync_state *s) { return s->kinds ? s->kinds : K_ALL; }
 
-static void write_kinds(struct jw *w, unsigned kinds)
+static void write_kinds(struct jw *w, const char *key, unsigned kinds)
 {
-	jw_key(w, "kinds");
+	jw_key(w, key);
 	jw_arr_begin(w);
 	for (int j = 0; kind_names[j]; j++)
 		if (kinds & (1u << j))
@@ -212,7 +215,7 @@ static void write_kinds(struct jw *w, unsigned kinds)
 /* The caller's curation settings as JSON members. */
 static void write_settings(struct jw *w, const struct sync_state *s)
 {
-	write_kinds(w, state_kinds(s));
+	write_kinds(w, "kinds", state_kinds(s));
 	jw_key(w, "block_countries");
 	jw_arr_begin(w);
 	for (unsigned i = 0; i < s->n_bc; i++)
@@ -705,7 +708,7 @@ static void body_list(struct api_ctx *c, const struct json_value *b, const char 
 }
 
 static int country_ok(const char *s, size_t n) { return n == 2 && iso_country_valid(s, n); }
-static int partner_id_ok(const char *s, size_t n) { return id_valid(s, n, "ptn") || id_valid(s, n, "par"); }
+static int partner_id_ok(const char *s, size_t n) { return id_valid(s, n, "ptn"); }
 
 struct pull_req {
 	uint32_t limit;
@@ -807,7 +810,7 @@ struct pull_done {
 static void pull_event(struct jw *w, const void *arg)
 {
 	const struct pull_done *p = arg;
-	write_kinds(w, p->kinds);
+	write_kinds(w, "scope", p->kinds); /* spec 2.1 Feed sync: direction, scope, cursor */
 	jw_kint(w, "changes", p->changes);
 	jw_str_or_null(w, "cursor", p->cursor);
 	jw_kbool(w, "has_more", p->more);

@@ -573,6 +573,17 @@ WM_TEST(sync, pull_counts_against_the_record_quota)
 	json_t *j = tc_expect(port, "POST", "/v1/sync/pull", x.ks1, "{\"cursor\":null,\"kinds\":[\"offer\"]}", 200);
 	cr_assert_eq(json_array_size(json_object_get(j, "data")), 3);
 	json_decref(j);
+	/* the read audit logs the pull as a read: endpoint, rows returned */
+	char apath[160];
+	snprintf(apath, sizeof(apath), "/v1/audit?entity_id=%s&page_size=200", x.s1);
+	json_t *au = tc_expect(port, "GET", apath, NULL, NULL, 200);
+	int logged = 0;
+	size_t i;
+	json_t *row;
+	json_array_foreach(json_object_get(au, "data"), i, row) logged |=
+		!strcmp(tc_jstr(row, "endpoint"), "POST /v1/sync/pull") && jint(row, "rows_returned") == 3;
+	cr_assert(logged, "the pull is in the read audit with its 3 rows");
+	json_decref(au);
 	json_t *st = status_of(port, x.ks1);
 	char keep[400];
 	snprintf(keep, sizeof(keep), "%s", tc_jstr(st, "last_cursor"));

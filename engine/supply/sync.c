@@ -62,6 +62,13 @@
  * quota does not cover is the 429 of lists, nothing stored); the route is
  * flagged ROUTE_F_READS so the router charges it and the audit logs it.
  *
+ * Known gap (cluster): the feed is the catalogue home's log.  A stock move
+ * at a location another shard owns writes its stock.changed there; the
+ * home re-stages the offer's qty_available from the replicated level
+ * without an event (engine/replication/repl_sub.c), so such a move reaches
+ * a pull only with the offer's next change.  A cluster of one (and the
+ * home's own countries) carry every stock.changed.
+ *
  * STATUS, GET /v1/sync/status: last_cursor (the last pull's next_cursor,
  * durable), pending (changes after it that the caller's next pull with
  * its stored settings would return, counted up to SYNC_PENDING_MAX and

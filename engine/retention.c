@@ -10,7 +10,10 @@
  * (engine/edge/idem.c idem_prune).
  *
  * The rule: --retention-days N (default 30; 0 keeps everything).  Past it
- *   - an event is pruned once the webhook deliveries no longer need it:
+ *   - an event is pruned once the webhook deliveries no longer need it
+ *     (except wine.* and offer.*: the catalogue's change log, which a
+ *     feed's full resync walks, engine/supply/sync.c; a feed cursor older
+ *     than the retention is refused, 410 cursor_expired):
  *     the fan-out has passed it and no delivery of it is pending
  *     (whd_needed_from); every subscribed endpoint has it, or its delivery
  *     is dead (in the dead-letter queue, whose rows go at the same age);
@@ -51,6 +54,7 @@
 
 static struct {
 	uint64_t next_ms;            /* the next pass (wall ms) */
+	char ev_pos[ID_MAX_LEN];     /* where the event walk resumes ("" = the oldest) */
 	char hold_pos[ID_MAX_LEN];   /* where the hold walk resumes ("" = the start) */
 	char dlv_pos[2 * ID_MAX_LEN];
 	uint64_t events, folded, deliveries, holds, passes; /* counters since start (/metrics) */
@@ -186,27 +190,39 @@ static int id_before(const struct row *r, const char *s)
 }
 
 /* Events older than before_ms and before what the deliveries need, from
- * the oldest: one transaction of at most RET_BATCH. */
+ * where the last pass stopped (rt.ev_pos; the oldest after reaching the
+ * end of what may go): at most RET_SCAN looked at, one transaction of at
+ * most RET_BATCH deletes.  Kept events (event_kept_for_ever, or a
+ * stock.changed the fold cannot read: the check reports it) are passed. */
 static void prune_events(struct shard *sh, uint64_t before_ms)
 {
 	char need[ID_MAX_LEN];
 	whd_needed_from(sh, need);
 	struct table *t = &sh->tables[REC_T_EVENT];
 	static struct fold_acc acc[RET_BATCH];
-	unsigned n = 0, nf = 0, folded = 0;
+	unsigned n = 0, nf = 0, folded = 0, seen = 0;
 	struct oidx_iter it;
-	for (int ok = oidx_seek_ge(&t->by_order, "", 0, &it); ok && n < RET_BATCH; ok = oidx_next(&it)) {
+	int ok = oidx_seek_ge(&t->by_order, rt.ev_pos, (uint32_t)strlen(rt.ev_pos), &it), end = 0;
+	if (ok && rt.ev_pos[0]) {
+		const struct row *r = oidx_iter_val(&it);
+		if (r->id_len == strlen(rt.ev_pos) && !memcmp(r->id, rt.ev_pos, r->id_len))
+			ok = oidx_next(&it);
+	}
+	for (; ok && n < RET_BATCH && seen < RET_SCAN; ok = oidx_next(&it), seen++) {
 		const struct row *r = oidx_iter_val(&it);
 		uint64_t ms;
-		if (id_time_ms(r->id, r->id_len, &ms) || ms >= before_ms)
+		if (id_time_ms(r->id, r->id_len, &ms) || ms >= before_ms || (need[0] && !id_before(r, need))) {
+			end = 1;
 			break;
-		if (need[0] && !id_before(r, need))
-			break;
+		}
+		snprintf(rt.ev_pos, sizeof(rt.ev_pos), "%.*s", (int)r->id_len, r->id);
+		if (event_kept_for_ever(event_type(r)))
+			continue; /* the feed's change log (events.h) */
 		if (!strcmp(event_type(r), "stock.changed")) {
 			char level[ID_MAX_LEN];
 			struct stock_deltas d;
 			if (retention_stock_deltas(r, level, &d))
-				break; /* the check reports it; never folded away */
+				continue; /* never folded away: the check reports it */
 			fold_add(acc, &nf, level, &d);
 			folded++;
 		}
@@ -214,14 +230,18 @@ static void prune_events(struct shard *sh, uint64_t before_ms)
 			txn_begin(sh);
 		if (txn_del(sh, REC_T_EVENT, r->id, r->id_len)) {
 			txn_abort(sh);
+			rt.ev_pos[0] = 0;
 			return;
 		}
 		n++;
 	}
+	if (end || !ok)
+		rt.ev_pos[0] = 0; /* the next pass starts from the oldest again */
 	if (!n)
 		return;
 	if (fold_stage(sh, acc, nf) || !txn_commit_quiet(sh)) {
 		txn_abort(sh);
+		rt.ev_pos[0] = 0;
 		log_warn("msg=\"events not pruned: the transaction failed; retried on the next pass\" events=%u", n);
 		return;
 	}
@@ -290,21 +310,9 @@ static int hold_prunable(struct shard *sh, const struct row *r, int64_t before_m
 	return txn_del(sh, REC_T_HOLD, r->id, r->id_len) ? -1 : 1;
 }
 
-/* The retention in ms (0: keep everything). */
-static uint64_t retention_ms(const struct shard *sh)
-{
-	uint64_t ms = sh->cfg.retention_days * 86400000ULL;
-#ifdef WM_TESTING
-	const char *e = getenv("WM_RETENTION_MS");
-	if (e && *e)
-		ms = strtoull(e, NULL, 10);
-#endif
-	return ms;
-}
-
 void retention_tick(struct shard *sh)
 {
-	uint64_t keep = retention_ms(sh), now = wall_ms();
+	uint64_t keep = event_retention_ms(&sh->cfg), now = wall_ms();
 	if (!keep || now < rt.next_ms || sh->txn_open || sh->txn_hold || now < keep)
 		return;
 	rt.next_ms = now + RET_EVERY_MS;

@@ -18,6 +18,7 @@
 #include "engine/supply/listing.h"
 #include "engine/catalogue/media.h"
 #include "engine/supply/offer.h"
+#include "engine/supply/sync.h"
 #include "engine/orders/compliance.h"
 #include "engine/orders/documents.h"
 #include "engine/orders/consumer_volume.h"
@@ -120,6 +121,7 @@ static const struct route *const route_groups[] = {
 	channel_routes,
 	availability_routes,
 	offer_routes,
+	sync_routes,
 	listing_routes,
 	location_routes,
 	inventory_routes,

@@ -176,7 +176,7 @@ static void answer_from(struct redge_req *q, struct srv_response *rs)
 /* The audit row of an authenticated read, with the status rs carries. */
 static void audit_with(struct redge *e, struct redge_req *q, struct srv_response *rs)
 {
-	if (!q->c.who.authenticated || api_is_write(q->c.route->method))
+	if (!q->c.who.authenticated || !api_route_reads(q->c.route))
 		return;
 	struct srv_response *own = q->c.rs;
 	q->c.rs = rs;
@@ -245,7 +245,7 @@ enum redge_verdict redge_admit(struct redge *e, const struct srv_request *rq, st
 		redge_free(q);
 		return REDGE_ANSWERED;
 	}
-	q->quota_left = api_is_write(r->method) ? UINT32_MAX : auth_quota_left(c);
+	q->quota_left = api_route_reads(r) ? auth_quota_left(c) : UINT32_MAX;
 	q->principal_len = principal_encode(&c->who, q->quota_left, q->principal);
 	if (q->principal_len < 0) {
 		log_error("msg=\"a principal does not fit its wire form\" key_id=%.40s", c->who.key_id);
@@ -288,7 +288,7 @@ void redge_report_from(const struct hc_response *a, struct redge_report *rep)
 void redge_finish(struct redge *e, struct redge_req *q, const struct redge_report *rep, struct srv_response *final)
 {
 	struct api_ctx *c = &q->c;
-	if (!api_is_write(c->route->method)) {
+	if (api_route_reads(c->route)) {
 		if (rep->quota_refused || rep->rows > q->quota_left) {
 			/* the 429 the router's quota window explains (Retry-After) */
 			buf_reset(&final->headers);

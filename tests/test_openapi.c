@@ -61,6 +61,12 @@ WM_TEST(openapi, every_route_is_documented_with_its_scope)
 			int takes = (r->flags & ROUTE_F_CONSUMER) != 0;
 			cr_assert_eq(json_is_true(ct), takes, "%s %s: x-consumer-token must be %s", method_name(r->method),
 				     r->pattern, takes ? "true" : "absent");
+			/* a write that returns rows says so, for the router's quota
+			 * and audit (route_spec.c); no other route does */
+			json_t *rr = json_object_get(op, "x-reads-rows");
+			int reads = (r->flags & ROUTE_F_READS) != 0;
+			cr_assert_eq(json_is_true(rr), reads, "%s %s: x-reads-rows must be %s", method_name(r->method),
+				     r->pattern, reads ? "true" : "absent");
 			if (takes) {
 				json_t *alt = json_object_get(json_array_get(security, 1), "consumerToken");
 				cr_assert(json_is_array(alt), "%s %s: security must list consumerToken as an alternative",

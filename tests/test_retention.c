@@ -1,7 +1,8 @@
 /*
  * test_retention.c -- what a shard forgets (engine/retention.c, issue 18
  * item 9): events, finished webhook deliveries and released holds past
- * the retention are pruned, orders are kept, and the whole-cluster check
+ * the retention are pruned (the catalogue's wine.* and offer.* events
+ * are kept: the feed's change log), orders are kept, and the whole-cluster check
  * (which sums every level's stock.changed history) still holds once the
  * history it sums has been pruned and folded.
  *
@@ -99,9 +100,23 @@ WM_TEST(retention, history_pruned_and_folded_orders_kept_and_the_cluster_check_h
 	long long fr_holds = metric(&c, 1, "wm_table_rows{table=\"hold\"}");
 	cr_assert_gt(fr_events, 0, "the cellars' shard logged stock.changed events");
 	cr_assert_eq(fr_holds, 2, "a committed hold and a released one");
-	/* past the retention, with nothing written: every shard's log is empty */
-	for (unsigned i = 0; i < 3; i++)
+	/* past the retention, with nothing written: the cellars' and the
+	 * destination's logs are empty; the home keeps only the catalogue's
+	 * wine.* and offer.* events (the feed's change log) */
+	for (unsigned i = 1; i < 3; i++)
 		events_pruned(&c, i);
+	size_t partners = 1;
+	for (int t = 0; t < 300 && partners; t++) {
+		json_t *j = tc_expect(c.router_port, "GET", "/v1/events?type=partner.created", NULL, NULL, 200);
+		partners = json_array_size(json_object_get(j, "data"));
+		json_decref(j);
+		if (partners)
+			usleep(100 * 1000);
+	}
+	cr_assert_eq(partners, 0, "the home's partner.created events were not pruned");
+	json_t *cat = tc_expect(c.router_port, "GET", "/v1/events?type=offer.created", NULL, NULL, 200);
+	cr_assert_gt(json_array_size(json_object_get(cat, "data")), 0, "offer.created events were pruned");
+	json_decref(cat);
 	cr_assert_geq(metric(&c, 1, "wm_retention_pruned_total{kind=\"event\"}"), fr_events);
 	cr_assert_gt(metric(&c, 1, "wm_retention_folded_total"), 0, "stock.changed events were folded");
 	cr_assert_eq(metric(&c, 1, "wm_retention_pruned_total{kind=\"hold\"}"), 1, "the released hold, only");

@@ -66,6 +66,10 @@ static const struct rc_rule rules[] = {
 	{RC_READS, "/v1/webhook-endpoints/{id}/dead-letters", RC_FANOUT, 0, NULL},
 	{RC_READS, "/v1/webhook-endpoints/{id}/deliveries", RC_FANOUT, 0, NULL},
 	{RC_WRITES, "/v1/webhook-endpoints/{id}/replay", RC_BROADCAST, 0, "sum-find"}, /* one delivery: its shard acts */
+	/* the feed: the home, its reads too -- the feed state (REC_T_SYNC_STATE)
+	 * is never replicated and a pull walks the home's event log, where the
+	 * catalogue's changes are written (engine/supply/sync.c) */
+	{RC_ANY, "/v1/sync/*", RC_HOME, 0, NULL},
 	/* the catalogue (and everything else): the home */
 	{RC_ANY, "/v1/*", RC_HOME, 0, NULL},
 	{RC_ANY, "/api/*", RC_HOME, 0, NULL},

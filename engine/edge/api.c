@@ -57,6 +57,11 @@ int api_is_write(enum http_method m)
 	return m == HTTP_M_POST || m == HTTP_M_PUT || m == HTTP_M_PATCH || m == HTTP_M_DELETE;
 }
 
+int api_route_reads(const struct route *r)
+{
+	return !api_is_write(r->method) || (r->flags & ROUTE_F_READS);
+}
+
 int api_route_bind(const char *pattern, const char *path, uint32_t plen, struct api_ctx *c)
 {
 	return route_match(pattern, path, plen, c);

@@ -95,6 +95,9 @@ struct api_ctx {
 
 /* POST, PUT, PATCH, DELETE. */
 int api_is_write(enum http_method m);
+/* The route returns rows the record quota and the read audit count: every
+ * GET, and a write flagged ROUTE_F_READS. */
+int api_route_reads(const struct route *r);
 /* Match path[0..plen) against a route pattern, filling c's path
  * parameters; 1 on match (etag.c runs a route on a path it derives). */
 int api_route_bind(const char *pattern, const char *path, uint32_t plen, struct api_ctx *c);

@@ -111,7 +111,7 @@ static void run_write(struct api_ctx *c)
  * record quota and writes in its audit (internal_headers.h). */
 static void report_read(struct api_ctx *c)
 {
-	if (api_is_write(c->route->method))
+	if (!api_route_reads(c->route))
 		return;
 	struct buf *hb = &c->rs->headers;
 	buf_printf(hb, WM_H_ROWS ": %u\r\n", c->rows_returned);
@@ -161,7 +161,7 @@ static void api_run(struct api_ctx *c)
 	api_take_reveals(c);
 	if (c->forwarded)
 		report_read(c);
-	else if (c->who.authenticated && !api_is_write(r->method))
+	else if (c->who.authenticated && api_route_reads(r))
 		audit_read(c);
 }
 

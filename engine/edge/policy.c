@@ -38,6 +38,8 @@ const struct scope_def scope_defs[SC_COUNT_] = {
 	[SC_READ_EVENTS] = {"read:events", SCF_PARTNER_DEFAULT, "read events scoped to the entity"},
 	[SC_READ_NETWORK] = {"read:network", SCF_PLATFORM_ONLY, "whole-network snapshot; never issued to partner keys"},
 	[SC_OPERATOR] = {"operator", SCF_PLATFORM_ONLY, "operations: metrics, snapshots, audit, every entity"},
+	[SC_WRITE_SYNC] = {"write:sync", SCF_PARTNER_DEFAULT, "push batches of wines and offers through the feed (each item also needs write:wines or write:offers)"},
+	[SC_READ_SYNC] = {"read:sync", SCF_PARTNER_DEFAULT, "pull the catalogue's changes through the feed (the kinds read:wines and read:offers allow) and read the feed status"},
 };
 
 int scope_find(const char *name, size_t len)
@@ -87,6 +89,11 @@ const struct action_def action_defs[ACT_COUNT_] = {
 	[ACT_MANAGE_WEBHOOKS] = {"can_manage_webhooks", R_ANY, ST_VERIFIED, 0},
 	[ACT_READ_NETWORK] = {"can_read_network", R_ANY, 0, ACTF_PLATFORM_ONLY},
 	[ACT_OPERATE] = {"can_operate", R_ANY, 0, ACTF_PLATFORM_ONLY},
+	/* the feed (spec 4.4): originators (and fulfillers feeding wines) push,
+	 * sellers and fulfillers pull; any partner reads its own feed status */
+	[ACT_PUSH_FEED] = {"can_push_feed", R_ORIG | R_FULF, ST_ROLES, 0},
+	[ACT_PULL_FEED] = {"can_pull_feed", R_SELL | R_FULF, ST_VERIFIED, 0},
+	[ACT_READ_FEED] = {"can_read_feed_status", R_ANY, ST_ONBOARDING, 0},
 };
 
 /* Append to out[*at..size): snprintf that never moves *at past the end. */

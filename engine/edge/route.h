@@ -36,6 +36,10 @@ struct route {
 /* A consumer token of the order in the path ({id}) may call it
  * (consumer_token.h); in the OpenAPI document "x-consumer-token": true. */
 #define ROUTE_F_CONSUMER 0x04
+/* A POST that returns rows (POST /v1/sync/pull): besides being a write,
+ * it is charged to the record quota and logged in the read audit as a
+ * GET list is (api_route_reads). */
+#define ROUTE_F_READS 0x08
 
 /* Every route of the service, NULL-pattern terminated (routes.c). */
 const struct route *api_route_table(void);

@@ -71,6 +71,11 @@ static int op_route(const char *path, enum http_method m, const struct json_valu
 	const struct json_value *ct = json_get(op, "x-consumer-token");
 	if (ct && ct->type == JSON_TRUE)
 		r->flags |= ROUTE_F_CONSUMER;
+	/* a write that returns rows (POST /v1/sync/pull): the edge charges its
+	 * rows to the record quota and audits it as a read (api_route_reads) */
+	const struct json_value *rr = json_get(op, "x-reads-rows");
+	if (rr && rr->type == JSON_TRUE)
+		r->flags |= ROUTE_F_READS;
 	r->pattern = text_put(text, at, path);
 	r->summary = text_put(text, at, su && su->type == JSON_STRING ? su->u.str : "");
 	return 0;

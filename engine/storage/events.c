@@ -21,6 +21,7 @@
 #include "engine/storage/events.h"
 #include "engine/storage/id.h"
 #include "engine/storage/record.h"
+#include "engine/base/config.h"
 
 struct event {
 	struct row row;
@@ -176,3 +177,19 @@ const struct table_ops event_table_ops = {
 	.index_del = event_index_del,
 	.decode_keys = event_decode_keys,
 };
+
+uint64_t event_retention_ms(const struct config *cfg)
+{
+	uint64_t ms = cfg->retention_days * 86400000ULL;
+#ifdef WM_TESTING
+	const char *e = getenv("WM_RETENTION_MS");
+	if (e && *e)
+		ms = strtoull(e, NULL, 10);
+#endif
+	return ms;
+}
+
+int event_kept_for_ever(const char *type)
+{
+	return !strncmp(type, "wine.", 5) || !strncmp(type, "offer.", 6);
+}

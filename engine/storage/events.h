@@ -32,4 +32,14 @@ const char *event_type(const struct row *r);
 /* The scope.entity_id of event row r ("" for a platform-wide event). */
 const char *event_entity(const struct row *r);
 
+/* Retention (engine/retention.c prunes, the feed refuses cursors older
+ * than it).  How long events are kept, in ms: --retention-days (test
+ * builds: WM_RETENTION_MS when set); 0 = for ever. */
+struct config;
+uint64_t event_retention_ms(const struct config *cfg);
+/* 1 for a type retention never prunes: wine.* and offer.*, the change log
+ * of the catalogue that a feed's full resync walks (engine/supply/sync.c);
+ * the catalogue's churn, not its orders, bounds them.  Pure. */
+int event_kept_for_ever(const char *type);
+
 #endif

@@ -22,7 +22,8 @@ static const char *const rec_names[REC_T_COUNT_] = {
 	[REC_T_COMPLIANCE] = "compliance", [REC_T_CONSUMER_VOLUME] = "consumer_volume",
 	[REC_T_DOCUMENT] = "document", [REC_T_DOC_SEQ] = "doc_seq",
 	[REC_T_WH_ENDPOINT] = "webhook_endpoint", [REC_T_WH_DELIVERY] = "webhook_delivery",
-	[REC_T_WH_CURSOR] = "webhook_cursor", [REC_T_STOCK_FOLD] = "stock_fold",
+	[REC_T_WH_CURSOR] = "webhook_cursor", [REC_T_SYNC_STATE] = "sync_state",
+	[REC_T_STOCK_FOLD] = "stock_fold",
 };
 
 const char *rec_table_name(unsigned table)

@@ -63,6 +63,8 @@ enum rec_table {
 	REC_T_WH_ENDPOINT = 30, /* a webhook endpoint (subscription) with its signing secrets (engine/webhooks/endpoint.c) */
 	REC_T_WH_DELIVERY = 31, /* one (endpoint, event) delivery, id "<endpoint id>.<event id>" (engine/webhooks/delivery.c) */
 	REC_T_WH_CURSOR = 32,   /* the fan-out's position in the event log, one row "fanout" (engine/webhooks/delivery.c) */
+	REC_T_SYNC_STATE = 33,  /* a caller's feed state: last pull cursor, curation settings, last push (engine/supply/sync.c) */
+	/* 34: reserved for the feed (engine/supply/sync.c), unused so far */
 	REC_T_STOCK_FOLD = 37,  /* a level's pruned stock.changed events, summed, id = the level id (engine/retention.c) */
 	REC_T_COUNT_
 };

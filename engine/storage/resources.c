@@ -43,6 +43,7 @@ const struct table_ops *const resource_tables[] = {
 	&wh_delivery_table_ops, /* their deliveries, one per (endpoint, event) (engine/webhooks/delivery.c) */
 	&wh_cursor_table_ops, /* the fan-out's position in the event log (engine/webhooks/delivery.c) */
 	&stock_fold_table_ops, /* levels' pruned stock.changed events, summed (engine/retention.c) */
+	&sync_state_table_ops, /* each caller's feed state (engine/supply/sync.c) */
 	NULL,
 };
 

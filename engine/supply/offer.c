@@ -715,6 +715,9 @@ static void offer_load(const struct offer *o, struct offer_vals *v)
 		const struct json_value *x = json_get(json_root(d), "created_at");
 		if (x && x->type == JSON_STRING && x->len < sizeof(v->created_at))
 			memcpy(v->created_at, x->u.str, x->len + 1);
+		x = json_get(json_root(d), "updated_at"); /* writers set their own; an upsert compares */
+		if (x && x->type == JSON_STRING && x->len < sizeof(v->updated_at))
+			memcpy(v->updated_at, x->u.str, x->len + 1);
 		json_doc_free(d);
 	}
 }
@@ -727,12 +730,11 @@ static int has_cap(const struct partner *p, enum partner_cap cap)
 }
 
 /* Cross-field and reference rules on the merged values. */
-static void offer_check(struct api_ctx *c, struct offer_vals *v, int creating)
+static void offer_check(struct api_ctx *c, const struct json_value *b, struct offer_vals *v, int creating)
 {
 	if (creating) {
 		static const char *const required[] = {"wine_id", "seller_price", "currency", "qty_available",
 						       "incoterm", NULL};
-		const struct json_value *b = json_root(c->body);
 		for (int i = 0; required[i]; i++)
 			if (!json_get(b, required[i]))
 				api_field_error(c, required[i], "required", "is required");
@@ -766,24 +768,45 @@ static void offer_check(struct api_ctx *c, struct offer_vals *v, int creating)
 						"%s is both allowed and blocked", v->pr.blocked[j]);
 }
 
-/* Commit the offer's row and its event; respond with the document. */
-static void offer_commit(struct api_ctx *c, struct offer_vals *v, const char *event, int status)
+/* Build the offer's document into doc (NUL-free JSON).  0, or -1. */
+static int offer_doc(const struct offer_vals *v, struct buf *doc)
+{
+	struct jw w;
+	jw_init(&w, doc);
+	offer_write(&w, v);
+	return w.err ? -1 : 0;
+}
+
+/* Store the offer's row and its event in a transaction of their own.
+ * 0, or -1 (too large: nothing stored). */
+static int offer_store(struct api_ctx *c, const struct offer_vals *v, const char *event)
 {
 	struct buf doc;
 	buf_init(&doc, REC_MAX_VAL);
-	struct jw w;
-	jw_init(&w, &doc);
-	offer_write(&w, v);
+	int bad = offer_doc(v, &doc);
 	txn_begin(c->sh);
-	if (w.err || txn_put(c->sh, REC_T_OFFER, v->id, strlen(v->id), doc.data, doc.len) ||
+	if (bad || txn_put(c->sh, REC_T_OFFER, v->id, strlen(v->id), doc.data, doc.len) ||
 	    txn_event(c->sh, event, v->originator_id, doc.data, doc.len) || !txn_commit(c->sh)) {
 		txn_abort(c->sh);
-		buf_free(&doc);
+		bad = 1;
+	}
+	buf_free(&doc);
+	return bad ? -1 : 0;
+}
+
+/* Commit the offer's row and its event; respond with the document. */
+static void offer_commit(struct api_ctx *c, struct offer_vals *v, const char *event, int status)
+{
+	if (offer_store(c, v, event)) {
 		api_error(c, 413, "record_too_large", "the offer record is too large to store");
 		return;
 	}
-	api_send_doc(c, status, doc.data, doc.len);
-	buf_free(&doc);
+	const struct offer *o = offer_get(c->sh, v->id, strlen(v->id));
+	if (!o) {
+		api_error(c, 500, "internal_error", "the stored offer is missing");
+		return;
+	}
+	api_send_doc(c, status, o->row.doc, o->row.doc_len);
 }
 
 /* Inventory drives qty_available (offer.h): the stored offer with only
@@ -1099,48 +1122,157 @@ static void reject_members(struct api_ctx *c, const struct json_value *body, con
 			api_field_error(c, names[i], rule, "%s", msg);
 }
 
-static void offers_create(struct api_ctx *c)
+static void put_fail(struct offer_put_result *out, int status, const char *code, const char *detail)
 {
-	if (!c->who.is_platform) {
-		const struct partner *me = partner_get(c->sh, c->who.entity_id, strlen(c->who.entity_id));
-		if (!has_cap(me, CAP_PROVIDES_INVENTORY)) {
-			api_error(c, 403, "capability_missing",
-				  "creating offers needs the provides_inventory capability");
-			return;
-		}
+	out->status = status;
+	out->code = code;
+	snprintf(out->detail, sizeof(out->detail), "%s", detail);
+}
+
+/* The caller may create offers at all (the provides_inventory capability;
+ * the role is the route's action).  0, or -1 with the 403 in *out. */
+static int offer_cap_ok(struct api_ctx *c, struct offer_put_result *out)
+{
+	if (c->who.is_platform)
+		return 0;
+	const struct partner *me = partner_get(c->sh, c->who.entity_id, strlen(c->who.entity_id));
+	if (has_cap(me, CAP_PROVIDES_INVENTORY))
+		return 0;
+	put_fail(out, 403, "capability_missing", "creating offers needs the provides_inventory capability");
+	return -1;
+}
+
+static void validation_fail(struct offer_put_result *out)
+{
+	put_fail(out, 422, "validation_failed", "one or more fields are invalid; see errors[]");
+}
+
+/* Status move through the table: 1 allowed (or no move), 0 not. */
+static int move_ok(int from, int to) { return (from == to && from != OS_WITHDRAWN) || offer_moves[from][to]; }
+
+/*
+ * The upsert's update: `cur` (the caller's, same identity) takes the
+ * body's members as a PATCH would; a body that changes nothing writes
+ * nothing (out->unchanged).  Returns out->status.
+ */
+static int offer_put_update(struct api_ctx *c, const struct json_value *body, const struct offer *cur,
+			    struct offer_put_result *out)
+{
+	memcpy(out->id, cur->row.id, cur->row.id_len);
+	out->id[cur->row.id_len] = 0;
+	struct offer_vals v;
+	offer_load(cur, &v);
+	int from = v.status;
+	if (from == OS_WITHDRAWN) {
+		put_fail(out, 409, "invalid_status_transition", "a withdrawn offer is final");
+		return out->status;
 	}
-	const struct json_value *body = api_body(c);
-	if (!body)
-		return;
+	offer_read(c, body, &v);
+	if (strcmp(v.currency, cur->currency) && !v.price)
+		api_field_error(c, "seller_price", "required_with_currency",
+				"a new currency needs the seller_price in that currency");
+	offer_check(c, body, &v, 0);
+	if (c->n_errs) {
+		validation_fail(out);
+		return out->status;
+	}
+	if (!move_ok(from, v.status)) {
+		char d[120];
+		snprintf(d, sizeof(d), "an offer cannot move from %s to %s", offer_status_names[from],
+			 offer_status_names[v.status]);
+		put_fail(out, 409, "invalid_status_transition", d);
+		return out->status;
+	}
+	/* the same document at the stored updated_at: nothing to write */
+	struct buf doc;
+	buf_init(&doc, REC_MAX_VAL);
+	int same = !offer_doc(&v, &doc) && doc.len == cur->row.doc_len && !memcmp(doc.data, cur->row.doc, doc.len);
+	buf_free(&doc);
+	if (same) {
+		out->unchanged = 1;
+		out->status = 200;
+		return 200;
+	}
+	fmt_rfc3339_ms(v.updated_at, wall_ms());
+	if (offer_store(c, &v, v.status == OS_WITHDRAWN ? "offer.withdrawn" : "offer.updated")) {
+		put_fail(out, 413, "record_too_large", "the offer record is too large to store");
+		return out->status;
+	}
+	out->status = 200;
+	return 200;
+}
+
+int offer_put(struct api_ctx *c, const struct json_value *body, int upsert, struct offer_put_result *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (offer_cap_ok(c, out))
+		return out->status;
 	struct offer_vals v;
 	vals_defaults(&v);
+	if (upsert)
+		v.source = OSRC_FEED; /* what a feed pushes, unless it says otherwise */
 	offer_read(c, body, &v);
 	if (!c->who.is_platform) {
 		if (v.originator_id[0] && strcmp(v.originator_id, c->who.entity_id)) {
-			api_error(c, 403, "not_own_originator", "a partner creates offers for itself only");
-			return;
+			put_fail(out, 403, "not_own_originator", "a partner creates offers for itself only");
+			return out->status;
 		}
 		snprintf(v.originator_id, sizeof(v.originator_id), "%s", c->who.entity_id);
 	}
 	fld_reject_unknown(c, body, offer_fields, NULL);
 	reject_members(c, body, readonly_fields, "read_only", "is assigned by the service");
-	offer_check(c, &v, 1);
+	const struct offer *dup = c->n_errs ? NULL : offer_by_natural(c->sh, &v);
+	if (dup && upsert && api_owns(c, dup->originator_id, strlen(dup->originator_id)))
+		return offer_put_update(c, body, dup, out);
+	offer_check(c, body, &v, 1);
 	if (c->n_errs) {
-		api_validation_failed(c);
-		return;
+		validation_fail(out);
+		return out->status;
 	}
-	const struct offer *dup = offer_by_natural(c->sh, &v);
 	if (dup) {
 		char d[200];
 		snprintf(d, sizeof(d), "offer %.*s already exists for this wine, originator and condition",
 			 (int)dup->row.id_len, dup->row.id);
-		api_error(c, 409, "offer_exists", d);
-		return;
+		put_fail(out, 409, "offer_exists", d);
+		return out->status;
 	}
 	id_new(&c->sh->ids, "ofr", v.id);
 	fmt_rfc3339_ms(v.created_at, wall_ms());
 	memcpy(v.updated_at, v.created_at, sizeof(v.created_at));
-	offer_commit(c, &v, "offer.created", 201);
+	if (offer_store(c, &v, "offer.created")) {
+		put_fail(out, 413, "record_too_large", "the offer record is too large to store");
+		return out->status;
+	}
+	snprintf(out->id, sizeof(out->id), "%s", v.id);
+	out->status = 201;
+	return 201;
+}
+
+static void offers_create(struct api_ctx *c)
+{
+	struct offer_put_result r;
+	memset(&r, 0, sizeof(r));
+	if (offer_cap_ok(c, &r)) {
+		api_error(c, r.status, r.code, r.detail);
+		return;
+	}
+	const struct json_value *body = api_body(c);
+	if (!body)
+		return;
+	offer_put(c, body, 0, &r);
+	if (r.status == 422 && c->n_errs) {
+		api_validation_failed(c);
+		return;
+	}
+	if (r.status >= 400) {
+		api_error(c, r.status, r.code, r.detail);
+		return;
+	}
+	const struct offer *o = offer_get(c->sh, r.id, strlen(r.id));
+	if (o)
+		api_send_doc(c, r.status, o->row.doc, o->row.doc_len);
+	else
+		api_error(c, 500, "internal_error", "the stored offer is missing");
 }
 
 static void offers_get(struct api_ctx *c)
@@ -1186,7 +1318,7 @@ static void offers_patch(struct api_ctx *c)
 	if (strcmp(v.currency, cur->currency) && !v.price)
 		api_field_error(c, "seller_price", "required_with_currency",
 				"a new currency needs the seller_price in that currency");
-	offer_check(c, &v, 0);
+	offer_check(c, body, &v, 0);
 	if (c->n_errs) {
 		api_validation_failed(c);
 		return;

@@ -70,6 +70,30 @@ int offer_visible_to(struct api_ctx *c, const struct offer *o);
 int offer_wine_any(struct shard *sh, const char *wine_id, size_t wine_len,
 		   int (*fn)(const struct offer *o, void *arg), void *arg);
 
+/* ---- create / upsert without HTTP (POST /v1/offers, POST /v1/sync/push) -- */
+
+struct offer_put_result {
+	int status;            /* 201 created, 200 updated (upsert), else the error status */
+	int unchanged;         /* 200: the stored offer already said all of it; nothing written */
+	const char *code;      /* problem code when status >= 400; "validation_failed": errors in c->errs */
+	char detail[200];
+	char id[ID_MAX_LEN];   /* the offer's id (201, 200) */
+};
+
+/*
+ * Create the offer `body` describes as the caller c->who: POST /v1/offers'
+ * whole work (capability, own originator, field rules, wine reference,
+ * uniqueness) without touching HTTP: field errors go to c->errs, the
+ * outcome to *out.  With `upsert` (the feed, engine/supply/sync.c) an absent
+ * `source` means feed, and when the caller's offer with the same wine_id +
+ * originator_id + condition exists it is updated as a PATCH with the
+ * body's members would be (status through the table; a withdrawn offer
+ * stays final, 409) -- or left alone when nothing would change.  One
+ * transaction with its offer.created / offer.updated / offer.withdrawn
+ * event, committed before return.  Returns out->status.
+ */
+int offer_put(struct api_ctx *c, const struct json_value *body, int upsert, struct offer_put_result *out);
+
 /* ---- the candidate-stream merge (exposed for its unit tests) ------------- */
 
 /* One ordered stream: the keys of `idx` starting with prefix, each of which

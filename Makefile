@@ -171,6 +171,9 @@ run: all
 
 # The OpenAPI document is embedded with .incbin: rebuild when it changes.
 build/rel/engine/edge/openapi_blob.o build/san/engine/edge/openapi_blob.o build/fuzz/engine/edge/openapi_blob.o: api/openapi.json
+# ... and so are the partner portal's files (shard-router/portal_blob.c).
+PORTAL_FILES := shard-router/portal/index.html shard-router/portal/portal.css shard-router/portal/portal.js
+build/rel/shard-router/portal_blob.o build/san/shard-router/portal_blob.o build/fuzz/shard-router/portal_blob.o: $(PORTAL_FILES)
 
 # ---- fuzzing (clang + libFuzzer) -----------------------------------------
 FUZZ_CFLAGS := -std=c17 -D_GNU_SOURCE -I. -Wall -Wextra -Werror $(PKG_CFLAGS) -g -O1 \

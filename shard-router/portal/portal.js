@@ -5,8 +5,8 @@
  * Why this shape: the portal must do nothing a partner's own code cannot,
  * so every action is a call of the public API on this origin with
  * `Authorization: Bearer <key>`; the key lives in the variable `session`
- * only (never localStorage, sessionStorage or a cookie), so a reload signs
- * out.  The page is served under a strict Content-Security-Policy (no
+ * only (never in web storage or a cookie: tests/test_portal.c checks the
+ * script names neither), so a reload signs out.  The page is served under a strict Content-Security-Policy (no
  * inline script or style): every handler is bound here, and a CSP
  * violation is recorded into #csp-violations, which the browser test reads.
  *

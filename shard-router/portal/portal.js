@@ -19,20 +19,39 @@
   var session = null; /* {key, me (ApiKey), partner} -- memory only */
   var ORDER_STATES = ["placed", "paid", "confirmed", "sourced", "reserved"];
   var STATUS_ORDER = ["applied", "verified", "roles_enabled", "configured", "integrated", "live"];
+  /* What each step is, who takes it, and what the service opens at it:
+   * the statuses of the action policy (engine/edge/policy.c). */
   var STEPS = [
     {name: "Apply", by: "you", what: "The partner record: legal entity, country, contact, payout details.",
-     unlocks: "Your first secret key and this portal."},
+     unlocks: "Reading and updating your record, listing your keys, reading your events."},
     {name: "Verify", by: "the platform", what: "Identity and payout verification by the payment provider.",
-     unlocks: "Role grants."},
+     unlocks: "Minting keys, webhooks, reading wines, offers, listings, inventory and orders."},
     {name: "Enable roles", by: "the platform", what: "Originator, Fulfiller and/or Seller are granted.",
-     unlocks: "The capability flags of each role."},
+     unlocks: "Writing your role's data: wines and offers (originator), listings (seller), inventory."},
     {name: "Configure", by: "you", what: "Permissions (originator), channels and shelf prices (seller), fulfilment (fulfiller).",
      unlocks: "Integration."},
     {name: "Integrate", by: "you", what: "Keys, webhook endpoints, the first wine, offer and listing.",
      unlocks: "The go-live review."},
     {name: "Go live", by: "the platform", what: "The publish gate; your first order.",
-     unlocks: "Live orders and payouts."}
+     unlocks: "Creating orders (seller)."}
   ];
+  /* The first status each part of the portal needs (engine/edge/policy.c). */
+  var OPEN_FROM = {mint: "verified", webhooks: "verified", catalogue: "verified", orders: "verified",
+                   order: "live"};
+  function opened(what) {
+    var at = STATUS_ORDER.indexOf(session.partner.status);
+    return at >= 0 && at >= STATUS_ORDER.indexOf(OPEN_FROM[what]);
+  }
+  function hasScope(s) { return !!session.me && (session.me.scopes || []).indexOf(s) >= 0; }
+  /* Show on page why it is closed; 1 when it is. */
+  function locked(page, what, scope) {
+    var note = $(page + "-locked"), why = "";
+    if (!opened(what)) why = "Opens at onboarding status " + OPEN_FROM[what] + " (the partner is " + session.partner.status + ").";
+    else if (scope && !hasScope(scope)) why = "This key lacks the scope " + scope + ".";
+    note.textContent = why;
+    note.hidden = !why;
+    return !!why;
+  }
   var CAPS = ["provides_wine_data", "provides_inventory", "permissions", "fulfills_orders",
               "feeds_unoffered_wines", "creates_orders", "curates_offers", "sets_shelf_price"];
   var PAGES = ["signin", "onboarding", "roles", "keys", "webhooks", "catalogue", "order"];
@@ -254,25 +273,30 @@
       return checklist();
     });
   }
+  /* One checklist question: null when this key or status may not ask it. */
+  function ask(scope, what, path, test) {
+    if (!hasScope(scope) || (what && !opened(what))) return Promise.resolve(null);
+    return api("GET", path).then(function (r) { return r.ok ? test(r.data.data || []) : null; });
+  }
   function checklist() {
     var me = session.partner.id, ul = $("onb-checklist");
     clear(ul);
     var items = [
       ["Partner record created", Promise.resolve(true)],
       ["Payout identity verified", Promise.resolve(STATUS_ORDER.indexOf(session.partner.status) >= 1)],
-      ["Roles enabled", Promise.resolve((session.partner.roles || []).length > 0)],
-      ["Credentials issued (keys)", api("GET", "/api/keys?page_size=1").then(function (r) { return r.ok ? r.data.data.length > 0 : null; })],
-      ["Webhooks subscribed", api("GET", "/v1/webhook-endpoints?page_size=1").then(function (r) { return r.ok ? r.data.data.length > 0 : null; })],
-      ["First offer created", api("GET", "/v1/offers?page_size=200").then(function (r) {
-        return r.ok ? r.data.data.some(function (o) { return o.originator_id === me; }) : null; })],
-      ["First listing created", api("GET", "/v1/listings?page_size=200").then(function (r) {
-        return r.ok ? r.data.data.some(function (l) { return l.seller_id === me; }) : null; })],
-      ["A test order end to end", api("GET", "/v1/orders?page_size=1").then(function (r) { return r.ok ? r.data.data.length > 0 : null; })]
+      ["Roles enabled", Promise.resolve(STATUS_ORDER.indexOf(session.partner.status) >= 2 && (session.partner.roles || []).length > 0)],
+      ["Credentials issued (keys)", ask("read:keys", null, "/api/keys?page_size=1", function (d) { return d.length > 0; })],
+      ["Webhooks subscribed", ask("read:webhooks", "webhooks", "/v1/webhook-endpoints?page_size=1", function (d) { return d.length > 0; })],
+      ["First offer created", ask("read:offers", "catalogue", "/v1/offers?page_size=200", function (d) {
+        return d.some(function (o) { return o.originator_id === me; }); })],
+      ["First listing created", ask("read:listings", "catalogue", "/v1/listings?page_size=200", function (d) {
+        return d.some(function (l) { return l.seller_id === me; }); })],
+      ["A test order end to end", ask("read:orders", "orders", "/v1/orders?page_size=1", function (d) { return d.length > 0; })]
     ];
     return Promise.all(items.map(function (it) { return it[1]; })).then(function (vals) {
       items.forEach(function (it, i) {
         var v = vals[i];
-        ul.appendChild(el("li", it[0] + (v === null ? ": unknown (this key may not read it)" : v ? ": done" : ": not yet"),
+        ul.appendChild(el("li", it[0] + (v === null ? ": not yet open to this key or status" : v ? ": done" : ": not yet"),
                           v ? "done" : "todo"));
       });
     });
@@ -325,7 +349,7 @@
     });
   }
   function loadKeys() {
-    var canMint = session.me && (session.me.scopes || []).indexOf("write:keys") >= 0;
+    var canMint = hasScope("write:keys") && opened("mint");
     $("mint-form").hidden = !canMint;
     $("keys-mint-denied").hidden = !!canMint;
     return pagedList("keys", "/api/keys", function (k) {
@@ -336,6 +360,8 @@
 
   /* webhooks */
   function loadWebhooks() {
+    $("whe-form").hidden = !hasScope("write:webhooks");
+    if (locked("webhooks", "webhooks", "read:webhooks")) { $("whe-form").hidden = true; return Promise.resolve(); }
     return pagedList("whe", "/v1/webhook-endpoints", function (w) {
       var b = el("button", "Dead letters", "secondary");
       b.type = "button";
@@ -369,10 +395,28 @@
   function loadWines() { return pagedList("wines", "/v1/wines", function (w) { return [w.id, w.title, w.vintage || (w.is_non_vintage ? "NV" : ""), w.status]; }); }
   function loadOffers() { return pagedList("offers", "/v1/offers", function (o) { return [o.id, o.wine_id, o.seller_price + " " + o.currency, o.qty_available, o.status]; }); }
   function loadListings() { return pagedList("listings", "/v1/listings", function (l) { return [l.id, l.offer_id, (l.shelf_price === null || l.shelf_price === undefined ? "" : l.shelf_price) + " " + (l.currency || ""), l.status]; }); }
-  function loadCatalogue() { return Promise.all([loadWines(), loadOffers(), loadListings()]); }
+  function loadCatalogue() {
+    if (locked("catalogue", "catalogue", "read:wines")) return Promise.resolve();
+    /* each form for the roles that may write it (engine/edge/policy.c),
+     * from onboarding step 3 on */
+    var roles = session.partner.roles || [], writing = STATUS_ORDER.indexOf(session.partner.status) >= 2;
+    function role(r) { return roles.indexOf(r) >= 0; }
+    $("wine-form").hidden = !(writing && hasScope("write:wines") && (role("originator") || role("fulfiller")));
+    $("offer-form").hidden = !(writing && hasScope("write:offers") && role("originator"));
+    $("listing-form").hidden = !(writing && hasScope("write:listings") && role("seller"));
+    return Promise.all([loadWines(), loadOffers(), loadListings()]);
+  }
 
   /* test order */
   function loadOrder() {
+    var closed = locked("order", "order", "write:orders") || locked("order", "catalogue", "read:wines");
+    if (!closed && (session.partner.roles || []).indexOf("seller") < 0) {
+      $("order-locked").textContent = "Test orders are placed by sellers: this partner has no seller role.";
+      $("order-locked").hidden = false;
+      closed = true;
+    }
+    $("order-form").hidden = closed;
+    if (closed) return Promise.resolve();
     return api("GET", "/v1/wines?page_size=50").then(function (r) {
       var s = $("order-sku"), keep = s.value;
       clear(s);

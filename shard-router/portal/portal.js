@@ -128,7 +128,7 @@
     if (method !== "GET") {
       h["Content-Type"] = "application/json";
       h["Idempotency-Key"] = idemKey();
-      init.body = JSON.stringify(body || {});
+      init.body = toJson(body || {});
     }
     return fetch(path, init).then(function (r) {
       return r.text().then(function (t) {
@@ -139,6 +139,14 @@
     }, function (err) {
       return {status: 0, ok: false, data: {detail: "the request failed: " + err.message}};
     });
+  }
+
+  /* Money is exact decimal text, never a binary float: formBody marks a
+   * decimal field's text, and toJson writes it into the JSON unquoted,
+   * digit for digit as typed. */
+  var DECIMAL = "\u0000decimal:";
+  function toJson(body) {
+    return JSON.stringify(body).replace(/"\\u0000decimal:(-?\d+(?:\.\d+)?)"/g, "$1");
   }
 
   /* The JSON body of a form: names with dots nest ("producer.name",
@@ -153,7 +161,7 @@
         v = i.value.trim();
         if (v === "") return;
         if (t === "int") v = /^-?\d+$/.test(v) ? parseInt(v, 10) : v;
-        else if (t === "decimal") v = /^-?\d+(\.\d+)?$/.test(v) ? Number(v) : v;
+        else if (t === "decimal") v = /^-?\d+(\.\d+)?$/.test(v) ? DECIMAL + v : v;
         else if (t === "list") v = v.split(",").map(function (s) { return s.trim(); }).filter(Boolean);
       }
       var parts = i.name.split("."), o = out;
@@ -223,10 +231,12 @@
       clear(tb);
       if (!res.ok) { showProblem(res); return; }
       var rows = (res.data.data || []).filter(filter || function () { return true; });
+      var heads = Array.prototype.map.call($(name + "-table").tHead.rows[0].cells, function (th) { return th.textContent; });
       rows.forEach(function (r) {
         var tr = el("tr");
-        cells(r).forEach(function (c) {
+        cells(r).forEach(function (c, i) {
           var td = el("td");
+          if (heads[i]) td.dataset.label = heads[i];
           if (c instanceof Node) td.appendChild(c); else td.textContent = c === null || c === undefined ? "" : String(c);
           tr.appendChild(td);
         });

@@ -521,6 +521,41 @@ WM_TEST(portal_browser, a_partner_walks_the_portal_in_chromium, .init = up, .fin
 	wd_enter(&w, "#minted-done");
 	wd_wait(&w, "document.getElementById('minted').hidden && document.getElementById('minted-key').value === ''",
 		"the key gone from the page");
+	/* rename, expire and revoke it from its row; then curl is refused */
+	char kid[64], css[160];
+	wd_str(&w, "Array.prototype.filter.call(document.querySelectorAll('#keys-table tbody tr'), function (tr) { "
+		   "return tr.textContent.indexOf('portal test key') >= 0; })[0].dataset.id",
+	       kid, sizeof(kid));
+	cr_assert(kid[0], "the minted key's row has no id");
+	snprintf(css, sizeof(css), "#keys-table tr[data-id=\"%s\"] .k-name", kid);
+	wd_fill(&w, css, "renamed in the portal");
+	snprintf(css, sizeof(css), "#keys-table tr[data-id=\"%s\"] .k-rename", kid);
+	wd_enter(&w, css);
+	wd_wait(&w, "document.getElementById('keys-table').textContent.indexOf('renamed in the portal') >= 0",
+		"the new name listed");
+	snprintf(css, sizeof(css), "#keys-table tr[data-id=\"%s\"] .k-expiry", kid);
+	wd_fill(&w, css, "2031-01-01T00:00:00Z");
+	snprintf(css, sizeof(css), "#keys-table tr[data-id=\"%s\"] .k-setexp", kid);
+	wd_enter(&w, css);
+	wd_wait(&w, "document.getElementById('keys-table').textContent.indexOf('2031-01-01') >= 0",
+		"the expiry listed");
+	snprintf(css, sizeof(css), "#keys-table tr[data-id=\"%s\"] .k-revoke", kid);
+	wd_enter(&w, css); /* arms */
+	wd_enter(&w, css); /* confirms */
+	snprintf(css, sizeof(css),
+		 "document.querySelector('#keys-table tr[data-id=\"%s\"]').textContent.indexOf('revoked') >= 0", kid);
+	wd_wait(&w, css, "the key revoked");
+	shots(&w, "keys-revoked");
+	for (int t = 0; t < 50; t++) { /* the router's replica of the keys learns it */
+		c = popen(cmd, "r");
+		cr_assert_not_null(c);
+		cr_assert_not_null(fgets(out, sizeof(out), c));
+		pclose(c);
+		if (!strcmp(out, "401"))
+			break;
+		usleep(100 * 1000);
+	}
+	cr_assert_str_eq(out, "401", "the revoked key with curl: %s", out);
 
 	/* webhooks: a refused URL shows detail and field error; then created */
 	nav(&w, "webhooks");

@@ -234,6 +234,7 @@
       var heads = Array.prototype.map.call($(name + "-table").tHead.rows[0].cells, function (th) { return th.textContent; });
       rows.forEach(function (r) {
         var tr = el("tr");
+        if (r.id) tr.dataset.id = r.id;
         cells(r).forEach(function (c, i) {
           var td = el("td");
           if (heads[i]) td.dataset.label = heads[i];
@@ -334,8 +335,8 @@
   function keyActions(k) {
     var d = el("div");
     if (k.revoked_at) return d;
-    var nameIn = el("input"), exIn = el("input"), rn = el("button", "Rename"), ex = el("button", "Set expiry"),
-        rv = el("button", "Revoke", "danger");
+    var nameIn = el("input", null, "k-name"), exIn = el("input", null, "k-expiry"), rn = el("button", "Rename", "k-rename"),
+        ex = el("button", "Set expiry", "k-setexp"), rv = el("button", "Revoke", "danger k-revoke");
     nameIn.value = k.name || ""; nameIn.setAttribute("aria-label", "New name for key " + k.prefix);
     exIn.value = k.expires_at || ""; exIn.placeholder = "2030-01-01T00:00:00Z";
     exIn.setAttribute("aria-label", "Expiry (UTC) for key " + k.prefix + ", empty for none");

@@ -8,16 +8,22 @@
  *   - a newcomer (status applied) signs in with its key and sees step 1
  *     done and step 2 waiting for the platform; the platform verifies it
  *     (the API, as an operator would); Refresh shows step 2 done;
- *   - a live seller signs in: onboarding, roles, keys -- mints a key, which
- *     is shown once and then works with curl --, webhooks -- a refused URL
- *     shows the API's detail and the field error next to the field, then
- *     an endpoint is created with its secret shown once --, the catalogue
- *     (the wine of the fixture is listed), and a test order that reaches
- *     `reserved` with its documents listed.
+ *   - a live seller signs in: onboarding; roles; keys -- mints a key,
+ *     which is shown once and works with curl, renames it, sets its
+ *     expiry, revokes it (curl is then refused), pages through 22 keys by
+ *     cursor --; webhooks -- a refused URL shows the API's detail and the
+ *     field error next to the field, then an endpoint is created with its
+ *     secret shown once --; the catalogue (the fixture's wine listed, an
+ *     empty listing form refused field by field); a test order that
+ *     reaches `reserved` with its documents listed; the capability flags
+ *     saved, and that event's delivery (dead: a test build sends nothing
+ *     off loopback) in the endpoint's deliveries and dead letters, then
+ *     replayed.
  *
  * Every page is photographed at 1280 and 360 px wide (full page) into
  * build/portal-shots/<page>-<width>.png, must not scroll sideways at 360,
- * and must leave no console error and no CSP violation (the browser log at
+ * must have a label (or aria-label) on every control, and must leave no
+ * console error and no CSP violation (the browser log at
  * level SEVERE; portal.js also counts securitypolicyviolation events into
  * #csp-violations).  The only errors allowed are the network lines of the
  * two requests the test makes fail on purpose (a 422 each).
@@ -328,6 +334,18 @@ static void shots(struct wd *w, const char *page)
 	}
 	wd_width(w, SHOT_WIDE);
 	assert_no_console_errors(w, page);
+	/* every control has a name a screen reader reads: a label, an
+	 * aria-label, or (a button) its text */
+	char unlabelled[512];
+	wd_str(w,
+	       "Array.prototype.filter.call(document.querySelectorAll('input, select, textarea, button'), function (e) {"
+	       " if (e.type === 'hidden') return false;"
+	       " if (e.getAttribute('aria-label')) return false;"
+	       " if (e.tagName === 'BUTTON') return !e.textContent.trim();"
+	       " return !(e.labels && e.labels.length); }).map(function (e) { return e.id || e.name || e.className; })"
+	       ".join(' ')",
+	       unlabelled, sizeof(unlabelled));
+	cr_assert_str_eq(unlabelled, "", "page %s: controls without a label: %s", page, unlabelled);
 }
 
 static void wd_start(struct wd *w)
@@ -556,6 +574,26 @@ WM_TEST(portal_browser, a_partner_walks_the_portal_in_chromium, .init = up, .fin
 		usleep(100 * 1000);
 	}
 	cr_assert_str_eq(out, "401", "the revoked key with curl: %s", out);
+	/* cursor paging: 20 more keys make 22, two pages of the portal's 20 */
+	for (int k = 0; k < 20; k++) {
+		char spare[128];
+		tc_key_for(port, x.sel, spare);
+	}
+	wd_enter(&w, "#keys-first");
+	char first[64], cond0[256];
+	wd_wait(&w, "document.querySelectorAll('#keys-table tbody tr[data-id]').length === 20 && "
+		    "!document.getElementById('keys-next').disabled",
+		"a full first page of keys and a next one");
+	wd_str(&w, "document.querySelector('#keys-table tbody tr[data-id]').dataset.id", first, sizeof(first));
+	wd_enter(&w, "#keys-next");
+	snprintf(cond0, sizeof(cond0),
+		 "document.querySelectorAll('#keys-table tbody tr[data-id]').length === 2 && "
+		 "!document.querySelector('#keys-table tbody tr[data-id=\"%s\"]') && document.getElementById('keys-next').disabled",
+		 first);
+	wd_wait(&w, cond0, "the second page: the last 2 of 22 keys");
+	wd_enter(&w, "#keys-first");
+	snprintf(cond0, sizeof(cond0), "!!document.querySelector('#keys-table tbody tr[data-id=\"%s\"]')", first);
+	wd_wait(&w, cond0, "the first page again");
 
 	/* webhooks: a refused URL shows detail and field error; then created */
 	nav(&w, "webhooks");
@@ -628,6 +666,9 @@ WM_TEST(portal_browser, a_partner_walks_the_portal_in_chromium, .init = up, .fin
 		}
 	}
 	cr_assert(dead, "no dead letter of the order's events");
+	wd_wait(&w, "document.querySelectorAll('#deliv-table tbody tr[data-id]').length > 0 && "
+		    "document.getElementById('deliv-table').textContent.indexOf('dead') >= 0",
+		"the endpoint's deliveries listed");
 	shots(&w, "webhooks-dlq");
 	wd_type(&w, "#dlq-table tbody button", WD_ENTER);
 	wd_wait(&w, "document.getElementById('alert').className === 'alert ok' && "

@@ -256,7 +256,7 @@
     });
   }
   function bindPager(name, reload) {
-    $(name + "-first").addEventListener("click", function () { lists[name].cursor = null; reload(); });
+    $(name + "-first").addEventListener("click", function () { lists[name] = {cursor: null, next: null}; reload(); });
     $(name + "-next").addEventListener("click", function () {
       if (lists[name] && lists[name].next) { lists[name].cursor = lists[name].next; reload(); }
     });
@@ -374,19 +374,27 @@
     $("whe-form").hidden = !hasScope("write:webhooks");
     if (locked("webhooks", "webhooks", "read:webhooks")) { $("whe-form").hidden = true; return Promise.resolve(); }
     return pagedList("whe", "/v1/webhook-endpoints", function (w) {
-      var b = el("button", "Dead letters", "secondary");
+      var b = el("button", "Deliveries", "secondary");
       b.type = "button";
-      b.setAttribute("aria-label", "Dead letters of " + w.url);
+      b.setAttribute("aria-label", "Deliveries and dead letters of " + w.url);
       b.addEventListener("click", function () { loadDlq(w); });
       return [w.url, (w.event_types || []).join(", "), w.status + (w.disabled_reason ? " (" + w.disabled_reason + ")" : ""), b];
     });
   }
   var dlqEndpoint = null;
+  function loadDeliveries() {
+    var path = "/v1/webhook-endpoints/" + encodeURIComponent(dlqEndpoint.id);
+    return pagedList("deliv", path + "/deliveries", function (d) {
+      return [d.event_type, d.status, d.attempts, d.last_error || d.last_status || "", d.created_at];
+    });
+  }
   function loadDlq(w) {
+    if (!dlqEndpoint || dlqEndpoint.id !== w.id) lists.deliv = lists.dlq = null;
     dlqEndpoint = w;
     $("dlq").hidden = false;
-    $("dlq-title").textContent = "Dead letters of " + w.url;
+    $("dlq-title").textContent = "Deliveries of " + w.url;
     var path = "/v1/webhook-endpoints/" + encodeURIComponent(w.id);
+    loadDeliveries();
     return pagedList("dlq", path + "/dead-letters", function (d) {
       var b = el("button", "Replay", "secondary");
       b.type = "button";
@@ -569,6 +577,7 @@
     bindForm("offer-form", "POST", "/v1/offers", function (o, f) { f.reset(); showAlert("Offer " + o.id + " created.", true); loadOffers(); });
     bindForm("listing-form", "POST", "/v1/listings", function (l, f) { f.reset(); showAlert("Listing " + l.id + " created.", true); loadListings(); });
     bindPager("keys", loadKeys);
+    bindPager("deliv", loadDeliveries);
     bindPager("wines", loadWines);
     bindPager("offers", loadOffers);
     bindPager("listings", loadListings);

@@ -52,8 +52,12 @@
     note.hidden = !why;
     return !!why;
   }
-  var CAPS = ["provides_wine_data", "provides_inventory", "permissions", "fulfills_orders",
-              "feeds_unoffered_wines", "creates_orders", "curates_offers", "sets_shelf_price"];
+  /* Each capability flag and the roles that allow it (Capabilities in
+   * api/openapi.json: 422 requires_role otherwise). */
+  var CAPS = [["provides_wine_data", ["originator"]], ["provides_inventory", ["originator"]],
+              ["permissions", ["originator"]], ["fulfills_orders", ["originator", "fulfiller"]],
+              ["feeds_unoffered_wines", ["fulfiller"]], ["creates_orders", ["seller"]],
+              ["curates_offers", ["seller"]], ["sets_shelf_price", ["seller"]]];
   var PAGES = ["signin", "onboarding", "roles", "keys", "webhooks", "catalogue", "order"];
 
   function $(id) { return document.getElementById(id); }
@@ -150,12 +154,13 @@
   }
 
   /* The JSON body of a form: names with dots nest ("producer.name",
-   * "lines.0.sku" makes an array), empty fields are left out, data-type
-   * says how to convert (int, decimal, bool, list). */
+   * "lines.0.sku" makes an array), empty and disabled fields are left
+   * out, data-type says how to convert (int, decimal, bool, list). */
   function formBody(form) {
     var out = {};
     form.querySelectorAll("input[name], select[name]").forEach(function (i) {
       var t = i.dataset.type || "", v;
+      if (i.disabled) return;
       if (t === "bool") v = i.checked;
       else {
         v = i.value.trim();
@@ -320,10 +325,13 @@
       $("roles-list").textContent = (p.roles || []).length ? p.roles.join(", ") : "none yet";
       var box = $("caps-boxes");
       clear(box);
-      CAPS.forEach(function (c) {
-        var d = el("div", null, "field check"), i = el("input"), l = el("label", c);
+      CAPS.forEach(function (cr) {
+        var c = cr[0], allowed = cr[1].some(function (r) { return (p.roles || []).indexOf(r) >= 0; });
+        var d = el("div", null, "field check"), i = el("input"),
+            l = el("label", c + (allowed ? "" : " (needs the " + cr[1].join(" or ") + " role)"));
         i.type = "checkbox"; i.id = "cap-" + c; i.name = "capabilities." + c; i.dataset.type = "bool";
         i.checked = !!(p.capabilities && p.capabilities[c]);
+        i.disabled = !allowed;
         l.htmlFor = i.id;
         d.appendChild(i); d.appendChild(l);
         box.appendChild(d);

@@ -127,8 +127,8 @@ tools: $(TOOLS:%=bin/%)
 # (crashes, WAL and disk, connections, TLS, snapshots, media files, the CLI,
 # the shard's own audit, the router and cluster suites themselves, the
 # renderer, the webhook library, the decision log, the delay proxy and the
-# partition harness, which start no shard, the 2PC suites, which start their
-# own clusters), the one tax test that reads a single shard's log file and
+# partition harness, which start no shard, the 2PC suites and the partner
+# portal's, which start their own clusters), the one tax test that reads a single shard's log file and
 # the one order test that counts a single shard's WAL transactions (through
 # a router, /metrics is one shard's, which also applies other shards' rows).
 # Orders whose stock lies on another shard than their destination
@@ -137,7 +137,7 @@ TEST_CLUSTER_SKIP := order_crash/* media/* router/* conn/* audit/* tls/* shard_m
 	snapshot_child/* ops/* http/* ctl/* tax_2026/stale_reference_data_warns_in_metrics_and_log \
 	replication/* replication_units/* \
 	cluster_orders/* cluster_fulfil/* retention/* txn_part/* txn_crash/* txn_partition/* txn_delay/* fanout/* route_class/* documents/* webhooks/* \
-	decision_log/* delay_proxy/* netns/* chaos/* \
+	decision_log/* delay_proxy/* netns/* chaos/* portal/* portal_browser/* \
 	auth/minted_key_is_shown_once_and_only_its_hash_is_stored \
 	auth/operator_key_is_printed_once_or_taken_from_the_environment \
 	order/an_order_is_one_wal_transaction fulfilment/kill9_* returns/kill9_* settlement/kill9_* order_documents/kill9_*
@@ -171,6 +171,9 @@ run: all
 
 # The OpenAPI document is embedded with .incbin: rebuild when it changes.
 build/rel/engine/edge/openapi_blob.o build/san/engine/edge/openapi_blob.o build/fuzz/engine/edge/openapi_blob.o: api/openapi.json
+# ... and so are the partner portal's files (shard-router/portal_blob.c).
+PORTAL_FILES := shard-router/portal/index.html shard-router/portal/portal.css shard-router/portal/portal.js
+build/rel/shard-router/portal_blob.o build/san/shard-router/portal_blob.o build/fuzz/shard-router/portal_blob.o: $(PORTAL_FILES)
 
 # ---- fuzzing (clang + libFuzzer) -----------------------------------------
 FUZZ_CFLAGS := -std=c17 -D_GNU_SOURCE -I. -Wall -Wextra -Werror $(PKG_CFLAGS) -g -O1 \

@@ -16,7 +16,8 @@
  *   - RC_BROADCAST: every shard acts; the first failure is relayed, else
  *     the home's answer;
  *   - RC_FANOUT: one page from every shard, merged (router_fanout.c).
- * The process's own routes (/healthz, /readyz) are answered here; /metrics
+ * The process's own routes (/healthz, /readyz) and the partner portal's
+ * static files (/portal/, portal.c) are answered here; /metrics
  * is the home's answer (it checks the operator key) followed by the
  * router's own series.
  *
@@ -60,6 +61,7 @@
 #include "net/problem.h"
 #include "shard-router/coordinator.h"
 #include "shard-router/fanout.h"
+#include "shard-router/portal.h"
 #include "engine/cluster/internal_headers.h"
 #include "engine/cluster/route_class.h"
 
@@ -949,6 +951,10 @@ void router_handle(void *app, const struct srv_request *rq, struct srv_response 
 	}
 	if (h->path_len >= 10 && !memcmp(h->path, "/internal/", 10)) {
 		answer_internal(r, h, rs);
+		return;
+	}
+	if (!rule && portal_owns(h->path, h->path_len)) { /* the partner portal: static, no key */
+		portal_answer(h, rs);
 		return;
 	}
 	/* the edge: key, rate, scope, action (the process's own /metrics is

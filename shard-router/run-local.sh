@@ -62,6 +62,7 @@ done
 "$BIN/wm-router" --listen "$LISTEN" --router-id 0 --data-dir "$DATA_DIR/router" --shard-map "$MAP" \
 	--cluster-secret-file "$SECRET" 2>>"$DATA_DIR/logs/router.log" &
 pids+=($!)
+echo "partner portal: http://$LISTEN/portal/ (sign in with a partner's secret key)"
 echo "cluster: router http://$LISTEN, shards on $HOST:$SHARD_BASE_PORT..$((SHARD_BASE_PORT + 2)); logs in $DATA_DIR/logs; Ctrl-C stops it"
 # one process gone means the cluster is not whole: stop the rest
 wait -n "${pids[@]}" || true

@@ -280,3 +280,18 @@ void ow_deliver(struct oworld *x, const char *id, unsigned legs, long ago_s)
 	}
 	json_decref(o);
 }
+
+json_t *ow_order_replicated(struct oworld *x, int qty)
+{
+	int st = 0;
+	json_t *j = NULL;
+	for (int t = 0; t < 250; t++) {
+		j = ow_order(x, qty, NULL, NULL, &st);
+		if (st != 422)
+			break;
+		json_decref(j); /* the destination's replica has not seen the stock yet */
+		usleep(20 * 1000);
+	}
+	cr_assert_eq(st, 201, "order: %d", st);
+	return j;
+}

@@ -58,6 +58,10 @@ json_t *ow_order(struct oworld *x, int qty, const char *extra, const char *idem,
  * the HTTP status with the parsed response in *out (caller decrefs), or -1
  * with *out NULL when the connection closed without a response. */
 int ow_order_try(struct oworld *x, int qty, const char *extra, const char *idem, json_t **out);
+/* In a cluster: ow_order, retried (bounded, 5 s) while it is a 422 because
+ * the destination's replica has not seen the stock yet; asserts the 201
+ * and returns the order (caller decrefs). */
+json_t *ow_order_replicated(struct oworld *x, int qty);
 /* GET path as the operator, expecting 200. */
 json_t *ow_get(struct oworld *x, const char *path);
 /* The level's reserved, allocated, on_hand (operator view). */

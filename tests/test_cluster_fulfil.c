@@ -46,16 +46,7 @@ static void level_wait_for(struct wm_cluster *c, const char *lv, long long on_ha
 /* A reserved cross-shard order of qty (stock in FR, destination DE): its id and first leg. */
 static void cross_order(struct oworld *w, int qty, char *id, char *leg)
 {
-	int st = 0;
-	json_t *j = NULL;
-	for (int t = 0; t < 250; t++) {
-		j = ow_order(w, qty, NULL, NULL, &st);
-		if (st != 422)
-			break;
-		json_decref(j); /* the destination's replica has not seen the stock yet */
-		usleep(20 * 1000);
-	}
-	cr_assert_eq(st, 201, "order: %d", st);
+	json_t *j = ow_order_replicated(w, qty);
 	cr_assert_str_eq(json_string_value(json_object_get(j, "status")), "reserved");
 	snprintf(id, 64, "%s", json_string_value(json_object_get(j, "id")));
 	json_t *l = json_array_get(json_object_get(j, "fulfillments"), 0);

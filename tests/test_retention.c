@@ -38,16 +38,7 @@ static long long metric(const struct wm_cluster *c, unsigned i, const char *seri
 
 static void order(struct oworld *w, int qty, char *id)
 {
-	int st = 0;
-	json_t *j = NULL;
-	for (int t = 0; t < 250; t++) {
-		j = ow_order(w, qty, NULL, NULL, &st);
-		if (st != 422)
-			break;
-		json_decref(j); /* the destination's replica has not seen the stock yet */
-		usleep(20 * 1000);
-	}
-	cr_assert_eq(st, 201, "order: %d", st);
+	json_t *j = ow_order_replicated(w, qty);
 	snprintf(id, 64, "%s", json_string_value(json_object_get(j, "id")));
 	json_decref(j);
 }

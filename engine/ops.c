@@ -18,6 +18,7 @@
 #include "engine/edge/park.h"
 #include "engine/base/log.h"
 #include "engine/ops.h"
+#include "engine/checks.h"
 
 #include "engine/stock/txn_part.h"
 #include "engine/pricing/refdata.h"
@@ -129,6 +130,7 @@ static void metrics(struct api_ctx *c)
 	txn_part_metrics(sh, o);
 	documents_metrics(sh, o);
 	webhooks_metrics(sh, o);
+	checks_metrics(sh, o);
 	for (int i = 0; i < REC_T_COUNT_; i++)
 		if (sh->tables[i].ops)
 			buf_printf(o, "wm_table_rows{table=\"%s\"} %zu\n", sh->tables[i].ops->name,

@@ -23,6 +23,8 @@ static const char *const rec_names[REC_T_COUNT_] = {
 	[REC_T_DOCUMENT] = "document", [REC_T_DOC_SEQ] = "doc_seq",
 	[REC_T_WH_ENDPOINT] = "webhook_endpoint", [REC_T_WH_DELIVERY] = "webhook_delivery",
 	[REC_T_WH_CURSOR] = "webhook_cursor",
+	[REC_T_CHECK_FINDING] = "check_finding",
+	[REC_T_CHECK_RUN] = "check_run",
 };
 
 const char *rec_table_name(unsigned table)

@@ -63,6 +63,8 @@ enum rec_table {
 	REC_T_WH_ENDPOINT = 30, /* a webhook endpoint (subscription) with its signing secrets (engine/webhooks/endpoint.c) */
 	REC_T_WH_DELIVERY = 31, /* one (endpoint, event) delivery, id "<endpoint id>.<event id>" (engine/webhooks/delivery.c) */
 	REC_T_WH_CURSOR = 32,   /* the fan-out's position in the event log, one row "fanout" (engine/webhooks/delivery.c) */
+	REC_T_CHECK_FINDING = 35, /* an open consistency-check finding, id "<kind>/<id>[/<id>]" (engine/checks.c) */
+	REC_T_CHECK_RUN = 36,     /* the consistency checks' last run, one row "last" (engine/checks.c) */
 	REC_T_COUNT_
 };
 

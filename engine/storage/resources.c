@@ -42,6 +42,8 @@ const struct table_ops *const resource_tables[] = {
 	&wh_endpoint_table_ops, /* webhook endpoints (engine/webhooks/endpoint.c) */
 	&wh_delivery_table_ops, /* their deliveries, one per (endpoint, event) (engine/webhooks/delivery.c) */
 	&wh_cursor_table_ops, /* the fan-out's position in the event log (engine/webhooks/delivery.c) */
+	&checks_finding_table_ops, /* open consistency-check findings (engine/checks.c) */
+	&checks_run_table_ops, /* the checks' last run (engine/checks.c) */
 	NULL,
 };
 

@@ -40,6 +40,8 @@ extern const struct table_ops doc_seq_table_ops;
 extern const struct table_ops wh_endpoint_table_ops;  /* engine/webhooks/endpoint.c */
 extern const struct table_ops wh_delivery_table_ops;  /* engine/webhooks/delivery.c */
 extern const struct table_ops wh_cursor_table_ops;    /* engine/webhooks/delivery.c */
+extern const struct table_ops checks_finding_table_ops; /* engine/checks.c */
+extern const struct table_ops checks_run_table_ops;     /* engine/checks.c */
 extern const struct table_ops repl_pos_table_ops; /* REC_T_META: replication positions (engine/replication/repl_pos.c) */
 
 /* NULL-terminated list of every table the shard has. */

@@ -1,0 +1,650 @@
+/*
+ * checks.c -- the nightly consistency checks (spec 1 item 9, issue 18 item
+ * 8; contract in checks.h).
+ *
+ * What a run looks for, each finding a kind and the ids it names:
+ *   catalogue (the catalogue home only: shard 0, or a cluster of one --
+ *   wines, offers and listings are its rows; the other shards hold
+ *   replicas, which would only repeat its findings):
+ *     wine_no_offer             a wine that no offer sells (withdrawn
+ *                               offers do not count);
+ *     offer_no_stock            an offer not withdrawn with no inventory
+ *                               level at all (a join failure, not a sold-out
+ *                               offer: that one has a level at 0).  Levels
+ *                               of every shard reach the home by
+ *                               replication;
+ *     listing_offer_missing     a listing naming an offer that does not exist;
+ *     listing_offer_withdrawn   a listing not delisted whose offer is withdrawn;
+ *   orders <-> settlement <-> compliance (every shard, its own orders):
+ *     paid_order_no_duty        a paid order (captured, or refunded after)
+ *                               with a delivered leg that has no delivery
+ *                               register record ("<order>.C<leg>.*",
+ *                               written in the scan that delivers the leg):
+ *                               the duty was never filed;
+ *     duty_no_paid_order        register records ("<order>.C..",
+ *                               "<order>.R<n>.X..") of an order that does
+ *                               not exist here or was never paid;
+ *     payout_no_paid_order      payouts ("<order>.S<n>") of such an order;
+ *   the shard's half of the whole-cluster invariants (engine/check.c, the
+ *   walk GET /internal/check makes for `wm-ctl cluster check`):
+ *     stock_invariant           a level against its holds and its history;
+ *     ledger_invariant          an order against its charge.
+ * The cross-shard half (a leg's hold lives on its stock's shard, the order
+ * on its destination's) is joined by `wm-ctl checks run`, which runs every
+ * shard's checks and then `wm-ctl cluster check`'s join
+ * (shard-router/ctl_cluster.c).
+ *
+ * Flagged exactly once: the open findings are rows (REC_T_CHECK_FINDING,
+ * id "<kind>/<id>[/<id>]").  A run stores and flags (one
+ * `pim.reconciliation.flagged` event, one log line at warn) only what is
+ * not open yet, and closes (deletes, logs) what it no longer finds; a
+ * finding that comes back later is a new one and is flagged again.  The
+ * run's row (REC_T_CHECK_RUN, one row "last") keeps the run count and
+ * the last run for /metrics across restarts.  The operations alert: after
+ * a run with any finding open, a log line at error and a
+ * `pim.reconciliation.flagged` event of kind "summary" with the counts
+ * (the spec's event list has no operations event; this one is the spec's
+ * "nightly join-integrity failure", so a subscriber to it sees the alert).
+ *
+ * Why in the loop, in one pass: the loop is single-threaded and every
+ * request is atomic, so a scan made between two requests reads exactly
+ * the state at one LSN (the run reports it) -- the consistent view, with
+ * no copy.  The alternatives were a scan in slices over several ticks
+ * (the view moves between slices: it needs a frozen copy or a
+ * multi-version store, neither of which exists) or a forked child as the
+ * snapshot writer uses (consistent for free, but its findings must come
+ * back through a file and the POST route could then not answer with the
+ * run).  So a run holds the loop for one pass over the tables the checks
+ * read: O(wines + offers + listings + levels + holds + stock events +
+ * orders + register records + payouts), hash sets and no sorting; on the
+ * demo data it takes about a millisecond (the run's `elapsed_us`, also in
+ * /metrics), the order of one large list request.  Bounded: a run records
+ * at most CHECKS_MAX_FINDINGS findings (the rest are counted, `truncated`),
+ * and writes them in transactions like any other.  A data set where one
+ * pass is too long for the loop is where the forked child becomes worth
+ * its file.
+ *
+ * Schedule: --checks-at HH:MM (UTC; default 03:00; "off": never) runs the
+ * checks when the wall clock passes that time while the shard runs (a
+ * shard down at that time waits for the next day or for an operator's
+ * POST /v1/admin/checks/run).
+ */
+#include "engine/checks.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/base/log.h"
+#include "engine/catalogue/wine.h"
+#include "engine/check.h"
+#include "engine/cluster/shard_map.h"
+#include "engine/edge/api.h"
+#include "engine/edge/fields.h"
+#include "engine/orders/order.h"
+#include "engine/orders/payment.h"
+#include "engine/stock/inventory.h"
+#include "engine/supply/listing.h"
+#include "engine/supply/offer.h"
+#include "net/jsonw.h"
+
+#define CHECKS_KEY_MAX 200u         /* a finding's row id: "<kind>/<id>[/<id>]" */
+#define CHECKS_DOC_MAX 1024u        /* a finding's row or event document */
+#define CHECKS_RUN_ID "last"        /* the run row's id */
+#define CHECKS_DAY_MS 86400000ULL
+
+const char *const checks_kind_names[] = {
+	"wine_no_offer",         "offer_no_stock",     "listing_offer_missing", "listing_offer_withdrawn",
+	"paid_order_no_duty",    "duty_no_paid_order", "payout_no_paid_order",  CHECK_K_STOCK,
+	CHECK_K_LEDGER,          NULL,
+};
+_Static_assert(sizeof(checks_kind_names) / sizeof(checks_kind_names[0]) == CK_N_KIND + 1, "one name per kind");
+
+/* ---- the tables ----------------------------------------------------------------------------- */
+
+struct check_finding {
+	struct row row;
+	uint8_t kind; /* enum checks_kind */
+};
+
+static int kind_of(const char *s)
+{
+	for (int k = 0; checks_kind_names[k]; k++)
+		if (!strcmp(checks_kind_names[k], s))
+			return k;
+	return -1;
+}
+
+static int finding_decode(struct table *t, struct row *r, const struct json_value *doc)
+{
+	(void)t;
+	char kind[CHECKS_KIND_MAX];
+	int k = fld_doc_str(doc, "kind", kind, sizeof(kind)) ? -1 : kind_of(kind);
+	if (k < 0)
+		return -1;
+	((struct check_finding *)r)->kind = (uint8_t)k;
+	return 0;
+}
+
+static const char *const finding_keys[] = {"kind", NULL};
+
+const struct table_ops checks_finding_table_ops = {
+	.rec_table = REC_T_CHECK_FINDING,
+	.name = "check_finding",
+	.row_size = sizeof(struct check_finding),
+	.decode = finding_decode,
+	.decode_keys = finding_keys,
+};
+
+struct check_run_row {
+	struct row row;
+	uint64_t runs, last_unix_ms, last_elapsed_us, last_lsn;
+};
+
+static int u64_of(const struct json_value *doc, const char *k, uint64_t *out)
+{
+	int64_t v;
+	const struct json_value *x = json_get(doc, k);
+	if (!x || x->type != JSON_NUMBER || json_to_int64(x, &v) || v < 0)
+		return -1;
+	*out = (uint64_t)v;
+	return 0;
+}
+
+static int run_decode(struct table *t, struct row *r, const struct json_value *doc)
+{
+	(void)t;
+	struct check_run_row *x = (struct check_run_row *)r;
+	return u64_of(doc, "runs", &x->runs) || u64_of(doc, "last_run_unix_ms", &x->last_unix_ms) ||
+			       u64_of(doc, "last_elapsed_us", &x->last_elapsed_us) || u64_of(doc, "last_lsn", &x->last_lsn)
+		       ? -1
+		       : 0;
+}
+
+const struct table_ops checks_run_table_ops = {
+	.rec_table = REC_T_CHECK_RUN,
+	.name = "check_run",
+	.row_size = sizeof(struct check_run_row),
+	.decode = run_decode,
+};
+
+/* ---- the scan ------------------------------------------------------------------------------- */
+
+struct finding {
+	char key[CHECKS_KEY_MAX];
+	uint8_t kind;
+	char a[ID_MAX_LEN * 2], b[16];
+	char detail[CHECKS_DETAIL_MAX];
+};
+
+/* What a scan found: the findings (keyed by their row id, so a finding
+ * reported twice -- a level with two violations -- is kept once). */
+struct scan {
+	struct finding *f;
+	size_t n, cap;
+	struct hidx by_key;
+	uint64_t found; /* distinct findings, recorded or not */
+	int truncated, oom;
+};
+
+static void scan_add(struct scan *s, int kind, const char *a, const char *b, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void scan_add(struct scan *s, int kind, const char *a, const char *b, const char *fmt, ...)
+{
+	struct finding x = {.kind = (uint8_t)kind};
+	snprintf(x.a, sizeof(x.a), "%s", a);
+	snprintf(x.b, sizeof(x.b), "%s", b ? b : "");
+	int kl = snprintf(x.key, sizeof(x.key), "%s/%s%s%s", checks_kind_names[kind], x.a, x.b[0] ? "/" : "", x.b);
+	if (kl <= 0 || (size_t)kl >= sizeof(x.key) || hidx_get_untracked(&s->by_key, x.key, (uint32_t)kl))
+		return;
+	s->found++;
+	if (s->n == CHECKS_MAX_FINDINGS) {
+		s->truncated = 1;
+		return;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(x.detail, sizeof(x.detail), fmt, ap);
+	va_end(ap);
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		struct finding *f = realloc(s->f, cap * sizeof(*f));
+		if (!f) {
+			s->oom = 1;
+			return;
+		}
+		/* the index points into the array: re-key it after the move */
+		s->f = f;
+		s->cap = cap;
+		hidx_free(&s->by_key);
+		hidx_init(&s->by_key);
+		for (size_t i = 0; i < s->n; i++)
+			if (hidx_put(&s->by_key, s->f[i].key, (uint32_t)strlen(s->f[i].key), &s->f[i]) < 0)
+				s->oom = 1;
+	}
+	s->f[s->n] = x;
+	if (hidx_put(&s->by_key, s->f[s->n].key, (uint32_t)kl, &s->f[s->n]) < 0)
+		s->oom = 1;
+	s->n++;
+}
+
+/* A set of ids (the keys live in the rows: the scan runs between requests,
+ * nothing frees them meanwhile). */
+static void set_add(struct hidx *h, const char *id, int *oom)
+{
+	size_t n = strnlen(id, ID_MAX_LEN);
+	if (n && n < ID_MAX_LEN && hidx_put(h, id, (uint32_t)n, (void *)id) < 0)
+		*oom = 1;
+}
+
+static int set_has(const struct hidx *h, const char *id)
+{
+	size_t n = strnlen(id, ID_MAX_LEN);
+	return n && n < ID_MAX_LEN && hidx_get_untracked(h, id, (uint32_t)n) != NULL;
+}
+
+#define FOR_ROWS(sh, tbl, T, var, it, ok)                                                                  \
+	for (int ok = oidx_seek_ge(&(sh)->tables[tbl].by_order, "", 0, &it); ok; ok = oidx_next(&it))         \
+		for (const T *var = oidx_iter_val(&it); var; var = NULL)
+
+/* Wines without offers, offers without levels, listings without offers. */
+static void scan_catalogue(struct shard *sh, struct scan *s)
+{
+	struct hidx offered, stocked;
+	hidx_init(&offered);
+	hidx_init(&stocked);
+	int oom = 0;
+	struct oidx_iter it;
+	FOR_ROWS(sh, REC_T_OFFER, struct offer, o, it, ok)
+	if (o->status != OS_WITHDRAWN)
+		set_add(&offered, o->wine_id, &oom);
+	FOR_ROWS(sh, REC_T_INVENTORY, struct inv_level, l, it, ok)
+	set_add(&stocked, l->offer_id, &oom);
+	if (oom) {
+		s->oom = 1;
+	} else {
+		FOR_ROWS(sh, REC_T_WINE, struct wine, w, it, ok)
+		if (!set_has(&offered, w->row.id))
+			scan_add(s, CK_WINE_NO_OFFER, w->row.id, NULL, "wine %s (%s) has no offer", w->row.id,
+				 wine_status_names[w->status]);
+		FOR_ROWS(sh, REC_T_OFFER, struct offer, o, it, ok)
+		if (o->status != OS_WITHDRAWN && !set_has(&stocked, o->row.id))
+			scan_add(s, CK_OFFER_NO_STOCK, o->row.id, NULL, "offer %s (%s) has no inventory level", o->row.id,
+				 offer_status_names[o->status]);
+	}
+	FOR_ROWS(sh, REC_T_LISTING, struct listing, l, it, ok)
+	{
+		if (l->status == LS_DELISTED)
+			continue;
+		const struct row *o = hidx_get_untracked(&sh->tables[REC_T_OFFER].by_id, l->offer_id,
+							  (uint32_t)strlen(l->offer_id));
+		if (!o)
+			scan_add(s, CK_LISTING_OFFER_MISSING, l->row.id, NULL, "listing %s names offer %s, which does not exist",
+				 l->row.id, l->offer_id);
+		else if (((const struct offer *)o)->status == OS_WITHDRAWN)
+			scan_add(s, CK_LISTING_OFFER_WITHDRAWN, l->row.id, NULL, "listing %s (%s) sells offer %s, which is withdrawn",
+				 l->row.id, listing_status_names[l->status], l->offer_id);
+	}
+	hidx_free(&offered);
+	hidx_free(&stocked);
+}
+
+/* Was the order paid (its charge captured, and maybe refunded since)?
+ * 1, 0, or -1 when this shard has no such order. */
+static int order_paid(struct shard *sh, const char *id, size_t len)
+{
+	if (!hidx_get_untracked(&sh->tables[REC_T_ORDER].by_id, id, (uint32_t)len))
+		return -1;
+	char oid[ID_MAX_LEN];
+	snprintf(oid, sizeof(oid), "%.*s", (int)len, id);
+	enum pay_state ps = pay_state_of(sh, oid);
+	return ps == PS_CAPTURED || ps == PS_REFUNDED;
+}
+
+/* Rows of `tbl` whose id is "<order id>.<suffix>" (register records,
+ * payouts) of an order that is missing or was never paid: one finding per
+ * order. */
+static void scan_order_children(struct shard *sh, struct scan *s, int tbl, int kind, const char *what)
+{
+	struct oidx_iter it;
+	FOR_ROWS(sh, tbl, struct row, r, it, ok)
+	{
+		const char *dot = memchr(r->id, '.', r->id_len);
+		size_t len = dot ? (size_t)(dot - r->id) : r->id_len;
+		if (len == 0 || len >= ID_MAX_LEN)
+			continue;
+		int paid = order_paid(sh, r->id, len);
+		if (paid != 1) {
+			char oid[ID_MAX_LEN];
+			snprintf(oid, sizeof(oid), "%.*s", (int)len, r->id);
+			scan_add(s, kind, oid, NULL, "%s %.*s: its order %s %s", what, (int)r->id_len, r->id, oid,
+				 paid < 0 ? "does not exist" : "was never paid");
+		}
+	}
+}
+
+/* Paid orders' delivered legs against the delivery register. */
+static void scan_duty(struct shard *sh, struct scan *s)
+{
+	struct oidx_iter it, rit;
+	const struct oidx *reg = &sh->tables[REC_T_COMPLIANCE].by_order;
+	FOR_ROWS(sh, REC_T_ORDER, struct order, o, it, ok)
+	{
+		const struct order_state *st = order_state_get(sh, o->row.id, o->row.id_len);
+		if (!st || order_paid(sh, o->row.id, o->row.id_len) != 1)
+			continue;
+		for (unsigned g = 0; g < o->n_legs && g < st->v.n_legs; g++) {
+			if (st->v.leg_status[g] != LS_DELIVERED)
+				continue;
+			char prefix[ID_MAX_LEN + 16], leg[16];
+			int pl = snprintf(prefix, sizeof(prefix), "%s.C%u.", o->row.id, g + 1);
+			int filed = oidx_seek_ge(reg, prefix, (uint32_t)pl, &rit) &&
+				    !strncmp(((const struct row *)oidx_iter_val(&rit))->id, prefix, (size_t)pl);
+			if (!filed) {
+				snprintf(leg, sizeof(leg), "%u", g + 1);
+				scan_add(s, CK_PAID_ORDER_NO_DUTY, o->row.id, leg,
+					 "order %s is paid and its leg %u delivered, but no duty is filed for it", o->row.id, g + 1);
+			}
+		}
+	}
+	scan_order_children(sh, s, REC_T_COMPLIANCE, CK_DUTY_NO_PAID_ORDER, "register record");
+}
+
+/* engine/check.c's violations as findings. */
+static void invariant_sink(void *arg, const char *kind, const char *id, const char *text)
+{
+	int k = kind_of(kind);
+	if (k >= 0)
+		scan_add(arg, k, id, NULL, "%s", text);
+}
+
+static int catalogue_home(const struct shard *sh)
+{
+	return !sh->smap || sh->cfg.shard_id == 0;
+}
+
+/* Every check over this shard's rows into s. */
+static void scan_all(struct shard *sh, struct scan *s)
+{
+	if (catalogue_home(sh))
+		scan_catalogue(sh, s);
+	scan_duty(sh, s);
+	scan_order_children(sh, s, REC_T_PAYOUT, CK_PAYOUT_NO_PAID_ORDER, "payout");
+	check_invariants(sh, invariant_sink, s);
+}
+
+/* ---- bringing the open set up to date ------------------------------------------------------ */
+
+/* The finding's row document, or its event's payload. */
+static size_t finding_doc(struct shard *sh, const struct finding *f, const char *at, struct buf *b)
+{
+	struct jw w;
+	buf_reset(b);
+	jw_init(&w, b);
+	jw_obj_begin(&w);
+	jw_kstr(&w, "id", f->key);
+	jw_kstr(&w, "kind", checks_kind_names[f->kind]);
+	jw_key(&w, "ids");
+	jw_arr_begin(&w);
+	jw_str(&w, f->a);
+	if (f->b[0])
+		jw_str(&w, f->b);
+	jw_arr_end(&w);
+	jw_kstr(&w, "detail", f->detail);
+	jw_kint(&w, "shard_id", (int64_t)sh->cfg.shard_id);
+	jw_kint(&w, "lsn", (int64_t)sh->lsn);
+	jw_kstr(&w, "flagged_at", at);
+	jw_obj_end(&w);
+	return b->overflow ? 0 : b->len;
+}
+
+/* Store and flag f (a transaction of its own).  0 or -1. */
+static int flag(struct shard *sh, const struct finding *f, const char *at, struct buf *b)
+{
+	size_t n = finding_doc(sh, f, at, b);
+	txn_begin(sh);
+	if (!n || txn_put(sh, REC_T_CHECK_FINDING, f->key, strlen(f->key), (const char *)b->data, n) ||
+	    txn_event(sh, "pim.reconciliation.flagged", NULL, (const char *)b->data, n) || !txn_commit(sh)) {
+		txn_abort(sh);
+		return -1;
+	}
+	log_warn("msg=\"consistency check: flagged\" kind=%s ids=%s%s%s detail=\"%s\"", checks_kind_names[f->kind], f->a,
+		 f->b[0] ? "," : "", f->b, f->detail);
+	return 0;
+}
+
+/* Close the open findings s no longer has (at most CHECKS_MAX_FINDINGS per
+ * transaction batch: one transaction each, like flag()).  Their count. */
+static uint64_t close_gone(struct shard *sh, const struct scan *s, int *failed)
+{
+	uint64_t closed = 0;
+	struct oidx_iter it;
+	char key[CHECKS_KEY_MAX];
+	const struct oidx *open = &sh->tables[REC_T_CHECK_FINDING].by_order;
+	int ok = oidx_seek_ge(open, "", 0, &it);
+	while (ok) {
+		const struct row *r = oidx_iter_val(&it);
+		if (s->truncated || hidx_get_untracked(&s->by_key, r->id, r->id_len) || r->id_len >= sizeof(key)) {
+			ok = oidx_next(&it);
+			continue;
+		}
+		memcpy(key, r->id, r->id_len);
+		key[r->id_len] = 0;
+		txn_begin(sh);
+		if (txn_del(sh, REC_T_CHECK_FINDING, key, r->id_len) || !txn_commit(sh)) {
+			txn_abort(sh);
+			*failed = 1;
+			break;
+		}
+		closed++;
+		log_info("msg=\"consistency check: closed (no longer found)\" finding=%s", key);
+		ok = oidx_seek_ge(open, key, (uint32_t)strlen(key), &it); /* the row is gone: resume after it */
+	}
+	return closed;
+}
+
+static void write_run_row(struct shard *sh, uint64_t runs, uint64_t now_ms, const struct checks_summary *r, int *failed)
+{
+	char doc[256];
+	int n = snprintf(doc, sizeof(doc),
+			 "{\"id\":\"" CHECKS_RUN_ID "\",\"runs\":%llu,\"last_run_unix_ms\":%llu,\"last_elapsed_us\":%llu,"
+			 "\"last_lsn\":%llu,\"last_findings\":%llu,\"last_open\":%llu}",
+			 (unsigned long long)runs, (unsigned long long)now_ms, (unsigned long long)r->elapsed_us,
+			 (unsigned long long)r->lsn, (unsigned long long)r->findings, (unsigned long long)r->open);
+	txn_begin(sh);
+	if (txn_put(sh, REC_T_CHECK_RUN, CHECKS_RUN_ID, strlen(CHECKS_RUN_ID), doc, (size_t)n) || !txn_commit(sh)) {
+		txn_abort(sh);
+		*failed = 1;
+	}
+}
+
+/* Open findings per kind into counts[CK_N_KIND]; their total. */
+static uint64_t open_counts(struct shard *sh, uint64_t *counts)
+{
+	uint64_t total = 0;
+	memset(counts, 0, CK_N_KIND * sizeof(*counts));
+	struct oidx_iter it;
+	FOR_ROWS(sh, REC_T_CHECK_FINDING, struct check_finding, f, it, ok)
+	{
+		counts[f->kind]++;
+		total++;
+	}
+	return total;
+}
+
+/* The operations alert: a log line at error and a summary event. */
+static void alert(struct shard *sh, const struct checks_summary *r, const uint64_t *counts, const char *at)
+{
+	char doc[CHECKS_DOC_MAX], by_kind[CHECKS_DOC_MAX / 2];
+	size_t bl = 0;
+	by_kind[0] = 0;
+	for (int k = 0; k < CK_N_KIND; k++)
+		if (counts[k] && bl < sizeof(by_kind))
+			bl += (size_t)snprintf(by_kind + bl, sizeof(by_kind) - bl, "%s\"%s\":%llu", bl ? "," : "",
+					       checks_kind_names[k], (unsigned long long)counts[k]);
+	if (bl >= sizeof(by_kind))
+		return; /* cannot happen: CK_N_KIND short names */
+	int n = snprintf(doc, sizeof(doc),
+			 "{\"kind\":\"summary\",\"shard_id\":%llu,\"lsn\":%llu,\"open\":%llu,\"flagged\":%llu,"
+			 "\"closed\":%llu,\"by_kind\":{%s},\"flagged_at\":\"%s\"}",
+			 (unsigned long long)sh->cfg.shard_id, (unsigned long long)r->lsn, (unsigned long long)r->open,
+			 (unsigned long long)r->flagged, (unsigned long long)r->closed, by_kind, at);
+	log_error("msg=\"consistency checks: findings open\" action=\"see the pim.reconciliation.flagged events and "
+		  "wm_checks_open_findings\" open=%llu flagged=%llu closed=%llu by_kind={%s}",
+		  (unsigned long long)r->open, (unsigned long long)r->flagged, (unsigned long long)r->closed, by_kind);
+	if (n <= 0 || (size_t)n >= sizeof(doc))
+		return;
+	txn_begin(sh);
+	if (txn_event(sh, "pim.reconciliation.flagged", NULL, doc, (size_t)n) || !txn_commit(sh))
+		txn_abort(sh);
+}
+
+void checks_run(struct shard *sh, struct checks_summary *out)
+{
+	memset(out, 0, sizeof(*out));
+	const uint64_t probes = idx_probes; /* see check.c: an operator's walk */
+	struct scan s = {0};
+	hidx_init(&s.by_key);
+	out->lsn = sh->lsn;
+	uint64_t t0 = ev_clock_us();
+	scan_all(sh, &s);
+	out->elapsed_us = ev_clock_us() - t0;
+	out->findings = s.found;
+	out->truncated = s.truncated;
+	uint64_t now = wall_ms();
+	char at[40];
+	fmt_rfc3339_ms(at, now);
+	int failed = s.oom;
+	struct buf b;
+	buf_init(&b, CHECKS_DOC_MAX);
+	for (size_t i = 0; i < s.n && !failed; i++) {
+		const struct finding *f = &s.f[i];
+		if (table_get(&sh->tables[REC_T_CHECK_FINDING], f->key, strlen(f->key)))
+			continue;
+		if (flag(sh, f, at, &b))
+			failed = 1;
+		else
+			out->flagged++;
+	}
+	buf_free(&b);
+	if (!failed)
+		out->closed = close_gone(sh, &s, &failed);
+	uint64_t counts[CK_N_KIND];
+	out->open = open_counts(sh, counts);
+	const struct check_run_row *prev =
+		(const struct check_run_row *)table_get(&sh->tables[REC_T_CHECK_RUN], CHECKS_RUN_ID, strlen(CHECKS_RUN_ID));
+	write_run_row(sh, (prev ? prev->runs : 0) + 1, now, out, &failed);
+	out->failed = failed;
+	log_info("msg=\"consistency checks run\" lsn=%llu findings=%llu flagged=%llu closed=%llu open=%llu elapsed_us=%llu%s",
+		 (unsigned long long)out->lsn, (unsigned long long)out->findings, (unsigned long long)out->flagged,
+		 (unsigned long long)out->closed, (unsigned long long)out->open, (unsigned long long)out->elapsed_us,
+		 s.truncated ? " truncated=1" : "");
+	if (failed)
+		log_error("msg=\"consistency checks: the open findings could not be brought up to date (out of memory or "
+			  "a refused commit); the next run retries\"");
+	if (out->open)
+		alert(sh, out, counts, at);
+	free(s.f);
+	hidx_free(&s.by_key);
+	idx_probes = probes;
+}
+
+/* ---- schedule ------------------------------------------------------------------------------- */
+
+int checks_parse_at(const char *s)
+{
+	if (!strcmp(s, "off"))
+		return CHECKS_AT_OFF;
+	if (strlen(s) != 5 || s[2] != ':')
+		return -1;
+	for (int i = 0; i < 5; i++)
+		if (i != 2 && (s[i] < '0' || s[i] > '9'))
+			return -1;
+	int h = (s[0] - '0') * 10 + (s[1] - '0'), m = (s[3] - '0') * 10 + (s[4] - '0');
+	return h < 24 && m < 60 ? h * 60 + m : -1;
+}
+
+int checks_crossed(int at_min, uint64_t prev_ms, uint64_t now_ms)
+{
+	if (at_min < 0 || now_ms <= prev_ms)
+		return 0;
+	/* the at-times of now's day and the day before: one of them is the
+	 * last at or before now */
+	uint64_t day = now_ms / CHECKS_DAY_MS * CHECKS_DAY_MS, at = (uint64_t)at_min * 60000ULL;
+	uint64_t last = day + at <= now_ms ? day + at : (day >= CHECKS_DAY_MS ? day - CHECKS_DAY_MS + at : 0);
+	return last > prev_ms && last <= now_ms;
+}
+
+void checks_tick(struct shard *sh)
+{
+	static uint64_t prev_ms;
+	static int at = -3; /* not parsed yet */
+	uint64_t now = wall_ms();
+	if (at == -3)
+		at = checks_parse_at(sh->cfg.checks_at);
+	if (prev_ms && checks_crossed(at, prev_ms, now)) {
+		struct checks_summary r;
+		log_info("msg=\"consistency checks: the scheduled run\" at=%s", sh->cfg.checks_at);
+		checks_run(sh, &r);
+	}
+	prev_ms = now;
+}
+
+/* ---- metrics and routes --------------------------------------------------------------------- */
+
+void checks_metrics(struct shard *sh, struct buf *o)
+{
+	const uint64_t probes = idx_probes;
+	uint64_t counts[CK_N_KIND];
+	open_counts(sh, counts);
+	idx_probes = probes;
+	buf_printf(o, "# HELP wm_checks_open_findings Consistency-check findings open (flagged and still found).\n"
+		      "# TYPE wm_checks_open_findings gauge\n");
+	for (int k = 0; k < CK_N_KIND; k++)
+		buf_printf(o, "wm_checks_open_findings{kind=\"%s\"} %llu\n", checks_kind_names[k],
+			   (unsigned long long)counts[k]);
+	const struct row *r = hidx_get_untracked(&sh->tables[REC_T_CHECK_RUN].by_id, CHECKS_RUN_ID, strlen(CHECKS_RUN_ID));
+	const struct check_run_row *x = (const struct check_run_row *)r;
+	buf_printf(o, "# TYPE wm_checks_runs_total counter\nwm_checks_runs_total %llu\n"
+		      "# HELP wm_checks_last_run_timestamp_seconds Unix time of the last run (0: none yet).\n"
+		      "# TYPE wm_checks_last_run_timestamp_seconds gauge\nwm_checks_last_run_timestamp_seconds %.3f\n"
+		      "# HELP wm_checks_last_run_seconds How long the last run's scan held the loop.\n"
+		      "# TYPE wm_checks_last_run_seconds gauge\nwm_checks_last_run_seconds %.6f\n",
+		   (unsigned long long)(x ? x->runs : 0), x ? (double)x->last_unix_ms / 1000.0 : 0.0,
+		   x ? (double)x->last_elapsed_us / 1e6 : 0.0);
+}
+
+static void summary_body(struct jw *w, const struct checks_summary *r)
+{
+	jw_obj_begin(w);
+	jw_kint(w, "findings", (int64_t)r->findings);
+	jw_kint(w, "flagged", (int64_t)r->flagged);
+	jw_kint(w, "closed", (int64_t)r->closed);
+	jw_kint(w, "open", (int64_t)r->open);
+	jw_kint(w, "elapsed_us", (int64_t)r->elapsed_us);
+	jw_kbool(w, "truncated", r->truncated);
+	jw_kbool(w, "failed", r->failed);
+	jw_obj_end(w);
+}
+
+/* POST /v1/admin/checks/run (and /internal/checks/run): run now. */
+static void checks_run_route(struct api_ctx *c)
+{
+	struct checks_summary r;
+	checks_run(c->sh, &r);
+	c->rs->status = 200;
+	summary_body(&c->w, &r);
+}
+
+const struct route checks_routes[] = {
+	{HTTP_M_POST, "/v1/admin/checks/run", checks_run_route, SC_OPERATOR, ACT_OPERATE,
+	 "Run the consistency checks now (operators)", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
+};
+
+const struct route checks_internal_routes[] = {
+	{HTTP_M_POST, "/internal/checks/run", checks_run_route, SC_PUBLIC, ACT_NONE,
+	 "Run this shard's consistency checks now (wm-ctl checks run)", 0},
+	{0, NULL, NULL, 0, 0, NULL, 0},
+};

@@ -11,6 +11,12 @@
  * router's readiness probe asks of the home).  One line per process; the exit
  * status is 1 when any process did not answer, so scripts can use it.
  *
+ *   wm-ctl checks run --shard-map FILE --cluster-secret-file FILE [--in-doubt-limit-ms N]
+ *
+ * runs the consistency checks (engine/checks.c) on every shard (POST
+ * /internal/checks/run: each flags its own findings), then `cluster check`
+ * for what no shard can see alone (a leg's hold against its order).
+ *
  * Why blocking sockets here: a CLI asks a handful of processes once, with
  * a time-out per process; the event-loop client (net/client.h) is for
  * servers.  Only numeric addresses are dialled (the map's), never a name.
@@ -172,7 +178,8 @@ static int ctl_usage(void)
 	fprintf(stderr, "usage: wm-ctl cluster status --shard-map FILE --cluster-secret-file FILE "
 			"[--router HOST:PORT ...]\n"
 			"       wm-ctl cluster check --shard-map FILE --cluster-secret-file FILE [--in-doubt-limit-ms N]\n"
-			"       wm-ctl txn resolve TXN commit|abort --shard-map FILE --cluster-secret-file FILE\n");
+			"       wm-ctl txn resolve TXN commit|abort --shard-map FILE --cluster-secret-file FILE\n"
+			"       wm-ctl checks run --shard-map FILE --cluster-secret-file FILE [--in-doubt-limit-ms N]\n");
 	return 2;
 }
 
@@ -494,4 +501,55 @@ int ctl_cluster(int argc, char **argv)
 	if (down)
 		printf("%d process(es) did not answer\n", down);
 	return down ? 1 : 0;
+}
+
+/*
+ * `wm-ctl checks run`: the consistency checks across the cluster.  Every
+ * shard runs its own (POST /internal/checks/run: its findings flagged as
+ * pim.reconciliation.flagged events and counted in its /metrics; the
+ * catalogue's at the home); its summary is printed.  Then the cross-shard
+ * half, `wm-ctl cluster check` (ctl_check: the whole-cluster stock and
+ * ledger invariants and the legs-vs-holds join).  Exit 0 when no shard has
+ * a finding open, the cluster check found nothing and every shard answered;
+ * 1 otherwise.
+ */
+int ctl_checks(int argc, char **argv)
+{
+	const char *map_path = NULL, *secret_path = NULL;
+	long long limit_ms = CTL_IN_DOUBT_LIMIT_MS;
+	if (argc < 1 || strcmp(argv[0], "run"))
+		return ctl_usage();
+	for (int i = 1; i < argc; i++) {
+		if (i + 1 >= argc)
+			return ctl_usage();
+		if (ctl_cluster_arg(argv, &i, &map_path, &secret_path))
+			continue;
+		if (!strcmp(argv[i], "--in-doubt-limit-ms"))
+			limit_ms = atoll(argv[++i]);
+		else
+			return ctl_usage();
+	}
+	if (!map_path || !secret_path)
+		return ctl_usage();
+	static struct shard_map m;
+	struct cluster_key k;
+	if (ctl_load(map_path, secret_path, &m, &k))
+		return 1;
+	static char body[CTL_MAX_ANSWER + 1];
+	unsigned long long open = 0;
+	int down = 0;
+	for (uint32_t i = 0; i < m.n; i++) {
+		int st = ctl_signed(&k, "POST", m.shards[i].addr, "/internal/checks/run", "{}", body, sizeof(body));
+		const char *o = st == 200 ? strstr(body, "\"open\":") : NULL;
+		if (!o) {
+			printf("shard %u %s: checks did not run (%.200s)\n", i, m.shards[i].addr, body);
+			down++;
+			continue;
+		}
+		open += strtoull(o + 7, NULL, 10);
+		printf("shard %u %s checks: %s\n", i, m.shards[i].addr, body);
+	}
+	printf("checks: %llu finding(s) open%s\n", open, down ? ", and a shard did not run them" : "");
+	int cluster = ctl_check(&m, &k, limit_ms);
+	return open || down || cluster ? 1 : 0;
 }

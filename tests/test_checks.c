@@ -22,9 +22,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine/storage/record.h"
 #include "tests/checks_seed.h"
+#include "tests/cluster_harness.h"
 #include "tests/order_world.h"
 #include "tests/wm_test.h"
 
@@ -258,4 +260,101 @@ WM_TEST(checks, each_seeded_inconsistency_is_flagged_once_then_closed, .timeout 
 	flagged(x.port, "summary", "", NULL, &any);
 	cr_assert_eq(any, 3, "no alert once nothing is open");
 	wm_proc_cleanup(&x.p);
+}
+
+/* ---- a cluster: the route broadcast, `wm-ctl checks run` ------------------------------------ */
+
+/* Wait (bounded) until the home's replica lists `want` levels: the
+ * catalogue checks read every shard's levels there. */
+static void home_sees_levels(int router_port, size_t want)
+{
+	size_t n = 0;
+	for (int t = 0; t < 200; t++) {
+		json_t *j = tc_expect(router_port, "GET", "/v1/inventory?page_size=200", NULL, NULL, 200);
+		n = json_array_size(json_object_get(j, "data"));
+		json_decref(j);
+		if (n == want)
+			return;
+		usleep(50 * 1000);
+	}
+	cr_assert_fail("the home lists %zu levels, want %zu", n, want);
+}
+
+static int ctl_checks_run(const struct wm_cluster *c, char *out, size_t n)
+{
+	char args[1024];
+	snprintf(args, sizeof(args), "checks run --shard-map %s --cluster-secret-file %s --in-doubt-limit-ms 60000",
+		 c->map_path, c->secret_path);
+	return wm_ctl_run(args, out, n);
+}
+
+WM_TEST(checks_cluster, every_shard_checks_and_wm_ctl_joins_the_cluster, .timeout = 180)
+{
+	struct wm_cluster c;
+	wm_cluster_for_orders(&c, "10000", NULL);
+	struct oworld w;
+	memset(&w, 0, sizeof(w));
+	ow_build(&w, c.router_port, 30, 5, "FR", "DE");
+	home_sees_levels(c.router_port, 2);
+	/* a cross-shard order (stock in FR, destination DE), reserved */
+	int st = 0;
+	json_t *o = NULL;
+	for (int t = 0; t < 250; t++) {
+		o = ow_order(&w, 2, NULL, NULL, &st);
+		if (st != 422)
+			break;
+		json_decref(o); /* the destination's replica has not seen the stock yet */
+		usleep(20 * 1000);
+	}
+	cr_assert_eq(st, 201, "%s", dump(o));
+	json_decref(o);
+
+	/* consistent: every shard finds nothing, the cluster check agrees */
+	json_t *r = run_checks(c.router_port);
+	cr_assert_eq(num(r, "findings"), 0, "%s: %s", dump(r), flagged_list(c.router_port));
+	json_decref(r);
+	char out[16384];
+	cr_assert_eq(ctl_checks_run(&c, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "checks: 0 finding(s) open"), "%s", out);
+
+	/* a wine nobody offers: the home flags it once, the counts add up over the shards */
+	char w2[64];
+	tc_pub_wine(c.router_port, "Lonely Blanc", w2);
+	for (int pass = 0; pass < 2; pass++) {
+		r = run_checks(c.router_port);
+		cr_assert_eq(num(r, "findings"), 1, "pass %d: %s", pass, dump(r));
+		cr_assert_eq(num(r, "flagged"), pass ? 0 : 1, "pass %d: %s", pass, dump(r));
+		cr_assert_eq(num(r, "open"), 1);
+		json_decref(r);
+		int of_kind;
+		cr_assert_eq(flagged(c.router_port, "wine_no_offer", w2, NULL, &of_kind), 1);
+		cr_assert_eq(of_kind, 1, "pass %d: flagged once: %s", pass, flagged_list(c.router_port));
+	}
+	/* wm-ctl runs every shard's checks (nothing new to flag) and fails on the open one */
+	cr_assert_eq(ctl_checks_run(&c, out, sizeof(out)), 1, "%s", out);
+	cr_assert_not_null(strstr(out, "checks: 1 finding(s) open"), "%s", out);
+	cr_assert_not_null(strstr(out, "0 violation(s)"), "the cluster check itself is clean: %s", out);
+	cr_assert_eq(flagged(c.router_port, "wine_no_offer", w2, NULL, NULL), 1, "not flagged again");
+	struct http_resp m;
+	cr_assert_eq(wm_cluster_do(&c, 0, "GET", "/metrics", NULL, &m), 0);
+	cr_assert_not_null(strstr(m.body, "wm_checks_open_findings{kind=\"wine_no_offer\"} 1\n"), "the home counts it");
+	http_resp_free(&m);
+	cr_assert_eq(wm_cluster_do(&c, 1, "GET", "/metrics", NULL, &m), 0);
+	cr_assert_not_null(strstr(m.body, "wm_checks_open_findings{kind=\"wine_no_offer\"} 0\n"), "shard 1 has none");
+	http_resp_free(&m);
+
+	/* fixed: an offer of it, with stock (bounded wait for the home's replica of the level) */
+	char o2[64], lv[64], body[512];
+	json_decref(tc_offer(c.router_port, w.kest, w2, "\"status\":\"active\",\"network_shareable\":true", 201, o2));
+	snprintf(body, sizeof(body), "{\"sku\":\"SKU-%s\",\"offer_id\":\"%s\",\"location_id\":\"%s\",\"on_hand\":4}", o2, o2,
+		 w.loc_est);
+	create(c.router_port, "/v1/inventory", w.kest, body, lv);
+	home_sees_levels(c.router_port, 3);
+	int rc = ctl_checks_run(&c, out, sizeof(out));
+	cr_assert_eq(rc, 0, "%s", out);
+	cr_assert_eq(flagged(c.router_port, "wine_no_offer", w2, NULL, NULL), 1);
+	cr_assert_eq(wm_cluster_do(&c, 0, "GET", "/metrics", NULL, &m), 0);
+	cr_assert_not_null(strstr(m.body, "wm_checks_open_findings{kind=\"wine_no_offer\"} 0\n"), "closed");
+	http_resp_free(&m);
+	wm_cluster_cleanup(&c);
 }

@@ -1,0 +1,115 @@
+/*
+ * test_checks_units.c -- the consistency checks' schedule and bounds in
+ * process (engine/checks.c): --checks-at's parser at and past its edges,
+ * the "clock passed the time" test around the time and midnight, and a
+ * run's CHECKS_MAX_FINDINGS at and past the bound on a real shard whose
+ * levels are written straight to the table (no history: each one a
+ * stock_invariant finding).  The flows over HTTP are in test_checks.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/checks.h"
+#include "engine/storage/record.h"
+#include "engine/storage/shard.h"
+#include "tests/shard_fixture.h"
+#include "tests/wm_test.h"
+
+WM_TEST(checks_units, checks_at_parses_hh_mm_and_off_only)
+{
+	cr_assert_eq(checks_parse_at("00:00"), 0);
+	cr_assert_eq(checks_parse_at("03:00"), 180);
+	cr_assert_eq(checks_parse_at("23:59"), 23 * 60 + 59);
+	cr_assert_eq(checks_parse_at("off"), CHECKS_AT_OFF);
+	static const char *const bad[] = {"24:00", "23:60", "3:00", "03:0", "03:000", "03-00", "0a:00", "", "OFF",
+					  " 03:00", "03:00 ", "99:99"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_eq(checks_parse_at(bad[i]), -1, "\"%s\"", bad[i]);
+}
+
+#define DAY 86400000ULL
+#define MIN 60000ULL
+
+WM_TEST(checks_units, a_run_is_due_when_the_clock_passes_the_time)
+{
+	const uint64_t d = 20000 * DAY; /* a midnight */
+	const int at = 180;             /* 03:00 */
+	cr_assert_eq(checks_crossed(at, d + 180 * MIN - 1, d + 180 * MIN), 1, "reaching 03:00:00.000");
+	cr_assert_eq(checks_crossed(at, d + 180 * MIN - 250, d + 180 * MIN + 1), 1, "a tick across it");
+	cr_assert_eq(checks_crossed(at, d + 180 * MIN, d + 180 * MIN + 250), 0, "already past at the last tick");
+	cr_assert_eq(checks_crossed(at, d + 179 * MIN, d + 180 * MIN - 1), 0, "not yet");
+	cr_assert_eq(checks_crossed(at, d + 181 * MIN, d + DAY - 1), 0, "the rest of the day");
+	cr_assert_eq(checks_crossed(at, d + 180 * MIN - 1, d + 180 * MIN - 1), 0, "no time passed");
+	cr_assert_eq(checks_crossed(at, d + 180 * MIN + 1, d + 180 * MIN - 1), 0, "the clock went back");
+	cr_assert_eq(checks_crossed(0, d - 1, d), 1, "00:00, at midnight");
+	cr_assert_eq(checks_crossed(0, d, d + 1), 0, "00:00, just after");
+	cr_assert_eq(checks_crossed(23 * 60 + 59, d - 2 * MIN, d + MIN), 1, "23:59 of yesterday, seen after midnight");
+	cr_assert_eq(checks_crossed(CHECKS_AT_OFF, d + 180 * MIN - 1, d + 180 * MIN), 0, "off");
+	cr_assert_eq(checks_crossed(at, d + 180 * MIN - 1, d + DAY + 180 * MIN), 1, "a day's jump");
+}
+
+/* Levels "lvl_<i>" for i in [from, to), written straight to the table
+ * (no stock.changed history: each is a stock_invariant finding). */
+static void put_levels(struct fixture *f, unsigned from, unsigned to)
+{
+	char id[32], doc[512];
+	for (unsigned i = from; i < to;) {
+		txn_begin(&f->sh);
+		for (unsigned k = 0; k < 500 && i < to; k++, i++) {
+			snprintf(id, sizeof(id), "lvl_%05u", i);
+			int n = snprintf(doc, sizeof(doc),
+					 "{\"id\":\"%s\",\"sku\":\"S%u\",\"offer_id\":\"ofr_none\",\"owner_entity_id\":\"prt_x\","
+					 "\"location_id\":\"loc_x\",\"condition\":\"sellable\",\"on_hand\":1,\"incoming\":0,"
+					 "\"reserved\":0,\"allocated\":0,\"atp\":1,\"created_at\":\"2025-01-01T00:00:00.000Z\","
+					 "\"updated_at\":\"2025-01-01T00:00:00.000Z\"}",
+					 id, i);
+			cr_assert_eq(txn_put(&f->sh, REC_T_INVENTORY, id, strlen(id), doc, (size_t)n), 0);
+		}
+		cr_assert_gt(txn_commit(&f->sh), 0);
+	}
+}
+
+WM_TEST(checks_units, a_run_records_at_most_the_bound, .timeout = 120)
+{
+	struct fixture *f = fixture_new("checks");
+	struct checks_summary r;
+	checks_run(&f->sh, &r);
+	cr_assert(r.findings == 0 && r.open == 0 && !r.truncated && !r.failed, "an empty shard");
+	/* at the bound: every finding recorded and flagged */
+	put_levels(f, 0, CHECKS_MAX_FINDINGS);
+	checks_run(&f->sh, &r);
+	cr_assert_eq(r.findings, CHECKS_MAX_FINDINGS);
+	cr_assert_eq(r.flagged, CHECKS_MAX_FINDINGS);
+	cr_assert_eq(r.open, CHECKS_MAX_FINDINGS);
+	cr_assert(!r.truncated && !r.failed);
+	cr_assert_eq(table_count(&f->sh.tables[REC_T_CHECK_FINDING]), CHECKS_MAX_FINDINGS);
+	/* past it: counted, not recorded, and nothing closed on a partial view */
+	put_levels(f, CHECKS_MAX_FINDINGS, CHECKS_MAX_FINDINGS + 1);
+	checks_run(&f->sh, &r);
+	cr_assert_eq(r.findings, CHECKS_MAX_FINDINGS + 1);
+	cr_assert(r.truncated && !r.failed);
+	cr_assert_eq(r.flagged, 0, "the first %u in id order are all open already", CHECKS_MAX_FINDINGS);
+	cr_assert_eq(r.closed, 0);
+	cr_assert_eq(r.open, CHECKS_MAX_FINDINGS);
+	/* one fixed: back at the bound, the last one recorded, the fixed one closed */
+	txn_begin(&f->sh);
+	cr_assert_eq(txn_del(&f->sh, REC_T_INVENTORY, "lvl_00000", 9), 0);
+	cr_assert_gt(txn_commit(&f->sh), 0);
+	checks_run(&f->sh, &r);
+	cr_assert_eq(r.findings, CHECKS_MAX_FINDINGS);
+	cr_assert(!r.truncated);
+	cr_assert_eq(r.flagged, 1);
+	cr_assert_eq(r.closed, 1);
+	cr_assert_eq(r.open, CHECKS_MAX_FINDINGS);
+	cr_assert_null(table_get(&f->sh.tables[REC_T_CHECK_FINDING], "stock_invariant/lvl_00000", 25));
+	cr_assert_not_null(table_get(&f->sh.tables[REC_T_CHECK_FINDING], "stock_invariant/lvl_10000", 25));
+	/* the open set and the run count survive a restart */
+	shard_close(&f->sh);
+	fx_open(f);
+	cr_assert_eq(table_count(&f->sh.tables[REC_T_CHECK_FINDING]), CHECKS_MAX_FINDINGS);
+	checks_run(&f->sh, &r);
+	cr_assert_eq(r.flagged, 0, "nothing flagged twice across a restart");
+	cr_assert_eq(r.closed, 0);
+	fixture_free(f);
+}

@@ -46,35 +46,51 @@
  * (the spec's event list has no operations event; this one is the spec's
  * "nightly join-integrity failure", so a subscriber to it sees the alert).
  *
- * Why in the loop, in one pass: the loop is single-threaded and every
- * request is atomic, so a scan made between two requests reads exactly
- * the state at one LSN (the run reports it) -- the consistent view, with
- * no copy.  The alternatives were a scan in slices over several ticks
- * (the view moves between slices: it needs a frozen copy or a
- * multi-version store, neither of which exists) or a forked child as the
- * snapshot writer uses (consistent for free, but its findings must come
- * back through a file and the POST route could then not answer with the
- * run).  So a run holds the loop for one pass over the tables the checks
- * read: O(wines + offers + listings + levels + holds + stock events +
- * orders + register records + payouts), hash sets and no sorting; on the
- * demo data it takes about a millisecond (the run's `elapsed_us`, also in
- * /metrics), the order of one large list request.  Bounded: a run records
- * at most CHECKS_MAX_FINDINGS findings (the rest are counted, `truncated`),
- * and writes them in transactions like any other.  A data set where one
- * pass is too long for the loop is where the forked child becomes worth
- * its file.
+ * A consistent view that never blocks the loop (the nightly run): the
+ * scan runs in a forked child, as the snapshot writer does (shard.c): its
+ * copy-on-write memory is the shard's state at one LSN, frozen while the
+ * loop goes on serving.  The child writes its findings to a file in the
+ * data directory (<data_dir>/checks-run.tmp: a header with the LSN and
+ * counts, a line per finding, an end mark) and exits; the tick reaps it and
+ * applies them -- the only part on the loop: a hash lookup per finding and
+ * a transaction per change, at most CHECKS_MAX_FINDINGS of each.  The
+ * findings are those of the state at the child's LSN: one fixed meanwhile
+ * is flagged and closed by the next run; a run of a later state applied
+ * meanwhile (POST) makes the child's result stale, and it is dropped.
+ * The alternatives were a scan in slices over several ticks (the view
+ * moves between slices: it needs a frozen copy or a multi-version store,
+ * which do not exist) or a scan of the newest snapshot file on a thread
+ * (an hour old, and its rows would have to be decoded into a second set
+ * of tables).
  *
- * Schedule: --checks-at HH:MM (UTC; default 03:00; "off": never) runs the
- * checks when the wall clock passes that time while the shard runs (a
- * shard down at that time waits for the next day or for an operator's
- * POST /v1/admin/checks/run).
+ * The operator's POST /v1/admin/checks/run (and /internal/checks/run)
+ * answers with the run, so it scans in the loop, between two requests:
+ * the loop is single-threaded and a request atomic, so that view is as
+ * consistent (the state at the LSN the run reports).  It holds the loop
+ * for one pass over the tables the checks read: O(wines + offers +
+ * listings + levels + holds + stock events + orders + register records +
+ * payouts), hash sets and no sorting -- on the demo data ~10 us, on 10 000
+ * levels ~30 ms in the sanitized build (the run's `elapsed_us`, also in
+ * /metrics) -- the order of one large list request.  Bounded: a run
+ * records at most CHECKS_MAX_FINDINGS findings (the rest are counted,
+ * `truncated`, and a truncated run closes nothing).
+ *
+ * Schedule: --checks-at HH:MM (UTC; default 03:00; "off": never) starts
+ * the background run when the wall clock passes that time while the shard
+ * runs (a shard down at that time waits for the next day or for an
+ * operator's POST /v1/admin/checks/run).
  */
 #include "engine/checks.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "engine/base/log.h"
 #include "engine/catalogue/wine.h"
@@ -93,6 +109,9 @@
 #define CHECKS_DOC_MAX 1024u        /* a finding's row or event document */
 #define CHECKS_RUN_ID "last"        /* the run row's id */
 #define CHECKS_DAY_MS 86400000ULL
+#define CHECKS_BG_FILE "checks-run.tmp" /* the scanning child's findings, in the data directory */
+/* its largest size: a header, every finding's line (kind, ids, text), the end */
+#define CHECKS_BG_FILE_MAX ((size_t)CHECKS_MAX_FINDINGS * (8 + ID_MAX_LEN * 2 + 16 + CHECKS_DETAIL_MAX) + 128)
 
 const char *const checks_kind_names[] = {
 	"wine_no_offer",         "offer_no_stock",     "listing_offer_missing", "listing_offer_withdrawn",
@@ -188,31 +207,28 @@ struct scan {
 	int truncated, oom;
 };
 
-static void scan_add(struct scan *s, int kind, const char *a, const char *b, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-static void scan_add(struct scan *s, int kind, const char *a, const char *b, const char *fmt, ...)
+/* Record the finding (kind, a, b) with its line of text, unless it is
+ * recorded already or the run holds CHECKS_MAX_FINDINGS (then truncated).
+ * 1 when it is new to the scan (counted in found), else 0. */
+static int scan_put(struct scan *s, int kind, const char *a, const char *b, const char *detail)
 {
 	struct finding x = {.kind = (uint8_t)kind};
 	snprintf(x.a, sizeof(x.a), "%s", a);
 	snprintf(x.b, sizeof(x.b), "%s", b ? b : "");
 	int kl = snprintf(x.key, sizeof(x.key), "%s/%s%s%s", checks_kind_names[kind], x.a, x.b[0] ? "/" : "", x.b);
 	if (kl <= 0 || (size_t)kl >= sizeof(x.key) || hidx_get_untracked(&s->by_key, x.key, (uint32_t)kl))
-		return;
-	s->found++;
+		return 0;
 	if (s->n == CHECKS_MAX_FINDINGS) {
 		s->truncated = 1;
-		return;
+		return 1;
 	}
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(x.detail, sizeof(x.detail), fmt, ap);
-	va_end(ap);
+	snprintf(x.detail, sizeof(x.detail), "%s", detail);
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 64;
 		struct finding *f = realloc(s->f, cap * sizeof(*f));
 		if (!f) {
 			s->oom = 1;
-			return;
+			return 1;
 		}
 		/* the index points into the array: re-key it after the move */
 		s->f = f;
@@ -227,6 +243,26 @@ static void scan_add(struct scan *s, int kind, const char *a, const char *b, con
 	if (hidx_put(&s->by_key, s->f[s->n].key, (uint32_t)kl, &s->f[s->n]) < 0)
 		s->oom = 1;
 	s->n++;
+	return 1;
+}
+
+static void scan_add(struct scan *s, int kind, const char *a, const char *b, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void scan_add(struct scan *s, int kind, const char *a, const char *b, const char *fmt, ...)
+{
+	char detail[CHECKS_DETAIL_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	s->found += (uint64_t)scan_put(s, kind, a, b, detail);
+}
+
+static void scan_free(struct scan *s)
+{
+	free(s->f);
+	hidx_free(&s->by_key);
+	memset(s, 0, sizeof(*s));
 }
 
 /* A set of ids (the keys live in the rows: the scan runs between requests,
@@ -500,26 +536,19 @@ static void alert(struct shard *sh, const struct checks_summary *r, const uint64
 		txn_abort(sh);
 }
 
-void checks_run(struct shard *sh, struct checks_summary *out)
+/* Bring the open findings up to date with the scan s of the state at LSN
+ * out->lsn (out's lsn, findings, elapsed_us and truncated are the scan's):
+ * flag what is new, close what is gone, write the run's row, alert. */
+static void apply(struct shard *sh, const struct scan *s, struct checks_summary *out)
 {
-	memset(out, 0, sizeof(*out));
-	const uint64_t probes = idx_probes; /* see check.c: an operator's walk */
-	struct scan s = {0};
-	hidx_init(&s.by_key);
-	out->lsn = sh->lsn;
-	uint64_t t0 = ev_clock_us();
-	scan_all(sh, &s);
-	out->elapsed_us = ev_clock_us() - t0;
-	out->findings = s.found;
-	out->truncated = s.truncated;
 	uint64_t now = wall_ms();
 	char at[40];
 	fmt_rfc3339_ms(at, now);
-	int failed = s.oom;
+	int failed = s->oom;
 	struct buf b;
 	buf_init(&b, CHECKS_DOC_MAX);
-	for (size_t i = 0; i < s.n && !failed; i++) {
-		const struct finding *f = &s.f[i];
+	for (size_t i = 0; i < s->n && !failed; i++) {
+		const struct finding *f = &s->f[i];
 		if (table_get(&sh->tables[REC_T_CHECK_FINDING], f->key, strlen(f->key)))
 			continue;
 		if (flag(sh, f, at, &b))
@@ -529,7 +558,7 @@ void checks_run(struct shard *sh, struct checks_summary *out)
 	}
 	buf_free(&b);
 	if (!failed)
-		out->closed = close_gone(sh, &s, &failed);
+		out->closed = close_gone(sh, s, &failed);
 	uint64_t counts[CK_N_KIND];
 	out->open = open_counts(sh, counts);
 	const struct check_run_row *prev =
@@ -539,15 +568,187 @@ void checks_run(struct shard *sh, struct checks_summary *out)
 	log_info("msg=\"consistency checks run\" lsn=%llu findings=%llu flagged=%llu closed=%llu open=%llu elapsed_us=%llu%s",
 		 (unsigned long long)out->lsn, (unsigned long long)out->findings, (unsigned long long)out->flagged,
 		 (unsigned long long)out->closed, (unsigned long long)out->open, (unsigned long long)out->elapsed_us,
-		 s.truncated ? " truncated=1" : "");
+		 s->truncated ? " truncated=1" : "");
 	if (failed)
 		log_error("msg=\"consistency checks: the open findings could not be brought up to date (out of memory or "
 			  "a refused commit); the next run retries\"");
 	if (out->open)
 		alert(sh, out, counts, at);
-	free(s.f);
-	hidx_free(&s.by_key);
+}
+
+/* Scan the state as it is now into s; its LSN and time into out. */
+static void scan_now(struct shard *sh, struct scan *s, struct checks_summary *out)
+{
+	memset(out, 0, sizeof(*out));
+	memset(s, 0, sizeof(*s));
+	hidx_init(&s->by_key);
+	out->lsn = sh->lsn;
+	uint64_t t0 = ev_clock_us();
+	scan_all(sh, s);
+	out->elapsed_us = ev_clock_us() - t0;
+	out->findings = s->found;
+	out->truncated = s->truncated;
+}
+
+void checks_run(struct shard *sh, struct checks_summary *out)
+{
+	const uint64_t probes = idx_probes; /* see check.c: an operator's walk */
+	struct scan s;
+	scan_now(sh, &s, out);
+	apply(sh, &s, out);
+	scan_free(&s);
 	idx_probes = probes;
+}
+
+/* ---- the background run: a forked child scans, the loop applies --------------------------- */
+
+static pid_t bg_pid;      /* the scanning child, 0 if none */
+static uint64_t bg_lsn;   /* the LSN it scans at */
+
+static void bg_path(const struct shard *sh, char *out, size_t n)
+{
+	snprintf(out, n, "%s/" CHECKS_BG_FILE, sh->cfg.data_dir);
+}
+
+/* A finding's text on one line of the child's file: no tab, no newline. */
+static void one_line(char *s)
+{
+	for (; *s; s++)
+		if (*s == '\t' || *s == '\n' || *s == '\r')
+			*s = ' ';
+}
+
+/* The child: scan its copy of the shard (the state at bg_lsn) and write
+ * the findings to the file.  The exit status: 0 when the file is whole. */
+static int bg_child(struct shard *sh)
+{
+	struct checks_summary r;
+	struct scan s;
+	scan_now(sh, &s, &r);
+	char path[700];
+	bg_path(sh, path, sizeof(path));
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return 1;
+	fprintf(f, "H\t%llu\t%llu\t%d\t%d\t%llu\n", (unsigned long long)r.lsn, (unsigned long long)s.found,
+		s.truncated, s.oom, (unsigned long long)r.elapsed_us);
+	for (size_t i = 0; i < s.n; i++) {
+		one_line(s.f[i].detail);
+		fprintf(f, "F\t%u\t%s\t%s\t%s\n", s.f[i].kind, s.f[i].a, s.f[i].b, s.f[i].detail);
+	}
+	fputs("E\n", f);
+	int bad = ferror(f);
+	return fclose(f) || bad ? 1 : 0;
+}
+
+int checks_start(struct shard *sh)
+{
+	if (bg_pid > 0)
+		return 1;
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0) {
+		log_error("msg=\"consistency checks: fork failed; the next run retries\" error=\"%s\"", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		/* as the snapshot child (shard.c): dies with the shard, holds none
+		 * of its descriptors */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+			_exit(3);
+		close_range(3, ~0U, 0);
+		_exit(bg_child(sh));
+	}
+	bg_pid = pid;
+	bg_lsn = sh->lsn;
+	log_info("msg=\"consistency checks started\" lsn=%llu pid=%d", (unsigned long long)bg_lsn, (int)pid);
+	return 0;
+}
+
+/* Parse the child's file (its text, NUL-terminated) into s and the scan's
+ * figures into out.  0, or -1 when it is not whole. */
+static int bg_parse(char *text, struct scan *s, struct checks_summary *out)
+{
+	unsigned long long lsn, found, elapsed;
+	int truncated, oom, whole = 0;
+	char *save = NULL, *line = strtok_r(text, "\n", &save);
+	if (!line || sscanf(line, "H\t%llu\t%llu\t%d\t%d\t%llu", &lsn, &found, &truncated, &oom, &elapsed) != 5)
+		return -1;
+	out->lsn = lsn;
+	out->findings = found;
+	out->elapsed_us = elapsed;
+	s->oom = oom;
+	while ((line = strtok_r(NULL, "\n", &save))) {
+		if (!strcmp(line, "E")) {
+			whole = 1;
+			break;
+		}
+		/* F <kind> <a> <b> <detail>: b may be empty */
+		char *rest = line, *tag = strsep(&rest, "\t");
+		char *k = rest ? strsep(&rest, "\t") : NULL, *a = rest ? strsep(&rest, "\t") : NULL;
+		char *b = rest ? strsep(&rest, "\t") : NULL, *end = NULL;
+		unsigned long kind = k ? strtoul(k, &end, 10) : CK_N_KIND;
+		if (strcmp(tag, "F") || !end || *end || kind >= CK_N_KIND || !a || !a[0] || !b || !rest)
+			return -1;
+		scan_put(s, (int)kind, a, b[0] ? b : NULL, rest);
+	}
+	s->truncated = truncated || s->truncated;
+	out->truncated = s->truncated;
+	return whole ? 0 : -1;
+}
+
+int checks_poll(struct shard *sh, struct checks_summary *out)
+{
+	if (bg_pid <= 0)
+		return 0;
+	int st;
+	pid_t r = waitpid(bg_pid, &st, WNOHANG);
+	if (r == 0)
+		return 0;
+	bg_pid = 0;
+	char path[700];
+	bg_path(sh, path, sizeof(path));
+	memset(out, 0, sizeof(*out));
+	if (r < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		log_error("msg=\"consistency checks: the scanning child failed; the next run retries\" status=%d", st);
+		unlink(path);
+		return -1;
+	}
+	const struct check_run_row *prev =
+		(const struct check_run_row *)table_get(&sh->tables[REC_T_CHECK_RUN], CHECKS_RUN_ID, strlen(CHECKS_RUN_ID));
+	if (prev && prev->last_lsn > bg_lsn) {
+		/* a run of a later state (POST .../checks/run) was applied meanwhile */
+		log_info("msg=\"consistency checks: a later run was applied meanwhile; this one's findings are dropped\" "
+			 "lsn=%llu", (unsigned long long)bg_lsn);
+		unlink(path);
+		return 2;
+	}
+	FILE *f = fopen(path, "r");
+	char *text = malloc(CHECKS_BG_FILE_MAX + 1);
+	size_t n = f && text ? fread(text, 1, CHECKS_BG_FILE_MAX, f) : 0;
+	int too_big = f && !feof(f);
+	if (f)
+		fclose(f);
+	unlink(path);
+	struct scan s = {0};
+	hidx_init(&s.by_key);
+	int rc = -1;
+	if (text && n && !too_big) {
+		text[n] = 0;
+		rc = bg_parse(text, &s, out);
+	}
+	free(text);
+	if (rc) {
+		log_error("msg=\"consistency checks: the scanning child's findings are unreadable; the next run retries\" "
+			  "file=%s", path);
+		scan_free(&s);
+		return -1;
+	}
+	const uint64_t probes = idx_probes;
+	apply(sh, &s, out);
+	idx_probes = probes;
+	scan_free(&s);
+	return 1;
 }
 
 /* ---- schedule ------------------------------------------------------------------------------- */
@@ -580,13 +781,14 @@ void checks_tick(struct shard *sh)
 {
 	static uint64_t prev_ms;
 	static int at = -3; /* not parsed yet */
+	struct checks_summary r;
+	checks_poll(sh, &r);
 	uint64_t now = wall_ms();
 	if (at == -3)
 		at = checks_parse_at(sh->cfg.checks_at);
 	if (prev_ms && checks_crossed(at, prev_ms, now)) {
-		struct checks_summary r;
 		log_info("msg=\"consistency checks: the scheduled run\" at=%s", sh->cfg.checks_at);
-		checks_run(sh, &r);
+		checks_start(sh);
 	}
 	prev_ms = now;
 }

@@ -60,6 +60,20 @@ struct checks_summary {
  */
 void checks_run(struct shard *sh, struct checks_summary *out);
 
+/*
+ * The background run (the schedule's): fork a child that scans its copy of
+ * the shard -- the state at this LSN, while the loop goes on -- and writes
+ * the findings to <data_dir>/checks-run.tmp.  0 started, 1 one is running
+ * already, -1 the fork failed (logged).
+ */
+int checks_start(struct shard *sh);
+/* Reap the child when it is done (the tick) and apply its findings as
+ * checks_run does, into *out: 1 applied, 2 dropped (a run of a later
+ * state was applied meanwhile: its view is newer), -1 the child failed or
+ * its file is unreadable (logged; the next run retries), 0 nothing to reap
+ * (none running, or still scanning). */
+int checks_poll(struct shard *sh, struct checks_summary *out);
+
 /* "HH:MM" (UTC) as minutes after midnight, CHECKS_AT_OFF for "off", or -1
  * when s is neither. */
 #define CHECKS_AT_OFF (-2)

@@ -1,14 +1,16 @@
 /*
  * test_checks_units.c -- the consistency checks' schedule and bounds in
  * process (engine/checks.c): --checks-at's parser at and past its edges,
- * the "clock passed the time" test around the time and midnight, and a
- * run's CHECKS_MAX_FINDINGS at and past the bound on a real shard whose
- * levels are written straight to the table (no history: each one a
- * stock_invariant finding).  The flows over HTTP are in test_checks.c.
+ * the "clock passed the time" test around the time and midnight, a run's
+ * CHECKS_MAX_FINDINGS at and past the bound, and the background run (a
+ * forked child scans the state at its start while the shard goes on), on
+ * a real shard whose levels are written straight to the table (no
+ * history: each one a stock_invariant finding).  The flows over HTTP are in test_checks.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine/checks.h"
 #include "engine/storage/record.h"
@@ -70,6 +72,16 @@ static void put_levels(struct fixture *f, unsigned from, unsigned to)
 	}
 }
 
+/* Reap the background run (bounded wait for the child to finish its scan). */
+static int poll_done(struct fixture *f, struct checks_summary *r)
+{
+	int rc = 0;
+	for (int t = 0; t < 3000 && !rc; t++)
+		if (!(rc = checks_poll(&f->sh, r)))
+			usleep(10 * 1000);
+	return rc;
+}
+
 WM_TEST(checks_units, a_run_records_at_most_the_bound, .timeout = 120)
 {
 	struct fixture *f = fixture_new("checks");
@@ -111,5 +123,51 @@ WM_TEST(checks_units, a_run_records_at_most_the_bound, .timeout = 120)
 	checks_run(&f->sh, &r);
 	cr_assert_eq(r.flagged, 0, "nothing flagged twice across a restart");
 	cr_assert_eq(r.closed, 0);
+	/* the background run past the bound: its file carries the count and the truncation */
+	put_levels(f, CHECKS_MAX_FINDINGS + 1, CHECKS_MAX_FINDINGS + 2);
+	cr_assert_eq(checks_start(&f->sh), 0);
+	cr_assert_eq(poll_done(f, &r), 1);
+	cr_assert_eq(r.findings, CHECKS_MAX_FINDINGS + 1);
+	cr_assert(r.truncated && !r.failed);
+	cr_assert(r.flagged == 0 && r.closed == 0 && r.open == CHECKS_MAX_FINDINGS);
+	fixture_free(f);
+}
+
+WM_TEST(checks_units, a_background_run_reads_the_state_at_its_start, .timeout = 120)
+{
+	struct fixture *f = fixture_new("checks");
+	struct checks_summary r;
+	cr_assert_eq(checks_poll(&f->sh, &r), 0, "nothing running");
+	put_levels(f, 0, 3);
+	uint64_t at = f->sh.lsn;
+	cr_assert_eq(checks_start(&f->sh), 0);
+	cr_assert_eq(checks_start(&f->sh), 1, "one at a time");
+	/* the loop goes on writing while the child scans its copy */
+	put_levels(f, 3, 5);
+	cr_assert_eq(poll_done(f, &r), 1);
+	cr_assert_eq(r.lsn, at, "the child's view is the state at its start");
+	cr_assert_eq(r.findings, 3, "not the two levels written after it");
+	cr_assert_eq(r.flagged, 3);
+	cr_assert_eq(r.open, 3);
+	cr_assert_eq(table_count(&f->sh.tables[REC_T_CHECK_FINDING]), 3);
+	char path[600];
+	snprintf(path, sizeof(path), "%s/checks-run.tmp", f->cfg.data_dir);
+	cr_assert_neq(access(path, F_OK), 0, "the child's file is gone once applied");
+	checks_run(&f->sh, &r);
+	cr_assert_eq(r.flagged, 2, "the later two, by a run of the present state");
+	cr_assert_eq(r.open, 5);
+	/* again in the background: nothing new */
+	cr_assert_eq(checks_start(&f->sh), 0);
+	cr_assert_eq(poll_done(f, &r), 1);
+	cr_assert(r.findings == 5 && r.flagged == 0 && r.closed == 0 && r.open == 5);
+	/* a run of a later state applied while the child scans: its older view is dropped */
+	cr_assert_eq(checks_start(&f->sh), 0);
+	txn_begin(&f->sh);
+	cr_assert_eq(txn_del(&f->sh, REC_T_INVENTORY, "lvl_00000", 9), 0);
+	cr_assert_gt(txn_commit(&f->sh), 0);
+	checks_run(&f->sh, &r);
+	cr_assert_eq(r.closed, 1);
+	cr_assert_eq(poll_done(f, &r), 2, "dropped, not applied");
+	cr_assert_eq(table_count(&f->sh.tables[REC_T_CHECK_FINDING]), 4, "the closed one stays closed");
 	fixture_free(f);
 }

@@ -116,7 +116,7 @@
 const char *const checks_kind_names[] = {
 	"wine_no_offer",         "offer_no_stock",     "listing_offer_missing", "listing_offer_withdrawn",
 	"paid_order_no_duty",    "duty_no_paid_order", "payout_no_paid_order",  CHECK_K_STOCK,
-	CHECK_K_LEDGER,          NULL,
+	CHECK_K_LEDGER,          "hold_leg_mismatch",  "prepared_without_txn",  NULL,
 };
 _Static_assert(sizeof(checks_kind_names) / sizeof(checks_kind_names[0]) == CK_N_KIND + 1, "one name per kind");
 
@@ -193,7 +193,7 @@ const struct table_ops checks_run_table_ops = {
 struct finding {
 	char key[CHECKS_KEY_MAX];
 	uint8_t kind;
-	char a[ID_MAX_LEN * 2], b[16];
+	char a[ID_MAX_LEN * 2], b[ID_MAX_LEN];
 	char detail[CHECKS_DETAIL_MAX];
 };
 
@@ -205,6 +205,7 @@ struct scan {
 	struct hidx by_key;
 	uint64_t found; /* distinct findings, recorded or not */
 	int truncated, oom;
+	int cluster;    /* the cluster report (its kinds), not a shard's own run */
 };
 
 /* Record the finding (kind, a, b) with its line of text, unless it is
@@ -450,8 +451,9 @@ static int flag(struct shard *sh, const struct finding *f, const char *at, struc
 	return 0;
 }
 
-/* Close the open findings s no longer has (at most CHECKS_MAX_FINDINGS per
- * transaction batch: one transaction each, like flag()).  Their count. */
+/* Close the open findings s no longer has, of the kinds s reports: a
+ * shard's own run the kinds before CK_FIRST_CLUSTER, the cluster report
+ * the others (one transaction each, like flag()).  Their count. */
 static uint64_t close_gone(struct shard *sh, const struct scan *s, int *failed)
 {
 	uint64_t closed = 0;
@@ -461,7 +463,8 @@ static uint64_t close_gone(struct shard *sh, const struct scan *s, int *failed)
 	int ok = oidx_seek_ge(open, "", 0, &it);
 	while (ok) {
 		const struct row *r = oidx_iter_val(&it);
-		if (s->truncated || hidx_get_untracked(&s->by_key, r->id, r->id_len) || r->id_len >= sizeof(key)) {
+		int theirs = (((const struct check_finding *)r)->kind >= CK_FIRST_CLUSTER) == s->cluster;
+		if (s->truncated || !theirs || hidx_get_untracked(&s->by_key, r->id, r->id_len) || r->id_len >= sizeof(key)) {
 			ok = oidx_next(&it);
 			continue;
 		}
@@ -563,7 +566,8 @@ static void apply(struct shard *sh, const struct scan *s, struct checks_summary 
 	out->open = open_counts(sh, counts);
 	const struct check_run_row *prev =
 		(const struct check_run_row *)table_get(&sh->tables[REC_T_CHECK_RUN], CHECKS_RUN_ID, strlen(CHECKS_RUN_ID));
-	write_run_row(sh, (prev ? prev->runs : 0) + 1, now, out, &failed);
+	if (!s->cluster) /* the run's row is the shard's own runs' */
+		write_run_row(sh, (prev ? prev->runs : 0) + 1, now, out, &failed);
 	out->failed = failed;
 	log_info("msg=\"consistency checks run\" lsn=%llu findings=%llu flagged=%llu closed=%llu open=%llu elapsed_us=%llu%s",
 		 (unsigned long long)out->lsn, (unsigned long long)out->findings, (unsigned long long)out->flagged,
@@ -845,8 +849,61 @@ const struct route checks_routes[] = {
 	{0, NULL, NULL, 0, 0, NULL, 0},
 };
 
+/* A string member of the report's entry e at i, or NULL. */
+static const char *entry_str(const struct json_value *e, uint32_t i)
+{
+	const struct json_value *v = i < e->len ? &e->u.items[i] : NULL;
+	return v && v->type == JSON_STRING ? v->u.str : NULL;
+}
+
+/*
+ * POST /internal/checks/cluster (the home, from `wm-ctl checks run`): the
+ * cross-shard findings of the cluster check, {"truncated": bool,
+ * "findings": [[kind, id, id, text], ...]} with kinds from
+ * CK_FIRST_CLUSTER on (at most CHECKS_MAX_FINDINGS, ids "" for none),
+ * brought up to date as a run's: new ones flagged, open ones of those
+ * kinds no longer reported closed (unless truncated).  400 on a body of
+ * another form; 200 with the counts.
+ */
+static void checks_cluster_route(struct api_ctx *c)
+{
+	const struct json_value *b = api_body(c);
+	if (!b)
+		return;
+	const struct json_value *fs = json_get(b, "findings"), *tr = json_get(b, "truncated");
+	if (!fs || fs->type != JSON_ARRAY || fs->len > CHECKS_MAX_FINDINGS || !tr ||
+	    (tr->type != JSON_TRUE && tr->type != JSON_FALSE)) {
+		api_error(c, 400, "invalid_report", "want {\"truncated\": bool, \"findings\": [[kind, id, id, text], ...]}");
+		return;
+	}
+	struct scan s = {.cluster = 1, .truncated = tr->type == JSON_TRUE};
+	hidx_init(&s.by_key);
+	for (uint32_t i = 0; i < fs->len; i++) {
+		const struct json_value *e = &fs->u.items[i];
+		const char *k = e->type == JSON_ARRAY && e->len == 4 ? entry_str(e, 0) : NULL;
+		const char *a = k ? entry_str(e, 1) : NULL, *id2 = k ? entry_str(e, 2) : NULL, *t = k ? entry_str(e, 3) : NULL;
+		int kind = k ? kind_of(k) : -1;
+		if (kind < (int)CK_FIRST_CLUSTER || !a || !a[0] || strlen(a) >= ID_MAX_LEN * 2 || !id2 ||
+		    strlen(id2) >= sizeof(((struct finding *)0)->b) || !t) {
+			scan_free(&s);
+			api_error(c, 400, "invalid_report", "a finding is not [kind, id, id, text] of a cluster kind");
+			return;
+		}
+		s.found += (uint64_t)scan_put(&s, kind, a, id2[0] ? id2 : NULL, t);
+	}
+	struct checks_summary r = {.lsn = c->sh->lsn, .findings = s.found, .truncated = s.truncated};
+	const uint64_t probes = idx_probes;
+	apply(c->sh, &s, &r);
+	idx_probes = probes;
+	scan_free(&s);
+	c->rs->status = 200;
+	summary_body(&c->w, &r);
+}
+
 const struct route checks_internal_routes[] = {
 	{HTTP_M_POST, "/internal/checks/run", checks_run_route, SC_PUBLIC, ACT_NONE,
 	 "Run this shard's consistency checks now (wm-ctl checks run)", 0},
+	{HTTP_M_POST, "/internal/checks/cluster", checks_cluster_route, SC_PUBLIC, ACT_NONE,
+	 "The cluster check's cross-shard findings (wm-ctl checks run), at the home", 0},
 	{0, NULL, NULL, 0, 0, NULL, 0},
 };

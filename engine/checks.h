@@ -4,6 +4,7 @@
  *
  *   POST /v1/admin/checks/run     run the checks now; the run's summary (operator)
  *   POST /internal/checks/run     the same for `wm-ctl checks run` (cluster, signed)
+ *   POST /internal/checks/cluster `wm-ctl checks run`'s cross-shard findings, to the home
  *
  * plus a run every day at --checks-at HH:MM (UTC) from the tick, and the
  * wm_checks_* lines of /metrics.
@@ -20,6 +21,7 @@
 #define CHECKS_MAX_FINDINGS 10000u /* findings one run records; past it the run is `truncated` */
 #define CHECKS_KIND_MAX 32u        /* longest kind name, with its NUL */
 #define CHECKS_DETAIL_MAX 240u     /* a finding's line of text */
+#define CK_FIRST_CLUSTER CK_HOLD_LEG_MISMATCH /* kinds from here on are the cluster report's */
 
 /* The kinds a run reports, in the order of checks_kind_names (and of the
  * per-kind counts of /metrics). */
@@ -33,6 +35,11 @@ enum checks_kind {
 	CK_PAYOUT_NO_PAID_ORDER,   /* payouts of an order that is missing or was never paid */
 	CK_STOCK_INVARIANT,        /* a level against its holds and its history (engine/check.c) */
 	CK_LEDGER_INVARIANT,       /* an order against its charge (engine/check.c) */
+	/* the cross-shard half, reported by `wm-ctl checks run` to the home
+	 * (POST /internal/checks/cluster): no shard's own run finds or closes
+	 * them */
+	CK_HOLD_LEG_MISMATCH,      /* a COMMITTED hold and its order's leg disagree (ids: hold, order) */
+	CK_PREPARED_WITHOUT_TXN,   /* a PREPARED hold past the limit whose transaction is not in progress (ids: txn, shard) */
 	CK_N_KIND
 };
 extern const char *const checks_kind_names[]; /* NULL-terminated */

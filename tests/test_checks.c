@@ -17,7 +17,9 @@
  *
  * The seeding stops and restarts one shard, so the suite runs in the
  * single-shard topology (TEST_CLUSTER_SKIP); the suite checks_cluster runs the
- * route and `wm-ctl checks run` against a real cluster.
+ * route and `wm-ctl checks run` against a real cluster, with the
+ * cross-shard kind seeded through a participant's routes (a transaction
+ * committed on the stock's shard that no order's leg names).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -356,5 +358,52 @@ WM_TEST(checks_cluster, every_shard_checks_and_wm_ctl_joins_the_cluster, .timeou
 	cr_assert_eq(wm_cluster_do(&c, 0, "GET", "/metrics", NULL, &m), 0);
 	cr_assert_not_null(strstr(m.body, "wm_checks_open_findings{kind=\"wine_no_offer\"} 0\n"), "closed");
 	http_resp_free(&m);
+
+	/* the cross-shard half: a transaction committed on the stock's shard with no order (a COMMITTED
+	 * hold no leg names), seeded through shard 1's participant routes */
+	snprintf(body, sizeof(body), "{\"txn\":\"r0:ord_GHOST\",\"holds\":[{\"hold_id\":\"r0:ord_GHOST.H1\","
+		 "\"level_id\":\"%s\",\"qty\":2}]}", w.lv_est);
+	struct http_resp hr;
+	cr_assert_eq(wm_cluster_do(&c, 1, "POST", "/internal/txn/prepare", body, &hr), 0);
+	cr_assert_eq(hr.status, 200, "%s", hr.body);
+	http_resp_free(&hr);
+	cr_assert_eq(wm_cluster_do(&c, 1, "POST", "/internal/txn/commit", "{\"txn\":\"r0:ord_GHOST\"}", &hr), 0);
+	cr_assert_eq(hr.status, 200, "%s", hr.body);
+	http_resp_free(&hr);
+	for (int pass = 0; pass < 2; pass++) {
+		cr_assert_eq(ctl_checks_run(&c, out, sizeof(out)), 1, "%s", out);
+		cr_assert_not_null(strstr(out, "checks: 1 finding(s) open"), "pass %d: %s", pass, out);
+		int of_kind;
+		cr_assert_eq(flagged(c.router_port, "hold_leg_mismatch", "r0:ord_GHOST.H1", NULL, &of_kind), 1, "%s",
+			     flagged_list(c.router_port));
+		cr_assert_eq(of_kind, 1, "pass %d: flagged once", pass);
+	}
+	cr_assert_eq(wm_cluster_do(&c, 0, "GET", "/metrics", NULL, &m), 0);
+	cr_assert_not_null(strstr(m.body, "wm_checks_open_findings{kind=\"hold_leg_mismatch\"} 1\n"), "the home counts it");
+	http_resp_free(&m);
+	/* a shard's own run does not close what only the cluster report finds */
+	r = run_checks(c.router_port);
+	cr_assert_eq(num(r, "closed"), 0, "%s", dump(r));
+	cr_assert_eq(num(r, "open"), 1, "%s", dump(r));
+	json_decref(r);
+	/* a truncated report closes nothing; a report of another form is refused */
+	cr_assert_eq(wm_cluster_do(&c, 0, "POST", "/internal/checks/cluster", "{\"truncated\":true,\"findings\":[]}", &hr), 0);
+	cr_assert_eq(hr.status, 200, "%s", hr.body);
+	cr_assert_not_null(strstr(hr.body, "\"closed\":0"), "%s", hr.body);
+	http_resp_free(&hr);
+	static const char *const bad[] = {"{\"findings\":[]}", "{\"truncated\":false,\"findings\":[[\"wine_no_offer\",\"x\",\"\",\"t\"]]}",
+					  "{\"truncated\":false,\"findings\":[[\"hold_leg_mismatch\",\"\",\"\",\"t\"]]}",
+					  "{\"truncated\":false,\"findings\":[[\"hold_leg_mismatch\",\"h\",\"\"]]}"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(wm_cluster_do(&c, 0, "POST", "/internal/checks/cluster", bad[i], &hr), 0);
+		cr_assert_eq(hr.status, 400, "%s: %s", bad[i], hr.body);
+		http_resp_free(&hr);
+	}
+	/* released: the next report closes it */
+	cr_assert_eq(wm_cluster_do(&c, 1, "POST", "/internal/txn/release", "{\"txn\":\"r0:ord_GHOST\"}", &hr), 0);
+	http_resp_free(&hr);
+	cr_assert_eq(ctl_checks_run(&c, out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "\"closed\":1"), "%s", out);
+	cr_assert_eq(flagged(c.router_port, "hold_leg_mismatch", "r0:ord_GHOST.H1", NULL, NULL), 1);
 	wm_cluster_cleanup(&c);
 }

@@ -110,8 +110,9 @@
 #define CHECKS_RUN_ID "last"        /* the run row's id */
 #define CHECKS_DAY_MS 86400000ULL
 #define CHECKS_BG_FILE "checks-run.tmp" /* the scanning child's findings, in the data directory */
-/* its largest size: a header, every finding's line (kind, ids, text), the end */
-#define CHECKS_BG_FILE_MAX ((size_t)CHECKS_MAX_FINDINGS * (8 + ID_MAX_LEN * 2 + 16 + CHECKS_DETAIL_MAX) + 128)
+/* its largest size: a header, every finding's line ("F", kind, ids, text,
+ * four tabs and the newline), the end */
+#define CHECKS_BG_FILE_MAX ((size_t)CHECKS_MAX_FINDINGS * (8 + ID_MAX_LEN * 3 + CHECKS_DETAIL_MAX) + 128)
 
 const char *const checks_kind_names[] = {
 	"wine_no_offer",         "offer_no_stock",     "listing_offer_missing", "listing_offer_withdrawn",
@@ -728,9 +729,9 @@ int checks_poll(struct shard *sh, struct checks_summary *out)
 		return 2;
 	}
 	FILE *f = fopen(path, "r");
-	char *text = malloc(CHECKS_BG_FILE_MAX + 1);
-	size_t n = f && text ? fread(text, 1, CHECKS_BG_FILE_MAX, f) : 0;
-	int too_big = f && !feof(f);
+	char *text = malloc(CHECKS_BG_FILE_MAX + 2);
+	size_t n = f && text ? fread(text, 1, CHECKS_BG_FILE_MAX + 1, f) : 0;
+	int too_big = n > CHECKS_BG_FILE_MAX;
 	if (f)
 		fclose(f);
 	unlink(path);

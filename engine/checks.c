@@ -282,6 +282,7 @@ static int set_has(const struct hidx *h, const char *id)
 	return n && n < ID_MAX_LEN && hidx_get_untracked(h, id, (uint32_t)n) != NULL;
 }
 
+/* Every row of table tbl in id order as `const T *var` (a block follows). */
 #define FOR_ROWS(sh, tbl, T, var, it, ok)                                                                  \
 	for (int ok = oidx_seek_ge(&(sh)->tables[tbl].by_order, "", 0, &it); ok; ok = oidx_next(&it))         \
 		for (const T *var = oidx_iter_val(&it); var; var = NULL)
@@ -294,25 +295,28 @@ static void scan_catalogue(struct shard *sh, struct scan *s)
 	hidx_init(&stocked);
 	int oom = 0;
 	struct oidx_iter it;
-	FOR_ROWS(sh, REC_T_OFFER, struct offer, o, it, ok)
-	if (o->status != OS_WITHDRAWN)
-		set_add(&offered, o->wine_id, &oom);
-	FOR_ROWS(sh, REC_T_INVENTORY, struct inv_level, l, it, ok)
-	set_add(&stocked, l->offer_id, &oom);
+	FOR_ROWS(sh, REC_T_OFFER, struct offer, o, it, ok) {
+		if (o->status != OS_WITHDRAWN)
+			set_add(&offered, o->wine_id, &oom);
+	}
+	FOR_ROWS(sh, REC_T_INVENTORY, struct inv_level, l, it, ok) {
+		set_add(&stocked, l->offer_id, &oom);
+	}
 	if (oom) {
 		s->oom = 1;
 	} else {
-		FOR_ROWS(sh, REC_T_WINE, struct wine, w, it, ok)
-		if (!set_has(&offered, w->row.id))
-			scan_add(s, CK_WINE_NO_OFFER, w->row.id, NULL, "wine %s (%s) has no offer", w->row.id,
-				 wine_status_names[w->status]);
-		FOR_ROWS(sh, REC_T_OFFER, struct offer, o, it, ok)
-		if (o->status != OS_WITHDRAWN && !set_has(&stocked, o->row.id))
-			scan_add(s, CK_OFFER_NO_STOCK, o->row.id, NULL, "offer %s (%s) has no inventory level", o->row.id,
-				 offer_status_names[o->status]);
+		FOR_ROWS(sh, REC_T_WINE, struct wine, w, it, ok) {
+			if (!set_has(&offered, w->row.id))
+				scan_add(s, CK_WINE_NO_OFFER, w->row.id, NULL, "wine %s (%s) has no offer", w->row.id,
+					 wine_status_names[w->status]);
+		}
+		FOR_ROWS(sh, REC_T_OFFER, struct offer, o, it, ok) {
+			if (o->status != OS_WITHDRAWN && !set_has(&stocked, o->row.id))
+				scan_add(s, CK_OFFER_NO_STOCK, o->row.id, NULL, "offer %s (%s) has no inventory level",
+					 o->row.id, offer_status_names[o->status]);
+		}
 	}
-	FOR_ROWS(sh, REC_T_LISTING, struct listing, l, it, ok)
-	{
+	FOR_ROWS(sh, REC_T_LISTING, struct listing, l, it, ok) {
 		if (l->status == LS_DELISTED)
 			continue;
 		const struct row *o = hidx_get_untracked(&sh->tables[REC_T_OFFER].by_id, l->offer_id,
@@ -346,8 +350,7 @@ static int order_paid(struct shard *sh, const char *id, size_t len)
 static void scan_order_children(struct shard *sh, struct scan *s, int tbl, int kind, const char *what)
 {
 	struct oidx_iter it;
-	FOR_ROWS(sh, tbl, struct row, r, it, ok)
-	{
+	FOR_ROWS(sh, tbl, struct row, r, it, ok) {
 		const char *dot = memchr(r->id, '.', r->id_len);
 		size_t len = dot ? (size_t)(dot - r->id) : r->id_len;
 		if (len == 0 || len >= ID_MAX_LEN)
@@ -367,8 +370,7 @@ static void scan_duty(struct shard *sh, struct scan *s)
 {
 	struct oidx_iter it, rit;
 	const struct oidx *reg = &sh->tables[REC_T_COMPLIANCE].by_order;
-	FOR_ROWS(sh, REC_T_ORDER, struct order, o, it, ok)
-	{
+	FOR_ROWS(sh, REC_T_ORDER, struct order, o, it, ok) {
 		const struct order_state *st = order_state_get(sh, o->row.id, o->row.id_len);
 		if (!st || order_paid(sh, o->row.id, o->row.id_len) != 1)
 			continue;
@@ -505,8 +507,7 @@ static uint64_t open_counts(struct shard *sh, uint64_t *counts)
 	uint64_t total = 0;
 	memset(counts, 0, CK_N_KIND * sizeof(*counts));
 	struct oidx_iter it;
-	FOR_ROWS(sh, REC_T_CHECK_FINDING, struct check_finding, f, it, ok)
-	{
+	FOR_ROWS(sh, REC_T_CHECK_FINDING, struct check_finding, f, it, ok) {
 		counts[f->kind]++;
 		total++;
 	}

@@ -845,9 +845,31 @@ static void checks_run_route(struct api_ctx *c)
 	summary_body(&c->w, &r);
 }
 
+static int kind_match(struct api_ctx *c, const struct row *r, void *arg)
+{
+	(void)c;
+	return ((const struct check_finding *)r)->kind == *(const int *)arg;
+}
+
+/* GET /v1/admin/checks/findings: the open findings in id ("<kind>/<ids>")
+ * order, cursor-paginated; ?kind= one kind (another value: 400). */
+static void findings_list(struct api_ctx *c)
+{
+	struct api_page pg;
+	if (api_page_parse(c, &pg))
+		return;
+	int kind;
+	if (api_query_enum(c, "kind", checks_kind_names, &kind))
+		return;
+	api_list(c, &c->sh->tables[REC_T_CHECK_FINDING].by_order, NULL, 0, &pg, kind >= 0 ? kind_match : NULL, &kind,
+		 NULL);
+}
+
 const struct route checks_routes[] = {
 	{HTTP_M_POST, "/v1/admin/checks/run", checks_run_route, SC_OPERATOR, ACT_OPERATE,
 	 "Run the consistency checks now (operators)", 0},
+	{HTTP_M_GET, "/v1/admin/checks/findings", findings_list, SC_OPERATOR, ACT_OPERATE,
+	 "The open consistency-check findings (operators)", 0},
 	{0, NULL, NULL, 0, 0, NULL, 0},
 };
 

@@ -3,6 +3,7 @@
  * checks.c):
  *
  *   POST /v1/admin/checks/run     run the checks now; the run's summary (operator)
+ *   GET  /v1/admin/checks/findings the open findings, cursor-paginated, ?kind= (operator)
  *   POST /internal/checks/run     the same for `wm-ctl checks run` (cluster, signed)
  *   POST /internal/checks/cluster `wm-ctl checks run`'s cross-shard findings, to the home
  *

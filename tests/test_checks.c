@@ -144,6 +144,27 @@ static void create(int port, const char *path, const char *key, const char *body
 	json_decref(j);
 }
 
+/* How many open findings GET /v1/admin/checks/findings lists (query: "&kind=..." or ""),
+ * following its cursor in pages of page_size. */
+static long list_findings(int port, const char *query, int page_size)
+{
+	long n = 0;
+	char cursor[256] = "", path[512];
+	for (int pages = 0; pages < 100; pages++) {
+		snprintf(path, sizeof(path), "/v1/admin/checks/findings?page_size=%d%s%s%s", page_size, query,
+			 cursor[0] ? "&cursor=" : "", cursor);
+		json_t *j = tc_expect(port, "GET", path, NULL, NULL, 200);
+		n += (long)json_array_size(json_object_get(j, "data"));
+		const char *next = tc_jstr(j, "next_cursor");
+		snprintf(cursor, sizeof(cursor), "%s", next ? next : "");
+		json_decref(j);
+		if (!cursor[0])
+			return n;
+	}
+	cr_assert_fail("the cursor never ends");
+	return -1;
+}
+
 struct expect {
 	const char *kind;
 	const char *a, *b;
@@ -230,6 +251,21 @@ WM_TEST(checks, each_seeded_inconsistency_is_flagged_once_then_closed, .timeout 
 		cr_assert_eq(any, pass + 1, "an operations alert after each run with findings open");
 	}
 	cr_assert_eq(metric_runs(x.port), 3);
+	/* the open findings, listed: every one, in pages, by kind */
+	cr_assert_eq(list_findings(x.port, "", 2), n_want);
+	for (long i = 0; i < n_want; i++) {
+		char q[64];
+		snprintf(q, sizeof(q), "&kind=%s", want[i].kind);
+		cr_assert_eq(list_findings(x.port, q, 200), 1, "%s", want[i].kind);
+		json_t *j = tc_expect(x.port, "GET", strcat(strcpy(path, "/v1/admin/checks/findings?page_size=5"), q), NULL,
+				      NULL, 200);
+		json_t *f = json_array_get(json_object_get(j, "data"), 0);
+		cr_assert_str_eq(tc_jstr(f, "kind"), want[i].kind);
+		cr_assert_str_eq(json_string_value(json_array_get(json_object_get(f, "ids"), 0)), want[i].a);
+		json_decref(j);
+	}
+	tc_expect_code(x.port, "GET", "/v1/admin/checks/findings?kind=bogus", NULL, NULL, 400, "invalid_filter");
+	json_decref(tc_expect(x.port, "GET", "/v1/admin/checks/findings", x.kest, NULL, 403)); /* operators only */
 
 	/* fixed: every one closed, nothing flagged, no alert */
 	cr_assert_eq(wm_stop(&x.p), 0);
@@ -261,6 +297,7 @@ WM_TEST(checks, each_seeded_inconsistency_is_flagged_once_then_closed, .timeout 
 	json_decref(r);
 	flagged(x.port, "summary", "", NULL, &any);
 	cr_assert_eq(any, 3, "no alert once nothing is open");
+	cr_assert_eq(list_findings(x.port, "", 200), 0);
 	wm_proc_cleanup(&x.p);
 }
 
@@ -378,6 +415,8 @@ WM_TEST(checks_cluster, every_shard_checks_and_wm_ctl_joins_the_cluster, .timeou
 			     flagged_list(c.router_port));
 		cr_assert_eq(of_kind, 1, "pass %d: flagged once", pass);
 	}
+	cr_assert_eq(list_findings(c.router_port, "", 1), 1, "listed through the router");
+	cr_assert_eq(list_findings(c.router_port, "&kind=hold_leg_mismatch", 200), 1);
 	cr_assert_eq(wm_cluster_do(&c, 0, "GET", "/metrics", NULL, &m), 0);
 	cr_assert_not_null(strstr(m.body, "wm_checks_open_findings{kind=\"hold_leg_mismatch\"} 1\n"), "the home counts it");
 	http_resp_free(&m);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine/checks.h"
@@ -169,5 +170,25 @@ WM_TEST(checks_units, a_background_run_reads_the_state_at_its_start, .timeout = 
 	cr_assert_eq(r.closed, 1);
 	cr_assert_eq(poll_done(f, &r), 2, "dropped, not applied");
 	cr_assert_eq(table_count(&f->sh.tables[REC_T_CHECK_FINDING]), 4, "the closed one stays closed");
+	fixture_free(f);
+}
+
+WM_TEST(checks_units, a_failed_background_run_changes_nothing_and_the_next_one_runs, .timeout = 60)
+{
+	struct fixture *f = fixture_new("checks");
+	put_levels(f, 0, 2);
+	/* the child cannot write its file (a directory stands where it goes) */
+	char path[600];
+	snprintf(path, sizeof(path), "%s/checks-run.tmp", f->cfg.data_dir);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	struct checks_summary r;
+	cr_assert_eq(checks_start(&f->sh), 0);
+	cr_assert_eq(poll_done(f, &r), -1, "the child failed");
+	cr_assert_eq(table_count(&f->sh.tables[REC_T_CHECK_FINDING]), 0, "nothing applied");
+	cr_assert_null(table_get(&f->sh.tables[REC_T_CHECK_RUN], "last", 4), "no run counted");
+	cr_assert_eq(rmdir(path), 0);
+	cr_assert_eq(checks_start(&f->sh), 0, "not left running");
+	cr_assert_eq(poll_done(f, &r), 1);
+	cr_assert(r.flagged == 2 && r.open == 2);
 	fixture_free(f);
 }

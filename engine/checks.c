@@ -53,7 +53,8 @@
  * data directory (<data_dir>/checks-run.tmp: a header with the LSN and
  * counts, a line per finding, an end mark) and exits; the tick reaps it and
  * applies them -- the only part on the loop: a hash lookup per finding and
- * a transaction per change, at most CHECKS_MAX_FINDINGS of each.  The
+ * a transaction per CHECKS_TXN_BATCH changes (flagged or closed), at most
+ * CHECKS_MAX_FINDINGS findings.  The
  * findings are those of the state at the child's LSN: one fixed meanwhile
  * is flagged and closed by the next run; a run of a later state applied
  * meanwhile (POST) makes the child's result stale, and it is dropped.
@@ -108,6 +109,7 @@
 #define CHECKS_KEY_MAX 200u         /* a finding's row id: "<kind>/<id>[/<id>]" */
 #define CHECKS_DOC_MAX 1024u        /* a finding's row or event document */
 #define CHECKS_RUN_ID "last"        /* the run row's id */
+#define CHECKS_TXN_BATCH 64u        /* findings flagged or closed per transaction (64 x ~2 KiB: far below TXN_MAX_BYTES) */
 #define CHECKS_DAY_MS 86400000ULL
 #define CHECKS_BG_FILE "checks-run.tmp" /* the scanning child's findings, in the data directory */
 /* its largest size: a header, every finding's line ("F", kind, ids, text,
@@ -439,49 +441,91 @@ static size_t finding_doc(struct shard *sh, const struct finding *f, const char 
 	return b->overflow ? 0 : b->len;
 }
 
-/* Store and flag f (a transaction of its own).  0 or -1. */
-static int flag(struct shard *sh, const struct finding *f, const char *at, struct buf *b)
+/* Stage f's row and its event into the open transaction.  0 or -1. */
+static int stage_flag(struct shard *sh, const struct finding *f, const char *at, struct buf *b)
 {
 	size_t n = finding_doc(sh, f, at, b);
-	txn_begin(sh);
-	if (!n || txn_put(sh, REC_T_CHECK_FINDING, f->key, strlen(f->key), (const char *)b->data, n) ||
-	    txn_event(sh, "pim.reconciliation.flagged", NULL, (const char *)b->data, n) || !txn_commit(sh)) {
-		txn_abort(sh);
-		return -1;
+	return !n || txn_put(sh, REC_T_CHECK_FINDING, f->key, strlen(f->key), (const char *)b->data, n) ||
+			       txn_event(sh, "pim.reconciliation.flagged", NULL, (const char *)b->data, n)
+		       ? -1
+		       : 0;
+}
+
+/* Store and flag the findings of s not open yet, CHECKS_TXN_BATCH per
+ * transaction, each logged once its transaction committed.  Their count;
+ * *failed set when a transaction was refused (the rest then waits for the
+ * next run). */
+static uint64_t flag_new(struct shard *sh, const struct scan *s, const char *at, int *failed)
+{
+	uint64_t flagged = 0;
+	struct buf b;
+	buf_init(&b, CHECKS_DOC_MAX);
+	for (size_t i = 0; i < s->n && !*failed;) {
+		size_t staged[CHECKS_TXN_BATCH];
+		unsigned k = 0;
+		txn_begin(sh);
+		for (; i < s->n && k < CHECKS_TXN_BATCH && !*failed; i++) {
+			const struct finding *f = &s->f[i];
+			if (table_get(&sh->tables[REC_T_CHECK_FINDING], f->key, strlen(f->key)))
+				continue;
+			if (stage_flag(sh, f, at, &b))
+				*failed = 1;
+			else
+				staged[k++] = i;
+		}
+		if (*failed || !k || !txn_commit(sh)) {
+			txn_abort(sh);
+			*failed |= k > 0;
+			continue;
+		}
+		for (unsigned x = 0; x < k; x++) {
+			const struct finding *f = &s->f[staged[x]];
+			log_warn("msg=\"consistency check: flagged\" kind=%s ids=%s%s%s detail=\"%s\"", checks_kind_names[f->kind],
+				 f->a, f->b[0] ? "," : "", f->b, f->detail);
+		}
+		flagged += k;
 	}
-	log_warn("msg=\"consistency check: flagged\" kind=%s ids=%s%s%s detail=\"%s\"", checks_kind_names[f->kind], f->a,
-		 f->b[0] ? "," : "", f->b, f->detail);
-	return 0;
+	buf_free(&b);
+	return flagged;
 }
 
 /* Close the open findings s no longer has, of the kinds s reports: a
  * shard's own run the kinds before CK_FIRST_CLUSTER, the cluster report
- * the others (one transaction each, like flag()).  Their count. */
+ * the others; CHECKS_TXN_BATCH per transaction.  Their count. */
 static uint64_t close_gone(struct shard *sh, const struct scan *s, int *failed)
 {
 	uint64_t closed = 0;
 	struct oidx_iter it;
-	char key[CHECKS_KEY_MAX];
+	static char keys[CHECKS_TXN_BATCH][CHECKS_KEY_MAX];
 	const struct oidx *open = &sh->tables[REC_T_CHECK_FINDING].by_order;
-	int ok = oidx_seek_ge(open, "", 0, &it);
+	int ok = !s->truncated && oidx_seek_ge(open, "", 0, &it);
 	while (ok) {
-		const struct row *r = oidx_iter_val(&it);
-		int theirs = (((const struct check_finding *)r)->kind >= CK_FIRST_CLUSTER) == s->cluster;
-		if (s->truncated || !theirs || hidx_get_untracked(&s->by_key, r->id, r->id_len) || r->id_len >= sizeof(key)) {
-			ok = oidx_next(&it);
-			continue;
-		}
-		memcpy(key, r->id, r->id_len);
-		key[r->id_len] = 0;
+		unsigned k = 0;
 		txn_begin(sh);
-		if (txn_del(sh, REC_T_CHECK_FINDING, key, r->id_len) || !txn_commit(sh)) {
+		/* a delete is applied at the commit: the walk goes on over the rows meanwhile */
+		for (; ok && k < CHECKS_TXN_BATCH; ok = oidx_next(&it)) {
+			const struct row *r = oidx_iter_val(&it);
+			int theirs = (((const struct check_finding *)r)->kind >= CK_FIRST_CLUSTER) == s->cluster;
+			if (!theirs || hidx_get_untracked(&s->by_key, r->id, r->id_len) || r->id_len >= CHECKS_KEY_MAX)
+				continue;
+			memcpy(keys[k], r->id, r->id_len);
+			keys[k][r->id_len] = 0;
+			if (txn_del(sh, REC_T_CHECK_FINDING, keys[k], r->id_len)) {
+				*failed = 1;
+				break;
+			}
+			k++;
+		}
+		if (*failed || !k || !txn_commit(sh)) {
 			txn_abort(sh);
-			*failed = 1;
+			*failed |= k > 0;
 			break;
 		}
-		closed++;
-		log_info("msg=\"consistency check: closed (no longer found)\" finding=%s", key);
-		ok = oidx_seek_ge(open, key, (uint32_t)strlen(key), &it); /* the row is gone: resume after it */
+		for (unsigned x = 0; x < k; x++)
+			log_info("msg=\"consistency check: closed (no longer found)\" finding=%s", keys[x]);
+		closed += k;
+		/* the rows are gone: resume after the last one */
+		ok = ok && oidx_seek_ge(open, keys[k - 1], (uint32_t)strlen(keys[k - 1]), &it);
 	}
 	return closed;
 }
@@ -550,18 +594,8 @@ static void apply(struct shard *sh, const struct scan *s, struct checks_summary 
 	char at[40];
 	fmt_rfc3339_ms(at, now);
 	int failed = s->oom;
-	struct buf b;
-	buf_init(&b, CHECKS_DOC_MAX);
-	for (size_t i = 0; i < s->n && !failed; i++) {
-		const struct finding *f = &s->f[i];
-		if (table_get(&sh->tables[REC_T_CHECK_FINDING], f->key, strlen(f->key)))
-			continue;
-		if (flag(sh, f, at, &b))
-			failed = 1;
-		else
-			out->flagged++;
-	}
-	buf_free(&b);
+	if (!failed)
+		out->flagged = flag_new(sh, s, at, &failed);
 	if (!failed)
 		out->closed = close_gone(sh, s, &failed);
 	uint64_t counts[CK_N_KIND];

@@ -192,3 +192,36 @@ WM_TEST(checks_units, a_failed_background_run_changes_nothing_and_the_next_one_r
 	cr_assert(r.flagged == 2 && r.open == 2);
 	fixture_free(f);
 }
+
+WM_TEST(checks_units, findings_are_flagged_and_closed_in_batches_across_their_edges, .timeout = 60)
+{
+	struct fixture *f = fixture_new("checks");
+	/* 2 batches and 22 over: 150 flagged in three transactions */
+	put_levels(f, 0, 150);
+	uint64_t lsn = f->sh.lsn;
+	struct checks_summary r;
+	checks_run(&f->sh, &r);
+	cr_assert(r.flagged == 150 && r.open == 150);
+	cr_assert_eq(f->sh.lsn - lsn, 3 + 1 + 1, "three flag transactions, the run's row, the alert");
+	/* 130 fixed, in the middle and at both ends: closed in three transactions, the other 20 stay */
+	txn_begin(&f->sh);
+	for (unsigned i = 0; i < 150; i++)
+		if (i < 10 || i >= 30) {
+			char id[32];
+			snprintf(id, sizeof(id), "lvl_%05u", i);
+			cr_assert_eq(txn_del(&f->sh, REC_T_INVENTORY, id, strlen(id)), 0);
+		}
+	cr_assert_gt(txn_commit(&f->sh), 0);
+	lsn = f->sh.lsn;
+	checks_run(&f->sh, &r);
+	cr_assert_eq(r.closed, 130);
+	cr_assert(r.flagged == 0 && r.open == 20);
+	cr_assert_eq(f->sh.lsn - lsn, 3 + 1 + 1, "three close transactions, the run's row, the alert");
+	for (unsigned i = 0; i < 150; i++) {
+		char key[64];
+		snprintf(key, sizeof(key), "stock_invariant/lvl_%05u", i);
+		cr_assert_eq(table_get(&f->sh.tables[REC_T_CHECK_FINDING], key, strlen(key)) != NULL, i >= 10 && i < 30, "%s",
+			     key);
+	}
+	fixture_free(f);
+}

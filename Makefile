@@ -137,7 +137,7 @@ TEST_CLUSTER_SKIP := order_crash/* media/* router/* conn/* audit/* tls/* shard_m
 	snapshot_child/* ops/* http/* ctl/* tax_2026/stale_reference_data_warns_in_metrics_and_log \
 	replication/* replication_units/* \
 	cluster_orders/* cluster_fulfil/* retention/* txn_part/* txn_crash/* txn_partition/* txn_delay/* fanout/* route_class/* documents/* webhooks/* \
-	decision_log/* delay_proxy/* netns/* chaos/* portal/* portal_browser/* \
+	decision_log/* delay_proxy/* netns/* chaos/* portal/* portal_browser/* checks/* checks_cluster/* \
 	auth/minted_key_is_shown_once_and_only_its_hash_is_stored \
 	auth/operator_key_is_printed_once_or_taken_from_the_environment \
 	order/an_order_is_one_wal_transaction fulfilment/kill9_* returns/kill9_* settlement/kill9_* order_documents/kill9_*

@@ -21,6 +21,11 @@
  * holds live with their owner).  The walk is O(rows): an operator's tool,
  * not a hot path (one pass over holds, one over stock.changed events, one
  * over levels); like /metrics it does not wait for an fsync.
+ *
+ * The same walk feeds the nightly consistency checks (engine/checks.c,
+ * check_invariants): each violation is then reported with its kind
+ * ("stock_invariant", "ledger_invariant") and the id of the level or order
+ * it names, instead of as a line of text.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,22 +45,33 @@
 
 #define CHECK_MAX_VIOLATIONS 100 /* listed; the count goes on */
 
+/* Where violations go: a JSON array of lines (w), or a sink (the nightly
+ * checks), which gets every one with its kind and id. */
 struct check_out {
 	struct jw *w;
+	check_sink_fn sink;
+	void *arg;
 	uint64_t violations;
 };
 
-static void violation(struct check_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void violation(struct check_out *o, const char *fmt, ...)
+static void violation(struct check_out *o, const char *kind, const char *id, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void violation(struct check_out *o, const char *kind, const char *id, const char *fmt, ...)
 {
-	if (o->violations++ >= CHECK_MAX_VIOLATIONS)
+	if (!o->sink && o->violations >= CHECK_MAX_VIOLATIONS) {
+		o->violations++;
 		return;
+	}
+	o->violations++;
 	char t[300];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(t, sizeof(t), fmt, ap);
 	va_end(ap);
-	jw_str(o->w, t);
+	if (o->sink)
+		o->sink(o->arg, kind, id, t);
+	else
+		jw_str(o->w, t);
 }
 
 /* Does this shard own the level (its id's country)? */
@@ -135,7 +151,8 @@ static void gather_history(struct shard *sh, struct hidx *m, struct check_out *o
 		char level[ID_MAX_LEN];
 		struct stock_deltas d;
 		if (retention_stock_deltas(r, level, &d)) {
-			violation(o, "event %.*s: a stock.changed event without level_id and cause", (int)r->id_len, r->id);
+			violation(o, CHECK_K_STOCK, r->id, "event %.*s: a stock.changed event without level_id and cause",
+				  (int)r->id_len, r->id);
 			continue;
 		}
 		struct lvl_facts *f = facts_of(m, level, oom);
@@ -186,25 +203,25 @@ static uint64_t check_levels(struct shard *sh, struct check_out *o)
 		f = f ? f : &none;
 		const char *id = l->row.id;
 		if (l->reserved != f->held[HS_PREPARED])
-			violation(o, "level %s: reserved %lld but its PREPARED holds hold %lld", id, (long long)l->reserved,
+			violation(o, CHECK_K_STOCK, id, "level %s: reserved %lld but its PREPARED holds hold %lld", id, (long long)l->reserved,
 				  (long long)f->held[HS_PREPARED]);
 		if (l->allocated != f->held[HS_COMMITTED])
-			violation(o, "level %s: allocated %lld but its COMMITTED holds hold %lld", id,
+			violation(o, CHECK_K_STOCK, id, "level %s: allocated %lld but its COMMITTED holds hold %lld", id,
 				  (long long)l->allocated, (long long)f->held[HS_COMMITTED]);
 		if (l->on_hand < l->reserved + l->allocated)
-			violation(o, "level %s: on_hand %lld below reserved + allocated", id, (long long)l->on_hand);
+			violation(o, CHECK_K_STOCK, id, "level %s: on_hand %lld below reserved + allocated", id, (long long)l->on_hand);
 		if (f->consumed != f->held[HS_CONSUMED])
-			violation(o, "level %s: its history consumed %lld but its consumed holds hold %lld", id,
+			violation(o, CHECK_K_STOCK, id, "level %s: its history consumed %lld but its consumed holds hold %lld", id,
 				  (long long)f->consumed, (long long)f->held[HS_CONSUMED]);
 		if (l->on_hand + f->held[HS_CONSUMED] != f->added)
-			violation(o, "level %s: on_hand %lld + consumed %lld != initial + added %lld", id,
+			violation(o, CHECK_K_STOCK, id, "level %s: on_hand %lld + consumed %lld != initial + added %lld", id,
 				  (long long)l->on_hand, (long long)f->held[HS_CONSUMED], (long long)f->added);
 		if (f->d_reserved != l->reserved || f->d_allocated != l->allocated)
-			violation(o, "level %s: its history sums to reserved %lld, allocated %lld", id,
+			violation(o, CHECK_K_STOCK, id, "level %s: its history sums to reserved %lld, allocated %lld", id,
 				  (long long)f->d_reserved, (long long)f->d_allocated);
 	}
 	if (oom)
-		violation(o, "out of memory: the levels were not checked");
+		violation(o, CHECK_K_STOCK, "out_of_memory", "out of memory: the levels were not checked");
 	facts_free(&m);
 	return n;
 }
@@ -223,9 +240,9 @@ static uint64_t check_orders(struct shard *sh, struct check_out *o)
 		enum pay_state ps = pay_state_of(sh, od->row.id);
 		int st = s->v.status;
 		if (ps == PS_CAPTURED && st == ORD_PLACED)
-			violation(o, "order %s: charged but still placed", od->row.id);
+			violation(o, CHECK_K_LEDGER, od->row.id, "order %s: charged but still placed", od->row.id);
 		if ((st == ORD_FAILED || st == ORD_CANCELLED) && s->v.compensated && ps == PS_CAPTURED)
-			violation(o, "order %s: %s and compensated, but its charge was not refunded", od->row.id,
+			violation(o, CHECK_K_LEDGER, od->row.id, "order %s: %s and compensated, but its charge was not refunded", od->row.id,
 				  order_status_names[st]);
 	}
 	return n;
@@ -262,6 +279,13 @@ static void internal_check(struct api_ctx *c)
 	jw_obj_end(w);
 	idx_probes = probes;
 	c->rs->status = 200;
+}
+
+void check_invariants(struct shard *sh, check_sink_fn sink, void *arg)
+{
+	struct check_out o = {.sink = sink, .arg = arg};
+	check_levels(sh, &o);
+	check_orders(sh, &o);
 }
 
 /* ---- the cross-shard half: orders' legs against holds --------------------------------- */

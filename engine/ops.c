@@ -19,6 +19,7 @@
 #include "engine/edge/park.h"
 #include "engine/base/log.h"
 #include "engine/ops.h"
+#include "engine/checks.h"
 
 #include "engine/stock/txn_part.h"
 #include "engine/pricing/refdata.h"
@@ -131,6 +132,7 @@ static void metrics(struct api_ctx *c)
 	documents_metrics(sh, o);
 	webhooks_metrics(sh, o);
 	retention_metrics(o);
+	checks_metrics(sh, o);
 	for (int i = 0; i < REC_T_COUNT_; i++)
 		if (sh->tables[i].ops)
 			buf_printf(o, "wm_table_rows{table=\"%s\"} %zu\n", sh->tables[i].ops->name,

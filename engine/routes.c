@@ -34,6 +34,7 @@
 #include "engine/stock/txn_part.h"
 #include "engine/webhooks/webhooks.h"
 #include "engine/check.h"
+#include "engine/checks.h"
 #include "engine/ops.h"
 #include "engine/replication/repl.h"
 
@@ -136,6 +137,7 @@ static const struct route *const route_groups[] = {
 	document_routes,
 	webhook_dlq_routes, /* before webhook_routes: /{id}/replay is not /{id} */
 	webhook_routes,
+	checks_routes,
 	NULL,
 };
 
@@ -170,6 +172,7 @@ static const struct route *const internal_groups[] = {
 	order_txn_internal_routes,
 	check_internal_routes,
 	webhook_internal_routes,
+	checks_internal_routes,
 	NULL,
 };
 

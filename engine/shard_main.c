@@ -30,6 +30,7 @@
 #include "engine/edge/api.h"
 #include "engine/edge/dispatch.h"
 #include "engine/edge/audit.h"
+#include "engine/checks.h"
 #include "engine/demo.h"
 #include "engine/edge/idem.h"
 #include "engine/edge/key.h"
@@ -203,6 +204,7 @@ static void on_tick(struct ev_loop *loop, void *arg)
 	documents_poll(sh); /* orders due their documents, renders to hand out */
 	webhooks_poll(sh); /* new events fanned out to endpoints, due deliveries sent */
 	retention_tick(sh); /* events, deliveries and released holds past --retention-days */
+	checks_tick(sh); /* the nightly consistency checks, at --checks-at */
 	repl_pub_wake(sh, 0); /* long-polls whose wait is over */
 	uint64_t now = ev_now_ms(loop);
 	if (sh->cfg.snapshot_interval_s && now >= sh->snap_next_due_ms) {
@@ -229,6 +231,10 @@ int main(int argc, char **argv)
 	if (pr)
 		return pr > 0 ? 0 : 2;
 	log_set_level_named(cfg.log_level);
+	if (checks_parse_at(cfg.checks_at) == -1) {
+		fprintf(stderr, "wm-shard: --checks-at %s: not HH:MM (UTC, 00:00..23:59) nor \"off\"\n", cfg.checks_at);
+		return 2;
+	}
 
 	int sfd = ev_control_signals(); /* before any thread starts */
 	if (sfd < 0) {

@@ -11,6 +11,14 @@
  * router's readiness probe asks of the home).  One line per process; the exit
  * status is 1 when any process did not answer, so scripts can use it.
  *
+ *   wm-ctl checks run --shard-map FILE --cluster-secret-file FILE [--in-doubt-limit-ms N]
+ *
+ * runs the consistency checks (engine/checks.c) on every shard (POST
+ * /internal/checks/run: each flags its own findings), then `cluster check`
+ * for what no shard can see alone (a leg's hold against its order, a
+ * PREPARED hold without its transaction), whose violations it reports to
+ * the home (POST /internal/checks/cluster), which flags them like its own.
+ *
  * Why blocking sockets here: a CLI asks a handful of processes once, with
  * a time-out per process; the event-loop client (net/client.h) is for
  * servers.  Only numeric addresses are dialled (the map's), never a name.
@@ -55,6 +63,21 @@ static long long ctl_deadline(void)
 	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000 + CTL_TIMEOUT_MS;
 }
 
+/* Write len bytes of p to the non-blocking fd by deadline.  0 or -1. */
+static int ctl_write_all(int fd, const char *p, size_t len, long long deadline)
+{
+	while (len) {
+		ssize_t k = write(fd, p, len);
+		if (k < 0 && errno == EAGAIN && !ctl_wait(fd, POLLOUT, deadline))
+			continue;
+		if (k <= 0)
+			return -1;
+		p += k;
+		len -= (size_t)k;
+	}
+	return 0;
+}
+
 /*
  * GET path from addr ("a.b.c.d:port"), with an optional signature header,
  * Connection: close.  The body into out (NUL-terminated); the status, or
@@ -97,8 +120,9 @@ static int ctl_http(const char *method, const char *addr, const char *path, cons
 		n += snprintf(req + n, sizeof(req) - (size_t)n, "Content-Type: application/json\r\nContent-Length: %zu\r\n",
 			      bl);
 	if (n > 0 && (size_t)n < sizeof(req))
-		n += snprintf(req + n, sizeof(req) - (size_t)n, "\r\n%s", body ? body : "");
-	if (soerr || n <= 0 || (size_t)n >= sizeof(req) || write(fd, req, (size_t)n) != n) {
+		n += snprintf(req + n, sizeof(req) - (size_t)n, "\r\n");
+	if (soerr || n <= 0 || (size_t)n >= sizeof(req) || ctl_write_all(fd, req, (size_t)n, deadline) ||
+	    ctl_write_all(fd, body ? body : "", bl, deadline)) {
 		snprintf(out, out_size, "cannot connect");
 		close(fd);
 		return -1;
@@ -172,7 +196,8 @@ static int ctl_usage(void)
 	fprintf(stderr, "usage: wm-ctl cluster status --shard-map FILE --cluster-secret-file FILE "
 			"[--router HOST:PORT ...]\n"
 			"       wm-ctl cluster check --shard-map FILE --cluster-secret-file FILE [--in-doubt-limit-ms N]\n"
-			"       wm-ctl txn resolve TXN commit|abort --shard-map FILE --cluster-secret-file FILE\n");
+			"       wm-ctl txn resolve TXN commit|abort --shard-map FILE --cluster-secret-file FILE\n"
+			"       wm-ctl checks run --shard-map FILE --cluster-secret-file FILE [--in-doubt-limit-ms N]\n");
 	return 2;
 }
 
@@ -256,6 +281,56 @@ int ctl_txn(int argc, char **argv)
 }
 
 #define CTL_IN_DOUBT_LIMIT_MS 60000 /* older than this, a PREPARED transaction must still be in progress */
+
+/*
+ * The cross-shard findings of a check, for `wm-ctl checks run` to report
+ * to the home (POST /internal/checks/cluster): a JSON body
+ * {"truncated":bool,"findings":[[kind, id, id, text], ...]}, at most
+ * CTL_MAX_REPORTED of them (past that, truncated: the home then closes
+ * none of the open ones).
+ */
+#define CTL_MAX_REPORTED 2000u
+#define CTL_REPORT_MAX (CTL_MAX_REPORTED * 512u + 64u)
+struct ctl_report {
+	char *buf;       /* the findings' JSON array members so far */
+	size_t len;
+	unsigned n;
+	int truncated;
+};
+
+/* s as a JSON string's contents into out (quotes, backslashes and control
+ * characters dropped: ids and our own texts have none that matter). */
+static size_t ctl_json_text(char *out, size_t cap, const char *s)
+{
+	size_t n = 0;
+	for (; *s && n + 1 < cap; s++)
+		if (*s != '"' && *s != '\\' && (unsigned char)*s >= 0x20)
+			out[n++] = *s;
+	out[n] = 0;
+	return n;
+}
+
+static void ctl_report_add(struct ctl_report *r, const char *kind, const char *a, const char *b, const char *text)
+{
+	if (!r)
+		return;
+	if (r->n == CTL_MAX_REPORTED || (!r->buf && !(r->buf = malloc(CTL_REPORT_MAX)))) {
+		r->truncated = 1;
+		return;
+	}
+	char ea[160], eb[160], et[300];
+	ctl_json_text(ea, sizeof(ea), a);
+	ctl_json_text(eb, sizeof(eb), b);
+	ctl_json_text(et, sizeof(et), text);
+	int k = snprintf(r->buf + r->len, CTL_REPORT_MAX - r->len, "%s[\"%s\",\"%s\",\"%s\",\"%s\"]", r->n ? "," : "", kind,
+			 ea, eb, et);
+	if (k <= 0 || (size_t)k >= CTL_REPORT_MAX - r->len) {
+		r->truncated = 1;
+		return;
+	}
+	r->len += (size_t)k;
+	r->n++;
+}
 
 /* One entry of /internal/check/holds. */
 enum { HE_COMMITTED = 0, HE_LIVE = 1, HE_GONE = 2 };
@@ -342,7 +417,8 @@ static int hold_cmp(const void *a, const void *b)
  * shard's GET /internal/check/holds.  Prints each violation (naming the
  * order); their count.  A shard that does not answer counts in *down.
  */
-static unsigned long long ctl_check_holds(const struct shard_map *m, const struct cluster_key *k, int *down)
+static unsigned long long ctl_check_holds(const struct shard_map *m, const struct cluster_key *k, int *down,
+					  struct ctl_report *rep)
 {
 	static char body[CTL_MAX_ANSWER + 1];
 	struct hold_set set = {0};
@@ -368,21 +444,24 @@ static unsigned long long ctl_check_holds(const struct shard_map *m, const struc
 			else
 				g = x;
 		}
-		if (c && g) {
-			printf("violation: hold %s on shard %u is COMMITTED (%lld units) but order %s's leg is shipped, released "
-			       "or compensated\n", c->hold, c->shard, c->qty, g->order);
-			bad++;
-		} else if (c && !l) {
-			printf("violation: hold %s on shard %u is COMMITTED (%lld units) and no reserved order's leg holds it "
-			       "(its order: %s)\n", c->hold, c->shard, c->qty, c->order[0] ? c->order : "none");
-			bad++;
-		} else if (l && !c) {
-			printf("violation: order %s (shard %u) has a reserved leg of %lld units whose hold %s is not COMMITTED\n",
-			       l->order, l->shard, l->qty, l->hold);
-			bad++;
-		} else if (l && c && l->qty != c->qty) {
-			printf("violation: order %s's leg holds %lld units but its hold %s holds %lld\n", l->order, l->qty,
-			       l->hold, c->qty);
+		char t[300];
+		t[0] = 0;
+		const struct hold_entry *h = c ? c : l;
+		if (c && g)
+			snprintf(t, sizeof(t), "hold %s on shard %u is COMMITTED (%lld units) but order %s's leg is shipped, "
+				 "released or compensated", c->hold, c->shard, c->qty, g->order);
+		else if (c && !l)
+			snprintf(t, sizeof(t), "hold %s on shard %u is COMMITTED (%lld units) and no reserved order's leg holds "
+				 "it (its order: %s)", c->hold, c->shard, c->qty, c->order[0] ? c->order : "none");
+		else if (l && !c)
+			snprintf(t, sizeof(t), "order %s (shard %u) has a reserved leg of %lld units whose hold %s is not "
+				 "COMMITTED", l->order, l->shard, l->qty, l->hold);
+		else if (l && c && l->qty != c->qty)
+			snprintf(t, sizeof(t), "order %s's leg holds %lld units but its hold %s holds %lld", l->order, l->qty,
+				 l->hold, c->qty);
+		if (t[0]) {
+			printf("violation: %s\n", t);
+			ctl_report_add(rep, "hold_leg_mismatch", h->hold, g ? g->order : l ? l->order : h->order, t);
 			bad++;
 		}
 	}
@@ -400,7 +479,7 @@ static unsigned long long ctl_check_holds(const struct shard_map *m, const struc
  * transaction.  Prints every violation; exit 1 on any (or on a process
  * that does not answer), 0 when the cluster is consistent.
  */
-static int ctl_check(const struct shard_map *m, const struct cluster_key *k, long long limit_ms)
+static int ctl_check(const struct shard_map *m, const struct cluster_key *k, long long limit_ms, struct ctl_report *rep)
 {
 	static char body[CTL_MAX_ANSWER + 1], rb[4096];
 	unsigned long long total = 0;
@@ -430,11 +509,18 @@ static int ctl_check(const struct shard_map *m, const struct cluster_key *k, lon
 			if (rs != 200 || !strstr(rb, "\"decision\":\"in_progress\"")) {
 				printf("violation: shard %u holds %s PREPARED for %lld ms and its router says %s\n", i, txn, age,
 				       rs == 200 ? rb : "nothing (it does not answer)");
+				char t[300], sid[16];
+				snprintf(t, sizeof(t), "shard %u holds %s PREPARED for %lld ms and its router says %.120s", i, txn,
+					 age, rs == 200 ? rb : "nothing (it does not answer)");
+				snprintf(sid, sizeof(sid), "%u", i);
+				ctl_report_add(rep, "prepared_without_txn", txn, sid, t);
 				total++;
 			}
 		}
 	}
-	total += ctl_check_holds(m, k, &down);
+	total += ctl_check_holds(m, k, &down, rep);
+	if (rep && down)
+		rep->truncated = 1; /* a partial view: the home closes nothing */
 	printf("%llu violation(s)%s\n", total, down ? ", and a shard did not answer" : "");
 	return total || down ? 1 : 0;
 }
@@ -466,7 +552,7 @@ int ctl_cluster(int argc, char **argv)
 	if (ctl_load(map_path, secret_path, &m, &k))
 		return 1;
 	if (check)
-		return ctl_check(&m, &k, limit_ms);
+		return ctl_check(&m, &k, limit_ms, NULL);
 	int down = 0;
 	static char body[CTL_MAX_ANSWER + 1];
 	printf("map %s version %llu, %u shards\n", map_path, (unsigned long long)m.version, m.n);
@@ -494,4 +580,79 @@ int ctl_cluster(int argc, char **argv)
 	if (down)
 		printf("%d process(es) did not answer\n", down);
 	return down ? 1 : 0;
+}
+
+/*
+ * `wm-ctl checks run`: the consistency checks across the cluster.  Every
+ * shard runs its own (POST /internal/checks/run: its findings flagged as
+ * pim.reconciliation.flagged events and counted in its /metrics; the
+ * catalogue's at the home); its summary is printed.  Then the cross-shard
+ * half, `wm-ctl cluster check` (ctl_check: the whole-cluster stock and
+ * ledger invariants, PREPARED holds against their transactions, the
+ * legs-vs-holds join), whose violations go to the home as a report (kinds
+ * hold_leg_mismatch, prepared_without_txn): flagged once, closed when a
+ * later whole report lacks them (a shard that did not answer makes the
+ * report partial: nothing is closed).  Exit 0 when no finding is open, the
+ * cluster check found nothing and every shard answered; 1 otherwise.
+ */
+int ctl_checks(int argc, char **argv)
+{
+	const char *map_path = NULL, *secret_path = NULL;
+	long long limit_ms = CTL_IN_DOUBT_LIMIT_MS;
+	if (argc < 1 || strcmp(argv[0], "run"))
+		return ctl_usage();
+	for (int i = 1; i < argc; i++) {
+		if (i + 1 >= argc)
+			return ctl_usage();
+		if (ctl_cluster_arg(argv, &i, &map_path, &secret_path))
+			continue;
+		if (!strcmp(argv[i], "--in-doubt-limit-ms"))
+			limit_ms = atoll(argv[++i]);
+		else
+			return ctl_usage();
+	}
+	if (!map_path || !secret_path)
+		return ctl_usage();
+	static struct shard_map m;
+	struct cluster_key k;
+	if (ctl_load(map_path, secret_path, &m, &k))
+		return 1;
+	static char body[CTL_MAX_ANSWER + 1];
+	unsigned long long open = 0, home_open = 0; /* the home's own count also holds the cluster findings */
+	int down = 0;
+	for (uint32_t i = 0; i < m.n; i++) {
+		int st = ctl_signed(&k, "POST", m.shards[i].addr, "/internal/checks/run", "{}", body, sizeof(body));
+		const char *o = st == 200 ? strstr(body, "\"open\":") : NULL;
+		if (!o) {
+			printf("shard %u %s: checks did not run (%.200s)\n", i, m.shards[i].addr, body);
+			down++;
+			continue;
+		}
+		unsigned long long n = strtoull(o + 7, NULL, 10);
+		open += n;
+		home_open = i == 0 ? n : home_open;
+		printf("shard %u %s checks: %s\n", i, m.shards[i].addr, body);
+	}
+	struct ctl_report rep = {0};
+	int cluster = ctl_check(&m, &k, limit_ms, &rep);
+	/* the cross-shard findings to the home, which flags and counts them */
+	char *report = malloc(CTL_REPORT_MAX + 64);
+	int st = -1;
+	if (report) {
+		snprintf(report, CTL_REPORT_MAX + 64, "{\"truncated\":%s,\"findings\":[%.*s]}", rep.truncated ? "true" : "false",
+			 (int)rep.len, rep.buf ? rep.buf : "");
+		st = ctl_signed(&k, "POST", m.shards[0].addr, "/internal/checks/cluster", report, body, sizeof(body));
+	}
+	const char *o = st == 200 ? strstr(body, "\"open\":") : NULL;
+	if (o) {
+		open = open - home_open + strtoull(o + 7, NULL, 10); /* the home's count after the report */
+		printf("cluster findings at the home: %s\n", body);
+	} else {
+		printf("cluster findings: the home did not take them (%.200s)\n", report ? body : "out of memory");
+		down++;
+	}
+	free(report);
+	free(rep.buf);
+	printf("checks: %llu finding(s) open%s\n", open, down ? ", and a shard did not run them" : "");
+	return open || down || cluster ? 1 : 0;
 }

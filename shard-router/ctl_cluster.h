@@ -8,5 +8,7 @@
 int ctl_cluster(int argc, char **argv);
 /* `wm-ctl txn resolve TXN commit|abort ...`: argv[0] is "resolve". */
 int ctl_txn(int argc, char **argv);
+/* `wm-ctl checks run ...`: argv[0] is "run". */
+int ctl_checks(int argc, char **argv);
 
 #endif

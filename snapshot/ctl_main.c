@@ -15,6 +15,9 @@
  *   wm-ctl txn resolve TXN commit|abort --shard-map FILE --cluster-secret-file FILE
  *                                     decide a cross-shard transaction whose router is gone
  *                                     for good (refused while it has a record)
+ *   wm-ctl checks run --shard-map FILE --cluster-secret-file FILE
+ *                                     the consistency checks on every shard (each flags its
+ *                                     findings), then `cluster check`: exit 1 on any finding
  *   wm-ctl restore SRC DST [--upto-lsn N]
  *                                     rebuild SRC's state (up to LSN N) into a new
  *                                     data directory DST as one snapshot
@@ -44,7 +47,8 @@ static void usage(FILE *o)
 		   "  wm-ctl restore SRC_DATA_DIR DST_DATA_DIR [--upto-lsn N]\n"
 		   "  wm-ctl cluster status --shard-map FILE --cluster-secret-file FILE [--router HOST:PORT ...]\n"
 		   "  wm-ctl cluster check --shard-map FILE --cluster-secret-file FILE\n"
-		   "  wm-ctl txn resolve TXN commit|abort --shard-map FILE --cluster-secret-file FILE\n");
+		   "  wm-ctl txn resolve TXN commit|abort --shard-map FILE --cluster-secret-file FILE\n"
+		   "  wm-ctl checks run --shard-map FILE --cluster-secret-file FILE [--in-doubt-limit-ms N]\n");
 }
 
 static void print_segment(void *ctx, const struct wal_segment_info *si)
@@ -193,6 +197,8 @@ int main(int argc, char **argv)
 		return ctl_cluster(argc - 2, argv + 2);
 	if (argc >= 3 && !strcmp(argv[1], "txn"))
 		return ctl_txn(argc - 2, argv + 2);
+	if (argc >= 3 && !strcmp(argv[1], "checks"))
+		return ctl_checks(argc - 2, argv + 2);
 	if (argc == 3 && !strcmp(argv[1], "counts"))
 		return cmd_counts(argv[2]);
 	if ((argc == 4 || argc == 6) && !strcmp(argv[1], "restore")) {

@@ -168,7 +168,11 @@ static pid_t spawn(struct wm_proc *p, const char *const *args, const char *const
 		int n = 0;
 		argv[n++] = bin_path(p);
 		const char *base_shard[] = {"--listen", "127.0.0.1:0", "--data-dir", p->data_dir, "--access-log", "0",
-					    "--snapshot-interval", "0", "--wal-segment-mb", "1", NULL};
+					    "--snapshot-interval", "0", "--wal-segment-mb", "1",
+					    /* no nightly consistency run in the middle of a test
+					     * (its events would show in event lists); a test passes
+					     * its own --checks-at after these */
+					    "--checks-at", "off", NULL};
 		const char *base_router[] = {"--listen", "127.0.0.1:0", "--data-dir", p->data_dir, "--access-log", "0",
 					     NULL};
 		const char *const *base = p->program && !strcmp(p->program, "wm-router") ? base_router : base_shard;

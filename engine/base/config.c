@@ -56,6 +56,8 @@ static const struct opt opts[] = {
 	{"payout-days", OPT_STR, S(payout_days), 0, 0, NULL,
 	 "days after a party's last leg is delivered before its payout is eligible, per role: "
 	 "\"originator=7,seller=7,fulfiller=7\" (a role not named: the destination's complaint window)"},
+	{"checks-at", OPT_STR, S(checks_at), 0, 0, NULL,
+	 "time of day (UTC, HH:MM) of the nightly consistency checks, or \"off\" (POST /v1/admin/checks/run runs them any time)"},
 	{"txn-timeout-ms", OPT_U64, N(txn_timeout_ms), 0, 3600000, NULL,
 	 "a cross-shard transaction undecided this long on a shard is asked about at its router (0 = 10000)"},
 	{"router-id", OPT_U64, N(router_id), 0, 15, NULL,
@@ -102,6 +104,7 @@ void config_defaults(struct config *c)
 	strcpy(c->wal_mode, "fsync");
 	c->documents = 1;
 	c->retention_days = 30;
+	strcpy(c->checks_at, "03:00");
 	c->webhook_disable_after_days = 5; /* Svix disables after 5 days of failures */
 	c->wal_segment_mb = 64;
 	c->snapshot_interval_s = 3600;

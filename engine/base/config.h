@@ -33,6 +33,7 @@ struct config {
 	uint64_t txn_timeout_ms;   /* in doubt past this, a shard asks the coordinator (0 = default) */
 	uint64_t complaint_window_days; /* returns/refunds after delivery (spec 8: 7) */
 	char complaint_windows[256];    /* per destination: "CC=days,CC=days" (others: complaint_window_days) */
+	char checks_at[8];              /* the nightly consistency checks: "HH:MM" UTC, or "off" (engine/checks.c) */
 	char payout_days[128];          /* per role: "originator=7,seller=7,fulfiller=7" (others: the complaint window) */
 	uint64_t router_id;        /* a router's id in the map's router lines (2PC coordinator r<id>) */
 	char cluster_secret_file[512]; /* cluster mode: the secret of internal signatures (engine/cluster/cluster_auth.h) */

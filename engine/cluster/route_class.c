@@ -28,6 +28,8 @@ static const struct rc_rule rules[] = {
 	/* operator actions and lists kept per shard */
 	{RC_ANY, "/v1/admin/snapshots", RC_BROADCAST, 0, NULL},
 	{RC_ANY, "/v1/admin/payout-runs", RC_BROADCAST, 0, "sum"}, /* counts added up over the shards */
+	{RC_ANY, "/v1/admin/checks/run", RC_BROADCAST, 0, "sum"}, /* every shard checks its rows; counts added up */
+	{RC_READS, "/v1/admin/checks/findings", RC_FANOUT, 0, NULL}, /* each shard's open findings, merged */
 	{RC_READS, "/v1/admin/payments/{order_id}", RC_PATH_ID, 0, NULL},
 	{RC_READS, "/v1/admin/payments", RC_FANOUT, 0, NULL},
 	{RC_ANY, "/v1/admin/reference-data", RC_HOME, 0, NULL},

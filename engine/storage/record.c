@@ -23,6 +23,7 @@ static const char *const rec_names[REC_T_COUNT_] = {
 	[REC_T_DOCUMENT] = "document", [REC_T_DOC_SEQ] = "doc_seq",
 	[REC_T_WH_ENDPOINT] = "webhook_endpoint", [REC_T_WH_DELIVERY] = "webhook_delivery",
 	[REC_T_WH_CURSOR] = "webhook_cursor", [REC_T_SYNC_STATE] = "sync_state",
+	[REC_T_CHECK_FINDING] = "check_finding", [REC_T_CHECK_RUN] = "check_run",
 	[REC_T_STOCK_FOLD] = "stock_fold",
 };
 

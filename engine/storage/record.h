@@ -65,6 +65,8 @@ enum rec_table {
 	REC_T_WH_CURSOR = 32,   /* the fan-out's position in the event log, one row "fanout" (engine/webhooks/delivery.c) */
 	REC_T_SYNC_STATE = 33,  /* a caller's feed state: last pull cursor, curation settings, last push (engine/supply/sync.c) */
 	/* 34: reserved for the feed (engine/supply/sync.c), unused so far */
+	REC_T_CHECK_FINDING = 35, /* an open consistency-check finding, id "<kind>/<id>[/<id>]" (engine/checks.c) */
+	REC_T_CHECK_RUN = 36,     /* the consistency checks' last run, one row "last" (engine/checks.c) */
 	REC_T_STOCK_FOLD = 37,  /* a level's pruned stock.changed events, summed, id = the level id (engine/retention.c) */
 	REC_T_COUNT_
 };

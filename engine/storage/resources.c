@@ -44,6 +44,8 @@ const struct table_ops *const resource_tables[] = {
 	&wh_cursor_table_ops, /* the fan-out's position in the event log (engine/webhooks/delivery.c) */
 	&stock_fold_table_ops, /* levels' pruned stock.changed events, summed (engine/retention.c) */
 	&sync_state_table_ops, /* each caller's feed state (engine/supply/sync.c) */
+	&checks_finding_table_ops, /* open consistency-check findings (engine/checks.c) */
+	&checks_run_table_ops, /* the checks' last run (engine/checks.c) */
 	NULL,
 };
 

@@ -42,6 +42,8 @@ extern const struct table_ops wh_delivery_table_ops;  /* engine/webhooks/deliver
 extern const struct table_ops wh_cursor_table_ops;    /* engine/webhooks/delivery.c */
 extern const struct table_ops stock_fold_table_ops;   /* engine/retention.c */
 extern const struct table_ops sync_state_table_ops; /* engine/supply/sync.c */
+extern const struct table_ops checks_finding_table_ops; /* engine/checks.c */
+extern const struct table_ops checks_run_table_ops;     /* engine/checks.c */
 extern const struct table_ops repl_pos_table_ops; /* REC_T_META: replication positions (engine/replication/repl_pos.c) */
 
 /* NULL-terminated list of every table the shard has. */

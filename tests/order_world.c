@@ -41,15 +41,19 @@ static void level(int port, const char *key, const char *offer, const char *loc,
 }
 
 const char *ow_extra_args[11];
+const char *ow_extra_env[5];
 
 void ow_restart(struct oworld *x, const char *errinj)
 {
 	char env[256];
-	const char *envv[2] = {NULL, NULL};
+	const char *envv[6] = {NULL};
+	unsigned ne = 0;
 	if (errinj) {
 		snprintf(env, sizeof(env), "WM_ERRINJ=%s", errinj);
-		envv[0] = env;
+		envv[ne++] = env;
 	}
+	for (unsigned i = 0; i < 4 && ow_extra_env[i]; i++)
+		envv[ne++] = ow_extra_env[i];
 	/* the worlds make hundreds of calls with one key: no rate limit in the way */
 	const char *args[16] = {"--key-rate-rps", "1000000", "--key-rate-burst", "1000000"};
 	for (unsigned i = 0; i < 10 && ow_extra_args[i]; i++)

@@ -31,6 +31,9 @@ void ow_start(struct oworld *x, const char *errinj, int est_units, int stk_units
 /* More arguments for the shard's next starts (at most 10, NULL-terminated;
  * a test sets them before ow_start and clears them after). */
 extern const char *ow_extra_args[11];
+/* More environment ("K=V") for the shard's next starts, the same way (at
+ * most 4, NULL-terminated). */
+extern const char *ow_extra_env[5];
 /* The consumer e-mail of ow_body's orders: NULL (default) = a new consumer
  * per order ("erika+<pid>.<n>@example.de"), so that the volume caps, which
  * count one consumer's orders, only bite where a test means them to. */

@@ -1092,3 +1092,52 @@ WM_TEST(webhook_delivery, secrets_are_sealed_at_rest_and_sign_after_a_restart, .
 	wm_proc_cleanup(&p);
 	rx_stop(&rx);
 }
+
+/* An order's deliveries survive a kill -9 of the shard that sends them
+ * (through a router: its destination's shard, not the home): every event
+ * of the order arrives after the restart, signed, none is lost. */
+WM_TEST(webhook_delivery, an_orders_deliveries_survive_kill9_of_their_shard, .timeout = 120)
+{
+	struct receiver rx;
+	rx_start(&rx, 500);
+	static const char *const extra[] = {"--webhook-allow-http", "1", "--webhook-allow-private", "1", NULL};
+	static const char *const env[] = {"WM_WEBHOOK_RETRY_MAX_MS=200", NULL};
+	memcpy(ow_extra_args, extra, sizeof(extra));
+	memcpy(ow_extra_env, env, sizeof(env));
+	struct oworld x;
+	ow_start(&x, NULL, 24, 0);
+	json_t *e = endpoint_for(x.port, x.ksel, &rx, "[\"order.*\"]");
+	char secret[128];
+	snprintf(secret, sizeof(secret), "%s", tc_jstr(e, "secret"));
+	int st;
+	json_t *o = ow_order(&x, 2, NULL, NULL, &st);
+	cr_assert_eq(st, 201);
+	json_decref(o);
+	/* the order's events, as the log has them */
+	json_t *evs = tc_expect(x.port, "GET", "/v1/events?page_size=200", NULL, NULL, 200);
+	char ids[16][64];
+	unsigned m = 0;
+	for (size_t i = 0; i < json_array_size(json_object_get(evs, "data")) && m < 16; i++) {
+		json_t *ev = json_array_get(json_object_get(evs, "data"), i);
+		if (!strncmp(tc_jstr(ev, "type"), "order.", 6))
+			snprintf(ids[m++], sizeof(ids[0]), "%s", tc_jstr(ev, "id"));
+	}
+	json_decref(evs);
+	cr_assert_geq(m, 4, "placed, paid, confirmed, sourced at least");
+	/* failing attempts are under way: then the sender dies */
+	for (int t = 0; t < 200 && !count_of(&rx, ids[0]); t++)
+		sleep_ms(50);
+	cr_assert_gt(count_of(&rx, ids[0]), 0, "no attempt before the crash");
+	wm_kill9(&x.p);
+	atomic_store(&rx.status, 200);
+	ow_restart(&x, NULL);
+	memset(ow_extra_args, 0, sizeof(ow_extra_args));
+	memset(ow_extra_env, 0, sizeof(ow_extra_env));
+	for (unsigned i = 0; i < m; i++)
+		cr_assert(wait_answered(&rx, ids[i], 200, 30000), "event %u (%s) delivered after the restart", i, ids[i]);
+	all_signed(&rx, secret, NULL);
+	json_decref(e);
+	wm_stop(&x.p);
+	wm_proc_cleanup(&x.p);
+	rx_stop(&rx);
+}

@@ -1150,6 +1150,18 @@ static void validation_fail(struct offer_put_result *out)
 /* Status move through the table: 1 allowed (or no move), 0 not. */
 static int move_ok(int from, int to) { return (from == to && from != OS_WITHDRAWN) || offer_moves[from][to]; }
 
+/* The body's members over v (cur's values), as an update reads them:
+ * field errors into c->errs (a new currency needs its seller_price). */
+static void offer_read_update(struct api_ctx *c, const struct json_value *body, const struct offer *cur,
+			      struct offer_vals *v)
+{
+	offer_read(c, body, v);
+	if (strcmp(v->currency, cur->currency) && !v->price)
+		api_field_error(c, "seller_price", "required_with_currency",
+				"a new currency needs the seller_price in that currency");
+	offer_check(c, body, v, 0);
+}
+
 /*
  * The upsert's update: `cur` (the caller's, same identity) takes the
  * body's members as a PATCH would; a body that changes nothing writes
@@ -1167,11 +1179,7 @@ static int offer_put_update(struct api_ctx *c, const struct json_value *body, co
 		put_fail(out, 409, "invalid_status_transition", "a withdrawn offer is final");
 		return out->status;
 	}
-	offer_read(c, body, &v);
-	if (strcmp(v.currency, cur->currency) && !v.price)
-		api_field_error(c, "seller_price", "required_with_currency",
-				"a new currency needs the seller_price in that currency");
-	offer_check(c, body, &v, 0);
+	offer_read_update(c, body, cur, &v);
 	if (c->n_errs) {
 		validation_fail(out);
 		return out->status;
@@ -1314,11 +1322,7 @@ static void offers_patch(struct api_ctx *c)
 	reject_members(c, body, readonly_fields, "read_only", "cannot be changed");
 	reject_members(c, body, immutable_fields, "immutable",
 		       "is the offer's identity; withdraw it and create another");
-	offer_read(c, body, &v);
-	if (strcmp(v.currency, cur->currency) && !v.price)
-		api_field_error(c, "seller_price", "required_with_currency",
-				"a new currency needs the seller_price in that currency");
-	offer_check(c, body, &v, 0);
+	offer_read_update(c, body, cur, &v);
 	if (c->n_errs) {
 		api_validation_failed(c);
 		return;

@@ -17,7 +17,7 @@
  *     the fan-out has passed it and no delivery of it is pending
  *     (whd_needed_from); every subscribed endpoint has it, or its delivery
  *     is dead (in the dead-letter queue, whose rows go at the same age);
- *   - a delivery row that is delivered or dead is pruned (whd_prune);
+ *   - a delivery row that is delivered or dead is pruned (whd_prunable);
  *   - a released hold is pruned: it holds no unit, and a release or
  *     commit naming it later is answered as for an unknown hold (a 2PC
  *     retry weeks after its decision is not a case to serve).
@@ -250,11 +250,11 @@ static void prune_events(struct shard *sh, uint64_t before_ms)
 }
 
 /* The rows of table after *pos (walk resumes there; "" = the start): at
- * most RET_SCAN looked at, each offered to fn (1 = staged for delete,
- * 0 = kept, -1 = error), one transaction of at most RET_BATCH deletes.
- * How many were deleted. */
+ * most RET_SCAN looked at, each that prunable() says may go (1) deleted,
+ * in one transaction of at most RET_BATCH, begun at the first.  How many
+ * were deleted. */
 static unsigned prune_walk(struct shard *sh, unsigned table, char *pos, size_t pos_cap,
-			   int (*fn)(struct shard *sh, const struct row *r, int64_t before_ms), int64_t before_ms)
+			   int (*prunable)(const struct row *r, int64_t before_ms), int64_t before_ms)
 {
 	struct table *t = &sh->tables[table];
 	struct oidx_iter it;
@@ -267,26 +267,23 @@ static unsigned prune_walk(struct shard *sh, unsigned table, char *pos, size_t p
 	}
 	for (; ok && seen < RET_SCAN && n < RET_BATCH; ok = oidx_next(&it), seen++) {
 		const struct row *r = oidx_iter_val(&it);
-		if (n == 0 && !sh->txn_open)
-			txn_begin(sh);
-		int rc = fn(sh, r, before_ms);
-		if (rc < 0) {
-			txn_abort(sh);
-			return 0;
-		}
-		n += (unsigned)rc;
 		size_t l = r->id_len < pos_cap - 1 ? r->id_len : pos_cap - 1;
 		memcpy(pos, r->id, l);
 		pos[l] = 0;
+		if (!prunable(r, before_ms))
+			continue;
+		if (n == 0)
+			txn_begin(sh);
+		if (txn_del(sh, table, r->id, r->id_len)) {
+			txn_abort(sh);
+			return 0;
+		}
+		n++;
 	}
 	if (!ok)
 		pos[0] = 0; /* the end: the next pass starts over */
-	if (!sh->txn_open)
+	if (!n)
 		return 0;
-	if (!n) {
-		txn_abort(sh);
-		return 0;
-	}
 	if (!txn_commit_quiet(sh)) {
 		txn_abort(sh);
 		log_warn("msg=\"rows not pruned: the transaction failed; retried on the next pass\" table=%u rows=%u",
@@ -296,18 +293,12 @@ static unsigned prune_walk(struct shard *sh, unsigned table, char *pos, size_t p
 	return n;
 }
 
-static int delivery_prunable(struct shard *sh, const struct row *r, int64_t before_ms)
-{
-	return whd_prune(sh, r->id, r->id_len, before_ms);
-}
-
-static int hold_prunable(struct shard *sh, const struct row *r, int64_t before_ms)
+static int hold_prunable(const struct row *r, int64_t before_ms)
 {
 	const struct hold *h = (const struct hold *)r;
 	long long at;
-	if (h->state != HS_RELEASED || parse_rfc3339_ms(h->created_at, strlen(h->created_at), &at) || at >= before_ms)
-		return 0;
-	return txn_del(sh, REC_T_HOLD, r->id, r->id_len) ? -1 : 1;
+	return h->state == HS_RELEASED && !parse_rfc3339_ms(h->created_at, strlen(h->created_at), &at) &&
+	       at < before_ms;
 }
 
 void retention_tick(struct shard *sh)
@@ -319,7 +310,7 @@ void retention_tick(struct shard *sh)
 	rt.passes++;
 	uint64_t before = now - keep;
 	prune_events(sh, before);
-	rt.deliveries += prune_walk(sh, REC_T_WH_DELIVERY, rt.dlv_pos, sizeof(rt.dlv_pos), delivery_prunable,
+	rt.deliveries += prune_walk(sh, REC_T_WH_DELIVERY, rt.dlv_pos, sizeof(rt.dlv_pos), whd_prunable,
 				    (int64_t)before);
 	rt.holds += prune_walk(sh, REC_T_HOLD, rt.hold_pos, sizeof(rt.hold_pos), hold_prunable, (int64_t)before);
 }

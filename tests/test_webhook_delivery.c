@@ -259,6 +259,19 @@ static void start_shard(struct wm_proc *p, int fresh)
 	cr_assert_eq(wm_start(p, args, env), 0, "wm-shard did not start (logs in %s)", p->dir);
 }
 
+/* An order world (tests/order_world.h) whose shards may deliver to the
+ * plain-HTTP loopback receiver, with env ("K=V", NULL-terminated, may be
+ * NULL) added to their environment.  Its arguments stay set for
+ * ow_restart: each test runs in a process of its own. */
+static void order_world(struct oworld *x, const char *const *env)
+{
+	static const char *const extra[] = {"--webhook-allow-http", "1", "--webhook-allow-private", "1", NULL};
+	memcpy(ow_extra_args, extra, sizeof(extra));
+	for (unsigned i = 0; env && env[i] && i + 1 < sizeof(ow_extra_env) / sizeof(ow_extra_env[0]); i++)
+		ow_extra_env[i] = env[i];
+	ow_start(x, NULL, 24, 0);
+}
+
 static void sleep_ms(int ms)
 {
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -841,11 +854,8 @@ WM_TEST(webhook_delivery, an_orders_events_reach_every_party_in_its_view, .timeo
 	rx_start(&rs, 200);
 	rx_start(&re, 200);
 	rx_start(&rk, 200);
-	static const char *const extra[] = {"--webhook-allow-http", "1", "--webhook-allow-private", "1", NULL};
-	memcpy(ow_extra_args, extra, sizeof(extra));
 	struct oworld x;
-	ow_start(&x, NULL, 24, 0);
-	memset(ow_extra_args, 0, sizeof(ow_extra_args));
+	order_world(&x, NULL);
 	json_t *es = endpoint_for(x.port, x.ksel, &rs, "[\"order.*\"]");
 	json_t *ee = endpoint_for(x.port, x.kest, &re, "[\"order.*\"]");
 	json_t *ek = endpoint_for(x.port, x.kstk, &rk, "[\"order.*\"]");
@@ -911,11 +921,8 @@ WM_TEST(webhook_delivery, an_orders_events_leave_from_its_shard_and_a_410_there_
 {
 	struct receiver rx;
 	rx_start(&rx, 200);
-	static const char *const extra[] = {"--webhook-allow-http", "1", "--webhook-allow-private", "1", NULL};
-	memcpy(ow_extra_args, extra, sizeof(extra));
 	struct oworld x;
-	ow_start(&x, NULL, 24, 0);
-	memset(ow_extra_args, 0, sizeof(ow_extra_args));
+	order_world(&x, NULL);
 	json_t *e = endpoint_for(x.port, x.ksel, &rx, "[\"order.*\"]");
 	char eid[64], lpath[200], rpath[160];
 	snprintf(eid, sizeof(eid), "%s", tc_jstr(e, "id"));
@@ -1100,12 +1107,9 @@ WM_TEST(webhook_delivery, an_orders_deliveries_survive_kill9_of_their_shard, .ti
 {
 	struct receiver rx;
 	rx_start(&rx, 500);
-	static const char *const extra[] = {"--webhook-allow-http", "1", "--webhook-allow-private", "1", NULL};
 	static const char *const env[] = {"WM_WEBHOOK_RETRY_MAX_MS=200", NULL};
-	memcpy(ow_extra_args, extra, sizeof(extra));
-	memcpy(ow_extra_env, env, sizeof(env));
 	struct oworld x;
-	ow_start(&x, NULL, 24, 0);
+	order_world(&x, env);
 	json_t *e = endpoint_for(x.port, x.ksel, &rx, "[\"order.*\"]");
 	char secret[128];
 	snprintf(secret, sizeof(secret), "%s", tc_jstr(e, "secret"));
@@ -1130,9 +1134,7 @@ WM_TEST(webhook_delivery, an_orders_deliveries_survive_kill9_of_their_shard, .ti
 	cr_assert_gt(count_of(&rx, ids[0]), 0, "no attempt before the crash");
 	wm_kill9(&x.p);
 	atomic_store(&rx.status, 200);
-	ow_restart(&x, NULL);
-	memset(ow_extra_args, 0, sizeof(ow_extra_args));
-	memset(ow_extra_env, 0, sizeof(ow_extra_env));
+	ow_restart(&x, NULL); /* the same arguments and environment */
 	for (unsigned i = 0; i < m; i++)
 		cr_assert(wait_answered(&rx, ids[i], 200, 30000), "event %u (%s) delivered after the restart", i, ids[i]);
 	all_signed(&rx, secret, NULL);

@@ -521,12 +521,10 @@ void whd_needed_from(struct shard *sh, char out[ID_MAX_LEN])
 		} while (oidx_next(&it));
 }
 
-int whd_prune(struct shard *sh, const char *id, size_t len, int64_t before_ms)
+int whd_prunable(const struct row *r, int64_t before_ms)
 {
-	const struct wh_delivery *d = (const struct wh_delivery *)table_get(&sh->tables[REC_T_WH_DELIVERY], id, len);
-	if (!d || d->status == WHD_PENDING || d->created_ms >= before_ms)
-		return 0;
-	return txn_del(sh, REC_T_WH_DELIVERY, id, len) ? -1 : 1;
+	const struct wh_delivery *d = (const struct wh_delivery *)r;
+	return d->status != WHD_PENDING && d->created_ms < before_ms;
 }
 
 /* The time of event r (its id's); UINT64_MAX for an id without one. */

@@ -149,10 +149,9 @@ int whd_stage_cursor_at_end(struct shard *sh);
  * event before it may be pruned without a delivery losing its body.
  * Cost: the pending deliveries. */
 void whd_needed_from(struct shard *sh, char out[ID_MAX_LEN]);
-/* Stage (in the open transaction) the delete of delivery id when it is
- * delivered or dead and was created before before_ms: 1 staged, 0 kept,
- * -1 error. */
-int whd_prune(struct shard *sh, const char *id, size_t len, int64_t before_ms);
+/* 1 when delivery row r (of REC_T_WH_DELIVERY) is delivered or dead and
+ * was created before before_ms: retention may delete it. */
+int whd_prunable(const struct row *r, int64_t before_ms);
 
 extern const struct table_ops wh_endpoint_table_ops;
 extern const struct table_ops wh_delivery_table_ops;

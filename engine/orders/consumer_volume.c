@@ -66,12 +66,27 @@ static int cv_decode(struct table *t, struct row *r, const struct json_value *do
 
 static const char *const cv_keys[] = {"entries", NULL};
 
+/* The typed fast path (table.h): stage_row hands the entry count it wrote
+ * (kept + 1, within CV_ENTRIES_MAX), the row's one typed field. */
+static int cv_decode_typed(struct table *t, struct row *r, const void *typed)
+{
+	(void)t;
+	uint16_t n;
+	memcpy(&n, typed, sizeof(n));
+	if (n > CV_ENTRIES_MAX)
+		return -1;
+	((struct cv_row *)r)->n_entries = n;
+	return 0;
+}
+
 const struct table_ops consumer_volume_table_ops = {
 	.rec_table = REC_T_CONSUMER_VOLUME,
 	.name = "consumer_volume",
 	.row_size = sizeof(struct cv_row),
 	.decode = cv_decode,
 	.decode_keys = cv_keys,
+	.decode_typed = cv_decode_typed,
+	.typed_size = sizeof(uint16_t),
 };
 
 /* The consumer's row id: destination and the case-folded address, hashed. */
@@ -158,9 +173,11 @@ static int stage_row(struct shard *sh, const char *id, const char *dest, const s
 	jw_obj_end(&w);
 	jw_arr_end(&w);
 	jw_obj_end(&w);
+	uint16_t n_entries = (uint16_t)(kept + 1);
 	int rc = kept + 1 > CV_ENTRIES_MAX ? 1
-		 : w.err || txn_put(sh, REC_T_CONSUMER_VOLUME, id, strlen(id), doc.data, doc.len) ? -1
-												   : 0;
+		 : w.err || txn_put_typed(sh, REC_T_CONSUMER_VOLUME, id, strlen(id), doc.data, doc.len, &n_entries)
+			 ? -1
+			 : 0;
 	buf_free(&doc);
 	return rc;
 }

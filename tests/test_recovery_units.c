@@ -10,6 +10,7 @@
 
 #include "engine/storage/record.h"
 #include "engine/storage/shard.h"
+#include "snapshot/snapshot.h"
 #include "tests/harness.h"
 #include "tests/shard_fixture.h"
 #include "tests/wm_test.h"
@@ -79,5 +80,184 @@ WM_TEST(recovery, corrupt_newest_snapshot_falls_back_to_the_older_one_and_is_log
 	cr_assert_not_null(strstr(out, "snapshot: skipping invalid"), "not logged: %s", out);
 	cr_assert_not_null(strstr(out, p), "the log does not name the file: %s", out);
 	cr_assert_not_null(strstr(out, "snapshot loaded"), "%s", out);
+	fixture_free(f);
+}
+
+/* ---- the snapshot load's two threads (engine/storage/snap_load.c) ------------ */
+
+/* More rows than the builder may queue ahead of the loop (LOAD_BATCH 512 x
+ * (LOAD_RING 8 + a batch in each thread's hands)), so both sides wait on
+ * each other during the load. */
+#define PIPE_ROWS 6000
+
+/* Every record of a snapshot file, in order (snap_load's fn). */
+struct snap_recs {
+	size_t n;
+	void *rec[PIPE_ROWS + 64];
+	size_t len[PIPE_ROWS + 64];
+};
+
+static int collect_rec(void *ctx, const void *rec, size_t len)
+{
+	struct snap_recs *s = ctx;
+	cr_assert_lt(s->n, PIPE_ROWS + 64);
+	s->rec[s->n] = malloc(len ? len : 1);
+	cr_assert_not_null(s->rec[s->n]);
+	memcpy(s->rec[s->n], rec, len);
+	s->len[s->n++] = len;
+	return 0;
+}
+
+static void recs_free(struct snap_recs *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->rec[i]);
+	free(s);
+}
+
+static void snap_file(const struct fixture *f, uint64_t lsn, char *out, size_t n)
+{
+	snprintf(out, n, "%s/snap/%020llu.snap", f->cfg.data_dir, (unsigned long long)lsn);
+}
+
+/* Replace the snapshot at lsn with the records of s, and `bad` (a record
+ * of table `table`, id "bad-row", document `doc`) put in at index `at`. */
+static void write_with_bad(const struct fixture *f, uint64_t lsn, const struct snap_recs *s, size_t at,
+			   uint8_t table, const char *doc)
+{
+	char dir[600], err[256], p[700];
+	snprintf(dir, sizeof(dir), "%s/snap", f->cfg.data_dir);
+	snap_file(f, lsn, p, sizeof(p));
+	cr_assert_eq(unlink(p), 0, "%s", p);
+	struct snap_writer *w = snap_writer_open(dir, lsn, err, sizeof(err));
+	cr_assert_not_null(w, "%s", err);
+	struct buf bad;
+	buf_init(&bad, strlen(doc) + 4096);
+	cr_assert_eq(rec_encode(&bad, REC_PUT, table, 1, "bad-row", 7, doc, strlen(doc)), 0);
+	for (size_t i = 0; i <= s->n; i++) {
+		if (i == at)
+			cr_assert_eq(snap_writer_add(w, bad.data, bad.len), 0);
+		if (i < s->n)
+			cr_assert_eq(snap_writer_add(w, s->rec[i], s->len[i]), 0);
+	}
+	cr_assert_eq(snap_writer_commit(w, err, sizeof(err)), 0, "%s", err);
+	buf_free(&bad);
+}
+
+WM_TEST(recovery, rows_built_on_the_second_thread_are_the_rows_written_in_their_order)
+{
+	struct fixture *f = fixture_new("recovery");
+	char err[256];
+	commit_events(f, PIPE_ROWS, "t.pipe");
+	cr_assert_eq(shard_snapshot_write(&f->sh, err, sizeof(err)), 0, "%s", err);
+	/* what the shard held: every event's id and document, in id order */
+	struct table *t = &f->sh.tables[REC_T_EVENT];
+	size_t n = table_count(t);
+	cr_assert_geq(n, PIPE_ROWS);
+	char **docs = calloc(n, sizeof(*docs)), **ids = calloc(n, sizeof(*ids));
+	cr_assert(docs && ids);
+	struct oidx_iter it;
+	size_t k = 0;
+	for (int ok = oidx_seek_ge(&t->by_order, NULL, 0, &it); ok; ok = oidx_next(&it), k++) {
+		const struct row *r = oidx_iter_val(&it);
+		ids[k] = strdup(r->id);
+		docs[k] = strdup(r->doc);
+	}
+	cr_assert_eq(k, n);
+	shard_close(&f->sh);
+	/* a restart from the snapshot alone (no WAL past it) */
+	fx_open(f);
+	t = &f->sh.tables[REC_T_EVENT];
+	cr_assert_eq(table_count(t), n);
+	k = 0;
+	for (int ok = oidx_seek_ge(&t->by_order, NULL, 0, &it); ok; ok = oidx_next(&it), k++) {
+		const struct row *r = oidx_iter_val(&it);
+		cr_assert_str_eq(r->id, ids[k]);
+		cr_assert_str_eq(r->doc, docs[k], "row %s", ids[k]);
+		cr_assert_eq(table_get(t, ids[k], strlen(ids[k])), r, "the id index finds row %zu", k);
+	}
+	cr_assert_eq(k, n);
+	/* the id clock saw every id the builder built: a new event sorts last */
+	commit_events(f, 1, "t.after");
+	cr_assert_eq(table_count(t), n + 1);
+	cr_assert(oidx_seek_le(&t->by_order, NULL, 0, &it));
+	const struct row *last = oidx_iter_val(&it);
+	cr_assert_gt(strcmp(last->id, ids[n - 1]), 0, "new id %s after %s", last->id, ids[n - 1]);
+	cr_assert_str_neq(strstr(last->doc, "t.after") ? "found" : "", "", "the newest row is the new event");
+	for (size_t i = 0; i < n; i++) {
+		free(ids[i]);
+		free(docs[i]);
+	}
+	free(ids);
+	free(docs);
+	fixture_free(f);
+}
+
+WM_TEST(recovery, a_refused_record_on_either_thread_stops_the_load_and_frees_what_was_built)
+{
+	struct fixture *f = fixture_new("recovery");
+	char err[256], out[16384], p[700];
+	commit_events(f, PIPE_ROWS, "t.pipe");
+	cr_assert_eq(shard_snapshot_write(&f->sh, err, sizeof(err)), 0, "%s", err);
+	uint64_t lsn = f->sh.lsn;
+	size_t want = events(f);
+	cr_assert(f->sh.tables[REC_T_PARTNER].ops && !f->sh.tables[REC_T_PARTNER].ops->decode_pure,
+		  "the partner table must stay a loop-decoded table for this test");
+	cr_assert(f->sh.tables[REC_T_EVENT].ops->decode_pure);
+	shard_close(&f->sh);
+	snap_file(f, lsn, p, sizeof(p));
+	struct snap_recs *good = calloc(1, sizeof(*good));
+	cr_assert_not_null(good);
+	cr_assert_eq(snap_load(p, collect_rec, good, NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_geq(good->n, PIPE_ROWS);
+	/* an event is built on the builder thread, a partner (no decode_pure)
+	 * decoded on the loop; each refused well past the first batches, and
+	 * (the event) also as the very first record */
+	/* and a record past a batch's quarter slab (LOAD_BIG, 256 KiB), handed
+	 * over as a malloc'd copy and decoded on the loop, for either kind */
+	enum { BIG_STRINGS = 5, BIG_STRING = 60 * 1024 }; /* strings stay under the parser's 64 KiB */
+	char *big = malloc(BIG_STRINGS * (BIG_STRING + 3) + 32);
+	cr_assert_not_null(big);
+	size_t bl = (size_t)sprintf(big, "{\"not\":[");
+	for (int i = 0; i < BIG_STRINGS; i++) {
+		bl += (size_t)sprintf(big + bl, "%s\"", i ? "," : "");
+		memset(big + bl, 'a', BIG_STRING);
+		bl += BIG_STRING;
+		big[bl++] = '"';
+	}
+	strcpy(big + bl, "]}");
+	cr_assert_gt(strlen(big), 256 * 1024);
+	const char *small = "{\"not\":\"a row\"}";
+	const struct {
+		uint8_t table;
+		size_t at;
+		const char *doc;
+	} cases[] = {{REC_T_EVENT, 3000, small}, {REC_T_PARTNER, 3000, small}, {REC_T_EVENT, 0, small},
+		     {REC_T_PARTNER, PIPE_ROWS - 1, small}, {REC_T_EVENT, 2000, big}, {REC_T_PARTNER, 2000, big}};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		write_with_bad(f, lsn, good, cases[c].at, cases[c].table, cases[c].doc);
+		struct stderr_capture cap;
+		stderr_capture_begin(&cap);
+		int rc = shard_open(&f->sh, &f->cfg, err, sizeof(err));
+		stderr_capture_end(&cap, out, sizeof(out));
+		cr_assert_eq(rc, -1, "case %zu: a refused record must fail the start", c);
+		cr_assert_not_null(strstr(err, "failed to load"), "case %zu: %s", c, err);
+		cr_assert_not_null(strstr(out, "snapshot record rejected"), "case %zu: %s", c, out);
+		cr_assert_not_null(strstr(out, "bad-row"), "case %zu names the record: %s", c, out);
+		shard_close(&f->sh);
+	}
+	/* the good file again: the whole state, as before */
+	char dir[600];
+	snprintf(dir, sizeof(dir), "%s/snap", f->cfg.data_dir);
+	cr_assert_eq(unlink(p), 0);
+	struct snap_writer *w = snap_writer_open(dir, lsn, err, sizeof(err));
+	cr_assert_not_null(w, "%s", err);
+	for (size_t i = 0; i < good->n; i++)
+		cr_assert_eq(snap_writer_add(w, good->rec[i], good->len[i]), 0);
+	cr_assert_eq(snap_writer_commit(w, err, sizeof(err)), 0, "%s", err);
+	fx_open(f);
+	cr_assert_eq(events(f), want);
+	free(big);
+	recs_free(good);
 	fixture_free(f);
 }

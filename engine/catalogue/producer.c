@@ -117,6 +117,7 @@ const struct table_ops producer_table_ops = {
 	.name = "producer",
 	.row_size = sizeof(struct producer),
 	.decode = producer_decode,
+	.decode_pure = 1, /* recovery may build its rows off the loop (table.h) */
 	.index_add = producer_index_add,
 	.index_del = producer_index_del,
 	.init = producer_init,

@@ -309,7 +309,7 @@ static int wine_decode(struct table *t, struct row *r, const struct json_value *
 	w->tail_off = (uint32_t)(tail - r->doc);
 	struct wine_keys k;
 	wine_keys_of(&in, NULL, NULL, &k);
-	static struct keys_builder b; /* one event-loop thread */
+	static _Thread_local struct keys_builder b; /* per thread: recovery decodes wines off the loop */
 	b.used = 0;
 	char tmp[WINE_MAX_TITLE + 1];
 	w->slug = kb_add(&b, m.slug, strlen(m.slug), 1);
@@ -346,6 +346,7 @@ const struct table_ops wine_table_ops = {
 	.name = "wine",
 	.row_size = sizeof(struct wine),
 	.decode = wine_decode,
+	.decode_pure = 1, /* recovery may build its rows off the loop (table.h) */
 	.release = wine_release,
 	.index_add = wine_index_add,
 	.index_del = wine_index_del,

@@ -84,6 +84,7 @@ const struct table_ops consumer_volume_table_ops = {
 	.name = "consumer_volume",
 	.row_size = sizeof(struct cv_row),
 	.decode = cv_decode,
+	.decode_pure = 1, /* recovery may build its rows off the loop (table.h) */
 	.decode_keys = cv_keys,
 	.decode_typed = cv_decode_typed,
 	.typed_size = sizeof(uint16_t),

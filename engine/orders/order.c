@@ -394,6 +394,7 @@ const struct table_ops order_table_ops = {
 	.name = "order",
 	.row_size = sizeof(struct order_full),
 	.decode = order_decode,
+	.decode_pure = 1, /* recovery may build its rows off the loop (table.h) */
 	.decode_typed = order_decode_typed,
 	.typed_size = sizeof(struct order_full),
 	.typed_same = order_typed_same,

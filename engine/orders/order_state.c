@@ -228,6 +228,7 @@ const struct table_ops order_state_table_ops = {
 	.name = "order_state",
 	.row_size = sizeof(struct order_state),
 	.decode = state_decode,
+	.decode_pure = 1, /* recovery may build its rows off the loop (table.h) */
 	.decode_typed = state_decode_typed,
 	.typed_size = sizeof(struct order_state_v),
 	.index_add = state_index_add,

@@ -234,6 +234,7 @@ const struct table_ops payment_table_ops = {
 	.name = "payment",
 	.row_size = sizeof(struct payment),
 	.decode = pay_decode,
+	.decode_pure = 1, /* recovery may build its rows off the loop (table.h) */
 	.decode_typed = pay_decode_typed,
 	.typed_size = sizeof(struct payment),
 	.index_add = pay_index_add,

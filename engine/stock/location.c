@@ -395,6 +395,7 @@ const struct table_ops location_table_ops = {
 	.name = "stock_location",
 	.row_size = sizeof(struct location),
 	.decode = loc_decode,
+	.decode_pure = 1, /* recovery may build its rows off the loop (table.h) */
 	.index_add = loc_index_add,
 	.index_del = loc_index_del,
 	.init = loc_init,

@@ -169,6 +169,7 @@ const struct table_ops event_table_ops = {
 	.name = "event",
 	.row_size = sizeof(struct event),
 	.decode = event_decode,
+	.decode_pure = 1, /* recovery may build its rows off the loop (table.h) */
 	.decode_typed = event_decode_typed,
 	.typed_size = sizeof(struct event_vals),
 	.init = event_init,

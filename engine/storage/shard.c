@@ -67,61 +67,6 @@ static int mkdir_p(const char *path)
 	return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
 }
 
-/* A snapshot load: the shard, and the snapshot's records per table counted
- * by the verifying pass (snap_load_hooks' census), used to size each
- * table's id index once the file verified. */
-struct snap_load_ctx {
-	struct shard *sh;
-	uint64_t rows[REC_T_COUNT_];
-};
-
-static void snap_census_begin(void *ctx)
-{
-	struct snap_load_ctx *lc = ctx;
-	memset(lc->rows, 0, sizeof(lc->rows));
-}
-
-/* Count the record by its table byte; a malformed one is refused later by
- * snap_record_apply, never here (the file is not verified yet). */
-static void snap_census(void *ctx, const void *rec, size_t len)
-{
-	struct snap_load_ctx *lc = ctx;
-	const uint8_t *p = rec;
-	if (len >= REC_HEADER_SIZE && p[1] < REC_T_COUNT_)
-		lc->rows[p[1]]++;
-}
-
-/* The file verified: size each table for its rows, so the load never
- * rehashes.  Never fails: an index that cannot be sized grows as rows come. */
-static int snap_census_verified(void *ctx, const struct snap_info *si)
-{
-	struct snap_load_ctx *lc = ctx;
-	(void)si;
-	for (unsigned i = 0; i < REC_T_COUNT_; i++)
-		if (lc->rows[i] && lc->sh->tables[i].ops && lc->rows[i] <= SIZE_MAX)
-			(void)table_reserve(&lc->sh->tables[i], (size_t)lc->rows[i]);
-	return 0;
-}
-
-static int snap_record_apply(void *ctx, const void *rec, size_t len)
-{
-	struct shard *sh = ((struct snap_load_ctx *)ctx)->sh;
-	size_t off = 0;
-	struct rec_view rv;
-	int r = rec_decode(rec, len, &off, &rv);
-	if (r != 1 || off != len || rv.op != REC_PUT || !sh->tables[rv.table].ops)
-		return -1;
-	char why[128];
-	if (table_put(&sh->tables[rv.table], rv.key, rv.key_len, rv.val, rv.val_len, 0, why)) {
-		log_error("msg=\"snapshot record rejected\" why=\"%s\"", why);
-		return -1;
-	}
-	if (sh->tables[rv.table].ops->trim) /* a smaller bound than the snapshot's writer had */
-		sh->tables[rv.table].ops->trim(&sh->tables[rv.table]);
-	id_observe(&sh->ids, rv.key, rv.key_len);
-	return 0;
-}
-
 static int wal_replay_apply(void *ctx, uint64_t lsn, const void *payload, size_t len)
 {
 	struct shard *sh = ctx;
@@ -196,17 +141,11 @@ int shard_load_with(struct shard *sh, const struct config *cfg, const struct sha
 	 * verifying pass's count, then its records installed. */
 	struct snap_info si;
 	memset(&si, 0, sizeof(si));
-	struct snap_load_ctx lc = { .sh = sh };
-	struct snap_load_hooks hk = { .begin = snap_census_begin, .census = snap_census,
-				      .verified = snap_census_verified, .fn = snap_record_apply, .ctx = &lc };
 	char serr[512];
-	int found = 1;
-	if (snap_path && snap_load_hooked(snap_path, &hk, &si, serr, sizeof(serr)) != 0) {
-		snprintf(err, errlen, "snapshot %s failed to load: %s", snap_path, serr);
-		return -1;
-	}
-	if (!snap_path && (found = snap_load_latest(sh->snap_dir, &hk, &si, serr, sizeof(serr))) < 0) {
-		snprintf(err, errlen, "snapshot in %s failed to load: %s", sh->snap_dir, serr);
+	int found = shard_snap_load(sh, snap_path, &si, serr, sizeof(serr));
+	if (found < 0) {
+		snprintf(err, errlen, snap_path ? "snapshot %s failed to load: %s" : "snapshot in %s failed to load: %s",
+			 snap_path ? snap_path : sh->snap_dir, serr);
 		return -1;
 	}
 	if (found) {

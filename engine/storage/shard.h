@@ -132,6 +132,15 @@ struct shard_open_opts {
  * writer.  Returns 0, or -1 with a message in err. */
 int shard_open_with(struct shard *sh, const struct config *cfg, const struct shard_open_opts *o, char *err,
 		    size_t errlen);
+/* Recovery's snapshot half (engine/storage/snap_load.c), into sh's
+ * initialised and empty tables: the file `path`, or with path NULL the
+ * newest snapshot in sh->snap_dir that verifies (snap_load_latest), its
+ * rows built on a second thread and installed here in the file's order.
+ * 1 loaded (*si filled), 0 no snapshot (path NULL only), or -1 with a
+ * message in err (a refused record is also logged; rows already installed
+ * stay: the caller gives up on the shard). */
+struct snap_info;
+int shard_snap_load(struct shard *sh, const char *path, struct snap_info *si, char *err, size_t errlen);
 /* Recovery only, no WAL writer (the operator CLI: restore, counts). */
 int shard_load_with(struct shard *sh, const struct config *cfg, const struct shard_open_opts *o, char *err,
 		    size_t errlen);

@@ -106,17 +106,19 @@ static struct json_doc *doc_parse(const struct table *t, const char *doc, size_t
 	return json_parse_keep(doc, doc_len, t->ops->decode_keys, jerr);
 }
 
-/* Allocate a row block: the typed struct zeroed, then the id and the
- * document, each with its NUL.  NULL on OOM. */
-static struct row *row_alloc(const struct table *t, const char *id, size_t id_len, const char *doc,
-			     size_t doc_len, uint64_t lsn)
+/* Contract (table.h): the bytes of a row block. */
+size_t table_row_size(const struct table *t, size_t id_len, size_t doc_len)
 {
-	size_t sz = t->ops->row_size + id_len + 1 + doc_len + 1;
+	return t->ops->row_size + id_len + 1 + doc_len + 1;
+}
+
+/* Lay out a row block at r (table_row_size bytes): the typed struct
+ * zeroed, then the id and the document, each with its NUL. */
+static struct row *row_fill(const struct table *t, struct row *r, const char *id, size_t id_len,
+			    const char *doc, size_t doc_len, uint64_t lsn)
+{
 	/* Only the typed struct needs zeroing: the id and the document (each
 	 * with its NUL) fill the rest of the block. */
-	struct row *r = malloc(sz);
-	if (!r)
-		return NULL;
 	memset(r, 0, t->ops->row_size);
 	char *p = (char *)r + t->ops->row_size;
 	memcpy(p, id, id_len);
@@ -132,27 +134,47 @@ static struct row *row_alloc(const struct table *t, const char *id, size_t id_le
 	return r;
 }
 
-/* Allocate a row block and decode the document into it. */
-static struct row *row_make(struct table *t, const char *id, size_t id_len, const char *doc,
-			    size_t doc_len, uint64_t lsn, int live, char *why)
+/* Allocate a row block (row_fill's layout).  NULL on OOM. */
+static struct row *row_alloc(const struct table *t, const char *id, size_t id_len, const char *doc,
+			     size_t doc_len, uint64_t lsn)
+{
+	struct row *r = malloc(table_row_size(t, id_len, doc_len));
+	return r ? row_fill(t, r, id, id_len, doc, doc_len, lsn) : NULL;
+}
+
+/* Decode the block's own document into its typed struct (parsed whole, or
+ * live with the table's key list).  0, or -1 with why; on failure decode's
+ * allocations are released, the block itself is the caller's. */
+static int row_decode(struct table *t, struct row *r, int live, char *why)
 {
 	struct json_error jerr;
-	struct json_doc *jd = doc_parse(t, doc, doc_len, live, &jerr);
+	struct json_doc *jd = doc_parse(t, r->doc, r->doc_len, live, &jerr);
 	if (!jd) {
 		snprintf(why, 128, "%s document does not parse: %.60s at %zu", t->ops->name, jerr.msg, jerr.offset);
-		return NULL;
-	}
-	struct row *r = row_alloc(t, id, id_len, doc, doc_len, lsn);
-	if (!r) {
-		json_doc_free(jd);
-		snprintf(why, 128, "out of memory");
-		return NULL;
+		return -1;
 	}
 	int rc = t->ops->decode ? t->ops->decode(t, r, json_root(jd)) : 0;
 	json_doc_free(jd);
 	if (rc) {
-		snprintf(why, 128, "%s document %.*s does not decode", t->ops->name, (int)id_len, id);
-		row_free(t, r);
+		snprintf(why, 128, "%s document %.*s does not decode", t->ops->name, (int)r->id_len, r->id);
+		if (t->ops->release)
+			t->ops->release(r);
+		return -1;
+	}
+	return 0;
+}
+
+/* Allocate a row block and decode the document into it. */
+static struct row *row_make(struct table *t, const char *id, size_t id_len, const char *doc,
+			    size_t doc_len, uint64_t lsn, int live, char *why)
+{
+	struct row *r = row_alloc(t, id, id_len, doc, doc_len, lsn);
+	if (!r) {
+		snprintf(why, 128, "out of memory");
+		return NULL;
+	}
+	if (row_decode(t, r, live, why)) {
+		free(r);
 		return NULL;
 	}
 	return r;
@@ -214,6 +236,68 @@ int table_reserve(struct table *t, size_t rows)
 	return hidx_reserve(&t->by_id, rows);
 }
 
+/* Contract (table.h): a row decoded from a stored document into the
+ * caller's memory, not installed.  Touches only t->ops and t->cfg (and
+ * what decode reads). */
+int table_row_build_at(struct table *t, void *at, const char *id, size_t id_len, const char *doc, size_t doc_len,
+		       uint64_t lsn, char *why)
+{
+	if (id_len == 0 || id_len > IDX_MAX_KEY) {
+		snprintf(why, 128, "bad id length %zu", id_len);
+		return -1;
+	}
+	return row_decode(t, row_fill(t, at, id, id_len, doc, doc_len, lsn), 0, why);
+}
+
+struct row *table_row_adopt(const struct table *t, const struct row *at)
+{
+	size_t sz = table_row_size(t, at->id_len, at->doc_len);
+	struct row *r = malloc(sz);
+	if (!r)
+		return NULL;
+	memcpy(r, at, sz);
+	r->id = (char *)r + t->ops->row_size;
+	r->doc = r->id + r->id_len + 1;
+	return r;
+}
+
+void table_row_release(struct table *t, struct row *r)
+{
+	if (t->ops->release)
+		t->ops->release(r);
+}
+
+/* An index that cannot take a row leaves the table's indexes disagreeing
+ * with each other: never continue past it. */
+static _Noreturn void index_failed(const struct table *t, const char *what)
+{
+	fprintf(stderr, "table %s: %s failed (out of memory): stopping, indexes would be inconsistent\n",
+		t->ops->name, what);
+	abort();
+}
+
+void table_row_install(struct table *t, struct row *r)
+{
+	/* One probe finds the version replaced and installs the new one (the
+	 * secondary index hooks never read by_id). */
+	void *prev;
+	if (hidx_swap(&t->by_id, r->id, r->id_len, r, &prev))
+		index_failed(t, "the id index");
+	struct row *old = prev;
+	int add_first = old && t->ops->index_add_first;
+	if (old && !add_first && t->ops->index_del)
+		t->ops->index_del(t, old);
+	if (oidx_set(&t->by_order, r->id, r->id_len, r))
+		index_failed(t, "the ordered id index");
+	if (t->ops->index_add && t->ops->index_add(t, r))
+		index_failed(t, "a secondary index");
+	if (add_first && t->ops->index_del)
+		t->ops->index_del(t, old); /* only what still points at old */
+	if (old)
+		row_free(t, old);
+	t->chg_lsn = r->lsn;
+}
+
 /* Install a row: built from typed values when given (live), else decoded
  * from the document (live: with the table's key list). */
 static int put_as(struct table *t, const char *id, size_t id_len, const char *doc, size_t doc_len,
@@ -227,30 +311,7 @@ static int put_as(struct table *t, const char *id, size_t id_len, const char *do
 			      : row_make(t, id, id_len, doc, doc_len, lsn, live, why);
 	if (!r)
 		return -1;
-	/* One probe finds the version replaced and installs the new one (the
-	 * secondary index hooks never read by_id). */
-	void *prev;
-	if (hidx_swap(&t->by_id, r->id, r->id_len, r, &prev)) {
-		snprintf(why, 128, "out of memory indexing %s", t->ops->name);
-		abort(); /* indexes are now inconsistent: never continue */
-	}
-	struct row *old = prev;
-	int add_first = old && t->ops->index_add_first;
-	if (old && !add_first && t->ops->index_del)
-		t->ops->index_del(t, old);
-	if (oidx_set(&t->by_order, r->id, r->id_len, r)) {
-		snprintf(why, 128, "out of memory indexing %s", t->ops->name);
-		abort();
-	}
-	if (t->ops->index_add && t->ops->index_add(t, r)) {
-		snprintf(why, 128, "secondary index failed for %s", t->ops->name);
-		abort();
-	}
-	if (add_first && t->ops->index_del)
-		t->ops->index_del(t, old); /* only what still points at old */
-	if (old)
-		row_free(t, old);
-	t->chg_lsn = lsn;
+	table_row_install(t, r);
 	return 0;
 }
 

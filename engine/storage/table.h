@@ -80,6 +80,14 @@ struct table_ops {
 	int (*decode_typed)(struct table *t, struct row *r, const void *typed);
 	size_t typed_size;
 	int (*typed_same)(const struct row *a, const struct row *b);
+	/* Set when decode() and release() touch nothing but the document,
+	 * the row they are given and data that never changes once the shard
+	 * is open (t->ops, t->cfg, constant tables): no t->ext, no other
+	 * table, no static buffer.  Recovery then builds this table's rows
+	 * on a second thread while the loop installs the rows before them
+	 * (engine/storage/snap_load.c); a table without it is decoded on the
+	 * loop, in its place in the snapshot's order. */
+	uint8_t decode_pure;
 };
 
 /* For decode_typed: copy the string src into the zeroed field dst of cap
@@ -146,6 +154,33 @@ int table_put_typed(struct table *t, const char *id, size_t id_len, const char *
  * rehashes it (hidx_reserve: no bigger than growth would make it).  0, or
  * -1 on OOM with nothing changed (the index then grows as rows come). */
 int table_reserve(struct table *t, size_t rows);
+/*
+ * table_put in halves, for recovery's builder thread
+ * (engine/storage/snap_load.c), which builds rows in memory of its own
+ * and hands them to the loop:
+ *   table_row_size      the bytes of a row block for this id and document;
+ *   table_row_build_at  lay out a row block at `at` (that many bytes,
+ *                       max-aligned) and decode its document into it, in
+ *                       no index: 0, or -1 with why (>= 128 bytes; what
+ *                       decode allocated is released).  Reads only t->ops,
+ *                       t->cfg and what decode() reads, so for a
+ *                       decode_pure table it may run on another thread
+ *                       while the loop installs rows;
+ *   table_row_adopt     a malloc'd copy of such a row, which takes over
+ *                       what the typed struct owns (decode's allocations):
+ *                       the original is then dropped without a release.
+ *                       NULL on OOM;
+ *   table_row_release   release what such a row owns, for one never adopted;
+ *   table_row_install   install a malloc'd row as its id's version (the
+ *                       loop only; never fails: an index that cannot take
+ *                       it stops the process, as every put does).
+ */
+size_t table_row_size(const struct table *t, size_t id_len, size_t doc_len);
+int table_row_build_at(struct table *t, void *at, const char *id, size_t id_len, const char *doc, size_t doc_len,
+		       uint64_t lsn, char *why);
+struct row *table_row_adopt(const struct table *t, const struct row *at);
+void table_row_release(struct table *t, struct row *r);
+void table_row_install(struct table *t, struct row *r);
 /* Would table_put accept this document?  Parses and decodes it into a
  * scratch row and frees it; nothing changes.  0, or -1 with why (>= 128
  * bytes).  The replication subscriber checks every record it received

@@ -358,6 +358,7 @@ const struct table_ops listing_table_ops = {
 	.name = "listing",
 	.row_size = sizeof(struct listing),
 	.decode = listing_decode,
+	.decode_pure = 1, /* recovery may build its rows off the loop (table.h) */
 	.index_add = listing_index_add,
 	.index_del = listing_index_del,
 	.init = listing_init,

@@ -583,6 +583,7 @@ const struct table_ops offer_table_ops = {
 	.name = "offer",
 	.row_size = sizeof(struct offer_row),
 	.decode = offer_decode,
+	.decode_pure = 1, /* recovery may build its rows off the loop (table.h) */
 	.decode_typed = offer_decode_typed,
 	.typed_size = sizeof(int64_t),
 	.typed_same = offer_typed_same,

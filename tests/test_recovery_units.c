@@ -11,6 +11,7 @@
 #include "engine/storage/record.h"
 #include "engine/storage/shard.h"
 #include "snapshot/snapshot.h"
+#include "wal/wal.h"
 #include "tests/harness.h"
 #include "tests/shard_fixture.h"
 #include "tests/wm_test.h"
@@ -83,7 +84,7 @@ WM_TEST(recovery, corrupt_newest_snapshot_falls_back_to_the_older_one_and_is_log
 	fixture_free(f);
 }
 
-/* ---- the snapshot load's two threads (engine/storage/snap_load.c) ------------ */
+/* ---- the snapshot load's two threads (engine/storage/recovery.c) ------------ */
 
 /* More rows than the builder may queue ahead of the loop (LOAD_BATCH 512 x
  * (LOAD_RING 8 + a batch in each thread's hands)), so both sides wait on
@@ -260,4 +261,118 @@ WM_TEST(recovery, a_refused_record_on_either_thread_stops_the_load_and_frees_wha
 	free(big);
 	recs_free(good);
 	fixture_free(f);
+}
+
+/* ---- the WAL tail's two threads (engine/storage/recovery.c) ------------------- */
+
+/* n transactions, each an event (a decode_pure table: built off the loop)
+ * and a webhook cursor row (decoded on the loop), the cursors replacing
+ * each other among 7 ids. */
+static void commit_mixed(struct fixture *f, int n, int from)
+{
+	for (int i = from; i < from + n; i++) {
+		char payload[64], id[16], doc[64];
+		int len = snprintf(payload, sizeof(payload), "{\"i\":%d}", i);
+		int il = snprintf(id, sizeof(id), "c%d", i % 7);
+		int dl = snprintf(doc, sizeof(doc), "{\"after\":\"evt_%d\"}", i);
+		txn_begin(&f->sh);
+		cr_assert_eq(txn_event(&f->sh, "t.wal", NULL, payload, (size_t)len), 0);
+		cr_assert_eq(txn_put(&f->sh, REC_T_WH_CURSOR, id, (size_t)il, doc, (size_t)dl), 0);
+		cr_assert_neq(txn_commit(&f->sh), 0);
+	}
+}
+
+/* Every row of table tb, "id\tdoc\n" in id order, into a malloc'd string. */
+static char *table_dump(struct fixture *f, int tb)
+{
+	struct buf b;
+	buf_init(&b, 1 << 26);
+	struct oidx_iter it;
+	for (int ok = oidx_seek_ge(&f->sh.tables[tb].by_order, NULL, 0, &it); ok; ok = oidx_next(&it)) {
+		const struct row *r = oidx_iter_val(&it);
+		cr_assert_eq(buf_append(&b, r->id, r->id_len), 0);
+		cr_assert_eq(buf_append(&b, "\t", 1), 0);
+		cr_assert_eq(buf_append(&b, r->doc, r->doc_len), 0);
+		cr_assert_eq(buf_append(&b, "\n", 1), 0);
+	}
+	char *s = strndup(b.data ? b.data : "", b.len);
+	buf_free(&b);
+	return s;
+}
+
+WM_TEST(recovery, a_wal_tail_replayed_on_two_threads_is_the_state_that_was_committed)
+{
+	struct fixture *f = fixture_new("recovery");
+	char err[256];
+	commit_mixed(f, 100, 0);
+	cr_assert_eq(shard_snapshot_write(&f->sh, err, sizeof(err)), 0, "%s", err);
+	commit_mixed(f, PIPE_ROWS, 100); /* the tail: more than the ring holds */
+	uint64_t lsn = f->sh.lsn;
+	char *events_before = table_dump(f, REC_T_EVENT), *cursors_before = table_dump(f, REC_T_WH_CURSOR);
+	shard_close(&f->sh);
+	fx_open(f);
+	cr_assert_eq(f->sh.lsn, lsn);
+	char *events_after = table_dump(f, REC_T_EVENT), *cursors_after = table_dump(f, REC_T_WH_CURSOR);
+	cr_assert_eq(strcmp(events_before, events_after), 0, "the events replayed differ");
+	cr_assert_eq(strcmp(cursors_before, cursors_after), 0, "the cursors replayed differ:\n%s\n--\n%s",
+		     cursors_before, cursors_after);
+	cr_assert_not_null(strstr(cursors_after, "evt_6099"), "the last cursor write won: %s", cursors_after);
+	/* the id clock saw every replayed event, the WAL continues */
+	commit_mixed(f, 1, PIPE_ROWS + 100);
+	cr_assert_eq(f->sh.lsn, lsn + 1);
+	free(events_before);
+	free(cursors_before);
+	free(events_after);
+	free(cursors_after);
+	fixture_free(f);
+}
+
+WM_TEST(recovery, a_refused_wal_transaction_on_either_thread_refuses_the_start_where_it_is)
+{
+	/* the refused transaction early (the builder then runs far ahead and
+	 * must be stopped) or last; in a table built off the loop (an event)
+	 * or decoded on it (a webhook cursor) */
+	const struct {
+		uint8_t table;
+		int before, after;
+	} cases[] = {{REC_T_EVENT, 50, PIPE_ROWS}, {REC_T_WH_CURSOR, 50, PIPE_ROWS}, {REC_T_EVENT, 50, 0},
+		     {REC_T_WH_CURSOR, 50, 0}};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct fixture *f = fixture_new("recovery");
+		char err[256], out[16384];
+		commit_mixed(f, cases[c].before, 0);
+		/* a transaction the engine would never write, straight into the log */
+		struct buf bad;
+		buf_init(&bad, 4096);
+		const char *doc = "{\"not\":\"a row\"}";
+		cr_assert_eq(rec_encode(&bad, REC_PUT, cases[c].table, 1, "bad-row", 7, doc, strlen(doc)), 0);
+		uint64_t bad_lsn = f->sh.lsn + 1;
+		cr_assert_eq(wal_append(f->sh.wal, bad_lsn, bad.data, bad.len), 0);
+		buf_free(&bad);
+		f->sh.lsn = f->sh.state_lsn = bad_lsn; /* the log holds it; memory never did */
+		commit_mixed(f, cases[c].after, cases[c].before);
+		wal_flush(f->sh.wal);
+		shard_close(&f->sh);
+		struct stderr_capture cap;
+		stderr_capture_begin(&cap);
+		int rc = shard_open(&f->sh, &f->cfg, err, sizeof(err));
+		stderr_capture_end(&cap, out, sizeof(out));
+		cr_assert_eq(rc, -1, "case %zu: the start must be refused", c);
+		char want[64];
+		snprintf(want, sizeof(want), "WAL transaction %llu rejected", (unsigned long long)bad_lsn);
+		cr_assert_not_null(strstr(err, want), "case %zu: %s", c, err);
+		cr_assert_not_null(strstr(err, "bad-row"), "case %zu names the record: %s", c, err);
+		snprintf(want, sizeof(want), "lsn=%llu", (unsigned long long)bad_lsn);
+		cr_assert_not_null(strstr(out, "WAL transaction rejected during replay"), "case %zu: %s", c, out);
+		cr_assert_not_null(strstr(out, want), "case %zu: %s", c, out);
+		shard_close(&f->sh);
+		/* an empty shard again, for fixture_free */
+		char path[700];
+		snprintf(path, sizeof(path), "%s/wal", f->cfg.data_dir);
+		rm_rf(path);
+		snprintf(path, sizeof(path), "%s/snap", f->cfg.data_dir);
+		rm_rf(path);
+		fx_open(f);
+		fixture_free(f);
+	}
 }

@@ -67,27 +67,6 @@ static int mkdir_p(const char *path)
 	return mkdir(tmp, 0755) && errno != EEXIST ? -1 : 0;
 }
 
-static int wal_replay_apply(void *ctx, uint64_t lsn, const void *payload, size_t len)
-{
-	struct shard *sh = ctx;
-	char why[128];
-	if (sh->upto_lsn && lsn > sh->upto_lsn)
-		return WAL_REPLAY_STOP;
-	if (lsn != sh->lsn + 1 && sh->lsn != 0) {
-		log_error("msg=\"WAL LSN out of sequence\" expected=%llu got=%llu",
-			  (unsigned long long)sh->lsn + 1, (unsigned long long)lsn);
-		return -1;
-	}
-	if (shard_apply(sh, lsn, payload, len, why)) {
-		log_error("msg=\"WAL transaction rejected during replay\" lsn=%llu why=\"%s\"",
-			  (unsigned long long)lsn, why);
-		return -1;
-	}
-	if (sh->logged)
-		sh->logged(sh, lsn, payload, len);
-	return 0;
-}
-
 static void log_temp_removed(void *ctx, const char *path)
 {
 	(void)ctx;
@@ -157,7 +136,7 @@ int shard_load_with(struct shard *sh, const struct config *cfg, const struct sha
 	}
 	struct wal_recovery_report rep;
 	memset(&rep, 0, sizeof(rep));
-	int rc = wal_recover(sh->wal_dir, sh->lsn, wal_replay_apply, sh, (int)cfg->salvage, &rep);
+	int rc = shard_wal_replay(sh, (int)cfg->salvage, &rep);
 	if (rc == WAL_REPLAY_STOP && upto_lsn) {
 		log_info("msg=\"recovered up to the requested LSN\" lsn=%llu", (unsigned long long)sh->lsn);
 		sh->state_lsn = sh->lsn;
@@ -218,7 +197,7 @@ void shard_close(struct shard *sh)
 /* ---- transactions ------------------------------------------------------ */
 
 static int apply_records(struct shard *sh, uint64_t lsn, const void *payload, size_t len, int live, size_t base,
-			 char *why);
+			 struct row **built, uint32_t nbuilt, char *why);
 
 /* Forget the typed values of records not applied. */
 static void typed_clear(struct shard *sh)
@@ -331,7 +310,7 @@ void txn_abort(struct shard *sh)
 static void apply_or_die(struct shard *sh, uint64_t lsn, size_t from)
 {
 	char why[128];
-	if (apply_records(sh, lsn, sh->txn.data + from, sh->txn.len - from, 1, from, why)) {
+	if (apply_records(sh, lsn, sh->txn.data + from, sh->txn.len - from, 1, from, NULL, 0, why)) {
 		log_error("msg=\"committed transaction failed to apply\" lsn=%llu why=\"%s\"",
 			  (unsigned long long)lsn, why);
 		abort();
@@ -519,17 +498,18 @@ void shard_space_poll(struct shard *sh)
  * replica's, checked by table_check), so tables may decode them with
  * their key lists (table_put_live). */
 static int apply_records(struct shard *sh, uint64_t lsn, const void *payload, size_t len, int live, size_t base,
-			 char *why)
+			 struct row **built, uint32_t nbuilt, char *why)
 {
 	size_t off = 0;
 	struct rec_view rv;
 	int r;
+	uint32_t ri = 0; /* the record's index, for built[] */
 	/* live: payload is the open image from byte `base` on, and the typed
 	 * values staged for its records (txn_put_typed) are in sh->typed */
 	unsigned ti = 0, tn = live ? sh->n_typed : 0;
 	while (ti < tn && sh->typed[ti].rec_off < base)
 		ti++;
-	for (size_t at = 0; (r = rec_decode(payload, len, &off, &rv)) == 1; at = off) {
+	for (size_t at = 0; (r = rec_decode(payload, len, &off, &rv)) == 1; at = off, ri++) {
 		struct table *t = &sh->tables[rv.table];
 		if (!t->ops) {
 			snprintf(why, 128, "record for unknown table %u", rv.table);
@@ -538,7 +518,19 @@ static int apply_records(struct shard *sh, uint64_t lsn, const void *payload, si
 		const void *typed = NULL;
 		if (ti < tn && sh->typed[ti].rec_off == base + at)
 			typed = sh->typed_vals + sh->typed[ti++].val_off;
-		if (rv.op == REC_PUT) {
+		struct row *pre = built && ri < nbuilt ? built[ri] : NULL;
+		if (rv.op == REC_PUT && pre) { /* built off the loop from this very record (recovery.c) */
+			struct row *own = table_row_adopt(t, pre);
+			if (!own) {
+				snprintf(why, 128, "out of memory");
+				return -1;
+			}
+			built[ri] = NULL; /* what it owned is own's now */
+			table_row_install(t, own);
+			if (t->ops->trim)
+				t->ops->trim(t);
+			id_observe(&sh->ids, rv.key, rv.key_len);
+		} else if (rv.op == REC_PUT) {
 			if (typed ? table_put_typed(t, rv.key, rv.key_len, rv.val, rv.val_len, lsn, typed, why)
 				  : (live ? table_put_live : table_put)(t, rv.key, rv.key_len, rv.val, rv.val_len, lsn, why))
 				return -1;
@@ -559,7 +551,13 @@ static int apply_records(struct shard *sh, uint64_t lsn, const void *payload, si
 
 int shard_apply(struct shard *sh, uint64_t lsn, const void *payload, size_t len, char *why)
 {
-	return apply_records(sh, lsn, payload, len, 0, 0, why);
+	return apply_records(sh, lsn, payload, len, 0, 0, NULL, 0, why);
+}
+
+int shard_apply_built(struct shard *sh, uint64_t lsn, const void *payload, size_t len, struct row **built,
+		      uint32_t nbuilt, char *why)
+{
+	return apply_records(sh, lsn, payload, len, 0, 0, built, nbuilt, why);
 }
 
 /* ---- snapshots --------------------------------------------------------- */

@@ -132,7 +132,7 @@ struct shard_open_opts {
  * writer.  Returns 0, or -1 with a message in err. */
 int shard_open_with(struct shard *sh, const struct config *cfg, const struct shard_open_opts *o, char *err,
 		    size_t errlen);
-/* Recovery's snapshot half (engine/storage/snap_load.c), into sh's
+/* Recovery's snapshot half (engine/storage/recovery.c), into sh's
  * initialised and empty tables: the file `path`, or with path NULL the
  * newest snapshot in sh->snap_dir that verifies (snap_load_latest), its
  * rows built on a second thread and installed here in the file's order.
@@ -141,6 +141,21 @@ int shard_open_with(struct shard *sh, const struct config *cfg, const struct sha
  * stay: the caller gives up on the shard). */
 struct snap_info;
 int shard_snap_load(struct shard *sh, const char *path, struct snap_info *si, char *err, size_t errlen);
+/* Recovery's WAL half (engine/storage/recovery.c): replay every
+ * transaction after sh->lsn (wal_recover, with its torn-tail cut and
+ * `salvage`), stopping past sh->upto_lsn when set; each transaction's
+ * decode_pure rows built on a second thread, applied here in LSN order
+ * (the sequence checked, sh->logged called).  wal_recover's answer: 0,
+ * WAL_REPLAY_STOP, or -1 with rep->error (a refused transaction is also
+ * logged). */
+struct wal_recovery_report;
+int shard_wal_replay(struct shard *sh, int salvage, struct wal_recovery_report *rep);
+/* shard_apply with some rows already built (table_row_build_at, from
+ * this very payload): built[i] for the i-th record (i < nbuilt; NULL:
+ * decode it here).  Each row used is adopted and its slot set NULL; the
+ * rest are the caller's to release. */
+int shard_apply_built(struct shard *sh, uint64_t lsn, const void *payload, size_t len, struct row **built,
+		      uint32_t nbuilt, char *why);
 /* Recovery only, no WAL writer (the operator CLI: restore, counts). */
 int shard_load_with(struct shard *sh, const struct config *cfg, const struct shard_open_opts *o, char *err,
 		    size_t errlen);

@@ -85,7 +85,7 @@ struct table_ops {
 	 * is open (t->ops, t->cfg, constant tables): no t->ext, no other
 	 * table, no static buffer.  Recovery then builds this table's rows
 	 * on a second thread while the loop installs the rows before them
-	 * (engine/storage/snap_load.c); a table without it is decoded on the
+	 * (engine/storage/recovery.c); a table without it is decoded on the
 	 * loop, in its place in the snapshot's order. */
 	uint8_t decode_pure;
 };
@@ -156,7 +156,7 @@ int table_put_typed(struct table *t, const char *id, size_t id_len, const char *
 int table_reserve(struct table *t, size_t rows);
 /*
  * table_put in halves, for recovery's builder thread
- * (engine/storage/snap_load.c), which builds rows in memory of its own
+ * (engine/storage/recovery.c), which builds rows in memory of its own
  * and hands them to the loop:
  *   table_row_size      the bytes of a row block for this id and document;
  *   table_row_build_at  lay out a row block at `at` (that many bytes,

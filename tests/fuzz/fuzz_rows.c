@@ -12,7 +12,7 @@
  * replace: index_del of the first version), then under a second id, and
  * the table is torn down (release of every row).  A table whose rows
  * recovery builds off the loop (decode_pure) also takes the document the
- * way engine/storage/snap_load.c does: built in foreign memory
+ * way engine/storage/recovery.c does: built in foreign memory
  * (table_row_build_at), copied out (table_row_adopt) and installed.
  */
 #include <stddef.h>

@@ -1,0 +1,527 @@
+/*
+ * recovery.c -- recovery on two threads: the newest snapshot that
+ * verifies, then the WAL tail after it, installed into the shard's tables.
+ *
+ * Why two threads.  A restart is a pause of the whole shard, and most of
+ * it is turning each stored document back into a row: decompressing the
+ * file, parsing the canonical JSON and decoding it into the typed struct
+ * (table_row_build_at) costs more than installing the row in its indexes
+ * (table_row_install).  The two halves are independent for a table whose
+ * decode() reads nothing but its document (table_ops.decode_pure), so a
+ * builder thread runs the file layer (snap_load_latest: verify, then hand
+ * out; wal_recover: read, check, decompress) and builds those rows, while
+ * the loop thread installs the rows before them -- the way Tarantool keeps
+ * its WAL and its transaction processor apart, with one hand-off.  The
+ * machine this runs on has two cores; a restart now uses both.
+ *
+ * What does not change.  Rows are installed in the file's order, on the
+ * loop thread only (indexes, trims, the id clock, the shard's LSN and the
+ * replication hook are never touched by the builder).  A record of a
+ * table without decode_pure, or one the builder could not build, is
+ * handed over as it is and decoded on the loop in its place, so a refusal
+ * happens at the same record, with the same message, as before.  Every
+ * document is still parsed whole and validated, exactly as table_put does;
+ * a record that fails fails the recovery ("snapshot record rejected",
+ * "WAL transaction rejected during replay"), and the process refuses to
+ * start.
+ *
+ * The hand-off.  The builder fills batches -- up to LOAD_BATCH items (a
+ * snapshot record, or a WAL transaction) whose rows and record copies are
+ * laid out in the batch's own LOAD_SLAB bytes -- and queues them in a ring
+ * of LOAD_RING; the loop takes a whole batch, copies each row into a block
+ * of its own (table_row_adopt: a malloc and a memcpy on the loop's arena)
+ * and installs it, and gives the batch back for reuse.  So the builder
+ * never mallocs a row: rows malloc'd on a second thread come from glibc's
+ * per-thread arena, which grows a page at a time with mprotect, and with
+ * two threads each mprotect is a TLB shoot-down on the other core (70,000
+ * of them for 350,000 rows cost more than the thread saved).  At most
+ * LOAD_RING + 2 batches exist: a bound on memory (~10 MB), not on the
+ * files.  An item too big for a slab (over LOAD_SLAB / 4) is handed over
+ * as a malloc'd copy with nothing built.  One mutex and one condition
+ * variable; a batch changes hands ~700 times for 350,000 rows.
+ * When the loop refuses a record it sets `stop`: the builder's next
+ * hand-off fails, the file layer stops with that failure, and both sides
+ * free what they hold.  The builder's sizing of the tables (table_reserve,
+ * on the snapshot's `verified`) happens before its first batch is queued,
+ * and the loop touches no table before it takes that batch: the mutex
+ * orders the two.
+ */
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/base/log.h"
+#include "engine/storage/record.h"
+#include "engine/storage/shard.h"
+#include "engine/storage/table.h"
+#include "snapshot/snapshot.h"
+#include "wal/wal.h"
+
+#define LOAD_BATCH 512u          /* items per hand-off */
+#define LOAD_SLAB (1u << 20)     /* bytes of rows and record copies per batch */
+#define LOAD_BIG (LOAD_SLAB / 4) /* an item past this goes as a malloc'd copy */
+#define LOAD_RING 8u             /* batches queued between the threads */
+
+/* One snapshot record or one WAL transaction. */
+struct load_item {
+	const uint8_t *rec;   /* the record / the transaction's payload (slab or big) */
+	uint8_t *big;         /* rec, when malloc'd */
+	uint32_t len;
+	uint8_t table;        /* snapshot: the record's table */
+	struct row *r;        /* snapshot: the row built in the slab, or NULL */
+	uint64_t lsn;         /* WAL: the transaction's LSN */
+	struct row **rows;    /* WAL: per record, the row built in the slab or NULL (NULL: none built) */
+	uint32_t nrec;        /* WAL: records in the payload */
+};
+
+struct load_batch {
+	unsigned n;
+	size_t used;                     /* of slab */
+	struct load_batch *next;         /* on the free list */
+	struct load_item it[LOAD_BATCH];
+	_Alignas(max_align_t) unsigned char slab[LOAD_SLAB];
+};
+
+struct load_pipe {
+	struct shard *sh;
+	const char *path;              /* snapshot: a given file, or NULL: the newest in sh->snap_dir */
+	int salvage;                   /* WAL: wal_recover's salvage */
+	uint64_t rows[REC_T_COUNT_];   /* snapshot: the verifying pass's census, per table */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;             /* count, done or stop changed */
+	struct load_batch *ring[LOAD_RING];
+	unsigned head, count;          /* under mu */
+	struct load_batch *free_list;  /* under mu: batches given back */
+	int done, stop;                /* under mu */
+	/* the builder's own, read by the loop once it has joined */
+	struct load_batch *fill;
+	int rc;                        /* the file layer's answer */
+	struct snap_info si;
+	struct wal_recovery_report rep;
+	char err[512];
+	char why[128];                 /* a record the builder refused */
+};
+
+/* Release what an item still holds (rows never adopted, a big copy). */
+static void item_clear(struct shard *sh, struct load_item *it)
+{
+	if (it->r)
+		table_row_release(&sh->tables[it->table], it->r);
+	if (it->rows) {
+		size_t off = 0;
+		struct rec_view rv;
+		for (uint32_t i = 0; i < it->nrec && rec_decode(it->rec, it->len, &off, &rv) == 1; i++)
+			if (it->rows[i])
+				table_row_release(&sh->tables[rv.table], it->rows[i]);
+	}
+	free(it->big);
+}
+
+/* Release what a batch's items still hold and empty it. */
+static void batch_clear(struct shard *sh, struct load_batch *b)
+{
+	for (unsigned i = 0; i < b->n; i++)
+		item_clear(sh, &b->it[i]);
+	b->n = 0;
+	b->used = 0;
+}
+
+/* Give a batch back for reuse (cleared). */
+static void batch_give_back(struct load_pipe *p, struct load_batch *b)
+{
+	batch_clear(p->sh, b);
+	pthread_mutex_lock(&p->mu);
+	b->next = p->free_list;
+	p->free_list = b;
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* ---- the builder thread -------------------------------------------------- */
+
+/* Queue the batch being filled (waiting while the ring is full).  0, or
+ * -1 when the loop has stopped the load (the batch stays in p->fill, to be
+ * freed when the pipe is). */
+static int batch_queue(struct load_pipe *p)
+{
+	struct load_batch *b = p->fill;
+	pthread_mutex_lock(&p->mu);
+	while (p->count == LOAD_RING && !p->stop)
+		pthread_cond_wait(&p->cv, &p->mu);
+	int stop = p->stop;
+	if (!stop) {
+		p->ring[(p->head + p->count) % LOAD_RING] = b;
+		p->count++;
+		p->fill = NULL;
+		pthread_cond_broadcast(&p->cv);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return stop ? -1 : 0;
+}
+
+/* A batch to fill: one given back, or a new one.  NULL on OOM. */
+static struct load_batch *batch_get(struct load_pipe *p)
+{
+	pthread_mutex_lock(&p->mu);
+	struct load_batch *b = p->free_list;
+	if (b)
+		p->free_list = b->next;
+	pthread_mutex_unlock(&p->mu);
+	if (!b && (b = malloc(sizeof(*b)))) {
+		b->n = 0;
+		b->used = 0;
+	}
+	return b;
+}
+
+/* A batch with a free item and `bytes` of slab room (queueing the one
+ * being filled when it has neither).  0, or -1 (OOM, or the loop stopped
+ * the load: why says which). */
+static int batch_room(struct load_pipe *p, size_t bytes)
+{
+	size_t a = _Alignof(max_align_t);
+	if (p->fill && (p->fill->n == LOAD_BATCH || ((p->fill->used + a - 1) & ~(a - 1)) + bytes > LOAD_SLAB)) {
+		if (batch_queue(p)) {
+			snprintf(p->why, sizeof(p->why), "load stopped");
+			return -1;
+		}
+	}
+	if (!p->fill && !(p->fill = batch_get(p))) {
+		snprintf(p->why, sizeof(p->why), "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* Take `bytes` of the batch's slab (batch_room made room), max-aligned. */
+static void *slab_take(struct load_batch *b, size_t bytes)
+{
+	size_t a = _Alignof(max_align_t), at = (b->used + a - 1) & ~(a - 1);
+	b->used = at + bytes;
+	return b->slab + at;
+}
+
+/* Copy `len` bytes into the item: into the slab (batch_room made room),
+ * or malloc'd.  0, or -1 on OOM. */
+static int item_copy(struct load_pipe *p, struct load_item *it, const void *src, size_t len, int in_slab)
+{
+	it->len = (uint32_t)len;
+	if (in_slab) {
+		it->rec = memcpy(slab_take(p->fill, len), src, len);
+		return 0;
+	}
+	if (!(it->big = malloc(len ? len : 1))) {
+		snprintf(p->why, sizeof(p->why), "out of memory");
+		return -1;
+	}
+	it->rec = memcpy(it->big, src, len);
+	return 0;
+}
+
+/* Build the row of a record of a decode_pure table in the slab: the row,
+ * or NULL when it is not built here (another table, too big for the
+ * slab's room, or refused: the loop then decodes it and refuses it in its
+ * place). */
+static struct row *build_row(struct load_pipe *p, const struct rec_view *rv, uint64_t lsn, size_t room)
+{
+	struct table *t = &p->sh->tables[rv->table];
+	if (rv->op != REC_PUT || !t->ops || !t->ops->decode_pure)
+		return NULL;
+	size_t rsz = table_row_size(t, rv->key_len, rv->val_len);
+	size_t a = _Alignof(max_align_t), at = (p->fill->used + a - 1) & ~(a - 1);
+	if (rsz > room || at + rsz > LOAD_SLAB)
+		return NULL;
+	char why[128];
+	size_t was = p->fill->used;
+	void *mem = slab_take(p->fill, rsz);
+	if (table_row_build_at(t, mem, rv->key, rv->key_len, rv->val, rv->val_len, lsn, why)) {
+		p->fill->used = was;
+		return NULL;
+	}
+	return mem;
+}
+
+/* ---- the snapshot's builder ---- */
+
+static void census_begin(void *ctx)
+{
+	struct load_pipe *p = ctx;
+	memset(p->rows, 0, sizeof(p->rows));
+}
+
+/* Count the record by its table byte; a malformed one is refused later,
+ * never here (the file is not verified yet). */
+static void census(void *ctx, const void *rec, size_t len)
+{
+	struct load_pipe *p = ctx;
+	const uint8_t *b = rec;
+	if (len >= REC_HEADER_SIZE && b[1] < REC_T_COUNT_)
+		p->rows[b[1]]++;
+}
+
+/* The file verified: size each table for its rows, so the load never
+ * rehashes.  Never fails: an index that cannot be sized grows as rows
+ * come.  Runs before the first batch is queued (see the top comment). */
+static int census_verified(void *ctx, const struct snap_info *si)
+{
+	struct load_pipe *p = ctx;
+	(void)si;
+	for (unsigned i = 0; i < REC_T_COUNT_; i++)
+		if (p->rows[i] && p->sh->tables[i].ops && p->rows[i] <= SIZE_MAX)
+			(void)table_reserve(&p->sh->tables[i], (size_t)p->rows[i]);
+	return 0;
+}
+
+/* snap_load's fn: check the record's frame, then build its row in the
+ * batch's slab (decode_pure) or copy the record for the loop.  0, or -1
+ * (a malformed record: why says so; OOM; or the loop stopped). */
+static int snap_record(void *ctx, const void *rec, size_t len)
+{
+	struct load_pipe *p = ctx;
+	size_t off = 0;
+	struct rec_view rv;
+	if (rec_decode(rec, len, &off, &rv) != 1 || off != len || rv.op != REC_PUT || !p->sh->tables[rv.table].ops) {
+		snprintf(p->why, sizeof(p->why), "malformed record of %zu bytes", len);
+		return -1;
+	}
+	struct table *t = &p->sh->tables[rv.table];
+	size_t rsz = table_row_size(t, rv.key_len, rv.val_len);
+	if (batch_room(p, rsz <= LOAD_BIG ? rsz : len <= LOAD_BIG ? len : 0))
+		return -1;
+	struct load_item it = {.table = rv.table};
+	if (!(it.r = rsz <= LOAD_BIG ? build_row(p, &rv, 0, rsz) : NULL) && item_copy(p, &it, rec, len, len <= LOAD_BIG))
+		return -1;
+	p->fill->it[p->fill->n++] = it;
+	return 0;
+}
+
+static void *snap_builder(void *arg)
+{
+	struct load_pipe *p = arg;
+	struct snap_load_hooks hk = {.begin = census_begin, .census = census, .verified = census_verified,
+				     .fn = snap_record, .ctx = p};
+	int rc = p->path ? (snap_load_hooked(p->path, &hk, &p->si, p->err, sizeof(p->err)) ? -1 : 1)
+			 : snap_load_latest(p->sh->snap_dir, &hk, &p->si, p->err, sizeof(p->err));
+	if (rc >= 0 && p->fill && p->fill->n && batch_queue(p))
+		rc = -1;
+	pthread_mutex_lock(&p->mu);
+	p->rc = rc;
+	p->done = 1;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+/* ---- the WAL's builder ---- */
+
+/* wal_recover's fn: stop past the requested LSN (sh->upto_lsn, set before
+ * recovery began), else copy the transaction and build the rows of its
+ * decode_pure records in the batch's slab.  0, WAL_REPLAY_STOP, or -1
+ * (OOM, or the loop stopped). */
+static int wal_txn(void *ctx, uint64_t lsn, const void *payload, size_t len)
+{
+	struct load_pipe *p = ctx;
+	if (p->sh->upto_lsn && lsn > p->sh->upto_lsn)
+		return WAL_REPLAY_STOP;
+	size_t off = 0;
+	uint32_t nrec = 0;
+	struct rec_view rv;
+	while (rec_decode(payload, len, &off, &rv) == 1)
+		nrec++; /* a malformed tail is the loop's to refuse */
+	/* the payload and its row pointers in the slab (the rows take what is
+	 * left of it), or a malloc'd copy with nothing built */
+	size_t head = (size_t)nrec * sizeof(struct row *);
+	int small = len + head <= LOAD_BIG;
+	if (batch_room(p, small ? len + head + _Alignof(max_align_t) : 0))
+		return -1;
+	struct load_item it = {.lsn = lsn};
+	if (item_copy(p, &it, payload, len, small))
+		return -1;
+	if (small && nrec) {
+		it.rows = slab_take(p->fill, head);
+		it.nrec = nrec;
+		off = 0;
+		for (uint32_t i = 0; i < nrec && rec_decode(it.rec, it.len, &off, &rv) == 1; i++)
+			it.rows[i] = build_row(p, &rv, lsn, LOAD_BIG);
+	}
+	p->fill->it[p->fill->n++] = it;
+	return 0;
+}
+
+static void *wal_builder(void *arg)
+{
+	struct load_pipe *p = arg;
+	int rc = wal_recover(p->sh->wal_dir, p->sh->lsn, wal_txn, p, p->salvage, &p->rep);
+	if (rc >= 0 && p->fill && p->fill->n && batch_queue(p))
+		rc = -1;
+	pthread_mutex_lock(&p->mu);
+	p->rc = rc;
+	p->done = 1;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+/* ---- the loop's side -------------------------------------------------------- */
+
+/* Install one snapshot record in its place, as table_put would have: its
+ * row (a copied record is decoded here), the id clock, the table's trim.
+ * 0, or -1 with why (>= 128 bytes). */
+static int snap_install(struct shard *sh, struct load_item *it, char *why)
+{
+	struct table *t = &sh->tables[it->table];
+	if (it->r) {
+		struct row *r = table_row_adopt(t, it->r);
+		if (!r) {
+			snprintf(why, 128, "out of memory");
+			return -1;
+		}
+		it->r = NULL; /* what it owned is r's now */
+		table_row_install(t, r);
+		id_observe(&sh->ids, r->id, r->id_len);
+	} else {
+		size_t off = 0;
+		struct rec_view rv;
+		if (rec_decode(it->rec, it->len, &off, &rv) != 1) { /* the builder checked it */
+			snprintf(why, 128, "malformed record");
+			return -1;
+		}
+		if (table_put(t, rv.key, rv.key_len, rv.val, rv.val_len, 0, why))
+			return -1;
+		id_observe(&sh->ids, rv.key, rv.key_len);
+	}
+	if (t->ops->trim) /* a smaller bound than the snapshot's writer had */
+		t->ops->trim(t);
+	return 0;
+}
+
+/* Apply one WAL transaction in its place: the LSN checks replay makes,
+ * then its records (rows the builder built are adopted, the rest decoded
+ * here), then the replication hook.  0, or -1 (logged, and why says it in
+ * short, >= 128 bytes). */
+static int wal_install(struct shard *sh, struct load_item *it, char *why)
+{
+	char rwhy[128];
+	if (it->lsn != sh->lsn + 1 && sh->lsn != 0) {
+		log_error("msg=\"WAL LSN out of sequence\" expected=%llu got=%llu", (unsigned long long)sh->lsn + 1,
+			  (unsigned long long)it->lsn);
+		snprintf(why, 128, "WAL LSN %llu out of sequence", (unsigned long long)it->lsn);
+		return -1;
+	}
+	if (shard_apply_built(sh, it->lsn, it->rec, it->len, it->rows, it->nrec, rwhy)) {
+		log_error("msg=\"WAL transaction rejected during replay\" lsn=%llu why=\"%s\"",
+			  (unsigned long long)it->lsn, rwhy);
+		snprintf(why, 128, "WAL transaction %llu rejected: %.80s", (unsigned long long)it->lsn, rwhy);
+		return -1;
+	}
+	if (sh->logged)
+		sh->logged(sh, it->lsn, it->rec, it->len);
+	return 0;
+}
+
+/* The next queued batch, or NULL once the builder is done and none is left. */
+static struct load_batch *batch_take(struct load_pipe *p)
+{
+	pthread_mutex_lock(&p->mu);
+	while (!p->count && !p->done)
+		pthread_cond_wait(&p->cv, &p->mu);
+	struct load_batch *b = NULL;
+	if (p->count) {
+		b = p->ring[p->head];
+		p->head = (p->head + 1) % LOAD_RING;
+		p->count--;
+		pthread_cond_broadcast(&p->cv);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return b;
+}
+
+/* Start the builder, install what it hands over until it is done (after
+ * a refusal: only free it), join it.  0, or -1 when the loop refused an
+ * item or the thread could not start (why says so, >= 128 bytes); the
+ * builder's own answer is p->rc. */
+static int pipe_run(struct load_pipe *p, void *(*builder)(void *), int wal, char *why)
+{
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	pthread_t th;
+	int failed = 0;
+	if (pthread_create(&th, NULL, builder, p)) {
+		snprintf(why, 128, "cannot start the recovery builder thread");
+		failed = -1;
+		goto out;
+	}
+	struct load_batch *b;
+	while ((b = batch_take(p))) {
+		for (unsigned i = 0; i < b->n && !failed; i++) {
+			if (wal ? wal_install(p->sh, &b->it[i], why) : snap_install(p->sh, &b->it[i], why)) {
+				failed = 1;
+				pthread_mutex_lock(&p->mu);
+				p->stop = 1; /* the builder's next hand-off fails */
+				pthread_cond_broadcast(&p->cv);
+				pthread_mutex_unlock(&p->mu);
+			}
+		}
+		batch_give_back(p, b);
+	}
+	pthread_join(th, NULL);
+out:
+	if (p->fill) { /* the builder's last batch, never queued */
+		batch_clear(p->sh, p->fill);
+		free(p->fill);
+		p->fill = NULL;
+	}
+	while ((b = p->free_list)) {
+		p->free_list = b->next;
+		free(b);
+	}
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->mu);
+	return failed ? -1 : 0;
+}
+
+/* Contract (shard.h). */
+int shard_snap_load(struct shard *sh, const char *path, struct snap_info *si, char *err, size_t errlen)
+{
+	struct load_pipe *p = calloc(1, sizeof(*p));
+	if (!p) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	p->sh = sh;
+	p->path = path;
+	char why[128] = "";
+	int failed = pipe_run(p, snap_builder, 0, why);
+	int rc = failed ? -1 : p->rc;
+	if (failed || (p->rc < 0 && p->why[0] && strcmp(p->why, "load stopped")))
+		log_error("msg=\"snapshot record rejected\" why=\"%s\"", failed ? why : p->why);
+	if (rc < 0)
+		snprintf(err, errlen, "%s", failed ? why : p->err[0] ? p->err : p->why);
+	else if (si)
+		*si = p->si;
+	free(p);
+	return rc;
+}
+
+/* Contract (shard.h). */
+int shard_wal_replay(struct shard *sh, int salvage, struct wal_recovery_report *rep)
+{
+	struct load_pipe *p = calloc(1, sizeof(*p));
+	if (!p) {
+		snprintf(rep->error, sizeof(rep->error), "out of memory");
+		return -1;
+	}
+	p->sh = sh;
+	p->salvage = salvage;
+	char why[128] = "";
+	int failed = pipe_run(p, wal_builder, 1, why);
+	*rep = p->rep;
+	int rc = failed ? -1 : p->rc;
+	if (failed) /* the loop's refusal, not what the builder was stopped with */
+		snprintf(rep->error, sizeof(rep->error), "%s", why);
+	else if (rc < 0 && !rep->error[0])
+		snprintf(rep->error, sizeof(rep->error), "%s", p->why[0] ? p->why : "replay failed");
+	free(p);
+	return rc;
+}

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tests/api_client.h"
 #include "tests/wm_test.h"
@@ -136,6 +137,25 @@ static void vworld(struct vworld *x)
 	snprintf(x->order, sizeof(x->order), "%s", tc_jstr(j, "order_id"));
 	cr_assert_str_eq(tc_jstr(json_object_get(j, "sourcing"), "split_reason"), "estate_atp_short", "%s", dump(j));
 	json_decref(j);
+	/* Every view carries the order's documents, which the shard creates and
+	 * renders after the answer (engine/orders/documents.c): wait until the
+	 * set exists and none is pending, so two reads of one view (the detail,
+	 * then the list) see the same documents.  Under a loaded CI run the
+	 * render between them made the list differ from the detail. */
+	snprintf(body, sizeof(body), "/v1/orders/%s/documents", x->order);
+	for (int t = 0;; t++) {
+		j = tc_expect(port, "GET", body, NULL, NULL, 200);
+		json_t *data = json_object_get(j, "data"), *d;
+		size_t i, pending = 0;
+		json_array_foreach(data, i, d)
+			pending += !strcmp(tc_jstr(d, "status"), "pending");
+		int settled = json_array_size(data) > 0 && !pending;
+		cr_assert(settled || t < 600, "the documents of %s did not settle in 30 s: %s", x->order, dump(j));
+		json_decref(j);
+		if (settled)
+			break;
+		usleep(50 * 1000);
+	}
 }
 
 /* ---- assertions ---------------------------------------------------------------------- */

@@ -242,6 +242,20 @@ static struct row *build_row(struct load_pipe *p, const struct rec_view *rv, uin
 	return mem;
 }
 
+/* The builder's end: queue its last batch when the file layer succeeded
+ * (a stopped load keeps it in p->fill), then tell the loop its answer. */
+static void *builder_done(struct load_pipe *p, int rc)
+{
+	if (rc >= 0 && p->fill && p->fill->n && batch_queue(p))
+		rc = -1;
+	pthread_mutex_lock(&p->mu);
+	p->rc = rc;
+	p->done = 1;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
 /* ---- the snapshot's builder ---- */
 
 static void census_begin(void *ctx)
@@ -303,14 +317,7 @@ static void *snap_builder(void *arg)
 				     .fn = snap_record, .ctx = p};
 	int rc = p->path ? (snap_load_hooked(p->path, &hk, &p->si, p->err, sizeof(p->err)) ? -1 : 1)
 			 : snap_load_latest(p->sh->snap_dir, &hk, &p->si, p->err, sizeof(p->err));
-	if (rc >= 0 && p->fill && p->fill->n && batch_queue(p))
-		rc = -1;
-	pthread_mutex_lock(&p->mu);
-	p->rc = rc;
-	p->done = 1;
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->mu);
-	return NULL;
+	return builder_done(p, rc);
 }
 
 /* ---- the WAL's builder ---- */
@@ -353,14 +360,7 @@ static void *wal_builder(void *arg)
 {
 	struct load_pipe *p = arg;
 	int rc = wal_recover(p->sh->wal_dir, p->sh->lsn, wal_txn, p, p->salvage, &p->rep);
-	if (rc >= 0 && p->fill && p->fill->n && batch_queue(p))
-		rc = -1;
-	pthread_mutex_lock(&p->mu);
-	p->rc = rc;
-	p->done = 1;
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->mu);
-	return NULL;
+	return builder_done(p, rc);
 }
 
 /* ---- the loop's side -------------------------------------------------------- */

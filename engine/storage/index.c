@@ -49,32 +49,45 @@
  * malloc, and every step of a binary search dereferenced a pointer into a
  * different cache line (key_cmp, leaf_lower, kb_new and oidx_insert were
  * 10-16 % of order capture and snapshot recovery).  Now a leaf is one
- * fixed 4 KiB block laid out as a slotted page (as SQLite's and
- * PostgreSQL's pages are):
+ * fixed block laid out as a slotted page (as SQLite's and PostgreSQL's
+ * pages are):
  *
- *     [n, is_leaf][prev][next][top][used][slots ->      free      <- heap]
+ *     [n, is_leaf][prev][next][top][used][fill][slots ->  free  <- heap]
  *
  * The slots are uint16 offsets in key order growing up from the start of
  * d[]; the heap grows down from its end and holds the entries, each
  * [len: 1 byte][key: len bytes][value: a void *, unaligned -- read and
- * written with memcpy].  An entry for a 26-byte id costs 2 + 1 + 26 + 8 =
+ * written with memcpy].  An entry for a 26-byte id takes 2 + 1 + 26 + 8 =
  * 37 B, an insert into a leaf with room allocates nothing, and a search
- * stays inside one 4 KiB block.  Deleting an entry leaves a hole in the
- * heap (`used` counts only live bytes); the heap is compacted, once, when
- * an insert finds the holes between it and the room it needs.  The node is
- * 4088 bytes so that with glibc's 8-byte chunk header it is exactly one
- * 4096-byte chunk; 4 KiB holds 15 maximum-size (255-byte) keys, or ~110
- * typical 26-byte ids, so a binary search is ~7 steps, and a split copies
- * at most 4 KiB.
+ * stays inside one block.  Deleting an entry leaves a hole in the heap
+ * (`used` counts only live bytes; an entry at the bottom of the heap gives
+ * its bytes back at once); the heap is compacted, once, when an insert
+ * finds the holes between it and the room it needs.
  *
- * A leaf's "fill" is the bytes its entries take, slots included:
- * fill = 2n + used <= OIDX_LEAF_DATA (4060).  A key fits when fill + its cost
- * (2 + 1 + len + 8) <= OIDX_LEAF_DATA: the only bound is bytes (the count is
- * at most 369, all keys empty).  Every rule below is in bytes, because
- * counts say nothing about space when keys run from 0 to 255 bytes.
+ * Size: 2040 bytes, with glibc's 8-byte chunk header exactly one 2048-byte
+ * chunk (no rounding), d[] = 2010 bytes.  That holds 7 maximum-size
+ * (255-byte) entries, ~54 typical 26-byte ids, and at most 64 entries
+ * (below).  A 4 KiB leaf was tried: the same memory per entry for ids
+ * (the rounding at a leaf's end is under one entry either way), no faster,
+ * and more than 64 entries of short keys made the tree one level flatter
+ * than the tests that walk inner-node splits and merges expect; 2 KiB also
+ * halves what a split, a compaction (through a stack copy of d[]) and the
+ * slot memmove of an insert touch.
+ *
+ * Charges.  Each entry is charged its bytes (2 + 1 + len + 8) but at least
+ * OIDX_CHARGE_MIN = 2010 / 64 = 31, and a leaf's `fill` is the sum of its
+ * entries' charges, fill <= OIDX_LEAF_DATA.  Since the charge is at least
+ * the bytes, whatever is charged fits; since it is at least 31, a leaf
+ * holds at most 64 entries whatever their size (the count bound of the old
+ * tree: binary searches of <= 6 steps, slot moves of <= 128 bytes).  Keys
+ * of 20 bytes or more -- ids, and every composite key -- are charged their
+ * bytes exactly, so leaves of them fill to the byte.  A key fits when
+ * fill + its charge <= OIDX_LEAF_DATA; every rule below is in charges, one
+ * measure for both bounds, because counts say nothing about space when
+ * keys run from 0 to 255 bytes.
  *
  * Inner nodes keep malloc'd separator copies (fan-out 64, ~1 KiB a node):
- * with ~100 entries per leaf there is one separator per ~100 keys, so they
+ * with ~50 entries per leaf there is one separator per ~50 keys, so they
  * are a rounding error of the memory and of the inserts, and the
  * count-based inner code (split, rotation through the parent, which needs
  * no allocation) stays as it was.  A separator is a private copy (never a
@@ -87,31 +100,31 @@
  *   - the root is a leaf with >= 1 entry, or an inner node with >= 2
  *     children, or NULL when the tree is empty (height 0);
  *   - a leaf off the rightmost spine has fill >= OIDX_LEAF_MIN =
- *     (OIDX_LEAF_DATA - OIDX_ENT_MAX) / 2 = 1897 bytes, where OIDX_ENT_MAX =
- *     266 is the cost of a maximum-size entry ("half full" less half the
- *     largest entry, which is what a cut between whole entries can promise);
+ *     (OIDX_LEAF_DATA - OIDX_ENT_MAX) / 2 = 872, where OIDX_ENT_MAX = 266
+ *     is the largest charge ("half full" less half the largest entry, which
+ *     is what a cut between whole entries can promise);
  *   - an inner node off the rightmost spine has >= OIDX_INNER_MAX / 2
  *     children;
  *   - nodes on the rightmost spine only need >= 1 entry (leaf) / >= 2
  *     children (inner).
- * Why the bounds hold, with E = OIDX_ENT_MAX and C = OIDX_LEAF_DATA >= 4E:
+ * Why the bounds hold, with E = OIDX_ENT_MAX and C = OIDX_LEAF_DATA >= 7E:
  *   - A split is of a leaf that cannot take one more entry: its n + 1
  *     entries (the new one included) total T > C and T <= C + E.  They are
- *     cut between the two entries where the left part's bytes are closest to
- *     T / 2 (split_point), so each side is within E / 2 of T / 2: at least
- *     (C + 1 - E) / 2 >= OIDX_LEAF_MIN and at most (C + 2E) / 2 <= C.
+ *     cut between the two entries where the left part's charges are closest
+ *     to T / 2 (split_point), so each side is within E / 2 of T / 2: at
+ *     least (C + 1 - E) / 2 >= OIDX_LEAF_MIN and at most (C + 2E) / 2 <= C.
  *   - The append split: when the key goes past the end of the last leaf (the
  *     common case for time-ordered ids, and a snapshot loaded in id order),
  *     the full leaf is kept as it is and the new key starts a new leaf,
  *     instead of leaving two half-empty leaves behind: sequential loads fill
- *     leaves to the byte.  The leaf left behind could not take a key of at
- *     most E bytes, so its fill is > C - E >= OIDX_LEAF_MIN.  Only the
+ *     leaves to the byte.  The leaf left behind could not take a charge of
+ *     at most E, so its fill is > C - E >= OIDX_LEAF_MIN.  Only the
  *     rightmost spine can be thin, so the height stays O(log n).
  *   - Delete: a leaf under OIDX_LEAF_MIN is merged with a sibling (the left
  *     one preferred) when both fit in one leaf, else their entries are cut
- *     anew at the byte midpoint.  Then T > C (no merge) and T < C +
- *     OIDX_LEAF_MIN (one of them is under), so both sides end within E / 2
- *     of T / 2: >= OIDX_LEAF_MIN and <= C.
+ *     anew at the midpoint.  Then T > C (no merge) and T < C + OIDX_LEAF_MIN
+ *     (one of them is under), so both sides end within E / 2 of T / 2:
+ *     >= OIDX_LEAF_MIN and <= C.
  *
  * Insert: descend recording the path, then count how many nodes on the path
  * will split and allocate everything needed (new leaf, separator, new inner
@@ -136,6 +149,7 @@
 
 #include <assert.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -471,23 +485,27 @@ void *hidx_next(const struct hidx *h, size_t *pos, const char **key, uint32_t *k
 /* ======================================================================= */
 
 /*
- * Leaf geometry.  A leaf is one malloc of OIDX_LEAF_BYTES: with glibc's
- * 8-byte chunk header that is exactly a 4096-byte chunk, no rounding.
- * Within it, d[] holds the slot array (uint16 offsets, growing up from 0)
- * and the entry heap (growing down from OIDX_LEAF_DATA).  An entry is
- * [len (1 byte)][key (len bytes)][value (sizeof(void *), unaligned)]; its
- * cost against the leaf's capacity counts its slot too.
+ * Leaf geometry (see the top).  A leaf is one malloc of OIDX_LEAF_BYTES:
+ * with glibc's 8-byte chunk header that is exactly a 2048-byte chunk, no
+ * rounding.  Within it, d[] holds the slot array (uint16 offsets, growing
+ * up from 0) and the entry heap (growing down from OIDX_LEAF_DATA).  An
+ * entry is [len (1 byte)][key (len bytes)][value (sizeof(void *),
+ * unaligned)].  Its charge against the leaf's capacity is its bytes, slot
+ * included, but at least OIDX_CHARGE_MIN, which caps a leaf at
+ * OIDX_LEAF_NMAX entries however short the keys.
  */
-#define OIDX_LEAF_BYTES 4088u
-#define OIDX_LEAF_DATA 4060u                    /* d[]: slots + heap */
+#define OIDX_LEAF_BYTES 2040u
+#define OIDX_LEAF_HDR 30u                       /* h, prev, next, top, used, fill */
+#define OIDX_LEAF_DATA (OIDX_LEAF_BYTES - OIDX_LEAF_HDR) /* d[]: slots + heap */
+#define OIDX_LEAF_NMAX 64u                      /* entries per leaf, at most */
+#define OIDX_CHARGE_MIN (OIDX_LEAF_DATA / OIDX_LEAF_NMAX)
 #define OIDX_VAL_SIZE ((uint32_t)sizeof(void *))
 #define OIDX_ENT_BYTES(len) (1u + (len) + OIDX_VAL_SIZE) /* heap bytes */
 #define OIDX_ENT_COST(len) (2u + OIDX_ENT_BYTES(len))     /* slot + heap */
+#define OIDX_CHARGE(cost) ((cost) > OIDX_CHARGE_MIN ? (cost) : OIDX_CHARGE_MIN)
 #define OIDX_ENT_MAX OIDX_ENT_COST(IDX_MAX_KEY)            /* 266 */
-/* A leaf off the right spine fills at least this much of d[]: see the top. */
+/* A leaf off the right spine is charged at least this much: see the top. */
 #define OIDX_LEAF_MIN ((OIDX_LEAF_DATA - OIDX_ENT_MAX) / 2)
-/* The most entries a leaf can hold (all keys empty). */
-#define OIDX_LEAF_NMAX (OIDX_LEAF_DATA / OIDX_ENT_COST(0))
 #define OIDX_INNER_MAX 64u                      /* children per inner node */
 #define OIDX_INNER_MIN (OIDX_INNER_MAX / 2)     /* non-root, non-spine inner */
 #define OIDX_MAX_HEIGHT 32u                     /* path arrays; unreachable */
@@ -502,15 +520,19 @@ struct oidx_leaf {
 	struct oidx_leaf *prev, *next;
 	uint16_t top;  /* the heap is d[top, OIDX_LEAF_DATA); the slots d[0, 2n) */
 	uint16_t used; /* heap bytes of live entries (the rest of the heap: holes) */
+	uint16_t fill; /* the entries' charges: >= 2n + used, <= OIDX_LEAF_DATA */
 	uint8_t d[OIDX_LEAF_DATA];
 };
 
-_Static_assert(sizeof(struct oidx_leaf) == OIDX_LEAF_BYTES, "a leaf is one 4096-byte malloc chunk");
+_Static_assert(sizeof(struct oidx_leaf) == OIDX_LEAF_BYTES && offsetof(struct oidx_leaf, d) == OIDX_LEAF_HDR,
+	       "a leaf is one 2048-byte malloc chunk");
 _Static_assert(OIDX_LEAF_DATA <= UINT16_MAX, "slot offsets and fill counters are 16-bit");
 _Static_assert(IDX_MAX_KEY <= UINT8_MAX, "an entry's length is one byte");
 /* The split and redistribution proofs at the top need two maximum-size
- * entries to fit in half a leaf; in fact a leaf holds 15 of them. */
-_Static_assert(OIDX_LEAF_DATA >= 4 * OIDX_ENT_MAX, "a leaf holds several maximum-size keys");
+ * entries to fit in half a leaf; in fact a leaf holds 7 of them. */
+_Static_assert(OIDX_LEAF_DATA >= 7 * OIDX_ENT_MAX, "a leaf holds several maximum-size keys");
+_Static_assert(OIDX_LEAF_DATA / OIDX_CHARGE_MIN == OIDX_LEAF_NMAX, "the charge floor caps the count");
+_Static_assert(OIDX_CHARGE_MIN >= OIDX_ENT_COST(0) && OIDX_CHARGE_MIN < OIDX_ENT_MAX, "charge bounds");
 _Static_assert(OIDX_LEAF_MIN > 0 && OIDX_LEAF_MIN + OIDX_ENT_MAX <= OIDX_LEAF_DATA, "fill bounds");
 
 struct oidx_inner {
@@ -620,6 +642,9 @@ static inline const uint8_t *leaf_ent(const struct oidx_leaf *l, uint32_t i)
 
 static inline uint32_t ent_bytes(const uint8_t *e) { return OIDX_ENT_BYTES(e[0]); }
 
+/* What an entry of sz heap bytes is charged against the leaf (slot too). */
+static inline uint32_t ent_charge(uint32_t sz) { return OIDX_CHARGE(2u + sz); }
+
 static inline void *ent_val(const uint8_t *e)
 {
 	void *v;
@@ -627,9 +652,10 @@ static inline void *ent_val(const uint8_t *e)
 	return v;
 }
 
-/* Bytes of d[] the entries fill (slots + heap entries, not holes): the
- * measure of every fill rule.  At most OIDX_LEAF_DATA. */
-static inline uint32_t leaf_fill(const struct oidx_leaf *l) { return 2u * l->h.n + l->used; }
+/* The sum of the entries' charges: the measure of every fill rule.  At
+ * most OIDX_LEAF_DATA, and at least the bytes of d[] they take (slots and
+ * heap entries, not holes), so whatever is charged also fits. */
+static inline uint32_t leaf_fill(const struct oidx_leaf *l) { return l->fill; }
 
 static void leaf_set_val(struct oidx_leaf *l, uint32_t i, void *val)
 {
@@ -658,17 +684,18 @@ static void leaf_compact(struct oidx_leaf *l)
 
 /* Open a new slot at position p (entries p.. move up one) for an entry of
  * sz heap bytes and return where its bytes go; the caller writes them.
- * Precondition: the entry fits, leaf_fill + 2 + sz <= OIDX_LEAF_DATA
- * (compacts the heap when the holes are in the way). */
+ * Precondition: the entry fits, leaf_fill + ent_charge(sz) <=
+ * OIDX_LEAF_DATA (compacts the heap when the holes are in the way). */
 static uint8_t *leaf_open(struct oidx_leaf *l, uint32_t p, uint32_t sz)
 {
 	uint32_t n = l->h.n;
-	assert(p <= n && leaf_fill(l) + 2u + sz <= OIDX_LEAF_DATA);
+	assert(p <= n && leaf_fill(l) + ent_charge(sz) <= OIDX_LEAF_DATA);
 	if (l->top < 2u * (n + 1) + sz)
 		leaf_compact(l);
 	assert(l->top >= 2u * (n + 1) + sz);
 	l->top = (uint16_t)(l->top - sz);
 	l->used = (uint16_t)(l->used + sz);
+	l->fill = (uint16_t)(l->fill + ent_charge(sz));
 	memmove(l->d + 2u * (p + 1), l->d + 2u * p, 2u * (n - p));
 	slot_put(l, p, l->top);
 	l->h.n = n + 1;
@@ -695,13 +722,14 @@ static void leaf_remove(struct oidx_leaf *l, uint32_t p, uint32_t k)
 	for (uint32_t i = p; i < p + k; i++) {
 		uint32_t off = slot_get(l, i), sz = ent_bytes(l->d + off);
 		l->used = (uint16_t)(l->used - sz);
+		l->fill = (uint16_t)(l->fill - ent_charge(sz));
 		if (off == l->top)
 			l->top = (uint16_t)(l->top + sz);
 	}
 	memmove(l->d + 2u * p, l->d + 2u * (p + k), 2u * (n - p - k));
 	l->h.n = n - k;
 	if (l->h.n == 0) {
-		assert(l->used == 0);
+		assert(l->used == 0 && l->fill == 0);
 		l->top = OIDX_LEAF_DATA;
 	}
 }
@@ -803,6 +831,7 @@ static struct oidx_leaf *leaf_new(void)
 		l->prev = l->next = NULL;
 		l->top = OIDX_LEAF_DATA;
 		l->used = 0;
+		l->fill = 0;
 	}
 	return l;
 }
@@ -892,7 +921,7 @@ static int leaf_insert_split(struct oidx *t, struct oidx_leaf *leaf, uint32_t p,
 			     uint32_t key_len, void *val, struct oidx_inner **path, uint32_t *pidx,
 			     uint32_t depth)
 {
-	uint32_t n = leaf->h.n, cost = OIDX_ENT_COST(key_len);
+	uint32_t n = leaf->h.n, cost = OIDX_CHARGE(OIDX_ENT_COST(key_len));
 	if (leaf_fill(leaf) + cost <= OIDX_LEAF_DATA) {
 		leaf_insert(leaf, p, key, key_len, val);
 		t->count++;
@@ -914,7 +943,7 @@ static int leaf_insert_split(struct oidx *t, struct oidx_leaf *leaf, uint32_t p,
 		uint16_t costs[OIDX_LEAF_NMAX + 1];
 		uint32_t total = 0;
 		for (uint32_t i = 0; i <= n; i++) {
-			costs[i] = (uint16_t)(i == p ? cost : 2u + ent_bytes(leaf_ent(leaf, i < p ? i : i - 1)));
+			costs[i] = (uint16_t)(i == p ? cost : ent_charge(ent_bytes(leaf_ent(leaf, i < p ? i : i - 1))));
 			total += costs[i];
 		}
 		assert(total > OIDX_LEAF_DATA);
@@ -1134,7 +1163,7 @@ static bool leaf_rebalance(struct oidx_inner *parent, uint32_t ci)
 	uint16_t costs[2 * OIDX_LEAF_NMAX];
 	uint32_t nl = L->h.n, m = nl + R->h.n;
 	for (uint32_t i = 0; i < m; i++)
-		costs[i] = (uint16_t)(2u + ent_bytes(i < nl ? leaf_ent(L, i) : leaf_ent(R, i - nl)));
+		costs[i] = (uint16_t)ent_charge(ent_bytes(i < nl ? leaf_ent(L, i) : leaf_ent(R, i - nl)));
 	uint32_t k = split_point(costs, m, fl + fr);
 	if (k == nl)
 		return false; /* already the best cut (not reached from an under-full node) */
@@ -1371,13 +1400,14 @@ struct check_state {
 	} while (0)
 
 /* The slots and heap of leaf l: offsets inside the heap, entries inside d[]
- * and not overlapping, used == the sum of their sizes, fill in bounds. */
+ * and not overlapping, used == the sum of their sizes, fill == the sum of
+ * their charges and in bounds. */
 static void check_leaf_layout(struct check_state *st, const struct oidx_leaf *l)
 {
 	uint8_t mark[OIDX_LEAF_DATA];
 	memset(mark, 0, sizeof(mark));
 	CHECK(l->top <= OIDX_LEAF_DATA && 2u * l->h.n <= l->top, "leaf slots run into the heap");
-	uint32_t sum = 0;
+	uint32_t sum = 0, charged = 0;
 	for (uint32_t i = 0; i < l->h.n; i++) {
 		uint32_t off = slot_get(l, i);
 		CHECK(off >= l->top && off < OIDX_LEAF_DATA, "leaf slot offset outside the heap");
@@ -1388,8 +1418,11 @@ static void check_leaf_layout(struct check_state *st, const struct oidx_leaf *l)
 			mark[b] = 1;
 		}
 		sum += sz;
+		charged += ent_charge(sz);
 	}
 	CHECK(sum == l->used, "leaf used bytes differ from its entries");
+	CHECK(charged == l->fill, "leaf fill differs from its entries' charges");
+	CHECK(2u * l->h.n + l->used <= l->fill, "leaf fill below the bytes it takes");
 	CHECK(leaf_fill(l) <= OIDX_LEAF_DATA, "leaf overfull");
 }
 
@@ -1481,6 +1514,7 @@ void oidx_leaf_stats(const struct oidx *t, struct oidx_leaf_stats *s)
 	s->cap = OIDX_LEAF_DATA;
 	s->node_bytes = sizeof(struct oidx_leaf);
 	s->entry_overhead = OIDX_ENT_COST(0);
+	s->min_charge = OIDX_CHARGE_MIN;
 	if (!t->root)
 		return;
 	struct oidx_node *n = t->root;

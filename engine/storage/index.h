@@ -131,12 +131,12 @@ int oidx_prev(struct oidx_iter *it);
  * first violation to stderr.  O(n). */
 int oidx_check(const struct oidx *t);
 
-/* Test builds only: how full the leaves are.  fill is the bytes the
- * entries take (entry_overhead + key length each: slot, length byte,
- * value) summed over all leaves, cap what one leaf can hold, node_bytes
- * what one leaf costs in memory. */
+/* Test builds only: how full the leaves are.  An entry is charged
+ * entry_overhead + its key length (slot, length byte, value), but at least
+ * min_charge; fill is the charges summed over all leaves, cap what one
+ * leaf can hold, node_bytes what one leaf costs in memory. */
 struct oidx_leaf_stats {
-	size_t leaves, fill, cap, node_bytes, entry_overhead;
+	size_t leaves, fill, cap, node_bytes, entry_overhead, min_charge;
 };
 void oidx_leaf_stats(const struct oidx *t, struct oidx_leaf_stats *s);
 #endif

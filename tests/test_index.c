@@ -1273,12 +1273,24 @@ WM_TEST(oidx, max_length_keys_at_the_byte_bound)
 	cr_assert_leq(d, emax, "split halves %zu and %zu bytes", v[0].fill, v[1].fill);
 	cr_assert_eq(oidx_check(&t), 0);
 	cr_assert_eq(oidx_get(&t, max_key((uint8_t)('A' + per), 'm'), IDX_MAX_KEY), tag(99));
-	/* and back: deleting merges them into one leaf again */
+	/* and back: deleting the left leaf's keys merges the two before the
+	 * left one is empty (it falls under its minimum first) */
+	uint32_t deleted = 0;
 	cr_assert_eq(oidx_del(&t, max_key((uint8_t)('A' + per), 'm'), IDX_MAX_KEY), tag(99));
-	cr_assert_eq(oidx_del(&t, max_key('A', 'q'), IDX_MAX_KEY), tag(1));
-	cr_assert_eq(oidx_check(&t), 0);
+	cr_assert_eq(leaf_views(&t, v, 8), 2);
+	cr_assert_gt(v[0].n, 1);
+	for (uint32_t i = 0; i < per; i++) {
+		oidx_leaf_stats(&t, &s);
+		if (s.leaves == 1)
+			break;
+		cr_assert_eq(oidx_del(&t, max_key((uint8_t)('A' + 2 * i), 'q'), IDX_MAX_KEY), tag(i + 1));
+		deleted++;
+		cr_assert_eq(oidx_check(&t), 0);
+	}
 	oidx_leaf_stats(&t, &s);
 	cr_assert_eq(s.leaves, 1, "two leaves that fit in one are merged");
+	cr_assert_lt(deleted, v[0].n, "merged only once the left leaf was empty (%u deletes)", deleted);
+	cr_assert_eq(oidx_count(&t), per - deleted);
 	oidx_free(&t);
 }
 
@@ -1521,5 +1533,32 @@ WM_TEST(oidx, iterator_key_bytes_after_splits)
 		want++;
 	}
 	cr_assert_eq(seen, oidx_count(&t));
+	oidx_free(&t);
+}
+
+WM_TEST(oidx, ascending_ids_under_many_prefixes_fill_leaves)
+{
+	/* a secondary index's usual load: 200 prefixes (owners), rows created
+	 * over time, so each prefix's keys arrive in ascending order at the end
+	 * of its run, in the middle of the tree.  A cut at the midpoint would
+	 * leave every leaf behind half full; the leaf a prefix's keys run past
+	 * keeps all but the right one's minimum */
+	enum { PREFIXES = 200, N = 60000 };
+	struct oidx t;
+	struct oidx_leaf_stats s;
+	oidx_init(&t);
+	rng_state = 11;
+	uint8_t k[64];
+	for (uint32_t i = 0; i < N; i++) {
+		uint32_t owner = (uint32_t)(rng() % PREFIXES);
+		int len = snprintf((char *)k, sizeof(k), "own_%022u", owner * 7919u);
+		k[len++] = 0;
+		len += snprintf((char *)k + len, sizeof(k) - (size_t)len, "lvl_01JQ%018u", i);
+		cr_assert_eq(oidx_put(&t, k, (uint32_t)len, tag(i + 1)), 0);
+	}
+	cr_assert_eq(oidx_check(&t), 0);
+	oidx_leaf_stats(&t, &s);
+	double fill = (double)s.fill / (double)(s.leaves * s.cap);
+	cr_assert_gt(fill, 0.70, "leaves %.0f%% full on average", fill * 100);
 	oidx_free(&t);
 }

@@ -52,7 +52,7 @@
  * fixed block laid out as a slotted page (as SQLite's and PostgreSQL's
  * pages are):
  *
- *     [n, is_leaf][prev][next][top][used][fill][slots ->  free  <- heap]
+ *     [n, is_leaf][prev][next][top][used][fill][last][slots -> free <- heap]
  *
  * The slots are uint16 offsets in key order growing up from the start of
  * d[]; the heap grows down from its end and holds the entries, each
@@ -65,17 +65,18 @@
  * finds the holes between it and the room it needs.
  *
  * Size: 2040 bytes, with glibc's 8-byte chunk header exactly one 2048-byte
- * chunk (no rounding), d[] = 2010 bytes.  That holds 7 maximum-size
+ * chunk (no rounding), d[] = 2008 bytes.  That holds 7 maximum-size
  * (255-byte) entries, ~54 typical 26-byte ids, and at most 64 entries
  * (below).  A 4 KiB leaf was tried: the same memory per entry for ids
- * (the rounding at a leaf's end is under one entry either way), no faster,
- * and more than 64 entries of short keys made the tree one level flatter
- * than the tests that walk inner-node splits and merges expect; 2 KiB also
- * halves what a split, a compaction (through a stack copy of d[]) and the
- * slot memmove of an insert touch.
+ * (the rounding at a leaf's end is under one entry either way), no faster
+ * on perf/bench_index (its runs differed more among themselves than the
+ * two sizes did), and its ~220 short keys a leaf made the tree one level
+ * flatter than the tests that walk inner-node splits and merges expect;
+ * 2 KiB also halves what a split and a compaction (through a stack copy
+ * of d[]) touch.
  *
  * Charges.  Each entry is charged its bytes (2 + 1 + len + 8) but at least
- * OIDX_CHARGE_MIN = 2010 / 64 = 31, and a leaf's `fill` is the sum of its
+ * OIDX_CHARGE_MIN = 2008 / 64 = 31, and a leaf's `fill` is the sum of its
  * entries' charges, fill <= OIDX_LEAF_DATA.  Since the charge is at least
  * the bytes, whatever is charged fits; since it is at least 31, a leaf
  * holds at most 64 entries whatever their size (the count bound of the old
@@ -100,31 +101,45 @@
  *   - the root is a leaf with >= 1 entry, or an inner node with >= 2
  *     children, or NULL when the tree is empty (height 0);
  *   - a leaf off the rightmost spine has fill >= OIDX_LEAF_MIN =
- *     (OIDX_LEAF_DATA - OIDX_ENT_MAX) / 2 = 872, where OIDX_ENT_MAX = 266
- *     is the largest charge ("half full" less half the largest entry, which
- *     is what a cut between whole entries can promise);
+ *     (OIDX_LEAF_DATA - OIDX_ENT_MAX) / 4 = 435 of 2008 bytes, where
+ *     OIDX_ENT_MAX = 266 is the largest charge: a quarter full, less a
+ *     quarter of the largest entry (why a quarter and not a half: below);
  *   - an inner node off the rightmost spine has >= OIDX_INNER_MAX / 2
  *     children;
  *   - nodes on the rightmost spine only need >= 1 entry (leaf) / >= 2
  *     children (inner).
- * Why the bounds hold, with E = OIDX_ENT_MAX and C = OIDX_LEAF_DATA >= 7E:
- *   - A split is of a leaf that cannot take one more entry: its n + 1
- *     entries (the new one included) total T > C and T <= C + E.  They are
- *     cut between the two entries where the left part's charges are closest
- *     to T / 2 (split_point), so each side is within E / 2 of T / 2: at
- *     least (C + 1 - E) / 2 >= OIDX_LEAF_MIN and at most (C + 2E) / 2 <= C.
- *   - The append split: when the key goes past the end of the last leaf (the
- *     common case for time-ordered ids, and a snapshot loaded in id order),
- *     the full leaf is kept as it is and the new key starts a new leaf,
- *     instead of leaving two half-empty leaves behind: sequential loads fill
- *     leaves to the byte.  The leaf left behind could not take a charge of
- *     at most E, so its fill is > C - E >= OIDX_LEAF_MIN.  Only the
- *     rightmost spine can be thin, so the height stays O(log n).
- *   - Delete: a leaf under OIDX_LEAF_MIN is merged with a sibling (the left
- *     one preferred) when both fit in one leaf, else their entries are cut
- *     anew at the midpoint.  Then T > C (no merge) and T < C + OIDX_LEAF_MIN
- *     (one of them is under), so both sides end within E / 2 of T / 2:
- *     >= OIDX_LEAF_MIN and <= C.
+ * Where a split cuts, with E = OIDX_ENT_MAX, C = OIDX_LEAF_DATA >= 7E and
+ * M = OIDX_LEAF_MIN (so 2M + E < C).  A split is of a leaf that cannot take
+ * one more entry: its n + 1 entries (the new one included) total T, with
+ * C < T <= C + E.
+ *   - Append: the key goes past the end of the last leaf (time-ordered ids,
+ *     a snapshot loaded in id order).  The full leaf is kept as it is and
+ *     the new key starts a new leaf, instead of leaving two half-empty
+ *     leaves behind: such loads fill leaves to the byte.  The leaf left
+ *     behind could not take a charge of at most E, so it has > C - E >= M.
+ *     Only the rightmost spine can be thin, so the height stays O(log n).
+ *   - Ascending: the key goes past the end of another leaf, or right after
+ *     the leaf's previous insert (`last`).  That is how a secondary index
+ *     grows: its keys are prefix|row id, rows are created over time, so
+ *     each prefix's keys arrive in ascending order at the end of its run,
+ *     in the middle of the tree.  A cut at the midpoint leaves every leaf
+ *     behind half full (measured: 56 % for 200 prefixes, against 77 %
+ *     with this rule; a leaf of 50-byte composite keys half full costs more
+ *     per entry than the old pointer + blob did).  So cut right after the
+ *     new key (split_near), moved only as far as needed for both sides to
+ *     hold between M and C: the run's next keys go to the right side, and
+ *     the left side keeps >= C - M - E.  This is why M is a quarter: with M
+ *     near a half the left side could keep little more than a half.
+ *   - Otherwise: the cut between the two entries where the left part's
+ *     charges are closest to T / 2 (split_point), so each side is within
+ *     E / 2 of T / 2: at least (C + 1 - E) / 2 >= M and at most (C + 2E)
+ *     / 2 <= C.
+ * Delete: a leaf under M is merged with a sibling (the left one preferred)
+ * when both fit in one leaf, else their entries are cut anew at the
+ * midpoint.  Then T > C (no merge) and T < C + M (one of them is under), so
+ * both sides end within E / 2 of T / 2: >= (C - E) / 2 >= M and <= C.  The
+ * price of the lower minimum: a leaf drained by deletes may sit at a
+ * quarter full before it is merged (the old tree merged at half).
  *
  * Insert: descend recording the path, then count how many nodes on the path
  * will split and allocate everything needed (new leaf, separator, new inner
@@ -495,7 +510,7 @@ void *hidx_next(const struct hidx *h, size_t *pos, const char **key, uint32_t *k
  * OIDX_LEAF_NMAX entries however short the keys.
  */
 #define OIDX_LEAF_BYTES 2040u
-#define OIDX_LEAF_HDR 30u                       /* h, prev, next, top, used, fill */
+#define OIDX_LEAF_HDR 32u                       /* h, prev, next, top, used, fill, last */
 #define OIDX_LEAF_DATA (OIDX_LEAF_BYTES - OIDX_LEAF_HDR) /* d[]: slots + heap */
 #define OIDX_LEAF_NMAX 64u                      /* entries per leaf, at most */
 #define OIDX_CHARGE_MIN (OIDX_LEAF_DATA / OIDX_LEAF_NMAX)
@@ -505,7 +520,7 @@ void *hidx_next(const struct hidx *h, size_t *pos, const char **key, uint32_t *k
 #define OIDX_CHARGE(cost) ((cost) > OIDX_CHARGE_MIN ? (cost) : OIDX_CHARGE_MIN)
 #define OIDX_ENT_MAX OIDX_ENT_COST(IDX_MAX_KEY)            /* 266 */
 /* A leaf off the right spine is charged at least this much: see the top. */
-#define OIDX_LEAF_MIN ((OIDX_LEAF_DATA - OIDX_ENT_MAX) / 2)
+#define OIDX_LEAF_MIN ((OIDX_LEAF_DATA - OIDX_ENT_MAX) / 4)
 #define OIDX_INNER_MAX 64u                      /* children per inner node */
 #define OIDX_INNER_MIN (OIDX_INNER_MAX / 2)     /* non-root, non-spine inner */
 #define OIDX_MAX_HEIGHT 32u                     /* path arrays; unreachable */
@@ -521,6 +536,7 @@ struct oidx_leaf {
 	uint16_t top;  /* the heap is d[top, OIDX_LEAF_DATA); the slots d[0, 2n) */
 	uint16_t used; /* heap bytes of live entries (the rest of the heap: holes) */
 	uint16_t fill; /* the entries' charges: >= 2n + used, <= OIDX_LEAF_DATA */
+	uint16_t last; /* where the last insert into it went (a hint: may be stale) */
 	uint8_t d[OIDX_LEAF_DATA];
 };
 
@@ -533,7 +549,7 @@ _Static_assert(IDX_MAX_KEY <= UINT8_MAX, "an entry's length is one byte");
 _Static_assert(OIDX_LEAF_DATA >= 7 * OIDX_ENT_MAX, "a leaf holds several maximum-size keys");
 _Static_assert(OIDX_LEAF_DATA / OIDX_CHARGE_MIN == OIDX_LEAF_NMAX, "the charge floor caps the count");
 _Static_assert(OIDX_CHARGE_MIN >= OIDX_ENT_COST(0) && OIDX_CHARGE_MIN < OIDX_ENT_MAX, "charge bounds");
-_Static_assert(OIDX_LEAF_MIN > 0 && OIDX_LEAF_MIN + OIDX_ENT_MAX <= OIDX_LEAF_DATA, "fill bounds");
+_Static_assert(OIDX_LEAF_MIN > 0 && 2 * OIDX_LEAF_MIN + OIDX_ENT_MAX < OIDX_LEAF_DATA, "fill bounds");
 
 struct oidx_inner {
 	struct oidx_node h;
@@ -702,9 +718,11 @@ static uint8_t *leaf_open(struct oidx_leaf *l, uint32_t p, uint32_t sz)
 	return l->d + l->top;
 }
 
-/* Insert key -> val at position p; it must fit (leaf_open). */
+/* Insert key -> val at position p; it must fit (leaf_open).  Notes p as
+ * the leaf's last insert. */
 static void leaf_insert(struct oidx_leaf *l, uint32_t p, const void *key, uint32_t key_len, void *val)
 {
+	l->last = (uint16_t)p;
 	uint8_t *e = leaf_open(l, p, OIDX_ENT_BYTES(key_len));
 	e[0] = (uint8_t)key_len;
 	if (key_len)
@@ -778,6 +796,28 @@ static uint32_t split_point(const uint16_t *cost, uint32_t m, uint32_t total)
 	return best;
 }
 
+/* Where to cut the same sequence as near as allowed to k0 (in [1, m]): the
+ * k in [1, m) closest to k0 whose two parts are both charged between
+ * OIDX_LEAF_MIN and OIDX_LEAF_DATA.  total > OIDX_LEAF_DATA (a split), so
+ * split_point's cut is such a k and there is one. */
+static uint32_t split_near(const uint16_t *cost, uint32_t m, uint32_t total, uint32_t k0)
+{
+	assert(m >= 2 && k0 >= 1 && k0 <= m && total > OIDX_LEAF_DATA);
+	uint32_t best = 0, best_d = UINT32_MAX, s = 0;
+	for (uint32_t k = 1; k < m; k++) {
+		s += cost[k - 1];
+		bool ok = s >= OIDX_LEAF_MIN && s <= OIDX_LEAF_DATA && total - s >= OIDX_LEAF_MIN &&
+			  total - s <= OIDX_LEAF_DATA;
+		uint32_t d = k > k0 ? k - k0 : k0 - k;
+		if (ok && d < best_d) {
+			best = k;
+			best_d = d;
+		}
+	}
+	assert(best >= 1);
+	return best;
+}
+
 /* First index in the leaf whose key is >= key; *found if equal. */
 static uint32_t leaf_lower(const struct oidx_leaf *l, const void *key, uint32_t key_len, bool *found)
 {
@@ -832,6 +872,7 @@ static struct oidx_leaf *leaf_new(void)
 		l->top = OIDX_LEAF_DATA;
 		l->used = 0;
 		l->fill = 0;
+		l->last = UINT16_MAX;
 	}
 	return l;
 }
@@ -935,8 +976,12 @@ static int leaf_insert_split(struct oidx *t, struct oidx_leaf *leaf, uint32_t p,
 	bool new_root = nsplit == depth;
 
 	/* Append split: past the end of the last leaf, the full leaf stays full
-	 * and key starts the new one (k = n: everything stays left).  Otherwise
-	 * cut the n + 1 entries (key at p) by bytes. */
+	 * and key starts the new one (k = n: everything stays left).  An
+	 * ascending insert (past the end of another leaf, or right after the
+	 * leaf's previous insert: ids arriving in order under one prefix of a
+	 * secondary index) is cut right after the new key, as far as both
+	 * sides' minimum allows.  Otherwise cut the n + 1 entries (key at p) at
+	 * the midpoint of their charges.  See the top. */
 	bool append = leaf->next == NULL && p == n;
 	uint32_t k = n;
 	if (!append) {
@@ -947,7 +992,8 @@ static int leaf_insert_split(struct oidx *t, struct oidx_leaf *leaf, uint32_t p,
 			total += costs[i];
 		}
 		assert(total > OIDX_LEAF_DATA);
-		k = split_point(costs, n + 1, total);
+		bool ascending = p == n || (leaf->last != UINT16_MAX && p == leaf->last + 1u);
+		k = ascending ? split_near(costs, n + 1, total, p + 1) : split_point(costs, n + 1, total);
 	}
 	/* The keys either side of the cut (entry i of the n + 1; key at p). */
 	const uint8_t *lo_k, *hi_k;
@@ -996,7 +1042,7 @@ static int leaf_insert_split(struct oidx *t, struct oidx_leaf *leaf, uint32_t p,
 		leaf_insert(nleaf, p - k, key, key_len, val);
 	}
 	assert(leaf->h.n == k && nleaf->h.n == n + 1 - k);
-	assert(append || (leaf_fill(leaf) >= OIDX_LEAF_MIN && leaf_fill(nleaf) >= OIDX_LEAF_MIN));
+	assert(leaf_fill(leaf) >= OIDX_LEAF_MIN && (append || leaf_fill(nleaf) >= OIDX_LEAF_MIN));
 	nleaf->next = leaf->next;
 	if (nleaf->next)
 		nleaf->next->prev = nleaf;

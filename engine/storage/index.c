@@ -557,12 +557,14 @@ struct oidx_inner {
 	struct oidx_node *kids[OIDX_INNER_MAX];
 };
 
+/* n as the leaf it is (asserted). */
 static inline struct oidx_leaf *as_leaf(struct oidx_node *n)
 {
 	assert(n->is_leaf);
 	return (struct oidx_leaf *)n;
 }
 
+/* n as the inner node it is (asserted). */
 static inline struct oidx_inner *as_inner(struct oidx_node *n)
 {
 	assert(!n->is_leaf);
@@ -643,6 +645,7 @@ static inline uint32_t slot_get(const struct oidx_leaf *l, uint32_t i)
 	return o;
 }
 
+/* Set entry i's offset (< OIDX_LEAF_DATA). */
 static inline void slot_put(struct oidx_leaf *l, uint32_t i, uint32_t off)
 {
 	uint16_t o = (uint16_t)off;
@@ -656,11 +659,13 @@ static inline const uint8_t *leaf_ent(const struct oidx_leaf *l, uint32_t i)
 	return l->d + slot_get(l, i);
 }
 
+/* The heap bytes of entry e: length byte, key, value. */
 static inline uint32_t ent_bytes(const uint8_t *e) { return OIDX_ENT_BYTES(e[0]); }
 
 /* What an entry of sz heap bytes is charged against the leaf (slot too). */
 static inline uint32_t ent_charge(uint32_t sz) { return OIDX_CHARGE(2u + sz); }
 
+/* The value stored in entry e (unaligned: copied out). */
 static inline void *ent_val(const uint8_t *e)
 {
 	void *v;
@@ -673,6 +678,7 @@ static inline void *ent_val(const uint8_t *e)
  * heap entries, not holes), so whatever is charged also fits. */
 static inline uint32_t leaf_fill(const struct oidx_leaf *l) { return l->fill; }
 
+/* Replace the value of entry i in place (the key and its place stay). */
 static void leaf_set_val(struct oidx_leaf *l, uint32_t i, void *val)
 {
 	uint8_t *e = l->d + slot_get(l, i);
@@ -955,9 +961,11 @@ static struct oidx_leaf *descend_path(const struct oidx *t, const void *key, uin
 	return as_leaf(n);
 }
 
-/* Shared body of put and set: insert key -> val into t (key valid and
- * absent from the leaf `leaf` at position p, reached through path/pidx of
- * length depth).  Allocates everything first; -1 on OOM, tree unchanged. */
+/* Insert key -> val into t: key is valid and absent, belongs at position p
+ * of `leaf`, which was reached through path/pidx (depth inner nodes).
+ * Into the leaf if it fits, else split the leaf (and the full ancestors,
+ * maybe growing a new root) as the top describes.  Allocates everything
+ * first: 0, or -1 on OOM with the tree unchanged. */
 static int leaf_insert_split(struct oidx *t, struct oidx_leaf *leaf, uint32_t p, const void *key,
 			     uint32_t key_len, void *val, struct oidx_inner **path, uint32_t *pidx,
 			     uint32_t depth)

@@ -59,9 +59,12 @@
  * [len: 1 byte][key: len bytes][value: a void *, unaligned -- read and
  * written with memcpy].  An entry for a 26-byte id takes 2 + 1 + 26 + 8 =
  * 37 B, an insert into a leaf with room allocates nothing, and a search
- * stays inside one block.  Deleting an entry leaves a hole in the heap
- * (`used` counts only live bytes; an entry at the bottom of the heap gives
- * its bytes back at once); the heap is compacted, once, when an insert
+ * stays inside one block.  A delete closes its hole in the heap at once
+ * (one memmove of the heap below it: deletes are mostly half of a row's
+ * update, and the insert that follows wants contiguous room).  Entries
+ * moved out by a split or a redistribution leave holes (`used` counts only
+ * live bytes) unless they sat at the bottom of the heap, as a tail
+ * appended in key order does; the heap is compacted, once, when an insert
  * finds the holes between it and the room it needs.
  *
  * Size: 2040 bytes, with glibc's 8-byte chunk header exactly one 2048-byte
@@ -738,12 +741,15 @@ static void leaf_insert(struct oidx_leaf *l, uint32_t p, const void *key, uint32
 
 /* Remove entries [p, p+k).  Their heap bytes become holes, except that an
  * entry at the bottom of the heap gives its bytes back at once, and an
- * empty leaf starts its heap over. */
+ * empty leaf starts its heap over.  Removed last to first: entries
+ * appended in key order (and a compacted heap) lie in the heap in
+ * descending slot order, so the tail a split moves out is given back
+ * whole and the leaf needs no compaction to take the next key. */
 static void leaf_remove(struct oidx_leaf *l, uint32_t p, uint32_t k)
 {
 	uint32_t n = l->h.n;
 	assert(p + k <= n);
-	for (uint32_t i = p; i < p + k; i++) {
+	for (uint32_t i = p + k; i-- > p;) {
 		uint32_t off = slot_get(l, i), sz = ent_bytes(l->d + off);
 		l->used = (uint16_t)(l->used - sz);
 		l->fill = (uint16_t)(l->fill - ent_charge(sz));
@@ -756,6 +762,28 @@ static void leaf_remove(struct oidx_leaf *l, uint32_t p, uint32_t k)
 		assert(l->used == 0 && l->fill == 0);
 		l->top = OIDX_LEAF_DATA;
 	}
+}
+
+/* Remove entry p and close its hole at once: the heap bytes below it move
+ * up by its size (one memmove, < OIDX_LEAF_DATA bytes) and the slots of
+ * the entries that were below it follow.  A delete is usually followed by
+ * an insert (a row's update replaces its index keys); left as a hole, the
+ * insert would find no contiguous room in a full leaf and compact all of
+ * it, once per update. */
+static void leaf_delete(struct oidx_leaf *l, uint32_t p)
+{
+	uint32_t off = slot_get(l, p), sz = ent_bytes(l->d + off), top = l->top;
+	assert(off >= top);
+	leaf_remove(l, p, 1);
+	if (l->h.n == 0 || off == top)
+		return; /* the heap started over, or gave the bytes back itself */
+	memmove(l->d + top + sz, l->d + top, off - top);
+	for (uint32_t i = 0; i < l->h.n; i++) {
+		uint32_t o = slot_get(l, i);
+		if (o < off)
+			slot_put(l, i, o + sz);
+	}
+	l->top = (uint16_t)(top + sz);
 }
 
 /* Move the first k entries of R to the end of L (its right neighbour's
@@ -1289,7 +1317,7 @@ void *oidx_del(struct oidx *t, const void *key, uint32_t key_len)
 	if (!found)
 		return NULL;
 	void *val = ent_val(leaf_ent(leaf, p));
-	leaf_remove(leaf, p, 1);
+	leaf_delete(leaf, p);
 	t->count--;
 
 	if (depth == 0) {

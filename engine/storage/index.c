@@ -40,50 +40,134 @@
  * (prev/next) in key order, so a walk is pointer chasing with no allocation
  * and no re-descent.  Inner nodes hold separators: for an inner node with
  * keys s[0..n) and children c[0..n], every key k in c[i] satisfies
- * s[i-1] <= k < s[i].  A separator is a private copy (never a pointer into a
- * leaf key), truncated to the shortest prefix of the right-hand neighbour's
- * first key that still sorts above the left-hand neighbour's last key, which
- * keeps inner nodes small for long keys with shared prefixes.
+ * s[i-1] <= k < s[i].  Order is memcmp over the common length, then the
+ * shorter key first.
  *
- * Keys are stored as malloc'd blobs: byte 0 is the length (IDX_MAX_KEY is
- * 255, so one byte suffices), bytes 1.. the key.  Order is memcmp over the
- * common length, then the shorter key first.
+ * Leaves store their keys inline.  The tree used to keep every key as its
+ * own malloc'd blob behind a pointer array: an entry for a 26-byte id cost
+ * ~74 B (malloc header + rounding + pointer + blob), every insert called
+ * malloc, and every step of a binary search dereferenced a pointer into a
+ * different cache line (key_cmp, leaf_lower, kb_new and oidx_insert were
+ * 10-16 % of order capture and snapshot recovery).  Now a leaf is one
+ * fixed block laid out as a slotted page (as SQLite's and PostgreSQL's
+ * pages are):
  *
- * Node capacity: leaves hold up to OIDX_LEAF_MAX entries, inner nodes up to
- * OIDX_INNER_MAX children (fan-out 64; one node is ~1 KiB).
+ *     [n, is_leaf][prev][next][top][used][fill][last][slots -> free <- heap]
+ *
+ * The slots are uint16 offsets in key order growing up from the start of
+ * d[]; the heap grows down from its end and holds the entries, each
+ * [len: 1 byte][key: len bytes][value: a void *, unaligned -- read and
+ * written with memcpy].  An entry for a 26-byte id takes 2 + 1 + 26 + 8 =
+ * 37 B, an insert into a leaf with room allocates nothing, and a search
+ * stays inside one block.  A delete closes its hole in the heap at once
+ * (one memmove of the heap below it: deletes are mostly half of a row's
+ * update, and the insert that follows wants contiguous room).  Entries
+ * moved out by a split or a redistribution leave holes (`used` counts only
+ * live bytes) unless they sat at the bottom of the heap, as a tail
+ * appended in key order does; the heap is compacted, once, when an insert
+ * finds the holes between it and the room it needs.
+ *
+ * Size: 2040 bytes, with glibc's 8-byte chunk header exactly one 2048-byte
+ * chunk (no rounding), d[] = 2008 bytes.  That holds 7 maximum-size
+ * (255-byte) entries, ~54 typical 26-byte ids, and at most 64 entries
+ * (below).  A 4 KiB leaf was tried: the same memory per entry for ids
+ * (the rounding at a leaf's end is under one entry either way), no faster
+ * on perf/bench_index (its runs differed more among themselves than the
+ * two sizes did), and its ~220 short keys a leaf made the tree one level
+ * flatter than the tests that walk inner-node splits and merges expect;
+ * 2 KiB also halves what a split and a compaction (through a stack copy
+ * of d[]) touch.
+ *
+ * Charges.  Each entry is charged its bytes (2 + 1 + len + 8) but at least
+ * OIDX_CHARGE_MIN = 2008 / 64 = 31, and a leaf's `fill` is the sum of its
+ * entries' charges, fill <= OIDX_LEAF_DATA.  Since the charge is at least
+ * the bytes, whatever is charged fits; since it is at least 31, a leaf
+ * holds at most 64 entries whatever their size (the count bound of the old
+ * tree: binary searches of <= 6 steps, slot moves of <= 128 bytes).  Keys
+ * of 20 bytes or more -- ids, and every composite key -- are charged their
+ * bytes exactly, so leaves of them fill to the byte.  A key fits when
+ * fill + its charge <= OIDX_LEAF_DATA; every rule below is in charges, one
+ * measure for both bounds, because counts say nothing about space when
+ * keys run from 0 to 255 bytes.
+ *
+ * Inner nodes keep malloc'd separator copies (fan-out 64, ~1 KiB a node):
+ * with ~50 entries per leaf there is one separator per ~50 keys, so they
+ * are a rounding error of the memory and of the inserts, and the
+ * count-based inner code (split, rotation through the parent, which needs
+ * no allocation) stays as it was.  A separator is a private copy (never a
+ * pointer into a leaf, whose bytes move), truncated to the shortest prefix
+ * of the right-hand neighbour's first key that still sorts above the
+ * left-hand neighbour's last key.
  *
  * Fill invariant (verified by oidx_check):
  *   - all leaves are at depth height-1;
  *   - the root is a leaf with >= 1 entry, or an inner node with >= 2
  *     children, or NULL when the tree is empty (height 0);
- *   - any other node holds >= half its capacity, EXCEPT nodes on the
- *     rightmost spine, which only need >= 1 entry (leaf) / >= 2 children.
- * The exception exists because of the append split: when the key goes past
- * the end of the last leaf (the common case for time-ordered ids), the full
- * leaf is kept full and the new key starts a new leaf, instead of leaving
- * two half-empty leaves behind.  This halves memory for sequential loads.
- * Only the rightmost spine can be thin, so the height stays O(log n).
+ *   - a leaf off the rightmost spine has fill >= OIDX_LEAF_MIN =
+ *     (OIDX_LEAF_DATA - OIDX_ENT_MAX) / 4 = 435 of 2008 bytes, where
+ *     OIDX_ENT_MAX = 266 is the largest charge: a quarter full, less a
+ *     quarter of the largest entry (why a quarter and not a half: below);
+ *   - an inner node off the rightmost spine has >= OIDX_INNER_MAX / 2
+ *     children;
+ *   - nodes on the rightmost spine only need >= 1 entry (leaf) / >= 2
+ *     children (inner).
+ * Where a split cuts, with E = OIDX_ENT_MAX, C = OIDX_LEAF_DATA >= 7E and
+ * M = OIDX_LEAF_MIN (so 2M + E < C).  A split is of a leaf that cannot take
+ * one more entry: its n + 1 entries (the new one included) total T, with
+ * C < T <= C + E.
+ *   - Append: the key goes past the end of the last leaf (time-ordered ids,
+ *     a snapshot loaded in id order).  The full leaf is kept as it is and
+ *     the new key starts a new leaf, instead of leaving two half-empty
+ *     leaves behind: such loads fill leaves to the byte.  The leaf left
+ *     behind could not take a charge of at most E, so it has > C - E >= M.
+ *     Only the rightmost spine can be thin, so the height stays O(log n).
+ *   - Ascending: the key goes past the end of another leaf, or right after
+ *     the leaf's previous insert (`last`).  That is how a secondary index
+ *     grows: its keys are prefix|row id, rows are created over time, so
+ *     each prefix's keys arrive in ascending order at the end of its run,
+ *     in the middle of the tree.  A cut at the midpoint leaves every leaf
+ *     behind half full (measured: 56 % for 200 prefixes, against 77 %
+ *     with this rule; a leaf of 50-byte composite keys half full costs more
+ *     per entry than the old pointer + blob did).  So cut right after the
+ *     new key (split_near), moved only as far as needed for both sides to
+ *     hold between M and C: the run's next keys go to the right side, and
+ *     the left side keeps >= C - M - E.  This is why M is a quarter: with M
+ *     near a half the left side could keep little more than a half.
+ *   - Otherwise: the cut between the two entries where the left part's
+ *     charges are closest to T / 2 (split_point), so each side is within
+ *     E / 2 of T / 2: at least (C + 1 - E) / 2 >= M and at most (C + 2E)
+ *     / 2 <= C.
+ * Delete: a leaf under M is merged with a sibling (the left one preferred)
+ * when both fit in one leaf, else their entries are cut anew at the
+ * midpoint.  Then T > C (no merge) and T < C + M (one of them is under), so
+ * both sides end within E / 2 of T / 2: >= (C - E) / 2 >= M and <= C.  The
+ * price of the lower minimum: a leaf drained by deletes may sit at a
+ * quarter full before it is merged (the old tree merged at half).
  *
  * Insert: descend recording the path, then count how many nodes on the path
- * will split and allocate everything needed (key copy, new leaf, separator,
- * new inner nodes, maybe a new root) BEFORE touching the tree; on OOM the
- * tree is unchanged and -1 is returned.
+ * will split and allocate everything needed (new leaf, separator, new inner
+ * nodes, maybe a new root) BEFORE touching the tree; on OOM the tree is
+ * unchanged and -1 is returned.  An insert into a leaf with room allocates
+ * nothing.
  *
- * Delete: remove from the leaf; while the node is below half and not the
- * root, merge it with a sibling (left one preferred) if both fit in one
- * node, else redistribute the entries evenly.  Redistributing two leaves
- * needs a new separator copy; if that allocation fails the node is simply
- * left under-full (still a correct tree, only less compact).  An inner root
- * left with one child is replaced by that child.  No node is ever empty
- * except that an empty tree has no root at all.
+ * Delete: remove from the leaf; while the node is under its minimum and not
+ * the root, merge it with a sibling if both fit in one node, else
+ * redistribute (leaves by bytes as above, inner nodes by count).
+ * Redistributing two leaves needs a new separator copy; if that allocation
+ * fails the node is simply left under-full (still a correct tree, only less
+ * compact).  An inner root left with one child is replaced by that child.
+ * No node is ever empty except that an empty tree has no root at all.
  *
  * Single-threaded, no internal locking.  Iterators are plain (leaf, pos)
- * pairs and are invalidated by any modification.
+ * pairs and are invalidated by any modification; oidx_iter_key points into
+ * the leaf, so a key read through an iterator also moves with any insert or
+ * delete (the callers copy it, or use it before they modify the tree).
  */
 #include "engine/storage/index.h"
 
 #include <assert.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -418,8 +502,28 @@ void *hidx_next(const struct hidx *h, size_t *pos, const char **key, uint32_t *k
 /* oidx                                                                    */
 /* ======================================================================= */
 
-#define OIDX_LEAF_MAX 64u                       /* entries per leaf */
-#define OIDX_LEAF_MIN (OIDX_LEAF_MAX / 2)       /* non-root, non-spine leaves */
+/*
+ * Leaf geometry (see the top).  A leaf is one malloc of OIDX_LEAF_BYTES:
+ * with glibc's 8-byte chunk header that is exactly a 2048-byte chunk, no
+ * rounding.  Within it, d[] holds the slot array (uint16 offsets, growing
+ * up from 0) and the entry heap (growing down from OIDX_LEAF_DATA).  An
+ * entry is [len (1 byte)][key (len bytes)][value (sizeof(void *),
+ * unaligned)].  Its charge against the leaf's capacity is its bytes, slot
+ * included, but at least OIDX_CHARGE_MIN, which caps a leaf at
+ * OIDX_LEAF_NMAX entries however short the keys.
+ */
+#define OIDX_LEAF_BYTES 2040u
+#define OIDX_LEAF_HDR 32u                       /* h, prev, next, top, used, fill, last */
+#define OIDX_LEAF_DATA (OIDX_LEAF_BYTES - OIDX_LEAF_HDR) /* d[]: slots + heap */
+#define OIDX_LEAF_NMAX 64u                      /* entries per leaf, at most */
+#define OIDX_CHARGE_MIN (OIDX_LEAF_DATA / OIDX_LEAF_NMAX)
+#define OIDX_VAL_SIZE ((uint32_t)sizeof(void *))
+#define OIDX_ENT_BYTES(len) (1u + (len) + OIDX_VAL_SIZE) /* heap bytes */
+#define OIDX_ENT_COST(len) (2u + OIDX_ENT_BYTES(len))     /* slot + heap */
+#define OIDX_CHARGE(cost) ((cost) > OIDX_CHARGE_MIN ? (cost) : OIDX_CHARGE_MIN)
+#define OIDX_ENT_MAX OIDX_ENT_COST(IDX_MAX_KEY)            /* 266 */
+/* A leaf off the right spine is charged at least this much: see the top. */
+#define OIDX_LEAF_MIN ((OIDX_LEAF_DATA - OIDX_ENT_MAX) / 4)
 #define OIDX_INNER_MAX 64u                      /* children per inner node */
 #define OIDX_INNER_MIN (OIDX_INNER_MAX / 2)     /* non-root, non-spine inner */
 #define OIDX_MAX_HEIGHT 32u                     /* path arrays; unreachable */
@@ -432,28 +536,45 @@ struct oidx_node {
 struct oidx_leaf {
 	struct oidx_node h;
 	struct oidx_leaf *prev, *next;
-	uint8_t *keys[OIDX_LEAF_MAX]; /* blobs: [len][bytes...] */
-	void *vals[OIDX_LEAF_MAX];
+	uint16_t top;  /* the heap is d[top, OIDX_LEAF_DATA); the slots d[0, 2n) */
+	uint16_t used; /* heap bytes of live entries (the rest of the heap: holes) */
+	uint16_t fill; /* the entries' charges: >= 2n + used, <= OIDX_LEAF_DATA */
+	uint16_t last; /* where the last insert into it went (a hint: may be stale) */
+	uint8_t d[OIDX_LEAF_DATA];
 };
+
+_Static_assert(sizeof(struct oidx_leaf) == OIDX_LEAF_BYTES && offsetof(struct oidx_leaf, d) == OIDX_LEAF_HDR,
+	       "a leaf is one 2048-byte malloc chunk");
+_Static_assert(OIDX_LEAF_DATA <= UINT16_MAX, "slot offsets and fill counters are 16-bit");
+_Static_assert(IDX_MAX_KEY <= UINT8_MAX, "an entry's length is one byte");
+/* The split and redistribution proofs at the top need two maximum-size
+ * entries to fit in half a leaf; in fact a leaf holds 7 of them. */
+_Static_assert(OIDX_LEAF_DATA >= 7 * OIDX_ENT_MAX, "a leaf holds several maximum-size keys");
+_Static_assert(OIDX_LEAF_DATA / OIDX_CHARGE_MIN == OIDX_LEAF_NMAX, "the charge floor caps the count");
+_Static_assert(OIDX_CHARGE_MIN >= OIDX_ENT_COST(0) && OIDX_CHARGE_MIN < OIDX_ENT_MAX, "charge bounds");
+_Static_assert(OIDX_LEAF_MIN > 0 && 2 * OIDX_LEAF_MIN + OIDX_ENT_MAX < OIDX_LEAF_DATA, "fill bounds");
 
 struct oidx_inner {
 	struct oidx_node h;
-	uint8_t *keys[OIDX_INNER_MAX - 1];
+	uint8_t *keys[OIDX_INNER_MAX - 1]; /* malloc'd blobs: [len][bytes...] */
 	struct oidx_node *kids[OIDX_INNER_MAX];
 };
 
+/* n as the leaf it is (asserted). */
 static inline struct oidx_leaf *as_leaf(struct oidx_node *n)
 {
 	assert(n->is_leaf);
 	return (struct oidx_leaf *)n;
 }
 
+/* n as the inner node it is (asserted). */
 static inline struct oidx_inner *as_inner(struct oidx_node *n)
 {
 	assert(!n->is_leaf);
 	return (struct oidx_inner *)n;
 }
 
+/* A blob or a leaf entry: both start [len][bytes...]. */
 static inline uint32_t kb_len(const uint8_t *kb) { return kb[0]; }
 static inline const uint8_t *kb_bytes(const uint8_t *kb) { return kb + 1; }
 
@@ -485,11 +606,13 @@ static int key_cmp(const void *a, uint32_t alen, const void *b, uint32_t blen)
 	return (alen > blen) - (alen < blen);
 }
 
+/* Compare a blob or leaf entry with a caller's key (key_cmp's sign). */
 static int kb_cmp_key(const uint8_t *kb, const void *key, uint32_t key_len)
 {
 	return key_cmp(kb_bytes(kb), kb_len(kb), key, key_len);
 }
 
+/* A malloc'd blob [len][bytes] of key; NULL on OOM.  key_len <= 255. */
 static uint8_t *kb_new(const void *key, uint32_t key_len)
 {
 	assert(key_len <= IDX_MAX_KEY);
@@ -502,15 +625,231 @@ static uint8_t *kb_new(const void *key, uint32_t key_len)
 	return kb;
 }
 
-/* The shortest prefix of hi that sorts strictly above lo (lo < hi):
- * lo < sep <= hi, so it is a valid separator between them. */
-static uint8_t *kb_separator(const uint8_t *lo, const uint8_t *hi)
+/* A malloc'd separator blob: the shortest prefix of hi that sorts strictly
+ * above lo (lo < hi), so lo < sep <= hi.  NULL on OOM. */
+static uint8_t *sep_new(const uint8_t *lo, uint32_t ll, const uint8_t *hi, uint32_t hl)
 {
-	uint32_t ll = kb_len(lo), hl = kb_len(hi), m = ll < hl ? ll : hl, p = 0;
-	while (p < m && lo[1 + p] == hi[1 + p])
+	uint32_t m = ll < hl ? ll : hl, p = 0;
+	while (p < m && lo[p] == hi[p])
 		p++;
 	assert(p < hl); /* lo < hi, so hi is not a prefix of lo */
-	return kb_new(kb_bytes(hi), p + 1);
+	return kb_new(hi, p + 1);
+}
+
+/* ---- leaf slots and heap -------------------------------------------------
+ * Multi-byte fields inside d[] (offsets, values) are read and written with
+ * memcpy: d[] is a byte heap and they sit at any alignment. */
+
+/* Offset in d[] of entry i's heap bytes. */
+static inline uint32_t slot_get(const struct oidx_leaf *l, uint32_t i)
+{
+	uint16_t o;
+	memcpy(&o, l->d + 2u * i, sizeof(o));
+	return o;
+}
+
+/* Set entry i's offset (< OIDX_LEAF_DATA). */
+static inline void slot_put(struct oidx_leaf *l, uint32_t i, uint32_t off)
+{
+	uint16_t o = (uint16_t)off;
+	memcpy(l->d + 2u * i, &o, sizeof(o));
+}
+
+/* Entry i ([len][key][value]); i < n. */
+static inline const uint8_t *leaf_ent(const struct oidx_leaf *l, uint32_t i)
+{
+	assert(i < l->h.n);
+	return l->d + slot_get(l, i);
+}
+
+/* The heap bytes of entry e: length byte, key, value. */
+static inline uint32_t ent_bytes(const uint8_t *e) { return OIDX_ENT_BYTES(e[0]); }
+
+/* What an entry of sz heap bytes is charged against the leaf (slot too). */
+static inline uint32_t ent_charge(uint32_t sz) { return OIDX_CHARGE(2u + sz); }
+
+/* The value stored in entry e (unaligned: copied out). */
+static inline void *ent_val(const uint8_t *e)
+{
+	void *v;
+	memcpy(&v, e + 1 + e[0], sizeof(v));
+	return v;
+}
+
+/* The sum of the entries' charges: the measure of every fill rule.  At
+ * most OIDX_LEAF_DATA, and at least the bytes of d[] they take (slots and
+ * heap entries, not holes), so whatever is charged also fits. */
+static inline uint32_t leaf_fill(const struct oidx_leaf *l) { return l->fill; }
+
+/* Replace the value of entry i in place (the key and its place stay). */
+static void leaf_set_val(struct oidx_leaf *l, uint32_t i, void *val)
+{
+	uint8_t *e = l->d + slot_get(l, i);
+	memcpy(e + 1 + e[0], &val, sizeof(val));
+}
+
+/* Rewrite the heap without holes, entries in slot order from the end down:
+ * afterwards top - 2n is all the free space there is. */
+static void leaf_compact(struct oidx_leaf *l)
+{
+	uint8_t tmp[OIDX_LEAF_DATA];
+	memcpy(tmp + l->top, l->d + l->top, OIDX_LEAF_DATA - l->top);
+	uint32_t top = OIDX_LEAF_DATA;
+	for (uint32_t i = 0; i < l->h.n; i++) {
+		const uint8_t *e = tmp + slot_get(l, i);
+		uint32_t sz = ent_bytes(e);
+		top -= sz;
+		assert(top >= 2u * l->h.n);
+		memcpy(l->d + top, e, sz);
+		slot_put(l, i, top);
+	}
+	assert(OIDX_LEAF_DATA - top == l->used);
+	l->top = (uint16_t)top;
+}
+
+/* Open a new slot at position p (entries p.. move up one) for an entry of
+ * sz heap bytes and return where its bytes go; the caller writes them.
+ * Precondition: the entry fits, leaf_fill + ent_charge(sz) <=
+ * OIDX_LEAF_DATA (compacts the heap when the holes are in the way). */
+static uint8_t *leaf_open(struct oidx_leaf *l, uint32_t p, uint32_t sz)
+{
+	uint32_t n = l->h.n;
+	assert(p <= n && leaf_fill(l) + ent_charge(sz) <= OIDX_LEAF_DATA);
+	if (l->top < 2u * (n + 1) + sz)
+		leaf_compact(l);
+	assert(l->top >= 2u * (n + 1) + sz);
+	l->top = (uint16_t)(l->top - sz);
+	l->used = (uint16_t)(l->used + sz);
+	l->fill = (uint16_t)(l->fill + ent_charge(sz));
+	memmove(l->d + 2u * (p + 1), l->d + 2u * p, 2u * (n - p));
+	slot_put(l, p, l->top);
+	l->h.n = n + 1;
+	return l->d + l->top;
+}
+
+/* Insert key -> val at position p; it must fit (leaf_open).  Notes p as
+ * the leaf's last insert. */
+static void leaf_insert(struct oidx_leaf *l, uint32_t p, const void *key, uint32_t key_len, void *val)
+{
+	l->last = (uint16_t)p;
+	uint8_t *e = leaf_open(l, p, OIDX_ENT_BYTES(key_len));
+	e[0] = (uint8_t)key_len;
+	if (key_len)
+		memcpy(e + 1, key, key_len);
+	memcpy(e + 1 + key_len, &val, sizeof(val));
+}
+
+/* Remove entries [p, p+k).  Their heap bytes become holes, except that an
+ * entry at the bottom of the heap gives its bytes back at once, and an
+ * empty leaf starts its heap over.  Removed last to first: entries
+ * appended in key order (and a compacted heap) lie in the heap in
+ * descending slot order, so the tail a split moves out is given back
+ * whole and the leaf needs no compaction to take the next key. */
+static void leaf_remove(struct oidx_leaf *l, uint32_t p, uint32_t k)
+{
+	uint32_t n = l->h.n;
+	assert(p + k <= n);
+	for (uint32_t i = p + k; i-- > p;) {
+		uint32_t off = slot_get(l, i), sz = ent_bytes(l->d + off);
+		l->used = (uint16_t)(l->used - sz);
+		l->fill = (uint16_t)(l->fill - ent_charge(sz));
+		if (off == l->top)
+			l->top = (uint16_t)(l->top + sz);
+	}
+	memmove(l->d + 2u * p, l->d + 2u * (p + k), 2u * (n - p - k));
+	l->h.n = n - k;
+	if (l->h.n == 0) {
+		assert(l->used == 0 && l->fill == 0);
+		l->top = OIDX_LEAF_DATA;
+	}
+}
+
+/* Remove entry p and close its hole at once: the heap bytes below it move
+ * up by its size (one memmove, < OIDX_LEAF_DATA bytes) and the slots of
+ * the entries that were below it follow.  A delete is usually followed by
+ * an insert (a row's update replaces its index keys); left as a hole, the
+ * insert would find no contiguous room in a full leaf and compact all of
+ * it, once per update. */
+static void leaf_delete(struct oidx_leaf *l, uint32_t p)
+{
+	uint32_t off = slot_get(l, p), sz = ent_bytes(l->d + off), top = l->top;
+	assert(off >= top);
+	leaf_remove(l, p, 1);
+	if (l->h.n == 0 || off == top)
+		return; /* the heap started over, or gave the bytes back itself */
+	memmove(l->d + top + sz, l->d + top, off - top);
+	for (uint32_t i = 0; i < l->h.n; i++) {
+		uint32_t o = slot_get(l, i);
+		if (o < off)
+			slot_put(l, i, o + sz);
+	}
+	l->top = (uint16_t)(top + sz);
+}
+
+/* Move the first k entries of R to the end of L (its right neighbour's
+ * smallest keys, so order holds).  They must fit in L. */
+static void leaf_move_head(struct oidx_leaf *R, struct oidx_leaf *L, uint32_t k)
+{
+	for (uint32_t i = 0; i < k; i++) {
+		const uint8_t *e = leaf_ent(R, i);
+		uint32_t sz = ent_bytes(e);
+		memcpy(leaf_open(L, L->h.n, sz), e, sz);
+	}
+	leaf_remove(R, 0, k);
+}
+
+/* Move the last k entries of L to the front of R.  They must fit in R. */
+static void leaf_move_tail(struct oidx_leaf *L, struct oidx_leaf *R, uint32_t k)
+{
+	uint32_t from = L->h.n - k;
+	for (uint32_t i = 0; i < k; i++) {
+		const uint8_t *e = leaf_ent(L, from + i);
+		uint32_t sz = ent_bytes(e);
+		memcpy(leaf_open(R, i, sz), e, sz);
+	}
+	leaf_remove(L, from, k);
+}
+
+/* Where to cut a sequence of m >= 2 entries with costs cost[0..m) summing
+ * to total: the k in [1, m) whose left part sum(cost[0..k)) is closest to
+ * half of total.  With every cost <= OIDX_ENT_MAX that puts both parts
+ * within OIDX_ENT_MAX / 2 of total / 2. */
+static uint32_t split_point(const uint16_t *cost, uint32_t m, uint32_t total)
+{
+	assert(m >= 2);
+	uint32_t best = 1, s = cost[0];
+	uint32_t best_d = 2 * s > total ? 2 * s - total : total - 2 * s;
+	for (uint32_t k = 2; k < m; k++) {
+		s += cost[k - 1];
+		uint32_t d = 2 * s > total ? 2 * s - total : total - 2 * s;
+		if (d < best_d) {
+			best_d = d;
+			best = k;
+		}
+	}
+	return best;
+}
+
+/* Where to cut the same sequence as near as allowed to k0 (in [1, m]): the
+ * k in [1, m) closest to k0 whose two parts are both charged between
+ * OIDX_LEAF_MIN and OIDX_LEAF_DATA.  total > OIDX_LEAF_DATA (a split), so
+ * split_point's cut is such a k and there is one. */
+static uint32_t split_near(const uint16_t *cost, uint32_t m, uint32_t total, uint32_t k0)
+{
+	assert(m >= 2 && k0 >= 1 && k0 <= m && total > OIDX_LEAF_DATA);
+	uint32_t best = 0, best_d = UINT32_MAX, s = 0;
+	for (uint32_t k = 1; k < m; k++) {
+		s += cost[k - 1];
+		bool ok = s >= OIDX_LEAF_MIN && s <= OIDX_LEAF_DATA && total - s >= OIDX_LEAF_MIN &&
+			  total - s <= OIDX_LEAF_DATA;
+		uint32_t d = k > k0 ? k - k0 : k0 - k;
+		if (ok && d < best_d) {
+			best = k;
+			best_d = d;
+		}
+	}
+	assert(best >= 1);
+	return best;
 }
 
 /* First index in the leaf whose key is >= key; *found if equal. */
@@ -519,12 +858,12 @@ static uint32_t leaf_lower(const struct oidx_leaf *l, const void *key, uint32_t 
 	uint32_t lo = 0, hi = l->h.n;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		if (kb_cmp_key(l->keys[mid], key, key_len) < 0)
+		if (kb_cmp_key(leaf_ent(l, mid), key, key_len) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	*found = lo < l->h.n && kb_cmp_key(l->keys[lo], key, key_len) == 0;
+	*found = lo < l->h.n && kb_cmp_key(leaf_ent(l, lo), key, key_len) == 0;
 	return lo;
 }
 
@@ -534,7 +873,7 @@ static uint32_t leaf_upper(const struct oidx_leaf *l, const void *key, uint32_t 
 	uint32_t lo = 0, hi = l->h.n;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		if (kb_cmp_key(l->keys[mid], key, key_len) <= 0)
+		if (kb_cmp_key(leaf_ent(l, mid), key, key_len) <= 0)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -556,6 +895,7 @@ static uint32_t inner_child(const struct oidx_inner *in, const void *key, uint32
 	return lo;
 }
 
+/* An empty, unlinked leaf, or NULL on OOM. */
 static struct oidx_leaf *leaf_new(void)
 {
 	struct oidx_leaf *l = malloc(sizeof(*l));
@@ -563,10 +903,15 @@ static struct oidx_leaf *leaf_new(void)
 		l->h.n = 0;
 		l->h.is_leaf = 1;
 		l->prev = l->next = NULL;
+		l->top = OIDX_LEAF_DATA;
+		l->used = 0;
+		l->fill = 0;
+		l->last = UINT16_MAX;
 	}
 	return l;
 }
 
+/* An empty inner node, or NULL on OOM. */
 static struct oidx_inner *inner_new(void)
 {
 	struct oidx_inner *in = malloc(sizeof(*in));
@@ -577,7 +922,7 @@ static struct oidx_inner *inner_new(void)
 	return in;
 }
 
-/* Descent to the leaf that may hold key. */
+/* Descent to the leaf that may hold key (t->root non-NULL). */
 static struct oidx_leaf *descend(const struct oidx *t, const void *key, uint32_t key_len)
 {
 	struct oidx_node *n = t->root;
@@ -588,6 +933,7 @@ static struct oidx_leaf *descend(const struct oidx *t, const void *key, uint32_t
 	return as_leaf(n);
 }
 
+/* Arguments usable at all: length in bounds, bytes present when needed. */
 static bool oidx_key_ok(const void *key, uint32_t key_len)
 {
 	return key_len <= IDX_MAX_KEY && (key != NULL || key_len == 0);
@@ -601,13 +947,10 @@ void oidx_init(struct oidx *t)
 	t->height = 0;
 }
 
+/* Free the subtree under n: its nodes and separator copies. */
 static void node_free(struct oidx_node *n)
 {
-	if (n->is_leaf) {
-		struct oidx_leaf *l = as_leaf(n);
-		for (uint32_t i = 0; i < l->h.n; i++)
-			free(l->keys[i]);
-	} else {
+	if (!n->is_leaf) {
 		struct oidx_inner *in = as_inner(n);
 		for (uint32_t i = 0; i < in->h.n; i++)
 			free(in->keys[i]);
@@ -617,7 +960,7 @@ static void node_free(struct oidx_node *n)
 	free(n);
 }
 
-/* oidx_free: releases every node and key copy (not the values) and leaves
+/* oidx_free: releases every node and separator (not the values) and leaves
  * an empty, reusable tree.  Recursion depth is the height. */
 void oidx_free(struct oidx *t)
 {
@@ -646,73 +989,18 @@ static struct oidx_leaf *descend_path(const struct oidx *t, const void *key, uin
 	return as_leaf(n);
 }
 
-/* Shared body of put and set. */
-static int oidx_insert(struct oidx *t, const void *key, uint32_t key_len, void *val, bool replace)
+/* Insert key -> val into t: key is valid and absent, belongs at position p
+ * of `leaf`, which was reached through path/pidx (depth inner nodes).
+ * Into the leaf if it fits, else split the leaf (and the full ancestors,
+ * maybe growing a new root) as the top describes.  Allocates everything
+ * first: 0, or -1 on OOM with the tree unchanged. */
+static int leaf_insert_split(struct oidx *t, struct oidx_leaf *leaf, uint32_t p, const void *key,
+			     uint32_t key_len, void *val, struct oidx_inner **path, uint32_t *pidx,
+			     uint32_t depth)
 {
-	if (!oidx_key_ok(key, key_len))
-		return -1;
-	if (!t->root) {
-		struct oidx_leaf *l = leaf_new();
-		uint8_t *kb = kb_new(key, key_len);
-		if (!l || !kb) {
-			free(l);
-			free(kb);
-			return -1;
-		}
-		l->keys[0] = kb;
-		l->vals[0] = val;
-		l->h.n = 1;
-		t->root = &l->h;
-		t->height = 1;
-		t->count = 1;
-		return 0;
-	}
-
-	struct oidx_inner *path[OIDX_MAX_HEIGHT];
-	uint32_t pidx[OIDX_MAX_HEIGHT];
-	uint32_t depth = 0;
-	/* Append fast path (ids are time-ordered, and a snapshot is loaded in id
-	 * order): first the rightmost spine.  If key sorts above the largest key
-	 * (the rightmost leaf's last), that spine IS key's descent: every
-	 * separator is <= some key of its right subtree <= the largest < key, so
-	 * inner_child picks the last child at every level -- and key goes at the
-	 * end of that leaf.  One comparison instead of a binary search per
-	 * level; otherwise the ordinary descent below. */
-	struct oidx_node *n = t->root;
-	while (!n->is_leaf) {
-		assert(depth < OIDX_MAX_HEIGHT);
-		struct oidx_inner *in = as_inner(n);
-		path[depth] = in;
-		pidx[depth] = in->h.n;
-		depth++;
-		n = in->kids[in->h.n];
-	}
-	struct oidx_leaf *leaf = as_leaf(n);
-	assert(leaf->h.n > 0);
-	bool found = false;
-	uint32_t p = leaf->h.n;
-	if (kb_cmp_key(leaf->keys[leaf->h.n - 1], key, key_len) >= 0) {
-		leaf = descend_path(t, key, key_len, path, pidx, &depth);
-		p = leaf_lower(leaf, key, key_len, &found);
-	}
-	assert(depth + 1 == t->height);
-	if (found) {
-		if (!replace)
-			return 1;
-		leaf->vals[p] = val;
-		return 0;
-	}
-
-	uint8_t *kb = kb_new(key, key_len);
-	if (!kb)
-		return -1;
-
-	if (leaf->h.n < OIDX_LEAF_MAX) {
-		memmove(&leaf->keys[p + 1], &leaf->keys[p], (leaf->h.n - p) * sizeof(leaf->keys[0]));
-		memmove(&leaf->vals[p + 1], &leaf->vals[p], (leaf->h.n - p) * sizeof(leaf->vals[0]));
-		leaf->keys[p] = kb;
-		leaf->vals[p] = val;
-		leaf->h.n++;
+	uint32_t n = leaf->h.n, cost = OIDX_CHARGE(OIDX_ENT_COST(key_len));
+	if (leaf_fill(leaf) + cost <= OIDX_LEAF_DATA) {
+		leaf_insert(leaf, p, key, key_len, val);
 		t->count++;
 		return 0;
 	}
@@ -723,22 +1011,49 @@ static int oidx_insert(struct oidx *t, const void *key, uint32_t key_len, void *
 		nsplit++;
 	bool new_root = nsplit == depth;
 
-	/* The leaf's entries plus the new one, in order. */
-	uint8_t *tk[OIDX_LEAF_MAX + 1];
-	void *tv[OIDX_LEAF_MAX + 1];
-	memcpy(tk, leaf->keys, p * sizeof(tk[0]));
-	memcpy(tv, leaf->vals, p * sizeof(tv[0]));
-	tk[p] = kb;
-	tv[p] = val;
-	memcpy(&tk[p + 1], &leaf->keys[p], (OIDX_LEAF_MAX - p) * sizeof(tk[0]));
-	memcpy(&tv[p + 1], &leaf->vals[p], (OIDX_LEAF_MAX - p) * sizeof(tv[0]));
-	/* Append split: past the end of the last leaf, keep the old leaf full. */
-	bool append = leaf->next == NULL && p == OIDX_LEAF_MAX;
-	uint32_t nl = append ? OIDX_LEAF_MAX : (OIDX_LEAF_MAX + 1) / 2;
+	/* Append split: past the end of the last leaf, the full leaf stays full
+	 * and key starts the new one (k = n: everything stays left).  An
+	 * ascending insert (past the end of another leaf, or right after the
+	 * leaf's previous insert: ids arriving in order under one prefix of a
+	 * secondary index) is cut right after the new key, as far as both
+	 * sides' minimum allows.  Otherwise cut the n + 1 entries (key at p) at
+	 * the midpoint of their charges.  See the top. */
+	bool append = leaf->next == NULL && p == n;
+	uint32_t k = n;
+	if (!append) {
+		uint16_t costs[OIDX_LEAF_NMAX + 1];
+		uint32_t total = 0;
+		for (uint32_t i = 0; i <= n; i++) {
+			costs[i] = (uint16_t)(i == p ? cost : ent_charge(ent_bytes(leaf_ent(leaf, i < p ? i : i - 1))));
+			total += costs[i];
+		}
+		assert(total > OIDX_LEAF_DATA);
+		bool ascending = p == n || (leaf->last != UINT16_MAX && p == leaf->last + 1u);
+		k = ascending ? split_near(costs, n + 1, total, p + 1) : split_point(costs, n + 1, total);
+	}
+	/* The keys either side of the cut (entry i of the n + 1; key at p). */
+	const uint8_t *lo_k, *hi_k;
+	uint32_t lo_l, hi_l;
+	if (k - 1 == p) {
+		lo_k = key;
+		lo_l = key_len;
+	} else {
+		const uint8_t *e = leaf_ent(leaf, k - 1 < p ? k - 1 : k - 2);
+		lo_k = kb_bytes(e);
+		lo_l = kb_len(e);
+	}
+	if (k == p) {
+		hi_k = key;
+		hi_l = key_len;
+	} else {
+		const uint8_t *e = leaf_ent(leaf, k < p ? k : k - 1);
+		hi_k = kb_bytes(e);
+		hi_l = kb_len(e);
+	}
 
 	/* Allocate everything before touching the tree. */
 	struct oidx_leaf *nleaf = leaf_new();
-	uint8_t *sep = kb_separator(tk[nl - 1], tk[nl]);
+	uint8_t *sep = sep_new(lo_k, lo_l, hi_k, hi_l);
 	struct oidx_inner *spare[OIDX_MAX_HEIGHT + 1];
 	uint32_t nspare = nsplit + (new_root ? 1 : 0);
 	bool oom = !nleaf || !sep;
@@ -752,16 +1067,18 @@ static int oidx_insert(struct oidx *t, const void *key, uint32_t key_len, void *
 			free(spare[i]);
 		free(nleaf);
 		free(sep);
-		free(kb);
 		return -1;
 	}
 
-	memcpy(leaf->keys, tk, nl * sizeof(tk[0]));
-	memcpy(leaf->vals, tv, nl * sizeof(tv[0]));
-	leaf->h.n = nl;
-	memcpy(nleaf->keys, &tk[nl], (OIDX_LEAF_MAX + 1 - nl) * sizeof(tk[0]));
-	memcpy(nleaf->vals, &tv[nl], (OIDX_LEAF_MAX + 1 - nl) * sizeof(tv[0]));
-	nleaf->h.n = OIDX_LEAF_MAX + 1 - nl;
+	if (p < k) {
+		leaf_move_tail(leaf, nleaf, n - (k - 1));
+		leaf_insert(leaf, p, key, key_len, val);
+	} else {
+		leaf_move_tail(leaf, nleaf, n - k);
+		leaf_insert(nleaf, p - k, key, key_len, val);
+	}
+	assert(leaf->h.n == k && nleaf->h.n == n + 1 - k);
+	assert(leaf_fill(leaf) >= OIDX_LEAF_MIN && (append || leaf_fill(nleaf) >= OIDX_LEAF_MIN));
 	nleaf->next = leaf->next;
 	if (nleaf->next)
 		nleaf->next->prev = nleaf;
@@ -818,6 +1135,60 @@ static int oidx_insert(struct oidx *t, const void *key, uint32_t key_len, void *
 	return 0;
 }
 
+/* Shared body of put and set: find key's place, then replace (replace) or
+ * report it present, or insert it.  0, 1 (present, !replace) or -1. */
+static int oidx_insert(struct oidx *t, const void *key, uint32_t key_len, void *val, bool replace)
+{
+	if (!oidx_key_ok(key, key_len))
+		return -1;
+	if (!t->root) {
+		struct oidx_leaf *l = leaf_new();
+		if (!l)
+			return -1;
+		leaf_insert(l, 0, key, key_len, val);
+		t->root = &l->h;
+		t->height = 1;
+		t->count = 1;
+		return 0;
+	}
+
+	struct oidx_inner *path[OIDX_MAX_HEIGHT];
+	uint32_t pidx[OIDX_MAX_HEIGHT];
+	uint32_t depth = 0;
+	/* Append fast path (ids are time-ordered, and a snapshot is loaded in id
+	 * order): first the rightmost spine.  If key sorts above the largest key
+	 * (the rightmost leaf's last), that spine IS key's descent: every
+	 * separator is <= some key of its right subtree <= the largest < key, so
+	 * inner_child picks the last child at every level -- and key goes at the
+	 * end of that leaf.  One comparison instead of a binary search per
+	 * level; otherwise the ordinary descent below. */
+	struct oidx_node *n = t->root;
+	while (!n->is_leaf) {
+		assert(depth < OIDX_MAX_HEIGHT);
+		struct oidx_inner *in = as_inner(n);
+		path[depth] = in;
+		pidx[depth] = in->h.n;
+		depth++;
+		n = in->kids[in->h.n];
+	}
+	struct oidx_leaf *leaf = as_leaf(n);
+	assert(leaf->h.n > 0);
+	bool found = false;
+	uint32_t p = leaf->h.n;
+	if (kb_cmp_key(leaf_ent(leaf, leaf->h.n - 1), key, key_len) >= 0) {
+		leaf = descend_path(t, key, key_len, path, pidx, &depth);
+		p = leaf_lower(leaf, key, key_len, &found);
+	}
+	assert(depth + 1 == t->height);
+	if (found) {
+		if (!replace)
+			return 1;
+		leaf_set_val(leaf, p, val);
+		return 0;
+	}
+	return leaf_insert_split(t, leaf, p, key, key_len, val, path, pidx, depth);
+}
+
 /* oidx_put: insert a copy of key -> val.  0 inserted, 1 already present
  * (nothing changed), -1 bad key (too long, NULL with length) or OOM
  * (nothing changed).  O(log n). */
@@ -841,21 +1212,22 @@ void *oidx_get(const struct oidx *t, const void *key, uint32_t key_len)
 	struct oidx_leaf *l = descend(t, key, key_len);
 	bool found;
 	uint32_t p = leaf_lower(l, key, key_len, &found);
-	return found ? l->vals[p] : NULL;
+	return found ? ent_val(leaf_ent(l, p)) : NULL;
 }
 
-/* Merge or even out leaf kid ci of parent with a sibling.  Returns true if
- * the parent lost a child (merge), false otherwise. */
+/* Merge leaf kid ci of parent with a sibling (the left one preferred) if
+ * both fit in one leaf, else even out their bytes (see the top).  Returns
+ * true if the parent lost a child (merge), false otherwise -- also when
+ * the separator the redistribution needs could not be allocated (nothing
+ * changed then: an under-full leaf is still a correct tree). */
 static bool leaf_rebalance(struct oidx_inner *parent, uint32_t ci)
 {
 	uint32_t si = ci > 0 ? ci - 1 : ci; /* separator between L and R */
 	struct oidx_leaf *L = as_leaf(parent->kids[si]);
 	struct oidx_leaf *R = as_leaf(parent->kids[si + 1]);
-	uint32_t total = L->h.n + R->h.n;
-	if (total <= OIDX_LEAF_MAX) {
-		memcpy(&L->keys[L->h.n], R->keys, R->h.n * sizeof(R->keys[0]));
-		memcpy(&L->vals[L->h.n], R->vals, R->h.n * sizeof(R->vals[0]));
-		L->h.n = total;
+	uint32_t fl = leaf_fill(L), fr = leaf_fill(R);
+	if (fl + fr <= OIDX_LEAF_DATA) {
+		leaf_move_head(R, L, R->h.n);
 		L->next = R->next;
 		if (L->next)
 			L->next->prev = L;
@@ -867,29 +1239,33 @@ static bool leaf_rebalance(struct oidx_inner *parent, uint32_t ci)
 		parent->h.n--;
 		return true;
 	}
-	uint8_t *tk[2 * OIDX_LEAF_MAX];
-	void *tv[2 * OIDX_LEAF_MAX];
-	memcpy(tk, L->keys, L->h.n * sizeof(tk[0]));
-	memcpy(tv, L->vals, L->h.n * sizeof(tv[0]));
-	memcpy(&tk[L->h.n], R->keys, R->h.n * sizeof(tk[0]));
-	memcpy(&tv[L->h.n], R->vals, R->h.n * sizeof(tv[0]));
-	uint32_t nl = total / 2;
-	uint8_t *sep = kb_separator(tk[nl - 1], tk[nl]);
+	/* fl + fr > one leaf and one of them is under OIDX_LEAF_MIN: the cut
+	 * closest to half leaves both within OIDX_ENT_MAX / 2 of half, so at
+	 * least OIDX_LEAF_MIN and at most OIDX_LEAF_DATA each. */
+	uint16_t costs[2 * OIDX_LEAF_NMAX];
+	uint32_t nl = L->h.n, m = nl + R->h.n;
+	for (uint32_t i = 0; i < m; i++)
+		costs[i] = (uint16_t)ent_charge(ent_bytes(i < nl ? leaf_ent(L, i) : leaf_ent(R, i - nl)));
+	uint32_t k = split_point(costs, m, fl + fr);
+	if (k == nl)
+		return false; /* already the best cut (not reached from an under-full node) */
+	const uint8_t *lo = k - 1 < nl ? leaf_ent(L, k - 1) : leaf_ent(R, k - 1 - nl);
+	const uint8_t *hi = k < nl ? leaf_ent(L, k) : leaf_ent(R, k - nl);
+	uint8_t *sep = sep_new(kb_bytes(lo), kb_len(lo), kb_bytes(hi), kb_len(hi));
 	if (!sep)
 		return false; /* OOM: leave the node under-full; still correct */
-	memcpy(L->keys, tk, nl * sizeof(tk[0]));
-	memcpy(L->vals, tv, nl * sizeof(tv[0]));
-	L->h.n = nl;
-	memcpy(R->keys, &tk[nl], (total - nl) * sizeof(tk[0]));
-	memcpy(R->vals, &tv[nl], (total - nl) * sizeof(tv[0]));
-	R->h.n = total - nl;
+	if (k > nl)
+		leaf_move_head(R, L, k - nl);
+	else
+		leaf_move_tail(L, R, nl - k);
+	assert(leaf_fill(L) >= OIDX_LEAF_MIN && leaf_fill(R) >= OIDX_LEAF_MIN);
 	free(parent->keys[si]);
 	parent->keys[si] = sep;
 	return false;
 }
 
-/* Same for an inner kid; separators rotate through the parent, so this
- * never allocates. */
+/* Same for an inner kid (by count); separators rotate through the parent,
+ * so this never allocates. */
 static bool inner_rebalance(struct oidx_inner *parent, uint32_t ci)
 {
 	uint32_t si = ci > 0 ? ci - 1 : ci;
@@ -940,11 +1316,8 @@ void *oidx_del(struct oidx *t, const void *key, uint32_t key_len)
 	uint32_t p = leaf_lower(leaf, key, key_len, &found);
 	if (!found)
 		return NULL;
-	void *val = leaf->vals[p];
-	free(leaf->keys[p]);
-	memmove(&leaf->keys[p], &leaf->keys[p + 1], (leaf->h.n - p - 1) * sizeof(leaf->keys[0]));
-	memmove(&leaf->vals[p], &leaf->vals[p + 1], (leaf->h.n - p - 1) * sizeof(leaf->vals[0]));
-	leaf->h.n--;
+	void *val = ent_val(leaf_ent(leaf, p));
+	leaf_delete(leaf, p);
 	t->count--;
 
 	if (depth == 0) {
@@ -957,7 +1330,7 @@ void *oidx_del(struct oidx *t, const void *key, uint32_t key_len)
 	}
 
 	/* Walk up while the current node is under-full. */
-	bool under = leaf->h.n < OIDX_LEAF_MIN;
+	bool under = leaf_fill(leaf) < OIDX_LEAF_MIN;
 	bool is_leaf = true;
 	for (uint32_t j = depth; under && j-- > 0;) {
 		bool merged = is_leaf ? leaf_rebalance(path[j], pidx[j]) : inner_rebalance(path[j], pidx[j]);
@@ -1038,20 +1411,20 @@ int oidx_seek_le(const struct oidx *t, const void *key, uint32_t key_len, struct
 void *oidx_iter_val(const struct oidx_iter *it)
 {
 	struct oidx_leaf *l = as_leaf(it->leaf);
-	assert(it->pos < l->h.n);
-	return l->vals[it->pos];
+	return ent_val(leaf_ent(l, it->pos));
 }
 
-/* oidx_iter_key: the key under a valid iterator (the tree's copy; valid
- * until the tree is modified); *key_len set if key_len is not NULL. */
+/* oidx_iter_key: the key under a valid iterator: a pointer into the leaf
+ * (not aligned, not NUL-terminated), valid until the tree is modified in
+ * any way -- an insert or delete of ANY key may move it; *key_len set if
+ * key_len is not NULL. */
 const void *oidx_iter_key(const struct oidx_iter *it, uint32_t *key_len)
 {
 	struct oidx_leaf *l = as_leaf(it->leaf);
-	assert(it->pos < l->h.n);
-	const uint8_t *kb = l->keys[it->pos];
+	const uint8_t *e = leaf_ent(l, it->pos);
 	if (key_len)
-		*key_len = kb_len(kb);
-	return kb_bytes(kb);
+		*key_len = kb_len(e);
+	return kb_bytes(e);
 }
 
 /* oidx_next: step to the following key.  1 if on an entry, 0 when walked
@@ -1108,6 +1481,33 @@ struct check_state {
 		}                                                              \
 	} while (0)
 
+/* The slots and heap of leaf l: offsets inside the heap, entries inside d[]
+ * and not overlapping, used == the sum of their sizes, fill == the sum of
+ * their charges and in bounds. */
+static void check_leaf_layout(struct check_state *st, const struct oidx_leaf *l)
+{
+	uint8_t mark[OIDX_LEAF_DATA];
+	memset(mark, 0, sizeof(mark));
+	CHECK(l->top <= OIDX_LEAF_DATA && 2u * l->h.n <= l->top, "leaf slots run into the heap");
+	uint32_t sum = 0, charged = 0;
+	for (uint32_t i = 0; i < l->h.n; i++) {
+		uint32_t off = slot_get(l, i);
+		CHECK(off >= l->top && off < OIDX_LEAF_DATA, "leaf slot offset outside the heap");
+		CHECK(off + OIDX_ENT_BYTES(l->d[off]) <= OIDX_LEAF_DATA, "leaf entry runs past the node");
+		uint32_t sz = ent_bytes(l->d + off);
+		for (uint32_t b = off; b < off + sz; b++) {
+			CHECK(!mark[b], "leaf entries overlap");
+			mark[b] = 1;
+		}
+		sum += sz;
+		charged += ent_charge(sz);
+	}
+	CHECK(sum == l->used, "leaf used bytes differ from its entries");
+	CHECK(charged == l->fill, "leaf fill differs from its entries' charges");
+	CHECK(2u * l->h.n + l->used <= l->fill, "leaf fill below the bytes it takes");
+	CHECK(leaf_fill(l) <= OIDX_LEAF_DATA, "leaf overfull");
+}
+
 /* Keys of n lie in [lo, hi) (NULL: unbounded).  spine: n is on the rightmost
  * path from the root. */
 static void check_node(struct check_state *st, struct oidx_node *n, uint32_t depth, const uint8_t *lo,
@@ -1118,13 +1518,16 @@ static void check_node(struct check_state *st, struct oidx_node *n, uint32_t dep
 	if (n->is_leaf) {
 		struct oidx_leaf *l = as_leaf(n);
 		CHECK(depth == st->t->height - 1, "leaf above the bottom level");
-		CHECK(l->h.n >= 1 && l->h.n <= OIDX_LEAF_MAX, "leaf entry count out of range");
-		CHECK(root || spine || l->h.n >= OIDX_LEAF_MIN, "leaf under half full off the right spine");
+		CHECK(l->h.n >= 1 && l->h.n <= OIDX_LEAF_NMAX, "leaf entry count out of range");
+		check_leaf_layout(st, l);
+		if (st->err)
+			return;
+		CHECK(root || spine || leaf_fill(l) >= OIDX_LEAF_MIN, "leaf under half full off the right spine");
 		for (uint32_t i = 0; i < l->h.n; i++) {
-			const uint8_t *k = l->keys[i];
-			CHECK(k != NULL, "NULL key in leaf");
+			const uint8_t *k = leaf_ent(l, i);
 			if (i > 0)
-				CHECK(kb_cmp_key(l->keys[i - 1], kb_bytes(k), kb_len(k)) < 0, "leaf keys not strictly ascending");
+				CHECK(kb_cmp_key(leaf_ent(l, i - 1), kb_bytes(k), kb_len(k)) < 0,
+				      "leaf keys not strictly ascending");
 			if (lo)
 				CHECK(kb_cmp_key(lo, kb_bytes(k), kb_len(k)) <= 0, "leaf key below its separator");
 			if (hi)
@@ -1133,7 +1536,7 @@ static void check_node(struct check_state *st, struct oidx_node *n, uint32_t dep
 		CHECK(l->prev == st->prev_leaf, "leaf prev link wrong");
 		if (st->prev_leaf) {
 			CHECK(st->prev_leaf->next == l, "leaf next link wrong");
-			const uint8_t *a = st->prev_leaf->keys[st->prev_leaf->h.n - 1], *b = l->keys[0];
+			const uint8_t *a = leaf_ent(st->prev_leaf, st->prev_leaf->h.n - 1), *b = leaf_ent(l, 0);
 			CHECK(kb_cmp_key(a, kb_bytes(b), kb_len(b)) < 0, "keys not ascending across leaves");
 		}
 		st->prev_leaf = l;
@@ -1183,5 +1586,25 @@ int oidx_check(const struct oidx *t)
 		return -1;
 	}
 	return 0;
+}
+
+/* oidx_leaf_stats: the leaves of t and the bytes their entries fill (see
+ * index.h).  Walks the leaf chain from the leftmost leaf; O(leaves). */
+void oidx_leaf_stats(const struct oidx *t, struct oidx_leaf_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->cap = OIDX_LEAF_DATA;
+	s->node_bytes = sizeof(struct oidx_leaf);
+	s->entry_overhead = OIDX_ENT_COST(0);
+	s->min_charge = OIDX_CHARGE_MIN;
+	if (!t->root)
+		return;
+	struct oidx_node *n = t->root;
+	while (!n->is_leaf)
+		n = as_inner(n)->kids[0];
+	for (const struct oidx_leaf *l = as_leaf(n); l; l = l->next) {
+		s->leaves++;
+		s->fill += leaf_fill(l);
+	}
 }
 #endif

@@ -116,7 +116,9 @@ static inline size_t oidx_count(const struct oidx *t) { return t->count; }
 int oidx_seek_ge(const struct oidx *t, const void *key, uint32_t key_len, struct oidx_iter *it);
 /* Position at the last key <= key (key NULL: the last key).  1 or 0. */
 int oidx_seek_le(const struct oidx *t, const void *key, uint32_t key_len, struct oidx_iter *it);
-/* Current entry; valid only after a seek/next/prev returned 1. */
+/* Current entry; valid only after a seek/next/prev returned 1.  The key
+ * points into the tree's node: it moves with ANY modification of the tree
+ * (not only of that key), so copy it before inserting or deleting. */
 void *oidx_iter_val(const struct oidx_iter *it);
 const void *oidx_iter_key(const struct oidx_iter *it, uint32_t *key_len);
 /* Step; returns 1 if on an entry, 0 when walked off the end. */
@@ -128,6 +130,15 @@ int oidx_prev(struct oidx_iter *it);
  * (both ways), equal leaf depth and node fill.  0, or -1 after printing the
  * first violation to stderr.  O(n). */
 int oidx_check(const struct oidx *t);
+
+/* Test builds only: how full the leaves are.  An entry is charged
+ * entry_overhead + its key length (slot, length byte, value), but at least
+ * min_charge; fill is the charges summed over all leaves, cap what one
+ * leaf can hold, node_bytes what one leaf costs in memory. */
+struct oidx_leaf_stats {
+	size_t leaves, fill, cap, node_bytes, entry_overhead, min_charge;
+};
+void oidx_leaf_stats(const struct oidx *t, struct oidx_leaf_stats *s);
 #endif
 
 #endif

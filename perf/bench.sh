@@ -478,6 +478,21 @@ fi
 #    ~10% (memcmp, inner_child, leaf_lower, kb_new, oidx_insert), malloc/free
 #    ~6%, zstd 5%.  The snapshot file layer (three verifying passes: find,
 #    verify, load) is ~4.4 s of the 84.
+# Measured 2026-11-29 (quiet box, release build), the defaults (W = 100,000:
+# 1,710,026 snapshot records + 300,000 WAL records), `bench_scale load` of
+# one filled directory by the build of the session's start (2779dc6) and by
+# this one, alternately, twice each:
+#  - recovery: 223k / 174k rows/s before, 374k / 372k now (snapshot part
+#    240k / 178k -> 386k / 383k records/s, WAL tail 158k / 157k -> 318k /
+#    321k): rows are parsed and decoded on a second thread and installed on
+#    the loop (engine/storage/recovery.c), B+tree keys are inline in their
+#    leaves (engine/storage/index.c).  Target 2,000,000: still 5.4x away.
+#    At W = 20,000: 234-247k -> 345-375k rows/s (three pairs).
+#  - memory: an offer 1,232 B (8.4x its raw 147 B; was 1,325), B+tree by id
+#    45 B (was 74), secondary indexes 226 B (was 287); a level 1,197 B (8.0x;
+#    was 1,318), B+tree by id 37 B (was 66), secondary 344 B (was 392).  RSS
+#    per row after recovery 1,213 B (was 1,289).  Goal <= 2x: not met.
+#  - quote p99 big/small: 1 line 1.21, 5 lines 1.28 (target <= 1.5).
 echo
 S_WINES=${BENCH_SCALE_WINES:-100000}
 S_PER=${BENCH_SCALE_OFFERS_PER_WINE:-10}

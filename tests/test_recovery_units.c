@@ -310,8 +310,16 @@ WM_TEST(recovery, a_wal_tail_replayed_on_two_threads_is_the_state_that_was_commi
 	uint64_t lsn = f->sh.lsn;
 	char *events_before = table_dump(f, REC_T_EVENT), *cursors_before = table_dump(f, REC_T_WH_CURSOR);
 	shard_close(&f->sh);
-	fx_open(f);
+	char out[16384];
+	open_capture(f, out, sizeof(out));
 	cr_assert_eq(f->sh.lsn, lsn);
+	/* each half's log line says how long it took and which side waited */
+	cr_assert_not_null(strstr(out, "msg=\"snapshot loaded\""), "%s", out);
+	cr_assert_not_null(strstr(out, "builder_wait_ms="), "%s", out);
+	cr_assert_not_null(strstr(out, "wal_txns_replayed=6000"), "%s", out);
+	cr_assert_not_null(strstr(out, "wal_ms="), "%s", out);
+	cr_assert_leq(f->sh.wal_time.loop_wait_ms + f->sh.wal_time.builder_wait_ms, 2 * f->sh.wal_time.ms + 1,
+		      "a side cannot wait longer than the replay took");
 	char *events_after = table_dump(f, REC_T_EVENT), *cursors_after = table_dump(f, REC_T_WH_CURSOR);
 	cr_assert_eq(strcmp(events_before, events_after), 0, "the events replayed differ");
 	cr_assert_eq(strcmp(cursors_before, cursors_after), 0, "the cursors replayed differ:\n%s\n--\n%s",

@@ -51,6 +51,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine/base/log.h"
 #include "engine/storage/record.h"
@@ -95,6 +96,7 @@ struct load_pipe {
 	unsigned head, count;          /* under mu */
 	struct load_batch *free_list;  /* under mu: batches given back */
 	int done, stop;                /* under mu */
+	uint64_t loop_wait_us, builder_wait_us; /* time each side spent waiting for the other */
 	/* the builder's own, read by the loop once it has joined */
 	struct load_batch *fill;
 	int rc;                        /* the file layer's answer */
@@ -103,6 +105,13 @@ struct load_pipe {
 	char err[512];
 	char why[128];                 /* a record the builder refused */
 };
+
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
 
 /* Release what an item still holds (rows never adopted, a big copy). */
 static void item_clear(struct shard *sh, struct load_item *it)
@@ -147,8 +156,12 @@ static int batch_queue(struct load_pipe *p)
 {
 	struct load_batch *b = p->fill;
 	pthread_mutex_lock(&p->mu);
-	while (p->count == LOAD_RING && !p->stop)
-		pthread_cond_wait(&p->cv, &p->mu);
+	if (p->count == LOAD_RING && !p->stop) {
+		uint64_t t0 = mono_us();
+		while (p->count == LOAD_RING && !p->stop)
+			pthread_cond_wait(&p->cv, &p->mu);
+		p->builder_wait_us += mono_us() - t0;
+	}
 	int stop = p->stop;
 	if (!stop) {
 		p->ring[(p->head + p->count) % LOAD_RING] = b;
@@ -424,8 +437,12 @@ static int wal_install(struct shard *sh, struct load_item *it, char *why)
 static struct load_batch *batch_take(struct load_pipe *p)
 {
 	pthread_mutex_lock(&p->mu);
-	while (!p->count && !p->done)
-		pthread_cond_wait(&p->cv, &p->mu);
+	if (!p->count && !p->done) {
+		uint64_t t0 = mono_us();
+		while (!p->count && !p->done)
+			pthread_cond_wait(&p->cv, &p->mu);
+		p->loop_wait_us += mono_us() - t0;
+	}
 	struct load_batch *b = NULL;
 	if (p->count) {
 		b = p->ring[p->head];
@@ -443,6 +460,7 @@ static struct load_batch *batch_take(struct load_pipe *p)
  * builder's own answer is p->rc. */
 static int pipe_run(struct load_pipe *p, void *(*builder)(void *), int wal, char *why)
 {
+	uint64_t t0 = mono_us();
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
 	pthread_t th;
@@ -466,6 +484,10 @@ static int pipe_run(struct load_pipe *p, void *(*builder)(void *), int wal, char
 		batch_give_back(p, b);
 	}
 	pthread_join(th, NULL);
+	/* the loop only reads the builder's counter once it has joined */
+	(wal ? &p->sh->wal_time : &p->sh->snap_time)[0] = (struct recovery_time){
+		.ms = (mono_us() - t0) / 1000, .loop_wait_ms = p->loop_wait_us / 1000,
+		.builder_wait_ms = p->builder_wait_us / 1000};
 out:
 	if (p->fill) { /* the builder's last batch, never queued */
 		batch_clear(p->sh, p->fill);

@@ -131,8 +131,11 @@ int shard_load_with(struct shard *sh, const struct config *cfg, const struct sha
 		sh->lsn = si.lsn;
 		sh->snap_last_lsn = si.lsn;
 		sh->snap_last_unix_ms = si.created_unix_ms;
-		log_info("msg=\"snapshot loaded\" file=%s lsn=%llu records=%llu", si.path,
-			 (unsigned long long)si.lsn, (unsigned long long)si.records);
+		log_info("msg=\"snapshot loaded\" file=%s lsn=%llu records=%llu ms=%llu loop_wait_ms=%llu "
+			 "builder_wait_ms=%llu",
+			 si.path, (unsigned long long)si.lsn, (unsigned long long)si.records,
+			 (unsigned long long)sh->snap_time.ms, (unsigned long long)sh->snap_time.loop_wait_ms,
+			 (unsigned long long)sh->snap_time.builder_wait_ms);
 	}
 	struct wal_recovery_report rep;
 	memset(&rep, 0, sizeof(rep));
@@ -154,8 +157,11 @@ int shard_load_with(struct shard *sh, const struct config *cfg, const struct sha
 	if (rep.last_lsn > sh->lsn && !upto_lsn)
 		sh->lsn = rep.last_lsn;
 	sh->state_lsn = sh->lsn;
-	log_info("msg=\"recovered\" lsn=%llu wal_txns_replayed=%llu wal_segments=%u",
-		 (unsigned long long)sh->lsn, (unsigned long long)rep.txns_replayed, rep.segments);
+	log_info("msg=\"recovered\" lsn=%llu wal_txns_replayed=%llu wal_segments=%u wal_ms=%llu loop_wait_ms=%llu "
+		 "builder_wait_ms=%llu",
+		 (unsigned long long)sh->lsn, (unsigned long long)rep.txns_replayed, rep.segments,
+		 (unsigned long long)sh->wal_time.ms, (unsigned long long)sh->wal_time.loop_wait_ms,
+		 (unsigned long long)sh->wal_time.builder_wait_ms);
 	return 0;
 }
 

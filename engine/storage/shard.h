@@ -96,6 +96,12 @@ struct shard {
 	uint64_t snap_next_due_ms;
 	uint64_t snaps_taken, snaps_failed;
 	uint64_t upto_lsn;     /* replay stops after this LSN (0 = all) */
+	/* how each half of the last recovery went (recovery.c), for its log
+	 * line: wall time, and how long the loop waited for rows (the builder
+	 * was the bound) and the builder for room (the loop was) */
+	struct recovery_time {
+		uint64_t ms, loop_wait_ms, builder_wait_ms;
+	} snap_time, wal_time;
 	int lock_fd;           /* flock on <data_dir>/LOCK: one process per data directory */
 	unsigned snap_stall_s; /* test builds: the snapshot child sleeps this long after opening its file */
 	char wal_dir[600];

@@ -470,6 +470,7 @@ static int pipe_run(struct load_pipe *p, void *(*builder)(void *), int wal, char
 		failed = -1;
 		goto out;
 	}
+	pthread_setname_np(th, "wm-recovery"); /* top -H and perf tell it from the loop */
 	struct load_batch *b;
 	while ((b = batch_take(p))) {
 		for (unsigned i = 0; i < b->n && !failed; i++) {

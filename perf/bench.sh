@@ -482,12 +482,13 @@ fi
 # 1,710,026 snapshot records + 300,000 WAL records), `bench_scale load` of
 # one filled directory by the build of the session's start (2779dc6) and by
 # this one, alternately, twice each:
-#  - recovery: 223k / 174k rows/s before, 374k / 372k now (snapshot part
-#    240k / 178k -> 386k / 383k records/s, WAL tail 158k / 157k -> 318k /
-#    321k): rows are parsed and decoded on a second thread and installed on
-#    the loop (engine/storage/recovery.c), B+tree keys are inline in their
-#    leaves (engine/storage/index.c).  Target 2,000,000: still 5.4x away.
-#    At W = 20,000: 234-247k -> 345-375k rows/s (three pairs).
+#  - recovery: 223k / 225k rows/s before, 386k / 389k now (snapshot part
+#    235k / 236k -> 405k / 409k records/s, WAL tail 176k / 178k -> 304k):
+#    rows are parsed and decoded on a second thread and installed on the
+#    loop, the two balancing each other (engine/storage/recovery.c; its log
+#    lines and bench_scale say how long each side waited), and B+tree keys
+#    are inline in their leaves (engine/storage/index.c).  Target 2,000,000:
+#    still 5.1x away.  At W = 20,000: 230-235k -> 391-400k rows/s (3 pairs).
 #  - memory: an offer 1,232 B (8.4x its raw 147 B; was 1,325), B+tree by id
 #    45 B (was 74), secondary indexes 226 B (was 287); a level 1,197 B (8.0x;
 #    was 1,318), B+tree by id 37 B (was 66), secondary 344 B (was 392).  RSS

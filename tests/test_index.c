@@ -1115,6 +1115,20 @@ static int rkey_cmp(const void *a, const void *b)
 	return bytes_cmp(x->k, x->len, y->k, y->len);
 }
 
+/* The first index of sorted ref[0..n) whose key is >= q's (n: none). */
+static size_t rkey_lower(struct rkey *const *ref, size_t n, const struct rkey *q)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (rkey_cmp(&ref[mid], &q) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* t holds exactly ref[0..n) (sorted): count, check, both walks (key bytes
  * and values through the iterator), and a get of every key. */
 static void expect_exactly(const struct oidx *t, struct rkey **ref, size_t n)
@@ -1402,15 +1416,8 @@ WM_TEST(oidx, random_long_keys_against_a_sorted_array)
 			if (n > 0 && (r >> 8) % 100 >= ins_pct && (r >> 16) % 4 != 0)
 				q = *ref[rng() % n]; /* delete an existing key */
 			/* where q is in the reference */
-			struct rkey *qp = &q;
-			size_t lo = 0, hi = n;
-			while (lo < hi) {
-				size_t mid = (lo + hi) / 2;
-				if (rkey_cmp(&ref[mid], &qp) < 0)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
+			size_t lo = rkey_lower(ref, n, &q);
+			const struct rkey *qp = &q;
 			bool found = lo < n && rkey_cmp(&ref[lo], &qp) == 0;
 			if ((r >> 8) % 100 < ins_pct) {
 				q.val = (uintptr_t)(b * OPS + op + 1);
@@ -1445,15 +1452,7 @@ WM_TEST(oidx, random_long_keys_against_a_sorted_array)
 			q.len = (uint32_t)(rng() % (IDX_MAX_KEY + 1));
 			for (uint32_t i = 0; i < q.len; i++)
 				q.k[i] = (uint8_t)"a\0\xff"[rng() % 3];
-			struct rkey *qp = &q;
-			size_t lo = 0, hi = n;
-			while (lo < hi) {
-				size_t mid = (lo + hi) / 2;
-				if (rkey_cmp(&ref[mid], &qp) < 0)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
+			size_t lo = rkey_lower(ref, n, &q);
 			struct oidx_iter it;
 			cr_assert_eq(oidx_seek_ge(&t, q.k, q.len, &it), lo < n);
 			if (lo < n)

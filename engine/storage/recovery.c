@@ -524,15 +524,23 @@ out:
 	return failed ? -1 : 0;
 }
 
+/* A pipe for sh, or NULL with "out of memory" in err (errlen bytes). */
+static struct load_pipe *pipe_new(struct shard *sh, char *err, size_t errlen)
+{
+	struct load_pipe *p = calloc(1, sizeof(*p));
+	if (p)
+		p->sh = sh;
+	else
+		snprintf(err, errlen, "out of memory");
+	return p;
+}
+
 /* Contract (shard.h). */
 int shard_snap_load(struct shard *sh, const char *path, struct snap_info *si, char *err, size_t errlen)
 {
-	struct load_pipe *p = calloc(1, sizeof(*p));
-	if (!p) {
-		snprintf(err, errlen, "out of memory");
+	struct load_pipe *p = pipe_new(sh, err, errlen);
+	if (!p)
 		return -1;
-	}
-	p->sh = sh;
 	p->path = path;
 	char why[128] = "";
 	int failed = pipe_run(p, snap_builder, 0, why);
@@ -550,12 +558,9 @@ int shard_snap_load(struct shard *sh, const char *path, struct snap_info *si, ch
 /* Contract (shard.h). */
 int shard_wal_replay(struct shard *sh, int salvage, struct wal_recovery_report *rep)
 {
-	struct load_pipe *p = calloc(1, sizeof(*p));
-	if (!p) {
-		snprintf(rep->error, sizeof(rep->error), "out of memory");
+	struct load_pipe *p = pipe_new(sh, rep->error, sizeof(rep->error));
+	if (!p)
 		return -1;
-	}
-	p->sh = sh;
 	p->salvage = salvage;
 	char why[128] = "";
 	int failed = pipe_run(p, wal_builder, 1, why);

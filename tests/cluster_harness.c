@@ -72,11 +72,45 @@ static void write_map(struct wm_cluster *c)
 	fclose(f);
 }
 
+/* Is port one the cluster already uses (a router's, or a shard's other
+ * than shard `except`)? */
+static int port_taken(const struct wm_cluster *c, int port, unsigned except)
+{
+	if (port == c->router_port || port == c->router2_port)
+		return 1;
+	for (unsigned j = 0; j < c->n; j++)
+		if (j != except && c->port[j] == port)
+			return 1;
+	return 0;
+}
+
+/* Is port a shard's? */
+static int shard_on(const struct wm_cluster *c, int port)
+{
+	for (unsigned j = 0; j < c->n; j++)
+		if (c->port[j] == port)
+			return 1;
+	return 0;
+}
+
+/* A free port for shard i that no other member of the cluster has: the
+ * kernel may hand the same free port out twice, and a shard on the
+ * router's port answered the router's readiness probe in its place (CI
+ * run 19: requests meant for the router reached a shard). */
+static int shard_port(const struct wm_cluster *c, unsigned i)
+{
+	int p;
+	do
+		p = free_port();
+	while (port_taken(c, p, i));
+	return p;
+}
+
 void wm_cluster_move(struct wm_cluster *c, unsigned i)
 {
 	int old = c->port[i];
 	do
-		c->port[i] = free_port();
+		c->port[i] = shard_port(c, i);
 	while (c->port[i] == old);
 	c->map_version = (c->map_version ? c->map_version : 1) + 1;
 	write_map(c);
@@ -103,12 +137,7 @@ void wm_cluster_init(struct wm_cluster *c, unsigned n)
 	c->router_port = free_port();
 	for (unsigned i = 0; i < n; i++) {
 		wm_proc_init(&c->shard[i]);
-		c->port[i] = free_port();
-		for (unsigned j = 0; j < i; j++)
-			if (c->port[j] == c->port[i]) { /* the kernel gave the same port twice: pick again */
-				c->port[i] = free_port();
-				j = (unsigned)-1;
-			}
+		c->port[i] = shard_port(c, i);
 	}
 	write_map(c);
 	FILE *f = fopen(c->secret_path, "w");
@@ -180,6 +209,19 @@ int wm_cluster_do(const struct wm_cluster *c, unsigned i, const char *method, co
  * env: its pid into *pid once /readyz says ready (its replica of the keys
  * caught up with the home, edge.h); 0, 1 when the binary does not exist,
  * -1 when it did not start. */
+/* Does the file at path (read whole, up to 64 KiB) contain needle? */
+static int log_says(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	static char buf[65536];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	return strstr(buf, needle) != NULL;
+}
+
 static int router_spawn(struct wm_cluster *c, unsigned id, int port, const char *dir, const char *const *env,
 			pid_t *pid_out)
 {
@@ -217,9 +259,13 @@ static int router_spawn(struct wm_cluster *c, unsigned id, int port, const char 
 	}
 	*pid_out = pid;
 	wm_tmp_track_pid(pid);
+	char logp[400];
+	snprintf(logp, sizeof(logp), "%s/router%s.log", c->root, id ? rid : "");
 	for (int waited = 0; waited < 20000; waited += 20) {
 		struct http_resp r;
-		if (http_do(port, "GET", "/readyz", NULL, NULL, &r) == 0) {
+		/* ready once THIS router says it listens (another process on the
+		 * port would answer /readyz too) and answers */
+		if (log_says(logp, "msg=\"listening\"") && http_do(port, "GET", "/readyz", NULL, NULL, &r) == 0) {
 			int ok = r.status == 200;
 			http_resp_free(&r);
 			if (ok)
@@ -248,7 +294,7 @@ void wm_cluster_add_router2(struct wm_cluster *c)
 {
 	do
 		c->router2_port = free_port();
-	while (c->router2_port == c->router_port);
+	while (c->router2_port == c->router_port || shard_on(c, c->router2_port));
 	snprintf(c->router2_dir, sizeof(c->router2_dir), "%s/router2", c->root);
 	write_map(c);
 }

@@ -19,6 +19,7 @@ struct fixture *fixture_new(const char *name)
 	cr_assert_not_null(f);
 	snprintf(f->dir, sizeof(f->dir), "/tmp/wm-%s-units-XXXXXX", name);
 	cr_assert_not_null(mkdtemp(f->dir));
+	wm_tmp_track_dir(f->dir); /* a test that fails before fixture_free leaves nothing behind */
 	config_defaults(&f->cfg);
 	snprintf(f->cfg.data_dir, sizeof(f->cfg.data_dir), "%s/data", f->dir);
 	snprintf(f->cfg.wal_mode, sizeof(f->cfg.wal_mode), "write");
@@ -31,5 +32,6 @@ void fixture_free(struct fixture *f)
 {
 	shard_close(&f->sh);
 	rm_rf(f->dir);
+	wm_tmp_untrack_dir(f->dir);
 	free(f);
 }

@@ -58,12 +58,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "engine/base/log.h"
 #include "engine/storage/record.h"
 #include "engine/storage/shard.h"
 #include "engine/storage/table.h"
+#include "net/ev.h"
 #include "snapshot/snapshot.h"
 #include "wal/wal.h"
 
@@ -116,13 +116,6 @@ struct load_pipe {
 	char why[128];                 /* a record the builder refused */
 };
 
-static uint64_t mono_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /* Release what an item still holds (rows never adopted, a big copy). */
 static void item_clear(struct shard *sh, struct load_item *it)
 {
@@ -167,10 +160,10 @@ static int batch_queue(struct load_pipe *p)
 	struct load_batch *b = p->fill;
 	pthread_mutex_lock(&p->mu);
 	if (p->count == LOAD_RING && !p->stop) {
-		uint64_t t0 = mono_us();
+		uint64_t t0 = ev_clock_us();
 		while (p->count == LOAD_RING && !p->stop)
 			pthread_cond_wait(&p->cv, &p->mu);
-		p->builder_wait_us += mono_us() - t0;
+		p->builder_wait_us += ev_clock_us() - t0;
 	}
 	int stop = p->stop;
 	if (!stop) {
@@ -456,10 +449,10 @@ static struct load_batch *batch_take(struct load_pipe *p)
 {
 	pthread_mutex_lock(&p->mu);
 	if (!p->count && !p->done) {
-		uint64_t t0 = mono_us();
+		uint64_t t0 = ev_clock_us();
 		while (!p->count && !p->done)
 			pthread_cond_wait(&p->cv, &p->mu);
-		p->loop_wait_us += mono_us() - t0;
+		p->loop_wait_us += ev_clock_us() - t0;
 	}
 	struct load_batch *b = NULL;
 	if (p->count) {
@@ -479,7 +472,7 @@ static struct load_batch *batch_take(struct load_pipe *p)
  * builder's own answer is p->rc. */
 static int pipe_run(struct load_pipe *p, void *(*builder)(void *), int wal, char *why)
 {
-	uint64_t t0 = mono_us();
+	uint64_t t0 = ev_clock_us();
 	atomic_init(&p->queued, 0);
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
@@ -506,9 +499,9 @@ static int pipe_run(struct load_pipe *p, void *(*builder)(void *), int wal, char
 	}
 	pthread_join(th, NULL);
 	/* the loop only reads the builder's counter once it has joined */
-	(wal ? &p->sh->wal_time : &p->sh->snap_time)[0] = (struct recovery_time){
-		.ms = (mono_us() - t0) / 1000, .loop_wait_ms = p->loop_wait_us / 1000,
-		.builder_wait_ms = p->builder_wait_us / 1000};
+	struct recovery_time *rt = wal ? &p->sh->wal_time : &p->sh->snap_time;
+	*rt = (struct recovery_time){.ms = (ev_clock_us() - t0) / 1000, .loop_wait_ms = p->loop_wait_us / 1000,
+				     .builder_wait_ms = p->builder_wait_us / 1000};
 out:
 	if (p->fill) { /* the builder's last batch, never queued */
 		batch_clear(p->sh, p->fill);

@@ -184,7 +184,7 @@ WM_TEST(recovery, rows_built_on_the_second_thread_are_the_rows_written_in_their_
 	cr_assert(oidx_seek_le(&t->by_order, NULL, 0, &it));
 	const struct row *last = oidx_iter_val(&it);
 	cr_assert_gt(strcmp(last->id, ids[n - 1]), 0, "new id %s after %s", last->id, ids[n - 1]);
-	cr_assert_str_neq(strstr(last->doc, "t.after") ? "found" : "", "", "the newest row is the new event");
+	cr_assert_not_null(strstr(last->doc, "t.after"), "the newest row is the new event: %s", last->doc);
 	for (size_t i = 0; i < n; i++) {
 		free(ids[i]);
 		free(docs[i]);

@@ -524,8 +524,12 @@ static int apply_records(struct shard *sh, uint64_t lsn, const void *payload, si
 		const void *typed = NULL;
 		if (ti < tn && sh->typed[ti].rec_off == base + at)
 			typed = sh->typed_vals + sh->typed[ti++].val_off;
+		if (rv.op != REC_PUT) {
+			table_del(t, rv.key, rv.key_len, lsn);
+			continue;
+		}
 		struct row *pre = built && ri < nbuilt ? built[ri] : NULL;
-		if (rv.op == REC_PUT && pre) { /* built off the loop from this very record (recovery.c) */
+		if (pre) { /* built off the loop from this very record (recovery.c) */
 			struct row *own = table_row_adopt(t, pre);
 			if (!own) {
 				snprintf(why, 128, "out of memory");
@@ -533,19 +537,13 @@ static int apply_records(struct shard *sh, uint64_t lsn, const void *payload, si
 			}
 			built[ri] = NULL; /* what it owned is own's now */
 			table_row_install(t, own);
-			if (t->ops->trim)
-				t->ops->trim(t);
-			id_observe(&sh->ids, rv.key, rv.key_len);
-		} else if (rv.op == REC_PUT) {
-			if (typed ? table_put_typed(t, rv.key, rv.key_len, rv.val, rv.val_len, lsn, typed, why)
-				  : (live ? table_put_live : table_put)(t, rv.key, rv.key_len, rv.val, rv.val_len, lsn, why))
-				return -1;
-			if (t->ops->trim)
-				t->ops->trim(t);
-			id_observe(&sh->ids, rv.key, rv.key_len);
-		} else {
-			table_del(t, rv.key, rv.key_len, lsn);
+		} else if (typed ? table_put_typed(t, rv.key, rv.key_len, rv.val, rv.val_len, lsn, typed, why)
+				 : (live ? table_put_live : table_put)(t, rv.key, rv.key_len, rv.val, rv.val_len, lsn, why)) {
+			return -1;
 		}
+		if (t->ops->trim)
+			t->ops->trim(t);
+		id_observe(&sh->ids, rv.key, rv.key_len);
 	}
 	if (r < 0) {
 		snprintf(why, 128, "malformed record at offset %zu", off);

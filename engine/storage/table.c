@@ -106,6 +106,16 @@ static struct json_doc *doc_parse(const struct table *t, const char *doc, size_t
 	return json_parse_keep(doc, doc_len, t->ops->decode_keys, jerr);
 }
 
+/* Is id_len a row id's length (1..IDX_MAX_KEY)?  1, or 0 with why. */
+static int id_ok(size_t id_len, char *why)
+{
+	if (id_len == 0 || id_len > IDX_MAX_KEY) {
+		snprintf(why, 128, "bad id length %zu", id_len);
+		return 0;
+	}
+	return 1;
+}
+
 /* Contract (table.h): the bytes of a row block. */
 size_t table_row_size(const struct table *t, size_t id_len, size_t doc_len)
 {
@@ -242,10 +252,8 @@ int table_reserve(struct table *t, size_t rows)
 int table_row_build_at(struct table *t, void *at, const char *id, size_t id_len, const char *doc, size_t doc_len,
 		       uint64_t lsn, char *why)
 {
-	if (id_len == 0 || id_len > IDX_MAX_KEY) {
-		snprintf(why, 128, "bad id length %zu", id_len);
+	if (!id_ok(id_len, why))
 		return -1;
-	}
 	return row_decode(t, row_fill(t, at, id, id_len, doc, doc_len, lsn), 0, why);
 }
 
@@ -303,10 +311,8 @@ void table_row_install(struct table *t, struct row *r)
 static int put_as(struct table *t, const char *id, size_t id_len, const char *doc, size_t doc_len,
 		  uint64_t lsn, int live, const void *typed, char *why)
 {
-	if (id_len == 0 || id_len > IDX_MAX_KEY) {
-		snprintf(why, 128, "bad id length %zu", id_len);
+	if (!id_ok(id_len, why))
 		return -1;
-	}
 	struct row *r = typed ? row_make_typed(t, id, id_len, doc, doc_len, lsn, typed, why)
 			      : row_make(t, id, id_len, doc, doc_len, lsn, live, why);
 	if (!r)
@@ -335,10 +341,8 @@ int table_put_typed(struct table *t, const char *id, size_t id_len, const char *
 
 int table_check(struct table *t, const char *id, size_t id_len, const char *doc, size_t doc_len, char *why)
 {
-	if (id_len == 0 || id_len > IDX_MAX_KEY) {
-		snprintf(why, 128, "bad id length %zu", id_len);
+	if (!id_ok(id_len, why))
 		return -1;
-	}
 	struct row *r = row_make(t, id, id_len, doc, doc_len, 0, 0, why);
 	if (!r)
 		return -1;

@@ -654,6 +654,53 @@ WM_TEST(wal_torn, every_offset_of_last_frame)
 	rm_rf(dir);
 }
 
+/* The zeros behind the last frame are checked to the file's last byte: one
+ * non-zero byte anywhere in them (first byte after the frames, either side
+ * of the check's 4 KiB blocks, the very last byte) is not the clean end.
+ * Nothing valid follows it, so it is cut as a torn tail and every
+ * transaction before it is kept. */
+WM_TEST(wal_torn, stray_byte_in_the_zero_tail)
+{
+	char dir[64], path[256];
+	make_tmp(dir);
+	write_four_frames(dir, GEN_RANDOM);
+	seg_path(path, sizeof(path), dir, 1);
+	size_t n;
+	uint8_t *orig = slurp(path, &n);
+	size_t offs[MAX_FRAMES], lens[MAX_FRAMES];
+	size_t k = frame_offsets(orig, n, offs, lens, MAX_FRAMES);
+	cr_assert_geq(k, 4);
+	size_t end = offs[k - 1] + lens[k - 1];
+	cr_assert_lt(end + WAL_FRAME_HEADER_SIZE + 8192, n);
+	size_t at[] = {end + WAL_FRAME_HEADER_SIZE, end + WAL_FRAME_HEADER_SIZE + 4095,
+		       end + WAL_FRAME_HEADER_SIZE + 4096, n - 4097, n - 4096, n - 2, n - 1};
+	uint8_t *img = malloc(n);
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		memcpy(img, orig, n);
+		img[at[i]] = 0x01;
+		spit(path, img, n);
+		struct wal_recovery_report rep;
+		struct chk c;
+		chk_init(&c, GEN_RANDOM, 1);
+		cr_assert_eq(wal_recover(dir, 0, chk_fn, &c, 0, &rep), 0, "byte %zu: %s", at[i], rep.error);
+		cr_assert_eq(c.n, 30, "byte %zu", at[i]);
+		cr_assert_not(c.bad);
+		cr_assert_eq(rep.tail_cut, 1, "a stray byte at %zu of %zu is not the clean end", at[i], n);
+		cr_assert_eq(rep.tail_offset, end);
+	}
+	/* and the same file with its zeros intact is the clean end */
+	spit(path, orig, n);
+	struct wal_recovery_report rep;
+	struct chk c;
+	chk_init(&c, GEN_RANDOM, 1);
+	cr_assert_eq(wal_recover(dir, 0, chk_fn, &c, 0, &rep), 0, "%s", rep.error);
+	cr_assert_eq(c.n, 30);
+	cr_assert_eq(rep.tail_cut, 0);
+	free(img);
+	free(orig);
+	rm_rf(dir);
+}
+
 /* ---- corruption ------------------------------------------------------------ */
 
 WM_TEST(wal_corrupt, middle_frame_bitflip_refused_then_salvaged)

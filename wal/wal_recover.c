@@ -125,13 +125,20 @@ static void copy_path(char *dst, size_t n, const char *path)
 	memcpy(dst, s, strlen(s) + 1);
 }
 
-/* 1 if p[0..n) is all zero bytes. */
+/* 1 if p[0..n) is all zero bytes.  A segment's tail is tens of MB of
+ * preallocated zeros checked on every start, so the bytes are compared in
+ * blocks by memcmp (vectorised in the C library), not one at a time: a
+ * byte loop made an empty 64 MiB segment cost ~50 ms of every start. */
 static int all_zero(const uint8_t *p, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		if (p[i])
+	static const uint8_t zeros[4096];
+	while (n >= sizeof(zeros)) {
+		if (memcmp(p, zeros, sizeof(zeros)))
 			return 0;
-	return 1;
+		p += sizeof(zeros);
+		n -= sizeof(zeros);
+	}
+	return n == 0 || !memcmp(p, zeros, n);
 }
 
 static int cmp_seg(const void *a, const void *b)

@@ -25,7 +25,7 @@ void buf_free(struct buf *b)
 	b->overflow = 0;
 }
 
-int buf_reserve(struct buf *b, size_t extra)
+int buf_reserve_grow(struct buf *b, size_t extra)
 {
 	size_t max = b->cap_max ? b->cap_max : BUF_DEFAULT_MAX;
 	if (extra > max || b->len > max - extra) {

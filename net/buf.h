@@ -30,8 +30,15 @@ struct buf {
 void buf_init(struct buf *b, size_t cap_max);
 /* Release the storage; the buffer is empty and reusable afterwards. */
 void buf_free(struct buf *b);
-/* Make room for `extra` more bytes.  Returns 0, or -1 on bound/OOM. */
-int buf_reserve(struct buf *b, size_t extra);
+/* buf_reserve when the storage must grow (within cap_max). */
+int buf_reserve_grow(struct buf *b, size_t extra);
+/* Make room for `extra` more bytes.  Returns 0, or -1 on bound/OOM.
+ * Inline: room already allocated is within the bound (cap <= cap_max),
+ * and the JSON writer reserves before every key and string. */
+static inline int buf_reserve(struct buf *b, size_t extra)
+{
+	return extra <= b->cap - b->len ? 0 : buf_reserve_grow(b, extra);
+}
 /* buf_append when the bytes do not fit the storage already allocated
  * (grows it within cap_max). */
 int buf_append_grow(struct buf *b, const void *p, size_t n);

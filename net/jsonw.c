@@ -63,19 +63,30 @@ static int plain(unsigned char c) { return plain_tab[c]; }
  * is '"' or '\\' (the usual has-zero-byte tricks on the whole word, which
  * flag exactly those bytes when no byte has its top bit set).  The bytes
  * are copied to d as they are scanned. */
-static size_t plain_run_copy(const unsigned char *p, size_t n, char *d)
+static inline int word_plain(const unsigned char *p)
 {
 	const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
+	uint64_t x;
+	memcpy(&x, p, 8);
+	uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+	uint64_t bad = (x - ones * 0x20) | ((x + ones * 0x01) & high) | (q - ones) | (b - ones) | x;
+	/* any byte flagged (top bit set) in bad may be special */
+	return !(bad & high);
+}
+
+static size_t plain_run_copy(const unsigned char *p, size_t n, char *d)
+{
 	size_t i = 0;
 	for (; i + 8 <= n; i += 8) {
-		uint64_t x;
-		memcpy(&x, p + i, 8);
-		uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
-		uint64_t bad = (x - ones * 0x20) | ((x + ones * 0x01) & high) | (q - ones) | (b - ones) | x;
-		/* any byte flagged (top bit set) in bad may be special: go bytewise */
-		if (bad & high)
-			break;
+		if (!word_plain(p + i))
+			break; /* go bytewise */
 		memcpy(d + i, p + i, 8);
+	}
+	/* a tail of 1-7 bytes behind whole plain words: the last 8 bytes as one
+	 * word (overlapping what was checked), not byte by byte */
+	if (i < n && i >= 8 && i + 8 > n && word_plain(p + n - 8)) {
+		memcpy(d + n - 8, p + n - 8, 8);
+		return n;
 	}
 	for (; i < n && plain_tab[p[i]]; i++)
 		d[i] = (char)p[i];

@@ -436,11 +436,21 @@ static int row_excise(struct refdata *rd, const struct field *c, uint32_t line, 
 }
 
 /* The row of exactly this lane (countries or zones), or NULL. */
+/* a equals the two-letter code b (a country or a zone, NUL-terminated).
+ * Compared byte by byte with no call: every candidate of every quote looks
+ * up its currency and its freight lane this way.  No byte of a past its
+ * NUL is read: a byte is read only when the one before it matched one of
+ * b's letters, which are never NUL. */
+static inline int cc_eq(const char *a, const char *b)
+{
+	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2];
+}
+
 static const struct rd_freight *freight_exact(const struct refdata *rd, const char *o, const char *d, unsigned box)
 {
 	for (uint32_t i = 0; i < rd->n_freight; i++) {
 		const struct rd_freight *f = &rd->freight[i];
-		if (f->box_units == box && !strcmp(f->origin, o) && !strcmp(f->destination, d))
+		if (f->box_units == box && cc_eq(o, f->origin) && cc_eq(d, f->destination))
 			return f;
 	}
 	return NULL;
@@ -1120,7 +1130,7 @@ int refdata_is_eu(const char *country)
 const char *refdata_country_currency(const char *country)
 {
 	for (size_t i = 0; i < sizeof(country_currency) / sizeof(country_currency[0]); i++)
-		if (!strcmp(country_currency[i].cc, country))
+		if (cc_eq(country, country_currency[i].cc))
 			return country_currency[i].cur;
 	return NULL;
 }

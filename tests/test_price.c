@@ -260,6 +260,29 @@ WM_TEST(price, input_bounds_at_and_past_their_edges)
 	refdata_free(rd);
 }
 
+/* The rational multiply keeps a product that fits as it is and reduces
+ * only when it does not: both ways give the same value, and only a
+ * product too large even reduced is an overflow. */
+WM_TEST(price, rational_multiply_fast_and_reducing_paths)
+{
+	typedef __int128 i128;
+	i128 n, d, p120 = (i128)1 << 120;
+	/* fits: kept unreduced (6/4 x 10/15 = 60/60), reduced here to 1/1 */
+	cr_assert_eq(price_test_q_mul(6, 4, 10, 15, &n, &d), 0);
+	cr_assert(n == 1 && d == 1);
+	cr_assert_eq(price_test_q_mul(0, 7, 10, 15, &n, &d), 0);
+	cr_assert(n == 0 && d == 1);
+	/* 2^120 x 3072 overflows 128 bits, but 2^120 x (3 x 2^10) / 2^125 = 96 */
+	cr_assert_eq(price_test_q_mul(p120, 1, 3 << 10, (i128)1 << 125, &n, &d), 0);
+	cr_assert(n == 96 && d == 1, "2^120 x 3072 / 2^125");
+	/* the same through the denominator: 5 / 2^120 x 2^125 / 3 = 160 / 3 */
+	cr_assert_eq(price_test_q_mul(5, p120, (i128)1 << 125, 3, &n, &d), 0);
+	cr_assert(n == 160 && d == 3);
+	/* 2^120 x 3072 / 7 does not fit however it is reduced */
+	cr_assert_eq(price_test_q_mul(p120, 1, 3 << 10, 7, &n, &d), -1);
+	cr_assert_eq(price_test_q_mul(1, p120, 7, (i128)3 << 10, &n, &d), -1);
+}
+
 /* ---- property tests ---------------------------------------------------- */
 
 static uint64_t rng_state;

@@ -121,4 +121,11 @@ struct price_quote {
  */
 enum price_err price_quote(const struct refdata *rd, const struct price_order_in *in, struct price_quote *out);
 
+#ifdef WM_TESTING
+/* Test builds only: the exact product (xn / xd) * (a / b) by the pricing's
+ * rational multiply (xn, a >= 0; xd, b > 0), reduced into *n / *d.  0, or
+ * -1 when it does not fit 128 bits even reduced at every step. */
+int price_test_q_mul(__int128 xn, __int128 xd, __int128 a, __int128 b, __int128 *n, __int128 *d);
+#endif
+
 #endif

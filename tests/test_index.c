@@ -1561,3 +1561,89 @@ WM_TEST(oidx, ascending_ids_under_many_prefixes_fill_leaves)
 	cr_assert_gt(fill, 0.70, "leaves %.0f%% full on average", fill * 100);
 	oidx_free(&t);
 }
+
+/* A key of the shared-prefix family below: P bytes of 'p', then a suffix
+ * over {0x00, 0x01, 0xff} of 0..12 bytes; one in 8 stops inside the prefix
+ * or leaves it with a byte just below or above 'p'. */
+static void prefix_family_key(struct rkey *q)
+{
+	enum { P = 40 };
+	uint64_t r = rng();
+	uint32_t cut = P;
+	if (r % 8 == 0)
+		cut = (uint32_t)(rng() % P);
+	memset(q->k, 'p', cut);
+	q->len = cut;
+	if (cut < P && r % 16 == 0)
+		q->k[q->len++] = (uint8_t)(rng() % 2 ? 'o' : 'q');
+	uint32_t sl = (uint32_t)(rng() % 13);
+	for (uint32_t i = 0; i < sl; i++)
+		q->k[q->len++] = (uint8_t)"\0\1\xff"[rng() % 3];
+}
+
+/* Inner nodes compare an 8-byte head after the prefix their separators
+ * share and read a separator only on a tie.  Keys with a 40-byte shared
+ * prefix, suffixes of zero bytes (a zero of padding ties with a real one),
+ * keys that end inside the prefix or leave it: a three-level tree grown,
+ * churned and shrunk, every get and seek checked against a sorted array
+ * (and oidx_check verifies every node's heads). */
+WM_TEST(oidx, inner_heads_under_a_long_shared_prefix)
+{
+	enum { OPS = 60000, CAP = OPS };
+	struct rkey *pool = calloc(CAP, sizeof(*pool));
+	struct rkey **ref = calloc(CAP, sizeof(*ref));
+	cr_assert(pool && ref);
+	size_t n = 0, used = 0;
+	struct oidx t;
+	oidx_init(&t);
+	rng_state = 4242;
+	uint32_t max_height = 0;
+	for (int op = 0; op < OPS; op++) {
+		unsigned ins_pct = op < OPS / 2 ? 85 : op < OPS * 3 / 4 ? 50 : 20;
+		struct rkey q;
+		prefix_family_key(&q);
+		int del = (unsigned)(rng() % 100) >= ins_pct;
+		if (del && n > 0 && rng() % 4 != 0)
+			q = *ref[rng() % n];
+		size_t lo = rkey_lower(ref, n, &q);
+		const struct rkey *qp = &q;
+		bool found = lo < n && rkey_cmp(&ref[lo], &qp) == 0;
+		if (!del) {
+			q.val = (uintptr_t)(op + 1);
+			cr_assert_eq(oidx_put(&t, q.k, q.len, tag(q.val)), found ? 1 : 0);
+			if (!found) {
+				pool[used] = q;
+				memmove(&ref[lo + 1], &ref[lo], (n - lo) * sizeof(*ref));
+				ref[lo] = &pool[used++];
+				n++;
+			}
+		} else {
+			void *got = oidx_del(&t, q.k, q.len);
+			cr_assert_eq(got, found ? tag(ref[lo]->val) : NULL, "op %d", op);
+			if (found) {
+				memmove(&ref[lo], &ref[lo + 1], (n - lo - 1) * sizeof(*ref));
+				n--;
+			}
+		}
+		if (t.height > max_height)
+			max_height = t.height;
+		/* a probe of the same family: get and seek land where the array says */
+		struct rkey p;
+		prefix_family_key(&p);
+		size_t pl = rkey_lower(ref, n, &p);
+		const struct rkey *pp = &p;
+		bool pf = pl < n && rkey_cmp(&ref[pl], &pp) == 0;
+		cr_assert_eq(oidx_get(&t, p.k, p.len), pf ? tag(ref[pl]->val) : NULL, "op %d", op);
+		struct oidx_iter it;
+		cr_assert_eq(oidx_seek_ge(&t, p.k, p.len, &it), pl < n, "op %d", op);
+		if (pl < n)
+			cr_assert_eq(oidx_iter_val(&it), tag(ref[pl]->val), "op %d", op);
+		if (op % 5000 == 4999)
+			expect_exactly(&t, ref, n);
+	}
+	cr_assert_geq(max_height, 3, "inner nodes below the root: got height %u", max_height);
+	expect_exactly(&t, ref, n);
+	oidx_free(&t);
+	free(ref);
+	free(pool);
+}

@@ -554,8 +554,18 @@ _Static_assert(OIDX_LEAF_DATA / OIDX_CHARGE_MIN == OIDX_LEAF_NMAX, "the charge f
 _Static_assert(OIDX_CHARGE_MIN >= OIDX_ENT_COST(0) && OIDX_CHARGE_MIN < OIDX_ENT_MAX, "charge bounds");
 _Static_assert(OIDX_LEAF_MIN > 0 && 2 * OIDX_LEAF_MIN + OIDX_ENT_MAX < OIDX_LEAF_DATA, "fill bounds");
 
+/*
+ * An inner node's separators are malloc'd blobs; a descent's binary search
+ * would dereference one per step, a cache miss each.  So the node also
+ * keeps, per separator, its 8 bytes after the prefix all its separators
+ * share (head[], big-endian, zero-padded): the search compares those and
+ * reads a blob only when two heads are equal.  inner_heads() rebuilds them
+ * after every change of keys[] (only splits and merges change them).
+ */
 struct oidx_inner {
 	struct oidx_node h;
+	uint32_t plen;                     /* bytes every separator shares */
+	uint64_t head[OIDX_INNER_MAX - 1]; /* separator i's bytes [plen, plen + 8) */
 	uint8_t *keys[OIDX_INNER_MAX - 1]; /* malloc'd blobs: [len][bytes...] */
 	struct oidx_node *kids[OIDX_INNER_MAX];
 };
@@ -881,13 +891,76 @@ static uint32_t leaf_upper(const struct oidx_leaf *l, const void *key, uint32_t 
 	return lo;
 }
 
-/* The child of an inner node that may hold key: first separator > key. */
+/* Bytes [p, p + 8) of a key of len bytes as a big-endian word, zeros
+ * past its end: two keys that share their first p bytes compare as their
+ * words do whenever the words differ (a zero of padding sorts a key that
+ * ended before one that goes on, as the byte order does). */
+static inline uint64_t head_at(const uint8_t *k, uint32_t len, uint32_t p)
+{
+	uint8_t t[8] = {0};
+	if (len > p)
+		memcpy(t, k + p, len - p < 8 ? len - p : 8);
+	uint64_t v;
+	memcpy(&v, t, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	return v;
+}
+
+/* Rebuild in's plen and head[] from its separators (sorted: the shared
+ * prefix of all is that of the first and the last). */
+static void inner_heads(struct oidx_inner *in)
+{
+	uint32_t n = in->h.n, p = 0;
+	if (n) {
+		const uint8_t *a = in->keys[0], *b = in->keys[n - 1];
+		uint32_t m = kb_len(a) < kb_len(b) ? kb_len(a) : kb_len(b);
+		while (p < m && kb_bytes(a)[p] == kb_bytes(b)[p])
+			p++;
+	}
+	in->plen = p;
+	for (uint32_t i = 0; i < n; i++)
+		in->head[i] = head_at(kb_bytes(in->keys[i]), kb_len(in->keys[i]), p);
+}
+
+/* inner_heads after keys[ci] was inserted (the rest moved up by one):
+ * when the shared prefix is unchanged, only the new head is computed. */
+static void inner_heads_inserted(struct oidx_inner *in, uint32_t ci)
+{
+	uint32_t n = in->h.n, p = 0;
+	const uint8_t *a = in->keys[0], *b = in->keys[n - 1];
+	uint32_t m = kb_len(a) < kb_len(b) ? kb_len(a) : kb_len(b);
+	while (p < m && kb_bytes(a)[p] == kb_bytes(b)[p])
+		p++;
+	if (n == 1 || p != in->plen) {
+		inner_heads(in);
+		return;
+	}
+	memmove(&in->head[ci + 1], &in->head[ci], (n - 1 - ci) * sizeof(in->head[0]));
+	in->head[ci] = head_at(kb_bytes(in->keys[ci]), kb_len(in->keys[ci]), p);
+}
+
+/* The child of an inner node that may hold key: first separator > key.
+ * A key outside the separators' shared prefix is below or above all of
+ * them; inside it, the heads decide but for equal ones. */
 static uint32_t inner_child(const struct oidx_inner *in, const void *key, uint32_t key_len)
 {
-	uint32_t lo = 0, hi = in->h.n;
+	uint32_t n = in->h.n, p = in->plen;
+	if (n == 0)
+		return 0;
+	uint32_t m = key_len < p ? key_len : p;
+	int c = m ? memcmp(key, kb_bytes(in->keys[0]), m) : 0;
+	if (c < 0 || (c == 0 && key_len < p))
+		return 0; /* below the prefix, or a proper prefix of it */
+	if (c > 0)
+		return n;
+	uint64_t hk = head_at(key, key_len, p);
+	uint32_t lo = 0, hi = n;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		if (kb_cmp_key(in->keys[mid], key, key_len) <= 0)
+		uint64_t hm = in->head[mid];
+		if (hm < hk || (hm == hk && kb_cmp_key(in->keys[mid], key, key_len) <= 0))
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -1099,6 +1172,7 @@ static int leaf_insert_split(struct oidx *t, struct oidx_leaf *leaf, uint32_t p,
 			in->keys[ci] = up_key;
 			in->kids[ci + 1] = up_node;
 			in->h.n++;
+			inner_heads_inserted(in, ci);
 			assert(used == nspare);
 			return 0;
 		}
@@ -1120,6 +1194,8 @@ static int leaf_insert_split(struct oidx *t, struct oidx_leaf *leaf, uint32_t p,
 		memcpy(right->keys, &ik[ml + 1], (total - ml - 1) * sizeof(ik[0]));
 		memcpy(right->kids, &ic[ml + 1], (total - ml) * sizeof(ic[0]));
 		right->h.n = total - ml - 1;
+		inner_heads(in);
+		inner_heads(right);
 		up_key = ik[ml];
 		up_node = &right->h;
 	}
@@ -1129,6 +1205,7 @@ static int leaf_insert_split(struct oidx *t, struct oidx_leaf *leaf, uint32_t p,
 	root->kids[0] = t->root;
 	root->kids[1] = up_node;
 	root->h.n = 1;
+	inner_heads(root);
 	t->root = &root->h;
 	t->height++;
 	assert(t->height < OIDX_MAX_HEIGHT);
@@ -1237,6 +1314,7 @@ static bool leaf_rebalance(struct oidx_inner *parent, uint32_t ci)
 		memmove(&parent->keys[si], &parent->keys[si + 1], (pn - si - 1) * sizeof(parent->keys[0]));
 		memmove(&parent->kids[si + 1], &parent->kids[si + 2], (pn - si - 1) * sizeof(parent->kids[0]));
 		parent->h.n--;
+		inner_heads(parent);
 		return true;
 	}
 	/* fl + fr > one leaf and one of them is under OIDX_LEAF_MIN: the cut
@@ -1261,6 +1339,7 @@ static bool leaf_rebalance(struct oidx_inner *parent, uint32_t ci)
 	assert(leaf_fill(L) >= OIDX_LEAF_MIN && leaf_fill(R) >= OIDX_LEAF_MIN);
 	free(parent->keys[si]);
 	parent->keys[si] = sep;
+	inner_heads(parent);
 	return false;
 }
 
@@ -1282,6 +1361,8 @@ static bool inner_rebalance(struct oidx_inner *parent, uint32_t ci)
 		memmove(&parent->keys[si], &parent->keys[si + 1], (pn - si - 1) * sizeof(parent->keys[0]));
 		memmove(&parent->kids[si + 1], &parent->kids[si + 2], (pn - si - 1) * sizeof(parent->kids[0]));
 		parent->h.n--;
+		inner_heads(L);
+		inner_heads(parent);
 		return true;
 	}
 	uint8_t *ik[2 * OIDX_INNER_MAX];
@@ -1299,6 +1380,9 @@ static bool inner_rebalance(struct oidx_inner *parent, uint32_t ci)
 	memcpy(R->keys, &ik[ml + 1], (tkeys - ml - 1) * sizeof(ik[0]));
 	memcpy(R->kids, &ic[ml + 1], (tkeys - ml) * sizeof(ic[0]));
 	R->h.n = tkeys - ml - 1;
+	inner_heads(L);
+	inner_heads(R);
+	inner_heads(parent);
 	return false;
 }
 
@@ -1556,6 +1640,13 @@ static void check_node(struct check_state *st, struct oidx_node *n, uint32_t dep
 		if (hi)
 			CHECK(kb_cmp_key(hi, kb_bytes(k), kb_len(k)) > 0, "separator not below the upper bound");
 	}
+	struct oidx_inner fresh;
+	fresh.h.n = in->h.n;
+	memcpy(fresh.keys, in->keys, in->h.n * sizeof(in->keys[0]));
+	inner_heads(&fresh);
+	CHECK(fresh.plen == in->plen, "inner shared prefix length stale");
+	for (uint32_t i = 0; i < in->h.n; i++)
+		CHECK(fresh.head[i] == in->head[i], "inner separator head stale");
 	for (uint32_t i = 0; i <= in->h.n; i++) {
 		CHECK(in->kids[i] != NULL, "NULL child");
 		check_node(st, in->kids[i], depth + 1, i == 0 ? lo : in->keys[i - 1], i == in->h.n ? hi : in->keys[i],

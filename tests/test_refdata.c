@@ -282,3 +282,21 @@ WM_TEST(refdata, per_country_indexes_answer_as_a_scan)
 	refdata_free(scan);
 	refdata_free(rd);
 }
+
+/* Dates are written YYYY-MM-DD with their zeros; an open end is "-". */
+WM_TEST(refdata, dates_format_with_zeros_and_open_ends)
+{
+	static const struct {
+		uint32_t ymd;
+		const char *want;
+	} cases[] = {
+		{20260101u, "2026-01-01"}, {20261231u, "2026-12-31"}, {19990909u, "1999-09-09"},
+		{10000101u, "1000-01-01"}, {99991230u, "9999-12-30"}, {RD_DATE_MIN, "-"}, {RD_DATE_MAX, "-"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char out[11];
+		memset(out, 'x', sizeof(out));
+		rd_ymd_format(cases[i].ymd, out);
+		cr_assert_str_eq(out, cases[i].want, "%u", cases[i].ymd);
+	}
+}

@@ -284,7 +284,9 @@ static void cand_add(struct quote *s, struct quote_line *ql, const struct offer 
 				    .recruiter_ppm = s->recruiter_ppm,
 				    .platform_ppm = (uint32_t)s->sh->cfg.platform_fee_ppm};
 	memcpy(p->currency, o->currency, sizeof(p->currency));
-	snprintf(p->origin, sizeof(p->origin), "%s", origin);
+	size_t ol = strnlen(origin, sizeof(p->origin) - 1); /* a country code: truncated as snprintf would */
+	memcpy(p->origin, origin, ol);
+	p->origin[ol] = 0;
 	/* compliance and landed cost: the whole line from this offer */
 	struct price_order_in in = {.n_lines = 1, .lines = p, .date = s->date};
 	memcpy(in.destination, s->dest, 3);

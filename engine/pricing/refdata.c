@@ -254,7 +254,19 @@ void rd_ymd_format(uint32_t ymd, char out[11])
 		snprintf(out, 11, "-");
 		return;
 	}
-	snprintf(out, 11, "%04u-%02u-%02u", ymd / 10000u % 10000u, ymd / 100u % 100u, ymd % 100u);
+	/* by hand, not snprintf: a quote writes three dates per tax line */
+	uint32_t y = ymd / 10000u % 10000u, m = ymd / 100u % 100u, d = ymd % 100u;
+	out[0] = (char)('0' + y / 1000u);
+	out[1] = (char)('0' + y / 100u % 10u);
+	out[2] = (char)('0' + y / 10u % 10u);
+	out[3] = (char)('0' + y % 10u);
+	out[4] = '-';
+	out[5] = (char)('0' + m / 10u);
+	out[6] = (char)('0' + m % 10u);
+	out[7] = '-';
+	out[8] = (char)('0' + d / 10u);
+	out[9] = (char)('0' + d % 10u);
+	out[10] = 0;
 }
 
 /* effective_from / effective_to: YYYY-MM-DD, or "-" for an open end. */

@@ -1392,6 +1392,32 @@ WM_TEST(oidx, append_loads_fill_leaves_to_the_byte)
 	oidx_free(&t);
 }
 
+/* Where q is in sorted ref[0..n): the index rkey_lower gives, *found if
+ * the key there is q's. */
+static size_t rkey_find(struct rkey *const *ref, size_t n, const struct rkey *q, bool *found)
+{
+	size_t lo = rkey_lower(ref, n, q);
+	const struct rkey *qp = q;
+	*found = lo < n && rkey_cmp(&ref[lo], &qp) == 0;
+	return lo;
+}
+
+/* Add q (a copy in pool[*used]) at ref[lo]; remove ref[lo]. */
+static void ref_insert(struct rkey *pool, size_t *used, struct rkey **ref, size_t *n, size_t lo,
+		       const struct rkey *q)
+{
+	pool[*used] = *q;
+	memmove(&ref[lo + 1], &ref[lo], (*n - lo) * sizeof(*ref));
+	ref[lo] = &pool[(*used)++];
+	(*n)++;
+}
+
+static void ref_remove(struct rkey **ref, size_t *n, size_t lo)
+{
+	memmove(&ref[lo], &ref[lo + 1], (*n - lo - 1) * sizeof(*ref));
+	(*n)--;
+}
+
 WM_TEST(oidx, random_long_keys_against_a_sorted_array)
 {
 	/* batches of random puts, sets and deletes of keys 0..255 bytes long
@@ -1416,9 +1442,8 @@ WM_TEST(oidx, random_long_keys_against_a_sorted_array)
 			if (n > 0 && (r >> 8) % 100 >= ins_pct && (r >> 16) % 4 != 0)
 				q = *ref[rng() % n]; /* delete an existing key */
 			/* where q is in the reference */
-			size_t lo = rkey_lower(ref, n, &q);
-			const struct rkey *qp = &q;
-			bool found = lo < n && rkey_cmp(&ref[lo], &qp) == 0;
+			bool found;
+			size_t lo = rkey_find(ref, n, &q, &found);
 			if ((r >> 8) % 100 < ins_pct) {
 				q.val = (uintptr_t)(b * OPS + op + 1);
 				if ((r >> 24) % 3 == 0) {
@@ -1428,18 +1453,13 @@ WM_TEST(oidx, random_long_keys_against_a_sorted_array)
 				} else {
 					cr_assert_eq(oidx_put(&t, q.k, q.len, tag(q.val)), found ? 1 : 0);
 				}
-				if (!found) {
-					pool[used] = q;
-					memmove(&ref[lo + 1], &ref[lo], (n - lo) * sizeof(*ref));
-					ref[lo] = &pool[used++];
-					n++;
-				}
+				if (!found)
+					ref_insert(pool, &used, ref, &n, lo, &q);
 			} else {
 				void *got = oidx_del(&t, q.k, q.len);
 				if (found) {
 					cr_assert_eq(got, tag(ref[lo]->val), "batch %d op %d", b, op);
-					memmove(&ref[lo], &ref[lo + 1], (n - lo - 1) * sizeof(*ref));
-					n--;
+					ref_remove(ref, &n, lo);
 				} else {
 					cr_assert_null(got);
 				}
@@ -1605,34 +1625,26 @@ WM_TEST(oidx, inner_heads_under_a_long_shared_prefix)
 		int del = (unsigned)(rng() % 100) >= ins_pct;
 		if (del && n > 0 && rng() % 4 != 0)
 			q = *ref[rng() % n];
-		size_t lo = rkey_lower(ref, n, &q);
-		const struct rkey *qp = &q;
-		bool found = lo < n && rkey_cmp(&ref[lo], &qp) == 0;
+		bool found;
+		size_t lo = rkey_find(ref, n, &q, &found);
 		if (!del) {
 			q.val = (uintptr_t)(op + 1);
 			cr_assert_eq(oidx_put(&t, q.k, q.len, tag(q.val)), found ? 1 : 0);
-			if (!found) {
-				pool[used] = q;
-				memmove(&ref[lo + 1], &ref[lo], (n - lo) * sizeof(*ref));
-				ref[lo] = &pool[used++];
-				n++;
-			}
+			if (!found)
+				ref_insert(pool, &used, ref, &n, lo, &q);
 		} else {
 			void *got = oidx_del(&t, q.k, q.len);
 			cr_assert_eq(got, found ? tag(ref[lo]->val) : NULL, "op %d", op);
-			if (found) {
-				memmove(&ref[lo], &ref[lo + 1], (n - lo - 1) * sizeof(*ref));
-				n--;
-			}
+			if (found)
+				ref_remove(ref, &n, lo);
 		}
 		if (t.height > max_height)
 			max_height = t.height;
 		/* a probe of the same family: get and seek land where the array says */
 		struct rkey p;
 		prefix_family_key(&p);
-		size_t pl = rkey_lower(ref, n, &p);
-		const struct rkey *pp = &p;
-		bool pf = pl < n && rkey_cmp(&ref[pl], &pp) == 0;
+		bool pf;
+		size_t pl = rkey_find(ref, n, &p, &pf);
 		cr_assert_eq(oidx_get(&t, p.k, p.len), pf ? tag(ref[pl]->val) : NULL, "op %d", op);
 		struct oidx_iter it;
 		cr_assert_eq(oidx_seek_ge(&t, p.k, p.len, &it), pl < n, "op %d", op);

@@ -77,6 +77,16 @@ static const struct {
 };
 #define N_FREIGHT_ZONES (sizeof(freight_zones) / sizeof(freight_zones[0]))
 
+/* a equals the two-letter code b (a country or a zone, NUL-terminated).
+ * Compared byte by byte with no call: every candidate of every quote looks
+ * up its currency and its freight lane this way.  No byte of a past its
+ * NUL is read: a byte is read only when the one before it matched one of
+ * b's letters, which are never NUL. */
+static inline int cc_eq(const char *a, const char *b)
+{
+	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2];
+}
+
 /* A freight zone token: 'Z' and one digit 1-9 (never an ISO 3166 code). */
 static int is_zone(const char *p, size_t n)
 {
@@ -86,7 +96,7 @@ static int is_zone(const char *p, size_t n)
 const char *refdata_freight_zone(const char *country)
 {
 	for (size_t i = 0; i < N_FREIGHT_ZONES; i++)
-		if (!strcmp(freight_zones[i].cc, country))
+		if (cc_eq(country, freight_zones[i].cc))
 			return freight_zones[i].zone;
 	return NULL;
 }
@@ -448,16 +458,6 @@ static int row_excise(struct refdata *rd, const struct field *c, uint32_t line, 
 }
 
 /* The row of exactly this lane (countries or zones), or NULL. */
-/* a equals the two-letter code b (a country or a zone, NUL-terminated).
- * Compared byte by byte with no call: every candidate of every quote looks
- * up its currency and its freight lane this way.  No byte of a past its
- * NUL is read: a byte is read only when the one before it matched one of
- * b's letters, which are never NUL. */
-static inline int cc_eq(const char *a, const char *b)
-{
-	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2];
-}
-
 static const struct rd_freight *freight_exact(const struct refdata *rd, const char *o, const char *d, unsigned box)
 {
 	for (uint32_t i = 0; i < rd->n_freight; i++) {
@@ -1052,7 +1052,7 @@ const struct rd_vat *refdata_vat(const struct refdata *rd, const char *country)
 	uint32_t from, to;
 	cc_range(rd, rd->vat_at, rd->n_vat, country, &from, &to);
 	for (uint32_t k = from; k < to; k++)
-		if (!strcmp(ROW_AT(rd, vat, k)->country, country))
+		if (cc_eq(country, ROW_AT(rd, vat, k)->country))
 			return ROW_AT(rd, vat, k);
 	return NULL;
 }
@@ -1065,7 +1065,7 @@ const struct rd_vat *refdata_vat_at(const struct refdata *rd, const char *countr
 	cc_range(rd, rd->vat_at, rd->n_vat, country, &from, &to);
 	for (uint32_t k = from; k < to; k++) {
 		const struct rd_vat *v = ROW_AT(rd, vat, k);
-		if (strcmp(v->country, country) || strcmp(v->region, region) || ymd < v->from || ymd > v->to)
+		if (!cc_eq(country, v->country) || strcmp(v->region, region) || ymd < v->from || ymd > v->to)
 			continue;
 		if (v->product == category)
 			return v;
@@ -1083,7 +1083,7 @@ int refdata_excise(const struct refdata *rd, const char *country, int category, 
 	for (uint32_t k = from; k < to; k++) {
 		const struct rd_excise *e = ROW_AT(rd, excise, k);
 		if (e->category == category && abv >= e->abv_min && abv <= e->abv_max && ymd >= e->from &&
-		    ymd <= e->to && !strcmp(e->country, country)) {
+		    ymd <= e->to && cc_eq(country, e->country)) {
 			*out = e;
 			return e->not_found ? RD_NOT_PUBLISHED : RD_FOUND;
 		}
@@ -1098,7 +1098,7 @@ int refdata_excise_category_known(const struct refdata *rd, const char *country,
 	cc_range(rd, rd->excise_at, rd->n_excise, country, &from, &to);
 	for (uint32_t k = from; k < to; k++) {
 		const struct rd_excise *e = ROW_AT(rd, excise, k);
-		if (e->category == category && ymd >= e->from && ymd <= e->to && !strcmp(e->country, country))
+		if (e->category == category && ymd >= e->from && ymd <= e->to && cc_eq(country, e->country))
 			return 1;
 	}
 	return 0;
@@ -1204,7 +1204,7 @@ uint32_t refdata_newest(const struct refdata *rd)
 const char *refdata_region_of_postal(const char *country, const char *postal)
 {
 	for (size_t i = 0; i < N_VAT_REGIONS; i++) {
-		if (strcmp(vat_regions[i].cc, country))
+		if (!cc_eq(country, vat_regions[i].cc))
 			continue;
 		/* leading digits: "9000-123" (PT) and "35001" (ES) alike */
 		uint32_t v = 0;

@@ -587,17 +587,25 @@ static void write_four_frames(const char *dir, int kind)
 	wal_close(w);
 }
 
+/* write_four_frames into a fresh dir; the segment's path and bytes (*n
+ * of them, caller frees) and its frames' offsets and lengths (the count). */
+static uint8_t *four_frames_image(char dir[64], char path[256], size_t *n, size_t *offs, size_t *lens,
+				  size_t *k)
+{
+	make_tmp(dir);
+	write_four_frames(dir, GEN_RANDOM);
+	seg_path(path, 256, dir, 1);
+	uint8_t *orig = slurp(path, n);
+	*k = frame_offsets(orig, *n, offs, lens, MAX_FRAMES);
+	return orig;
+}
+
 WM_TEST(wal_torn, every_offset_of_last_frame)
 {
 	char dir[64], path[256];
-	make_tmp(dir);
-	write_four_frames(dir, GEN_RANDOM);
-	seg_path(path, sizeof(path), dir, 1);
-	size_t n;
-	uint8_t *orig = slurp(path, &n);
+	size_t n, k, offs[MAX_FRAMES], lens[MAX_FRAMES];
+	uint8_t *orig = four_frames_image(dir, path, &n, offs, lens, &k);
 	cr_assert_eq(n, 64u << 10);
-	size_t offs[MAX_FRAMES], lens[MAX_FRAMES];
-	size_t k = frame_offsets(orig, n, offs, lens, MAX_FRAMES);
 	cr_assert_geq(k, 4);
 	cr_assert_eq(frame_last[k - 1], 30);
 	cr_assert_eq(frame_last[k - 2], 29, "txn 30 alone in the last frame");
@@ -662,13 +670,8 @@ WM_TEST(wal_torn, every_offset_of_last_frame)
 WM_TEST(wal_torn, stray_byte_in_the_zero_tail)
 {
 	char dir[64], path[256];
-	make_tmp(dir);
-	write_four_frames(dir, GEN_RANDOM);
-	seg_path(path, sizeof(path), dir, 1);
-	size_t n;
-	uint8_t *orig = slurp(path, &n);
-	size_t offs[MAX_FRAMES], lens[MAX_FRAMES];
-	size_t k = frame_offsets(orig, n, offs, lens, MAX_FRAMES);
+	size_t n, k, offs[MAX_FRAMES], lens[MAX_FRAMES];
+	uint8_t *orig = four_frames_image(dir, path, &n, offs, lens, &k);
 	cr_assert_geq(k, 4);
 	size_t end = offs[k - 1] + lens[k - 1];
 	cr_assert_lt(end + WAL_FRAME_HEADER_SIZE + 8192, n);

@@ -908,33 +908,38 @@ static inline uint64_t head_at(const uint8_t *k, uint32_t len, uint32_t p)
 	return v;
 }
 
-/* Rebuild in's plen and head[] from its separators (sorted: the shared
- * prefix of all is that of the first and the last). */
-static void inner_heads(struct oidx_inner *in)
+/* The bytes every separator of in shares: those its first and last share
+ * (they are sorted).  0 for a node without separators. */
+static uint32_t shared_prefix(const struct oidx_inner *in)
 {
 	uint32_t n = in->h.n, p = 0;
-	if (n) {
-		const uint8_t *a = in->keys[0], *b = in->keys[n - 1];
-		uint32_t m = kb_len(a) < kb_len(b) ? kb_len(a) : kb_len(b);
-		while (p < m && kb_bytes(a)[p] == kb_bytes(b)[p])
-			p++;
-	}
+	if (n == 0)
+		return 0;
+	const uint8_t *a = in->keys[0], *b = in->keys[n - 1];
+	uint32_t m = kb_len(a) < kb_len(b) ? kb_len(a) : kb_len(b);
+	while (p < m && kb_bytes(a)[p] == kb_bytes(b)[p])
+		p++;
+	return p;
+}
+
+/* Set in's plen to p and rebuild every head after it. */
+static void heads_from(struct oidx_inner *in, uint32_t p)
+{
 	in->plen = p;
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < in->h.n; i++)
 		in->head[i] = head_at(kb_bytes(in->keys[i]), kb_len(in->keys[i]), p);
 }
+
+/* Rebuild in's plen and head[] from its separators. */
+static void inner_heads(struct oidx_inner *in) { heads_from(in, shared_prefix(in)); }
 
 /* inner_heads after keys[ci] was inserted (the rest moved up by one):
  * when the shared prefix is unchanged, only the new head is computed. */
 static void inner_heads_inserted(struct oidx_inner *in, uint32_t ci)
 {
-	uint32_t n = in->h.n, p = 0;
-	const uint8_t *a = in->keys[0], *b = in->keys[n - 1];
-	uint32_t m = kb_len(a) < kb_len(b) ? kb_len(a) : kb_len(b);
-	while (p < m && kb_bytes(a)[p] == kb_bytes(b)[p])
-		p++;
+	uint32_t n = in->h.n, p = shared_prefix(in);
 	if (n == 1 || p != in->plen) {
-		inner_heads(in);
+		heads_from(in, p);
 		return;
 	}
 	memmove(&in->head[ci + 1], &in->head[ci], (n - 1 - ci) * sizeof(in->head[0]));

@@ -58,11 +58,9 @@ static const unsigned char plain_tab[256] = {
 
 static int plain(unsigned char c) { return plain_tab[c]; }
 
-/* How many of the first n bytes of p are plain (plain_tab), 8 at a time:
- * a word is all plain when no byte is below 0x20 or at/above 0x7f and none
- * is '"' or '\\' (the usual has-zero-byte tricks on the whole word, which
- * flag exactly those bytes when no byte has its top bit set).  The bytes
- * are copied to d as they are scanned. */
+/* 1 if the 8 bytes at p are all plain: no byte below 0x20 or at/above 0x7f
+ * and none '"' or '\\' (the usual has-zero-byte tricks on the whole word,
+ * which flag exactly those bytes when no byte has its top bit set). */
 static inline int word_plain(const unsigned char *p)
 {
 	const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
@@ -74,6 +72,8 @@ static inline int word_plain(const unsigned char *p)
 	return !(bad & high);
 }
 
+/* How many of the first n bytes of p are plain (plain_tab), 8 at a time
+ * (word_plain); the bytes are copied to d as they are scanned. */
 static size_t plain_run_copy(const unsigned char *p, size_t n, char *d)
 {
 	size_t i = 0;

@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "tests/api_client.h"
+#include "tests/cluster_harness.h"
 #include "tests/harness.h"
 #include "tests/wm_test.h"
 
@@ -31,18 +32,6 @@ struct cluster {
 	int ports[N_SHARDS];
 	char map[400], secret[400];
 };
-
-/* A port free on 127.0.0.1 right now. */
-static int free_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	socklen_t l = sizeof(a);
-	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &l), 0);
-	close(fd);
-	return ntohs(a.sin_port);
-}
 
 /* The map: shard 0 every priced country but LU, FR and DE, shard 1 LU and
  * FR (FR on shard 2 instead when fr_on_2), shard 2 DE. */
@@ -79,7 +68,15 @@ static void cluster_up_with(struct cluster *c, const char *const *router_args)
 	memset(c, 0, sizeof(*c));
 	for (int i = 0; i < N_SHARDS; i++) {
 		wm_proc_init(&c->shard[i]);
-		c->ports[i] = free_port();
+		/* distinct: the kernel may hand the same free port out twice, and
+		 * a shard then fails to bind (CI run 26: "shard 2 did not start") */
+		int taken;
+		do {
+			c->ports[i] = wm_cluster_free_port();
+			taken = 0;
+			for (int k = 0; k < i; k++)
+				taken |= c->ports[k] == c->ports[i];
+		} while (taken);
 	}
 	wm_proc_init(&c->router);
 	c->router.program = "wm-router";

@@ -88,6 +88,9 @@ enum wal_frame_status wal_frame_decode_dctx(struct ZSTD_DCtx_s *dctx, const uint
 					    struct wal_frame_view *fv, struct buf *raw,
 					    char *why);
 
+/* 1 if p[0..n) is all zero bytes (a preallocated tail, a zeroed header). */
+int wal_all_zero(const uint8_t *p, size_t n);
+
 /* Segment file names: "<20-digit first LSN>.wal", created first under that
  * name plus WAL_SEG_TMP_SUFFIX. */
 #define WAL_SEG_SUFFIX      ".wal"

@@ -125,22 +125,6 @@ static void copy_path(char *dst, size_t n, const char *path)
 	memcpy(dst, s, strlen(s) + 1);
 }
 
-/* 1 if p[0..n) is all zero bytes.  A segment's tail is tens of MB of
- * preallocated zeros checked on every start, so the bytes are compared in
- * blocks by memcmp (vectorised in the C library), not one at a time: a
- * byte loop made an empty 64 MiB segment cost ~50 ms of every start. */
-static int all_zero(const uint8_t *p, size_t n)
-{
-	static const uint8_t zeros[4096];
-	while (n >= sizeof(zeros)) {
-		if (memcmp(p, zeros, sizeof(zeros)))
-			return 0;
-		p += sizeof(zeros);
-		n -= sizeof(zeros);
-	}
-	return n == 0 || !memcmp(p, zeros, n);
-}
-
 static int cmp_seg(const void *a, const void *b)
 {
 	uint64_t x = ((const struct seg_ent *)a)->lsn, y = ((const struct seg_ent *)b)->lsn;
@@ -343,7 +327,7 @@ static void seg_frames(const struct segmap *m, struct ZSTD_DCtx_s *dctx, struct 
 			sc->good_end = off;
 			continue;
 		}
-		if (st == WAL_FRAME_ZERO && all_zero(m->p + off, m->size - off))
+		if (st == WAL_FRAME_ZERO && wal_all_zero(m->p + off, m->size - off))
 			return; /* the normal end: preallocated zeros */
 		if (st == WAL_FRAME_ZERO)
 			fmt(sc->why, sizeof(sc->why), "zero frame header followed by non-zero bytes");

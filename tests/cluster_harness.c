@@ -22,17 +22,46 @@
 #include "engine/base/iso.h"
 #include "tests/wm_test.h"
 
-/* A port free on 127.0.0.1 right now (bind port 0, read it, close). */
+/* Ports this test process holds (see free_port); at most
+ * WM_PORT_RESERVE_MAX, closed when the process (one test) exits. */
+#define WM_PORT_RESERVE_MAX 64
+static int reserved_fd[WM_PORT_RESERVE_MAX], reserved_port[WM_PORT_RESERVE_MAX];
+static unsigned reserved_n;
+
+/* A port on 127.0.0.1 reserved for this test until it ends.  Binding port 0
+ * and closing the socket again (how this worked until CI runs 19, 26 and
+ * 34 each failed once with a member that "did not start") leaves the port
+ * free for the next bind(0) anywhere on the machine, and another test
+ * running beside this one could get it before our shard bound it.  So the
+ * socket stays bound, not listening, with SO_REUSEADDR: the kernel hands a
+ * bound port to no other bind(0) (it skips ports it would have to share) nor
+ * to an outgoing connection, while a server that binds exactly this port
+ * with SO_REUSEADDR (net/server.c) may, and listens on it; the port stays
+ * ours across a member's SIGKILL and restart. */
 static int free_port(void)
 {
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert(reserved_n < WM_PORT_RESERVE_MAX, "a test reserves at most %d ports", WM_PORT_RESERVE_MAX);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	socklen_t sl = sizeof(sa);
-	cr_assert(fd >= 0 && !bind(fd, (struct sockaddr *)&sa, sizeof(sa)) &&
-		  !getsockname(fd, (struct sockaddr *)&sa, &sl), "no free port");
-	close(fd);
+	cr_assert(fd >= 0 && !setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) &&
+			  !bind(fd, (struct sockaddr *)&sa, sizeof(sa)) && !getsockname(fd, (struct sockaddr *)&sa, &sl),
+		  "no free port");
+	reserved_fd[reserved_n] = fd;
+	reserved_port[reserved_n++] = ntohs(sa.sin_port);
 	return ntohs(sa.sin_port);
+}
+
+void wm_cluster_release_port(int port)
+{
+	for (unsigned i = 0; i < reserved_n; i++)
+		if (reserved_port[i] == port) {
+			close(reserved_fd[i]);
+			reserved_fd[i] = reserved_fd[--reserved_n];
+			reserved_port[i] = reserved_port[reserved_n];
+			return;
+		}
 }
 
 /* Which shard of the cluster owns cc (see the header): the first shard
@@ -72,46 +101,9 @@ static void write_map(struct wm_cluster *c)
 	fclose(f);
 }
 
-/* Is port one the cluster already uses (a router's, or a shard's other
- * than shard `except`)? */
-static int port_taken(const struct wm_cluster *c, int port, unsigned except)
-{
-	if (port == c->router_port || port == c->router2_port)
-		return 1;
-	for (unsigned j = 0; j < c->n; j++)
-		if (j != except && c->port[j] == port)
-			return 1;
-	return 0;
-}
-
-/* Is port a shard's? */
-static int shard_on(const struct wm_cluster *c, int port)
-{
-	for (unsigned j = 0; j < c->n; j++)
-		if (c->port[j] == port)
-			return 1;
-	return 0;
-}
-
-/* A free port for shard i that no other member of the cluster has: the
- * kernel may hand the same free port out twice, and a shard on the
- * router's port answered the router's readiness probe in its place (CI
- * run 19: requests meant for the router reached a shard). */
-static int shard_port(const struct wm_cluster *c, unsigned i)
-{
-	int p;
-	do
-		p = free_port();
-	while (port_taken(c, p, i));
-	return p;
-}
-
 void wm_cluster_move(struct wm_cluster *c, unsigned i)
 {
-	int old = c->port[i];
-	do
-		c->port[i] = shard_port(c, i);
-	while (c->port[i] == old);
+	c->port[i] = free_port();
 	c->map_version = (c->map_version ? c->map_version : 1) + 1;
 	write_map(c);
 }
@@ -137,7 +129,7 @@ void wm_cluster_init(struct wm_cluster *c, unsigned n)
 	c->router_port = free_port();
 	for (unsigned i = 0; i < n; i++) {
 		wm_proc_init(&c->shard[i]);
-		c->port[i] = shard_port(c, i);
+		c->port[i] = free_port();
 	}
 	write_map(c);
 	FILE *f = fopen(c->secret_path, "w");
@@ -292,9 +284,7 @@ int wm_cluster_router_start(struct wm_cluster *c)
 
 void wm_cluster_add_router2(struct wm_cluster *c)
 {
-	do
-		c->router2_port = free_port();
-	while (c->router2_port == c->router_port || shard_on(c, c->router2_port));
+	c->router2_port = free_port();
 	snprintf(c->router2_dir, sizeof(c->router2_dir), "%s/router2", c->root);
 	write_map(c);
 }

@@ -100,8 +100,12 @@ long wm_cluster_in_doubt(const struct wm_cluster *c, unsigned i);
 /* `wm-ctl cluster check` against c (in-doubt transactions younger than
  * the limit are not violations): its exit status, its report into out. */
 int wm_cluster_check(const struct wm_cluster *c, long long in_doubt_limit_ms, char *out, size_t n);
-/* A loopback port nobody listens on now. */
+/* A loopback port reserved for this test (cluster_harness.c, free_port):
+ * no other test, bind(0) or connection gets it; a server that binds it
+ * with SO_REUSEADDR may.  wm_cluster_release_port gives it back (for a
+ * program that does not set SO_REUSEADDR). */
 int wm_cluster_free_port(void);
+void wm_cluster_release_port(int port);
 /* Three shards (the home, FR and DE's, AT the home's) and a router, ready
  * for orders: no key rate in the way, --txn-timeout-ms for the shards
  * (a decimal string with static storage), router_env for the router's

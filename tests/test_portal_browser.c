@@ -360,6 +360,7 @@ static void wd_start(struct wd *w)
 	snprintf(w->shots, sizeof(w->shots), "%s/build/portal-shots", src ? src : ".");
 	mkdir(w->shots, 0755);
 	w->port = wm_cluster_free_port();
+	wm_cluster_release_port(w->port); /* chromedriver binds it its own way */
 	char port_arg[32], log[300];
 	snprintf(port_arg, sizeof(port_arg), "--port=%d", w->port);
 	snprintf(log, sizeof(log), "%s/chromedriver.log", w->dir);

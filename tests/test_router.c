@@ -7,6 +7,7 @@
  * from a shard with a newer map makes the router reload and resend, and a
  * broken map on SIGHUP leaves the one in force.
  */
+#include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -68,15 +69,9 @@ static void cluster_up_with(struct cluster *c, const char *const *router_args)
 	memset(c, 0, sizeof(*c));
 	for (int i = 0; i < N_SHARDS; i++) {
 		wm_proc_init(&c->shard[i]);
-		/* distinct: the kernel may hand the same free port out twice, and
-		 * a shard then fails to bind (CI run 26: "shard 2 did not start") */
-		int taken;
-		do {
-			c->ports[i] = wm_cluster_free_port();
-			taken = 0;
-			for (int k = 0; k < i; k++)
-				taken |= c->ports[k] == c->ports[i];
-		} while (taken);
+		/* reserved for this test: distinct, and no other test's (CI run
+		 * 26: "shard 2 did not start", its port handed out twice) */
+		c->ports[i] = wm_cluster_free_port();
 	}
 	wm_proc_init(&c->router);
 	c->router.program = "wm-router";
@@ -137,6 +132,38 @@ static int status_of(int port, const char *method, const char *path, const char 
 }
 
 #define SHARD_CALLS(i) "wm_router_shard_calls_total{shard=\"" #i "\"} "
+
+/* Bind 127.0.0.1:port with or without SO_REUSEADDR, and listen when
+ * bound: 0, or the errno of what failed. */
+static int try_listen(int port, int reuse)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+	cr_assert(fd >= 0);
+	if (reuse)
+		cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	int err = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 4) ? errno : 0;
+	close(fd);
+	return err;
+}
+
+/* The harness's ports (what every cluster test runs on): a reserved port
+ * is refused to a plain bind, taken by a server that sets SO_REUSEADDR as
+ * net/server.c does, again after that server is gone (a SIGKILLed shard
+ * restarts on it), and free for anyone once released. */
+WM_TEST(router, harness_ports_are_held_for_the_test)
+{
+	int p = wm_cluster_free_port(), q = wm_cluster_free_port();
+	cr_assert_neq(p, q);
+	cr_assert_eq(try_listen(p, 0), EADDRINUSE, "a reserved port is refused to another bind");
+	cr_assert_eq(try_listen(p, 1), 0, "a server with SO_REUSEADDR listens on it");
+	cr_assert_eq(try_listen(p, 1), 0, "and again after a restart");
+	cr_assert_eq(try_listen(p, 0), EADDRINUSE, "still held");
+	wm_cluster_release_port(p);
+	cr_assert_eq(try_listen(p, 0), 0, "released");
+	cr_assert_eq(try_listen(q, 0), EADDRINUSE, "the other one is still held");
+}
 
 WM_TEST(router, sends_each_request_to_its_owner, .timeout = 60)
 {

@@ -35,6 +35,7 @@
  */
 #include "net/jsonw.h"
 
+#include <assert.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -337,6 +338,29 @@ void jw_int(struct jw *w, int64_t v)
  * magnitude's digits are left-padded with zeros to at least scale+1 digits
  * and a '.' is placed before the last `scale`.  Zero is never signed.
  */
+static size_t fixed_text(int64_t v, unsigned scale, char out[48])
+{
+	assert(scale <= 18);
+	char digits[24];
+	char *d = utoa_rev(mag(v), digits + sizeof(digits));
+	size_t nd = (size_t)(digits + sizeof(digits) - d);
+	size_t o = 0;
+	if (v < 0)
+		out[o++] = '-';
+	if (scale == 0) {
+		memcpy(out + o, d, nd);
+		return o + nd;
+	}
+	size_t pad = nd < scale + 1 ? scale + 1 - nd : 0;
+	size_t total = nd + pad;
+	for (size_t i = 0; i < total; i++) {
+		if (i == total - scale)
+			out[o++] = '.';
+		out[o++] = i < pad ? '0' : d[i - pad];
+	}
+	return o;
+}
+
 void jw_fixed(struct jw *w, int64_t v, unsigned scale)
 {
 	if (w->err)
@@ -345,25 +369,8 @@ void jw_fixed(struct jw *w, int64_t v, unsigned scale)
 		set_err(w, JW_ERR_USAGE);
 		return;
 	}
-	char digits[24];
-	char *d = utoa_rev(mag(v), digits + sizeof(digits));
-	size_t nd = (size_t)(digits + sizeof(digits) - d);
 	char out[48];
-	size_t o = 0;
-	if (v < 0)
-		out[o++] = '-';
-	if (scale == 0) {
-		memcpy(out + o, d, nd);
-		o += nd;
-	} else {
-		size_t pad = nd < scale + 1 ? scale + 1 - nd : 0;
-		size_t total = nd + pad;
-		for (size_t i = 0; i < total; i++) {
-			if (i == total - scale)
-				out[o++] = '.';
-			out[o++] = i < pad ? '0' : d[i - pad];
-		}
-	}
+	size_t o = fixed_text(v, scale, out);
 	if (sep(w))
 		return;
 	put(w, out, o);
@@ -447,3 +454,107 @@ void jw_value(struct jw *w, const struct json_value *v)
 }
 
 /* Key-plus-value conveniences: jw_key() then the value call. */
+
+/* ---- members: a key and its value in one step ------------------------------ */
+
+/*
+ * Room for one member of the innermost object: the separator, "key": and
+ * vlen bytes of value, in one reservation (a response writes thousands of
+ * members, and the key + value pair through jw_keyn and a value writer
+ * costs two separator checks, two reservations and two calls).  Returns
+ * where the value goes, with out->len not yet advanced: the caller writes
+ * the value and sets out->len past it.  NULL when nothing was written:
+ * after an error (set, or set now: a member after a key or outside any
+ * object, no room) or, *slow = 1, for a key that needs escaping (no
+ * literal does): the caller then takes jw_keyn's path.
+ */
+static char *member(struct jw *w, const char *key, size_t klen, size_t vlen, int *slow)
+{
+	*slow = 0;
+	if (w->err)
+		return NULL;
+	if (w->after_key || w->depth == 0) {
+		set_err(w, JW_ERR_USAGE);
+		return NULL;
+	}
+	size_t comma = !w->first[w->depth];
+	if (buf_reserve(w->out, comma + klen + 3 + vlen)) {
+		set_err(w, JW_ERR_BUF);
+		return NULL;
+	}
+	char *d = w->out->data + w->out->len;
+	char *k = d + comma;
+	if (plain_run_copy((const unsigned char *)key, klen, k + 1) != klen) {
+		*slow = 1;
+		return NULL;
+	}
+	if (k != d)
+		*d = ',';
+	k[0] = '"';
+	k[klen + 1] = '"';
+	k[klen + 2] = ':';
+	w->first[w->depth] = 0;
+	return k + klen + 3;
+}
+
+/* A member whose value is n bytes of JSON text (a number, a literal). */
+static void member_text(struct jw *w, const char *key, size_t klen, const char *v, size_t n)
+{
+	int slow;
+	char *d = member(w, key, klen, n, &slow);
+	if (d) {
+		memcpy(d, v, n);
+		w->out->len = (size_t)(d + n - w->out->data);
+	} else if (slow) {
+		jw_keyn(w, key, klen);
+		jw_raw(w, v, n);
+	}
+}
+
+void jw_member_str(struct jw *w, const char *key, size_t klen, const char *s, size_t slen)
+{
+	int slow;
+	char *d = member(w, key, klen, slen + 2, &slow);
+	if (!d) {
+		if (slow) {
+			jw_keyn(w, key, klen);
+			jw_strn(w, s, slen);
+		}
+		return;
+	}
+	*d = '"';
+	if (plain_run_copy((const unsigned char *)s, slen, d + 1) == slen) {
+		d[slen + 1] = '"';
+		w->out->len = (size_t)(d + slen + 2 - w->out->data);
+		return;
+	}
+	w->out->len = (size_t)(d - w->out->data); /* the key stays; the value escaped */
+	if (jw_escape(w->out, s, slen))
+		set_err(w, JW_ERR_BUF);
+}
+
+void jw_member_int(struct jw *w, const char *key, size_t klen, int64_t v)
+{
+	char tmp[24];
+	char *p = utoa_rev(mag(v), tmp + sizeof(tmp));
+	if (v < 0)
+		*--p = '-';
+	member_text(w, key, klen, p, (size_t)(tmp + sizeof(tmp) - p));
+}
+
+void jw_member_fixed(struct jw *w, const char *key, size_t klen, int64_t v, unsigned scale)
+{
+	if (scale > 18) {
+		set_err(w, JW_ERR_USAGE); /* keeps an earlier error */
+		return;
+	}
+	char out[48];
+	member_text(w, key, klen, out, fixed_text(v, scale, out));
+}
+
+void jw_member_bool(struct jw *w, const char *key, size_t klen, int v)
+{
+	member_text(w, key, klen, v ? "true" : "false", v ? 4 : 5);
+}
+
+void jw_member_null(struct jw *w, const char *key, size_t klen) { member_text(w, key, klen, "null", 4); }

@@ -55,27 +55,33 @@ void jw_raw(struct jw *w, const char *json, size_t len);
 /* Re-serialise a parsed value compactly (numbers keep their exact text,
  * members keep input order). */
 void jw_value(struct jw *w, const struct json_value *v);
-/* Convenience: key + value. */
+/* A key and its value as one member of the innermost object: the same
+ * bytes and errors as jw_keyn followed by the value's writer, in one
+ * reservation (the hot path of every response). */
+void jw_member_str(struct jw *w, const char *key, size_t klen, const char *s, size_t slen);
+void jw_member_int(struct jw *w, const char *key, size_t klen, int64_t v);
+void jw_member_fixed(struct jw *w, const char *key, size_t klen, int64_t v, unsigned scale);
+void jw_member_bool(struct jw *w, const char *key, size_t klen, int v);
+void jw_member_null(struct jw *w, const char *key, size_t klen);
+/* ... with NUL-terminated keys (and strings): lengths of literals at
+ * compile time. */
 static inline void jw_kstr(struct jw *w, const char *key, const char *s)
 {
-	jw_key(w, key);
-	jw_str(w, s);
+	jw_member_str(w, key, __builtin_strlen(key), s, __builtin_strlen(s));
 }
 static inline void jw_kint(struct jw *w, const char *key, int64_t v)
 {
-	jw_key(w, key);
-	jw_int(w, v);
+	jw_member_int(w, key, __builtin_strlen(key), v);
+}
+static inline void jw_kfixed(struct jw *w, const char *key, int64_t v, unsigned scale)
+{
+	jw_member_fixed(w, key, __builtin_strlen(key), v, scale);
 }
 static inline void jw_kbool(struct jw *w, const char *key, int v)
 {
-	jw_key(w, key);
-	jw_bool(w, v);
+	jw_member_bool(w, key, __builtin_strlen(key), v);
 }
-static inline void jw_knull(struct jw *w, const char *key)
-{
-	jw_key(w, key);
-	jw_null(w);
-}
+static inline void jw_knull(struct jw *w, const char *key) { jw_member_null(w, key, __builtin_strlen(key)); }
 /* Escape `len` bytes as a JSON string (with quotes) into `out`. */
 int jw_escape(struct buf *out, const char *s, size_t len);
 

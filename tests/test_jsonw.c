@@ -486,3 +486,125 @@ WM_TEST(jw, word_scan_finds_every_special_byte_in_every_lane)
 				buf_free(&b);
 			}
 }
+
+/* One member written both ways into an object: the fused writer (kind) and
+ * jw_keyn followed by the value's own writer.  kind: 0 string, 1 int,
+ * 2 fixed (scale sc), 3 bool, 4 null.  `before` members precede it. */
+static void member_both(int kind, const char *key, size_t klen, const char *s, size_t slen, int64_t v,
+			unsigned sc, int before)
+{
+	struct buf a, b;
+	buf_init(&a, 0);
+	buf_init(&b, 0);
+	struct jw wa, wb;
+	jw_init(&wa, &a);
+	jw_init(&wb, &b);
+	jw_obj_begin(&wa);
+	jw_obj_begin(&wb);
+	for (int i = 0; i < before; i++) {
+		jw_kint(&wa, "n", i);
+		jw_key(&wb, "n");
+		jw_int(&wb, i);
+	}
+	switch (kind) {
+	case 0: jw_member_str(&wa, key, klen, s, slen); break;
+	case 1: jw_member_int(&wa, key, klen, v); break;
+	case 2: jw_member_fixed(&wa, key, klen, v, sc); break;
+	case 3: jw_member_bool(&wa, key, klen, (int)v); break;
+	default: jw_member_null(&wa, key, klen); break;
+	}
+	jw_keyn(&wb, key, klen);
+	switch (kind) {
+	case 0: jw_strn(&wb, s, slen); break;
+	case 1: jw_int(&wb, v); break;
+	case 2: jw_fixed(&wb, v, sc); break;
+	case 3: jw_bool(&wb, (int)v); break;
+	default: jw_null(&wb); break;
+	}
+	jw_obj_end(&wa);
+	jw_obj_end(&wb);
+	cr_assert_eq(!!wa.err, !!wb.err, "kind %d key [%.*s]: err %d vs %d", kind, (int)klen, key, wa.err, wb.err);
+	if (!wa.err)
+		out_is(&a, b.data, b.len);
+	buf_free(&a);
+	buf_free(&b);
+}
+
+/* The fused member writers (jw_kstr and friends go through them) write
+ * what a key and then its value write, for plain keys and keys that need
+ * escaping, strings that need escaping or repair, the integer extremes,
+ * fixed scales up to the bound and past it; and they refuse what jw_keyn
+ * refuses. */
+WM_TEST(jw, members_write_what_key_and_value_write)
+{
+	static const char *const keys[] = {"a", "order_id", "a_key_longer_than_sixteen_bytes_x", "q\"uote",
+					   "back\\slash", "ctl\x01", "caf\xc3\xa9", "bad\xff"};
+	static const char *const strs[] = {"", "x", "plain value of some length", "with \"quotes\"",
+					   "tab\there", "\xc3\xa9t\xc3\xa9", "broken \xe2\x82", "0123456789abcdef"};
+	static const int64_t ints[] = {0, 1, -1, 9, 10, 123456789, INT64_MAX, INT64_MIN};
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+		for (int before = 0; before < 2; before++) {
+			size_t kl = strlen(keys[k]);
+			for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+				member_both(0, keys[k], kl, strs[i], strlen(strs[i]), 0, 0, before);
+			member_both(0, keys[k], kl, "nul\0inside", 10, 0, 0, before);
+			for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
+				member_both(1, keys[k], kl, NULL, 0, ints[i], 0, before);
+				for (unsigned sc = 0; sc <= 19; sc += (sc < 3 ? 1 : 8))
+					member_both(2, keys[k], kl, NULL, 0, ints[i], sc, before);
+			}
+			member_both(3, keys[k], kl, NULL, 0, 1, 0, before);
+			member_both(3, keys[k], kl, NULL, 0, 0, 0, before);
+			member_both(4, keys[k], kl, NULL, 0, 0, 0, before);
+		}
+
+	/* by hand: the first member has no comma, later ones do */
+	struct buf b;
+	buf_init(&b, 0);
+	struct jw w;
+	jw_init(&w, &b);
+	jw_obj_begin(&w);
+	jw_kstr(&w, "id", "o_1");
+	jw_kint(&w, "n", -42);
+	jw_kfixed(&w, "eur", 5, 2);
+	jw_kbool(&w, "ok", 1);
+	jw_knull(&w, "z");
+	jw_obj_end(&w);
+	cr_assert_eq(w.err, 0);
+	out_is(&b, L("{\"id\":\"o_1\",\"n\":-42,\"eur\":0.05,\"ok\":true,\"z\":null}"));
+
+	/* misuse: outside any object, after a key, a scale past 18 */
+	buf_reset(&b);
+	jw_init(&w, &b);
+	jw_kstr(&w, "top", "v");
+	cr_assert_neq(w.err, 0);
+	cr_assert_eq(b.len, 0);
+	jw_init(&w, &b);
+	jw_obj_begin(&w);
+	jw_key(&w, "a");
+	jw_kint(&w, "b", 1);
+	cr_assert_neq(w.err, 0);
+	out_is(&b, L("{\"a\":"));
+	buf_reset(&b);
+	jw_init(&w, &b);
+	jw_obj_begin(&w);
+	jw_kfixed(&w, "x", 1, 19);
+	cr_assert_neq(w.err, 0);
+	out_is(&b, L("{"));
+	buf_free(&b);
+
+	/* the bound: a member that fits exactly, and one byte more */
+	buf_init(&b, 10);
+	jw_init(&w, &b);
+	jw_obj_begin(&w);
+	jw_kstr(&w, "k", "abc"); /* {"k":"abc" = 10 bytes */
+	cr_assert_eq(w.err, 0);
+	out_is(&b, L("{\"k\":\"abc\""));
+	buf_reset(&b);
+	jw_init(&w, &b);
+	jw_obj_begin(&w);
+	jw_kstr(&w, "k", "abcd");
+	cr_assert_neq(w.err, 0);
+	out_is(&b, L("{"));
+	buf_free(&b);
+}

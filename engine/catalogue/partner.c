@@ -368,8 +368,7 @@ void partner_write(struct jw *w, const struct partner_vals *p)
 	jw_arr_end(w);
 	if (p->recruiter_id[0]) {
 		jw_kstr(w, "recruiter_id", p->recruiter_id);
-		jw_key(w, "recruiter_rate_percent");
-		jw_fixed(w, p->recruiter_rate_e2, 2);
+		jw_kfixed(w, "recruiter_rate_percent", p->recruiter_rate_e2, 2);
 	} else {
 		jw_knull(w, "recruiter_id");
 		jw_knull(w, "recruiter_rate_percent");

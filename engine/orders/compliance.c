@@ -283,15 +283,11 @@ static void write_record(struct jw *w, const struct booking *b, const struct ord
 	jw_kstr(w, "commodity_code", f->hs[0] ? f->hs : refdata_hs_code(cat, wn ? wn->volume_ul : 750000));
 	jw_kint(w, "units_delivered", goods);
 	int64_t vol = wn && wn->volume_ul > 0 ? wn->volume_ul : 0, abv = wn && wn->abv >= 0 ? wn->abv : 0;
-	jw_key(w, "unit_capacity_litres");
-	jw_fixed(w, vol, 6);
-	jw_key(w, "abv");
-	jw_fixed(w, abv, 2);
-	jw_key(w, "litres");
-	jw_fixed(w, goods * vol, 6);
+	jw_kfixed(w, "unit_capacity_litres", vol, 6);
+	jw_kfixed(w, "abv", abv, 2);
+	jw_kfixed(w, "litres", goods * vol, 6);
 	/* litres of pure alcohol = litres x abv / 100, to 0.1 ml, half-up */
-	jw_key(w, "litres_pure_alcohol");
-	jw_fixed(w, mul_div_signed(goods * vol, abv, 1000000), 4);
+	jw_kfixed(w, "litres_pure_alcohol", mul_div_signed(goods * vol, abv, 1000000), 4);
 	int64_t e = f->units ? mul_div_signed(f->excise, goods, f->units) : 0;
 	int64_t v = f->units ? mul_div_signed(vat_units, f->vat, f->units) : 0;
 	quote_write_money(w, "excise_due", e, minor);
@@ -597,8 +593,7 @@ static void declarations_read(struct api_ctx *c)
 		jw_kint(w, "records", (int64_t)s->records);
 		jw_kint(w, "corrections", (int64_t)s->corrections);
 		jw_kint(w, "units", (int64_t)s->units);
-		jw_key(w, "litres");
-		jw_fixed(w, (int64_t)s->litres_ul, 6);
+		jw_kfixed(w, "litres", (int64_t)s->litres_ul, 6);
 		jw_key(w, "litres_pure_alcohol"); /* to 0.1 ml, half-up, once over the month */
 		jw_fixed(w, round_e6(s->lpa_e10), 4);
 		quote_write_money(w, "excise_due", (int64_t)s->excise, minor);

@@ -282,8 +282,7 @@ static void pay_write(struct jw *w, const struct pay_vals *v)
 	jw_kstr(w, "id", v->id);
 	jw_kstr(w, "payment_id", v->id);
 	jw_kstr(w, "order_id", v->order_id);
-	jw_key(w, "amount");
-	jw_fixed(w, v->amount_minor, v->currency[0] ? (unsigned)iso_currency_minor(v->currency, 3) : 0);
+	jw_kfixed(w, "amount", v->amount_minor, v->currency[0] ? (unsigned)iso_currency_minor(v->currency, 3) : 0);
 	jw_kstr(w, "currency", v->currency);
 	if (v->method >= 0)
 		jw_kstr(w, "method", pay_method_names[v->method]);
@@ -292,8 +291,7 @@ static void pay_write(struct jw *w, const struct pay_vals *v)
 	jw_kstr(w, "state", pay_state_names[v->state]);
 	if (v->method >= 0) {
 		unsigned minor = (unsigned)iso_currency_minor(v->currency, 3);
-		jw_key(w, "refunded");
-		jw_fixed(w, v->refunded_minor, minor);
+		jw_kfixed(w, "refunded", v->refunded_minor, minor);
 		jw_key(w, "refunds");
 		jw_arr_begin(w);
 		for (uint32_t i = 0; v->refunds && i < v->refunds->len; i++)
@@ -301,8 +299,7 @@ static void pay_write(struct jw *w, const struct pay_vals *v)
 		if (v->refund_id) {
 			jw_obj_begin(w);
 			jw_kstr(w, "refund_id", v->refund_id);
-			jw_key(w, "amount");
-			jw_fixed(w, v->refund_minor, minor);
+			jw_kfixed(w, "amount", v->refund_minor, minor);
 			jw_kstr(w, "at", v->updated_at);
 			jw_obj_end(w);
 		}

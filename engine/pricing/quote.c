@@ -595,8 +595,7 @@ static int parse(struct api_ctx *c, const struct json_value *b, struct quote *s)
 
 void quote_write_money(struct jw *w, const char *key, int64_t v, int minor)
 {
-	jw_key(w, key);
-	jw_fixed(w, v, (unsigned)minor);
+	jw_kfixed(w, key, v, (unsigned)minor);
 }
 
 static void write_comps(struct jw *w, const int64_t *comp, int minor)
@@ -661,8 +660,7 @@ void quote_write_line_tax(struct jw *w, const struct quote *q, unsigned i)
 			jw_kstr(w, "origin_duty_status", taxctx_duty_by_type[loc->type]);
 		else
 			jw_knull(w, "origin_duty_status");
-		jw_key(w, "rate");
-		jw_fixed(w, o->excise->rate_e4, RD_RATE_SCALE);
+		jw_kfixed(w, "rate", o->excise->rate_e4, RD_RATE_SCALE);
 		jw_kstr(w, "rate_currency", o->excise->currency);
 		jw_kstr(w, "basis", rd_basis_names[o->excise->basis]);
 		jw_key(w, "abv_band");
@@ -681,8 +679,7 @@ void quote_write_line_tax(struct jw *w, const struct quote *q, unsigned i)
 	if (o->vat) {
 		jw_obj_begin(w);
 		jw_kstr(w, "tax", "vat");
-		jw_key(w, "rate_percent");
-		jw_fixed(w, o->vat->rate_e4, RD_VAT_SCALE);
+		jw_kfixed(w, "rate_percent", o->vat->rate_e4, RD_VAT_SCALE);
 		jw_kstr(w, "basis", "percent");
 		jw_kstr(w, "applies_to", "P_B2B+R_Recruiter+M_Curator+F_Platform+C_Freight+E_Excise");
 		quote_write_money(w, "taxable_amount", total - comp[PC_V_VAT], minor);

@@ -264,8 +264,7 @@ static void tax_context(struct api_ctx *c)
 		jw_kstr(w, "excise_tax_category", rd_category_codes[cat]);
 	else
 		jw_knull(w, "excise_tax_category");
-	jw_key(w, "vat_rate_percent");
-	jw_fixed(w, vat->rate_e4, RD_VAT_SCALE);
+	jw_kfixed(w, "vat_rate_percent", vat->rate_e4, RD_VAT_SCALE);
 	jw_kstr(w, "basis", "percent");
 	meta(w, &vat->m);
 	in_force(w, vat->from, vat->to, today);
@@ -280,10 +279,8 @@ static void tax_context(struct api_ctx *c)
 		jw_obj_begin(w);
 		jw_kstr(w, "category", rd_category_names[e->category]);
 		jw_kstr(w, "excise_tax_category", rd_category_codes[e->category]);
-		jw_key(w, "abv_min");
-		jw_fixed(w, e->abv_min, 2);
-		jw_key(w, "abv_max");
-		jw_fixed(w, e->abv_max, 2);
+		jw_kfixed(w, "abv_min", e->abv_min, 2);
+		jw_kfixed(w, "abv_max", e->abv_max, 2);
 		jw_kstr(w, "basis", rd_basis_names[e->basis]);
 		jw_key(w, "rate");
 		if (e->not_found)

@@ -438,10 +438,8 @@ static void loc_write(struct jw *w, const struct loc_vals *v)
 	jw_key(w, "geo_coordinates");
 	if (v->has_geo) {
 		jw_obj_begin(w);
-		jw_key(w, "lat");
-		jw_fixed(w, v->lat, LOC_GEO_SCALE);
-		jw_key(w, "lon");
-		jw_fixed(w, v->lon, LOC_GEO_SCALE);
+		jw_kfixed(w, "lat", v->lat, LOC_GEO_SCALE);
+		jw_kfixed(w, "lon", v->lon, LOC_GEO_SCALE);
 		jw_obj_end(w);
 	} else
 		jw_null(w);

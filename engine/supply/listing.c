@@ -489,8 +489,7 @@ static void join_offer(struct jw *w, const struct offer *o)
 	jw_obj_begin(w);
 	jw_key(w, "offer_id");
 	jw_strn(w, o->row.id, o->row.id_len);
-	jw_key(w, "seller_price");
-	jw_fixed(w, o->price_minor, (unsigned)iso_currency_minor(o->currency, 3));
+	jw_kfixed(w, "seller_price", o->price_minor, (unsigned)iso_currency_minor(o->currency, 3));
 	jw_kstr(w, "currency", o->currency);
 	jw_kstr(w, "condition", offer_condition_names[o->condition]);
 	jw_kstr(w, "status", offer_status_names[o->status]);
@@ -581,8 +580,7 @@ static void listing_write(struct jw *w, const struct listing_vals *v)
 	jw_kstr(w, "seller_id", v->seller_id);
 	jw_kstr(w, "offer_id", v->offer_id);
 	jw_kstr(w, "channel_id", v->channel_id);
-	jw_key(w, "shelf_price");
-	jw_fixed(w, v->shelf_minor, (unsigned)iso_currency_minor(v->currency, 3));
+	jw_kfixed(w, "shelf_price", v->shelf_minor, (unsigned)iso_currency_minor(v->currency, 3));
 	jw_kstr(w, "currency", v->currency);
 	jw_key(w, "curation");
 	jw_obj_begin(w);

@@ -670,8 +670,7 @@ static void offer_write(struct jw *w, const struct offer_vals *v)
 	jw_kstr(w, "offer_id", v->id);
 	jw_kstr(w, "wine_id", v->wine_id);
 	jw_kstr(w, "originator_id", v->originator_id);
-	jw_key(w, "seller_price");
-	jw_fixed(w, v->price_minor, (unsigned)iso_currency_minor(v->currency, 3));
+	jw_kfixed(w, "seller_price", v->price_minor, (unsigned)iso_currency_minor(v->currency, 3));
 	jw_kstr(w, "currency", v->currency);
 	jw_kint(w, "qty_available", v->qty);
 	jw_kstr(w, "condition", offer_condition_names[v->condition]);

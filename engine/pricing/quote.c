@@ -347,7 +347,7 @@ struct cand_scan {
  * to the caller (one it may not see is not counted, explained or routed). */
 static int cand_eligible(const struct quote *s, const struct offer *o)
 {
-	return offer_sellable(o, s->now_ms) && offer_visible_to(s->caller, o);
+	return offer_sellable(o, s->now_ms) && offer_seen_by(s->caller, &s->seer, o);
 }
 
 static int cand_cb(const struct offer *o, void *arg)
@@ -433,7 +433,7 @@ static unsigned resolve_skus(struct api_ctx *c, struct quote *s)
 			continue;
 		size_t kl = strlen(ql->sku);
 		ql->w = wine_get(c->sh, ql->sku, kl);
-		if (!ql->w && (ql->only = offer_get(c->sh, ql->sku, kl)) && offer_visible_to(c, ql->only))
+		if (!ql->w && (ql->only = offer_get(c->sh, ql->sku, kl)) && offer_seen_by(c, &s->seer, ql->only))
 			ql->w = wine_get(c->sh, ql->only->wine_id, strlen(ql->only->wine_id));
 		if (!ql->w || !wine_visible(c, ql->w)) {
 			char f[64];
@@ -1202,6 +1202,8 @@ struct quote *quote_compute(struct api_ctx *c, const struct json_value *b, int s
 	s->caller = c;
 	s->rd = rd;
 	s->now_ms = (int64_t)wall_ms();
+	offer_seer_init(c, &s->seer);
+	s->seer.now_ms = s->now_ms; /* one clock for the whole quote */
 	s->date = refdata_today();
 	s->stock_backed = (uint8_t)(stock_backed != 0);
 	if (parse(c, b, s) || delivery_region(c, b, s) || check_caps(c, s) || route_all(c, s))

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "engine/storage/id.h"
+#include "engine/supply/offer_seer.h"
 #include "engine/supply/permit.h"
 #include "engine/pricing/price.h"
 #include "engine/edge/route.h"
@@ -129,6 +130,7 @@ struct quote_line {
 struct quote {
 	struct shard *sh;
 	struct api_ctx *caller;          /* whose read-path filter decides which offers are candidates */
+	struct offer_seer seer;          /* the caller's, worked out once per quote */
 	const struct refdata *rd;
 	char dest[3];
 	char seller[ID_MAX_LEN];

@@ -892,14 +892,6 @@ static const struct offer *offer_by_natural(struct shard *sh, const struct offer
 /* ---- the read-path filter ----------------------------------------------- */
 
 /* Who is looking, resolved once per request. */
-struct offer_seer {
-	const struct offer_query *q;
-	int all;                      /* the platform sees every row */
-	const char *me;
-	char country[3];              /* the caller partner's country, "" if none */
-	int64_t now_ms;
-};
-
 static void seer_init(struct api_ctx *c, const struct offer_query *q, struct offer_seer *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -1117,12 +1109,16 @@ uint32_t offer_list(struct api_ctx *c, const struct offer_query *q, const struct
 
 int offer_visible_to(struct api_ctx *c, const struct offer *o)
 {
-	struct offer_query q;
-	memset(&q, 0, sizeof(q));
-	q.status = q.condition = -1;
 	struct offer_seer s;
-	seer_init(c, &q, &s);
+	seer_init(c, NULL, &s);
 	return offer_visible(c, &s, o);
+}
+
+void offer_seer_init(struct api_ctx *c, struct offer_seer *s) { seer_init(c, NULL, s); }
+
+int offer_seen_by(struct api_ctx *c, const struct offer_seer *s, const struct offer *o)
+{
+	return offer_visible(c, s, o);
 }
 
 int offer_wine_any(struct shard *sh, const char *wine_id, size_t wine_len,

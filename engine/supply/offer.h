@@ -13,6 +13,7 @@
 #include "engine/edge/api.h"
 #include "engine/storage/id.h"
 #include "engine/storage/index.h"
+#include "engine/supply/offer_seer.h"
 #include "engine/supply/permit.h"
 #include "engine/storage/shard.h"
 #include "engine/storage/table.h"
@@ -65,6 +66,10 @@ int offer_sellable(const struct offer *o, int64_t now_ms);
 /* The offer read-path filter for the caller (the same predicate as GET
  * /v1/offers/{id}, no destination): 1 visible, 0 hidden. */
 int offer_visible_to(struct api_ctx *c, const struct offer *o);
+/* A seer for the filter alone, and offer_visible_to with it: the same
+ * verdict, without the per-offer partner lookup and clock read. */
+void offer_seer_init(struct api_ctx *c, struct offer_seer *s);
+int offer_seen_by(struct api_ctx *c, const struct offer_seer *s, const struct offer *o);
 /* Call fn on each offer of the wine (by-wine index) until it returns
  * nonzero; returns that value, or 0. */
 int offer_wine_any(struct shard *sh, const char *wine_id, size_t wine_len,

@@ -35,6 +35,11 @@ struct ev_loop {
 	uint64_t last_tick_ms;
 	struct epoll_event *batch; /* events being dispatched; NULL outside ev_run's loop */
 	int batch_n;
+	unsigned n_after;
+	struct {
+		ev_tick_fn fn;
+		void *arg;
+	} after[EV_MAX_AFTER_BATCH];
 };
 
 uint64_t ev_clock_us(void)
@@ -96,6 +101,28 @@ void ev_del(struct ev_loop *loop, struct ev_handle *h)
 			loop->batch[i].data.ptr = NULL;
 }
 
+int ev_add_after_batch(struct ev_loop *loop, ev_tick_fn fn, void *arg)
+{
+	if (loop->n_after == EV_MAX_AFTER_BATCH)
+		return -1;
+	loop->after[loop->n_after].fn = fn;
+	loop->after[loop->n_after++].arg = arg;
+	return 0;
+}
+
+void ev_del_after_batch(struct ev_loop *loop, ev_tick_fn fn, void *arg)
+{
+	for (unsigned i = 0; i < loop->n_after; i++)
+		if (loop->after[i].fn == fn && loop->after[i].arg == arg) {
+			for (unsigned j = i + 1; j < loop->n_after; j++)
+				loop->after[j - 1] = loop->after[j];
+			loop->n_after--;
+			return;
+		}
+}
+
+int ev_in_batch(const struct ev_loop *loop) { return loop->batch != NULL; }
+
 void ev_set_prepare(struct ev_loop *loop, ev_tick_fn fn, void *arg)
 {
 	loop->prepare = fn;
@@ -132,6 +159,8 @@ int ev_run(struct ev_loop *loop)
 		}
 		loop->batch = NULL;
 		loop->batch_n = 0;
+		for (unsigned i = 0; i < loop->n_after; i++)
+			loop->after[i].fn(loop, loop->after[i].arg);
 		if (loop->prepare)
 			loop->prepare(loop, loop->prepare_arg);
 		if (loop->tick && loop->now_ms - loop->last_tick_ms >= loop->tick_ms) {

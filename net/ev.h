@@ -42,6 +42,15 @@ void ev_set_tick(struct ev_loop *loop, unsigned tick_ms, ev_tick_fn fn, void *ar
  * events were handled, before waiting again (batching work such as
  * committing staged audit records).  NULL to remove. */
 void ev_set_prepare(struct ev_loop *loop, ev_tick_fn fn, void *arg);
+/* After-batch callbacks (at most EV_MAX_AFTER_BATCH, in the order added),
+ * called once per loop iteration right after the ready events were
+ * handled, before the prepare callback: a server sends the answers the
+ * batch produced here, back to back (srv_new).  0, or -1 when full. */
+#define EV_MAX_AFTER_BATCH 4
+int ev_add_after_batch(struct ev_loop *loop, ev_tick_fn fn, void *arg);
+void ev_del_after_batch(struct ev_loop *loop, ev_tick_fn fn, void *arg);
+/* Is the loop dispatching a batch of ready events right now? */
+int ev_in_batch(const struct ev_loop *loop);
 /* Run until ev_stop().  Returns 0, or -1 on an epoll failure. */
 int ev_run(struct ev_loop *loop);
 void ev_stop(struct ev_loop *loop);

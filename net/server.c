@@ -116,6 +116,8 @@ struct conn {
 	unsigned char addr[16]; /* client address, key of the per-address table */
 	char peer[64];
 	struct srv_deferred *pending; /* a request the application answers later; none read meanwhile */
+	struct conn *flush_next; /* on srv.flush_head: answers to send after the batch */
+	int flush_queued;
 };
 
 /* A request whose answer the application gives later (srv_defer): what
@@ -148,6 +150,7 @@ struct srv {
 	int loopback;           /* the listener is bound to a loopback address */
 	struct srv_deferred *defer_now; /* set by srv_defer during the handler call */
 	int in_handler;
+	struct conn *flush_head; /* connections with answers to send after the batch */
 };
 
 void srv_limits_default(struct srv_limits *l)
@@ -168,6 +171,7 @@ static void conn_close(struct conn *c);
 static void conn_on_event(struct ev_loop *loop, struct ev_handle *h, uint32_t events);
 static size_t conn_process(struct conn *c);
 static void conn_update_interest(struct conn *c);
+static void conn_progress(struct conn *c);
 
 /* ---- per-address counts -------------------------------------------------- */
 
@@ -565,12 +569,41 @@ static void conn_update_interest(struct conn *c)
 		/* EPOLLRDHUP only while reading: after EOF it would fire forever */
 		if (!c->read_eof && conn_has_room(c))
 			ev |= EPOLLIN | EPOLLRDHUP;
-		if (c->sent < c->sendable || c->tls_rd_want_write)
+		if ((c->sent < c->sendable && !c->flush_queued) || c->tls_rd_want_write)
 			ev |= EPOLLOUT;
 		if (c->tls_wr_want_read)
 			ev |= EPOLLIN;
 	}
 	ev_mod(c->srv->loop, &c->h, ev);
+}
+
+/* Queue c's released answers to be sent once the loop has handled the
+ * whole batch of ready events (srv_after_batch): sending them back to
+ * back wakes a client that waits on many connections (a load balancer, a
+ * benchmark) once per batch instead of once per answer, and on loopback
+ * each wake-up was ~12 % of a quote's CPU. */
+static void flush_later(struct conn *c)
+{
+	if (c->flush_queued)
+		return;
+	c->flush_queued = 1;
+	c->flush_next = c->srv->flush_head;
+	c->srv->flush_head = c;
+}
+
+/* After the loop's batch: send what its handlers queued (flush_later);
+ * conn_progress also finishes each connection's turn (a close after the
+ * last answer, the interest in writability for what did not fit). */
+static void srv_after_batch(struct ev_loop *loop, void *arg)
+{
+	(void)loop;
+	struct srv *s = arg;
+	while (s->flush_head) {
+		struct conn *c = s->flush_head;
+		s->flush_head = c->flush_next;
+		c->flush_queued = 0;
+		conn_progress(c);
+	}
 }
 
 /* Process, release, flush, until none of them moves; then decide whether
@@ -585,7 +618,9 @@ static void conn_progress(struct conn *c)
 		}
 		size_t used = conn_process(c);
 		conn_release(c, srv_durable(c->srv));
-		if (conn_flush(c, &wrote)) {
+		if (c->sent < c->sendable && ev_in_batch(c->srv->loop)) {
+			flush_later(c); /* with the batch's other answers */
+		} else if (conn_flush(c, &wrote)) {
 			conn_close(c);
 			return;
 		}
@@ -780,6 +815,12 @@ static void srv_on_accept(struct ev_loop *loop, struct ev_handle *h, uint32_t ev
 static void conn_close(struct conn *c)
 {
 	struct srv *s = c->srv;
+	if (c->flush_queued)
+		for (struct conn **p = &s->flush_head; *p; p = &(*p)->flush_next)
+			if (*p == c) {
+				*p = c->flush_next;
+				break;
+			}
 	if (c->pending)
 		c->pending->c = NULL; /* its answer, when it comes, has nowhere to go */
 	ev_del(s->loop, &c->h);
@@ -884,6 +925,11 @@ struct srv *srv_new(struct ev_loop *loop, const struct srv_config *cfg, char *er
 		s->ipt_cap <<= 1;
 	s->ipt = calloc(s->ipt_cap, sizeof(*s->ipt));
 	int fd = s->ipt ? srv_listen(cfg->listen, &s->port, &s->loopback, err, errlen) : -1;
+	if (fd >= 0 && ev_add_after_batch(loop, srv_after_batch, s)) {
+		snprintf(err, errlen, "more than %d servers on one event loop", EV_MAX_AFTER_BATCH);
+		close(fd);
+		fd = -1;
+	}
 	if (fd < 0) {
 		if (!s->ipt)
 			snprintf(err, errlen, "out of memory");
@@ -1049,6 +1095,7 @@ void srv_free(struct srv *s)
 		return;
 	while (s->conns)
 		conn_close(s->conns);
+	ev_del_after_batch(s->loop, srv_after_batch, s);
 	if (s->listen_h.fd >= 0) {
 		ev_del(s->loop, &s->listen_h);
 		close(s->listen_h.fd);

@@ -179,6 +179,77 @@ WM_TEST(conn, ev_drops_pending_events_of_a_freed_handle)
 	ev_free(loop);
 }
 
+/* ---- the loop: after-batch callbacks (the server's answers go out there) -- */
+
+static char ab_log[32];
+static size_t ab_n;
+
+static void ab_note(char ch)
+{
+	cr_assert_lt(ab_n, sizeof(ab_log) - 1);
+	ab_log[ab_n++] = ch;
+	ab_log[ab_n] = 0;
+}
+
+static void ab_handler(struct ev_loop *loop, struct ev_handle *h, uint32_t events)
+{
+	(void)events;
+	char b;
+	cr_assert_eq(read(h->fd, &b, 1), 1);
+	cr_assert(ev_in_batch(loop), "a handler runs inside the batch");
+	ab_note('h');
+}
+
+static void ab_first(struct ev_loop *loop, void *arg)
+{
+	(void)arg;
+	cr_assert(!ev_in_batch(loop), "an after-batch callback runs once the batch is over");
+	ab_note('1');
+	ev_stop(loop);
+}
+
+static void ab_second(struct ev_loop *loop, void *arg)
+{
+	(void)loop;
+	ab_note(*(const char *)arg);
+}
+
+/* Both ready handles are handled, then the callbacks in the order added;
+ * EV_MAX_AFTER_BATCH of them fit and one more is refused; a removed one
+ * is not called again. */
+WM_TEST(conn, ev_after_batch_callbacks_run_once_the_batch_is_handled)
+{
+	struct ev_loop *loop = ev_new();
+	cr_assert_not_null(loop);
+	int sa[2], sb[2];
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sa), 0);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sb), 0);
+	struct ev_handle a = {.fd = sa[0], .fn = ab_handler}, b = {.fd = sb[0], .fn = ab_handler};
+	cr_assert_eq(ev_add(loop, &a, EPOLLIN), 0);
+	cr_assert_eq(ev_add(loop, &b, EPOLLIN), 0);
+	static const char tags[EV_MAX_AFTER_BATCH] = "234";
+	cr_assert_eq(ev_add_after_batch(loop, ab_first, NULL), 0);
+	for (unsigned i = 0; i + 1 < EV_MAX_AFTER_BATCH; i++)
+		cr_assert_eq(ev_add_after_batch(loop, ab_second, (void *)&tags[i]), 0);
+	cr_assert_eq(ev_add_after_batch(loop, ab_second, (void *)&tags[0]), -1, "one past the bound");
+	cr_assert_eq(write(sa[1], "x", 1), 1);
+	cr_assert_eq(write(sb[1], "x", 1), 1);
+	cr_assert_eq(ev_run(loop), 0);
+	cr_assert_str_eq(ab_log, "hh1234");
+	ev_del_after_batch(loop, ab_second, (void *)&tags[1]);
+	ab_n = 0;
+	cr_assert_eq(write(sa[1], "y", 1), 1);
+	cr_assert_eq(ev_run(loop), 0);
+	cr_assert_str_eq(ab_log, "h124");
+	ev_del(loop, &a);
+	ev_del(loop, &b);
+	for (int i = 0; i < 2; i++) {
+		close(sa[i]);
+		close(sb[i]);
+	}
+	ev_free(loop);
+}
+
 /* ---- half-close ------------------------------------------------------------ */
 
 WM_TEST(conn, half_close_after_write_gets_the_answer)

@@ -746,8 +746,9 @@ static int link_members(struct parser *p, struct frame *f)
 }
 
 /* Is the key just read (p->str, p->slen) already a member of the object
- * of frame f?  By its hash chain, or by comparing its few keys. */
-static int find_key(const struct parser *p, const struct frame *f, int hashed)
+ * of frame f?  By its hash chain (h: its key_hash, when f is hashed), or
+ * by comparing its few keys. */
+static int find_key(const struct parser *p, const struct frame *f, int hashed, uint32_t h)
 {
 	if (!hashed) {
 		for (size_t i = f->start; i < p->nmems; i++) {
@@ -757,7 +758,6 @@ static int find_key(const struct parser *p, const struct frame *f, int hashed)
 		}
 		return 0;
 	}
-	uint32_t h = key_hash(p->seed, p->str, p->slen);
 	for (uint32_t i = p->nbuckets ? p->buckets[h & (p->nbuckets - 1)] : 0; i; i = p->mems[i - 1].next) {
 		const struct mentry *e = &p->mems[i - 1];
 		if (i - 1 < f->start)
@@ -809,7 +809,9 @@ static int parse_member_key(struct parser *p)
 		return -1;
 	if (!f->hashed && p->nmems - f->start >= JSON_LINEAR_KEYS && link_members(p, f))
 		return oom(p);
-	if (find_key(p, f, f->hashed)) {
+	/* one hash of the key for the duplicate check and its link */
+	uint32_t h = f->hashed ? key_hash(p->seed, p->str, p->slen) : 0;
+	if (find_key(p, f, f->hashed, h)) {
 		char k[64];
 		key_for_msg(p->str, p->slen, k, sizeof(k));
 		return fail(p, at, 0, "duplicate key \"%s\"", k);
@@ -825,7 +827,7 @@ static int parse_member_key(struct parser *p)
 	e->m.key_len = (uint32_t)p->slen;
 	e->m.value.type = JSON_NULL;
 	p->nmems++;
-	if (f->hashed && link_entry(p, p->nmems - 1, key_hash(p->seed, p->str, p->slen)))
+	if (f->hashed && link_entry(p, p->nmems - 1, h))
 		return oom(p);
 	skip_ws(p);
 	if (p->pos >= p->len || p->s[p->pos] != ':')

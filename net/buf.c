@@ -96,6 +96,18 @@ int buf_put_u64(struct buf *b, uint64_t v)
 	return buf_append(b, t, 8);
 }
 
+int buf_put_dec(struct buf *b, int64_t v)
+{
+	char t[24], *p = t + sizeof(t);
+	uint64_t m = v < 0 ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v; /* INT64_MIN too */
+	do
+		*--p = (char)('0' + m % 10);
+	while (m /= 10);
+	if (v < 0)
+		*--p = '-';
+	return buf_append(b, p, (size_t)(t + sizeof(t) - p));
+}
+
 void buf_consume(struct buf *b, size_t n)
 {
 	if (n >= b->len) {

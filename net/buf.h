@@ -71,6 +71,9 @@ static inline int buf_putc(struct buf *b, char c)
 /* printf-style append.  Returns 0 or -1. */
 int buf_printf(struct buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* v in decimal ("-" for a negative one), as printf's %lld writes it,
+ * without printf's parsing.  Returns 0 or -1 (contents unchanged). */
+int buf_put_dec(struct buf *b, int64_t v);
 /* Little-endian fixed-width integer appends (for binary formats). */
 int buf_put_u32(struct buf *b, uint32_t v);
 int buf_put_u64(struct buf *b, uint64_t v);

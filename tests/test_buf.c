@@ -1,5 +1,6 @@
 #include "tests/wm_test.h"
 #include "net/buf.h"
+#include <stdint.h>
 #include <string.h>
 
 WM_TEST(buf, append_and_bound)
@@ -35,5 +36,34 @@ WM_TEST(buf, printf_long_and_le_ints)
 	cr_assert_eq(rd_u64((const uint8_t *)b.data), 0x0102030405060708ULL);
 	cr_assert_eq((uint8_t)b.data[0], 0x08);
 	cr_assert_eq(rd_u32((const uint8_t *)b.data + 8), 0xa1b2c3d4u);
+	buf_free(&b);
+}
+
+/* buf_put_dec writes what printf's %lld writes, the extremes included,
+ * and leaves the buffer as it was when the digits do not fit. */
+WM_TEST(buf, decimal_append_matches_printf)
+{
+	static const int64_t vals[] = {0, 1, -1, 9, 10, 99, 100, -100, 1234567890123LL, INT64_MAX, INT64_MIN,
+				       INT64_MIN + 1};
+	struct buf b, want;
+	buf_init(&b, 0);
+	buf_init(&want, 0);
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		buf_reset(&b);
+		buf_reset(&want);
+		cr_assert_eq(buf_puts(&b, "q="), 0);
+		cr_assert_eq(buf_put_dec(&b, vals[i]), 0);
+		cr_assert_eq(buf_printf(&want, "q=%lld", (long long)vals[i]), 0);
+		cr_assert_eq(b.len, want.len, "%lld", (long long)vals[i]);
+		cr_assert_eq(memcmp(b.data, want.data, b.len), 0, "%lld", (long long)vals[i]);
+	}
+	buf_free(&b);
+	buf_free(&want);
+	buf_init(&b, 4);
+	cr_assert_eq(buf_puts(&b, "ab"), 0);
+	cr_assert_eq(buf_put_dec(&b, 12), 0); /* exactly at the bound */
+	cr_assert_eq(buf_put_dec(&b, 5), -1); /* one past it */
+	cr_assert_eq(b.len, 4);
+	cr_assert_eq(memcmp(b.data, "ab12", 4), 0);
 	buf_free(&b);
 }

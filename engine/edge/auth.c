@@ -176,8 +176,18 @@ static int64_t rate_take(struct api_ctx *c, struct key_rt *rt)
 		wait = ceil_div(ceil_div(MICRO - rt->tokens, rps), MICRO); /* us -> s */
 	int64_t window = ceil_div(burst, rps);
 	int64_t to_full = ceil_div(ceil_div(cap - rt->tokens, rps), MICRO);
-	buf_printf(&c->rs->headers, "RateLimit-Policy: \"key\";q=%lld;w=%lld\r\nRateLimit: \"key\";r=%lld;t=%lld\r\n",
-		   (long long)burst, (long long)window, (long long)(rt->tokens / MICRO), (long long)to_full);
+	/* RateLimit-Policy: "key";q=B;w=W / RateLimit: "key";r=R;t=T, written
+	 * without printf (every request writes them) */
+	struct buf *h = &c->rs->headers;
+	buf_puts(h, "RateLimit-Policy: \"key\";q=");
+	buf_put_dec(h, burst);
+	buf_puts(h, ";w=");
+	buf_put_dec(h, window);
+	buf_puts(h, "\r\nRateLimit: \"key\";r=");
+	buf_put_dec(h, rt->tokens / MICRO);
+	buf_puts(h, ";t=");
+	buf_put_dec(h, to_full);
+	buf_puts(h, "\r\n");
 	return wait;
 }
 

@@ -365,16 +365,21 @@ static int cand_cb(const struct offer *o, void *arg)
 
 /* a before b in routing order (see struct cand_scan); estate: its partner
  * id or NULL; cur: the currency ranked first. */
-static int rank_before(const struct offer *a, const struct offer *b, const char *estate, const char *cur)
+static struct quote_rank rank_of(const struct offer *o, const char *estate, const char *cur)
 {
-	int ea = estate && !strcmp(a->originator_id, estate), eb = estate && !strcmp(b->originator_id, estate);
-	if (ea != eb)
-		return ea;
-	int ca = !strcmp(a->currency, cur), cb = !strcmp(b->currency, cur);
-	if (ca != cb)
-		return ca;
-	if (ca && a->price_minor != b->price_minor)
-		return a->price_minor < b->price_minor;
+	return (struct quote_rank){.cls = (uint8_t)((estate && !strcmp(o->originator_id, estate)) * 2 +
+						    !strcmp(o->currency, cur)),
+				   .price = o->price_minor};
+}
+
+/* a (key ka) before b (kb) in routing order: the estate's offers, then
+ * those in the ranked currency, cheapest first, then by id. */
+static int rank_before(const struct offer *a, struct quote_rank ka, const struct offer *b, struct quote_rank kb)
+{
+	if (ka.cls != kb.cls)
+		return ka.cls > kb.cls;
+	if ((ka.cls & 1) && ka.price != kb.price)
+		return ka.price < kb.price;
 	return strcmp(a->row.id, b->row.id) < 0;
 }
 
@@ -388,16 +393,23 @@ static void gather_candidates(struct quote *s, struct quote_line *ql)
 	for (unsigned i = 0; i < cs->n && s->estate; i++)
 		if (!strcmp(cs->o[i]->originator_id, s->estate))
 			cur = cs->o[i]->currency;
-	/* a partial selection sort: only the places priced are ordered */
+	/* a partial selection sort: only the places priced are ordered; the
+	 * keys are worked out once (string compares), not per comparison */
+	struct quote_rank *rk = s->rank;
+	for (unsigned i = 0; i < cs->n; i++)
+		rk[i] = rank_of(cs->o[i], s->estate, cur);
 	unsigned keep = cs->n < QUOTE_MAX_CANDIDATES ? cs->n : QUOTE_MAX_CANDIDATES;
 	for (unsigned i = 0; i < keep; i++) {
 		unsigned best = i;
 		for (unsigned j = i + 1; j < cs->n; j++)
-			if (rank_before(cs->o[j], cs->o[best], s->estate, cur))
+			if (rank_before(cs->o[j], rk[j], cs->o[best], rk[best]))
 				best = j;
 		const struct offer *t = cs->o[i];
+		struct quote_rank tk = rk[i];
 		cs->o[i] = cs->o[best];
+		rk[i] = rk[best];
 		cs->o[best] = t;
+		rk[best] = tk;
 		cand_add(s, ql, cs->o[i]);
 	}
 	ql->considered = cs->n;
@@ -559,25 +571,29 @@ static int parse(struct api_ctx *c, const struct json_value *b, struct quote *s)
 				api_field_error(c, f, "type", "an object");
 				continue;
 			}
+			/* the field's name is formatted only for an error */
 			const struct json_value *x = json_get(ln, "sku");
-			snprintf(f, sizeof(f), "lines[%u].sku", i);
-			if (!x || x->type != JSON_STRING || x->len == 0 || x->len >= ID_MAX_LEN)
-				api_field_error(c, f, "required", "a wine id (or an offer id)");
-			else
+			if (x && x->type == JSON_STRING && x->len > 0 && x->len < ID_MAX_LEN) {
 				ql->sku = x->u.str;
+			} else {
+				snprintf(f, sizeof(f), "lines[%u].sku", i);
+				api_field_error(c, f, "required", "a wine id (or an offer id)");
+			}
 			x = json_get(ln, "qty");
-			snprintf(f, sizeof(f), "lines[%u].qty", i);
 			int64_t q;
-			if (!x || json_to_int64(x, &q) || q < 1 || q > PRICE_MAX_QTY)
-				api_field_error(c, f, "range", "an integer 1..%d", PRICE_MAX_QTY);
-			else
+			if (x && !json_to_int64(x, &q) && q >= 1 && q <= PRICE_MAX_QTY) {
 				ql->qty = q;
+			} else {
+				snprintf(f, sizeof(f), "lines[%u].qty", i);
+				api_field_error(c, f, "range", "an integer 1..%d", PRICE_MAX_QTY);
+			}
 			x = json_get(ln, "box_units");
-			snprintf(f, sizeof(f), "lines[%u].box_units", i);
-			if (!x || json_to_int64(x, &q) || (q != 6 && q != 12))
-				api_field_error(c, f, "invalid_box_size", "box_units must be 6 or 12");
-			else
+			if (x && !json_to_int64(x, &q) && (q == 6 || q == 12)) {
 				ql->box = (uint8_t)q;
+			} else {
+				snprintf(f, sizeof(f), "lines[%u].box_units", i);
+				api_field_error(c, f, "invalid_box_size", "box_units must be 6 or 12");
+			}
 		}
 	}
 	unsigned unknown = resolve_skus(c, s);

@@ -152,6 +152,10 @@ struct quote {
 	struct price_line_in flat[PRICE_MAX_LINES];
 	struct price_quote one, all;
 	const struct offer *scan[QUOTE_SCAN_MAX]; /* a line's sellable offers being ranked (quote.c) */
+	struct quote_rank {                       /* scan[i]'s routing-order key, worked out once */
+		uint8_t cls;                      /* 2: the estate's, +1: in the ranked currency */
+		int64_t price;
+	} rank[QUOTE_SCAN_MAX];
 };
 
 /*

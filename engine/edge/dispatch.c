@@ -39,13 +39,19 @@ static const struct route *route_find(struct api_ctx *c, int *path_known)
 	enum http_method m = h->method == HTTP_M_HEAD ? HTTP_M_GET : h->method;
 	*path_known = 0;
 	const struct route *table = c->internal ? api_internal_route_table() : api_route_table();
-	for (const struct route *r = table; r->pattern; r++) {
-		if (!api_route_bind(r->pattern, h->path, h->path_len, c))
-			continue;
-		*path_known = 1;
-		if (r->method == m)
+	/* the request's method first: a pattern is bound (parsed against the
+	 * path) only for the routes that could answer; the others only when
+	 * none does, to tell 405 from 404 */
+	for (const struct route *r = table; r->pattern; r++)
+		if (r->method == m && api_route_bind(r->pattern, h->path, h->path_len, c)) {
+			*path_known = 1;
 			return r;
-	}
+		}
+	for (const struct route *r = table; r->pattern; r++)
+		if (api_route_bind(r->pattern, h->path, h->path_len, c)) {
+			*path_known = 1;
+			break;
+		}
 	return NULL;
 }
 

@@ -203,13 +203,26 @@ int quote_excise_category(int wine_cat)
 	}
 }
 
-static int price_incoterm_of(int offer_incoterm)
+static int price_incoterm_by_name(int offer_incoterm)
 {
 	const char *nm = offer_incoterm_names[offer_incoterm];
 	if (!strcmp(nm, "DPU") || !strcmp(nm, "DDP"))
 		return PRICE_INCO_DAP;
 	int i = price_incoterm_find(nm, (unsigned)strlen(nm));
 	return i >= 0 ? i : PRICE_INCO_FCA;
+}
+
+/* The pricing incoterm of an offer's (the lists are tied by name), worked
+ * out once per incoterm: every candidate of every quote asks.  The loop's
+ * thread only. */
+static int price_incoterm_of(int offer_incoterm)
+{
+	static int8_t memo[16]; /* > the 11 offer incoterms; 0 = not yet, else 1 + the answer */
+	if (offer_incoterm < 0 || offer_incoterm >= 16)
+		return price_incoterm_by_name(offer_incoterm);
+	if (!memo[offer_incoterm])
+		memo[offer_incoterm] = (int8_t)(1 + price_incoterm_by_name(offer_incoterm));
+	return memo[offer_incoterm] - 1;
 }
 
 static void cand_add(struct quote *s, struct quote_line *ql, const struct offer *o)

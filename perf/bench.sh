@@ -494,6 +494,14 @@ fi
 #    was 1,318), B+tree by id 37 B (was 66), secondary 344 B (was 392).  RSS
 #    per row after recovery 1,213 B (was 1,289).  Goal <= 2x: not met.
 #  - quote p99 big/small: 1 line 1.21, 5 lines 1.28 (target <= 1.5).
+# Measured later on 2026-11-29, same defaults: a new hash-index array is
+# written page by page before use (engine/storage/index.c, touch_pages): its
+# pages were first mapped to the zero page by a probe and faulted again by
+# the place that followed, with a TLB flush across the two threads (~8 % of
+# the samples).  Alternating pairs: 358-398k -> 452-458k rows/s; `make bench`
+# 476k (snapshot part 506k records/s).  Both threads are now busy (each waits
+# ~0.25 s of 3.4 s for the other): the builder in the JSON parser, the loop
+# in index inserts and first-touch page faults.
 echo
 S_WINES=${BENCH_SCALE_WINES:-100000}
 S_PER=${BENCH_SCALE_OFFERS_PER_WINE:-10}

@@ -81,6 +81,7 @@
  *    never as being off the channel).  M_Curator is the seller's live
  *    listing of the offer on that channel.
  */
+#include <assert.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -731,21 +732,31 @@ void quote_write_line_tax(struct jw *w, const struct quote *q, unsigned i)
 	jw_arr_end(w);
 }
 
-#define QUOTE_MAX_PARTIES (2 * PRICE_MAX_LINES + 1)
+/* The settlement split has one party per (id, role): at most an originator
+ * and a fulfiller per priced line (PRICE_MAX_LINES of them), and the seller
+ * with its recruiter (both role seller).  (It was 2 x lines + 1, one short
+ * of that count, and a party past it was dropped without a word; a full
+ * list now fails the response instead.) */
+#define QUOTE_MAX_PARTIES (2 * PRICE_MAX_LINES + 2)
 struct party {
 	const char *id, *role, *basis;
 	int64_t amount;
 };
 
-static void party_add(struct party *p, unsigned *n, const char *id, const char *role, const char *basis, int64_t amt)
+/* Add amt to the party (id, role), listing it if new.  0, or -1 when the
+ * list is full (not reachable: see QUOTE_MAX_PARTIES). */
+static int party_add(struct party *p, unsigned *n, const char *id, const char *role, const char *basis, int64_t amt)
 {
 	for (unsigned i = 0; i < *n; i++)
 		if (!strcmp(p[i].id, id) && !strcmp(p[i].role, role)) {
 			p[i].amount += amt;
-			return;
+			return 0;
 		}
-	if (*n < QUOTE_MAX_PARTIES)
-		p[(*n)++] = (struct party){id, role, basis, amt};
+	assert(*n < QUOTE_MAX_PARTIES);
+	if (*n >= QUOTE_MAX_PARTIES)
+		return -1;
+	p[(*n)++] = (struct party){id, role, basis, amt};
+	return 0;
 }
 
 static void write_source(struct jw *w, const struct quote_line *ql, const struct route_alloc *a)
@@ -849,29 +860,30 @@ static void write_settlement(struct jw *w, const struct quote *s)
 {
 	const struct price_quote *q = &s->all;
 	int mn = q->minor;
-	struct party *pp = calloc(QUOTE_MAX_PARTIES, sizeof(*pp));
+	struct party pp[QUOTE_MAX_PARTIES]; /* ~4 KiB on the loop's stack: no allocation per quote */
 	unsigned np = 0;
-	if (pp)
-		for (unsigned i = 0; i < s->n; i++) {
-			const struct quote_line *ql = &s->l[i];
-			for (unsigned k = 0; k < ql->plan.n; k++) {
-				const struct price_line_out *o = &q->lines[ql->first + k];
-				unsigned ci = ql->plan.a[k].cand;
-				party_add(pp, &np, ql->offer[ci]->originator_id, "originator", "P_B2B", o->comp[PC_P_B2B]);
-				/* the royalty goes to the seller's recruiter when it has one (listed
-				 * with role seller, the spec's roles, basis R_Recruiter) */
-				if (s->recruiter[0]) {
-					party_add(pp, &np, s->seller, "seller", "M_Curator", o->comp[PC_M_CURATOR]);
-					party_add(pp, &np, s->recruiter, "seller", "R_Recruiter", o->comp[PC_R_RECRUITER]);
-				} else {
-					party_add(pp, &np, s->seller, "seller", "M_Curator+R_Recruiter",
+	int full = 0;
+	for (unsigned i = 0; i < s->n; i++) {
+		const struct quote_line *ql = &s->l[i];
+		for (unsigned k = 0; k < ql->plan.n; k++) {
+			const struct price_line_out *o = &q->lines[ql->first + k];
+			unsigned ci = ql->plan.a[k].cand;
+			full |= party_add(pp, &np, ql->offer[ci]->originator_id, "originator", "P_B2B", o->comp[PC_P_B2B]);
+			/* the royalty goes to the seller's recruiter when it has one (listed
+			 * with role seller, the spec's roles, basis R_Recruiter) */
+			if (s->recruiter[0]) {
+				full |= party_add(pp, &np, s->seller, "seller", "M_Curator", o->comp[PC_M_CURATOR]);
+				full |= party_add(pp, &np, s->recruiter, "seller", "R_Recruiter", o->comp[PC_R_RECRUITER]);
+			} else {
+				full |= party_add(pp, &np, s->seller, "seller", "M_Curator+R_Recruiter",
 						  o->comp[PC_M_CURATOR] + o->comp[PC_R_RECRUITER]);
-				}
-				if (o->comp[PC_C_FREIGHT])
-					party_add(pp, &np, ql->fulfiller[ci], "fulfiller", "C_Freight", o->comp[PC_C_FREIGHT]);
 			}
+			if (o->comp[PC_C_FREIGHT])
+				full |= party_add(pp, &np, ql->fulfiller[ci], "fulfiller", "C_Freight",
+						  o->comp[PC_C_FREIGHT]);
 		}
-	if (!pp)
+	}
+	if (full)
 		w->err = 1; /* never a split that silently lacks its parties */
 	jw_key(w, "settlement_split");
 	jw_obj_begin(w);
@@ -887,7 +899,6 @@ static void write_settlement(struct jw *w, const struct quote *s)
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);
-	free(pp);
 	quote_write_money(w, "platform_fee", q->comp_total[PC_F_PLATFORM], mn);
 	jw_key(w, "escrowed_taxes");
 	jw_obj_begin(w);

@@ -445,3 +445,87 @@ WM_TEST(price, property_no_component_rounded_twice)
 	}
 	refdata_free(rd);
 }
+
+/* The same outcome, field by field: error, failing line, every figure and
+ * every reference row used. */
+static void same_quote(enum price_err ea, const struct price_quote *a, enum price_err eb, const struct price_quote *b,
+		       int iter)
+{
+	cr_assert_eq(ea, eb, "iter %d: %s vs %s", iter, price_err_codes[ea], price_err_codes[eb]);
+	if (ea) {
+		cr_assert_eq(a->err_line, b->err_line, "iter %d", iter);
+		return;
+	}
+	cr_assert_eq(a->n_lines, b->n_lines, "iter %d", iter);
+	cr_assert_str_eq(a->currency, b->currency);
+	cr_assert_eq(a->minor, b->minor);
+	cr_assert_eq(a->total, b->total, "iter %d", iter);
+	cr_assert_eq(a->order_fee, b->order_fee);
+	cr_assert_eq(a->order_fee_vat, b->order_fee_vat);
+	cr_assert_arr_eq(a->comp_total, b->comp_total, sizeof(a->comp_total));
+	for (unsigned i = 0; i < a->n_lines; i++) {
+		const struct price_line_out *x = &a->lines[i], *y = &b->lines[i];
+		cr_assert_arr_eq(x->comp, y->comp, sizeof(x->comp), "iter %d line %u", iter, i);
+		cr_assert_eq(x->total, y->total);
+		cr_assert_eq(x->vat_base, y->vat_base);
+		cr_assert_eq(x->boxes, y->boxes);
+		cr_assert_eq(x->vat, y->vat, "iter %d line %u: another VAT row", iter, i);
+		cr_assert_eq(x->excise, y->excise, "iter %d line %u: another excise band", iter, i);
+		cr_assert_eq(x->freight, y->freight);
+		cr_assert_eq(x->fx_offer_e6, y->fx_offer_e6);
+		cr_assert_eq(x->fx_duty_e6, y->fx_duty_e6);
+		cr_assert_eq(x->fx_dest_e6, y->fx_dest_e6);
+	}
+}
+
+/*
+ * One memo through thousands of calls that change destination, day and
+ * reference version under it, with more currencies than PRICE_MEMO_FX and
+ * more (category, ABV) bands than PRICE_MEMO_EXCISE, unknown currencies
+ * and lines outside their bounds: every answer is price_quote's.
+ */
+WM_TEST(price, memo_answers_what_price_quote_answers)
+{
+	struct refdata *rd1 = load_repo(), *rd2 = load_repo();
+	struct price_quote *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b));
+	struct price_line_in lines[8];
+	struct price_memo m;
+	price_memo_init(&m);
+	static const uint32_t days[] = {20251101, 20260101, 20261129};
+	rng_state = 20261129;
+	unsigned errors = 0;
+	for (int iter = 0; iter < 3000; iter++) {
+		/* runs of calls on one key, as a quote makes them, then a new key */
+		unsigned lane = iter / 7 % N_LANES, n = 1 + rnd(8);
+		const struct refdata *rd = iter / 50 % 2 ? rd2 : rd1;
+		for (unsigned i = 0; i < n; i++) {
+			lines[i] = random_line(lane);
+			if (!rnd(3))
+				lines[i].category = RD_CAT_FORTIFIED;
+			if (!rnd(2)) /* any ABV: across the bands (fortified wine's 15 % and 22 % edges) */
+				lines[i].abv = (uint16_t)rnd(RD_MAX_ABV + 1);
+			if (!rnd(40))
+				memcpy(lines[i].currency, "XXX", 4); /* no FX rate */
+			if (!rnd(60))
+				lines[i].box_units = 7; /* outside its bounds */
+		}
+		struct price_order_in in = {.fixed_fee_cents = rnd(2) ? rnd(500) : 0, .date = days[iter / 23 % 3],
+					    .n_lines = n, .lines = lines};
+		memcpy(in.destination, iter % 97 == 96 ? "ZZ" : lanes[lane].d, 3);
+		enum price_err eb = price_quote(rd, &in, b);
+		enum price_err ea = price_quote_memo(rd, &in, a, &m);
+		same_quote(ea, a, eb, b, iter);
+		errors += eb != PRICE_OK;
+	}
+	cr_assert_gt(errors, 100u, "the run must fail some calls as well");
+	cr_assert_lt(errors, 2900u);
+	/* no memo: price_quote itself */
+	struct price_order_in in = {.date = 20251101, .n_lines = 1, .lines = lines};
+	lines[0] = random_line(0);
+	memcpy(in.destination, lanes[0].d, 3);
+	same_quote(price_quote_memo(rd1, &in, a, NULL), a, price_quote(rd1, &in, b), b, -1);
+	free(a);
+	free(b);
+	refdata_free(rd1);
+	refdata_free(rd2);
+}

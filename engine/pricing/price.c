@@ -216,6 +216,66 @@ static int conv_factor(const struct refdata *rd, const char *cur, int64_t f_dest
 	return q_norm(k);
 }
 
+/* ---- the memo (price.h): each lookup first asks m, when there is one ---- */
+
+/* conv_factor, kept in m per currency (the first PRICE_MEMO_FX of them). */
+static int conv_memo(const struct refdata *rd, const char *cur, int64_t f_dest, int u_dest, struct q *k,
+		     int64_t *f_out, struct price_memo *m)
+{
+	if (m)
+		for (unsigned i = 0; i < m->n_fx; i++)
+			if (!strcmp(m->fx[i].cur, cur)) {
+				*k = (struct q){m->fx[i].kn, m->fx[i].kd};
+				*f_out = m->fx[i].f;
+				return 0;
+			}
+	if (conv_factor(rd, cur, f_dest, u_dest, k, f_out))
+		return -1;
+	if (m && m->n_fx < PRICE_MEMO_FX && strlen(cur) < sizeof(m->fx[0].cur)) {
+		unsigned i = m->n_fx++;
+		strcpy(m->fx[i].cur, cur);
+		m->fx[i].kn = k->n;
+		m->fx[i].kd = k->d;
+		m->fx[i].f = *f_out;
+	}
+	return 0;
+}
+
+/* refdata_vat_at for the call's destination, region and day. */
+static const struct rd_vat *vat_memo(const struct refdata *rd, const struct price_order_in *in, int product,
+				     struct price_memo *m)
+{
+	if (!m || product < 0 || product >= RD_VP_COUNT_)
+		return refdata_vat_at(rd, in->destination, in->region, product, in->date);
+	if (!m->vat[product])
+		m->vat[product] = refdata_vat_at(rd, in->destination, in->region, product, in->date);
+	return m->vat[product];
+}
+
+/* refdata_excise for the call's destination and day; every answer is kept
+ * (a missing band fails every candidate of the line alike), the oldest of
+ * PRICE_MEMO_EXCISE replaced first. */
+static int excise_memo(const struct refdata *rd, const struct price_order_in *in, const struct price_line_in *l,
+		       const struct rd_excise **out, struct price_memo *m)
+{
+	if (m)
+		for (unsigned i = 0; i < m->n_excise; i++)
+			if (m->excise[i].category == l->category && m->excise[i].abv == l->abv) {
+				*out = m->excise[i].ex;
+				return m->excise[i].r;
+			}
+	*out = NULL;
+	int r = refdata_excise(rd, in->destination, l->category, l->abv, in->date, out);
+	if (m) {
+		unsigned i = m->n_excise < PRICE_MEMO_EXCISE ? m->n_excise++ : m->next_excise++ % PRICE_MEMO_EXCISE;
+		m->excise[i].category = l->category;
+		m->excise[i].abv = l->abv;
+		m->excise[i].r = r;
+		m->excise[i].ex = *out;
+	}
+	return r;
+}
+
 static int line_valid(const struct price_line_in *l)
 {
 	return l->p_b2b >= 0 && l->p_b2b <= PRICE_MAX_UNIT && l->margin >= 0 && l->margin <= PRICE_MAX_UNIT &&
@@ -233,7 +293,8 @@ static int line_valid(const struct price_line_in *l)
 	} while (0)
 
 static enum price_err price_line(const struct refdata *rd, const struct price_order_in *in,
-				 const struct price_line_in *l, int64_t f_dest, int u_dest, struct price_line_out *o)
+				 const struct price_line_in *l, int64_t f_dest, int u_dest, struct price_line_out *o,
+				 struct price_memo *m)
 {
 	const enum price_err OV = PRICE_E_OVERFLOW;
 	memset(o, 0, sizeof(*o));
@@ -241,14 +302,14 @@ static enum price_err price_line(const struct refdata *rd, const struct price_or
 	if (!line_valid(l))
 		return PRICE_E_INPUT;
 	/* VAT by product and delivery region, in force on the day */
-	const struct rd_vat *vat = refdata_vat_at(rd, in->destination, in->region, l->category, in->date);
+	const struct rd_vat *vat = vat_memo(rd, in, l->category, m);
 	if (!vat)
 		return PRICE_E_NO_VAT;
 	o->vat = vat;
 	struct q k_offer, k_eur, exact[PC_COUNT_];
 	int64_t f_eur;
-	TRY(conv_factor(rd, l->currency, f_dest, u_dest, &k_offer, &o->fx_offer_e6), PRICE_E_NO_FX);
-	TRY(conv_factor(rd, "EUR", f_dest, u_dest, &k_eur, &f_eur), PRICE_E_NO_FX);
+	TRY(conv_memo(rd, l->currency, f_dest, u_dest, &k_offer, &o->fx_offer_e6, m), PRICE_E_NO_FX);
+	TRY(conv_memo(rd, "EUR", f_dest, u_dest, &k_eur, &f_eur, m), PRICE_E_NO_FX);
 
 	/* P, M and their base B = (P + M) */
 	struct q base = k_offer;
@@ -274,13 +335,13 @@ static enum price_err price_line(const struct refdata *rd, const struct price_or
 	}
 
 	/* E: rate (published currency, x10^4 major) x base quantity */
-	int r = refdata_excise(rd, in->destination, l->category, l->abv, in->date, &o->excise);
+	int r = excise_memo(rd, in, l, &o->excise, m);
 	if (r == RD_NOT_PUBLISHED)
 		return PRICE_E_EXCISE_NOT_FOUND;
 	if (r != RD_FOUND)
 		return PRICE_E_NO_EXCISE_BAND;
 	struct q k_duty;
-	TRY(conv_factor(rd, o->excise->currency, f_dest, u_dest, &k_duty, &o->fx_duty_e6), PRICE_E_NO_FX);
+	TRY(conv_memo(rd, o->excise->currency, f_dest, u_dest, &k_duty, &o->fx_duty_e6, m), PRICE_E_NO_FX);
 	int duty_minor = iso_currency_minor(o->excise->currency, 3);
 	exact[PC_E_EXCISE] = k_duty;
 	i128 qty_num = (i128)l->volume_ul * l->qty * (basis_base[o->excise->basis].uses_abv ? l->abv : 1);
@@ -302,7 +363,9 @@ static enum price_err price_line(const struct refdata *rd, const struct price_or
 	return PRICE_OK;
 }
 
-enum price_err price_quote(const struct refdata *rd, const struct price_order_in *in, struct price_quote *out)
+/* price_quote's work, with the memo m or none (m is keyed already). */
+static enum price_err price_run(const struct refdata *rd, const struct price_order_in *in, struct price_quote *out,
+				struct price_memo *m)
 {
 	/* zero all but the lines no one will read: a quote prices each candidate
 	 * as a one-line order, and zeroing PRICE_MAX_LINES lines every time was
@@ -318,16 +381,29 @@ enum price_err price_quote(const struct refdata *rd, const struct price_order_in
 	    in->fixed_fee_cents > PRICE_MAX_FIXED_FEE || strlen(in->destination) != 2 || !in->date ||
 	    in->date >= RD_DATE_MAX || strnlen(in->region, sizeof(in->region)) == sizeof(in->region))
 		return PRICE_E_INPUT;
-	const char *cur = refdata_country_currency(in->destination);
-	if (!cur)
-		return PRICE_E_COUNTRY;
+	const char *cur;
+	int64_t f_dest;
+	if (m && m->cur) {
+		cur = m->cur;
+		out->minor = m->minor;
+		f_dest = m->f_dest;
+	} else {
+		cur = refdata_country_currency(in->destination);
+		if (!cur)
+			return PRICE_E_COUNTRY;
+		out->minor = iso_currency_minor(cur, 3);
+		f_dest = refdata_fx(rd, cur, NULL);
+		if (f_dest <= 0)
+			return PRICE_E_NO_FX;
+		if (m) {
+			m->cur = cur;
+			m->minor = out->minor;
+			m->f_dest = f_dest;
+		}
+	}
 	memcpy(out->currency, cur, 4);
-	out->minor = iso_currency_minor(cur, 3);
-	int64_t f_dest = refdata_fx(rd, cur, NULL);
-	if (f_dest <= 0)
-		return PRICE_E_NO_FX;
 	for (unsigned i = 0; i < in->n_lines; i++) {
-		enum price_err e = price_line(rd, in, &in->lines[i], f_dest, out->minor, &out->lines[i]);
+		enum price_err e = price_line(rd, in, &in->lines[i], f_dest, out->minor, &out->lines[i], m);
 		if (e) {
 			out->err_line = i;
 			return e;
@@ -341,12 +417,12 @@ enum price_err price_quote(const struct refdata *rd, const struct price_order_in
 	/* the order's fixed fee: converted exactly, shown rounded, VAT on the
 	 * shown fee at the destination's default rate (a service, not a wine) */
 	if (in->fixed_fee_cents) {
-		const struct rd_vat *vat = refdata_vat_at(rd, in->destination, in->region, RD_VP_DEFAULT, in->date);
+		const struct rd_vat *vat = vat_memo(rd, in, RD_VP_DEFAULT, m);
 		if (!vat)
 			return PRICE_E_NO_VAT;
 		struct q fee;
 		int64_t f_eur;
-		TRY(conv_factor(rd, "EUR", f_dest, out->minor, &fee, &f_eur), PRICE_E_NO_FX);
+		TRY(conv_memo(rd, "EUR", f_dest, out->minor, &fee, &f_eur, m), PRICE_E_NO_FX);
 		TRY(q_mul(&fee, in->fixed_fee_cents, 1), PRICE_E_OVERFLOW);
 		/* the fee as shown, then its VAT on that shown amount */
 		TRY(q_round(&fee, &out->order_fee) || vat_of(out->order_fee, vat->rate_e4, &out->order_fee_vat),
@@ -356,4 +432,68 @@ enum price_err price_quote(const struct refdata *rd, const struct price_order_in
 		out->total += out->order_fee + out->order_fee_vat;
 	}
 	return PRICE_OK;
+}
+
+enum price_err price_quote(const struct refdata *rd, const struct price_order_in *in, struct price_quote *out)
+{
+	return price_run(rd, in, out, NULL);
+}
+
+void price_memo_init(struct price_memo *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+/* The memo's key is the call's: else empty it. */
+static void memo_key(struct price_memo *m, const struct refdata *rd, const struct price_order_in *in)
+{
+	if (m->rd == rd && !memcmp(m->destination, in->destination, sizeof(m->destination)) &&
+	    !strncmp(m->region, in->region, sizeof(m->region)) && m->date == in->date)
+		return;
+	price_memo_init(m);
+	m->rd = rd;
+	memcpy(m->destination, in->destination, sizeof(m->destination));
+	memcpy(m->region, in->region, sizeof(m->region));
+	m->date = in->date;
+}
+
+#ifdef WM_TESTING
+/* Test builds: the memo's answer is the plain one, field by field. */
+static void memo_check(const struct refdata *rd, const struct price_order_in *in, enum price_err e,
+		       const struct price_quote *got)
+{
+	static struct price_quote want; /* test builds only; the engine is one thread */
+	enum price_err we = price_run(rd, in, &want, NULL);
+	assert(we == e);
+	if (e) {
+		assert(want.err_line == got->err_line);
+		return;
+	}
+	assert(want.n_lines == got->n_lines && want.total == got->total && want.minor == got->minor &&
+	       !memcmp(want.currency, got->currency, 4) && want.order_fee == got->order_fee &&
+	       want.order_fee_vat == got->order_fee_vat && !memcmp(want.comp_total, got->comp_total, sizeof(want.comp_total)));
+	for (unsigned i = 0; i < want.n_lines; i++) {
+		const struct price_line_out *a = &want.lines[i], *b = &got->lines[i];
+		assert(!memcmp(a->comp, b->comp, sizeof(a->comp)) && a->total == b->total && a->vat_base == b->vat_base &&
+		       a->boxes == b->boxes && a->vat == b->vat && a->excise == b->excise && a->freight == b->freight &&
+		       a->fx_offer_e6 == b->fx_offer_e6 && a->fx_dest_e6 == b->fx_dest_e6 &&
+		       a->fx_duty_e6 == b->fx_duty_e6);
+	}
+}
+#endif
+
+enum price_err price_quote_memo(const struct refdata *rd, const struct price_order_in *in, struct price_quote *out,
+				struct price_memo *m)
+{
+	if (!m)
+		return price_run(rd, in, out, NULL);
+	/* the key's checks that price_run makes before any lookup */
+	if (strlen(in->destination) != 2 || strnlen(in->region, sizeof(in->region)) == sizeof(in->region))
+		return price_run(rd, in, out, NULL);
+	memo_key(m, rd, in);
+	enum price_err e = price_run(rd, in, out, m);
+#ifdef WM_TESTING
+	memo_check(rd, in, e, out);
+#endif
+	return e;
 }

@@ -121,6 +121,53 @@ struct price_quote {
  */
 enum price_err price_quote(const struct refdata *rd, const struct price_order_in *in, struct price_quote *out);
 
+/*
+ * The lookups a run of price_quote calls shares.  A quote prices every
+ * candidate offer of a line as its own one-line order: the destination's
+ * currency and FX, the VAT row of the wine's category, the excise band of
+ * its category and ABV and the conversion factor of each currency are the
+ * same for all of them, and looking them up again (string compares,
+ * binary searches, gcds) was a third of each candidate's pricing.
+ *
+ * A memo is keyed by the reference version, destination, region and day of
+ * the calls it serves: a call with any other key empties it first, so a
+ * memo is never wrong, only cold.  It holds pointers into rd (the version
+ * must outlive the memo's use, as it outlives a quote) and nothing it
+ * must free.  Failed lookups are not kept (the call fails the same way
+ * again).  The answers are exactly price_quote's: test builds price every
+ * memo call a second time without the memo and compare.
+ */
+#define PRICE_MEMO_FX 4      /* currencies kept (offer, EUR, duty): more are looked up */
+#define PRICE_MEMO_EXCISE 4  /* (category, ABV) bands kept */
+struct price_memo {
+	const struct refdata *rd;    /* NULL: empty */
+	char destination[3];
+	char region[RD_MAX_REGION + 1];
+	uint32_t date;
+	const char *cur;             /* the destination's currency, its minor digits and FX */
+	int minor;
+	int64_t f_dest;
+	unsigned n_fx, n_excise, next_excise;
+	struct {
+		char cur[4];
+		__int128 kn, kd;         /* minor units of cur -> destination minor units */
+		int64_t f;
+	} fx[PRICE_MEMO_FX];
+	const struct rd_vat *vat[RD_VP_COUNT_]; /* NULL: not looked up yet */
+	struct {
+		uint8_t category;
+		uint16_t abv;
+		int r;                   /* refdata_excise's answer */
+		const struct rd_excise *ex;
+	} excise[PRICE_MEMO_EXCISE];
+};
+
+/* An empty memo. */
+void price_memo_init(struct price_memo *m);
+/* price_quote, with the lookups of m (which it fills). */
+enum price_err price_quote_memo(const struct refdata *rd, const struct price_order_in *in, struct price_quote *out,
+				struct price_memo *m);
+
 #ifdef WM_TESTING
 /* Test builds only: the exact product (xn / xd) * (a / b) by the pricing's
  * rational multiply (xn, a >= 0; xd, b > 0), reduced into *n / *d.  0, or

@@ -305,7 +305,7 @@ static void cand_add(struct quote *s, struct quote_line *ql, const struct offer 
 	struct price_order_in in = {.n_lines = 1, .lines = p, .date = s->date};
 	memcpy(in.destination, s->dest, 3);
 	memcpy(in.region, s->region, sizeof(in.region));
-	ql->perr[i] = price_quote(s->rd, &in, &s->one);
+	ql->perr[i] = price_quote_memo(s->rd, &in, &s->one, &s->memo);
 	rc->compliant = ql->perr[i] == PRICE_OK;
 	rc->cost = rc->compliant ? s->one.total : INT64_MAX;
 }
@@ -1246,6 +1246,7 @@ struct quote *quote_compute(struct api_ctx *c, const struct json_value *b, int s
 	s->seer.now_ms = s->now_ms; /* one clock for the whole quote */
 	s->date = refdata_today();
 	s->stock_backed = (uint8_t)(stock_backed != 0);
+	price_memo_init(&s->memo);
 	if (parse(c, b, s) || delivery_region(c, b, s) || check_caps(c, s) || route_all(c, s))
 		goto fail;
 
@@ -1264,7 +1265,7 @@ struct quote *quote_compute(struct api_ctx *c, const struct json_value *b, int s
 				    .fixed_fee_cents = (int64_t)s->sh->cfg.platform_fixed_fee_cents};
 	memcpy(in.destination, s->dest, 3);
 	memcpy(in.region, s->region, sizeof(in.region));
-	enum price_err pe = price_quote(rd, &in, &s->all);
+	enum price_err pe = price_quote_memo(rd, &in, &s->all, &s->memo);
 	if (pe != PRICE_OK) {
 		api_error(c, 422, price_err_codes[pe], "the quote cannot be priced from the reference data");
 		goto fail;

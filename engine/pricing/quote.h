@@ -151,6 +151,7 @@ struct quote {
 	struct quote_line l[QUOTE_MAX_LINES];
 	struct price_line_in flat[PRICE_MAX_LINES];
 	struct price_quote one, all;
+	struct price_memo memo;          /* the lookups every candidate's pricing shares (price.h) */
 	const struct offer *scan[QUOTE_SCAN_MAX]; /* a line's sellable offers being ranked (quote.c) */
 	struct quote_rank {                       /* scan[i]'s routing-order key, worked out once */
 		uint8_t cls;                      /* 2: the estate's, +1: in the ranked currency */

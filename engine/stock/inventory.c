@@ -292,6 +292,16 @@ static void inv_index_del(struct table *t, struct row *r)
 	del_if(&e->by_owner, k, key_join(k, l->owner_id, NULL, r->id, r->id_len), l);
 }
 
+/* index_keys_same: every key inv_index_add files a level under is made of
+ * its natural key, offer, location, owner and id (the same in both). */
+static int inv_keys_same(const struct row *a, const struct row *b)
+{
+	const struct inv_level *x = (const struct inv_level *)a, *y = (const struct inv_level *)b;
+	return x->nkey_len == y->nkey_len && !memcmp(x->nkey, y->nkey, x->nkey_len) &&
+	       !strcmp(x->offer_id, y->offer_id) && !strcmp(x->location_id, y->location_id) &&
+	       !strcmp(x->owner_id, y->owner_id);
+}
+
 const struct table_ops inventory_table_ops = {
 	.rec_table = REC_T_INVENTORY,
 	.name = "inventory_level",
@@ -303,6 +313,7 @@ const struct table_ops inventory_table_ops = {
 	.index_add = inv_index_add,
 	.index_del = inv_index_del,
 	.index_add_first = 1, /* sets, and deletes only what points at the row */
+	.index_keys_same = inv_keys_same,
 	.init = inv_init,
 	.fini = inv_fini,
 };

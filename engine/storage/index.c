@@ -165,6 +165,10 @@
  */
 #include "engine/storage/index.h"
 
+#ifdef WM_TESTING
+unsigned long idx_test_deletions;
+#endif
+
 #include <assert.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -478,6 +482,9 @@ void *hidx_del(struct hidx *h, const char *key, uint32_t key_len)
 		return NULL;
 	void *val = at->val;
 	h->count--;
+#ifdef WM_TESTING
+	idx_test_deletions++;
+#endif
 	if (in_old) {
 		/* the previous array is only read and drained: a tombstone keeps
 		 * its chains intact until it is freed */
@@ -1422,6 +1429,9 @@ void *oidx_del(struct oidx *t, const void *key, uint32_t key_len)
 	if (!found)
 		return NULL;
 	void *val = ent_val(leaf_ent(leaf, p));
+#ifdef WM_TESTING
+	idx_test_deletions++;
+#endif
 	leaf_delete(leaf, p);
 	t->count--;
 

@@ -100,6 +100,13 @@ struct oidx_iter {
 	uint32_t pos;
 };
 
+#ifdef WM_TESTING
+/* Test builds: entries hidx_del and oidx_del have removed, in every index
+ * (table.c checks with it that a put index_keys_same calls equal deletes
+ * nothing). */
+extern unsigned long idx_test_deletions;
+#endif
+
 void oidx_init(struct oidx *t);
 void oidx_free(struct oidx *t);
 /* Insert (key copied); 0, 1 if present (nothing changed), -1 OOM/too long. */

@@ -53,6 +53,15 @@ struct table_ops {
 	 * is replaced in place (one B+tree descent) instead of deleted and
 	 * inserted again. */
 	uint8_t index_add_first;
+	/* With index_add_first (may be NULL): 1 when two versions of a row
+	 * have the same secondary-index keys.  The index_add of the new one
+	 * then replaced every entry of the old one in place, and the put
+	 * skips index_del, which would only look each key up again and find
+	 * the new row there.  Most replacing puts are such: a stock move
+	 * rewrites a level and its offer without changing what either is
+	 * filed under.  Test builds run index_del anyway and abort if it
+	 * removes an entry (the verdict was wrong). */
+	int (*index_keys_same)(const struct row *old, const struct row *r);
 	/* Set up / tear down the resource's per-table state in t->ext. */
 	int (*init)(struct table *t);
 	void (*fini)(struct table *t);

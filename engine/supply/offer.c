@@ -172,7 +172,8 @@ static uint32_t key_of(uint8_t *out, const char *a, size_t al, int sep, const st
 /* Is the row a candidate for other sellers at all? */
 static int offer_shared(const struct offer *o) { return o->status == OS_ACTIVE && o->shareable; }
 
-/* Apply fn (oidx_put or a delete) to every candidate-index key of the row. */
+/* Apply oidx_set (add) or a delete of the entries that still point at the
+ * row (!add) to every candidate-index key of the row. */
 static int offer_keys(struct table *t, struct row *r, int add)
 {
 	struct offer_ext *e = ext(t);
@@ -183,8 +184,8 @@ static int offer_keys(struct table *t, struct row *r, int add)
 	do {                                                                                                  \
 		uint32_t kl_ = key_of(k, (a), (al), (sep), r);                                                \
 		if (add)                                                                                      \
-			rc |= oidx_put(&e->idx, k, kl_, r) < 0;                                               \
-		else                                                                                          \
+			rc |= oidx_set(&e->idx, k, kl_, r) < 0;                                               \
+		else if (oidx_get(&e->idx, k, kl_) == r)                                                      \
 			oidx_del(&e->idx, k, kl_);                                                            \
 	} while (0)
 	KEY(by_orig, o->originator_id, strlen(o->originator_id), 1);
@@ -212,12 +213,32 @@ static int offer_index_add(struct table *t, struct row *r)
 	return offer_keys(t, r, 1);
 }
 
+/* (index_add_first) only the entries that still point at r */
 static void offer_index_del(struct table *t, struct row *r)
 {
 	struct offer_row *or = (struct offer_row *)r;
 	if (hidx_get(&ext(t)->by_natural, or->nkey, or->nkey_len) == r)
 		hidx_del(&ext(t)->by_natural, or->nkey, or->nkey_len);
 	offer_keys(t, r, 0);
+}
+
+/* index_keys_same: offer_keys files an offer under its originator, its
+ * wine and, when shared, its named sellers, allowed countries or the open
+ * stream (each key ends with the id, the same in both versions); by_natural
+ * under its natural key. */
+static int offer_keys_same(const struct row *a, const struct row *b)
+{
+	const struct offer_row *x = (const struct offer_row *)a, *y = (const struct offer_row *)b;
+	const struct offer *p = &x->o, *q = &y->o;
+	if (x->nkey_len != y->nkey_len || memcmp(x->nkey, y->nkey, x->nkey_len) ||
+	    strcmp(p->originator_id, q->originator_id) || strcmp(p->wine_id, q->wine_id) ||
+	    offer_shared(p) != offer_shared(q))
+		return 0;
+	if (!offer_shared(p))
+		return 1;
+	return p->n_named == q->n_named && p->n_allowed == q->n_allowed && p->deflt == q->deflt &&
+	       (!p->n_named || !memcmp(p->named, q->named, p->n_named * sizeof(*p->named))) &&
+	       (!p->n_allowed || !memcmp(p->countries, q->countries, p->n_allowed * sizeof(*p->countries)));
 }
 
 /* Append n bytes of s to out[0..*at), keeping at most NKEY_MAX - 1 bytes
@@ -590,6 +611,8 @@ const struct table_ops offer_table_ops = {
 	.release = offer_release,
 	.index_add = offer_index_add,
 	.index_del = offer_index_del,
+	.index_add_first = 1, /* sets, and deletes only what points at the row */
+	.index_keys_same = offer_keys_same,
 	.init = offer_init,
 	.fini = offer_fini,
 };

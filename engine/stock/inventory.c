@@ -71,6 +71,7 @@
 #include "engine/base/log.h"
 #include "engine/supply/offer.h"
 #include "engine/catalogue/partner.h"
+#include "engine/storage/image.h"
 #include "engine/storage/resources.h"
 #include "wal/errinj.h"
 
@@ -260,6 +261,48 @@ static int inv_decode_typed(struct table *t, struct row *r, const void *typed)
 	return lvl_valid(v) ? level_fill((struct inv_level *)r, v) : -1;
 }
 
+/* ---- snapshot images (engine/storage/image.h) ---------------------------- */
+
+#define INV_IMAGE_V1 1
+
+static int inv_image(const struct row *r, struct buf *out)
+{
+	const struct inv_level *l = (const struct inv_level *)r;
+	struct img_w w = {out, 0};
+	img_u8(&w, INV_IMAGE_V1);
+	const char *str[] = {l->sku, l->offer_id, l->owner_id, l->location_id, l->created_at};
+	for (size_t i = 0; i < sizeof(str) / sizeof(str[0]); i++)
+		img_str(&w, str[i]);
+	img_u8(&w, l->condition);
+	const int64_t num[] = {l->on_hand, l->incoming, l->reserved, l->allocated};
+	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
+		img_i64(&w, num[i]);
+	return w.err ? -1 : 0;
+}
+
+/* The level from an image, through the checks a typed put's values pass
+ * (lvl_valid, level_fill); the document's "id" is the row's id. */
+static int inv_from_image(struct table *t, struct row *r, const uint8_t *img, size_t len)
+{
+	(void)t;
+	struct lvl_vals v;
+	memset(&v, 0, sizeof(v));
+	struct img_r rd = {img, img + len, 0};
+	if (img_get_u8(&rd) != INV_IMAGE_V1)
+		return -1;
+	img_get_str(&rd, v.sku, sizeof(v.sku));
+	img_get_str(&rd, v.offer_id, sizeof(v.offer_id));
+	img_get_str(&rd, v.owner_id, sizeof(v.owner_id));
+	img_get_str(&rd, v.location_id, sizeof(v.location_id));
+	img_get_str(&rd, v.created_at, sizeof(v.created_at));
+	v.condition = (int)img_get_u8(&rd);
+	int64_t *num[] = {&v.on_hand, &v.incoming, &v.reserved, &v.allocated};
+	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
+		*num[i] = img_get_i64(&rd);
+	v.id[0] = r->id_len ? 'x' : 0; /* lvl_valid asks for an id: the row's */
+	return img_done(&rd) || !lvl_valid(&v) ? -1 : level_fill((struct inv_level *)r, &v);
+}
+
 static int inv_index_add(struct table *t, struct row *r)
 {
 	struct inv_level *l = (struct inv_level *)r;
@@ -310,6 +353,8 @@ const struct table_ops inventory_table_ops = {
 	.decode_pure = 1, /* recovery may build its rows off the loop (table.h) */
 	.decode_typed = inv_decode_typed,
 	.typed_size = sizeof(struct lvl_vals),
+	.image = inv_image,
+	.from_image = inv_from_image,
 	.index_add = inv_index_add,
 	.index_del = inv_index_del,
 	.index_add_first = 1, /* sets, and deletes only what points at the row */

@@ -72,3 +72,46 @@ int rec_decode(const uint8_t *p, size_t len, size_t *off, struct rec_view *rv)
 	*off += need;
 	return 1;
 }
+
+int rec_encode_image(struct buf *out, uint8_t table, const char *key, size_t key_len, const char *doc,
+		     size_t doc_len, const void *img, size_t img_len)
+{
+	if (key_len > REC_MAX_KEY || doc_len > REC_MAX_VAL || img_len > REC_MAX_VAL ||
+	    4 + doc_len + img_len > REC_MAX_VAL)
+		return -1;
+	size_t val_len = 4 + doc_len + img_len;
+	uint8_t h[REC_HEADER_SIZE] = {REC_PUT, table, REC_V_IMAGE, 0};
+	wr_u16(h + 4, (uint16_t)key_len);
+	wr_u32(h + 6, (uint32_t)val_len);
+	uint8_t dl[4];
+	wr_u32(dl, (uint32_t)doc_len);
+	size_t save = out->len;
+	if (buf_append(out, h, sizeof(h)) || buf_append(out, key, key_len) || buf_append(out, dl, 4) ||
+	    buf_append(out, doc, doc_len) || buf_append(out, img, img_len)) {
+		out->len = save;
+		return -1;
+	}
+	return 0;
+}
+
+int rec_doc_image(const struct rec_view *rv, const char **doc, uint32_t *doc_len, const uint8_t **img,
+		  uint32_t *img_len)
+{
+	if (rv->version == REC_V_DOC) {
+		*doc = rv->val;
+		*doc_len = rv->val_len;
+		*img = NULL;
+		*img_len = 0;
+		return 0;
+	}
+	if (rv->version != REC_V_IMAGE || rv->op != REC_PUT || rv->val_len < 4)
+		return -1;
+	uint32_t dl = rd_u32((const uint8_t *)rv->val);
+	if (dl > rv->val_len - 4)
+		return -1;
+	*doc = rv->val + 4;
+	*doc_len = dl;
+	*img = (const uint8_t *)rv->val + 4 + dl;
+	*img_len = rv->val_len - 4 - dl;
+	return 0;
+}

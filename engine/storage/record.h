@@ -13,6 +13,15 @@
  * The value is the row's canonical JSON document; the engine rebuilds its
  * typed C struct from it on replay, through the same decoder as on create.
  * The header is 10 bytes, little-endian.
+ *
+ * Format versions.  REC_V_DOC (1): the value is the document.  REC_V_IMAGE
+ * (2, snapshots only, for a table with table_ops.image): the value is
+ *
+ *   u32 doc_len   document bytes   image bytes (the rest)
+ *
+ * the document as in version 1, then the row's typed values as the table
+ * wrote them (engine/storage/image.h); recovery fills the row from the
+ * image and only copies the document.  The WAL holds version 1 only.
  */
 #ifndef WM_RECORD_H
 #define WM_RECORD_H
@@ -27,6 +36,7 @@
 #define REC_MAX_VAL (4u << 20)
 
 enum rec_op { REC_PUT = 1, REC_DEL = 2 };
+enum rec_version { REC_V_DOC = 1, REC_V_IMAGE = 2 };
 
 /* Table ids are part of the on-disk format: append only, never renumber. */
 enum rec_table {
@@ -92,5 +102,16 @@ int rec_encode(struct buf *out, uint8_t op, uint8_t table, uint8_t version,
  * past the end or over the bounds, unknown op or table).
  */
 int rec_decode(const uint8_t *p, size_t len, size_t *off, struct rec_view *rv);
+
+/* Append a REC_V_IMAGE put: the document, then img_len bytes of image.
+ * 0, or -1 on bound/OOM (out unchanged). */
+int rec_encode_image(struct buf *out, uint8_t table, const char *key, size_t key_len, const char *doc,
+		     size_t doc_len, const void *img, size_t img_len);
+
+/* A record's document and image: version 1, the whole value and no image
+ * (*img NULL); version 2, split as above.  0, or -1 (an unknown version,
+ * or a version 2 value too short for its document length). */
+int rec_doc_image(const struct rec_view *rv, const char **doc, uint32_t *doc_len, const uint8_t **img,
+		  uint32_t *img_len);
 
 #endif

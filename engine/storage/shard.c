@@ -583,6 +583,20 @@ static void snapshot_child_detach(pid_t parent)
 	close_range(3, ~0U, 0);
 }
 
+/* The snapshot record of row r of table t into rec (reset first): with
+ * the row's image when the table writes images (record.h, REC_V_IMAGE),
+ * else its document alone.  0, or -1 (bound). */
+static int snap_record_of(const struct table *t, uint8_t table, const struct row *r, struct buf *rec,
+			  struct buf *img)
+{
+	buf_reset(rec);
+	if (!t->ops->image)
+		return rec_encode(rec, REC_PUT, table, REC_V_DOC, r->id, r->id_len, r->doc, r->doc_len);
+	buf_reset(img);
+	return t->ops->image(r, img) ||
+	       rec_encode_image(rec, table, r->id, r->id_len, r->doc, r->doc_len, img->data, img->len);
+}
+
 /* Walk every table and write a snapshot at sh->lsn (runs in the child). */
 int shard_snapshot_write(struct shard *sh, char *err, size_t errlen)
 {
@@ -591,8 +605,9 @@ int shard_snapshot_write(struct shard *sh, char *err, size_t errlen)
 		return -1;
 	if (sh->snap_stall_s) /* test builds: a snapshot that takes a while (errinj snapshot_child_stall) */
 		sleep(sh->snap_stall_s);
-	struct buf rec;
+	struct buf rec, img;
 	buf_init(&rec, SNAP_MAX_RECORD);
+	buf_init(&img, SNAP_MAX_RECORD);
 	for (int i = 0; i < REC_T_COUNT_; i++) {
 		struct table *t = &sh->tables[i];
 		if (!t->ops)
@@ -600,17 +615,17 @@ int shard_snapshot_write(struct shard *sh, char *err, size_t errlen)
 		struct oidx_iter it;
 		for (int ok = oidx_seek_ge(&t->by_order, NULL, 0, &it); ok; ok = oidx_next(&it)) {
 			const struct row *r = oidx_iter_val(&it);
-			buf_reset(&rec);
-			if (rec_encode(&rec, REC_PUT, (uint8_t)i, 1, r->id, r->id_len, r->doc, r->doc_len) ||
-			    snap_writer_add(w, rec.data, rec.len)) {
+			if (snap_record_of(t, (uint8_t)i, r, &rec, &img) || snap_writer_add(w, rec.data, rec.len)) {
 				snprintf(err, errlen, "snapshot record for %s %s failed", t->ops->name, r->id);
 				buf_free(&rec);
+				buf_free(&img);
 				snap_writer_abort(w);
 				return -1;
 			}
 		}
 	}
 	buf_free(&rec);
+	buf_free(&img);
 	return snap_writer_commit(w, err, errlen);
 }
 

@@ -191,9 +191,9 @@ static struct row *row_make(struct table *t, const char *id, size_t id_len, cons
 }
 
 #ifdef WM_TESTING
-/* Test builds: the row decode_typed made must be the row decode() makes
- * of the same document (table.h); anything else is a bug in the writer or
- * in decode_typed, and stops the test. */
+/* Test builds: the row decode_typed (or from_image) made must be the row
+ * decode() makes of the same document (table.h); anything else is a bug
+ * in the writer or in decode_typed, and stops the test. */
 static void typed_check(struct table *t, const struct row *r)
 {
 	char why[128];
@@ -238,6 +238,48 @@ static struct row *row_make_typed(struct table *t, const char *id, size_t id_len
 	typed_check(t, r);
 #endif
 	return r;
+}
+
+/* Fill the block r (laid out, typed struct zeroed) from an image; on a
+ * refusal what from_image allocated is released.  0, or -1 with why. */
+static int row_from_image(struct table *t, struct row *r, const uint8_t *img, size_t img_len, char *why)
+{
+	if (!t->ops->from_image || t->ops->from_image(t, r, img, img_len)) {
+		snprintf(why, 128, "%s image of %.*s refused", t->ops->name, (int)r->id_len, r->id);
+		if (t->ops->release)
+			t->ops->release(r);
+		return -1;
+	}
+#if defined(WM_TESTING) && !defined(WM_FUZZ)
+	typed_check(t, r);
+#endif
+	return 0;
+}
+
+int table_row_build_image_at(struct table *t, void *at, const char *id, size_t id_len, const char *doc,
+			     size_t doc_len, const uint8_t *img, size_t img_len, uint64_t lsn, char *why)
+{
+	if (!id_ok(id_len, why))
+		return -1;
+	return row_from_image(t, row_fill(t, at, id, id_len, doc, doc_len, lsn), img, img_len, why);
+}
+
+int table_put_image(struct table *t, const char *id, size_t id_len, const char *doc, size_t doc_len,
+		    const uint8_t *img, size_t img_len, uint64_t lsn, char *why)
+{
+	if (!id_ok(id_len, why))
+		return -1;
+	struct row *r = row_alloc(t, id, id_len, doc, doc_len, lsn);
+	if (!r) {
+		snprintf(why, 128, "out of memory");
+		return -1;
+	}
+	if (row_from_image(t, r, img, img_len, why)) {
+		free(r);
+		return -1;
+	}
+	table_row_install(t, r);
+	return 0;
 }
 
 /* Contract (table.h): size the id index for `rows` rows in all. */

@@ -23,6 +23,7 @@
 #include "engine/storage/index.h"
 #include "net/json.h"
 
+struct buf;
 struct config;
 
 struct row {
@@ -97,6 +98,21 @@ struct table_ops {
 	 * (engine/storage/recovery.c); a table without it is decoded on the
 	 * loop, in its place in the snapshot's order. */
 	uint8_t decode_pure;
+	/*
+	 * Snapshot images (both NULL, or both set; engine/storage/image.h).
+	 * image appends the row's typed values to out; 0, or -1 (bound).
+	 * from_image fills the typed struct of r (zeroed, with its id and
+	 * document in place) from an image: the row decode() makes of the
+	 * document, through the same checks a typed put's values pass; 0,
+	 * or -1 for an image it refuses (short, overlong, a value out of
+	 * bounds, an unknown layout version), with nothing left allocated.
+	 * Like decode, it may read only t->ops, t->cfg and the image (it
+	 * runs on recovery's builder thread).  Test builds decode the
+	 * document as well and abort unless typed_same() (default: the typed
+	 * fields are byte-equal) says the two rows are equal.
+	 */
+	int (*image)(const struct row *r, struct buf *out);
+	int (*from_image)(struct table *t, struct row *r, const uint8_t *img, size_t len);
 };
 
 /* For decode_typed: copy the string src into the zeroed field dst of cap
@@ -187,6 +203,14 @@ int table_reserve(struct table *t, size_t rows);
 size_t table_row_size(const struct table *t, size_t id_len, size_t doc_len);
 int table_row_build_at(struct table *t, void *at, const char *id, size_t id_len, const char *doc, size_t doc_len,
 		       uint64_t lsn, char *why);
+/* table_row_build_at from a REC_V_IMAGE record: the typed struct from the
+ * image (from_image), the document only copied.  -1 with why when the
+ * table has no images or refuses this one. */
+int table_row_build_image_at(struct table *t, void *at, const char *id, size_t id_len, const char *doc,
+			     size_t doc_len, const uint8_t *img, size_t img_len, uint64_t lsn, char *why);
+/* table_put of such a record (the loop's own build of a snapshot record). */
+int table_put_image(struct table *t, const char *id, size_t id_len, const char *doc, size_t doc_len,
+		    const uint8_t *img, size_t img_len, uint64_t lsn, char *why);
 struct row *table_row_adopt(const struct table *t, const struct row *at);
 void table_row_release(struct table *t, struct row *r);
 void table_row_install(struct table *t, struct row *r);

@@ -68,6 +68,7 @@
 #include "engine/edge/key.h"
 #include "engine/base/log.h"
 #include "engine/catalogue/partner.h"
+#include "engine/storage/image.h"
 #include "engine/storage/resources.h"
 #include "engine/catalogue/wine.h"
 
@@ -504,19 +505,11 @@ static void offer_release(struct row *r)
 	o->named = NULL;
 }
 
-static int offer_decode(struct table *t, struct row *r, const struct json_value *doc)
+/* The row of values v (decode, from_image).  0, or -1 (OOM; the lists
+ * allocated so far are the row's, for release). */
+static int offer_fill(struct offer_row *or, const struct offer_vals *v)
 {
-	(void)t;
-	struct offer_row *or = (struct offer_row *)r;
 	struct offer *o = &or->o;
-	struct offer_vals *v = malloc(sizeof(*v));
-	if (!v)
-		return -1;
-	vals_defaults(v);
-	offer_read(NULL, doc, v);
-	int rc = -1;
-	if (!v->wine_id[0] || !v->originator_id[0] || v->incoterm < 0 || price_scale(NULL, v) || !v->price)
-		goto out;
 	memcpy(o->wine_id, v->wine_id, sizeof(o->wine_id));
 	memcpy(o->originator_id, v->originator_id, sizeof(o->originator_id));
 	memcpy(o->currency, v->currency, 4);
@@ -539,18 +532,124 @@ static int offer_decode(struct table *t, struct row *r, const struct json_value 
 	if (nc) {
 		o->countries = malloc(nc * sizeof(*o->countries));
 		if (!o->countries)
-			goto out;
+			return -1;
 		memcpy(o->countries, v->pr.allowed, o->n_allowed * sizeof(*o->countries));
 		memcpy(o->countries + o->n_allowed, v->pr.blocked, o->n_blocked * sizeof(*o->countries));
 	}
 	if (o->n_named) {
 		o->named = malloc(o->n_named * sizeof(*o->named));
 		if (!o->named)
-			goto out;
+			return -1;
 		memcpy(o->named, v->pr.named, o->n_named * sizeof(*o->named));
 	}
 	or->nkey_len = natural_key(or->nkey, o->wine_id, o->originator_id, o->condition);
-	rc = 0;
+	return 0;
+}
+
+static int offer_decode(struct table *t, struct row *r, const struct json_value *doc)
+{
+	(void)t;
+	struct offer_vals *v = malloc(sizeof(*v));
+	if (!v)
+		return -1;
+	vals_defaults(v);
+	offer_read(NULL, doc, v);
+	int rc = -1;
+	if (v->wine_id[0] && v->originator_id[0] && v->incoterm >= 0 && !price_scale(NULL, v) && v->price)
+		rc = offer_fill((struct offer_row *)r, v);
+	free(v);
+	return rc;
+}
+
+/* ---- snapshot images (engine/storage/image.h) ---------------------------- */
+
+#define OFFER_IMAGE_V1 1
+
+static int offer_image(const struct row *r, struct buf *out)
+{
+	const struct offer *o = &((const struct offer_row *)r)->o;
+	struct img_w w = {out, 0};
+	img_u8(&w, OFFER_IMAGE_V1);
+	img_str(&w, o->wine_id);
+	img_str(&w, o->originator_id);
+	img_put(&w, o->currency, 3);
+	const unsigned small[] = {o->status, o->condition, o->incoterm, o->source, o->shareable, o->deflt,
+				  o->n_allowed, o->n_blocked, o->n_named};
+	for (size_t i = 0; i < sizeof(small) / sizeof(small[0]); i++)
+		img_u8(&w, small[i]);
+	const int64_t num[] = {o->price_minor, o->qty, o->moq, o->case_size, o->valid_from_ms, o->valid_to_ms};
+	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
+		img_i64(&w, num[i]);
+	for (unsigned i = 0; i < o->n_allowed + o->n_blocked; i++)
+		img_put(&w, o->countries[i], 2);
+	for (unsigned i = 0; i < o->n_named; i++)
+		img_str(&w, o->named[i]);
+	return w.err ? -1 : 0;
+}
+
+/* Are the values what offer_read and price_scale let through? */
+static int image_vals_ok(const struct offer_vals *v)
+{
+	int minor = iso_currency_minor(v->currency, 3);
+	return v->wine_id[0] && v->originator_id[0] && minor >= 0 && v->status >= 0 && v->status < OFFER_N_STATUS &&
+	       v->condition >= 0 && v->condition < OFFER_N_CONDITION && v->incoterm >= 0 &&
+	       v->incoterm < (int)(sizeof(offer_incoterm_names) / sizeof(offer_incoterm_names[0])) - 1 && v->source >= 0 && v->source < OFFER_N_SOURCE &&
+	       (v->shareable == 0 || v->shareable == 1) &&
+	       (v->pr.deflt == PERMIT_DEFAULT_ANY || v->pr.deflt == PERMIT_DEFAULT_NONE) && v->price_minor > 0 &&
+	       v->price_minor <= OFFER_PRICE_MAX_MINOR && v->qty >= 0 && v->qty <= OFFER_QTY_MAX && v->moq >= 0 &&
+	       v->moq <= OFFER_MOQ_MAX && v->case_size >= 0 && v->case_size <= OFFER_CASE_MAX;
+}
+
+/* n country codes (2 bytes each) into cc[]: ISO alpha-2 or bad. */
+static void image_countries(struct img_r *rd, char (*cc)[3], unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		img_get_bytes(rd, cc[i], 2);
+		cc[i][2] = 0;
+		if (!rd->bad && !iso_country_valid(cc[i], 2))
+			rd->bad = 1;
+	}
+}
+
+static int offer_from_image(struct table *t, struct row *r, const uint8_t *img, size_t len)
+{
+	(void)t;
+	struct offer_vals *v = malloc(sizeof(*v));
+	if (!v)
+		return -1;
+	vals_defaults(v);
+	struct img_r rd = {img, img + len, 0};
+	int rc = -1;
+	if (img_get_u8(&rd) != OFFER_IMAGE_V1)
+		goto out;
+	img_get_str(&rd, v->wine_id, sizeof(v->wine_id));
+	img_get_str(&rd, v->originator_id, sizeof(v->originator_id));
+	img_get_bytes(&rd, v->currency, 3);
+	v->currency[3] = 0;
+	v->status = (int)img_get_u8(&rd);
+	v->condition = (int)img_get_u8(&rd);
+	v->incoterm = (int)img_get_u8(&rd);
+	v->source = (int)img_get_u8(&rd);
+	v->shareable = (int)img_get_u8(&rd);
+	v->pr.deflt = (uint8_t)img_get_u8(&rd);
+	v->pr.n_allowed = (uint8_t)img_get_u8(&rd);
+	v->pr.n_blocked = (uint8_t)img_get_u8(&rd);
+	v->pr.n_named = (uint8_t)img_get_u8(&rd);
+	int64_t *num[] = {&v->price_minor, &v->qty, &v->moq, &v->case_size, &v->from_ms, &v->to_ms};
+	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
+		*num[i] = img_get_i64(&rd);
+	if (rd.bad || v->pr.n_allowed > PERMIT_MAX_COUNTRIES || v->pr.n_blocked > PERMIT_MAX_COUNTRIES ||
+	    v->pr.n_named > PERMIT_MAX_SELLERS || !image_vals_ok(v))
+		goto out;
+	image_countries(&rd, v->pr.allowed, v->pr.n_allowed);
+	image_countries(&rd, v->pr.blocked, v->pr.n_blocked);
+	for (unsigned i = 0; i < v->pr.n_named; i++) {
+		img_get_str(&rd, v->pr.named[i], sizeof(v->pr.named[i]));
+		if (!v->pr.named[i][0])
+			rd.bad = 1;
+	}
+	if (img_done(&rd) == 0)
+		rc = offer_fill((struct offer_row *)r, v);
 out:
 	free(v);
 	return rc;
@@ -608,6 +707,8 @@ const struct table_ops offer_table_ops = {
 	.decode_typed = offer_decode_typed,
 	.typed_size = sizeof(int64_t),
 	.typed_same = offer_typed_same,
+	.image = offer_image,
+	.from_image = offer_from_image,
 	.release = offer_release,
 	.index_add = offer_index_add,
 	.index_del = offer_index_del,

@@ -1,0 +1,368 @@
+/*
+ * test_row_images.c -- snapshot records with row images (record.h
+ * REC_V_IMAGE, engine/storage/image.h): offers and inventory levels are
+ * written with their typed values beside their documents, recovery builds
+ * them from the images, and an image recovery cannot take refuses the
+ * start like a document it cannot take.  (Test builds also decode every
+ * image-built row's document and abort unless the two rows are equal:
+ * table.c typed_check.)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/storage/image.h"
+#include "engine/storage/record.h"
+#include "engine/storage/shard.h"
+#include "engine/stock/inventory.h"
+#include "engine/supply/offer.h"
+#include "snapshot/snapshot.h"
+#include "tests/harness.h"
+#include "tests/shard_fixture.h"
+#include "tests/wm_test.h"
+
+#define IMG_ROWS 2500 /* of each table: several of recovery's batches */
+
+/* An offer document with every optional member and list shape in turn. */
+static int offer_doc(char *d, size_t n, int i)
+{
+	static const char *const perms[] = {
+		"null",
+		"{\"default\":\"any\"}",
+		"{\"default\":\"none\",\"named_sellers\":[\"ptn_s1\",\"ptn_s2\"]}",
+		"{\"default\":\"any\",\"allowed_countries\":[\"DE\",\"FR\",\"IT\"],\"blocked_countries\":[\"GB\"]}",
+		"{\"default\":\"none\",\"blocked_countries\":[\"NO\",\"CH\"]}",
+	};
+	static const char *const cur[] = {"EUR", "GBP", "JPY", "CHF"};
+	static const char *const status[] = {"draft", "active", "paused", "withdrawn"};
+	static const char *const cond[] = {"new", "bin_end", "mixed_vintage"};
+	static const char *const inco[] = {"EXW", "FCA", "DAP", "DDP", "CIF"};
+	const char *c = cur[i % 4];
+	char price[32];
+	if (!strcmp(c, "JPY"))
+		snprintf(price, sizeof(price), "%d", 1 + i);
+	else
+		snprintf(price, sizeof(price), "%d.%02d", 1 + i % 500, i % 100);
+	return snprintf(d, n,
+			"{\"id\":\"ofr_%06d\",\"offer_id\":\"ofr_%06d\",\"wine_id\":\"wine_%05d\","
+			"\"originator_id\":\"ptn_o%d\",\"seller_price\":%s,\"currency\":\"%s\",\"qty_available\":%d,"
+			"\"condition\":\"%s\",\"incoterm\":\"%s\",\"min_order_qty\":%s,\"case_size\":%s,"
+			"\"valid_from\":%s,\"valid_to\":%s,\"permissions\":%s,\"network_shareable\":%s,"
+			"\"status\":\"%s\",\"source\":\"%s\",\"created_at\":\"2026-11-29T10:00:00.000Z\","
+			"\"updated_at\":\"2026-11-29T10:00:01.000Z\"}",
+			i, i, i / 3, i % 17, price, c, i % 7 == 0 ? 0 : i * 13 % 100000, cond[i % 3], inco[i % 5],
+			i % 2 ? "6" : "null", i % 3 ? "12" : "null", i % 4 ? "null" : "\"2026-01-01T00:00:00.000Z\"",
+			i % 5 ? "null" : "\"2027-06-30T00:00:00.000Z\"", perms[i % 5], i % 6 ? "true" : "false",
+			status[i % 4], i % 2 ? "direct" : "feed");
+}
+
+static int level_doc(char *d, size_t n, int i)
+{
+	static const char *const cond[] = {"sellable", "damaged", "quarantine"};
+	long on = (long)i * 31 % 100000, res = on / 3, alloc = on / 5;
+	return snprintf(d, n,
+			"{\"id\":\"inv_%06d\",\"sku\":\"SKU-%06d\",\"offer_id\":\"ofr_%06d\",\"owner_entity_id\":"
+			"\"ptn_o%d\",\"location_id\":\"loc_%d\",\"condition\":\"%s\",\"on_hand\":%ld,\"incoming\":%d,"
+			"\"reserved\":%ld,\"allocated\":%ld,\"created_at\":\"2026-11-29T10:00:00.000Z\"}",
+			i, i, i, i % 17, i % 9, cond[i % 3], on, i % 11, res, alloc);
+}
+
+static void put_rows(struct fixture *f)
+{
+	char d[2048], id[32];
+	for (int i = 0; i < IMG_ROWS; i++) {
+		txn_begin(&f->sh);
+		int dl = offer_doc(d, sizeof(d), i);
+		int il = snprintf(id, sizeof(id), "ofr_%06d", i);
+		cr_assert_eq(txn_put(&f->sh, REC_T_OFFER, id, (size_t)il, d, (size_t)dl), 0);
+		dl = level_doc(d, sizeof(d), i);
+		il = snprintf(id, sizeof(id), "inv_%06d", i);
+		cr_assert_eq(txn_put(&f->sh, REC_T_INVENTORY, id, (size_t)il, d, (size_t)dl), 0);
+		cr_assert_neq(txn_commit(&f->sh), 0, "row %d", i);
+	}
+	txn_begin(&f->sh); /* and a row of a table without images */
+	cr_assert_eq(txn_event(&f->sh, "t.images", NULL, "{}", 2), 0);
+	cr_assert_neq(txn_commit(&f->sh), 0);
+}
+
+/* Every row of table tb with its typed fields, one line each. */
+static char *dump(struct fixture *f, int tb)
+{
+	struct buf b;
+	buf_init(&b, 1 << 26);
+	struct oidx_iter it;
+	for (int ok = oidx_seek_ge(&f->sh.tables[tb].by_order, NULL, 0, &it); ok; ok = oidx_next(&it)) {
+		const struct row *r = oidx_iter_val(&it);
+		buf_printf(&b, "%s\t%s\t", r->id, r->doc);
+		if (tb == REC_T_OFFER) {
+			const struct offer *o = (const struct offer *)r;
+			buf_printf(&b, "%s %s %s %u %u %u %u %u %u %lld %lld %lld %lld %lld %lld", o->wine_id,
+				   o->originator_id, o->currency, o->status, o->condition, o->incoterm, o->source,
+				   o->shareable, o->deflt, (long long)o->price_minor, (long long)o->qty,
+				   (long long)o->moq, (long long)o->case_size, (long long)o->valid_from_ms,
+				   (long long)o->valid_to_ms);
+			for (unsigned k = 0; k < o->n_allowed + o->n_blocked; k++)
+				buf_printf(&b, " %s%s", k < o->n_allowed ? "+" : "-", o->countries[k]);
+			for (unsigned k = 0; k < o->n_named; k++)
+				buf_printf(&b, " @%s", o->named[k]);
+		} else {
+			const struct inv_level *l = (const struct inv_level *)r;
+			buf_printf(&b, "%s %s %s %s %u %lld %lld %lld %lld %s", l->sku, l->offer_id, l->owner_id,
+				   l->location_id, l->condition, (long long)l->on_hand, (long long)l->incoming,
+				   (long long)l->reserved, (long long)l->allocated, l->created_at);
+		}
+		buf_printf(&b, "\n");
+	}
+	char *s = strndup(b.data ? b.data : "", b.len);
+	buf_free(&b);
+	return s;
+}
+
+struct recs {
+	size_t n, cap;
+	uint8_t **rec;
+	size_t *len;
+	size_t v2[REC_T_COUNT_], v1[REC_T_COUNT_];
+};
+
+static int collect(void *ctx, const void *rec, size_t len)
+{
+	struct recs *s = ctx;
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 1024;
+		s->rec = realloc(s->rec, s->cap * sizeof(*s->rec));
+		s->len = realloc(s->len, s->cap * sizeof(*s->len));
+		cr_assert(s->rec && s->len);
+	}
+	s->rec[s->n] = malloc(len);
+	cr_assert_not_null(s->rec[s->n]);
+	memcpy(s->rec[s->n], rec, len);
+	s->len[s->n++] = len;
+	size_t off = 0;
+	struct rec_view rv;
+	cr_assert_eq(rec_decode(rec, len, &off, &rv), 1);
+	if (rv.version == REC_V_IMAGE)
+		s->v2[rv.table]++;
+	else
+		s->v1[rv.table]++;
+	return 0;
+}
+
+static void recs_free(struct recs *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->rec[i]);
+	free(s->rec);
+	free(s->len);
+}
+
+static void snap_path(const struct fixture *f, char *out, size_t n)
+{
+	snprintf(out, n, "%s/snap/%020llu.snap", f->cfg.data_dir, (unsigned long long)f->sh.lsn);
+}
+
+/* The snapshot at lsn rewritten from s, its record `at` replaced by rec. */
+static void rewrite(const struct fixture *f, uint64_t lsn, const struct recs *s, size_t at, const void *rec,
+		    size_t len)
+{
+	char dir[600], err[256], p[700];
+	snprintf(dir, sizeof(dir), "%s/snap", f->cfg.data_dir);
+	snprintf(p, sizeof(p), "%s/%020llu.snap", dir, (unsigned long long)lsn);
+	unlink(p);
+	struct snap_writer *w = snap_writer_open(dir, lsn, err, sizeof(err));
+	cr_assert_not_null(w, "%s", err);
+	for (size_t i = 0; i < s->n; i++)
+		cr_assert_eq(i == at ? snap_writer_add(w, rec, len) : snap_writer_add(w, s->rec[i], s->len[i]), 0);
+	cr_assert_eq(snap_writer_commit(w, err, sizeof(err)), 0, "%s", err);
+}
+
+WM_TEST(row_images, offers_and_levels_come_back_from_their_images)
+{
+	struct fixture *f = fixture_new("images");
+	char err[256];
+	put_rows(f);
+	cr_assert_eq(shard_snapshot_write(&f->sh, err, sizeof(err)), 0, "%s", err);
+	char *offers = dump(f, REC_T_OFFER), *levels = dump(f, REC_T_INVENTORY);
+	char p[700];
+	snap_path(f, p, sizeof(p));
+	struct recs s = {0};
+	cr_assert_eq(snap_load(p, collect, &s, NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.v2[REC_T_OFFER], IMG_ROWS, "every offer is written with its image");
+	cr_assert_eq(s.v2[REC_T_INVENTORY], IMG_ROWS);
+	cr_assert_eq(s.v1[REC_T_OFFER] + s.v1[REC_T_INVENTORY], 0);
+	size_t v2 = 0;
+	for (int t = 0; t < REC_T_COUNT_; t++)
+		v2 += s.v2[t];
+	cr_assert_gt(s.v1[REC_T_EVENT], 0, "tables without images keep their documents alone");
+	cr_assert_eq(v2, 2 * IMG_ROWS, "only offers and levels have images");
+	shard_close(&f->sh);
+	/* a restart from the snapshot (nothing in the WAL past it): the same
+	 * rows, field by field */
+	fx_open(f);
+	char *offers2 = dump(f, REC_T_OFFER), *levels2 = dump(f, REC_T_INVENTORY);
+	cr_assert_eq(strcmp(offers, offers2), 0, "the offers differ after the restart");
+	cr_assert_eq(strcmp(levels, levels2), 0, "the levels differ after the restart");
+	cr_assert_not_null(strstr(offers2, "+DE +FR +IT -GB"), "a row with both country lists came back");
+	cr_assert_not_null(strstr(offers2, " @ptn_s1 @ptn_s2"), "a row with named sellers came back");
+	/* and they are indexed: by natural key, offer and location */
+	const struct inv_level *best = inv_offer_best_level(&f->sh, "ofr_000003");
+	cr_assert_not_null(best);
+	cr_assert_str_eq(best->row.id, "inv_000003");
+	free(offers);
+	free(levels);
+	free(offers2);
+	free(levels2);
+	recs_free(&s);
+	fixture_free(f);
+}
+
+/* The index in s of the record of row id. */
+static size_t find_rec(const struct recs *s, const char *id)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		size_t off = 0;
+		struct rec_view rv;
+		cr_assert_eq(rec_decode(s->rec[i], s->len[i], &off, &rv), 1);
+		if (rv.key_len == strlen(id) && !memcmp(rv.key, id, rv.key_len))
+			return i;
+	}
+	cr_assert_fail("no record %s", id);
+	return 0;
+}
+
+WM_TEST(row_images, an_image_recovery_cannot_take_refuses_the_start)
+{
+	struct fixture *f = fixture_new("images");
+	char err[256], out[16384], p[700];
+	put_rows(f);
+	cr_assert_eq(shard_snapshot_write(&f->sh, err, sizeof(err)), 0, "%s", err);
+	uint64_t lsn = f->sh.lsn;
+	snap_path(f, p, sizeof(p));
+	struct recs s = {0};
+	cr_assert_eq(snap_load(p, collect, &s, NULL, err, sizeof(err)), 0, "%s", err);
+	shard_close(&f->sh);
+	/* each case edits one record: an offer early (built on the builder
+	 * thread), a level late */
+	enum { TRUNCATE, EXTEND, BAD_VERSION, BAD_ENUM, BAD_QTY, BAD_DOCLEN };
+	const struct {
+		const char *id;
+		int how;
+	} cases[] = {{"ofr_000002", TRUNCATE}, {"inv_002400", TRUNCATE}, {"ofr_000010", EXTEND},
+		     {"inv_001000", EXTEND},   {"ofr_000011", BAD_VERSION}, {"inv_000012", BAD_VERSION},
+		     {"ofr_002300", BAD_ENUM}, {"inv_000013", BAD_QTY},     {"ofr_000014", BAD_DOCLEN}};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		size_t at = find_rec(&s, cases[c].id);
+		uint8_t *r = malloc(s.len[at] + 1);
+		cr_assert_not_null(r);
+		memcpy(r, s.rec[at], s.len[at]);
+		size_t len = s.len[at];
+		size_t off = 0;
+		struct rec_view rv;
+		cr_assert_eq(rec_decode(r, len, &off, &rv), 1);
+		const char *doc;
+		uint32_t dl, il;
+		const uint8_t *img;
+		cr_assert_eq(rec_doc_image(&rv, &doc, &dl, &img, &il), 0);
+		cr_assert_not_null(img);
+		uint8_t *im = (uint8_t *)img;
+		switch (cases[c].how) {
+		case TRUNCATE: /* one byte short: the record's length says so */
+			len--;
+			wr_u32(r + 6, rv.val_len - 1);
+			break;
+		case EXTEND: /* one byte too many */
+			r[len++] = 0;
+			wr_u32(r + 6, rv.val_len + 1);
+			break;
+		case BAD_VERSION:
+			im[0] = 99;
+			break;
+		case BAD_ENUM: { /* the offer's status: after the version, two strings and the currency */
+			size_t k = 1;
+			k += 1 + im[k];
+			k += 1 + im[k];
+			k += 3;
+			im[k] = 200;
+			break;
+		}
+		case BAD_QTY: { /* the level's on_hand: after the version, five strings and the condition */
+			size_t k = 1;
+			for (int sidx = 0; sidx < 5; sidx++)
+				k += 1 + im[k];
+			k += 1;
+			wr_u32(im + k, 0xffffffffu);
+			wr_u32(im + k + 4, 0x7fffffffu);
+			break;
+		}
+		case BAD_DOCLEN: /* a document length past the value */
+			wr_u32((uint8_t *)rv.val, rv.val_len);
+			break;
+		}
+		rewrite(f, lsn, &s, at, r, len);
+		free(r);
+		struct stderr_capture cap;
+		stderr_capture_begin(&cap);
+		int rc = shard_open(&f->sh, &f->cfg, err, sizeof(err));
+		stderr_capture_end(&cap, out, sizeof(out));
+		cr_assert_eq(rc, -1, "case %zu (%s): a refused image must fail the start", c, cases[c].id);
+		cr_assert_not_null(strstr(out, "snapshot"), "case %zu: %s", c, out);
+		if (cases[c].how != BAD_DOCLEN) /* a bad frame is a malformed record, not a row */
+			cr_assert_not_null(strstr(out, cases[c].id), "case %zu names the record: %s", c, out);
+		shard_close(&f->sh);
+	}
+	/* the good records again: the start succeeds */
+	rewrite(f, lsn, &s, SIZE_MAX, NULL, 0);
+	fx_open(f);
+	cr_assert_eq(table_count(&f->sh.tables[REC_T_OFFER]), IMG_ROWS);
+	cr_assert_eq(table_count(&f->sh.tables[REC_T_INVENTORY]), IMG_ROWS);
+	recs_free(&s);
+	fixture_free(f);
+}
+
+/* The image helpers at their edges: a string of 255 bytes and one more, a
+ * string that does not fit its field, a read past the end. */
+WM_TEST(row_images, image_reader_and_writer_at_their_bounds)
+{
+	struct buf b;
+	buf_init(&b, 4096);
+	struct img_w w = {&b, 0};
+	char s255[256], s256[257];
+	memset(s255, 'a', 255);
+	s255[255] = 0;
+	memset(s256, 'b', 256);
+	s256[256] = 0;
+	img_str(&w, s255);
+	cr_assert_eq(w.err, 0);
+	img_i64(&w, INT64_MIN);
+	img_u8(&w, 7);
+	cr_assert_eq(b.len, 1 + 255 + 8 + 1);
+	img_str(&w, s256);
+	cr_assert_eq(w.err, 1, "a string past 255 bytes cannot be written");
+	char dst[256];
+	struct img_r r = {(const uint8_t *)b.data, (const uint8_t *)b.data + 1 + 255 + 8 + 1, 0};
+	img_get_str(&r, dst, sizeof(dst));
+	cr_assert_str_eq(dst, s255);
+	cr_assert_eq(img_get_i64(&r), INT64_MIN);
+	cr_assert_eq(img_get_u8(&r), 7u);
+	cr_assert_eq(img_done(&r), 0);
+	cr_assert_eq(img_get_u8(&r), 0u);
+	cr_assert_eq(r.bad, 1, "a read past the end is bad");
+	/* 255 bytes into a field of 255 (no room for the NUL) */
+	struct img_r r2 = {(const uint8_t *)b.data, (const uint8_t *)b.data + b.len, 0};
+	char small[255];
+	img_get_str(&r2, small, sizeof(small));
+	cr_assert_eq(r2.bad, 1);
+	cr_assert_eq(small[0], 0, "a refused string leaves its field empty");
+	/* a string with a NUL inside */
+	const uint8_t nul[] = {3, 'a', 0, 'b'};
+	struct img_r r3 = {nul, nul + sizeof(nul), 0};
+	img_get_str(&r3, dst, sizeof(dst));
+	cr_assert_eq(r3.bad, 1);
+	/* an i64 with 7 bytes left */
+	const uint8_t seven[7] = {0};
+	struct img_r r4 = {seven, seven + 7, 0};
+	cr_assert_eq(img_get_i64(&r4), 0);
+	cr_assert_eq(r4.bad, 1);
+	buf_free(&b);
+}

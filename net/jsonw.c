@@ -403,6 +403,25 @@ void jw_raw(struct jw *w, const char *json, size_t len)
 	put(w, json, len);
 }
 
+void jw_raw_again(struct jw *w, size_t off, size_t len)
+{
+	if (w->err)
+		return;
+	if (off > w->out->len || len > w->out->len - off) {
+		set_err(w, JW_ERR_USAGE);
+		return;
+	}
+	if (sep(w))
+		return;
+	/* room first: the copy's source lives in the buffer it grows */
+	if (buf_reserve(w->out, len)) {
+		set_err(w, JW_ERR_BUF);
+		return;
+	}
+	memcpy(w->out->data + w->out->len, w->out->data + off, len);
+	w->out->len += len;
+}
+
 /*
  * Re-serialise a parsed value compactly: numbers keep their exact text,
  * strings and keys are re-escaped from their decoded bytes (so the output

@@ -52,6 +52,10 @@ void jw_null(struct jw *w);
 void jw_fixed(struct jw *w, int64_t v, unsigned scale);
 /* Pre-validated JSON text inserted as one value (e.g. a stored document). */
 void jw_raw(struct jw *w, const char *json, size_t len);
+/* jw_raw of bytes this writer already wrote: out[off, off + len), a whole
+ * value written earlier (a response that repeats an object).  Misuse (a
+ * range past what is written) sets JW_ERR_USAGE. */
+void jw_raw_again(struct jw *w, size_t off, size_t len);
 /* Re-serialise a parsed value compactly (numbers keep their exact text,
  * members keep input order). */
 void jw_value(struct jw *w, const struct json_value *v);

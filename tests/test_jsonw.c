@@ -608,3 +608,58 @@ WM_TEST(jw, members_write_what_key_and_value_write)
 	out_is(&b, L("{"));
 	buf_free(&b);
 }
+
+/* jw_raw_again copies a value already written, as one value: with its
+ * separator, across the buffer's growth (the source moves), and refuses a
+ * range past what is written or past the buffer's bound. */
+WM_TEST(jw, raw_again_repeats_a_value_written_before)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	struct jw w;
+	jw_init(&w, &b);
+	jw_obj_begin(&w);
+	jw_key(&w, "first");
+	size_t at = b.len;
+	jw_obj_begin(&w);
+	jw_kstr(&w, "id", "ofr_1");
+	jw_kint(&w, "n", 3);
+	jw_obj_end(&w);
+	size_t len = b.len - at;
+	jw_key(&w, "again");
+	jw_arr_begin(&w);
+	for (int i = 0; i < 200; i++) /* ~3 KB: the buffer grows under the copies */
+		jw_raw_again(&w, at, len);
+	jw_arr_end(&w);
+	jw_obj_end(&w);
+	cr_assert_eq(w.err, 0);
+	struct buf want;
+	buf_init(&want, 0);
+	buf_printf(&want, "{\"first\":{\"id\":\"ofr_1\",\"n\":3},\"again\":[");
+	for (int i = 0; i < 200; i++)
+		buf_printf(&want, "%s{\"id\":\"ofr_1\",\"n\":3}", i ? "," : "");
+	buf_printf(&want, "]}");
+	cr_assert_eq(b.len, want.len);
+	cr_assert_eq(memcmp(b.data, want.data, b.len), 0, "%.*s", (int)b.len, b.data);
+	/* a range past the end is misuse */
+	struct jw w2;
+	jw_init(&w2, &b);
+	jw_raw_again(&w2, b.len - 1, 2);
+	cr_assert_neq(w2.err, 0);
+	jw_init(&w2, &b);
+	jw_raw_again(&w2, b.len + 1, 0);
+	cr_assert_neq(w2.err, 0);
+	/* past the buffer's bound: the writer's error */
+	struct buf small;
+	buf_init(&small, 64);
+	struct jw w3;
+	jw_init(&w3, &small);
+	jw_arr_begin(&w3);
+	jw_str(&w3, "0123456789012345678901234567890123456789");
+	jw_raw_again(&w3, 1, 42);
+	cr_assert_neq(w3.err, 0);
+	cr_assert_leq(small.len, 64u);
+	buf_free(&small);
+	buf_free(&want);
+	buf_free(&b);
+}

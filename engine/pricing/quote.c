@@ -959,10 +959,19 @@ static void respond(struct api_ctx *c, struct quote *s)
 		jw_kstr(w, "channel_id", s->channel_id);
 	else
 		jw_knull(w, "channel_id");
+	/* each line's sourcing object is written twice (here and in its line):
+	 * once, then copied */
+	size_t at[QUOTE_MAX_LINES], len[QUOTE_MAX_LINES];
 	jw_key(w, "sourcing");
 	jw_arr_begin(w);
-	for (unsigned i = 0; i < s->n; i++)
+	for (unsigned i = 0; i < s->n; i++) {
+		size_t from = w->out->len;
 		quote_write_line_sourcing(w, s, i, 0);
+		if (from < w->out->len && w->out->data[from] == ',')
+			from++; /* the separator before it */
+		at[i] = from;
+		len[i] = w->out->len - from;
+	}
 	jw_arr_end(w);
 
 	jw_key(w, "lines");
@@ -979,7 +988,7 @@ static void respond(struct api_ctx *c, struct quote *s)
 		jw_kint(w, "box_units", ql->box);
 		jw_kstr(w, "excise_category", rd_category_names[ql->cat]);
 		jw_key(w, "sourcing");
-		quote_write_line_sourcing(w, s, i, 0);
+		jw_raw_again(w, at[i], len[i]);
 		write_candidates(w, s, i);
 		jw_key(w, "components");
 		write_comps(w, comp, mn);

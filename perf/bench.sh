@@ -502,6 +502,14 @@ fi
 # 476k (snapshot part 506k records/s).  Both threads are now busy (each waits
 # ~0.25 s of 3.4 s for the other): the builder in the JSON parser, the loop
 # in index inserts and first-touch page faults.
+# Measured on 2026-11-29 (session 35), same defaults: snapshot records of
+# offers and levels carry row images (record.h REC_V_IMAGE), so the builder
+# no longer parses their documents (CPU user 7.6 s -> 5.0 s), and a
+# replacing put whose index keys did not change skips index_del (WAL replay
+# of the stock moves 263k -> 419k records/s).  `make bench`: 520k rows/s
+# (snapshot part 543k records/s, the builder now waits ~1.5 s for room: the
+# loop is the slower side, its index inserts and the kernel zeroing fresh
+# pages -- clear_page is the top symbol of the profile below).
 echo
 S_WINES=${BENCH_SCALE_WINES:-100000}
 S_PER=${BENCH_SCALE_OFFERS_PER_WINE:-10}

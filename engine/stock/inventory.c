@@ -221,10 +221,28 @@ static uint32_t key_join(uint8_t *out, const char *a, const char *b, const char 
 
 _Static_assert(3 * ID_MAX_LEN <= IDX_MAX_KEY, "composite level keys fit an index key");
 
-static uint16_t natural_key(char *out, const char *offer, const char *loc, int cond)
+/* The natural key (offer, location, condition) is a slice of the row
+ * itself (inventory.h): the uniqueness index points at it, and a row keeps
+ * no copy (it kept a 120-byte one). */
+#define INV_NKEY_LEN (offsetof(struct inv_level, condition) + 1 - offsetof(struct inv_level, offer_id))
+_Static_assert(offsetof(struct inv_level, location_id) == offsetof(struct inv_level, offer_id) + ID_MAX_LEN &&
+		       offsetof(struct inv_level, condition) == offsetof(struct inv_level, location_id) + ID_MAX_LEN,
+	       "a level's natural key is three adjacent fields");
+
+static const char *level_nkey(const struct inv_level *l) { return l->offer_id; }
+
+/* The same bytes for values not (yet) in a row: out[INV_NKEY_LEN].  0, or
+ * -1 when an id does not fit its field (no row can have it). */
+static int natural_key(char *out, const char *offer, const char *loc, int cond)
 {
-	char cb[2] = {(char)('0' + cond), 0};
-	return (uint16_t)key_join((uint8_t *)out, offer, loc, cb, 1);
+	size_t a = strnlen(offer, ID_MAX_LEN), b = strnlen(loc, ID_MAX_LEN);
+	if (a >= ID_MAX_LEN || b >= ID_MAX_LEN)
+		return -1;
+	memset(out, 0, INV_NKEY_LEN);
+	memcpy(out, offer, a);
+	memcpy(out + ID_MAX_LEN, loc, b);
+	out[2 * ID_MAX_LEN] = (char)cond;
+	return 0;
 }
 
 /* The level row from its values (decoded or the writer's own).  0 or -1. */
@@ -241,7 +259,6 @@ static int level_fill(struct inv_level *l, const struct lvl_vals *v)
 	l->incoming = v->incoming;
 	l->reserved = v->reserved;
 	l->allocated = v->allocated;
-	l->nkey_len = natural_key(l->nkey, l->offer_id, l->location_id, l->condition);
 	return 0;
 }
 
@@ -308,7 +325,7 @@ static int inv_index_add(struct table *t, struct row *r)
 	struct inv_level *l = (struct inv_level *)r;
 	struct inv_ext *e = ext(t);
 	uint8_t k[IDX_MAX_KEY];
-	if (hidx_set(&e->by_natural, l->nkey, l->nkey_len, l))
+	if (hidx_set(&e->by_natural, level_nkey(l), INV_NKEY_LEN, l))
 		return -1;
 	if (oidx_set(&e->by_offer, k, key_join(k, l->offer_id, NULL, r->id, r->id_len), l) ||
 	    oidx_set(&e->by_location, k, key_join(k, l->location_id, l->offer_id, r->id, r->id_len), l) ||
@@ -328,8 +345,8 @@ static void inv_index_del(struct table *t, struct row *r)
 	struct inv_level *l = (struct inv_level *)r;
 	struct inv_ext *e = ext(t);
 	uint8_t k[IDX_MAX_KEY];
-	if (hidx_get(&e->by_natural, l->nkey, l->nkey_len) == l)
-		hidx_del(&e->by_natural, l->nkey, l->nkey_len);
+	if (hidx_get(&e->by_natural, level_nkey(l), INV_NKEY_LEN) == l)
+		hidx_del(&e->by_natural, level_nkey(l), INV_NKEY_LEN);
 	del_if(&e->by_offer, k, key_join(k, l->offer_id, NULL, r->id, r->id_len), l);
 	del_if(&e->by_location, k, key_join(k, l->location_id, l->offer_id, r->id, r->id_len), l);
 	del_if(&e->by_owner, k, key_join(k, l->owner_id, NULL, r->id, r->id_len), l);
@@ -340,9 +357,7 @@ static void inv_index_del(struct table *t, struct row *r)
 static int inv_keys_same(const struct row *a, const struct row *b)
 {
 	const struct inv_level *x = (const struct inv_level *)a, *y = (const struct inv_level *)b;
-	return x->nkey_len == y->nkey_len && !memcmp(x->nkey, y->nkey, x->nkey_len) &&
-	       !strcmp(x->offer_id, y->offer_id) && !strcmp(x->location_id, y->location_id) &&
-	       !strcmp(x->owner_id, y->owner_id);
+	return !memcmp(level_nkey(x), level_nkey(y), INV_NKEY_LEN) && !strcmp(x->owner_id, y->owner_id);
 }
 
 const struct table_ops inventory_table_ops = {
@@ -1112,9 +1127,10 @@ static void inventory_create(struct api_ctx *c)
 		api_validation_failed(c);
 		return;
 	}
-	char nk[3 * ID_MAX_LEN];
-	uint16_t nkl = natural_key(nk, v.offer_id, v.location_id, v.condition);
-	const struct inv_level *dup = hidx_get(&ext(&c->sh->tables[REC_T_INVENTORY])->by_natural, nk, nkl);
+	char nk[INV_NKEY_LEN];
+	const struct inv_level *dup = natural_key(nk, v.offer_id, v.location_id, v.condition)
+					      ? NULL
+					      : hidx_get(&ext(&c->sh->tables[REC_T_INVENTORY])->by_natural, nk, INV_NKEY_LEN);
 	if (dup) {
 		char d[200];
 		snprintf(d, sizeof(d), "level %.*s already holds this offer at this location in this condition",

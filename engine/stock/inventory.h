@@ -28,11 +28,14 @@ extern const char *const inv_condition_names[]; /* NULL-terminated */
 struct inv_level {
 	struct row row;
 	char sku[INV_SKU_MAX + 1];
-	char offer_id[ID_MAX_LEN], owner_id[ID_MAX_LEN], location_id[ID_MAX_LEN];
+	/* offer_id, location_id and condition, side by side (the ids zero-padded
+	 * to ID_MAX_LEN), are the level's natural key as it is indexed: the
+	 * uniqueness index keys each level by these bytes of its own row
+	 * (inventory.c INV_NKEY_LEN) instead of a copy */
+	char offer_id[ID_MAX_LEN], location_id[ID_MAX_LEN];
 	uint8_t condition;                       /* enum inv_condition */
+	char owner_id[ID_MAX_LEN];
 	int64_t on_hand, incoming, reserved, allocated;
-	char nkey[3 * ID_MAX_LEN];               /* offer NUL location NUL condition: uniqueness */
-	uint16_t nkey_len;
 	char created_at[32];
 };
 

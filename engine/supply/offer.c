@@ -99,7 +99,6 @@ static const char *const permission_fields[] = {"default", "allowed_countries", 
 						"named_sellers", NULL};
 
 #define TS_MAX 40 /* bytes of an RFC 3339 timestamp we accept */
-#define NKEY_MAX (2 * ID_MAX_LEN + 4)
 
 /* Everything an offer document holds, as values. */
 struct offer_vals {
@@ -123,13 +122,20 @@ struct offer_ext {
 
 static struct offer_ext *ext(const struct table *t) { return t->ext; }
 
-/* The natural key (wine\0originator\0condition) lives in the row for the
- * hash index, right after the typed struct: see offer_row_nkey(). */
+/* The row of the offer table (the typed struct alone). */
 struct offer_row {
 	struct offer o;
-	char nkey[NKEY_MAX];
-	uint8_t nkey_len;
 };
+
+/* The natural key (wine, originator, condition) is a slice of the row
+ * itself (offer.h): the uniqueness index points at it, and a row keeps no
+ * copy (it kept an 85-byte one). */
+#define OFFER_NKEY_LEN (offsetof(struct offer, condition) + 1 - offsetof(struct offer, wine_id))
+_Static_assert(offsetof(struct offer, originator_id) == offsetof(struct offer, wine_id) + ID_MAX_LEN &&
+		       offsetof(struct offer, condition) == offsetof(struct offer, originator_id) + ID_MAX_LEN,
+	       "an offer's natural key is three adjacent fields");
+
+static const char *offer_nkey(const struct offer *o) { return o->wine_id; }
 
 static int offer_init(struct table *t)
 {
@@ -209,7 +215,7 @@ static int offer_keys(struct table *t, struct row *r, int add)
 static int offer_index_add(struct table *t, struct row *r)
 {
 	struct offer_row *or = (struct offer_row *)r;
-	if (hidx_set(&ext(t)->by_natural, or->nkey, or->nkey_len, r))
+	if (hidx_set(&ext(t)->by_natural, offer_nkey(&or->o), OFFER_NKEY_LEN, r))
 		return -1;
 	return offer_keys(t, r, 1);
 }
@@ -218,8 +224,8 @@ static int offer_index_add(struct table *t, struct row *r)
 static void offer_index_del(struct table *t, struct row *r)
 {
 	struct offer_row *or = (struct offer_row *)r;
-	if (hidx_get(&ext(t)->by_natural, or->nkey, or->nkey_len) == r)
-		hidx_del(&ext(t)->by_natural, or->nkey, or->nkey_len);
+	if (hidx_get(&ext(t)->by_natural, offer_nkey(&or->o), OFFER_NKEY_LEN) == r)
+		hidx_del(&ext(t)->by_natural, offer_nkey(&or->o), OFFER_NKEY_LEN);
 	offer_keys(t, r, 0);
 }
 
@@ -231,9 +237,7 @@ static int offer_keys_same(const struct row *a, const struct row *b)
 {
 	const struct offer_row *x = (const struct offer_row *)a, *y = (const struct offer_row *)b;
 	const struct offer *p = &x->o, *q = &y->o;
-	if (x->nkey_len != y->nkey_len || memcmp(x->nkey, y->nkey, x->nkey_len) ||
-	    strcmp(p->originator_id, q->originator_id) || strcmp(p->wine_id, q->wine_id) ||
-	    offer_shared(p) != offer_shared(q))
+	if (memcmp(offer_nkey(p), offer_nkey(q), OFFER_NKEY_LEN) || offer_shared(p) != offer_shared(q))
 		return 0;
 	if (!offer_shared(p))
 		return 1;
@@ -242,37 +246,19 @@ static int offer_keys_same(const struct row *a, const struct row *b)
 	       (!p->n_allowed || !memcmp(p->countries, q->countries, p->n_allowed * sizeof(*p->countries)));
 }
 
-/* Append n bytes of s to out[0..*at), keeping at most NKEY_MAX - 1 bytes
- * in all (snprintf's truncation). */
-static void nkey_put(char out[NKEY_MAX], size_t *at, const char *s, size_t n)
+/* The natural key's bytes for values not (yet) in a row:
+ * out[OFFER_NKEY_LEN].  0, or -1 when an id does not fit its field (no row
+ * can have it). */
+static int natural_key(char *out, const char *wine, const char *orig, int cond)
 {
-	size_t room = NKEY_MAX - 1 - *at;
-	memcpy(out + *at, s, n < room ? n : room);
-	*at += n < room ? n : room;
-}
-
-/* The natural key wine NUL originator NUL condition-in-decimal, NUL
- * terminated, cut at NKEY_MAX - 1 bytes: the bytes snprintf("%s%c%s%c%d")
- * made, built without it (every stored offer's decode builds one). */
-static uint8_t natural_key(char out[NKEY_MAX], const char *wine, const char *orig, int cond)
-{
-	char d[16];
-	size_t dl = 0;
-	unsigned u = cond < 0 ? 0u - (unsigned)cond : (unsigned)cond;
-	do {
-		d[sizeof(d) - 1 - dl++] = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
-	if (cond < 0)
-		d[sizeof(d) - 1 - dl++] = '-';
-	size_t at = 0;
-	nkey_put(out, &at, wine, strlen(wine));
-	nkey_put(out, &at, "", 1);
-	nkey_put(out, &at, orig, strlen(orig));
-	nkey_put(out, &at, "", 1);
-	nkey_put(out, &at, d + sizeof(d) - dl, dl);
-	out[at] = 0;
-	return (uint8_t)at;
+	size_t a = strnlen(wine, ID_MAX_LEN), b = strnlen(orig, ID_MAX_LEN);
+	if (a >= ID_MAX_LEN || b >= ID_MAX_LEN)
+		return -1;
+	memset(out, 0, OFFER_NKEY_LEN);
+	memcpy(out, wine, a);
+	memcpy(out + ID_MAX_LEN, orig, b);
+	out[2 * ID_MAX_LEN] = (char)cond;
+	return 0;
 }
 
 /* ---- reading values (requests and stored documents) -------------------- */
@@ -542,7 +528,6 @@ static int offer_fill(struct offer_row *or, const struct offer_vals *v)
 			return -1;
 		memcpy(o->named, v->pr.named, o->n_named * sizeof(*o->named));
 	}
-	or->nkey_len = natural_key(or->nkey, o->wine_id, o->originator_id, o->condition);
 	return 0;
 }
 
@@ -692,8 +677,7 @@ static int offer_typed_same(const struct row *a, const struct row *b)
 	const struct offer_row *x = (const struct offer_row *)a, *y = (const struct offer_row *)b;
 	size_t head = sizeof(struct row), lists = offsetof(struct offer, countries);
 	unsigned nc = x->o.n_allowed + x->o.n_blocked;
-	return !memcmp((const char *)x + head, (const char *)y + head, lists - head) && x->nkey_len == y->nkey_len &&
-	       !memcmp(x->nkey, y->nkey, sizeof(x->nkey)) &&
+	return !memcmp((const char *)x + head, (const char *)y + head, lists - head) &&
 	       (!nc || !memcmp(x->o.countries, y->o.countries, nc * sizeof(*x->o.countries))) &&
 	       (!x->o.n_named || !memcmp(x->o.named, y->o.named, x->o.n_named * sizeof(*x->o.named)));
 }
@@ -1008,9 +992,10 @@ int offer_stage_qty(struct shard *sh, const struct offer *o, int64_t qty)
 
 static const struct offer *offer_by_natural(struct shard *sh, const struct offer_vals *v)
 {
-	char k[NKEY_MAX];
-	uint8_t n = natural_key(k, v->wine_id, v->originator_id, v->condition);
-	return hidx_get(&ext(&sh->tables[REC_T_OFFER])->by_natural, k, n);
+	char k[OFFER_NKEY_LEN];
+	return natural_key(k, v->wine_id, v->originator_id, v->condition)
+		       ? NULL
+		       : hidx_get(&ext(&sh->tables[REC_T_OFFER])->by_natural, k, OFFER_NKEY_LEN);
 }
 
 /* ---- the read-path filter ----------------------------------------------- */

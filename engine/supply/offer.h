@@ -36,10 +36,15 @@ extern const char *const offer_source_names[];
 
 struct offer {
 	struct row row;
+	/* wine_id, originator_id and condition, side by side (the ids
+	 * zero-padded to ID_MAX_LEN), are the offer's natural key as it is
+	 * indexed: the uniqueness index keys each offer by these bytes of its
+	 * own row (offer.c OFFER_NKEY_LEN) instead of a copy */
 	char wine_id[ID_MAX_LEN];
 	char originator_id[ID_MAX_LEN];
+	uint8_t condition;
 	char currency[4];
-	uint8_t status, condition, incoterm, source;
+	uint8_t status, incoterm, source;
 	uint8_t shareable, deflt;        /* network_shareable; enum permit_default */
 	uint8_t n_allowed, n_blocked, n_named;
 	int64_t price_minor;             /* seller_price in the currency's minor units */

@@ -28,10 +28,10 @@ struct config;
 
 struct row {
 	const char *id;
-	uint16_t id_len;
 	const char *doc;      /* canonical JSON, NUL-terminated */
-	uint32_t doc_len;
 	uint64_t lsn;         /* LSN of the write that produced this version */
+	uint32_t doc_len;
+	uint16_t id_len;      /* (widest members first: 32 bytes, not 40) */
 };
 
 struct table;

@@ -1659,3 +1659,35 @@ WM_TEST(oidx, inner_heads_under_a_long_shared_prefix)
 	free(ref);
 	free(pool);
 }
+
+/* A key's length rides in its slot's hash word (index.c): keys that are
+ * prefixes of each other, at every length from 0 to IDX_MAX_KEY, are all
+ * distinct entries, found, iterated with their own lengths and deleted
+ * one by one. */
+WM_TEST(hidx, every_key_length_is_its_own_key)
+{
+	static char k[IDX_MAX_KEY];
+	memset(k, 'p', sizeof(k));
+	struct hidx h;
+	hidx_init(&h);
+	for (uint32_t n = 0; n <= IDX_MAX_KEY; n++)
+		cr_assert_eq(hidx_put(&h, k, n, tag(n + 1)), 0, "length %u", n);
+	cr_assert_eq(hidx_count(&h), IDX_MAX_KEY + 1);
+	for (uint32_t n = 0; n <= IDX_MAX_KEY; n++)
+		cr_assert_eq(hidx_get(&h, k, n), tag(n + 1), "length %u", n);
+	static unsigned char seen[IDX_MAX_KEY + 1];
+	size_t pos = 0;
+	const char *key;
+	uint32_t kl;
+	for (void *v; (v = hidx_next(&h, &pos, &key, &kl)) != NULL;) {
+		uintptr_t n = (uintptr_t)v - 1;
+		cr_assert_eq(kl, n, "the entry of length %zu walks with length %u", (size_t)n, kl);
+		cr_assert_eq(key, k);
+		cr_assert_eq(seen[n]++, 0);
+	}
+	for (uint32_t n = 0; n <= IDX_MAX_KEY; n += 2)
+		cr_assert_eq(hidx_del(&h, k, n), tag(n + 1));
+	for (uint32_t n = 0; n <= IDX_MAX_KEY; n++)
+		cr_assert_eq(hidx_get(&h, k, n), n % 2 ? tag(n + 1) : NULL, "length %u", n);
+	hidx_free(&h);
+}

@@ -13,7 +13,12 @@
  * slot state:
  *     HIDX_EMPTY (0)  never used since the last rehash; ends a probe chain
  *     HIDX_TOMB  (1)  deleted; probe chains continue through it
- *     >= 2            live; the XXH3-64 of the key, with 0 and 1 remapped
+ *     >= 2            live; the XXH3-64 of the key with its low byte
+ *                     replaced by the key's length (<= IDX_MAX_KEY = 255),
+ *                     0 and 1 remapped.  The length rides in the hash word
+ *                     so a slot is 24 bytes, not 32 (a hash index at its
+ *                     usual load of ~0.5 costs ~48 B per entry, not ~64);
+ *                     the slot index comes from the bits above it.
  * Invariants (checked by assert where cheap):
  *   - cap is 0 (no array yet) or a power of two >= HIDX_MIN_CAP;
  *   - count - moving + tombstones == number of non-empty slots of the
@@ -209,16 +214,24 @@ static void touch_pages(void *p, size_t bytes)
 		b[off] = 0;
 }
 
-/* The hash of a key, never HIDX_EMPTY nor HIDX_TOMB. */
+_Static_assert(IDX_MAX_KEY <= 0xff, "a key's length fits the hash word's low byte");
+
+/* The hash word of a key (key_len <= IDX_MAX_KEY): its hash above the low
+ * byte, its length in it; never HIDX_EMPTY nor HIDX_TOMB. */
 static uint64_t hidx_hash(const char *key, uint32_t key_len)
 {
-	uint64_t h = XXH3_64bits(key_len ? key : "", key_len);
-	return h < 2 ? h + 2 : h;
+	uint64_t h = (XXH3_64bits(key_len ? key : "", key_len) & ~(uint64_t)0xff) | key_len;
+	return h < 2 ? h | 0x100 : h;
 }
+
+/* The home slot of a hash word in a table of mask + 1 slots. */
+static inline size_t hidx_home(uint64_t hash, size_t mask) { return (size_t)(hash >> 8) & mask; }
+
+static inline uint32_t hidx_slot_len(const struct hidx_slot *s) { return (uint32_t)(s->hash & 0xff); }
 
 static bool hidx_key_eq(const struct hidx_slot *s, uint64_t hash, const char *key, uint32_t key_len)
 {
-	return s->hash == hash && s->key_len == key_len && (key_len == 0 || memcmp(s->key, key, key_len) == 0);
+	return s->hash == hash && (key_len == 0 || memcmp(s->key, key, key_len) == 0);
 }
 
 /* Arguments usable at all: length in bounds, bytes present when needed. */
@@ -249,7 +262,7 @@ static size_t hidx_probe(const struct hidx_slot *slots, size_t cap, uint64_t has
 	if (cap == 0)
 		return SIZE_MAX;
 	size_t mask = cap - 1;
-	for (size_t i = (size_t)hash & mask;; i = (i + 1) & mask) {
+	for (size_t i = hidx_home(hash, mask);; i = (i + 1) & mask) {
 		const struct hidx_slot *s = &slots[i];
 		if (s->hash == HIDX_EMPTY)
 			return SIZE_MAX;
@@ -277,7 +290,7 @@ static struct hidx_slot *hidx_find(const struct hidx *h, uint64_t hash, const ch
 static void hidx_place(struct hidx *h, const struct hidx_slot *e)
 {
 	size_t mask = h->cap - 1;
-	size_t i = (size_t)e->hash & mask;
+	size_t i = hidx_home(e->hash, mask);
 	while (h->slots[i].hash >= 2)
 		i = (i + 1) & mask;
 	if (h->slots[i].hash == HIDX_TOMB) {
@@ -406,7 +419,7 @@ static int hidx_insert(struct hidx *h, const char *key, uint32_t key_len, void *
 	}
 	if (hidx_reserve_one(h) != 0)
 		return -1;
-	hidx_place(h, &(struct hidx_slot){ .hash = hash, .key = key, .key_len = key_len, .val = val });
+	hidx_place(h, &(struct hidx_slot){ .hash = hash, .key = key, .val = val });
 	h->count++;
 	assert((h->count + h->tombstones) * HIDX_LOAD_DEN <= h->cap * HIDX_LOAD_NUM);
 	return 0;
@@ -513,7 +526,7 @@ void *hidx_next(const struct hidx *h, size_t *pos, const char **key, uint32_t *k
 			if (key)
 				*key = s->key;
 			if (key_len)
-				*key_len = s->key_len;
+				*key_len = hidx_slot_len(s);
 			return s->val;
 		}
 	}

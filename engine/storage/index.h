@@ -40,9 +40,8 @@ extern uint64_t idx_probes;
 /* ---- hash index ------------------------------------------------------- */
 
 struct hidx_slot {
-	uint64_t hash;       /* 0 = empty; real hashes are forced non-zero */
+	uint64_t hash;       /* 0 empty, 1 tombstone; live: the key's hash with its length in the low byte */
 	const char *key;
-	uint32_t key_len;
 	void *val;
 };
 

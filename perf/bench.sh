@@ -21,7 +21,9 @@
 #      engine figures should be read against.
 #   a2. (a) again while a second wrk POSTs partners (fsync) at -c16, at -c64
 #      (throughput) and -c1 (one reader's latency): reads of old rows must not
-#      wait for the writers' fsyncs.
+#      wait for the writers' fsyncs.  Then the one reader again with every
+#      request timed by perf/reader_latency.py (wrk's -c1 figures do not add
+#      up): p50/p99/p999/max and how many took over 10 ms.
 #   e. GET /healthz: the engine's own ceiling for a minimal request (HTTP
 #      parse + tiny response), so (a) minus (e) is the cost of the resource.
 #   f. perf/bench_index (in-process index throughput/memory), if it compiles.
@@ -288,6 +290,28 @@ mix_run() { # mix_run CONNS: GET at -cCONNS while a -c16 POST load runs
 # reader sees, where a wait for another connection's fsync would show.
 mix_run 64
 mix_run 1
+# wrk's -c1 figures do not add up (perf/reader_latency.py says why): the
+# same reader again with every request timed by the probe, during the same
+# kind of POST load.  Measured on 2026-11-29: p99 ~0.4-0.5 ms, max a few ms,
+# nothing over 10 ms, where wrk's -c1 row read p99 ~220-300 ms.
+reader_probe() {
+	local mix_out="$root/mix_post_probe.out" mix_pid res rps p50 p99 secs=${DURATION%s}
+	[[ $secs =~ ^[0-9]+$ ]] && [ "$secs" -gt 1 ] || secs=2 # a DURATION not in seconds: a short probe
+	wrk -t1 -c16 -d"$DURATION" -s perf/post_partner.lua "$base" -- "probe$$" >"$mix_out" 2>&1 &
+	mix_pid=$!
+	sleep 0.2
+	echo
+	echo "== GET /v1/partners/{id}, one reader, every request timed (perf/reader_latency.py), during POST load"
+	res=$(python3 perf/reader_latency.py "${base#http://}" "$WM_BENCH_KEY" "$ids" "$((secs - 1))") ||
+		die "perf/reader_latency.py failed"
+	echo "$res"
+	wait "$mix_pid" || die "the concurrent POST wrk failed: $(tail -n 3 "$mix_out")"
+	rps=$(sed -n 's/.* rps=\([^ ]*\).*/\1/p' <<<"$res")
+	p50=$(sed -n 's/.* p50_us=\([^ ]*\).*/\1/p' <<<"$res")
+	p99=$(sed -n 's/.* p99_us=\([^ ]*\).*/\1/p' <<<"$res")
+	rows+=("GET /v1/partners/{id} one reader, probe, during POST load|$(printf '%.0f' "$rps")|$(us_to_ms "$p50")|$(us_to_ms "$p99")|ok|perf/reader_latency.py (every request timed)")
+}
+reader_probe
 
 # ---- e. minimal-request ceiling -----------------------------------------------
 run_wrk "GET /healthz" -s perf/report.lua "$base/healthz"

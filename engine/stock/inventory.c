@@ -224,26 +224,12 @@ _Static_assert(3 * ID_MAX_LEN <= IDX_MAX_KEY, "composite level keys fit an index
 /* The natural key (offer, location, condition) is a slice of the row
  * itself (inventory.h): the uniqueness index points at it, and a row keeps
  * no copy (it kept a 120-byte one). */
-#define INV_NKEY_LEN (offsetof(struct inv_level, condition) + 1 - offsetof(struct inv_level, offer_id))
+#define INV_NKEY_LEN ID_PAIR_KEY_LEN
 _Static_assert(offsetof(struct inv_level, location_id) == offsetof(struct inv_level, offer_id) + ID_MAX_LEN &&
 		       offsetof(struct inv_level, condition) == offsetof(struct inv_level, location_id) + ID_MAX_LEN,
 	       "a level's natural key is three adjacent fields");
 
 static const char *level_nkey(const struct inv_level *l) { return l->offer_id; }
-
-/* The same bytes for values not (yet) in a row: out[INV_NKEY_LEN].  0, or
- * -1 when an id does not fit its field (no row can have it). */
-static int natural_key(char *out, const char *offer, const char *loc, int cond)
-{
-	size_t a = strnlen(offer, ID_MAX_LEN), b = strnlen(loc, ID_MAX_LEN);
-	if (a >= ID_MAX_LEN || b >= ID_MAX_LEN)
-		return -1;
-	memset(out, 0, INV_NKEY_LEN);
-	memcpy(out, offer, a);
-	memcpy(out + ID_MAX_LEN, loc, b);
-	out[2 * ID_MAX_LEN] = (char)cond;
-	return 0;
-}
 
 /* The level row from its values (decoded or the writer's own).  0 or -1. */
 static int level_fill(struct inv_level *l, const struct lvl_vals *v)
@@ -1128,7 +1114,7 @@ static void inventory_create(struct api_ctx *c)
 		return;
 	}
 	char nk[INV_NKEY_LEN];
-	const struct inv_level *dup = natural_key(nk, v.offer_id, v.location_id, v.condition)
+	const struct inv_level *dup = id_pair_key(nk, v.offer_id, v.location_id, (uint8_t)v.condition)
 					      ? NULL
 					      : hidx_get(&ext(&c->sh->tables[REC_T_INVENTORY])->by_natural, nk, INV_NKEY_LEN);
 	if (dup) {

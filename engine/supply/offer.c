@@ -130,7 +130,7 @@ struct offer_row {
 /* The natural key (wine, originator, condition) is a slice of the row
  * itself (offer.h): the uniqueness index points at it, and a row keeps no
  * copy (it kept an 85-byte one). */
-#define OFFER_NKEY_LEN (offsetof(struct offer, condition) + 1 - offsetof(struct offer, wine_id))
+#define OFFER_NKEY_LEN ID_PAIR_KEY_LEN
 _Static_assert(offsetof(struct offer, originator_id) == offsetof(struct offer, wine_id) + ID_MAX_LEN &&
 		       offsetof(struct offer, condition) == offsetof(struct offer, originator_id) + ID_MAX_LEN,
 	       "an offer's natural key is three adjacent fields");
@@ -244,21 +244,6 @@ static int offer_keys_same(const struct row *a, const struct row *b)
 	return p->n_named == q->n_named && p->n_allowed == q->n_allowed && p->deflt == q->deflt &&
 	       (!p->n_named || !memcmp(p->named, q->named, p->n_named * sizeof(*p->named))) &&
 	       (!p->n_allowed || !memcmp(p->countries, q->countries, p->n_allowed * sizeof(*p->countries)));
-}
-
-/* The natural key's bytes for values not (yet) in a row:
- * out[OFFER_NKEY_LEN].  0, or -1 when an id does not fit its field (no row
- * can have it). */
-static int natural_key(char *out, const char *wine, const char *orig, int cond)
-{
-	size_t a = strnlen(wine, ID_MAX_LEN), b = strnlen(orig, ID_MAX_LEN);
-	if (a >= ID_MAX_LEN || b >= ID_MAX_LEN)
-		return -1;
-	memset(out, 0, OFFER_NKEY_LEN);
-	memcpy(out, wine, a);
-	memcpy(out + ID_MAX_LEN, orig, b);
-	out[2 * ID_MAX_LEN] = (char)cond;
-	return 0;
 }
 
 /* ---- reading values (requests and stored documents) -------------------- */
@@ -993,7 +978,7 @@ int offer_stage_qty(struct shard *sh, const struct offer *o, int64_t qty)
 static const struct offer *offer_by_natural(struct shard *sh, const struct offer_vals *v)
 {
 	char k[OFFER_NKEY_LEN];
-	return natural_key(k, v->wine_id, v->originator_id, v->condition)
+	return id_pair_key(k, v->wine_id, v->originator_id, (uint8_t)v->condition)
 		       ? NULL
 		       : hidx_get(&ext(&sh->tables[REC_T_OFFER])->by_natural, k, OFFER_NKEY_LEN);
 }

@@ -13,6 +13,7 @@
 #ifndef WM_BUF_H
 #define WM_BUF_H
 
+#include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +29,19 @@ struct buf {
 
 /* Initialise an empty buffer bounded by cap_max (0 = default). */
 void buf_init(struct buf *b, size_t cap_max);
+/* Initialise an empty buffer over the caller's cap bytes at mem, which it
+ * never grows past (an append that does not fit sets overflow and fails)
+ * and never frees: do not buf_free it.  For scratch output of a known
+ * bound on the stack, where a malloc per use would cost more than the
+ * work. */
+static inline void buf_init_fixed(struct buf *b, char *mem, size_t cap)
+{
+	assert(cap > 0); /* cap_max 0 would mean the default bound, and growth */
+	b->data = mem;
+	b->len = 0;
+	b->cap = b->cap_max = cap;
+	b->overflow = 0;
+}
 /* Release the storage; the buffer is empty and reusable afterwards. */
 void buf_free(struct buf *b);
 /* buf_reserve when the storage must grow (within cap_max). */

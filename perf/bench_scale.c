@@ -112,7 +112,7 @@ static long level_raw_bytes(const struct inv_level *l)
 		 (long)strlen(l->location_id);
 	n += 1;     /* condition */
 	n += 4 * 8; /* on_hand, incoming, reserved, allocated */
-	n += 8;     /* created_at */
+	n += 2 * 8; /* created_at, updated_at */
 	return n;
 }
 
@@ -120,8 +120,18 @@ static long level_raw_bytes(const struct inv_level *l)
 
 struct layout {
 	long rows;
-	double raw, doc, id, row_struct, row_block, primary_hash, primary_tree, secondary;
+	double raw, doc, stored_doc, id, row_struct, row_block, primary_hash, primary_tree, secondary;
 };
+
+/* Row r's document (stored or rendered: table.h row_doc); dies without one. */
+static const char *doc_of(const struct row *r, size_t *len)
+{
+	static struct buf scratch;
+	const char *d = row_doc(r, &scratch, len);
+	if (!d)
+		bw_die(r->id, "no document");
+	return d;
+}
 
 /* Install rows[0..n) of `t` (in id order) into a scratch table with `ops`;
  * returns malloc's in-use bytes it took (the table is freed again). */
@@ -136,7 +146,9 @@ static long scratch_fill(const struct table *t, const struct table_ops *ops, lon
 	char why[256];
 	for (int ok = oidx_seek_ge(&t->by_order, NULL, 0, &it); ok && k < n; ok = oidx_next(&it), k++) {
 		const struct row *r = oidx_iter_val(&it);
-		if (table_put(&s, r->id, r->id_len, r->doc, r->doc_len, 1, why))
+		size_t dl;
+		const char *d = doc_of(r, &dl);
+		if (table_put(&s, r->id, r->id_len, d, dl, 1, why))
 			bw_die(r->id, why);
 	}
 	long used = heap_in_use() - h0;
@@ -153,7 +165,10 @@ static void layout_of(const struct table *t, long (*raw)(const struct row *), st
 		const struct row *r = oidx_iter_val(&it);
 		L->rows++;
 		L->raw += (double)raw(r);
-		L->doc += r->doc_len + 1;
+		size_t dl;
+		doc_of(r, &dl);
+		L->doc += (double)dl + 1;
+		L->stored_doc += r->doc ? r->doc_len + 1 : 0;
 		L->id += r->id_len + 1;
 		usable += (double)malloc_usable_size((void *)r) + 8; /* + glibc's chunk header */
 	}
@@ -161,6 +176,7 @@ static void layout_of(const struct table *t, long (*raw)(const struct row *), st
 		return;
 	L->raw /= (double)L->rows;
 	L->doc /= (double)L->rows;
+	L->stored_doc /= (double)L->rows;
 	L->id /= (double)L->rows;
 	L->row_struct = (double)t->ops->row_size;
 	L->row_block = usable / (double)L->rows;
@@ -200,10 +216,11 @@ static void print_layout(const char *what, const struct layout *L, double rss_pe
 	printf("%s: %ld rows; RSS %.0f B/row (malloc in use %.0f B/row); raw field bytes %.0f B -> %.1fx raw "
 	       "(goal <= 2x); canonical document %.0f B (%.1fx raw)\n",
 	       what, L->rows, rss_per_row, heap_per_row, L->raw, rss_per_row / L->raw, L->doc, L->doc / L->raw);
-	printf("  row block %.0f B (typed struct %.0f + id %.0f + document %.0f + malloc rounding/header %.0f) | "
+	printf("  row block %.0f B (typed struct %.0f + id %.0f + stored document %.0f + malloc rounding/header %.0f) | "
 	       "hash by id %.0f B (capacity %.0f%% used) | B+tree by id %.0f B | secondary indexes %.0f B | "
 	       "rest (allocator, growth slack) %.0f B\n",
-	       L->row_block, L->row_struct, L->id, L->doc, L->row_block - L->row_struct - L->id - L->doc, L->primary_hash,
+	       L->row_block, L->row_struct, L->id, L->stored_doc, L->row_block - L->row_struct - L->id - L->stored_doc,
+	       L->primary_hash,
 	       100.0 * (double)sizeof(struct hidx_slot) / (L->primary_hash > 0 ? L->primary_hash : 1), L->primary_tree,
 	       L->secondary, rss_per_row - known);
 }
@@ -374,7 +391,7 @@ static int fill_main(int argc, char **argv)
 			if (k % step == 0)
 				snprintf(ids[j++], ID_MAX_LEN, "%s", ((const struct row *)oidx_iter_val(&it))->id);
 	}
-	static char doc[BW_DOC_MAX], odoc[BW_DOC_MAX];
+	static char doc[BW_DOC_MAX], doc2[BW_DOC_MAX], odoc[BW_DOC_MAX];
 	long wal_records = 0;
 	double w0 = bw_now_s();
 	for (long j = 0; j < tail; j++) {
@@ -382,9 +399,18 @@ static int fill_main(int argc, char **argv)
 		const struct offer *o = l ? offer_get(&sh, l->offer_id, strlen(l->offer_id)) : NULL;
 		if (!o)
 			bw_die(ids[j], "tail: level or offer not found");
-		int dl = bw_doc_replace(l->row.doc, l->row.doc_len, "\"reserved\":0", "\"reserved\":1", doc, sizeof(doc));
-		int ol = bw_doc_replace(o->row.doc, o->row.doc_len, "\"updated_at\":\"2025-01-01",
-					"\"updated_at\":\"2025-01-02", odoc, sizeof(odoc));
+		/* one more reserved, one less atp: the level as the engine writes it */
+		size_t ld, od;
+		const char *lv = doc_of(&l->row, &ld);
+		char atp0[48], atp1[48];
+		snprintf(atp0, sizeof(atp0), "\"atp\":%lld,", (long long)inv_atp(l));
+		snprintf(atp1, sizeof(atp1), "\"atp\":%lld,", (long long)inv_atp(l) - 1);
+		int dl = bw_doc_replace(lv, ld, "\"reserved\":0", "\"reserved\":1", doc2, sizeof(doc2));
+		if (dl >= 0)
+			dl = bw_doc_replace(doc2, (size_t)dl, atp0, atp1, doc, sizeof(doc));
+		const char *ov = doc_of(&o->row, &od);
+		int ol = bw_doc_replace(ov, od, "\"updated_at\":\"2025-01-01", "\"updated_at\":\"2025-01-02", odoc,
+					sizeof(odoc));
 		if (dl < 0 || ol < 0)
 			bw_die(ids[j], "tail: document to patch not as filled");
 		txn_begin(&sh);

@@ -102,7 +102,10 @@ int bw_doc_replace(const char *src, size_t len, const char *from, const char *to
 static void patch(struct shard *sh, int table, const struct row *r, const char *from, const char *to)
 {
 	static char doc[BW_DOC_MAX];
-	int len = bw_doc_replace(r->doc, r->doc_len, from, to, doc, sizeof(doc));
+	static struct buf scratch;
+	size_t dl;
+	const char *d = row_doc(r, &scratch, &dl); /* stored or rendered (table.h) */
+	int len = d ? bw_doc_replace(d, dl, from, to, doc, sizeof(doc)) : -1;
 	if (len < 0)
 		bw_die(r->id, "document lacks the member to patch, or is too long");
 	char id[ID_MAX_LEN];
@@ -273,8 +276,9 @@ void bw_fill_levels(struct bw_world *w)
 			int len = snprintf(doc, sizeof(doc),
 					   "{\"id\":\"%s\",\"sku\":\"BENCH-%ld-%ld\",\"offer_id\":\"%s\",\"owner_entity_id\":\"%s\","
 					   "\"location_id\":\"%s\",\"condition\":\"sellable\",\"on_hand\":%lld,\"incoming\":0,"
-					   "\"reserved\":0,\"allocated\":0,\"created_at\":\"" STAMP "\"}",
-					   lid, i, k, of->row.id, w->orig[h], w->loc[h], (long long)of->qty);
+					   "\"reserved\":0,\"allocated\":0,\"atp\":%lld,\"created_at\":\"" STAMP "\","
+					   "\"updated_at\":\"" STAMP "\"}",
+					   lid, i, k, of->row.id, w->orig[h], w->loc[h], (long long)of->qty, (long long)of->qty);
 			bw_put(sh, REC_T_INVENTORY, lid, doc, len);
 			w->n_levels++;
 		}

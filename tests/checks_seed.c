@@ -35,12 +35,24 @@ void seed_close(void)
 	shard_close(&seed_sh);
 }
 
+/* Row r's document (stored or rendered: table.h row_doc), valid until the
+ * next call. */
+static const char *doc_of(const struct row *r, size_t *len)
+{
+	static struct buf scratch;
+	const char *d = row_doc(r, &scratch, len);
+	cr_assert_not_null(d, "row %.*s has a document", (int)r->id_len, r->id);
+	return d;
+}
+
 static void save(int table, const struct row *r)
 {
 	cr_assert_lt(n_saved, SEED_MAX_SAVED);
 	saved[n_saved].table = table;
 	saved[n_saved].id = strndup(r->id, r->id_len);
-	saved[n_saved].doc = strndup(r->doc, r->doc_len);
+	size_t dl;
+	const char *d = doc_of(r, &dl);
+	saved[n_saved].doc = strndup(d, dl);
 	cr_assert(saved[n_saved].id && saved[n_saved].doc);
 	n_saved++;
 }
@@ -57,7 +69,8 @@ static unsigned matching(int table, const char *id_prefix, const char *has, char
 		const struct row *r = oidx_iter_val(&it);
 		if (r->id_len < pl || memcmp(r->id, id_prefix, pl))
 			break;
-		if ((!has || strstr(r->doc, has)) && n < max && r->id_len < 256)
+		size_t dl;
+		if ((!has || strstr(doc_of(r, &dl), has)) && n < max && r->id_len < 256)
 			snprintf(ids[n++], 256, "%.*s", (int)r->id_len, r->id);
 	}
 	return n;
@@ -86,14 +99,16 @@ int seed_edit(int table, const char *id_prefix, const char *from, const char *to
 		const struct row *r = table_get(&seed_sh.tables[table], ids[i], strlen(ids[i]));
 		cr_assert_not_null(r);
 		save(table, r);
-		const char *at = strstr(r->doc, from);
-		size_t fl = strlen(from), tl = strlen(to), pre = (size_t)(at - r->doc);
-		size_t len = r->doc_len - fl + tl;
+		size_t dl;
+		const char *rd = doc_of(r, &dl);
+		const char *at = strstr(rd, from);
+		size_t fl = strlen(from), tl = strlen(to), pre = (size_t)(at - rd);
+		size_t len = dl - fl + tl;
 		char *doc = malloc(len + 1);
 		cr_assert_not_null(doc);
-		memcpy(doc, r->doc, pre);
+		memcpy(doc, rd, pre);
 		memcpy(doc + pre, to, tl);
-		memcpy(doc + pre + tl, at + fl, r->doc_len - pre - fl);
+		memcpy(doc + pre + tl, at + fl, dl - pre - fl);
 		doc[len] = 0;
 		txn_begin(&seed_sh);
 		cr_assert_eq(txn_put(&seed_sh, (uint8_t)table, ids[i], strlen(ids[i]), doc, len), 0);

@@ -47,7 +47,7 @@ static struct pay_result refund(struct fixture *f, const char *order_id)
 }
 
 /* The ledger row's stored document by payment id (NULL when none). */
-static const char *row_doc(struct fixture *f, const char *pay_id)
+static const char *payment_doc(struct fixture *f, const char *pay_id)
 {
 	const struct row *r = table_get(&f->sh.tables[REC_T_PAYMENT], pay_id, strlen(pay_id));
 	return r ? r->doc : NULL;
@@ -107,7 +107,7 @@ WM_TEST(payment, every_charge_outcome_and_what_it_writes)
 	expect_charge_id(r.charge_id);
 	cr_assert_eq(f->sh.lsn, lsn + 1, "one transaction");
 	cr_assert_eq(pay_state_of(&f->sh, "ord_ok"), PS_CAPTURED);
-	const char *doc = row_doc(f, r.charge_id);
+	const char *doc = payment_doc(f, r.charge_id);
 	cr_assert_not_null(doc);
 	char want[512];
 	snprintf(want, sizeof(want),
@@ -138,7 +138,7 @@ WM_TEST(payment, every_charge_outcome_and_what_it_writes)
 	expect_charge_id(r.charge_id);
 	cr_assert_eq(f->sh.lsn, lsn + 1);
 	cr_assert_eq(pay_state_of(&f->sh, "ord_fail"), PS_CAPTURED, "captured before the error");
-	cr_assert_not_null(strstr(row_doc(f, r.charge_id), "\"method\":\"sandbox_fail_after_charge\""));
+	cr_assert_not_null(strstr(payment_doc(f, r.charge_id), "\"method\":\"sandbox_fail_after_charge\""));
 
 	/* sandbox_timeout: the worst case -- captured, caller not told */
 	lsn = f->sh.lsn;
@@ -147,14 +147,14 @@ WM_TEST(payment, every_charge_outcome_and_what_it_writes)
 	expect_charge_id(r.charge_id);
 	cr_assert_eq(f->sh.lsn, lsn + 1);
 	cr_assert_eq(pay_state_of(&f->sh, "ord_to"), PS_CAPTURED, "a time-out captured");
-	cr_assert_not_null(strstr(row_doc(f, r.charge_id), "\"amount\":1,\"currency\":\"JPY\""), "JPY has no minor digits");
+	cr_assert_not_null(strstr(payment_doc(f, r.charge_id), "\"amount\":1,\"currency\":\"JPY\""), "JPY has no minor digits");
 
 	/* three minor digits */
 	r = charge(f, "ord_bhd", 1234, "BHD", PM_SANDBOX_OK);
 	expect(r, PAY_CAPTURED, "");
-	cr_assert_not_null(strstr(row_doc(f, r.charge_id), "\"amount\":1.234,\"currency\":\"BHD\""));
+	cr_assert_not_null(strstr(payment_doc(f, r.charge_id), "\"amount\":1.234,\"currency\":\"BHD\""));
 	r = charge(f, "ord_cent", 5, "EUR", PM_SANDBOX_OK);
-	cr_assert_not_null(strstr(row_doc(f, r.charge_id), "\"amount\":0.05,"));
+	cr_assert_not_null(strstr(payment_doc(f, r.charge_id), "\"amount\":0.05,"));
 
 	cr_assert_eq(ledger_rows(f), 6);
 	cr_assert_eq(count_events(f, "payment.captured"), 6, "one event per captured row");
@@ -177,7 +177,7 @@ WM_TEST(payment, charge_is_idempotent_by_order_id)
 	cr_assert_eq(f->sh.lsn, lsn, "no money moves twice: nothing written");
 	cr_assert_eq(ledger_rows(f), 1);
 	cr_assert_eq(count_events(f, "payment.captured"), 1);
-	cr_assert_not_null(strstr(row_doc(f, first.charge_id), "\"amount\":10.00,"), "the first amount stays");
+	cr_assert_not_null(strstr(payment_doc(f, first.charge_id), "\"amount\":10.00,"), "the first amount stays");
 
 	/* after a time-out the saga retries and learns the charge happened */
 	struct pay_result to = charge(f, "ord_2", 2500, "EUR", PM_SANDBOX_TIMEOUT);
@@ -208,7 +208,7 @@ WM_TEST(payment, refund_after_charge_then_again_then_charge_refused)
 	cr_assert_eq(f->sh.lsn, lsn + 1, "one transaction");
 	cr_assert_eq(pay_state_of(&f->sh, "ord_r"), PS_REFUNDED);
 	cr_assert_eq(ledger_rows(f), 1);
-	const char *doc = row_doc(f, c.charge_id);
+	const char *doc = payment_doc(f, c.charge_id);
 	cr_assert_not_null(strstr(doc, "\"amount\":49.99,\"currency\":\"EUR\",\"method\":\"sandbox_ok\",\"state\":\"refunded\""),
 			   "%s", doc);
 	cr_assert_eq(count_events(f, "payment.refunded"), 1);
@@ -288,7 +288,7 @@ WM_TEST(payment, partial_refunds_are_idempotent_by_id_and_never_exceed_the_charg
 	pay_refund(&f->sh, "ord_many", &out);
 	expect(out, PAY_OK, "");
 	cr_assert_eq(pay_refunded_of(&f->sh, "ord_many"), 100000);
-	const char *doc = row_doc(f, out.charge_id);
+	const char *doc = payment_doc(f, out.charge_id);
 	cr_assert(doc && strstr(doc, "\"refund_id\":\"ord_many.R15\""), "%s", doc ? doc : "-");
 	fixture_free(f);
 }
@@ -303,7 +303,7 @@ WM_TEST(payment, refund_before_charge_voids_and_refuses_the_late_charge)
 	expect_charge_id(v.charge_id);
 	cr_assert_eq(f->sh.lsn, lsn + 1);
 	cr_assert_eq(pay_state_of(&f->sh, "ord_v"), PS_VOIDED);
-	const char *doc = row_doc(f, v.charge_id);
+	const char *doc = payment_doc(f, v.charge_id);
 	cr_assert_not_null(doc);
 	cr_assert_not_null(strstr(doc, "\"order_id\":\"ord_v\",\"amount\":0,\"currency\":\"\",\"method\":null,"
 				       "\"state\":\"voided\""),
@@ -344,9 +344,9 @@ WM_TEST(payment, argument_bounds)
 	expect(charge(f, "a2", 1, "EUR", PM_SANDBOX_OK), PAY_CAPTURED, "");
 	struct pay_result max = charge(f, "a3", 10000000000000LL, "EUR", PM_SANDBOX_OK);
 	expect(max, PAY_CAPTURED, "");
-	cr_assert_not_null(strstr(row_doc(f, max.charge_id), "\"amount\":100000000000.00,"));
+	cr_assert_not_null(strstr(payment_doc(f, max.charge_id), "\"amount\":100000000000.00,"));
 	struct pay_result max3 = charge(f, "a4", 10000000000000LL, "BHD", PM_SANDBOX_OK);
-	cr_assert_not_null(strstr(row_doc(f, max3.charge_id), "\"amount\":10000000000.000,"));
+	cr_assert_not_null(strstr(payment_doc(f, max3.charge_id), "\"amount\":10000000000.000,"));
 
 	/* order id: 1 .. ID_MAX_LEN-1 bytes of printable ASCII, no blanks */
 	char id[ID_MAX_LEN + 1];
@@ -517,7 +517,7 @@ WM_TEST(payment, ledger_rebuilt_from_the_wal_and_a_snapshot)
 	struct pay_result v = refund(f, "ord_v");
 	struct pay_result t = charge(f, "ord_t", 7, "JPY", PM_SANDBOX_TIMEOUT);
 	char doc_c[1024];
-	snprintf(doc_c, sizeof(doc_c), "%s", row_doc(f, c.charge_id));
+	snprintf(doc_c, sizeof(doc_c), "%s", payment_doc(f, c.charge_id));
 
 	/* reopen: WAL replay only */
 	shard_close(&f->sh);
@@ -527,7 +527,7 @@ WM_TEST(payment, ledger_rebuilt_from_the_wal_and_a_snapshot)
 	cr_assert_eq(pay_state_of(&f->sh, "ord_r"), PS_REFUNDED);
 	cr_assert_eq(pay_state_of(&f->sh, "ord_v"), PS_VOIDED);
 	cr_assert_eq(pay_state_of(&f->sh, "ord_t"), PS_CAPTURED);
-	cr_assert_str_eq(row_doc(f, c.charge_id), doc_c, "the same document");
+	cr_assert_str_eq(payment_doc(f, c.charge_id), doc_c, "the same document");
 	/* the order-id index is rebuilt: idempotency and refusals hold */
 	uint64_t lsn = f->sh.lsn;
 	struct pay_result again = charge(f, "ord_c", 12345, "EUR", PM_SANDBOX_OK);

@@ -24,7 +24,10 @@
 
 #define IMG_ROWS 2500 /* of each table: several of recovery's batches */
 
-/* An offer document with every optional member and list shape in turn. */
+/* An offer document with every optional member and list shape in turn;
+ * with the permissions of i % 6 == 5 it is the one the engine writes,
+ * which an offer does not keep (table.h render), the others are kept. */
+#define OFFER_RENDERED(i) ((i) % 6 == 5)
 static int offer_doc(char *d, size_t n, int i)
 {
 	static const char *const perms[] = {
@@ -33,6 +36,8 @@ static int offer_doc(char *d, size_t n, int i)
 		"{\"default\":\"none\",\"named_sellers\":[\"ptn_s1\",\"ptn_s2\"]}",
 		"{\"default\":\"any\",\"allowed_countries\":[\"DE\",\"FR\",\"IT\"],\"blocked_countries\":[\"GB\"]}",
 		"{\"default\":\"none\",\"blocked_countries\":[\"NO\",\"CH\"]}",
+		"{\"default\":\"none\",\"allowed_countries\":[\"AT\"],\"blocked_countries\":[],\"named_sellers\":"
+		"[\"ptn_s3\"]}",
 	};
 	static const char *const cur[] = {"EUR", "GBP", "JPY", "CHF"};
 	static const char *const status[] = {"draft", "active", "paused", "withdrawn"};
@@ -53,19 +58,30 @@ static int offer_doc(char *d, size_t n, int i)
 			"\"updated_at\":\"2026-11-29T10:00:01.000Z\"}",
 			i, i, i / 3, i % 17, price, c, i % 7 == 0 ? 0 : i * 13 % 100000, cond[i % 3], inco[i % 5],
 			i % 2 ? "6" : "null", i % 3 ? "12" : "null", i % 4 ? "null" : "\"2026-01-01T00:00:00.000Z\"",
-			i % 5 ? "null" : "\"2027-06-30T00:00:00.000Z\"", perms[i % 5], i % 6 ? "true" : "false",
+			i % 5 ? "null" : "\"2027-06-30T00:00:00.000Z\"", perms[i % 6], i % 6 ? "true" : "false",
 			status[i % 4], i % 2 ? "direct" : "feed");
 }
 
+/* A level document: for even i the one the engine writes (every member,
+ * in its order, with atp and updated_at), which a level does not keep
+ * (table.h render); for odd i one it does not write (no atp, no
+ * updated_at), which the row keeps as it came. */
 static int level_doc(char *d, size_t n, int i)
 {
 	static const char *const cond[] = {"sellable", "damaged", "quarantine"};
 	long on = (long)i * 31 % 100000, res = on / 3, alloc = on / 5;
+	if (i % 2)
+		return snprintf(d, n,
+				"{\"id\":\"inv_%06d\",\"sku\":\"SKU-%06d\",\"offer_id\":\"ofr_%06d\",\"owner_entity_id\":"
+				"\"ptn_o%d\",\"location_id\":\"loc_%d\",\"condition\":\"%s\",\"on_hand\":%ld,\"incoming\":%d,"
+				"\"reserved\":%ld,\"allocated\":%ld,\"created_at\":\"2026-11-29T10:00:00.000Z\"}",
+				i, i, i, i % 17, i % 9, cond[i % 3], on, i % 11, res, alloc);
 	return snprintf(d, n,
 			"{\"id\":\"inv_%06d\",\"sku\":\"SKU-%06d\",\"offer_id\":\"ofr_%06d\",\"owner_entity_id\":"
 			"\"ptn_o%d\",\"location_id\":\"loc_%d\",\"condition\":\"%s\",\"on_hand\":%ld,\"incoming\":%d,"
-			"\"reserved\":%ld,\"allocated\":%ld,\"created_at\":\"2026-11-29T10:00:00.000Z\"}",
-			i, i, i, i % 17, i % 9, cond[i % 3], on, i % 11, res, alloc);
+			"\"reserved\":%ld,\"allocated\":%ld,\"atp\":%ld,\"created_at\":\"2026-11-29T10:00:00.000Z\","
+			"\"updated_at\":\"2026-11-29T10:00:0%d.000Z\"}",
+			i, i, i, i % 17, i % 9, cond[i % 3], on, i % 11, res, alloc, on - res - alloc, i % 10);
 }
 
 static void put_rows(struct fixture *f)
@@ -86,15 +102,21 @@ static void put_rows(struct fixture *f)
 	cr_assert_neq(txn_commit(&f->sh), 0);
 }
 
-/* Every row of table tb with its typed fields, one line each. */
+/* Every row of table tb with its document (stored or rendered: table.h
+ * row_doc), whether it keeps it, and its typed fields, one line each. */
 static char *dump(struct fixture *f, int tb)
 {
-	struct buf b;
+	struct buf b, scratch;
 	buf_init(&b, 1 << 26);
+	buf_init(&scratch, 0);
 	struct oidx_iter it;
 	for (int ok = oidx_seek_ge(&f->sh.tables[tb].by_order, NULL, 0, &it); ok; ok = oidx_next(&it)) {
 		const struct row *r = oidx_iter_val(&it);
-		buf_printf(&b, "%s\t%s\t", r->id, r->doc);
+		size_t dl;
+		const char *doc = row_doc(r, &scratch, &dl);
+		cr_assert_not_null(doc, "row %s has a document", r->id);
+		cr_assert_eq(strlen(doc), dl);
+		buf_printf(&b, "%s\t%s\t%s\t", r->id, r->doc ? "kept" : "rendered", doc);
 		if (tb == REC_T_OFFER) {
 			const struct offer *o = (const struct offer *)r;
 			buf_printf(&b, "%s %s %s %u %u %u %u %u %u %lld %lld %lld %lld %lld %lld", o->wine_id,
@@ -108,14 +130,15 @@ static char *dump(struct fixture *f, int tb)
 				buf_printf(&b, " @%s", o->named[k]);
 		} else {
 			const struct inv_level *l = (const struct inv_level *)r;
-			buf_printf(&b, "%s %s %s %s %u %lld %lld %lld %lld %s", l->sku, l->offer_id, l->owner_id,
+			buf_printf(&b, "%s %s %s %s %u %lld %lld %lld %lld %s %s", l->sku, l->offer_id, l->owner_id,
 				   l->location_id, l->condition, (long long)l->on_hand, (long long)l->incoming,
-				   (long long)l->reserved, (long long)l->allocated, l->created_at);
+				   (long long)l->reserved, (long long)l->allocated, l->created_at, l->updated_at);
 		}
 		buf_printf(&b, "\n");
 	}
 	char *s = strndup(b.data ? b.data : "", b.len);
 	buf_free(&b);
+	buf_free(&scratch);
 	return s;
 }
 
@@ -124,6 +147,7 @@ struct recs {
 	uint8_t **rec;
 	size_t *len;
 	size_t v2[REC_T_COUNT_], v1[REC_T_COUNT_];
+	size_t docless[REC_T_COUNT_]; /* image records without a document */
 };
 
 static int collect(void *ctx, const void *rec, size_t len)
@@ -142,9 +166,14 @@ static int collect(void *ctx, const void *rec, size_t len)
 	size_t off = 0;
 	struct rec_view rv;
 	cr_assert_eq(rec_decode(rec, len, &off, &rv), 1);
-	if (rv.version == REC_V_IMAGE)
+	if (rv.version == REC_V_IMAGE) {
 		s->v2[rv.table]++;
-	else
+		const char *doc;
+		uint32_t dl, il;
+		const uint8_t *img;
+		cr_assert_eq(rec_doc_image(&rv, &doc, &dl, &img, &il), 0);
+		s->docless[rv.table] += dl == 0;
+	} else
 		s->v1[rv.table]++;
 	return 0;
 }
@@ -196,6 +225,12 @@ WM_TEST(row_images, offers_and_levels_come_back_from_their_images)
 		v2 += s.v2[t];
 	cr_assert_gt(s.v1[REC_T_EVENT], 0, "tables without images keep their documents alone");
 	cr_assert_eq(v2, 2 * IMG_ROWS, "only offers and levels have images");
+	cr_assert_eq(s.docless[REC_T_INVENTORY], IMG_ROWS / 2, "a level the engine would write has no document");
+	size_t rendered = 0;
+	for (int i = 0; i < IMG_ROWS; i++)
+		rendered += OFFER_RENDERED(i);
+	cr_assert_gt(rendered, 0);
+	cr_assert_eq(s.docless[REC_T_OFFER], rendered, "an offer the engine would write has no document");
 	shard_close(&f->sh);
 	/* a restart from the snapshot (nothing in the WAL past it): the same
 	 * rows, field by field */
@@ -205,6 +240,19 @@ WM_TEST(row_images, offers_and_levels_come_back_from_their_images)
 	cr_assert_eq(strcmp(levels, levels2), 0, "the levels differ after the restart");
 	cr_assert_not_null(strstr(offers2, "+DE +FR +IT -GB"), "a row with both country lists came back");
 	cr_assert_not_null(strstr(offers2, " @ptn_s1 @ptn_s2"), "a row with named sellers came back");
+	char d[2048];
+	level_doc(d, sizeof(d), 2);
+	cr_assert_not_null(strstr(levels2, "inv_000002\trendered\t"), "%.300s", levels2);
+	cr_assert_not_null(strstr(levels2, d), "the rendered document is the one put, byte for byte");
+	level_doc(d, sizeof(d), 3);
+	cr_assert_not_null(strstr(levels2, "inv_000003\tkept\t"));
+	cr_assert_not_null(strstr(levels2, d), "a kept document is the one put");
+	offer_doc(d, sizeof(d), 11);
+	cr_assert_not_null(strstr(offers2, "ofr_000011\trendered\t"), "%.300s", offers2);
+	cr_assert_not_null(strstr(offers2, d), "the rendered offer is the one put, byte for byte");
+	offer_doc(d, sizeof(d), 10);
+	cr_assert_not_null(strstr(offers2, "ofr_000010\tkept\t"));
+	cr_assert_not_null(strstr(offers2, d));
 	/* and they are indexed: by natural key, offer and location */
 	const struct inv_level *best = inv_offer_best_level(&f->sh, "ofr_000003");
 	cr_assert_not_null(best);
@@ -215,6 +263,20 @@ WM_TEST(row_images, offers_and_levels_come_back_from_their_images)
 	free(levels2);
 	recs_free(&s);
 	fixture_free(f);
+}
+
+/* The index in s of the first record of table tb. */
+static size_t find_table_rec(const struct recs *s, int tb)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		size_t off = 0;
+		struct rec_view rv;
+		cr_assert_eq(rec_decode(s->rec[i], s->len[i], &off, &rv), 1);
+		if (rv.table == tb)
+			return i;
+	}
+	cr_assert_fail("no record of table %d", tb);
+	return 0;
 }
 
 /* The index in s of the record of row id. */
@@ -244,15 +306,16 @@ WM_TEST(row_images, an_image_recovery_cannot_take_refuses_the_start)
 	shard_close(&f->sh);
 	/* each case edits one record: an offer early (built on the builder
 	 * thread), a level late */
-	enum { TRUNCATE, EXTEND, BAD_VERSION, BAD_ENUM, BAD_QTY, BAD_DOCLEN };
+	enum { TRUNCATE, EXTEND, BAD_VERSION, BAD_ENUM, BAD_QTY, BAD_DOCLEN, NO_DOC, NO_STAMP };
 	const struct {
 		const char *id;
 		int how;
 	} cases[] = {{"ofr_000002", TRUNCATE}, {"inv_002400", TRUNCATE}, {"ofr_000010", EXTEND},
 		     {"inv_001000", EXTEND},   {"ofr_000011", BAD_VERSION}, {"inv_000012", BAD_VERSION},
-		     {"ofr_002300", BAD_ENUM}, {"inv_000013", BAD_QTY},     {"ofr_000014", BAD_DOCLEN}};
+		     {"ofr_002300", BAD_ENUM}, {"inv_000013", BAD_QTY},     {"ofr_000014", BAD_DOCLEN},
+		     {"evt", NO_DOC},          {"ofr_000017", NO_STAMP}};
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-		size_t at = find_rec(&s, cases[c].id);
+		size_t at = cases[c].how == NO_DOC ? find_table_rec(&s, REC_T_EVENT) : find_rec(&s, cases[c].id);
 		uint8_t *r = malloc(s.len[at] + 1);
 		cr_assert_not_null(r);
 		memcpy(r, s.rec[at], s.len[at]);
@@ -264,6 +327,10 @@ WM_TEST(row_images, an_image_recovery_cannot_take_refuses_the_start)
 		uint32_t dl, il;
 		const uint8_t *img;
 		cr_assert_eq(rec_doc_image(&rv, &doc, &dl, &img, &il), 0);
+		if (cases[c].how == NO_DOC) { /* an event: a document alone */
+			img = (const uint8_t *)"\1";
+			il = 1;
+		}
 		cr_assert_not_null(img);
 		uint8_t *im = (uint8_t *)img;
 		switch (cases[c].how) {
@@ -286,9 +353,9 @@ WM_TEST(row_images, an_image_recovery_cannot_take_refuses_the_start)
 			im[k] = 200;
 			break;
 		}
-		case BAD_QTY: { /* the level's on_hand: after the version, five strings and the condition */
+		case BAD_QTY: { /* the level's on_hand: after the version, six strings and the condition */
 			size_t k = 1;
-			for (int sidx = 0; sidx < 5; sidx++)
+			for (int sidx = 0; sidx < 6; sidx++)
 				k += 1 + im[k];
 			k += 1;
 			wr_u32(im + k, 0xffffffffu);
@@ -298,8 +365,27 @@ WM_TEST(row_images, an_image_recovery_cannot_take_refuses_the_start)
 		case BAD_DOCLEN: /* a document length past the value */
 			wr_u32((uint8_t *)rv.val, rv.val_len);
 			break;
+		case NO_DOC: /* an image and no document, of a table that renders none */
+			break;
+		case NO_STAMP: { /* an offer without its document and a stamp it cannot render: after
+				  * the version, two strings, the currency, 9 bytes and 6 numbers */
+			size_t k = 1;
+			k += 1 + im[k];
+			k += 1 + im[k];
+			k += 3 + 9 + 6 * 8;
+			cr_assert_lt(k + 8, il);
+			wr_u64(im + k, (uint64_t)INT64_MIN);
+			break;
 		}
-		rewrite(f, lsn, &s, at, r, len);
+		}
+		struct buf nd;
+		buf_init(&nd, 0);
+		if (cases[c].how == NO_DOC || cases[c].how == NO_STAMP) {
+			cr_assert_eq(rec_encode_image(&nd, rv.table, rv.key, rv.key_len, "", 0, img, il), 0);
+			rewrite(f, lsn, &s, at, nd.data, nd.len);
+		} else
+			rewrite(f, lsn, &s, at, r, len);
+		buf_free(&nd);
 		free(r);
 		struct stderr_capture cap;
 		stderr_capture_begin(&cap);
@@ -308,7 +394,10 @@ WM_TEST(row_images, an_image_recovery_cannot_take_refuses_the_start)
 		cr_assert_eq(rc, -1, "case %zu (%s): a refused image must fail the start", c, cases[c].id);
 		cr_assert_not_null(strstr(out, "snapshot"), "case %zu: %s", c, out);
 		if (cases[c].how != BAD_DOCLEN) /* a bad frame is a malformed record, not a row */
-			cr_assert_not_null(strstr(out, cases[c].id), "case %zu names the record: %s", c, out);
+			cr_assert_not_null(strstr(out, cases[c].how == NO_DOC ? "event" : cases[c].id),
+					   "case %zu names the record: %s", c, out);
+		if (cases[c].how == NO_DOC)
+			cr_assert_not_null(strstr(out, "without its document"), "%s", out);
 		shard_close(&f->sh);
 	}
 	/* the good records again: the start succeeds */
@@ -365,4 +454,75 @@ WM_TEST(row_images, image_reader_and_writer_at_their_bounds)
 	cr_assert_eq(img_get_i64(&r4), 0);
 	cr_assert_eq(r4.bad, 1);
 	buf_free(&b);
+}
+
+/* The level at id: whether it keeps its document, and that its document
+ * (stored or rendered) is exactly doc. */
+static void level_is(struct fixture *f, const char *id, const char *doc, int kept)
+{
+	const struct inv_level *l = inv_level_get(&f->sh, id, strlen(id));
+	cr_assert_not_null(l, "%s", id);
+	cr_assert_eq(l->row.doc != NULL, kept, "%s %s its document", id, kept ? "keeps" : "does not keep");
+	cr_assert_eq(l->row.doc_len == 0, !kept);
+	struct buf scratch;
+	buf_init(&scratch, 0);
+	size_t dl;
+	const char *d = row_doc(&l->row, &scratch, &dl);
+	cr_assert_not_null(d);
+	cr_assert_eq(dl, strlen(doc), "%s: %s", id, d);
+	cr_assert_str_eq(d, doc);
+	buf_free(&scratch);
+}
+
+/* A level whose document is what the engine writes keeps none (table.h
+ * render): on a put, after WAL replay and after a snapshot; one it would
+ * not write is kept as it came, and a row moves between the two as its
+ * document does. */
+WM_TEST(row_images, a_level_keeps_no_document_it_renders)
+{
+	struct fixture *f = fixture_new("images");
+	char d[4][2048], id[4][32], err[256];
+	for (int i = 0; i < 4; i++) {
+		int dl = level_doc(d[i], sizeof(d[i]), i);
+		snprintf(id[i], sizeof(id[i]), "inv_%06d", i);
+		txn_begin(&f->sh);
+		cr_assert_eq(txn_put(&f->sh, REC_T_INVENTORY, id[i], strlen(id[i]), d[i], (size_t)dl), 0);
+		cr_assert_neq(txn_commit(&f->sh), 0);
+	}
+	for (int i = 0; i < 4; i++)
+		level_is(f, id[i], d[i], i % 2);
+	/* inv_000000 rewritten with the same values, its sku last: kept */
+	const char *moved = "{\"id\":\"inv_000000\",\"offer_id\":\"ofr_000000\",\"owner_entity_id\":\"ptn_o0\","
+			    "\"location_id\":\"loc_0\",\"condition\":\"sellable\",\"on_hand\":0,\"incoming\":0,"
+			    "\"reserved\":0,\"allocated\":0,\"atp\":0,\"created_at\":\"2026-11-29T10:00:00.000Z\","
+			    "\"updated_at\":\"2026-11-29T10:00:00.000Z\",\"sku\":\"SKU-000000\"}";
+	txn_begin(&f->sh);
+	cr_assert_eq(txn_put(&f->sh, REC_T_INVENTORY, id[0], strlen(id[0]), moved, strlen(moved)), 0);
+	cr_assert_neq(txn_commit(&f->sh), 0);
+	level_is(f, id[0], moved, 1);
+	/* a restart replaying the WAL: the same */
+	shard_close(&f->sh);
+	fx_open(f);
+	level_is(f, id[0], moved, 1);
+	for (int i = 1; i < 4; i++)
+		level_is(f, id[i], d[i], i % 2);
+	/* inv_000000 back to the engine's own document: rendered again */
+	txn_begin(&f->sh);
+	cr_assert_eq(txn_put(&f->sh, REC_T_INVENTORY, id[0], strlen(id[0]), d[0], strlen(d[0])), 0);
+	cr_assert_neq(txn_commit(&f->sh), 0);
+	level_is(f, id[0], d[0], 0);
+	/* a snapshot and a restart from it alone */
+	cr_assert_eq(shard_snapshot_write(&f->sh, err, sizeof(err)), 0, "%s", err);
+	char p[700];
+	snap_path(f, p, sizeof(p));
+	struct recs s = {0};
+	cr_assert_eq(snap_load(p, collect, &s, NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.docless[REC_T_INVENTORY], 2);
+	cr_assert_eq(s.v2[REC_T_INVENTORY], 4);
+	recs_free(&s);
+	shard_close(&f->sh);
+	fx_open(f);
+	for (int i = 0; i < 4; i++)
+		level_is(f, id[i], d[i], i % 2);
+	fixture_free(f);
 }

@@ -127,6 +127,20 @@ void api_send_doc(struct api_ctx *c, int status, const char *doc, size_t len)
 	buf_append(&c->rs->body, doc, len);
 }
 
+void api_send_row(struct api_ctx *c, int status, const struct row *r)
+{
+	if (api_read_row(c))
+		return;
+	c->rs->status = status;
+	struct jw w;
+	jw_init(&w, &c->rs->body);
+	row_doc_write(&w, r);
+	if (w.err) {
+		buf_reset(&c->rs->body);
+		api_error(c, 500, "internal_error", "a stored row could not be written");
+	}
+}
+
 int api_owns(const struct api_ctx *c, const char *entity_id, size_t len)
 {
 	if (c->who.is_platform)
@@ -357,7 +371,7 @@ uint32_t api_list_source(struct api_ctx *c, struct api_source *src, const struct
 		if (emit)
 			emit(c, r);
 		else
-			jw_raw(w, r->doc, r->doc_len);
+			row_doc_write(w, r);
 		if (c->fanout) {
 			char rc[API_MAX_SPAN];
 			if (b64url_encode(k, kl, rc, sizeof(rc)) > 0)

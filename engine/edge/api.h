@@ -114,6 +114,8 @@ void api_validation_failed(struct api_ctx *c);
 int api_read_row(struct api_ctx *c);
 /* Respond with a stored document as the body (counts as a read row). */
 void api_send_doc(struct api_ctx *c, int status, const char *doc, size_t len);
+/* api_send_doc of row r's document (stored or rendered: table.h row_doc). */
+void api_send_row(struct api_ctx *c, int status, const struct row *r);
 
 /* ---- requests ---------------------------------------------------------- */
 /* Parse the JSON body (must be an object).  On failure the error response

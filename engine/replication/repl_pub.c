@@ -576,9 +576,10 @@ static void snapshot_route(struct api_ctx *c)
 	}
 	struct repl_chunk h = {.kind = REPL_K_SNAPSHOT, .publisher = p->self, .epoch = p->epoch,
 			       .to_lsn = sh->state_lsn, .durable_lsn = sh->state_lsn, .pub_unix_ms = wall_ms()};
-	struct buf recs, b;
+	struct buf recs, b, scratch; /* scratch: a rendered row document (table.h row_doc) */
 	buf_init(&recs, REPL_MAX_CHUNK_BODY);
 	buf_init(&b, REPL_HEADER_SIZE + REPL_MAX_CHUNK_BODY);
+	buf_init(&scratch, REC_MAX_VAL);
 	int last = 1;
 	for (unsigned t = (unsigned)table; t < REC_T_COUNT_ && last; t++) {
 		const struct table *tb = &sh->tables[t];
@@ -593,12 +594,14 @@ static void snapshot_route(struct api_ctx *c)
 				continue;
 			if (!row_is_own(sh, p->self, t, r))
 				continue;
-			size_t need = REC_HEADER_SIZE + r->id_len + r->doc_len;
-			if (recs.len && recs.len + need + REPL_TXN_HEADER > mb) {
+			size_t dl;
+			const char *doc = row_doc(r, &scratch, &dl);
+			size_t need = REC_HEADER_SIZE + r->id_len + dl;
+			if (doc && recs.len && recs.len + need + REPL_TXN_HEADER > mb) {
 				last = 0;
 				break;
 			}
-			if (rec_encode(&recs, REC_PUT, (uint8_t)t, 1, r->id, r->id_len, r->doc, r->doc_len)) {
+			if (!doc || rec_encode(&recs, REC_PUT, (uint8_t)t, 1, r->id, r->id_len, doc, dl)) {
 				api_error(c, 500, "replication_chunk_failed", "a row does not fit a page");
 				goto out;
 			}
@@ -617,6 +620,7 @@ static void snapshot_route(struct api_ctx *c)
 out:
 	buf_free(&recs);
 	buf_free(&b);
+	buf_free(&scratch);
 }
 
 const struct route repl_internal_routes[] = {

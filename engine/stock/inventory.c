@@ -122,6 +122,7 @@ static int lvl_load(const struct json_value *doc, struct lvl_vals *v)
 	fld_doc_str(doc, "owner_entity_id", v->owner_id, sizeof(v->owner_id));
 	fld_doc_str(doc, "location_id", v->location_id, sizeof(v->location_id));
 	fld_doc_str(doc, "created_at", v->created_at, sizeof(v->created_at));
+	fld_doc_str(doc, "updated_at", v->updated_at, sizeof(v->updated_at));
 	v->condition = -1;
 	fld_enum(NULL, doc, "condition", NULL, inv_condition_names, &v->condition);
 	if (doc_qty(doc, "on_hand", &v->on_hand) || doc_qty(doc, "incoming", &v->incoming) ||
@@ -139,6 +140,7 @@ static void lvl_from_row(const struct inv_level *l, struct lvl_vals *v)
 	memcpy(v->owner_id, l->owner_id, sizeof(v->owner_id));
 	memcpy(v->location_id, l->location_id, sizeof(v->location_id));
 	memcpy(v->created_at, l->created_at, sizeof(v->created_at));
+	memcpy(v->updated_at, l->updated_at, sizeof(v->updated_at));
 	v->condition = l->condition;
 	v->on_hand = l->on_hand;
 	v->incoming = l->incoming;
@@ -238,7 +240,8 @@ static int level_fill(struct inv_level *l, const struct lvl_vals *v)
 	    typed_str(l->sku, sizeof(l->sku), v->sku) || typed_str(l->offer_id, sizeof(l->offer_id), v->offer_id) ||
 	    typed_str(l->owner_id, sizeof(l->owner_id), v->owner_id) ||
 	    typed_str(l->location_id, sizeof(l->location_id), v->location_id) ||
-	    typed_str(l->created_at, sizeof(l->created_at), v->created_at))
+	    typed_str(l->created_at, sizeof(l->created_at), v->created_at) ||
+	    typed_str(l->updated_at, sizeof(l->updated_at), v->updated_at))
 		return -1;
 	l->condition = (uint8_t)v->condition;
 	l->on_hand = v->on_hand;
@@ -266,14 +269,18 @@ static int inv_decode_typed(struct table *t, struct row *r, const void *typed)
 
 /* ---- snapshot images (engine/storage/image.h) ---------------------------- */
 
+/* V2 adds updated_at at the end of the strings (a level renders its
+ * document from its row: table.h render); a V1 image comes with its
+ * document, which the row then keeps. */
 #define INV_IMAGE_V1 1
+#define INV_IMAGE_V2 2
 
 static int inv_image(const struct row *r, struct buf *out)
 {
 	const struct inv_level *l = (const struct inv_level *)r;
 	struct img_w w = {out, 0};
-	img_u8(&w, INV_IMAGE_V1);
-	const char *str[] = {l->sku, l->offer_id, l->owner_id, l->location_id, l->created_at};
+	img_u8(&w, INV_IMAGE_V2);
+	const char *str[] = {l->sku, l->offer_id, l->owner_id, l->location_id, l->created_at, l->updated_at};
 	for (size_t i = 0; i < sizeof(str) / sizeof(str[0]); i++)
 		img_str(&w, str[i]);
 	img_u8(&w, l->condition);
@@ -291,19 +298,31 @@ static int inv_from_image(struct table *t, struct row *r, const uint8_t *img, si
 	struct lvl_vals v;
 	memset(&v, 0, sizeof(v));
 	struct img_r rd = {img, img + len, 0};
-	if (img_get_u8(&rd) != INV_IMAGE_V1)
+	unsigned version = img_get_u8(&rd);
+	if (version != INV_IMAGE_V1 && version != INV_IMAGE_V2)
 		return -1;
 	img_get_str(&rd, v.sku, sizeof(v.sku));
 	img_get_str(&rd, v.offer_id, sizeof(v.offer_id));
 	img_get_str(&rd, v.owner_id, sizeof(v.owner_id));
 	img_get_str(&rd, v.location_id, sizeof(v.location_id));
 	img_get_str(&rd, v.created_at, sizeof(v.created_at));
+	if (version >= INV_IMAGE_V2)
+		img_get_str(&rd, v.updated_at, sizeof(v.updated_at));
 	v.condition = (int)img_get_u8(&rd);
 	int64_t *num[] = {&v.on_hand, &v.incoming, &v.reserved, &v.allocated};
 	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
 		*num[i] = img_get_i64(&rd);
 	v.id[0] = r->id_len ? 'x' : 0; /* lvl_valid asks for an id: the row's */
 	return img_done(&rd) || !lvl_valid(&v) ? -1 : level_fill((struct inv_level *)r, &v);
+}
+
+/* The level's document from its row (table.h render): what stage_level
+ * wrote for the same values. */
+static void inv_render(const struct row *r, struct jw *w)
+{
+	struct lvl_vals v;
+	lvl_from_row((const struct inv_level *)r, &v);
+	lvl_write(w, &v);
 }
 
 static int inv_index_add(struct table *t, struct row *r)
@@ -356,6 +375,7 @@ const struct table_ops inventory_table_ops = {
 	.typed_size = sizeof(struct lvl_vals),
 	.image = inv_image,
 	.from_image = inv_from_image,
+	.render = inv_render, /* a level keeps no document (table.h) */
 	.index_add = inv_index_add,
 	.index_del = inv_index_del,
 	.index_add_first = 1, /* sets, and deletes only what points at the row */
@@ -1166,7 +1186,7 @@ static void inventory_patch(struct api_ctx *c)
 		return;
 	}
 	if (v.on_hand == l->on_hand && v.incoming == l->incoming) {
-		api_send_doc(c, 200, l->row.doc, l->row.doc_len); /* no change, no event */
+		api_send_row(c, 200, &l->row); /* no change, no event */
 		return;
 	}
 	commit_level(c, &v, l, "updated", 200);
@@ -1184,7 +1204,7 @@ static void inventory_get(struct api_ctx *c)
 		api_error(c, 404, "not_found", "no inventory level with this id");
 		return;
 	}
-	api_send_doc(c, 200, l->row.doc, l->row.doc_len);
+	api_send_row(c, 200, &l->row);
 }
 
 struct inv_filter {

@@ -36,7 +36,7 @@ struct inv_level {
 	uint8_t condition;                       /* enum inv_condition */
 	char owner_id[ID_MAX_LEN];
 	int64_t on_hand, incoming, reserved, allocated;
-	char created_at[32];
+	char created_at[32], updated_at[32];
 };
 
 /* atp = on_hand - allocated - reserved; never negative for a stored level. */

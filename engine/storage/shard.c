@@ -585,7 +585,8 @@ static void snapshot_child_detach(pid_t parent)
 
 /* The snapshot record of row r of table t into rec (reset first): with
  * the row's image when the table writes images (record.h, REC_V_IMAGE),
- * else its document alone.  0, or -1 (bound). */
+ * else its document alone.  A row that keeps no document (table.h render)
+ * has an image and no document in its record.  0, or -1 (bound). */
 static int snap_record_of(const struct table *t, uint8_t table, const struct row *r, struct buf *rec,
 			  struct buf *img)
 {
@@ -594,7 +595,7 @@ static int snap_record_of(const struct table *t, uint8_t table, const struct row
 		return rec_encode(rec, REC_PUT, table, REC_V_DOC, r->id, r->id_len, r->doc, r->doc_len);
 	buf_reset(img);
 	return t->ops->image(r, img) ||
-	       rec_encode_image(rec, table, r->id, r->id_len, r->doc, r->doc_len, img->data, img->len);
+	       rec_encode_image(rec, table, r->id, r->id_len, r->doc ? r->doc : "", r->doc_len, img->data, img->len);
 }
 
 /* Walk every table and write a snapshot at sh->lsn (runs in the child). */

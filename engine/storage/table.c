@@ -11,8 +11,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/buf.h"
+#include "net/jsonw.h"
+
+/* The tables that render documents, by enum rec_table, for row_doc(),
+ * which has only the row.  Filled by table_init; every shard of a process
+ * sets the same ops, so one table serves them all. */
+static const struct table_ops *renderers[256];
+
 int table_init(struct table *t, const struct table_ops *ops, const struct config *cfg)
 {
+	assert(!ops->render || (ops->image && ops->from_image));
+	if (ops->render)
+		renderers[ops->rec_table] = ops;
 	memset(t, 0, sizeof(*t));
 	t->ops = ops;
 	t->cfg = cfg;
@@ -122,8 +133,20 @@ size_t table_row_size(const struct table *t, size_t id_len, size_t doc_len)
 	return t->ops->row_size + id_len + 1 + doc_len + 1;
 }
 
+/* Place the document after the id of the block r (which has room for it)
+ * and point the row at it. */
+static void row_put_doc(struct row *r, const char *doc, size_t doc_len)
+{
+	char *p = (char *)r->id + r->id_len + 1;
+	memcpy(p, doc, doc_len);
+	p[doc_len] = 0;
+	r->doc = p;
+	r->doc_len = (uint32_t)doc_len;
+}
+
 /* Lay out a row block at r (table_row_size bytes): the typed struct
- * zeroed, then the id and the document, each with its NUL. */
+ * zeroed, then the id and the document (none when doc is NULL), each with
+ * its NUL. */
 static struct row *row_fill(const struct table *t, struct row *r, const char *id, size_t id_len,
 			    const char *doc, size_t doc_len, uint64_t lsn)
 {
@@ -135,30 +158,63 @@ static struct row *row_fill(const struct table *t, struct row *r, const char *id
 	p[id_len] = 0;
 	r->id = p;
 	r->id_len = (uint16_t)id_len;
-	p += id_len + 1;
-	memcpy(p, doc, doc_len);
-	p[doc_len] = 0;
-	r->doc = p;
-	r->doc_len = (uint32_t)doc_len;
+	r->table = t->ops->rec_table;
+	if (doc)
+		row_put_doc(r, doc, doc_len);
 	r->lsn = lsn;
 	return r;
 }
 
-/* Allocate a row block (row_fill's layout).  NULL on OOM. */
+/* Allocate a row block (row_fill's layout; no room for a document when doc
+ * is NULL).  NULL on OOM. */
 static struct row *row_alloc(const struct table *t, const char *id, size_t id_len, const char *doc,
 			     size_t doc_len, uint64_t lsn)
 {
-	struct row *r = malloc(table_row_size(t, id_len, doc_len));
+	struct row *r = malloc(table_row_size(t, id_len, doc ? doc_len : 0));
 	return r ? row_fill(t, r, id, id_len, doc, doc_len, lsn) : NULL;
 }
 
-/* Decode the block's own document into its typed struct (parsed whole, or
- * live with the table's key list).  0, or -1 with why; on failure decode's
- * allocations are released, the block itself is the caller's. */
-static int row_decode(struct table *t, struct row *r, int live, char *why)
+/* 1 when the table renders r's document as exactly doc (table.h render). */
+static int renders_as(const struct table *t, const struct row *r, const char *doc, size_t doc_len)
+{
+	char mem[ROW_RENDER_MAX];
+	struct buf b;
+	buf_init_fixed(&b, mem, sizeof(mem));
+	struct jw w;
+	jw_init(&w, &b);
+	t->ops->render(r, &w);
+	return !w.err && b.len == doc_len && !memcmp(mem, doc, doc_len);
+}
+
+/* The row r of a rendering table, built without a document from doc (the
+ * one it was put with): r itself when render writes doc back, else a block
+ * with doc in it that takes over r's typed struct (r is freed).  NULL on
+ * OOM, with what the typed struct owns released and r freed. */
+static struct row *row_keep_doc(struct table *t, struct row *r, const char *doc, size_t doc_len)
+{
+	if (renders_as(t, r, doc, doc_len))
+		return r;
+	struct row *w = malloc(table_row_size(t, r->id_len, doc_len));
+	if (w) {
+		memcpy(w, r, t->ops->row_size);
+		char *p = (char *)w + t->ops->row_size;
+		memcpy(p, r->id, r->id_len + 1u);
+		w->id = p;
+		row_put_doc(w, doc, doc_len);
+	} else if (t->ops->release)
+		t->ops->release(r);
+	free(r);
+	return w;
+}
+
+/* Decode doc (the block's own, or for a rendering table the one it was put
+ * with) into r's typed struct (parsed whole, or live with the table's key
+ * list).  0, or -1 with why; on failure decode's allocations are released,
+ * the block itself is the caller's. */
+static int row_decode(struct table *t, struct row *r, const char *doc, size_t doc_len, int live, char *why)
 {
 	struct json_error jerr;
-	struct json_doc *jd = doc_parse(t, r->doc, r->doc_len, live, &jerr);
+	struct json_doc *jd = doc_parse(t, doc, doc_len, live, &jerr);
 	if (!jd) {
 		snprintf(why, 128, "%s document does not parse: %.60s at %zu", t->ops->name, jerr.msg, jerr.offset);
 		return -1;
@@ -174,20 +230,55 @@ static int row_decode(struct table *t, struct row *r, int live, char *why)
 	return 0;
 }
 
-/* Allocate a row block and decode the document into it. */
+/* Allocate a row block and decode the document into it (a rendering
+ * table's row keeps it only when render does not write it back). */
 static struct row *row_make(struct table *t, const char *id, size_t id_len, const char *doc,
 			    size_t doc_len, uint64_t lsn, int live, char *why)
 {
-	struct row *r = row_alloc(t, id, id_len, doc, doc_len, lsn);
+	int bare = t->ops->render != NULL;
+	struct row *r = row_alloc(t, id, id_len, bare ? NULL : doc, doc_len, lsn);
 	if (!r) {
 		snprintf(why, 128, "out of memory");
 		return NULL;
 	}
-	if (row_decode(t, r, live, why)) {
+	if (row_decode(t, r, bare ? doc : r->doc, doc_len, live, why)) {
 		free(r);
 		return NULL;
 	}
+	if (bare && !(r = row_keep_doc(t, r, doc, doc_len)))
+		snprintf(why, 128, "out of memory");
 	return r;
+}
+
+const char *row_doc(const struct row *r, struct buf *scratch, size_t *len)
+{
+	if (r->doc) {
+		*len = r->doc_len;
+		return r->doc;
+	}
+	const struct table_ops *ops = renderers[r->table];
+	buf_reset(scratch);
+	*len = 0;
+	if (!ops)
+		return NULL;
+	struct jw w;
+	jw_init(&w, scratch);
+	ops->render(r, &w);
+	if (w.err || buf_putc(scratch, 0))
+		return NULL;
+	*len = --scratch->len;
+	return scratch->data;
+}
+
+void row_doc_write(struct jw *w, const struct row *r)
+{
+	const struct table_ops *ops = r->doc ? NULL : renderers[r->table];
+	if (r->doc)
+		jw_raw(w, r->doc, r->doc_len);
+	else if (ops)
+		ops->render(r, w);
+	else
+		w->err = 1;
 }
 
 #ifdef WM_TESTING
@@ -197,7 +288,13 @@ static struct row *row_make(struct table *t, const char *id, size_t id_len, cons
 static void typed_check(struct table *t, const struct row *r)
 {
 	char why[128];
-	struct row *d = row_make(t, r->id, r->id_len, r->doc, r->doc_len, r->lsn, 0, why);
+	struct buf scratch;
+	buf_init(&scratch, 0);
+	size_t dl;
+	const char *doc = row_doc(r, &scratch, &dl);
+	struct row *d = doc ? row_make(t, r->id, r->id_len, doc, dl, r->lsn, 0, why) : NULL;
+	if (!doc)
+		snprintf(why, sizeof(why), "its document does not render");
 	if (!d) {
 		fprintf(stderr, "table %s: a typed put's document does not decode: %s\n", t->ops->name, why);
 		abort();
@@ -207,10 +304,11 @@ static void typed_check(struct table *t, const struct row *r)
 				      : !memcmp((const char *)r + head, (const char *)d + head, t->ops->row_size - head);
 	if (!same) {
 		fprintf(stderr, "table %s: row %.*s from typed values differs from its document %s\n", t->ops->name,
-			(int)r->id_len, r->id, r->doc);
+			(int)r->id_len, r->id, doc);
 		abort();
 	}
 	row_free(t, d);
+	buf_free(&scratch);
 }
 #endif
 
@@ -218,7 +316,8 @@ static void typed_check(struct table *t, const struct row *r)
 static struct row *row_make_typed(struct table *t, const char *id, size_t id_len, const char *doc,
 				  size_t doc_len, uint64_t lsn, const void *typed, char *why)
 {
-	struct row *r = row_alloc(t, id, id_len, doc, doc_len, lsn);
+	int bare = t->ops->render != NULL;
+	struct row *r = row_alloc(t, id, id_len, bare ? NULL : doc, doc_len, lsn);
 	if (!r) {
 		snprintf(why, 128, "out of memory");
 		return NULL;
@@ -233,6 +332,17 @@ static struct row *row_make_typed(struct table *t, const char *id, size_t id_len
 #endif
 		row_free(t, r);
 		return row_make(t, id, id_len, doc, doc_len, lsn, 1, why);
+	}
+#ifdef WM_TESTING
+	if (bare && !renders_as(t, r, doc, doc_len)) {
+		fprintf(stderr, "table %s: the document of %.*s is not what render writes: %.*s\n", t->ops->name,
+			(int)id_len, id, (int)doc_len, doc);
+		abort();
+	}
+#endif
+	if (bare && !(r = row_keep_doc(t, r, doc, doc_len))) {
+		snprintf(why, 128, "out of memory");
+		return NULL;
 	}
 #ifdef WM_TESTING
 	typed_check(t, r);
@@ -256,20 +366,34 @@ static int row_from_image(struct table *t, struct row *r, const uint8_t *img, si
 	return 0;
 }
 
+/* An image record's id and document: the id fits, and a record without a
+ * document is one of a table that renders them.  1, or 0 with why. */
+static int image_rec_ok(const struct table *t, const char *id, size_t id_len, size_t doc_len, char *why)
+{
+	if (!id_ok(id_len, why))
+		return 0;
+	if (!doc_len && !t->ops->render) {
+		snprintf(why, 128, "%s image of %.*s without its document", t->ops->name, (int)id_len, id);
+		return 0;
+	}
+	return 1;
+}
+
 int table_row_build_image_at(struct table *t, void *at, const char *id, size_t id_len, const char *doc,
 			     size_t doc_len, const uint8_t *img, size_t img_len, uint64_t lsn, char *why)
 {
-	if (!id_ok(id_len, why))
+	if (!image_rec_ok(t, id, id_len, doc_len, why))
 		return -1;
-	return row_from_image(t, row_fill(t, at, id, id_len, doc, doc_len, lsn), img, img_len, why);
+	return row_from_image(t, row_fill(t, at, id, id_len, doc_len ? doc : NULL, doc_len, lsn), img, img_len,
+			      why);
 }
 
 int table_put_image(struct table *t, const char *id, size_t id_len, const char *doc, size_t doc_len,
 		    const uint8_t *img, size_t img_len, uint64_t lsn, char *why)
 {
-	if (!id_ok(id_len, why))
+	if (!image_rec_ok(t, id, id_len, doc_len, why))
 		return -1;
-	struct row *r = row_alloc(t, id, id_len, doc, doc_len, lsn);
+	struct row *r = row_alloc(t, id, id_len, doc_len ? doc : NULL, doc_len, lsn);
 	if (!r) {
 		snprintf(why, 128, "out of memory");
 		return -1;
@@ -296,7 +420,18 @@ int table_row_build_at(struct table *t, void *at, const char *id, size_t id_len,
 {
 	if (!id_ok(id_len, why))
 		return -1;
-	return row_decode(t, row_fill(t, at, id, id_len, doc, doc_len, lsn), 0, why);
+	if (!t->ops->render) {
+		struct row *r = row_fill(t, at, id, id_len, doc, doc_len, lsn);
+		return row_decode(t, r, r->doc, r->doc_len, 0, why);
+	}
+	/* at has room for the document: it goes in only when render does not
+	 * write it back */
+	struct row *r = row_fill(t, at, id, id_len, NULL, doc_len, lsn);
+	if (row_decode(t, r, doc, doc_len, 0, why))
+		return -1;
+	if (!renders_as(t, r, doc, doc_len))
+		row_put_doc(r, doc, doc_len);
+	return 0;
 }
 
 struct row *table_row_adopt(const struct table *t, const struct row *at)
@@ -307,7 +442,8 @@ struct row *table_row_adopt(const struct table *t, const struct row *at)
 		return NULL;
 	memcpy(r, at, sz);
 	r->id = (char *)r + t->ops->row_size;
-	r->doc = r->id + r->id_len + 1;
+	if (at->doc)
+		r->doc = r->id + r->id_len + 1;
 	return r;
 }
 

@@ -9,6 +9,15 @@
  * decode(), whether the row comes from a live write or from recovery, so
  * replay and the live path cannot disagree.
  *
+ * A table whose rows can write their own document back from their typed
+ * fields (table_ops.render: offers and inventory levels, the tables that
+ * grow with the catalogue) keeps no document in a row for which that
+ * gives exactly the bytes it was put with -- checked on every put, so a
+ * read always returns the bytes that were written.  Such a row's block is
+ * the typed struct and the id alone (an offer's document was half of its
+ * memory), and every reader gets documents through row_doc() or
+ * row_doc_write(), never r->doc directly.
+ *
  * Every table has a hash index by id and an ordered index by id (ids are
  * time-ordered, so id order is creation order: the default list order).
  * Resources add secondary indexes in index_add/index_del.
@@ -25,13 +34,17 @@
 
 struct buf;
 struct config;
+struct jw;
 
 struct row {
 	const char *id;
-	const char *doc;      /* canonical JSON, NUL-terminated */
+	const char *doc;      /* canonical JSON, NUL-terminated; NULL for a row
+			       * that keeps none (table_ops.render): read a
+			       * row's document with row_doc() */
 	uint64_t lsn;         /* LSN of the write that produced this version */
-	uint32_t doc_len;
+	uint32_t doc_len;     /* 0 when doc is NULL */
 	uint16_t id_len;      /* (widest members first: 32 bytes, not 40) */
+	uint8_t table;        /* its table's enum rec_table (row_doc) */
 };
 
 struct table;
@@ -113,7 +126,37 @@ struct table_ops {
 	 */
 	int (*image)(const struct row *r, struct buf *out);
 	int (*from_image)(struct table *t, struct row *r, const uint8_t *img, size_t len);
+	/*
+	 * Documents from typed fields (may be NULL; needs image and
+	 * from_image).  render writes the document of r, from its typed
+	 * fields alone, as one value into w (errors in w->err).  With it, a row keeps no
+	 * stored document when render writes back exactly the one it was put
+	 * with (compared byte for byte on every put; a document it does not
+	 * reproduce, say one an older version wrote, is kept as it came), and
+	 * a snapshot record of such a row holds its image and no document.
+	 * Every read of a document then goes through row_doc().  decode() of
+	 * such a table keeps no pointer into the document it is given: the
+	 * row may not hold it.  Test builds abort when a typed put's document
+	 * is not what render writes (the writer and render disagree).
+	 */
+	void (*render)(const struct row *r, struct jw *w);
 };
+
+/* Bytes of a document a put compares with what render writes, on the
+ * stack; a longer one is kept as it came. */
+#define ROW_RENDER_MAX 4096
+
+/*
+ * The document of row r: its stored one, or the one its table renders
+ * (table_ops.render) written into scratch, which is reset first and owned
+ * by the caller.  Either way NUL-terminated, with its length in *len; valid
+ * until the row changes or scratch is used again.  NULL (with *len 0) when
+ * rendering fails (scratch's bound, OOM).
+ */
+const char *row_doc(const struct row *r, struct buf *scratch, size_t *len);
+/* Write row r's document into w as one value (jw_raw of the stored one,
+ * or rendered there). */
+void row_doc_write(struct jw *w, const struct row *r);
 
 /* For decode_typed: copy the string src into the zeroed field dst of cap
  * bytes (at most cap - 1 of them, so the field stays NUL-terminated and

@@ -467,6 +467,43 @@ static void vals_defaults(struct offer_vals *v)
 
 /* ---- decode ------------------------------------------------------------ */
 
+/* The last instant fmt_rfc3339_ms writes with four year digits. */
+#define STAMP_MAX_MS 253402300799999LL
+
+/* A stamp as the row holds it: its ms when fmt_rfc3339_ms writes exactly
+ * s back, else OFFER_NO_STAMP. */
+static int64_t stamp_ms(const char *s)
+{
+	long long ms;
+	char back[32];
+	size_t n = strlen(s);
+	if (parse_rfc3339_ms(s, n, &ms) || ms < 0 || ms > STAMP_MAX_MS)
+		return OFFER_NO_STAMP;
+	fmt_rfc3339_ms(back, (unsigned long long)ms);
+	return strcmp(back, s) ? OFFER_NO_STAMP : ms;
+}
+
+/* A stamp of the row into out (32 bytes): "" for OFFER_NO_STAMP. */
+static void stamp_str(int64_t ms, char *out)
+{
+	if (ms == OFFER_NO_STAMP || ms < 0 || ms > STAMP_MAX_MS)
+		out[0] = 0;
+	else
+		fmt_rfc3339_ms(out, (unsigned long long)ms);
+}
+
+/* The document's created_at and updated_at members into v (each left as
+ * it was when absent, not a string, or too long). */
+static void stamps_of(const struct json_value *doc, struct offer_vals *v)
+{
+	const struct json_value *x = json_get(doc, "created_at");
+	if (x && x->type == JSON_STRING && x->len < sizeof(v->created_at))
+		memcpy(v->created_at, x->u.str, x->len + 1);
+	x = json_get(doc, "updated_at");
+	if (x && x->type == JSON_STRING && x->len < sizeof(v->updated_at))
+		memcpy(v->updated_at, x->u.str, x->len + 1);
+}
+
 static void offer_release(struct row *r)
 {
 	struct offer *o = (struct offer *)r;
@@ -496,6 +533,8 @@ static int offer_fill(struct offer_row *or, const struct offer_vals *v)
 	o->case_size = v->case_size;
 	o->valid_from_ms = v->from_ms;
 	o->valid_to_ms = v->to_ms;
+	o->created_ms = stamp_ms(v->created_at);
+	o->updated_ms = stamp_ms(v->updated_at);
 	o->n_allowed = v->pr.n_allowed;
 	o->n_blocked = v->pr.n_blocked;
 	o->n_named = v->pr.n_named;
@@ -524,6 +563,7 @@ static int offer_decode(struct table *t, struct row *r, const struct json_value 
 		return -1;
 	vals_defaults(v);
 	offer_read(NULL, doc, v);
+	stamps_of(doc, v);
 	int rc = -1;
 	if (v->wine_id[0] && v->originator_id[0] && v->incoterm >= 0 && !price_scale(NULL, v) && v->price)
 		rc = offer_fill((struct offer_row *)r, v);
@@ -533,13 +573,17 @@ static int offer_decode(struct table *t, struct row *r, const struct json_value 
 
 /* ---- snapshot images (engine/storage/image.h) ---------------------------- */
 
+/* V2 adds created_ms and updated_ms after the numbers (an offer renders
+ * its document from its row: table.h render); a V1 image comes with its
+ * document, which the row then keeps. */
 #define OFFER_IMAGE_V1 1
+#define OFFER_IMAGE_V2 2
 
 static int offer_image(const struct row *r, struct buf *out)
 {
 	const struct offer *o = &((const struct offer_row *)r)->o;
 	struct img_w w = {out, 0};
-	img_u8(&w, OFFER_IMAGE_V1);
+	img_u8(&w, OFFER_IMAGE_V2);
 	img_str(&w, o->wine_id);
 	img_str(&w, o->originator_id);
 	img_put(&w, o->currency, 3);
@@ -547,7 +591,8 @@ static int offer_image(const struct row *r, struct buf *out)
 				  o->n_allowed, o->n_blocked, o->n_named};
 	for (size_t i = 0; i < sizeof(small) / sizeof(small[0]); i++)
 		img_u8(&w, small[i]);
-	const int64_t num[] = {o->price_minor, o->qty, o->moq, o->case_size, o->valid_from_ms, o->valid_to_ms};
+	const int64_t num[] = {o->price_minor,   o->qty,         o->moq,        o->case_size,
+			       o->valid_from_ms, o->valid_to_ms, o->created_ms, o->updated_ms};
 	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
 		img_i64(&w, num[i]);
 	for (unsigned i = 0; i < o->n_allowed + o->n_blocked; i++)
@@ -570,6 +615,9 @@ static int image_vals_ok(const struct offer_vals *v)
 	       v->moq <= OFFER_MOQ_MAX && v->case_size >= 0 && v->case_size <= OFFER_CASE_MAX;
 }
 
+static int tail_stamps(const char *doc, size_t len, struct offer_vals *v);
+static void stamps_parsed(const char *doc, size_t len, struct offer_vals *v);
+
 /* n country codes (2 bytes each) into cc[]: ISO alpha-2 or bad. */
 static void image_countries(struct img_r *rd, char (*cc)[3], unsigned n)
 {
@@ -590,7 +638,8 @@ static int offer_from_image(struct table *t, struct row *r, const uint8_t *img, 
 	vals_defaults(v);
 	struct img_r rd = {img, img + len, 0};
 	int rc = -1;
-	if (img_get_u8(&rd) != OFFER_IMAGE_V1)
+	unsigned version = img_get_u8(&rd);
+	if (version != OFFER_IMAGE_V1 && version != OFFER_IMAGE_V2)
 		goto out;
 	img_get_str(&rd, v->wine_id, sizeof(v->wine_id));
 	img_get_str(&rd, v->originator_id, sizeof(v->originator_id));
@@ -608,6 +657,15 @@ static int offer_from_image(struct table *t, struct row *r, const uint8_t *img, 
 	int64_t *num[] = {&v->price_minor, &v->qty, &v->moq, &v->case_size, &v->from_ms, &v->to_ms};
 	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
 		*num[i] = img_get_i64(&rd);
+	int64_t stamps[2] = {OFFER_NO_STAMP, OFFER_NO_STAMP};
+	for (unsigned i = 0; version >= OFFER_IMAGE_V2 && i < 2; i++) {
+		stamps[i] = img_get_i64(&rd);
+		if (stamps[i] != OFFER_NO_STAMP && (stamps[i] < 0 || stamps[i] > STAMP_MAX_MS))
+			rd.bad = 1;
+	}
+	/* a row without its document renders both stamps */
+	if (!r->doc && (stamps[0] == OFFER_NO_STAMP || stamps[1] == OFFER_NO_STAMP))
+		rd.bad = 1;
 	if (rd.bad || v->pr.n_allowed > PERMIT_MAX_COUNTRIES || v->pr.n_blocked > PERMIT_MAX_COUNTRIES ||
 	    v->pr.n_named > PERMIT_MAX_SELLERS || !image_vals_ok(v))
 		goto out;
@@ -618,24 +676,35 @@ static int offer_from_image(struct table *t, struct row *r, const uint8_t *img, 
 		if (!v->pr.named[i][0])
 			rd.bad = 1;
 	}
-	if (img_done(&rd) == 0)
-		rc = offer_fill((struct offer_row *)r, v);
+	if (img_done(&rd))
+		goto out;
+	if (version == OFFER_IMAGE_V1 && r->doc && tail_stamps(r->doc, r->doc_len, v))
+		stamps_parsed(r->doc, r->doc_len, v); /* a V1 image's stamps are its document's */
+	if (!(rc = offer_fill((struct offer_row *)r, v)) && version >= OFFER_IMAGE_V2) {
+		((struct offer_row *)r)->o.created_ms = stamps[0];
+		((struct offer_row *)r)->o.updated_ms = stamps[1];
+	}
 out:
 	free(v);
 	return rc;
 }
 
 /* The typed fast path (table.h).  offer_stage_qty's put is the stored
- * version with only qty_available (and updated_at, which the row does not
- * hold) changed, so its typed value is the new qty alone, and the row is
- * the version being replaced with that qty: its lists copied, nothing
- * parsed.  (Applied before the old version is unlinked: table.c.) */
+ * version with only qty_available and updated_at changed, so its typed
+ * value is the two of them, and the row is the version being replaced
+ * with those: its lists copied, nothing parsed.  (Applied before the old
+ * version is unlinked: table.c.) */
+struct offer_qty_move {
+	int64_t qty, updated_ms;
+};
+
 static int offer_decode_typed(struct table *t, struct row *r, const void *typed)
 {
 	const struct offer_row *cur = hidx_get_untracked(&t->by_id, r->id, r->id_len);
-	int64_t qty;
-	memcpy(&qty, typed, sizeof(qty));
-	if (!cur || qty < 0 || qty > OFFER_QTY_MAX)
+	struct offer_qty_move mv;
+	memcpy(&mv, typed, sizeof(mv));
+	int64_t qty = mv.qty;
+	if (!cur || qty < 0 || qty > OFFER_QTY_MAX || mv.updated_ms < 0 || mv.updated_ms > STAMP_MAX_MS)
 		return -1;
 	struct offer_row *nr = (struct offer_row *)r;
 	size_t head = sizeof(struct row);
@@ -653,6 +722,7 @@ static int offer_decode_typed(struct table *t, struct row *r, const void *typed)
 	if (o->n_named)
 		memcpy(o->named, cur->o.named, o->n_named * sizeof(*o->named));
 	o->qty = qty;
+	o->updated_ms = mv.updated_ms;
 	return 0;
 }
 
@@ -667,6 +737,8 @@ static int offer_typed_same(const struct row *a, const struct row *b)
 	       (!x->o.n_named || !memcmp(x->o.named, y->o.named, x->o.n_named * sizeof(*x->o.named)));
 }
 
+static void offer_render(const struct row *r, struct jw *w);
+
 const struct table_ops offer_table_ops = {
 	.rec_table = REC_T_OFFER,
 	.name = "offer",
@@ -674,10 +746,11 @@ const struct table_ops offer_table_ops = {
 	.decode = offer_decode,
 	.decode_pure = 1, /* recovery may build its rows off the loop (table.h) */
 	.decode_typed = offer_decode_typed,
-	.typed_size = sizeof(int64_t),
+	.typed_size = sizeof(struct offer_qty_move),
 	.typed_same = offer_typed_same,
 	.image = offer_image,
 	.from_image = offer_from_image,
+	.render = offer_render, /* an offer keeps no document (table.h) */
 	.release = offer_release,
 	.index_add = offer_index_add,
 	.index_del = offer_index_del,
@@ -789,12 +862,7 @@ static void stamps_parsed(const char *doc, size_t len, struct offer_vals *v)
 	struct json_doc *d = json_parse(doc, len, NULL, NULL);
 	if (!d)
 		return;
-	const struct json_value *x = json_get(json_root(d), "created_at");
-	if (x && x->type == JSON_STRING && x->len < sizeof(v->created_at))
-		memcpy(v->created_at, x->u.str, x->len + 1);
-	x = json_get(json_root(d), "updated_at");
-	if (x && x->type == JSON_STRING && x->len < sizeof(v->updated_at))
-		memcpy(v->updated_at, x->u.str, x->len + 1);
+	stamps_of(json_root(d), v);
 	json_doc_free(d);
 }
 
@@ -852,7 +920,13 @@ static void offer_load(const struct offer *o, struct offer_vals *v)
 	v->from_ms = o->valid_from_ms;
 	v->to_ms = o->valid_to_ms;
 	offer_rules(o, &v->pr);
-	/* writers set their own updated_at; an upsert compares it */
+	/* writers set their own updated_at; an upsert compares it.  A row
+	 * without its document holds both stamps (table.h render). */
+	if (!o->row.doc) {
+		stamp_str(o->created_ms, v->created_at);
+		stamp_str(o->updated_ms, v->updated_at);
+		return;
+	}
 	if (tail_stamps(o->row.doc, o->row.doc_len, v)) {
 		stamps_parsed(o->row.doc, o->row.doc_len, v);
 		return;
@@ -869,6 +943,15 @@ static void offer_load(const struct offer *o, struct offer_vals *v)
 }
 
 /* ---- checks -------------------------------------------------------------- */
+
+/* The offer's document from its row (table.h render): what offer_write
+ * wrote for the same values. */
+static void offer_render(const struct row *r, struct jw *w)
+{
+	struct offer_vals v;
+	offer_load((const struct offer *)r, &v);
+	offer_write(w, &v);
+}
 
 static int has_cap(const struct partner *p, enum partner_cap cap)
 {
@@ -952,7 +1035,7 @@ static void offer_commit(struct api_ctx *c, struct offer_vals *v, const char *ev
 		api_error(c, 500, "internal_error", "the stored offer is missing");
 		return;
 	}
-	api_send_doc(c, status, o->row.doc, o->row.doc_len);
+	api_send_row(c, status, &o->row);
 }
 
 /* Inventory drives qty_available (offer.h): the stored offer with only
@@ -964,13 +1047,14 @@ int offer_stage_qty(struct shard *sh, const struct offer *o, int64_t qty)
 	struct offer_vals v;
 	offer_load(o, &v);
 	v.qty = qty;
-	fmt_rfc3339_ms(v.updated_at, wall_ms());
+	struct offer_qty_move mv = {qty, (int64_t)wall_ms()};
+	fmt_rfc3339_ms(v.updated_at, (unsigned long long)mv.updated_ms);
 	struct buf doc;
 	buf_init(&doc, REC_MAX_VAL);
 	struct jw w;
 	jw_init(&w, &doc);
 	offer_write(&w, &v);
-	int rc = w.err || txn_put_typed(sh, REC_T_OFFER, v.id, strlen(v.id), doc.data, doc.len, &qty) ? -1 : 0;
+	int rc = w.err || txn_put_typed(sh, REC_T_OFFER, v.id, strlen(v.id), doc.data, doc.len, &mv) ? -1 : 0;
 	buf_free(&doc);
 	return rc;
 }
@@ -1337,8 +1421,13 @@ static int offer_put_update(struct api_ctx *c, const struct json_value *body, co
 	/* the same document at the stored updated_at: nothing to write */
 	struct buf doc;
 	buf_init(&doc, REC_MAX_VAL);
-	int same = !offer_doc(&v, &doc) && doc.len == cur->row.doc_len && !memcmp(doc.data, cur->row.doc, doc.len);
+	struct buf scratch;
+	buf_init(&scratch, REC_MAX_VAL);
+	size_t cl;
+	const char *cd = row_doc(&cur->row, &scratch, &cl);
+	int same = cd && !offer_doc(&v, &doc) && doc.len == cl && !memcmp(doc.data, cd, cl);
 	buf_free(&doc);
+	buf_free(&scratch);
 	if (same) {
 		out->unchanged = 1;
 		out->status = 200;
@@ -1421,7 +1510,7 @@ static void offers_create(struct api_ctx *c)
 	}
 	const struct offer *o = offer_get(c->sh, r.id, strlen(r.id));
 	if (o)
-		api_send_doc(c, r.status, o->row.doc, o->row.doc_len);
+		api_send_row(c, r.status, &o->row);
 	else
 		api_error(c, 500, "internal_error", "the stored offer is missing");
 }
@@ -1430,7 +1519,7 @@ static void offers_get(struct api_ctx *c)
 {
 	const struct offer *o = offer_from_path(c, 0);
 	if (o)
-		api_send_doc(c, 200, o->row.doc, o->row.doc_len);
+		api_send_row(c, 200, &o->row);
 }
 
 /* Move cur to status `to` through the table; 0, or -1 with the 409 written. */

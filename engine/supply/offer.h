@@ -34,6 +34,8 @@ extern const char *const offer_condition_names[];
 extern const char *const offer_incoterm_names[];
 extern const char *const offer_source_names[];
 
+#define OFFER_NO_STAMP INT64_MIN
+
 struct offer {
 	struct row row;
 	/* wine_id, originator_id and condition, side by side (the ids
@@ -50,6 +52,10 @@ struct offer {
 	int64_t price_minor;             /* seller_price in the currency's minor units */
 	int64_t qty, moq, case_size;     /* moq / case_size: 0 when absent */
 	int64_t valid_from_ms, valid_to_ms; /* INT64_MIN / INT64_MAX when absent */
+	/* created_at and updated_at, or OFFER_NO_STAMP for a stamp that
+	 * fmt_rfc3339_ms would not write back as it is (the row then keeps
+	 * its document: table.h render) */
+	int64_t created_ms, updated_ms;
 	char (*countries)[3];            /* n_allowed allowed, then n_blocked blocked (one allocation) */
 	char (*named)[PERMIT_ID_MAX];    /* n_named seller ids */
 };

@@ -856,7 +856,7 @@ static void emit_change(struct api_ctx *c, const struct row *ev, const struct ch
 	if (ch->wine)
 		wine_emit_doc(c, w, ch->wine, NULL);
 	else
-		jw_raw(w, ch->offer->row.doc, ch->offer->row.doc_len);
+		row_doc_write(w, &ch->offer->row);
 	jw_obj_end(w);
 }
 

@@ -9,8 +9,11 @@
  * leak or read out of bounds.  Input: byte 0 picks one of the tables with
  * images, the rest is the image; it is put twice under the same id (insert,
  * then replace), built in foreign memory and adopted the way recovery's
- * builder thread does, and the table is torn down.  (Fuzz builds skip the
- * test builds' comparison with the document, which is "{}" here.)
+ * builder thread does, every row's document is read (rendered from the
+ * row when it keeps none: table.h render), and the table is torn down.
+ * Bit 7 of byte 0 puts the record without a document (as a snapshot
+ * holds a row that renders its own), else with "{}".  (Fuzz builds skip
+ * the test builds' comparison with the document.)
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +23,8 @@
 #include "engine/storage/record.h"
 #include "engine/storage/resources.h"
 #include "engine/storage/table.h"
+#include "net/buf.h"
+#include "net/json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -41,11 +46,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	char why[128];
 	const uint8_t *img = data + 1;
-	table_put_image(&t, "row_1", 5, "{}", 2, img, size - 1, 1, why);
-	table_put_image(&t, "row_1", 5, "{}", 2, img, size - 1, 2, why);
-	size_t sz = table_row_size(&t, 5, 2);
+	size_t dl = data[0] & 0x80 ? 0 : 2;
+	table_put_image(&t, "row_1", 5, "{}", dl, img, size - 1, 1, why);
+	table_put_image(&t, "row_1", 5, "{}", dl, img, size - 1, 2, why);
+	size_t sz = table_row_size(&t, 5, dl);
 	struct row *at = malloc(sz);
-	if (at && !table_row_build_image_at(&t, at, "row_2", 5, "{}", 2, img, size - 1, 3, why)) {
+	if (at && !table_row_build_image_at(&t, at, "row_2", 5, "{}", dl, img, size - 1, 3, why)) {
 		struct row *r = table_row_adopt(&t, at);
 		if (r)
 			table_row_install(&t, r);
@@ -53,6 +59,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			table_row_release(&t, at);
 	}
 	free(at);
+	struct buf doc;
+	buf_init(&doc, 1 << 20);
+	const char *ids[] = {"row_1", "row_2"};
+	for (unsigned i = 0; i < 2; i++) {
+		const struct row *r = table_get(&t, ids[i], 5);
+		size_t len;
+		const char *d = r ? row_doc(r, &doc, &len) : NULL;
+		if (!d || r->doc)
+			continue;
+		/* a rendered document is JSON, whatever image the row came from */
+		struct json_doc *jd = json_parse(d, len, NULL, NULL);
+		if (!jd)
+			abort();
+		json_doc_free(jd);
+	}
+	buf_free(&doc);
 	table_fini(&t);
 	return 0;
 }

@@ -338,7 +338,7 @@ void jw_int(struct jw *w, int64_t v)
  * magnitude's digits are left-padded with zeros to at least scale+1 digits
  * and a '.' is placed before the last `scale`.  Zero is never signed.
  */
-static size_t fixed_text(int64_t v, unsigned scale, char out[48])
+size_t jw_fixed_text(int64_t v, unsigned scale, char out[48])
 {
 	assert(scale <= 18);
 	char digits[24];
@@ -370,7 +370,7 @@ void jw_fixed(struct jw *w, int64_t v, unsigned scale)
 		return;
 	}
 	char out[48];
-	size_t o = fixed_text(v, scale, out);
+	size_t o = jw_fixed_text(v, scale, out);
 	if (sep(w))
 		return;
 	put(w, out, o);
@@ -401,6 +401,11 @@ void jw_raw(struct jw *w, const char *json, size_t len)
 	if (sep(w))
 		return;
 	put(w, json, len);
+}
+
+struct buf *jw_raw_begin(struct jw *w)
+{
+	return sep(w) ? NULL : w->out;
 }
 
 void jw_raw_again(struct jw *w, size_t off, size_t len)
@@ -568,7 +573,7 @@ void jw_member_fixed(struct jw *w, const char *key, size_t klen, int64_t v, unsi
 		return;
 	}
 	char out[48];
-	member_text(w, key, klen, out, fixed_text(v, scale, out));
+	member_text(w, key, klen, out, jw_fixed_text(v, scale, out));
 }
 
 void jw_member_bool(struct jw *w, const char *key, size_t klen, int v)

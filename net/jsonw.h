@@ -50,8 +50,16 @@ void jw_null(struct jw *w);
 /* Fixed-point decimal: jw_fixed(w, 1230, 2) writes 12.30; (-5, 2) -> -0.05;
  * scale 0 writes an integer.  scale <= 18. */
 void jw_fixed(struct jw *w, int64_t v, unsigned scale);
+/* The text jw_fixed writes, into out; its length (scale <= 18). */
+size_t jw_fixed_text(int64_t v, unsigned scale, char out[48]);
 /* Pre-validated JSON text inserted as one value (e.g. a stored document). */
 void jw_raw(struct jw *w, const char *json, size_t len);
+/* jw_raw for a value the caller writes itself: the separator is written
+ * and the output buffer returned, to which the caller appends exactly one
+ * complete JSON value (a writer of a fixed shape that appends literals
+ * instead of going member by member).  NULL once the writer has an error;
+ * a caller that fails half-way sets w->err. */
+struct buf *jw_raw_begin(struct jw *w);
 /* jw_raw of bytes this writer already wrote: out[off, off + len), a whole
  * value written earlier (a response that repeats an object).  Misuse (a
  * range past what is written) sets JW_ERR_USAGE. */

@@ -787,72 +787,109 @@ int offer_sellable(const struct offer *o, int64_t now_ms)
 
 /* ---- the document -------------------------------------------------------- */
 
-static void jw_countries(struct jw *w, const char *k, const char (*cc)[3], unsigned n)
+/*
+ * The document's one writer.  An offer document has a fixed shape, so it
+ * is written as literals and values appended to the output (no member by
+ * member bookkeeping): writes and reads of an offer that keeps no
+ * document (table.h render) both come here, and a list page writes one
+ * per row.  What it says, from the writer's values or a stored row:
+ */
+struct offer_view {
+	const char *id, *wine_id, *originator_id, *currency, *created_at, *updated_at;
+	int status, condition, incoterm, source, shareable, deflt;
+	int64_t price_minor, qty, moq, case_size, from_ms, to_ms;
+	const char (*allowed)[3], (*blocked)[3];
+	const char (*named)[PERMIT_ID_MAX];
+	unsigned n_allowed, n_blocked, n_named;
+};
+
+#define LIT(b, s) buf_append(b, s, sizeof(s) - 1)
+
+/* "s" (escaped) */
+static int put_str(struct buf *b, const char *s) { return jw_escape(b, s, strlen(s)); }
+
+/* A list of strings of `size` bytes each: ["a","b"] */
+static int put_list(struct buf *b, const char *first, size_t size, unsigned n)
 {
-	jw_key(w, k);
-	jw_arr_begin(w);
-	for (unsigned i = 0; i < n; i++)
-		jw_str(w, cc[i]);
-	jw_arr_end(w);
+	int bad = buf_putc(b, '[');
+	for (unsigned i = 0; i < n && !bad; i++)
+		bad = (i && buf_putc(b, ',')) || put_str(b, first + i * size);
+	return bad || buf_putc(b, ']');
 }
 
+/* An optional count: N, or null for 0. */
+static int put_opt(struct buf *b, int64_t x) { return x ? buf_put_dec(b, x) : LIT(b, "null"); }
+
+/* An optional instant: "RFC 3339", or null for `none`. */
+static int put_ts(struct buf *b, int64_t ms, int64_t none)
+{
+	char t[32];
+	if (ms == none)
+		return LIT(b, "null");
+	fmt_rfc3339_ms(t, (unsigned long long)ms);
+	return put_str(b, t);
+}
+
+/* {"default":..,"allowed_countries":[..],"blocked_countries":[..],"named_sellers":[..]} */
+static int put_permissions(struct buf *b, const struct offer_view *v)
+{
+	return LIT(b, "{\"default\":") || put_str(b, default_names[v->deflt]) || LIT(b, ",\"allowed_countries\":") ||
+	       put_list(b, v->allowed[0], 3, v->n_allowed) || LIT(b, ",\"blocked_countries\":") ||
+	       put_list(b, v->blocked[0], 3, v->n_blocked) || LIT(b, ",\"named_sellers\":") ||
+	       put_list(b, v->named[0], PERMIT_ID_MAX, v->n_named) || buf_putc(b, '}');
+}
+
+/* The permissions object of rules pr as one value of w. */
 static void jw_permissions(struct jw *w, const struct permit_rules *pr)
 {
-	jw_obj_begin(w);
-	jw_kstr(w, "default", default_names[pr->deflt]);
-	jw_countries(w, "allowed_countries", pr->allowed, pr->n_allowed);
-	jw_countries(w, "blocked_countries", pr->blocked, pr->n_blocked);
-	jw_key(w, "named_sellers");
-	jw_arr_begin(w);
-	for (unsigned i = 0; i < pr->n_named; i++)
-		jw_str(w, pr->named[i]);
-	jw_arr_end(w);
-	jw_obj_end(w);
+	const struct offer_view v = {.deflt = pr->deflt, .allowed = (const char (*)[3])pr->allowed,
+				     .blocked = (const char (*)[3])pr->blocked,
+				     .named = (const char (*)[PERMIT_ID_MAX])pr->named, .n_allowed = pr->n_allowed,
+				     .n_blocked = pr->n_blocked, .n_named = pr->n_named};
+	struct buf *b = jw_raw_begin(w);
+	if (b && put_permissions(b, &v))
+		w->err = 1;
 }
 
-static void jw_ts(struct jw *w, const char *k, int64_t ms, int64_t none)
+static int view_write(struct buf *b, const struct offer_view *v)
 {
-	char b[32];
-	if (ms == none) {
-		jw_knull(w, k);
-		return;
-	}
-	fmt_rfc3339_ms(b, (unsigned long long)ms);
-	jw_kstr(w, k, b);
+	char price[48];
+	size_t pl = jw_fixed_text(v->price_minor, (unsigned)iso_currency_minor(v->currency, 3), price);
+	return LIT(b, "{\"id\":") || put_str(b, v->id) || LIT(b, ",\"offer_id\":") || put_str(b, v->id) ||
+	       LIT(b, ",\"wine_id\":") || put_str(b, v->wine_id) || LIT(b, ",\"originator_id\":") ||
+	       put_str(b, v->originator_id) || LIT(b, ",\"seller_price\":") || buf_append(b, price, pl) ||
+	       LIT(b, ",\"currency\":") || put_str(b, v->currency) || LIT(b, ",\"qty_available\":") ||
+	       buf_put_dec(b, v->qty) || LIT(b, ",\"condition\":") || put_str(b, offer_condition_names[v->condition]) ||
+	       LIT(b, ",\"incoterm\":") || put_str(b, offer_incoterm_names[v->incoterm]) ||
+	       LIT(b, ",\"min_order_qty\":") || put_opt(b, v->moq) || LIT(b, ",\"case_size\":") ||
+	       put_opt(b, v->case_size) || LIT(b, ",\"valid_from\":") || put_ts(b, v->from_ms, INT64_MIN) ||
+	       LIT(b, ",\"valid_to\":") || put_ts(b, v->to_ms, INT64_MAX) ||
+	       LIT(b, ",\"permissions\":") || put_permissions(b, v) || LIT(b, ",\"network_shareable\":") || (v->shareable ? LIT(b, "true") : LIT(b, "false")) ||
+	       LIT(b, ",\"status\":") || put_str(b, offer_status_names[v->status]) || LIT(b, ",\"source\":") ||
+	       put_str(b, offer_source_names[v->source]) || LIT(b, ",\"created_at\":") || put_str(b, v->created_at) ||
+	       LIT(b, ",\"updated_at\":") || put_str(b, v->updated_at) || buf_putc(b, '}');
 }
 
-static void jw_opt(struct jw *w, const char *k, int64_t x)
+/* The view in w as one value. */
+static void view_to(struct jw *w, const struct offer_view *v)
 {
-	if (x)
-		jw_kint(w, k, x);
-	else
-		jw_knull(w, k);
+	struct buf *b = jw_raw_begin(w);
+	if (b && view_write(b, v))
+		w->err = 1;
 }
 
 static void offer_write(struct jw *w, const struct offer_vals *v)
 {
-	jw_obj_begin(w);
-	jw_kstr(w, "id", v->id);
-	jw_kstr(w, "offer_id", v->id);
-	jw_kstr(w, "wine_id", v->wine_id);
-	jw_kstr(w, "originator_id", v->originator_id);
-	jw_kfixed(w, "seller_price", v->price_minor, (unsigned)iso_currency_minor(v->currency, 3));
-	jw_kstr(w, "currency", v->currency);
-	jw_kint(w, "qty_available", v->qty);
-	jw_kstr(w, "condition", offer_condition_names[v->condition]);
-	jw_kstr(w, "incoterm", offer_incoterm_names[v->incoterm]);
-	jw_opt(w, "min_order_qty", v->moq);
-	jw_opt(w, "case_size", v->case_size);
-	jw_ts(w, "valid_from", v->from_ms, INT64_MIN);
-	jw_ts(w, "valid_to", v->to_ms, INT64_MAX);
-	jw_key(w, "permissions");
-	jw_permissions(w, &v->pr);
-	jw_kbool(w, "network_shareable", v->shareable);
-	jw_kstr(w, "status", offer_status_names[v->status]);
-	jw_kstr(w, "source", offer_source_names[v->source]);
-	jw_kstr(w, "created_at", v->created_at);
-	jw_kstr(w, "updated_at", v->updated_at);
-	jw_obj_end(w);
+	const struct offer_view view = {
+		.id = v->id, .wine_id = v->wine_id, .originator_id = v->originator_id, .currency = v->currency,
+		.created_at = v->created_at, .updated_at = v->updated_at, .status = v->status,
+		.condition = v->condition, .incoterm = v->incoterm, .source = v->source, .shareable = v->shareable,
+		.deflt = v->pr.deflt, .price_minor = v->price_minor, .qty = v->qty, .moq = v->moq,
+		.case_size = v->case_size, .from_ms = v->from_ms, .to_ms = v->to_ms,
+		.allowed = (const char (*)[3])v->pr.allowed, .blocked = (const char (*)[3])v->pr.blocked,
+		.named = (const char (*)[PERMIT_ID_MAX])v->pr.named, .n_allowed = v->pr.n_allowed,
+		.n_blocked = v->pr.n_blocked, .n_named = v->pr.n_named};
+	view_to(w, &view);
 }
 
 /* The stored document's created_at and updated_at, read with the JSON
@@ -945,12 +982,25 @@ static void offer_load(const struct offer *o, struct offer_vals *v)
 /* ---- checks -------------------------------------------------------------- */
 
 /* The offer's document from its row (table.h render): what offer_write
- * wrote for the same values. */
+ * wrote for the same values, straight from the row (a row keeps no
+ * document only when both its stamps render). */
 static void offer_render(const struct row *r, struct jw *w)
 {
-	struct offer_vals v;
-	offer_load((const struct offer *)r, &v);
-	offer_write(w, &v);
+	const struct offer *o = (const struct offer *)r;
+	char id[ID_MAX_LEN], created[32], updated[32];
+	memcpy(id, r->id, r->id_len);
+	id[r->id_len] = 0;
+	stamp_str(o->created_ms, created);
+	stamp_str(o->updated_ms, updated);
+	const struct offer_view view = {
+		.id = id, .wine_id = o->wine_id, .originator_id = o->originator_id, .currency = o->currency,
+		.created_at = created, .updated_at = updated, .status = o->status, .condition = o->condition,
+		.incoterm = o->incoterm, .source = o->source, .shareable = o->shareable, .deflt = o->deflt,
+		.price_minor = o->price_minor, .qty = o->qty, .moq = o->moq, .case_size = o->case_size,
+		.from_ms = o->valid_from_ms, .to_ms = o->valid_to_ms, .allowed = (const char (*)[3])o->countries,
+		.blocked = (const char (*)[3])(o->countries + o->n_allowed), .named = (const char (*)[PERMIT_ID_MAX])o->named,
+		.n_allowed = o->n_allowed, .n_blocked = o->n_blocked, .n_named = o->n_named};
+	view_to(w, &view);
 }
 
 static int has_cap(const struct partner *p, enum partner_cap cap)

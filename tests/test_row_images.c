@@ -130,9 +130,10 @@ static char *dump(struct fixture *f, int tb)
 				buf_printf(&b, " @%s", o->named[k]);
 		} else {
 			const struct inv_level *l = (const struct inv_level *)r;
-			buf_printf(&b, "%s %s %s %s %u %lld %lld %lld %lld %s %s", l->sku, l->offer_id, l->owner_id,
+			buf_printf(&b, "%s %s %s %s %u %lld %lld %lld %lld %lld %lld", l->sku, l->offer_id, l->owner_id,
 				   l->location_id, l->condition, (long long)l->on_hand, (long long)l->incoming,
-				   (long long)l->reserved, (long long)l->allocated, l->created_at, l->updated_at);
+				   (long long)l->reserved, (long long)l->allocated, (long long)l->created_ms,
+				   (long long)l->updated_ms);
 		}
 		buf_printf(&b, "\n");
 	}
@@ -306,14 +307,14 @@ WM_TEST(row_images, an_image_recovery_cannot_take_refuses_the_start)
 	shard_close(&f->sh);
 	/* each case edits one record: an offer early (built on the builder
 	 * thread), a level late */
-	enum { TRUNCATE, EXTEND, BAD_VERSION, BAD_ENUM, BAD_QTY, BAD_DOCLEN, NO_DOC, NO_STAMP };
+	enum { TRUNCATE, EXTEND, BAD_VERSION, BAD_ENUM, BAD_QTY, BAD_DOCLEN, NO_DOC, NO_STAMP, LEVEL_NO_STAMP };
 	const struct {
 		const char *id;
 		int how;
 	} cases[] = {{"ofr_000002", TRUNCATE}, {"inv_002400", TRUNCATE}, {"ofr_000010", EXTEND},
 		     {"inv_001000", EXTEND},   {"ofr_000011", BAD_VERSION}, {"inv_000012", BAD_VERSION},
 		     {"ofr_002300", BAD_ENUM}, {"inv_000013", BAD_QTY},     {"ofr_000014", BAD_DOCLEN},
-		     {"evt", NO_DOC},          {"ofr_000017", NO_STAMP}};
+		     {"evt", NO_DOC},          {"ofr_000017", NO_STAMP},    {"inv_000016", LEVEL_NO_STAMP}};
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		size_t at = cases[c].how == NO_DOC ? find_table_rec(&s, REC_T_EVENT) : find_rec(&s, cases[c].id);
 		uint8_t *r = malloc(s.len[at] + 1);
@@ -353,9 +354,9 @@ WM_TEST(row_images, an_image_recovery_cannot_take_refuses_the_start)
 			im[k] = 200;
 			break;
 		}
-		case BAD_QTY: { /* the level's on_hand: after the version, six strings and the condition */
+		case BAD_QTY: { /* the level's on_hand: after the version, four strings and the condition */
 			size_t k = 1;
-			for (int sidx = 0; sidx < 6; sidx++)
+			for (int sidx = 0; sidx < 4; sidx++)
 				k += 1 + im[k];
 			k += 1;
 			wr_u32(im + k, 0xffffffffu);
@@ -374,6 +375,18 @@ WM_TEST(row_images, an_image_recovery_cannot_take_refuses_the_start)
 			k += 1 + im[k];
 			k += 3 + 9 + 6 * 8;
 			cr_assert_lt(k + 8, il);
+			wr_u64(im + k, (uint64_t)INT64_MIN);
+			break;
+		}
+		case LEVEL_NO_STAMP: { /* a level without its document (even: rendered) and its updated_at
+					* unrenderable: after the version, four strings, the condition and
+					* four quantities, then created and updated */
+			size_t k = 1;
+			for (int sidx = 0; sidx < 4; sidx++)
+				k += 1 + im[k];
+			k += 1 + 4 * 8 + 8;
+			cr_assert_eq(dl, 0, "inv_000016 keeps no document");
+			cr_assert_eq(k + 8, il);
 			wr_u64(im + k, (uint64_t)INT64_MIN);
 			break;
 		}

@@ -155,3 +155,22 @@ void log_set_level_named(const char *name)
 		if (!strcmp(name, lv[i]))
 			log_set_level((enum log_level)i);
 }
+
+long long rfc3339_ms_exact(const char *s)
+{
+	long long ms;
+	char back[32];
+	size_t n = strlen(s);
+	if (parse_rfc3339_ms(s, n, &ms) || ms < 0 || ms > RFC3339_MS_MAX)
+		return -1;
+	fmt_rfc3339_ms(back, (unsigned long long)ms);
+	return strcmp(back, s) ? -1 : ms;
+}
+
+void fmt_rfc3339_ms_or_empty(long long ms, char *out)
+{
+	if (ms < 0 || ms > RFC3339_MS_MAX)
+		out[0] = 0;
+	else
+		fmt_rfc3339_ms(out, (unsigned long long)ms);
+}

@@ -26,6 +26,12 @@ void fmt_rfc3339_ms(char *out, unsigned long long unix_ms);
 /* Parse an RFC 3339 timestamp ("2026-11-21T10:00:00Z", fractions and
  * +hh:mm offsets allowed; leap seconds not) into unix ms.  0 or -1. */
 int parse_rfc3339_ms(const char *s, size_t n, long long *unix_ms);
+/* A stamp a row can hold as a number (an offer's or a level's created_at):
+ * s's unix ms when fmt_rfc3339_ms writes exactly s back, else -1. */
+#define RFC3339_MS_MAX 253402300799999LL /* 9999-12-31T23:59:59.999Z */
+long long rfc3339_ms_exact(const char *s);
+/* fmt_rfc3339_ms for ms in 0..RFC3339_MS_MAX, else "" (out >= 25 bytes). */
+void fmt_rfc3339_ms_or_empty(long long ms, char *out);
 /* Wall clock in unix milliseconds. */
 unsigned long long wall_ms(void);
 

@@ -131,6 +131,24 @@ static int lvl_load(const struct json_value *doc, struct lvl_vals *v)
 	return lvl_valid(v) ? 0 : -1;
 }
 
+/* A stamp as the row holds it (inventory.h). */
+static int64_t stamp_ms(const char *s)
+{
+	long long ms = rfc3339_ms_exact(s);
+	return ms < 0 ? INV_NO_STAMP : ms;
+}
+
+/* The stamps of a level that keeps its document: the document's. */
+static void stamps_of_doc(const struct inv_level *l, struct lvl_vals *v)
+{
+	struct json_doc *d = json_parse(l->row.doc, l->row.doc_len, NULL, NULL);
+	if (!d)
+		return;
+	fld_doc_str(json_root(d), "created_at", v->created_at, sizeof(v->created_at));
+	fld_doc_str(json_root(d), "updated_at", v->updated_at, sizeof(v->updated_at));
+	json_doc_free(d);
+}
+
 static void lvl_from_row(const struct inv_level *l, struct lvl_vals *v)
 {
 	memset(v, 0, sizeof(*v));
@@ -139,8 +157,12 @@ static void lvl_from_row(const struct inv_level *l, struct lvl_vals *v)
 	memcpy(v->offer_id, l->offer_id, sizeof(v->offer_id));
 	memcpy(v->owner_id, l->owner_id, sizeof(v->owner_id));
 	memcpy(v->location_id, l->location_id, sizeof(v->location_id));
-	memcpy(v->created_at, l->created_at, sizeof(v->created_at));
-	memcpy(v->updated_at, l->updated_at, sizeof(v->updated_at));
+	if (l->row.doc)
+		stamps_of_doc(l, v);
+	else {
+		fmt_rfc3339_ms_or_empty(l->created_ms, v->created_at);
+		fmt_rfc3339_ms_or_empty(l->updated_ms, v->updated_at);
+	}
 	v->condition = l->condition;
 	v->on_hand = l->on_hand;
 	v->incoming = l->incoming;
@@ -239,10 +261,10 @@ static int level_fill(struct inv_level *l, const struct lvl_vals *v)
 	if (v->condition < 0 || v->condition >= INV_N_CONDITION ||
 	    typed_str(l->sku, sizeof(l->sku), v->sku) || typed_str(l->offer_id, sizeof(l->offer_id), v->offer_id) ||
 	    typed_str(l->owner_id, sizeof(l->owner_id), v->owner_id) ||
-	    typed_str(l->location_id, sizeof(l->location_id), v->location_id) ||
-	    typed_str(l->created_at, sizeof(l->created_at), v->created_at) ||
-	    typed_str(l->updated_at, sizeof(l->updated_at), v->updated_at))
+	    typed_str(l->location_id, sizeof(l->location_id), v->location_id))
 		return -1;
+	l->created_ms = stamp_ms(v->created_at);
+	l->updated_ms = stamp_ms(v->updated_at);
 	l->condition = (uint8_t)v->condition;
 	l->on_hand = v->on_hand;
 	l->incoming = v->incoming;
@@ -269,26 +291,32 @@ static int inv_decode_typed(struct table *t, struct row *r, const void *typed)
 
 /* ---- snapshot images (engine/storage/image.h) ---------------------------- */
 
-/* V2 adds updated_at at the end of the strings (a level renders its
- * document from its row: table.h render); a V1 image comes with its
- * document, which the row then keeps. */
+/* V1: four strings, created_at, the condition and the quantities; V2
+ * adds updated_at after created_at; V3 (written) has the two stamps as
+ * numbers after the quantities (inventory.h: a level renders its document
+ * from its row, table.h render).  A V1 image comes with its document,
+ * which the row then keeps. */
 #define INV_IMAGE_V1 1
 #define INV_IMAGE_V2 2
+#define INV_IMAGE_V3 3
 
 static int inv_image(const struct row *r, struct buf *out)
 {
 	const struct inv_level *l = (const struct inv_level *)r;
 	struct img_w w = {out, 0};
-	img_u8(&w, INV_IMAGE_V2);
-	const char *str[] = {l->sku, l->offer_id, l->owner_id, l->location_id, l->created_at, l->updated_at};
+	img_u8(&w, INV_IMAGE_V3);
+	const char *str[] = {l->sku, l->offer_id, l->owner_id, l->location_id};
 	for (size_t i = 0; i < sizeof(str) / sizeof(str[0]); i++)
 		img_str(&w, str[i]);
 	img_u8(&w, l->condition);
-	const int64_t num[] = {l->on_hand, l->incoming, l->reserved, l->allocated};
+	const int64_t num[] = {l->on_hand, l->incoming, l->reserved, l->allocated, l->created_ms, l->updated_ms};
 	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
 		img_i64(&w, num[i]);
 	return w.err ? -1 : 0;
 }
+
+/* A stamp of a V3 image: a number the row can hold. */
+static int image_stamp_ok(int64_t ms) { return ms == INV_NO_STAMP || (ms >= 0 && ms <= RFC3339_MS_MAX); }
 
 /* The level from an image, through the checks a typed put's values pass
  * (lvl_valid, level_fill); the document's "id" is the row's id. */
@@ -299,21 +327,36 @@ static int inv_from_image(struct table *t, struct row *r, const uint8_t *img, si
 	memset(&v, 0, sizeof(v));
 	struct img_r rd = {img, img + len, 0};
 	unsigned version = img_get_u8(&rd);
-	if (version != INV_IMAGE_V1 && version != INV_IMAGE_V2)
+	if (version < INV_IMAGE_V1 || version > INV_IMAGE_V3)
 		return -1;
 	img_get_str(&rd, v.sku, sizeof(v.sku));
 	img_get_str(&rd, v.offer_id, sizeof(v.offer_id));
 	img_get_str(&rd, v.owner_id, sizeof(v.owner_id));
 	img_get_str(&rd, v.location_id, sizeof(v.location_id));
-	img_get_str(&rd, v.created_at, sizeof(v.created_at));
-	if (version >= INV_IMAGE_V2)
+	if (version <= INV_IMAGE_V2)
+		img_get_str(&rd, v.created_at, sizeof(v.created_at));
+	if (version == INV_IMAGE_V2)
 		img_get_str(&rd, v.updated_at, sizeof(v.updated_at));
 	v.condition = (int)img_get_u8(&rd);
 	int64_t *num[] = {&v.on_hand, &v.incoming, &v.reserved, &v.allocated};
 	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
 		*num[i] = img_get_i64(&rd);
+	int64_t stamps[2] = {INV_NO_STAMP, INV_NO_STAMP};
+	for (unsigned i = 0; version == INV_IMAGE_V3 && i < 2; i++)
+		if (!image_stamp_ok(stamps[i] = img_get_i64(&rd)))
+			rd.bad = 1;
 	v.id[0] = r->id_len ? 'x' : 0; /* lvl_valid asks for an id: the row's */
-	return img_done(&rd) || !lvl_valid(&v) ? -1 : level_fill((struct inv_level *)r, &v);
+	struct inv_level *l = (struct inv_level *)r;
+	if (version < INV_IMAGE_V3 && r->doc)
+		stamps_of_doc(l, &v); /* an older image's stamps are its document's */
+	if (img_done(&rd) || !lvl_valid(&v) || level_fill(l, &v))
+		return -1;
+	if (version == INV_IMAGE_V3) {
+		l->created_ms = stamps[0];
+		l->updated_ms = stamps[1];
+	}
+	/* a row without its document renders both stamps */
+	return !r->doc && (l->created_ms == INV_NO_STAMP || l->updated_ms == INV_NO_STAMP) ? -1 : 0;
 }
 
 /* The level's document from its row (table.h render): what stage_level

@@ -467,30 +467,16 @@ static void vals_defaults(struct offer_vals *v)
 
 /* ---- decode ------------------------------------------------------------ */
 
-/* The last instant fmt_rfc3339_ms writes with four year digits. */
-#define STAMP_MAX_MS 253402300799999LL
-
 /* A stamp as the row holds it: its ms when fmt_rfc3339_ms writes exactly
  * s back, else OFFER_NO_STAMP. */
 static int64_t stamp_ms(const char *s)
 {
-	long long ms;
-	char back[32];
-	size_t n = strlen(s);
-	if (parse_rfc3339_ms(s, n, &ms) || ms < 0 || ms > STAMP_MAX_MS)
-		return OFFER_NO_STAMP;
-	fmt_rfc3339_ms(back, (unsigned long long)ms);
-	return strcmp(back, s) ? OFFER_NO_STAMP : ms;
+	long long ms = rfc3339_ms_exact(s);
+	return ms < 0 ? OFFER_NO_STAMP : ms;
 }
 
 /* A stamp of the row into out (32 bytes): "" for OFFER_NO_STAMP. */
-static void stamp_str(int64_t ms, char *out)
-{
-	if (ms == OFFER_NO_STAMP || ms < 0 || ms > STAMP_MAX_MS)
-		out[0] = 0;
-	else
-		fmt_rfc3339_ms(out, (unsigned long long)ms);
-}
+static void stamp_str(int64_t ms, char *out) { fmt_rfc3339_ms_or_empty(ms, out); }
 
 /* The document's created_at and updated_at members into v (each left as
  * it was when absent, not a string, or too long). */
@@ -660,7 +646,7 @@ static int offer_from_image(struct table *t, struct row *r, const uint8_t *img, 
 	int64_t stamps[2] = {OFFER_NO_STAMP, OFFER_NO_STAMP};
 	for (unsigned i = 0; version >= OFFER_IMAGE_V2 && i < 2; i++) {
 		stamps[i] = img_get_i64(&rd);
-		if (stamps[i] != OFFER_NO_STAMP && (stamps[i] < 0 || stamps[i] > STAMP_MAX_MS))
+		if (stamps[i] != OFFER_NO_STAMP && (stamps[i] < 0 || stamps[i] > RFC3339_MS_MAX))
 			rd.bad = 1;
 	}
 	/* a row without its document renders both stamps */
@@ -704,7 +690,7 @@ static int offer_decode_typed(struct table *t, struct row *r, const void *typed)
 	struct offer_qty_move mv;
 	memcpy(&mv, typed, sizeof(mv));
 	int64_t qty = mv.qty;
-	if (!cur || qty < 0 || qty > OFFER_QTY_MAX || mv.updated_ms < 0 || mv.updated_ms > STAMP_MAX_MS)
+	if (!cur || qty < 0 || qty > OFFER_QTY_MAX || mv.updated_ms < 0 || mv.updated_ms > RFC3339_MS_MAX)
 		return -1;
 	struct offer_row *nr = (struct offer_row *)r;
 	size_t head = sizeof(struct row);

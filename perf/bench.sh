@@ -37,7 +37,9 @@
 #      /v1/offers runs) for a seller that may see 1%, 50%, 100% of the
 #      offers (and 1% with the rest open-but-blocking its country):
 #      pages/s, p50/p99 page latency and rows examined per page at
-#      page_size 50, for BENCH_OFFERS_SIZES (default "100000 1000000");
+#      page_size 50, for BENCH_OFFERS_SIZES (default "100000 1000000"), and
+#      how many offers keep no document with the cost of writing one (an
+#      offer renders its document from its row: table.h render);
 #      BENCH_SKIP_OFFERS=1 skips it.
 #   j. perf/bench_quote: in-process quote-calculate (the route's handler on a
 #      parsed body: validation, candidates with permission/ATP/landed cost,
@@ -53,7 +55,8 @@
 #      (default half the offers) inventory levels.  Memory per offer and per
 #      level (RSS and malloc in-use delta while filling each table) against
 #      the row's raw field bytes, and where the bytes go (row block: struct,
-#      id, canonical document; hash and B+tree by id; secondary indexes);
+#      id, stored document -- none for a row that renders its own; hash and
+#      B+tree by id; secondary indexes);
 #      quote-calculate p50/p99 (1 and 5 lines to DE, BENCH_SCALE_QUOTES per
 #      scenario, default 20,000) on this catalogue and on a 1,000-wine one,
 #      alternately, with the big/small p99 ratio; a snapshot (the engine's
@@ -63,10 +66,10 @@
 #      layer's share, RSS per row after recovery; then the recovery again
 #      under `perf record -g` and its top symbols by self time (if perf is
 #      installed; BENCH_SCALE_PERF=0 skips it; kept in BENCH_PERF_DIR if
-#      set).  Needs ~2.5 GB of RAM at the defaults (~22 KB per wine with its
-#      10 offers and 5 levels: the 1,000,000 wines would need
-#      ~22-23.5 GB, so 600,000 is the most this 24 GB box runs; figures in
-#      the section).  BENCH_SKIP_SCALE=1 skips it.
+#      set).  Needs ~1.5 GB of RAM at the defaults (~12 KB per wine with its
+#      10 offers and 5 levels since offers and levels render their documents,
+#      ~22 KB before: the 1,000,000 wines extrapolate to ~12 GB, not
+#      run here; figures in the section).  BENCH_SKIP_SCALE=1 skips it.
 #   k. POST /v1/orders over HTTP on a shard of its own (--wal-mode fsync):
 #      durable orders per second and p50/p99 at -c16 and -c64
 #      (BENCH_ORDERS_CONNS, default "16 64"), every order the whole flash
@@ -538,6 +541,15 @@ fi
 # (no natural-key copy), struct row is 32 bytes and a hash slot 24: memory
 # per offer 1,233 -> 1,104 B (7.5x raw), per level 1,198 -> 1,023 B (6.8x);
 # RSS after recovery 2,097 -> 1,880 MB; `make bench` 526k rows/s.
+# Measured on 2026-11-29 (session 36; the box ran about half as fast that
+# day: nginx 100k req/s in `make bench`, 194k the session before): offers
+# and levels keep no JSON document when the engine writes it back from the
+# row (table.h render): offer 1,104 -> 575 B (3.9x raw), level 1,023 ->
+# 719 B (4.6x; raw now counts updated_at, 158 B); the extrapolated 1M wines
+# x 10 offers + 5M levels 18.8 -> 12.0 GB; snapshot 52 -> 29 MB.  Recovery
+# in alternating pairs against the previous build: 272k / 276k -> 330k /
+# 370k rows/s (snapshot part 5.9-6.1 s -> 4.0-4.2 s).  The price is paid by
+# offer list pages, which render each row (section i: ~420 ns an offer).
 echo
 S_WINES=${BENCH_SCALE_WINES:-100000}
 S_PER=${BENCH_SCALE_OFFERS_PER_WINE:-10}

@@ -156,18 +156,18 @@ void log_set_level_named(const char *name)
 			log_set_level((enum log_level)i);
 }
 
-long long rfc3339_ms_exact(const char *s)
+int64_t rfc3339_ms_exact(const char *s)
 {
 	long long ms;
 	char back[32];
 	size_t n = strlen(s);
 	if (parse_rfc3339_ms(s, n, &ms) || ms < 0 || ms > RFC3339_MS_MAX)
-		return -1;
+		return RFC3339_NO_MS;
 	fmt_rfc3339_ms(back, (unsigned long long)ms);
-	return strcmp(back, s) ? -1 : ms;
+	return strcmp(back, s) ? RFC3339_NO_MS : ms;
 }
 
-void fmt_rfc3339_ms_or_empty(long long ms, char *out)
+void fmt_rfc3339_ms_or_empty(int64_t ms, char *out)
 {
 	if (ms < 0 || ms > RFC3339_MS_MAX)
 		out[0] = 0;

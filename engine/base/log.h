@@ -8,6 +8,7 @@
 #define WM_LOG_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
 
@@ -26,12 +27,16 @@ void fmt_rfc3339_ms(char *out, unsigned long long unix_ms);
 /* Parse an RFC 3339 timestamp ("2026-11-21T10:00:00Z", fractions and
  * +hh:mm offsets allowed; leap seconds not) into unix ms.  0 or -1. */
 int parse_rfc3339_ms(const char *s, size_t n, long long *unix_ms);
-/* A stamp a row can hold as a number (an offer's or a level's created_at):
- * s's unix ms when fmt_rfc3339_ms writes exactly s back, else -1. */
+/* A stamp a row holds as a number (an offer's or a level's created_at):
+ * s's unix ms when fmt_rfc3339_ms writes exactly s back, else
+ * RFC3339_NO_MS (the row then keeps its document: table.h render). */
 #define RFC3339_MS_MAX 253402300799999LL /* 9999-12-31T23:59:59.999Z */
-long long rfc3339_ms_exact(const char *s);
+#define RFC3339_NO_MS INT64_MIN
+int64_t rfc3339_ms_exact(const char *s);
+/* A stamp such a row may hold: RFC3339_NO_MS or 0..RFC3339_MS_MAX. */
+static inline int rfc3339_ms_storable(int64_t ms) { return ms == RFC3339_NO_MS || (ms >= 0 && ms <= RFC3339_MS_MAX); }
 /* fmt_rfc3339_ms for ms in 0..RFC3339_MS_MAX, else "" (out >= 25 bytes). */
-void fmt_rfc3339_ms_or_empty(long long ms, char *out);
+void fmt_rfc3339_ms_or_empty(int64_t ms, char *out);
 /* Wall clock in unix milliseconds. */
 unsigned long long wall_ms(void);
 

@@ -131,13 +131,6 @@ static int lvl_load(const struct json_value *doc, struct lvl_vals *v)
 	return lvl_valid(v) ? 0 : -1;
 }
 
-/* A stamp as the row holds it (inventory.h). */
-static int64_t stamp_ms(const char *s)
-{
-	long long ms = rfc3339_ms_exact(s);
-	return ms < 0 ? INV_NO_STAMP : ms;
-}
-
 /* The stamps of a level that keeps its document: the document's. */
 static void stamps_of_doc(const struct inv_level *l, struct lvl_vals *v)
 {
@@ -263,8 +256,8 @@ static int level_fill(struct inv_level *l, const struct lvl_vals *v)
 	    typed_str(l->owner_id, sizeof(l->owner_id), v->owner_id) ||
 	    typed_str(l->location_id, sizeof(l->location_id), v->location_id))
 		return -1;
-	l->created_ms = stamp_ms(v->created_at);
-	l->updated_ms = stamp_ms(v->updated_at);
+	l->created_ms = rfc3339_ms_exact(v->created_at);
+	l->updated_ms = rfc3339_ms_exact(v->updated_at);
 	l->condition = (uint8_t)v->condition;
 	l->on_hand = v->on_hand;
 	l->incoming = v->incoming;
@@ -315,8 +308,6 @@ static int inv_image(const struct row *r, struct buf *out)
 	return w.err ? -1 : 0;
 }
 
-/* A stamp of a V3 image: a number the row can hold. */
-static int image_stamp_ok(int64_t ms) { return ms == INV_NO_STAMP || (ms >= 0 && ms <= RFC3339_MS_MAX); }
 
 /* The level from an image, through the checks a typed put's values pass
  * (lvl_valid, level_fill); the document's "id" is the row's id. */
@@ -341,9 +332,9 @@ static int inv_from_image(struct table *t, struct row *r, const uint8_t *img, si
 	int64_t *num[] = {&v.on_hand, &v.incoming, &v.reserved, &v.allocated};
 	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
 		*num[i] = img_get_i64(&rd);
-	int64_t stamps[2] = {INV_NO_STAMP, INV_NO_STAMP};
+	int64_t stamps[2] = {RFC3339_NO_MS, RFC3339_NO_MS};
 	for (unsigned i = 0; version == INV_IMAGE_V3 && i < 2; i++)
-		if (!image_stamp_ok(stamps[i] = img_get_i64(&rd)))
+		if (!rfc3339_ms_storable(stamps[i] = img_get_i64(&rd)))
 			rd.bad = 1;
 	v.id[0] = r->id_len ? 'x' : 0; /* lvl_valid asks for an id: the row's */
 	struct inv_level *l = (struct inv_level *)r;
@@ -356,7 +347,7 @@ static int inv_from_image(struct table *t, struct row *r, const uint8_t *img, si
 		l->updated_ms = stamps[1];
 	}
 	/* a row without its document renders both stamps */
-	return !r->doc && (l->created_ms == INV_NO_STAMP || l->updated_ms == INV_NO_STAMP) ? -1 : 0;
+	return !r->doc && (l->created_ms == RFC3339_NO_MS || l->updated_ms == RFC3339_NO_MS) ? -1 : 0;
 }
 
 /* The level's document from its row (table.h render): what stage_level

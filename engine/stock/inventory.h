@@ -36,12 +36,11 @@ struct inv_level {
 	uint8_t condition;                       /* enum inv_condition */
 	char owner_id[ID_MAX_LEN];
 	int64_t on_hand, incoming, reserved, allocated;
-	/* created_at and updated_at, or INV_NO_STAMP for a stamp that
+	/* created_at and updated_at, or RFC3339_NO_MS (engine/base/log.h) for a stamp that
 	 * fmt_rfc3339_ms would not write back as it is (the row then keeps its
 	 * document, and the stamps are read from it: table.h render) */
 	int64_t created_ms, updated_ms;
 };
-#define INV_NO_STAMP INT64_MIN
 
 /* atp = on_hand - allocated - reserved; never negative for a stored level. */
 static inline int64_t inv_atp(const struct inv_level *l) { return l->on_hand - l->allocated - l->reserved; }

@@ -467,17 +467,6 @@ static void vals_defaults(struct offer_vals *v)
 
 /* ---- decode ------------------------------------------------------------ */
 
-/* A stamp as the row holds it: its ms when fmt_rfc3339_ms writes exactly
- * s back, else OFFER_NO_STAMP. */
-static int64_t stamp_ms(const char *s)
-{
-	long long ms = rfc3339_ms_exact(s);
-	return ms < 0 ? OFFER_NO_STAMP : ms;
-}
-
-/* A stamp of the row into out (32 bytes): "" for OFFER_NO_STAMP. */
-static void stamp_str(int64_t ms, char *out) { fmt_rfc3339_ms_or_empty(ms, out); }
-
 /* The document's created_at and updated_at members into v (each left as
  * it was when absent, not a string, or too long). */
 static void stamps_of(const struct json_value *doc, struct offer_vals *v)
@@ -519,8 +508,8 @@ static int offer_fill(struct offer_row *or, const struct offer_vals *v)
 	o->case_size = v->case_size;
 	o->valid_from_ms = v->from_ms;
 	o->valid_to_ms = v->to_ms;
-	o->created_ms = stamp_ms(v->created_at);
-	o->updated_ms = stamp_ms(v->updated_at);
+	o->created_ms = rfc3339_ms_exact(v->created_at);
+	o->updated_ms = rfc3339_ms_exact(v->updated_at);
 	o->n_allowed = v->pr.n_allowed;
 	o->n_blocked = v->pr.n_blocked;
 	o->n_named = v->pr.n_named;
@@ -643,14 +632,12 @@ static int offer_from_image(struct table *t, struct row *r, const uint8_t *img, 
 	int64_t *num[] = {&v->price_minor, &v->qty, &v->moq, &v->case_size, &v->from_ms, &v->to_ms};
 	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
 		*num[i] = img_get_i64(&rd);
-	int64_t stamps[2] = {OFFER_NO_STAMP, OFFER_NO_STAMP};
-	for (unsigned i = 0; version >= OFFER_IMAGE_V2 && i < 2; i++) {
-		stamps[i] = img_get_i64(&rd);
-		if (stamps[i] != OFFER_NO_STAMP && (stamps[i] < 0 || stamps[i] > RFC3339_MS_MAX))
+	int64_t stamps[2] = {RFC3339_NO_MS, RFC3339_NO_MS};
+	for (unsigned i = 0; version >= OFFER_IMAGE_V2 && i < 2; i++)
+		if (!rfc3339_ms_storable(stamps[i] = img_get_i64(&rd)))
 			rd.bad = 1;
-	}
 	/* a row without its document renders both stamps */
-	if (!r->doc && (stamps[0] == OFFER_NO_STAMP || stamps[1] == OFFER_NO_STAMP))
+	if (!r->doc && (stamps[0] == RFC3339_NO_MS || stamps[1] == RFC3339_NO_MS))
 		rd.bad = 1;
 	if (rd.bad || v->pr.n_allowed > PERMIT_MAX_COUNTRIES || v->pr.n_blocked > PERMIT_MAX_COUNTRIES ||
 	    v->pr.n_named > PERMIT_MAX_SELLERS || !image_vals_ok(v))
@@ -820,9 +807,9 @@ static int put_ts(struct buf *b, int64_t ms, int64_t none)
 static int put_permissions(struct buf *b, const struct offer_view *v)
 {
 	return LIT(b, "{\"default\":") || put_str(b, default_names[v->deflt]) || LIT(b, ",\"allowed_countries\":") ||
-	       put_list(b, v->allowed[0], 3, v->n_allowed) || LIT(b, ",\"blocked_countries\":") ||
-	       put_list(b, v->blocked[0], 3, v->n_blocked) || LIT(b, ",\"named_sellers\":") ||
-	       put_list(b, v->named[0], PERMIT_ID_MAX, v->n_named) || buf_putc(b, '}');
+	       put_list(b, (const char *)v->allowed, 3, v->n_allowed) || LIT(b, ",\"blocked_countries\":") ||
+	       put_list(b, (const char *)v->blocked, 3, v->n_blocked) || LIT(b, ",\"named_sellers\":") ||
+	       put_list(b, (const char *)v->named, PERMIT_ID_MAX, v->n_named) || buf_putc(b, '}');
 }
 
 /* The permissions object of rules pr as one value of w. */
@@ -850,7 +837,8 @@ static int view_write(struct buf *b, const struct offer_view *v)
 	       LIT(b, ",\"min_order_qty\":") || put_opt(b, v->moq) || LIT(b, ",\"case_size\":") ||
 	       put_opt(b, v->case_size) || LIT(b, ",\"valid_from\":") || put_ts(b, v->from_ms, INT64_MIN) ||
 	       LIT(b, ",\"valid_to\":") || put_ts(b, v->to_ms, INT64_MAX) ||
-	       LIT(b, ",\"permissions\":") || put_permissions(b, v) || LIT(b, ",\"network_shareable\":") || (v->shareable ? LIT(b, "true") : LIT(b, "false")) ||
+	       LIT(b, ",\"permissions\":") || put_permissions(b, v) || LIT(b, ",\"network_shareable\":") ||
+	       (v->shareable ? LIT(b, "true") : LIT(b, "false")) ||
 	       LIT(b, ",\"status\":") || put_str(b, offer_status_names[v->status]) || LIT(b, ",\"source\":") ||
 	       put_str(b, offer_source_names[v->source]) || LIT(b, ",\"created_at\":") || put_str(b, v->created_at) ||
 	       LIT(b, ",\"updated_at\":") || put_str(b, v->updated_at) || buf_putc(b, '}');
@@ -946,8 +934,8 @@ static void offer_load(const struct offer *o, struct offer_vals *v)
 	/* writers set their own updated_at; an upsert compares it.  A row
 	 * without its document holds both stamps (table.h render). */
 	if (!o->row.doc) {
-		stamp_str(o->created_ms, v->created_at);
-		stamp_str(o->updated_ms, v->updated_at);
+		fmt_rfc3339_ms_or_empty(o->created_ms, v->created_at);
+		fmt_rfc3339_ms_or_empty(o->updated_ms, v->updated_at);
 		return;
 	}
 	if (tail_stamps(o->row.doc, o->row.doc_len, v)) {
@@ -976,15 +964,15 @@ static void offer_render(const struct row *r, struct jw *w)
 	char id[ID_MAX_LEN], created[32], updated[32];
 	memcpy(id, r->id, r->id_len);
 	id[r->id_len] = 0;
-	stamp_str(o->created_ms, created);
-	stamp_str(o->updated_ms, updated);
+	fmt_rfc3339_ms_or_empty(o->created_ms, created);
+	fmt_rfc3339_ms_or_empty(o->updated_ms, updated);
 	const struct offer_view view = {
 		.id = id, .wine_id = o->wine_id, .originator_id = o->originator_id, .currency = o->currency,
 		.created_at = created, .updated_at = updated, .status = o->status, .condition = o->condition,
 		.incoterm = o->incoterm, .source = o->source, .shareable = o->shareable, .deflt = o->deflt,
 		.price_minor = o->price_minor, .qty = o->qty, .moq = o->moq, .case_size = o->case_size,
 		.from_ms = o->valid_from_ms, .to_ms = o->valid_to_ms, .allowed = (const char (*)[3])o->countries,
-		.blocked = (const char (*)[3])(o->countries + o->n_allowed), .named = (const char (*)[PERMIT_ID_MAX])o->named,
+		.blocked = o->n_blocked ? (const char (*)[3])(o->countries + o->n_allowed) : NULL, .named = (const char (*)[PERMIT_ID_MAX])o->named,
 		.n_allowed = o->n_allowed, .n_blocked = o->n_blocked, .n_named = o->n_named};
 	view_to(w, &view);
 }

@@ -34,8 +34,6 @@ extern const char *const offer_condition_names[];
 extern const char *const offer_incoterm_names[];
 extern const char *const offer_source_names[];
 
-#define OFFER_NO_STAMP INT64_MIN
-
 struct offer {
 	struct row row;
 	/* wine_id, originator_id and condition, side by side (the ids
@@ -52,7 +50,7 @@ struct offer {
 	int64_t price_minor;             /* seller_price in the currency's minor units */
 	int64_t qty, moq, case_size;     /* moq / case_size: 0 when absent */
 	int64_t valid_from_ms, valid_to_ms; /* INT64_MIN / INT64_MAX when absent */
-	/* created_at and updated_at, or OFFER_NO_STAMP for a stamp that
+	/* created_at and updated_at, or RFC3339_NO_MS (engine/base/log.h) for a stamp that
 	 * fmt_rfc3339_ms would not write back as it is (the row then keeps
 	 * its document: table.h render) */
 	int64_t created_ms, updated_ms;

@@ -88,6 +88,9 @@ int buf_printf(struct buf *b, const char *fmt, ...)
 /* v in decimal ("-" for a negative one), as printf's %lld writes it,
  * without printf's parsing.  Returns 0 or -1 (contents unchanged). */
 int buf_put_dec(struct buf *b, int64_t v);
+/* The decimal digits of v, right-aligned so that they end at end (at most
+ * 20 bytes before it); returns where they start.  No NUL. */
+char *buf_utoa_rev(uint64_t v, char *end);
 /* Little-endian fixed-width integer appends (for binary formats). */
 int buf_put_u32(struct buf *b, uint32_t v);
 int buf_put_u64(struct buf *b, uint64_t v);

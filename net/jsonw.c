@@ -73,11 +73,28 @@ static inline int word_plain(const unsigned char *p)
 	return !(bad & high);
 }
 
-/* How many of the first n bytes of p are plain (plain_tab), 8 at a time
- * (word_plain); the bytes are copied to d as they are scanned. */
+/* 1 if the 16 bytes at p are all plain: the four tests of plain_tab
+ * lane-wise on a 16-byte vector (GCC/Clang vector extensions: SSE2 on
+ * x86-64, NEON on arm64, scalar code elsewhere). */
+typedef unsigned char jw_v16 __attribute__((vector_size(16)));
+typedef uint64_t jw_v2 __attribute__((vector_size(16)));
+static inline int vec_plain(const unsigned char *p)
+{
+	jw_v16 x;
+	memcpy(&x, p, 16);
+	jw_v16 bad = (jw_v16)((x < 0x20) | (x >= 0x7f) | (x == '"') | (x == '\\'));
+	jw_v2 w = (jw_v2)bad;
+	return !(w[0] | w[1]);
+}
+
+/* How many of the first n bytes of p are plain (plain_tab), 16 and then 8
+ * at a time (vec_plain, word_plain); the bytes are copied to d as they
+ * are scanned. */
 static size_t plain_run_copy(const unsigned char *p, size_t n, char *d)
 {
 	size_t i = 0;
+	for (; i + 16 <= n && vec_plain(p + i); i += 16)
+		memcpy(d + i, p + i, 16);
 	for (; i + 8 <= n; i += 8) {
 		if (!word_plain(p + i))
 			break; /* go bytewise */
@@ -294,24 +311,13 @@ void jw_strn(struct jw *w, const char *s, size_t len)
 		set_err(w, JW_ERR_BUF);
 }
 
-/* Decimal digits of v, right-aligned ending at end; returns the start. */
-static char *utoa_rev(uint64_t v, char *end)
-{
-	char *p = end;
-	do {
-		*--p = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	return p;
-}
-
 /* An unsigned integer in decimal. */
 void jw_uint(struct jw *w, uint64_t v)
 {
 	char tmp[24];
 	if (sep(w))
 		return;
-	char *p = utoa_rev(v, tmp + sizeof(tmp));
+	char *p = buf_utoa_rev(v, tmp + sizeof(tmp));
 	put(w, p, (size_t)(tmp + sizeof(tmp) - p));
 }
 
@@ -327,7 +333,7 @@ void jw_int(struct jw *w, int64_t v)
 	char tmp[24];
 	if (sep(w))
 		return;
-	char *p = utoa_rev(mag(v), tmp + sizeof(tmp));
+	char *p = buf_utoa_rev(mag(v), tmp + sizeof(tmp));
 	if (v < 0)
 		*--p = '-';
 	put(w, p, (size_t)(tmp + sizeof(tmp) - p));
@@ -342,7 +348,7 @@ size_t jw_fixed_text(int64_t v, unsigned scale, char out[48])
 {
 	assert(scale <= 18);
 	char digits[24];
-	char *d = utoa_rev(mag(v), digits + sizeof(digits));
+	char *d = buf_utoa_rev(mag(v), digits + sizeof(digits));
 	size_t nd = (size_t)(digits + sizeof(digits) - d);
 	size_t o = 0;
 	if (v < 0)
@@ -351,14 +357,17 @@ size_t jw_fixed_text(int64_t v, unsigned scale, char out[48])
 		memcpy(out + o, d, nd);
 		return o + nd;
 	}
-	size_t pad = nd < scale + 1 ? scale + 1 - nd : 0;
-	size_t total = nd + pad;
-	for (size_t i = 0; i < total; i++) {
-		if (i == total - scale)
-			out[o++] = '.';
-		out[o++] = i < pad ? '0' : d[i - pad];
+	if (nd <= scale) { /* 0.0...digits: "0." and scale - nd zeros first */
+		memcpy(out + o, "0.000000000000000000", 2 + scale - nd);
+		o += 2 + scale - nd;
+		memcpy(out + o, d, nd);
+		return o + nd;
 	}
-	return o;
+	memcpy(out + o, d, nd - scale); /* the whole part, '.', the fraction */
+	o += nd - scale;
+	out[o++] = '.';
+	memcpy(out + o, d + nd - scale, scale);
+	return o + scale;
 }
 
 void jw_fixed(struct jw *w, int64_t v, unsigned scale)
@@ -521,31 +530,50 @@ static char *member(struct jw *w, const char *key, size_t klen, size_t vlen, int
 	return k + klen + 3;
 }
 
-/* A member whose value is n bytes of JSON text (a number, a literal). */
-static void member_text(struct jw *w, const char *key, size_t klen, const char *v, size_t n)
+/*
+ * Room for one member whose key is already quoted and followed by its
+ * colon (qkey, qlen bytes: "\"id\":", from the jw_k* macros): the separator
+ * and the key in one copy, nothing scanned.  Returns where the vlen bytes
+ * of value go, as member() does; NULL after an error.  Test builds check
+ * that the key really is a plain quoted name (a literal with a '"' or a
+ * control byte in it would write broken JSON).
+ */
+static char *qmember(struct jw *w, const char *qkey, size_t qlen, size_t vlen)
 {
-	int slow;
-	char *d = member(w, key, klen, n, &slow);
-	if (d) {
-		memcpy(d, v, n);
-		w->out->len = (size_t)(d + n - w->out->data);
-	} else if (slow) {
-		jw_keyn(w, key, klen);
-		jw_raw(w, v, n);
+	if (w->err)
+		return NULL;
+	if (w->after_key || w->depth == 0) {
+		set_err(w, JW_ERR_USAGE);
+		return NULL;
 	}
+#ifdef WM_TESTING
+	assert(qlen >= 3 && qkey[0] == '"' && qkey[qlen - 2] == '"' && qkey[qlen - 1] == ':');
+	for (size_t i = 1; i + 2 < qlen; i++)
+		assert(plain((unsigned char)qkey[i]));
+#endif
+	size_t comma = !w->first[w->depth];
+	if (buf_reserve(w->out, comma + qlen + vlen)) {
+		set_err(w, JW_ERR_BUF);
+		return NULL;
+	}
+	char *d = w->out->data + w->out->len;
+	if (comma)
+		*d++ = ',';
+	memcpy(d, qkey, qlen);
+	w->first[w->depth] = 0;
+	return d + qlen;
 }
 
-void jw_member_str(struct jw *w, const char *key, size_t klen, const char *s, size_t slen)
+/* n bytes of JSON text as the value at d (from member or qmember). */
+static void text_at(struct jw *w, char *d, const char *v, size_t n)
 {
-	int slow;
-	char *d = member(w, key, klen, slen + 2, &slow);
-	if (!d) {
-		if (slow) {
-			jw_keyn(w, key, klen);
-			jw_strn(w, s, slen);
-		}
-		return;
-	}
+	memcpy(d, v, n);
+	w->out->len = (size_t)(d + n - w->out->data);
+}
+
+/* slen bytes as an escaped string value at d (room for slen + 2 made). */
+static void str_at(struct jw *w, char *d, const char *s, size_t slen)
+{
 	*d = '"';
 	if (plain_run_copy((const unsigned char *)s, slen, d + 1) == slen) {
 		d[slen + 1] = '"';
@@ -557,12 +585,45 @@ void jw_member_str(struct jw *w, const char *key, size_t klen, const char *s, si
 		set_err(w, JW_ERR_BUF);
 }
 
+/* A member whose value is n bytes of JSON text (a number, a literal). */
+static void member_text(struct jw *w, const char *key, size_t klen, const char *v, size_t n)
+{
+	int slow;
+	char *d = member(w, key, klen, n, &slow);
+	if (d) {
+		text_at(w, d, v, n);
+	} else if (slow) {
+		jw_keyn(w, key, klen);
+		jw_raw(w, v, n);
+	}
+}
+
+void jw_member_str(struct jw *w, const char *key, size_t klen, const char *s, size_t slen)
+{
+	int slow;
+	char *d = member(w, key, klen, slen + 2, &slow);
+	if (d) {
+		str_at(w, d, s, slen);
+	} else if (slow) {
+		jw_keyn(w, key, klen);
+		jw_strn(w, s, slen);
+	}
+}
+
+/* v in decimal into tmp[24]; returns where the text starts (it ends at
+ * tmp + 24). */
+static char *int_text(int64_t v, char tmp[24])
+{
+	char *p = buf_utoa_rev(mag(v), tmp + 24);
+	if (v < 0)
+		*--p = '-';
+	return p;
+}
+
 void jw_member_int(struct jw *w, const char *key, size_t klen, int64_t v)
 {
 	char tmp[24];
-	char *p = utoa_rev(mag(v), tmp + sizeof(tmp));
-	if (v < 0)
-		*--p = '-';
+	char *p = int_text(v, tmp);
 	member_text(w, key, klen, p, (size_t)(tmp + sizeof(tmp) - p));
 }
 
@@ -582,3 +643,73 @@ void jw_member_bool(struct jw *w, const char *key, size_t klen, int v)
 }
 
 void jw_member_null(struct jw *w, const char *key, size_t klen) { member_text(w, key, klen, "null", 4); }
+
+/* ---- the same with a pre-quoted literal key (the jw_k* macros) ------------- */
+
+/* A member with a pre-quoted key whose value is n bytes of JSON text. */
+static void qmember_text(struct jw *w, const char *qkey, size_t qlen, const char *v, size_t n)
+{
+	char *d = qmember(w, qkey, qlen, n);
+	if (d)
+		text_at(w, d, v, n);
+}
+
+void jw_q_str(struct jw *w, const char *qkey, size_t qlen, const char *s, size_t slen)
+{
+	char *d = qmember(w, qkey, qlen, slen + 2);
+	if (d)
+		str_at(w, d, s, slen);
+}
+
+void jw_q_int(struct jw *w, const char *qkey, size_t qlen, int64_t v)
+{
+	char tmp[24];
+	char *p = int_text(v, tmp);
+	qmember_text(w, qkey, qlen, p, (size_t)(tmp + sizeof(tmp) - p));
+}
+
+void jw_q_fixed(struct jw *w, const char *qkey, size_t qlen, int64_t v, unsigned scale)
+{
+	if (scale > 18) {
+		set_err(w, JW_ERR_USAGE);
+		return;
+	}
+	char out[48];
+	qmember_text(w, qkey, qlen, out, jw_fixed_text(v, scale, out));
+}
+
+void jw_q_bool(struct jw *w, const char *qkey, size_t qlen, int v)
+{
+	qmember_text(w, qkey, qlen, v ? "true" : "false", v ? 4 : 5);
+}
+
+void jw_q_null(struct jw *w, const char *qkey, size_t qlen) { qmember_text(w, qkey, qlen, "null", 4); }
+
+/* ---- fixed-shape writing ----------------------------------------------------- */
+
+int jb_str(struct buf *b, const char *s) { return jw_escape(b, s, strlen(s)); }
+
+int jb_name(struct buf *b, const char *s)
+{
+	size_t n = strlen(s);
+#ifdef WM_TESTING
+	for (size_t i = 0; i < n; i++)
+		assert(plain((unsigned char)s[i]));
+#endif
+	if (buf_reserve(b, n + 2))
+		return -1;
+	char *d = b->data + b->len;
+	d[0] = '"';
+	memcpy(d + 1, s, n);
+	d[n + 1] = '"';
+	b->len += n + 2;
+	return 0;
+}
+
+int jb_str_or_null(struct buf *b, const char *s) { return s ? jb_str(b, s) : JB_LIT(b, "null"); }
+
+int jb_fixed(struct buf *b, int64_t v, unsigned scale)
+{
+	char out[48];
+	return buf_append(b, out, jw_fixed_text(v, scale, out));
+}

@@ -75,25 +75,71 @@ void jw_member_int(struct jw *w, const char *key, size_t klen, int64_t v);
 void jw_member_fixed(struct jw *w, const char *key, size_t klen, int64_t v, unsigned scale);
 void jw_member_bool(struct jw *w, const char *key, size_t klen, int v);
 void jw_member_null(struct jw *w, const char *key, size_t klen);
-/* ... with NUL-terminated keys (and strings): lengths of literals at
- * compile time. */
-static inline void jw_kstr(struct jw *w, const char *key, const char *s)
+/* ... with a key that is only known at run time (a name from a table):
+ * NUL-terminated, escaped like any string. */
+static inline void jw_var_str(struct jw *w, const char *key, const char *s)
 {
 	jw_member_str(w, key, __builtin_strlen(key), s, __builtin_strlen(s));
 }
-static inline void jw_kint(struct jw *w, const char *key, int64_t v)
+static inline void jw_var_int(struct jw *w, const char *key, int64_t v)
 {
 	jw_member_int(w, key, __builtin_strlen(key), v);
 }
-static inline void jw_kfixed(struct jw *w, const char *key, int64_t v, unsigned scale)
+static inline void jw_var_fixed(struct jw *w, const char *key, int64_t v, unsigned scale)
 {
 	jw_member_fixed(w, key, __builtin_strlen(key), v, scale);
 }
-static inline void jw_kbool(struct jw *w, const char *key, int v)
+static inline void jw_var_bool(struct jw *w, const char *key, int v)
 {
 	jw_member_bool(w, key, __builtin_strlen(key), v);
 }
-static inline void jw_knull(struct jw *w, const char *key) { jw_member_null(w, key, __builtin_strlen(key)); }
+static inline void jw_var_null(struct jw *w, const char *key) { jw_member_null(w, key, __builtin_strlen(key)); }
+
+/*
+ * Members with a pre-quoted key: qkey is the key in quotes followed by its
+ * colon ("\"id\":", qlen bytes), which must be plain (no '"', '\' or
+ * control byte; test builds check).  One copy for the key, no scan: the
+ * path of every literal key (jw_kstr and its siblings below).
+ */
+void jw_q_str(struct jw *w, const char *qkey, size_t qlen, const char *s, size_t slen);
+void jw_q_int(struct jw *w, const char *qkey, size_t qlen, int64_t v);
+void jw_q_fixed(struct jw *w, const char *qkey, size_t qlen, int64_t v, unsigned scale);
+void jw_q_bool(struct jw *w, const char *qkey, size_t qlen, int v);
+void jw_q_null(struct jw *w, const char *qkey, size_t qlen);
+/* The pre-quoted form of a string literal key, and its length: two
+ * arguments.  A key that is not a literal does not compile here (use the
+ * jw_var_* forms). */
+#define JW_QKEY(key) "\"" key "\":", (sizeof(key) + 2)
+/* A member with a literal key: jw_kstr(w, "id", s). */
+#define jw_kstr(w, key, s) jw_q_str_z((w), JW_QKEY(key), (s))
+#define jw_kint(w, key, v) jw_q_int((w), JW_QKEY(key), (v))
+#define jw_kfixed(w, key, v, scale) jw_q_fixed((w), JW_QKEY(key), (v), (scale))
+#define jw_kbool(w, key, v) jw_q_bool((w), JW_QKEY(key), (v))
+#define jw_knull(w, key) jw_q_null((w), JW_QKEY(key))
+static inline void jw_q_str_z(struct jw *w, const char *qkey, size_t qlen, const char *s)
+{
+	jw_q_str(w, qkey, qlen, s, __builtin_strlen(s));
+}
+/*
+ * Fixed-shape writing: a writer of a value whose shape is known appends
+ * literal fragments ("{\"id\":", ",\"qty\":") and values straight to the
+ * buffer jw_raw_begin() returned, instead of member by member (one copy of
+ * a constant-size literal per key: no separator state, no call, no scan).
+ * Each returns 0, or -1 on bound/OOM; the caller ORs them and sets w->err.
+ */
+#define JB_LIT(b, s) buf_append((b), s, sizeof(s) - 1)
+/* s (NUL-terminated) as an escaped JSON string. */
+int jb_str(struct buf *b, const char *s);
+/* s, a name from the engine's own tables (an enum value's spelling, which
+ * has nothing to escape), as a JSON string: copied, not scanned.  Test
+ * builds check that it is plain. */
+int jb_name(struct buf *b, const char *s);
+/* jb_str, or null for NULL. */
+int jb_str_or_null(struct buf *b, const char *s);
+/* jw_fixed's text (scale <= 18). */
+int jb_fixed(struct buf *b, int64_t v, unsigned scale);
+static inline int jb_bool(struct buf *b, int v) { return v ? JB_LIT(b, "true") : JB_LIT(b, "false"); }
+
 /* Escape `len` bytes as a JSON string (with quotes) into `out`. */
 int jw_escape(struct buf *out, const char *s, size_t len);
 

@@ -351,6 +351,10 @@ void bw_quote_scenario(struct bw_caller *b, const char *label, const char *dest,
 		bw_die("malloc", "latencies");
 	static char body[4096];
 	long ok = 0, refused = 0, split = 0;
+	/* BENCH_QUOTE_DUMP=FILE appends every response (status, body) to FILE,
+	 * untimed: two builds' bytes compared (a writer change keeps them) */
+	const char *dump_to = getenv("BENCH_QUOTE_DUMP");
+	FILE *dump = dump_to && *dump_to ? fopen(dump_to, "a") : NULL;
 	char first_refusal[512] = "";
 	for (long k = 0; k < q; k++) {
 		int n = snprintf(body, sizeof(body), "{\"destination_country\":\"%s\",\"lines\":[", dest);
@@ -373,6 +377,8 @@ void bw_quote_scenario(struct bw_caller *b, const char *label, const char *dest,
 		cpu[k] = cpu_now() - c0;
 		c->body = NULL;
 		json_doc_free(d);
+		if (dump)
+			fprintf(dump, "%d %.*s\n", b->rs.status, (int)b->rs.body.len, (const char *)b->rs.body.data);
 		if (b->rs.status == 200) {
 			ok++;
 			split += memmem(b->rs.body.data, b->rs.body.len, "estate_atp_short", 16) ||
@@ -404,6 +410,8 @@ void bw_quote_scenario(struct bw_caller *b, const char *label, const char *dest,
 	}
 	free(lat);
 	free(cpu);
+	if (dump)
+		fclose(dump);
 	if (out)
 		*out = r;
 }

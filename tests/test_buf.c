@@ -1,6 +1,7 @@
 #include "tests/wm_test.h"
 #include "net/buf.h"
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 WM_TEST(buf, append_and_bound)
@@ -57,6 +58,24 @@ WM_TEST(buf, decimal_append_matches_printf)
 		cr_assert_eq(b.len, want.len, "%lld", (long long)vals[i]);
 		cr_assert_eq(memcmp(b.data, want.data, b.len), 0, "%lld", (long long)vals[i]);
 	}
+	/* digits come two at a time (buf_utoa_rev): every value up to 10^5,
+	 * and each power of ten and its neighbours, odd and even lengths */
+	char t[24];
+	for (uint64_t v = 0; v <= 100000; v++) {
+		char *p = buf_utoa_rev(v, t + sizeof(t));
+		char ref[24];
+		int n = snprintf(ref, sizeof(ref), "%llu", (unsigned long long)v);
+		cr_assert(t + sizeof(t) - p == n && !memcmp(p, ref, (size_t)n), "%llu", (unsigned long long)v);
+	}
+	for (uint64_t p10 = 10; p10 && p10 <= UINT64_MAX / 10; p10 *= 10)
+		for (uint64_t v = p10 - 1; v <= p10 + 1; v++) {
+			char *p = buf_utoa_rev(v, t + sizeof(t));
+			char ref[24];
+			int n = snprintf(ref, sizeof(ref), "%llu", (unsigned long long)v);
+			cr_assert(t + sizeof(t) - p == n && !memcmp(p, ref, (size_t)n), "%llu", (unsigned long long)v);
+		}
+	char *p = buf_utoa_rev(UINT64_MAX, t + sizeof(t));
+	cr_assert(t + sizeof(t) - p == 20 && !memcmp(p, "18446744073709551615", 20));
 	buf_free(&b);
 	buf_free(&want);
 	buf_init(&b, 4);

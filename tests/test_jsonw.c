@@ -218,6 +218,10 @@ WM_TEST(jw, fixed)
 	fixed_is(-123, 0, "-123");
 	fixed_is(100, 2, "1.00");
 	fixed_is(1, 1, "0.1");
+	fixed_is(12, 2, "0.12");   /* as many digits as the scale */
+	fixed_is(-12, 2, "-0.12");
+	fixed_is(123, 2, "1.23");  /* one more */
+	fixed_is(123456789012345678, 18, "0.123456789012345678");
 	fixed_is(-1, 18, "-0.000000000000000001");
 	fixed_is(INT64_MAX, 18, "9.223372036854775807");
 	fixed_is(INT64_MIN, 18, "-9.223372036854775808");
@@ -526,6 +530,47 @@ static void member_both(int kind, const char *key, size_t klen, const char *s, s
 	cr_assert_eq(!!wa.err, !!wb.err, "kind %d key [%.*s]: err %d vs %d", kind, (int)klen, key, wa.err, wb.err);
 	if (!wa.err)
 		out_is(&a, b.data, b.len);
+	/* the pre-quoted form (jw_kstr and friends) of a plain key writes the
+	 * same; so does the fixed-shape form of the value (jb_*) */
+	int plain_key = klen > 0;
+	for (size_t i = 0; i < klen; i++)
+		plain_key &= key[i] >= 0x20 && key[i] < 0x7f && key[i] != '"' && key[i] != '\\';
+	if (plain_key && klen < 60 && !wb.err) {
+		char q[64];
+		int ql = snprintf(q, sizeof(q), "\"%.*s\":", (int)klen, key);
+		struct buf c;
+		buf_init(&c, 0);
+		struct jw wc;
+		jw_init(&wc, &c);
+		jw_obj_begin(&wc);
+		for (int i = 0; i < before; i++)
+			jw_kint(&wc, "n", i);
+		switch (kind) {
+		case 0: jw_q_str(&wc, q, (size_t)ql, s, slen); break;
+		case 1: jw_q_int(&wc, q, (size_t)ql, v); break;
+		case 2: jw_q_fixed(&wc, q, (size_t)ql, v, sc); break;
+		case 3: jw_q_bool(&wc, q, (size_t)ql, (int)v); break;
+		default: jw_q_null(&wc, q, (size_t)ql); break;
+		}
+		jw_obj_end(&wc);
+		cr_assert_eq(wc.err, 0, "kind %d key [%.*s]", kind, (int)klen, key);
+		out_is(&c, b.data, b.len);
+		/* the value alone through jb_*: the bytes after the key */
+		buf_reset(&c);
+		int bad = 0;
+		switch (kind) {
+		case 0: bad = slen == strlen(s) ? jb_str(&c, s) : jw_escape(&c, s, slen); break;
+		case 1: bad = buf_put_dec(&c, v); break;
+		case 2: bad = jb_fixed(&c, v, sc); break;
+		case 3: bad = jb_bool(&c, (int)v); break;
+		default: bad = jb_str_or_null(&c, NULL); break;
+		}
+		cr_assert_eq(bad, 0);
+		size_t at = b.len - 1 - c.len; /* before the closing brace */
+		cr_assert(b.len > c.len + 1 && !memcmp(b.data + at, c.data, c.len), "kind %d value [%.*s]", kind,
+			  (int)c.len, c.data);
+		buf_free(&c);
+	}
 	buf_free(&a);
 	buf_free(&b);
 }

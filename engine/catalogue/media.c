@@ -416,9 +416,9 @@ const struct media *media_get(struct shard *sh, const char *id, size_t len)
 static void kstr_or_null(struct jw *w, const char *k, const char *v)
 {
 	if (v[0])
-		jw_kstr(w, k, v);
+		jw_var_str(w, k, v);
 	else
-		jw_knull(w, k);
+		jw_var_null(w, k);
 }
 
 /* The members of a media document; the owner only in the stored one. */
@@ -446,7 +446,7 @@ static void media_fields(struct jw *w, const struct media_vals *m, int stored)
 	} else {
 		static const char *const unset[] = {"bytes", "width", "height", "sha256", "url"};
 		for (size_t i = 0; i < sizeof(unset) / sizeof(unset[0]); i++)
-			jw_knull(w, unset[i]);
+			jw_var_null(w, unset[i]);
 	}
 	jw_kstr(w, "created_at", m->created_at);
 	jw_kstr(w, "updated_at", m->updated_at);

@@ -332,7 +332,7 @@ void partner_write(struct jw *w, const struct partner_vals *p)
 	jw_obj_begin(w);
 	uint8_t eff = partner_caps(p);
 	for (int i = 0; i < PARTNER_N_CAPS; i++)
-		jw_kbool(w, cap_defs[i].name, (eff >> i) & 1);
+		jw_var_bool(w, cap_defs[i].name, (eff >> i) & 1);
 	jw_obj_end(w);
 	/* explicit flags, kept so that a later role change re-derives defaults */
 	jw_key(w, "capabilities_explicit");

@@ -232,9 +232,9 @@ static void producer_read(struct api_ctx *c, const struct json_value *o, struct 
 static void kstr_or_null(struct jw *w, const char *k, const char *s)
 {
 	if (s && s[0])
-		jw_kstr(w, k, s);
+		jw_var_str(w, k, s);
 	else
-		jw_knull(w, k);
+		jw_var_null(w, k);
 }
 
 static void producer_write(struct jw *w, const struct producer_vals *v)

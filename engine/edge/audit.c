@@ -298,12 +298,6 @@ static const char *method_name(enum http_method m)
 	return (unsigned)m < sizeof(names) / sizeof(names[0]) ? names[m] : "OTHER";
 }
 
-/* Append a string literal (its bytes, not the NUL). */
-#define PUT_LIT(b, lit) buf_append((b), (lit), sizeof(lit) - 1)
-
-/* Append a JSON string value (escaped completely by jw_escape). */
-static int put_str(struct buf *b, const char *s) { return jw_escape(b, s, strlen(s)); }
-
 /* Append an unsigned decimal integer. */
 static int put_u64(struct buf *b, uint64_t v)
 {
@@ -319,7 +313,7 @@ static int put_u64(struct buf *b, uint64_t v)
 /* One end of cursor_span: the cursor text, or null when there is none. */
 static int put_span_end(struct buf *b, const char *cursor)
 {
-	return cursor[0] ? put_str(b, cursor) : PUT_LIT(b, "null");
+	return cursor[0] ? jb_str(b, cursor) : JB_LIT(b, "null");
 }
 
 /* The current time as RFC 3339 with ms; formatted once per millisecond
@@ -355,16 +349,16 @@ static int audit_doc(const struct api_ctx *c, struct audit_ext *e, const char *i
 	int status = c->w.err ? 500 : c->rs->status;
 	struct buf *b = &e->doc;
 	buf_reset(b);
-	int rc = PUT_LIT(b, "{\"id\":") | jw_escape(b, id, id_len);
-	rc |= PUT_LIT(b, ",\"key_id\":") | put_str(b, c->who.key_id);
-	rc |= PUT_LIT(b, ",\"entity_id\":") | put_str(b, c->who.entity_id);
-	rc |= PUT_LIT(b, ",\"endpoint\":") | jw_escape(b, endpoint, ml + 1 + pl);
-	rc |= PUT_LIT(b, ",\"status\":") | put_u64(b, status > 0 ? (uint64_t)status : 0);
-	rc |= PUT_LIT(b, ",\"rows_returned\":") | put_u64(b, c->rows_returned);
-	rc |= PUT_LIT(b, ",\"cursor_span\":{\"from\":") | put_span_end(b, c->span_from);
-	rc |= PUT_LIT(b, ",\"to\":") | put_span_end(b, c->span_to);
-	rc |= PUT_LIT(b, "},\"request_id\":") | put_str(b, c->rq->request_id);
-	rc |= PUT_LIT(b, ",\"at\":") | put_str(b, now_text(e));
+	int rc = JB_LIT(b, "{\"id\":") | jw_escape(b, id, id_len);
+	rc |= JB_LIT(b, ",\"key_id\":") | jb_str(b, c->who.key_id);
+	rc |= JB_LIT(b, ",\"entity_id\":") | jb_str(b, c->who.entity_id);
+	rc |= JB_LIT(b, ",\"endpoint\":") | jw_escape(b, endpoint, ml + 1 + pl);
+	rc |= JB_LIT(b, ",\"status\":") | put_u64(b, status > 0 ? (uint64_t)status : 0);
+	rc |= JB_LIT(b, ",\"rows_returned\":") | put_u64(b, c->rows_returned);
+	rc |= JB_LIT(b, ",\"cursor_span\":{\"from\":") | put_span_end(b, c->span_from);
+	rc |= JB_LIT(b, ",\"to\":") | put_span_end(b, c->span_to);
+	rc |= JB_LIT(b, "},\"request_id\":") | jb_str(b, c->rq->request_id);
+	rc |= JB_LIT(b, ",\"at\":") | jb_str(b, now_text(e));
 	rc |= buf_putc(b, '}');
 	return rc ? -1 : 0;
 }

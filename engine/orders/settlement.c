@@ -288,12 +288,12 @@ static int party_visible(const struct api_ctx *c, const struct settle *s, unsign
 static void write_ts_or_null(struct jw *w, const char *k, long long ms)
 {
 	if (ms < 0) {
-		jw_knull(w, k);
+		jw_var_null(w, k);
 		return;
 	}
 	char t[32];
 	fmt_rfc3339_ms(t, (unsigned long long)ms);
-	jw_kstr(w, k, t);
+	jw_var_str(w, k, t);
 }
 /* Where party i's money goes: its partner's payout account, or NULL when
  * it has none (the payout waits for one: paying a partner that named no

@@ -87,9 +87,9 @@ const struct table_ops leg_track_table_ops = {
 static void kstr_or_null(struct jw *w, const char *k, const char *s)
 {
 	if (s && s[0])
-		jw_kstr(w, k, s);
+		jw_var_str(w, k, s);
 	else
-		jw_knull(w, k);
+		jw_var_null(w, k);
 }
 
 /* The scan as a tracking[] item. */

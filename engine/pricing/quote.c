@@ -623,17 +623,44 @@ static int parse(struct api_ctx *c, const struct json_value *b, struct quote *s)
 	return -1;
 }
 
-void quote_write_money(struct jw *w, const char *key, int64_t v, int minor)
+/*
+ * The response's repeated objects are written as fixed shapes (issue 15:
+ * the response was half of a quote's instructions, member by member):
+ * literal fragments and values appended to the buffer jw_raw_begin()
+ * returns (net/jsonw.h, JB_LIT and jb_*).  Each writer returns 0 or -1
+ * (no room); its caller sets w->err.
+ */
+
+/* The waterfall's components as an object keyed by their names (the
+ * order of price_comp_names; test builds compare the keys with it). */
+static int comps_put(struct buf *b, const int64_t *c, unsigned mn)
 {
-	jw_kfixed(w, key, v, (unsigned)minor);
+	_Static_assert(PC_COUNT_ == 7, "a waterfall component the writer below does not name");
+	size_t from = b->len;
+	int bad = JB_LIT(b, "{\"P_B2B\":") || jb_fixed(b, c[PC_P_B2B], mn) || JB_LIT(b, ",\"R_Recruiter\":") ||
+		  jb_fixed(b, c[PC_R_RECRUITER], mn) || JB_LIT(b, ",\"M_Curator\":") || jb_fixed(b, c[PC_M_CURATOR], mn) ||
+		  JB_LIT(b, ",\"F_Platform\":") || jb_fixed(b, c[PC_F_PLATFORM], mn) || JB_LIT(b, ",\"C_Freight\":") ||
+		  jb_fixed(b, c[PC_C_FREIGHT], mn) || JB_LIT(b, ",\"E_Excise\":") || jb_fixed(b, c[PC_E_EXCISE], mn) ||
+		  JB_LIT(b, ",\"V_VAT\":") || jb_fixed(b, c[PC_V_VAT], mn) || buf_putc(b, '}');
+#ifdef WM_TESTING
+	const char *p = b->data + from;
+	for (int k = 0; !bad && k < PC_COUNT_; k++) {
+		size_t n = strlen(price_comp_names[k]);
+		assert(p[1] == '"' && !memcmp(p + 2, price_comp_names[k], n) && p[2 + n] == '"');
+		p = memchr(p + 1, ',', (size_t)(b->data + b->len - p - 1));
+		assert(p || k == PC_COUNT_ - 1);
+	}
+#else
+	(void)from;
+#endif
+	return bad;
 }
 
 static void write_comps(struct jw *w, const int64_t *comp, int minor)
 {
-	jw_obj_begin(w);
-	for (int k = 0; k < PC_COUNT_; k++)
-		quote_write_money(w, price_comp_names[k], comp[k], minor);
-	jw_obj_end(w);
+	struct buf *b = jw_raw_begin(w);
+	if (b && comps_put(b, comp, (unsigned)minor))
+		w->err = 1;
 }
 
 int64_t quote_line_sums(const struct quote *q, unsigned i, int64_t *comp)
@@ -651,85 +678,73 @@ int64_t quote_line_sums(const struct quote *q, unsigned i, int64_t *comp)
 	return total;
 }
 
-/* The days a rate is in force and the day it was applied for. */
-static void write_in_force(struct jw *w, uint32_t from, uint32_t to, uint32_t priced_on)
+/* ,"effective_from":..,"effective_to":..,"priced_on":..: the days a rate
+ * is in force (null: open) and the day it was applied for. */
+static int in_force_put(struct buf *b, uint32_t from, uint32_t to, uint32_t priced_on)
 {
-	char d[11];
-	rd_ymd_format(from, d);
-	if (from == RD_DATE_MIN)
-		jw_knull(w, "effective_from");
-	else
-		jw_kstr(w, "effective_from", d);
-	rd_ymd_format(to, d);
-	if (to >= RD_DATE_MAX)
-		jw_knull(w, "effective_to");
-	else
-		jw_kstr(w, "effective_to", d);
+	char f[11], t[11], d[11];
+	rd_ymd_format(from, f);
+	rd_ymd_format(to, t);
 	rd_ymd_format(priced_on, d);
-	jw_kstr(w, "priced_on", d);
+	return JB_LIT(b, ",\"effective_from\":") || jb_str_or_null(b, from == RD_DATE_MIN ? NULL : f) ||
+	       JB_LIT(b, ",\"effective_to\":") || jb_str_or_null(b, to >= RD_DATE_MAX ? NULL : t) ||
+	       JB_LIT(b, ",\"priced_on\":") || jb_str(b, d);
+}
+
+/* The excise entry of a line's tax_breakdown. */
+static int excise_put(struct buf *b, const struct quote *q, unsigned i, int64_t amount)
+{
+	const struct quote_line *ql = &q->l[i];
+	const struct rd_excise *e = q->all.lines[ql->first].excise;
+	/* the first source's shipping location: its stock's duty status (tax-context's map) */
+	const char *lid = ql->plan.n ? ql->location[ql->plan.a[0].cand] : NULL;
+	const struct location *loc = lid ? location_get(q->sh, lid, strlen(lid)) : NULL;
+	return JB_LIT(b, "{\"tax\":\"excise\",\"category\":") || jb_name(b, rd_category_names[e->category]) ||
+	       JB_LIT(b, ",\"excise_tax_category\":") || jb_name(b, rd_category_codes[e->category]) ||
+	       JB_LIT(b, ",\"hs_tariff_code\":") || jb_str(b, refdata_hs_code(e->category, ql->w->volume_ul)) ||
+	       JB_LIT(b, ",\"origin_duty_status\":") ||
+	       jb_str_or_null(b, loc && loc->type < LOC_N_TYPE ? taxctx_duty_by_type[loc->type] : NULL) ||
+	       JB_LIT(b, ",\"rate\":") || jb_fixed(b, e->rate_e4, RD_RATE_SCALE) ||
+	       JB_LIT(b, ",\"rate_currency\":") || jb_str(b, e->currency) || JB_LIT(b, ",\"basis\":") ||
+	       jb_name(b, rd_basis_names[e->basis]) || JB_LIT(b, ",\"abv_band\":[") || jb_fixed(b, e->abv_min, 2) ||
+	       buf_putc(b, ',') || jb_fixed(b, e->abv_max, 2) || JB_LIT(b, "],\"amount\":") ||
+	       jb_fixed(b, amount, (unsigned)q->all.minor) || JB_LIT(b, ",\"source\":") || jb_str(b, e->m.source) ||
+	       JB_LIT(b, ",\"as_of\":") || jb_str(b, e->m.as_of) || in_force_put(b, e->from, e->to, q->all.date) ||
+	       JB_LIT(b, ",\"reference_version\":") || jb_str(b, q->all.version) ||
+	       JB_LIT(b, ",\"effective_date\":") || jb_str(b, q->all.effective_date) || buf_putc(b, '}');
+}
+
+/* The VAT entry of a line's tax_breakdown (total: the line's, VAT included). */
+static int vat_put(struct buf *b, const struct quote *q, unsigned i, int64_t total, int64_t vat)
+{
+	const struct rd_vat *v = q->all.lines[q->l[i].first].vat;
+	unsigned mn = (unsigned)q->all.minor;
+	return JB_LIT(b, "{\"tax\":\"vat\",\"rate_percent\":") || jb_fixed(b, v->rate_e4, RD_VAT_SCALE) ||
+	       JB_LIT(b, ",\"basis\":\"percent\",\"applies_to\":"
+			 "\"P_B2B+R_Recruiter+M_Curator+F_Platform+C_Freight+E_Excise\",\"taxable_amount\":") ||
+	       jb_fixed(b, total - vat, mn) || JB_LIT(b, ",\"amount\":") || jb_fixed(b, vat, mn) ||
+	       JB_LIT(b, ",\"product\":") || jb_name(b, rd_vat_product_names[v->product]) ||
+	       JB_LIT(b, ",\"region\":") || jb_str_or_null(b, v->region[0] ? v->region : NULL) ||
+	       JB_LIT(b, ",\"region_basis\":") ||
+	       jb_name(b, q->postal_given == 1   ? "delivery_postal_code"
+			 : q->postal_given == 2 ? "mainland_postal_code_not_recognised"
+						: "mainland_without_postal_code") ||
+	       JB_LIT(b, ",\"source\":") || jb_str(b, v->m.source) || JB_LIT(b, ",\"as_of\":") ||
+	       jb_str(b, v->m.as_of) || in_force_put(b, v->from, v->to, q->all.date) ||
+	       JB_LIT(b, ",\"reference_version\":") || jb_str(b, q->all.version) ||
+	       JB_LIT(b, ",\"effective_date\":") || jb_str(b, q->all.effective_date) || buf_putc(b, '}');
 }
 
 void quote_write_line_tax(struct jw *w, const struct quote *q, unsigned i)
 {
-	const struct quote_line *ql = &q->l[i];
-	const struct price_line_out *o = &q->all.lines[ql->first];
+	const struct price_line_out *o = &q->all.lines[q->l[i].first];
 	int64_t comp[PC_COUNT_];
 	int64_t total = quote_line_sums(q, i, comp); /* over the line's sources: each reconciles on its own */
-	int minor = q->all.minor;
-	jw_arr_begin(w);
-	if (o->excise) {
-		jw_obj_begin(w);
-		jw_kstr(w, "tax", "excise");
-		jw_kstr(w, "category", rd_category_names[o->excise->category]);
-		jw_kstr(w, "excise_tax_category", rd_category_codes[o->excise->category]);
-		jw_kstr(w, "hs_tariff_code", refdata_hs_code(o->excise->category, ql->w->volume_ul));
-		/* the first source's shipping location: its stock's duty status (tax-context's map) */
-		const char *lid = ql->plan.n ? ql->location[ql->plan.a[0].cand] : NULL;
-		const struct location *loc = lid ? location_get(q->sh, lid, strlen(lid)) : NULL;
-		if (loc && loc->type < LOC_N_TYPE)
-			jw_kstr(w, "origin_duty_status", taxctx_duty_by_type[loc->type]);
-		else
-			jw_knull(w, "origin_duty_status");
-		jw_kfixed(w, "rate", o->excise->rate_e4, RD_RATE_SCALE);
-		jw_kstr(w, "rate_currency", o->excise->currency);
-		jw_kstr(w, "basis", rd_basis_names[o->excise->basis]);
-		jw_key(w, "abv_band");
-		jw_arr_begin(w);
-		jw_fixed(w, o->excise->abv_min, 2);
-		jw_fixed(w, o->excise->abv_max, 2);
-		jw_arr_end(w);
-		quote_write_money(w, "amount", comp[PC_E_EXCISE], minor);
-		jw_kstr(w, "source", o->excise->m.source);
-		jw_kstr(w, "as_of", o->excise->m.as_of);
-		write_in_force(w, o->excise->from, o->excise->to, q->all.date);
-		jw_kstr(w, "reference_version", q->all.version);
-		jw_kstr(w, "effective_date", q->all.effective_date);
-		jw_obj_end(w);
-	}
-	if (o->vat) {
-		jw_obj_begin(w);
-		jw_kstr(w, "tax", "vat");
-		jw_kfixed(w, "rate_percent", o->vat->rate_e4, RD_VAT_SCALE);
-		jw_kstr(w, "basis", "percent");
-		jw_kstr(w, "applies_to", "P_B2B+R_Recruiter+M_Curator+F_Platform+C_Freight+E_Excise");
-		quote_write_money(w, "taxable_amount", total - comp[PC_V_VAT], minor);
-		quote_write_money(w, "amount", comp[PC_V_VAT], minor);
-		jw_kstr(w, "product", rd_vat_product_names[o->vat->product]);
-		if (o->vat->region[0])
-			jw_kstr(w, "region", o->vat->region);
-		else
-			jw_knull(w, "region");
-		jw_kstr(w, "region_basis", q->postal_given == 1   ? "delivery_postal_code"
-					   : q->postal_given == 2 ? "mainland_postal_code_not_recognised"
-								  : "mainland_without_postal_code");
-		jw_kstr(w, "source", o->vat->m.source);
-		jw_kstr(w, "as_of", o->vat->m.as_of);
-		write_in_force(w, o->vat->from, o->vat->to, q->all.date);
-		jw_kstr(w, "reference_version", q->all.version);
-		jw_kstr(w, "effective_date", q->all.effective_date);
-		jw_obj_end(w);
-	}
-	jw_arr_end(w);
+	struct buf *b = jw_raw_begin(w);
+	if (b && (buf_putc(b, '[') || (o->excise && excise_put(b, q, i, comp[PC_E_EXCISE])) ||
+		  (o->vat && ((o->excise && buf_putc(b, ',')) || vat_put(b, q, i, total, comp[PC_V_VAT]))) ||
+		  buf_putc(b, ']')))
+		w->err = 1;
 }
 
 /* The settlement split has one party per (id, role): at most an originator
@@ -763,21 +778,17 @@ static void write_source(struct jw *w, const struct quote_line *ql, const struct
 {
 	const struct offer *o = ql->offer[a->cand];
 	int om = iso_currency_minor(o->currency, 3);
-	jw_obj_begin(w);
-	jw_kstr(w, "offer_id", o->row.id);
-	jw_kstr(w, "originator_id", o->originator_id);
-	jw_kint(w, "qty", a->qty);
-	quote_write_money(w, "p2b", o->price_minor, om < 0 ? 2 : om);
-	jw_kstr(w, "p2b_currency", o->currency);
-	jw_kstr(w, "incoterm", offer_incoterm_names[o->incoterm]);
-	jw_kstr(w, "fulfiller_id", ql->fulfiller[a->cand]);
-	if (ql->location[a->cand])
-		jw_kstr(w, "location_id", ql->location[a->cand]);
-	else
-		jw_knull(w, "location_id");
-	jw_kstr(w, "origin_country", ql->pin[a->cand].origin);
-	jw_kbool(w, "estate", ql->cand[a->cand].is_estate);
-	jw_obj_end(w);
+	struct buf *b = jw_raw_begin(w);
+	if (b && (JB_LIT(b, "{\"offer_id\":") || jb_str(b, o->row.id) || JB_LIT(b, ",\"originator_id\":") ||
+		  jb_str(b, o->originator_id) || JB_LIT(b, ",\"qty\":") || buf_put_dec(b, a->qty) ||
+		  JB_LIT(b, ",\"p2b\":") || jb_fixed(b, o->price_minor, (unsigned)(om < 0 ? 2 : om)) ||
+		  JB_LIT(b, ",\"p2b_currency\":") || jb_str(b, o->currency) || JB_LIT(b, ",\"incoterm\":") ||
+		  jb_name(b, offer_incoterm_names[o->incoterm]) || JB_LIT(b, ",\"fulfiller_id\":") ||
+		  jb_str(b, ql->fulfiller[a->cand]) || JB_LIT(b, ",\"location_id\":") ||
+		  jb_str_or_null(b, ql->location[a->cand]) || JB_LIT(b, ",\"origin_country\":") ||
+		  jb_str(b, ql->pin[a->cand].origin) || JB_LIT(b, ",\"estate\":") ||
+		  jb_bool(b, ql->cand[a->cand].is_estate) || buf_putc(b, '}')))
+		w->err = 1;
 }
 
 enum quote_rule quote_rule_of(const struct quote *q, unsigned i, unsigned k)
@@ -805,32 +816,37 @@ enum quote_rule quote_rule_of(const struct quote *q, unsigned i, unsigned k)
 	return QR_HIGHER_COST;
 }
 
+/* Candidate k of line i as its object. */
+static int candidate_put(struct buf *b, const struct quote *q, unsigned i, unsigned k)
+{
+	const struct quote_line *ql = &q->l[i];
+	const struct route_cand *rc = &ql->cand[k];
+	enum quote_rule r = quote_rule_of(q, i, k);
+	int bad = JB_LIT(b, "{\"offer_id\":") || jb_str(b, rc->offer_id) || JB_LIT(b, ",\"originator_id\":") ||
+		  jb_str(b, ql->offer[k]->originator_id) || JB_LIT(b, ",\"atp\":") || buf_put_dec(b, rc->atp) ||
+		  JB_LIT(b, ",\"estate\":") || jb_bool(b, rc->is_estate) || JB_LIT(b, ",\"permitted\":") ||
+		  jb_bool(b, rc->permitted);
+	if (!rc->permitted)
+		bad = bad || JB_LIT(b, ",\"permission\":") || jb_name(b, permit_code(ql->verdict[k]));
+	bad = bad || JB_LIT(b, ",\"compliant\":") || jb_bool(b, rc->compliant);
+	if (rc->compliant)
+		bad = bad || JB_LIT(b, ",\"landed_cost\":") || jb_fixed(b, rc->cost, (unsigned)q->all.minor);
+	else
+		bad = bad || JB_LIT(b, ",\"pricing_error\":") || jb_name(b, price_err_codes[ql->perr[k]]);
+	return bad || JB_LIT(b, ",\"outcome\":") || jb_name(b, r <= QR_SELECTED_SPLIT ? "selected" : "ruled_out") ||
+	       JB_LIT(b, ",\"rule\":") || jb_name(b, quote_rule_names[r]) || buf_putc(b, '}');
+}
+
 static void write_candidates(struct jw *w, const struct quote *q, unsigned i)
 {
 	const struct quote_line *ql = &q->l[i];
 	jw_key(w, "candidates");
-	jw_arr_begin(w);
-	for (unsigned k = 0; k < ql->ncand; k++) {
-		const struct route_cand *rc = &ql->cand[k];
-		enum quote_rule r = quote_rule_of(q, i, k);
-		jw_obj_begin(w);
-		jw_kstr(w, "offer_id", rc->offer_id);
-		jw_kstr(w, "originator_id", ql->offer[k]->originator_id);
-		jw_kint(w, "atp", rc->atp);
-		jw_kbool(w, "estate", rc->is_estate);
-		jw_kbool(w, "permitted", rc->permitted);
-		if (!rc->permitted)
-			jw_kstr(w, "permission", permit_code(ql->verdict[k]));
-		jw_kbool(w, "compliant", rc->compliant);
-		if (rc->compliant)
-			quote_write_money(w, "landed_cost", rc->cost, q->all.minor);
-		else
-			jw_kstr(w, "pricing_error", price_err_codes[ql->perr[k]]);
-		jw_kstr(w, "outcome", r <= QR_SELECTED_SPLIT ? "selected" : "ruled_out");
-		jw_kstr(w, "rule", quote_rule_names[r]);
-		jw_obj_end(w);
-	}
-	jw_arr_end(w);
+	struct buf *b = jw_raw_begin(w);
+	int bad = !b || buf_putc(b, '[');
+	for (unsigned k = 0; k < ql->ncand && !bad; k++)
+		bad = (k && buf_putc(b, ',')) || candidate_put(b, q, i, k);
+	if (b && (bad || buf_putc(b, ']')))
+		w->err = 1;
 }
 
 void quote_write_line_sourcing(struct jw *w, const struct quote *q, unsigned i, int with_candidates)
@@ -918,20 +934,20 @@ void quote_write_totals(struct jw *w, const struct quote *s)
 	jw_obj_begin(w);
 	jw_kstr(w, "currency", q->currency);
 	jw_key(w, "lines");
-	jw_arr_begin(w);
-	for (unsigned i = 0; i < s->n; i++) {
+	struct buf *b = jw_raw_begin(w);
+	int bad = !b || buf_putc(b, '[');
+	for (unsigned i = 0; i < s->n && !bad; i++) {
 		const struct quote_line *ql = &s->l[i];
-		for (unsigned k = 0; k < ql->plan.n; k++)
-			for (int x = 0; x < PC_COUNT_; x++) {
-				jw_obj_begin(w);
-				jw_kstr(w, "component", price_comp_names[x]);
-				quote_write_money(w, "amount", q->lines[ql->first + k].comp[x], mn);
-				jw_kstr(w, "offer_id", ql->offer[ql->plan.a[k].cand]->row.id);
-				jw_kint(w, "line", i);
-				jw_obj_end(w);
-			}
+		for (unsigned k = 0; k < ql->plan.n && !bad; k++)
+			for (int x = 0; x < PC_COUNT_ && !bad; x++)
+				bad = ((i || k || x) && buf_putc(b, ',')) || JB_LIT(b, "{\"component\":") ||
+				      jb_name(b, price_comp_names[x]) || JB_LIT(b, ",\"amount\":") ||
+				      jb_fixed(b, q->lines[ql->first + k].comp[x], (unsigned)mn) ||
+				      JB_LIT(b, ",\"offer_id\":") || jb_str(b, ql->offer[ql->plan.a[k].cand]->row.id) ||
+				      JB_LIT(b, ",\"line\":") || buf_put_dec(b, i) || buf_putc(b, '}');
 	}
-	jw_arr_end(w);
+	if (b && (bad || buf_putc(b, ']')))
+		w->err = 1;
 	quote_write_money(w, "total", q->total, mn);
 	jw_obj_end(w);
 	write_settlement(w, s);
@@ -997,14 +1013,13 @@ static void respond(struct api_ctx *c, struct quote *s)
 		jw_arr_begin(w);
 		for (unsigned k = 0; k < ql->plan.n; k++) {
 			const struct price_line_out *o = &q->lines[ql->first + k];
-			jw_obj_begin(w);
-			jw_kstr(w, "offer_id", ql->offer[ql->plan.a[k].cand]->row.id);
-			jw_kint(w, "qty", ql->plan.a[k].qty);
-			jw_kint(w, "boxes", o->boxes);
-			jw_key(w, "components");
-			write_comps(w, o->comp, mn);
-			quote_write_money(w, "total", o->total, mn);
-			jw_obj_end(w);
+			struct buf *b = jw_raw_begin(w);
+			if (b && (JB_LIT(b, "{\"offer_id\":") || jb_str(b, ql->offer[ql->plan.a[k].cand]->row.id) ||
+				  JB_LIT(b, ",\"qty\":") || buf_put_dec(b, ql->plan.a[k].qty) ||
+				  JB_LIT(b, ",\"boxes\":") || buf_put_dec(b, o->boxes) ||
+				  JB_LIT(b, ",\"components\":") || comps_put(b, o->comp, (unsigned)mn) ||
+				  JB_LIT(b, ",\"total\":") || jb_fixed(b, o->total, (unsigned)mn) || buf_putc(b, '}')))
+				w->err = 1;
 		}
 		jw_arr_end(w);
 		jw_key(w, "tax_breakdown");

@@ -197,7 +197,8 @@ enum quote_rule quote_rule_of(const struct quote *q, unsigned i, unsigned k);
 
 /* Writers (into an object being written): the members of the quote-calculate
  * response, reused by the order document. */
-void quote_write_money(struct jw *w, const char *key, int64_t v, int minor);
+/* A money member: v minor units with `minor` decimals, under a literal key. */
+#define quote_write_money(w, key, v, minor) jw_kfixed((w), key, (v), (unsigned)(minor))
 /* The excise category (enum rd_category) of a catalogue wine category. */
 int quote_excise_category(int wine_cat);
 /* One line's {line, priority, split_reason, source[]}; with_candidates adds

@@ -75,7 +75,7 @@ static void write_rows(struct jw *w, const struct refdata *rd)
 {
 	jw_obj_begin(w);
 	for (size_t i = 0; i < N_UPLOAD_FILES; i++)
-		jw_kint(w, rd_file_names[upload_files[i]], rows_of(rd, upload_files[i]));
+		jw_var_int(w, rd_file_names[upload_files[i]], rows_of(rd, upload_files[i]));
 	jw_obj_end(w);
 }
 

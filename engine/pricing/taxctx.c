@@ -223,7 +223,7 @@ static void tax_context(struct api_ctx *c)
 	jw_key(w, "hs_tariff_codes");
 	jw_obj_begin(w);
 	for (int k = 0; k < RD_CAT_COUNT_; k++)
-		jw_kstr(w, rd_category_names[k], refdata_hs_code(k, vol > 0 ? vol : 750000));
+		jw_var_str(w, rd_category_names[k], refdata_hs_code(k, vol > 0 ? vol : 750000));
 	jw_obj_end(w);
 	/* consumer deliveries without a location: duty paid in the destination */
 	jw_kstr(w, "duty_status", lt >= 0 ? taxctx_duty_by_type[lt] : "DUTY_PAID");
@@ -231,7 +231,7 @@ static void tax_context(struct api_ctx *c)
 	jw_key(w, "duty_status_by_location_type");
 	jw_obj_begin(w);
 	for (int k = 0; k < LOC_N_TYPE; k++)
-		jw_kstr(w, loc_type_names[k], taxctx_duty_by_type[k]);
+		jw_var_str(w, loc_type_names[k], taxctx_duty_by_type[k]);
 	jw_obj_end(w);
 	jw_kstr(w, "liters_pure_alcohol", "volume_liters x abv_percentage / 100");
 	jw_key(w, "volumetric_metrics");

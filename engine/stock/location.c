@@ -412,9 +412,9 @@ const struct location *location_get(struct shard *sh, const char *id, size_t len
 static void kstr_or_null(struct jw *w, const char *k, const char *s)
 {
 	if (s[0])
-		jw_kstr(w, k, s);
+		jw_var_str(w, k, s);
 	else
-		jw_knull(w, k);
+		jw_var_null(w, k);
 }
 
 static void loc_write(struct jw *w, const struct loc_vals *v)
@@ -453,7 +453,7 @@ static void loc_write(struct jw *w, const struct loc_vals *v)
 	jw_key(w, "capabilities");
 	jw_obj_begin(w);
 	for (int i = 0; loc_cap_names[i]; i++)
-		jw_kbool(w, loc_cap_names[i], (v->caps >> i) & 1);
+		jw_var_bool(w, loc_cap_names[i], (v->caps >> i) & 1);
 	jw_obj_end(w);
 	jw_kstr(w, "status", loc_status_names[v->status]);
 	jw_kstr(w, "created_at", v->created_at);

@@ -108,7 +108,7 @@ static void answer_count(struct api_ctx *c, const char *what, unsigned n)
 {
 	c->rs->status = 200;
 	jw_obj_begin(&c->w);
-	jw_kint(&c->w, what, n);
+	jw_var_int(&c->w, what, n);
 	jw_obj_end(&c->w);
 }
 

@@ -776,39 +776,34 @@ struct offer_view {
 	unsigned n_allowed, n_blocked, n_named;
 };
 
-#define LIT(b, s) buf_append(b, s, sizeof(s) - 1)
-
-/* "s" (escaped) */
-static int put_str(struct buf *b, const char *s) { return jw_escape(b, s, strlen(s)); }
-
 /* A list of strings of `size` bytes each: ["a","b"] */
 static int put_list(struct buf *b, const char *first, size_t size, unsigned n)
 {
 	int bad = buf_putc(b, '[');
 	for (unsigned i = 0; i < n && !bad; i++)
-		bad = (i && buf_putc(b, ',')) || put_str(b, first + i * size);
+		bad = (i && buf_putc(b, ',')) || jb_str(b, first + i * size);
 	return bad || buf_putc(b, ']');
 }
 
 /* An optional count: N, or null for 0. */
-static int put_opt(struct buf *b, int64_t x) { return x ? buf_put_dec(b, x) : LIT(b, "null"); }
+static int put_opt(struct buf *b, int64_t x) { return x ? buf_put_dec(b, x) : JB_LIT(b, "null"); }
 
 /* An optional instant: "RFC 3339", or null for `none`. */
 static int put_ts(struct buf *b, int64_t ms, int64_t none)
 {
 	char t[32];
 	if (ms == none)
-		return LIT(b, "null");
+		return JB_LIT(b, "null");
 	fmt_rfc3339_ms(t, (unsigned long long)ms);
-	return put_str(b, t);
+	return jb_str(b, t);
 }
 
 /* {"default":..,"allowed_countries":[..],"blocked_countries":[..],"named_sellers":[..]} */
 static int put_permissions(struct buf *b, const struct offer_view *v)
 {
-	return LIT(b, "{\"default\":") || put_str(b, default_names[v->deflt]) || LIT(b, ",\"allowed_countries\":") ||
-	       put_list(b, (const char *)v->allowed, 3, v->n_allowed) || LIT(b, ",\"blocked_countries\":") ||
-	       put_list(b, (const char *)v->blocked, 3, v->n_blocked) || LIT(b, ",\"named_sellers\":") ||
+	return JB_LIT(b, "{\"default\":") || jb_str(b, default_names[v->deflt]) || JB_LIT(b, ",\"allowed_countries\":") ||
+	       put_list(b, (const char *)v->allowed, 3, v->n_allowed) || JB_LIT(b, ",\"blocked_countries\":") ||
+	       put_list(b, (const char *)v->blocked, 3, v->n_blocked) || JB_LIT(b, ",\"named_sellers\":") ||
 	       put_list(b, (const char *)v->named, PERMIT_ID_MAX, v->n_named) || buf_putc(b, '}');
 }
 
@@ -828,20 +823,20 @@ static int view_write(struct buf *b, const struct offer_view *v)
 {
 	char price[48];
 	size_t pl = jw_fixed_text(v->price_minor, (unsigned)iso_currency_minor(v->currency, 3), price);
-	return LIT(b, "{\"id\":") || put_str(b, v->id) || LIT(b, ",\"offer_id\":") || put_str(b, v->id) ||
-	       LIT(b, ",\"wine_id\":") || put_str(b, v->wine_id) || LIT(b, ",\"originator_id\":") ||
-	       put_str(b, v->originator_id) || LIT(b, ",\"seller_price\":") || buf_append(b, price, pl) ||
-	       LIT(b, ",\"currency\":") || put_str(b, v->currency) || LIT(b, ",\"qty_available\":") ||
-	       buf_put_dec(b, v->qty) || LIT(b, ",\"condition\":") || put_str(b, offer_condition_names[v->condition]) ||
-	       LIT(b, ",\"incoterm\":") || put_str(b, offer_incoterm_names[v->incoterm]) ||
-	       LIT(b, ",\"min_order_qty\":") || put_opt(b, v->moq) || LIT(b, ",\"case_size\":") ||
-	       put_opt(b, v->case_size) || LIT(b, ",\"valid_from\":") || put_ts(b, v->from_ms, INT64_MIN) ||
-	       LIT(b, ",\"valid_to\":") || put_ts(b, v->to_ms, INT64_MAX) ||
-	       LIT(b, ",\"permissions\":") || put_permissions(b, v) || LIT(b, ",\"network_shareable\":") ||
-	       (v->shareable ? LIT(b, "true") : LIT(b, "false")) ||
-	       LIT(b, ",\"status\":") || put_str(b, offer_status_names[v->status]) || LIT(b, ",\"source\":") ||
-	       put_str(b, offer_source_names[v->source]) || LIT(b, ",\"created_at\":") || put_str(b, v->created_at) ||
-	       LIT(b, ",\"updated_at\":") || put_str(b, v->updated_at) || buf_putc(b, '}');
+	return JB_LIT(b, "{\"id\":") || jb_str(b, v->id) || JB_LIT(b, ",\"offer_id\":") || jb_str(b, v->id) ||
+	       JB_LIT(b, ",\"wine_id\":") || jb_str(b, v->wine_id) || JB_LIT(b, ",\"originator_id\":") ||
+	       jb_str(b, v->originator_id) || JB_LIT(b, ",\"seller_price\":") || buf_append(b, price, pl) ||
+	       JB_LIT(b, ",\"currency\":") || jb_str(b, v->currency) || JB_LIT(b, ",\"qty_available\":") ||
+	       buf_put_dec(b, v->qty) || JB_LIT(b, ",\"condition\":") || jb_str(b, offer_condition_names[v->condition]) ||
+	       JB_LIT(b, ",\"incoterm\":") || jb_str(b, offer_incoterm_names[v->incoterm]) ||
+	       JB_LIT(b, ",\"min_order_qty\":") || put_opt(b, v->moq) || JB_LIT(b, ",\"case_size\":") ||
+	       put_opt(b, v->case_size) || JB_LIT(b, ",\"valid_from\":") || put_ts(b, v->from_ms, INT64_MIN) ||
+	       JB_LIT(b, ",\"valid_to\":") || put_ts(b, v->to_ms, INT64_MAX) ||
+	       JB_LIT(b, ",\"permissions\":") || put_permissions(b, v) || JB_LIT(b, ",\"network_shareable\":") ||
+	       (v->shareable ? JB_LIT(b, "true") : JB_LIT(b, "false")) ||
+	       JB_LIT(b, ",\"status\":") || jb_str(b, offer_status_names[v->status]) || JB_LIT(b, ",\"source\":") ||
+	       jb_str(b, offer_source_names[v->source]) || JB_LIT(b, ",\"created_at\":") || jb_str(b, v->created_at) ||
+	       JB_LIT(b, ",\"updated_at\":") || jb_str(b, v->updated_at) || buf_putc(b, '}');
 }
 
 /* The view in w as one value. */

@@ -207,9 +207,9 @@ static void state_load(struct api_ctx *c, struct sync_state *s)
 static void jw_str_or_null(struct jw *w, const char *k, const char *s)
 {
 	if (s[0])
-		jw_kstr(w, k, s);
+		jw_var_str(w, k, s);
 	else
-		jw_knull(w, k);
+		jw_var_null(w, k);
 }
 
 /* The kinds a state selects (0 = all). */

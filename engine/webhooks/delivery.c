@@ -236,9 +236,9 @@ const struct table_ops wh_cursor_table_ops = {
 static void kstr_or_null(struct jw *w, const char *k, const char *s)
 {
 	if (s[0])
-		jw_kstr(w, k, s);
+		jw_var_str(w, k, s);
 	else
-		jw_knull(w, k);
+		jw_var_null(w, k);
 }
 
 /* Stage delivery d under id in the open transaction: 0 or -1. */

@@ -774,21 +774,20 @@ static int party_add(struct party *p, unsigned *n, const char *id, const char *r
 	return 0;
 }
 
-static void write_source(struct jw *w, const struct quote_line *ql, const struct route_alloc *a)
+/* One allocation of a line: the offer it takes from and where it ships from. */
+static int source_put(struct buf *b, const struct quote_line *ql, const struct route_alloc *a)
 {
 	const struct offer *o = ql->offer[a->cand];
 	int om = iso_currency_minor(o->currency, 3);
-	struct buf *b = jw_raw_begin(w);
-	if (b && (JB_LIT(b, "{\"offer_id\":") || jb_str(b, o->row.id) || JB_LIT(b, ",\"originator_id\":") ||
-		  jb_str(b, o->originator_id) || JB_LIT(b, ",\"qty\":") || buf_put_dec(b, a->qty) ||
-		  JB_LIT(b, ",\"p2b\":") || jb_fixed(b, o->price_minor, (unsigned)(om < 0 ? 2 : om)) ||
-		  JB_LIT(b, ",\"p2b_currency\":") || jb_str(b, o->currency) || JB_LIT(b, ",\"incoterm\":") ||
-		  jb_name(b, offer_incoterm_names[o->incoterm]) || JB_LIT(b, ",\"fulfiller_id\":") ||
-		  jb_str(b, ql->fulfiller[a->cand]) || JB_LIT(b, ",\"location_id\":") ||
-		  jb_str_or_null(b, ql->location[a->cand]) || JB_LIT(b, ",\"origin_country\":") ||
-		  jb_str(b, ql->pin[a->cand].origin) || JB_LIT(b, ",\"estate\":") ||
-		  jb_bool(b, ql->cand[a->cand].is_estate) || buf_putc(b, '}')))
-		w->err = 1;
+	return JB_LIT(b, "{\"offer_id\":") || jb_str(b, o->row.id) || JB_LIT(b, ",\"originator_id\":") ||
+	       jb_str(b, o->originator_id) || JB_LIT(b, ",\"qty\":") || buf_put_dec(b, a->qty) ||
+	       JB_LIT(b, ",\"p2b\":") || jb_fixed(b, o->price_minor, (unsigned)(om < 0 ? 2 : om)) ||
+	       JB_LIT(b, ",\"p2b_currency\":") || jb_str(b, o->currency) || JB_LIT(b, ",\"incoterm\":") ||
+	       jb_name(b, offer_incoterm_names[o->incoterm]) || JB_LIT(b, ",\"fulfiller_id\":") ||
+	       jb_str(b, ql->fulfiller[a->cand]) || JB_LIT(b, ",\"location_id\":") ||
+	       jb_str_or_null(b, ql->location[a->cand]) || JB_LIT(b, ",\"origin_country\":") ||
+	       jb_str(b, ql->pin[a->cand].origin) || JB_LIT(b, ",\"estate\":") ||
+	       jb_bool(b, ql->cand[a->cand].is_estate) || buf_putc(b, '}');
 }
 
 enum quote_rule quote_rule_of(const struct quote *q, unsigned i, unsigned k)
@@ -837,39 +836,40 @@ static int candidate_put(struct buf *b, const struct quote *q, unsigned i, unsig
 	       JB_LIT(b, ",\"rule\":") || jb_name(b, quote_rule_names[r]) || buf_putc(b, '}');
 }
 
+/* Line i's candidates as an array. */
+static int candidates_put(struct buf *b, const struct quote *q, unsigned i)
+{
+	int bad = buf_putc(b, '[');
+	for (unsigned k = 0; k < q->l[i].ncand && !bad; k++)
+		bad = (k && buf_putc(b, ',')) || candidate_put(b, q, i, k);
+	return bad || buf_putc(b, ']');
+}
+
 static void write_candidates(struct jw *w, const struct quote *q, unsigned i)
 {
-	const struct quote_line *ql = &q->l[i];
 	jw_key(w, "candidates");
 	struct buf *b = jw_raw_begin(w);
-	int bad = !b || buf_putc(b, '[');
-	for (unsigned k = 0; k < ql->ncand && !bad; k++)
-		bad = (k && buf_putc(b, ',')) || candidate_put(b, q, i, k);
-	if (b && (bad || buf_putc(b, ']')))
+	if (b && candidates_put(b, q, i))
 		w->err = 1;
 }
 
 void quote_write_line_sourcing(struct jw *w, const struct quote *q, unsigned i, int with_candidates)
 {
 	const struct quote_line *ql = &q->l[i];
-	jw_obj_begin(w);
-	jw_kint(w, "line", i);
-	jw_kstr(w, "priority", "estate_first");
-	if (ql->plan.split)
-		jw_kstr(w, "split_reason", route_split_names[ql->plan.split]);
-	else
-		jw_knull(w, "split_reason");
-	jw_key(w, "source");
-	jw_arr_begin(w);
-	for (unsigned k = 0; k < ql->plan.n; k++)
-		write_source(w, ql, &ql->plan.a[k]);
-	jw_arr_end(w);
+	struct buf *b = jw_raw_begin(w);
+	int bad = !b || JB_LIT(b, "{\"line\":") || buf_put_dec(b, i) ||
+		  JB_LIT(b, ",\"priority\":\"estate_first\",\"split_reason\":") ||
+		  (ql->plan.split ? jb_name(b, route_split_names[ql->plan.split]) : JB_LIT(b, "null")) ||
+		  JB_LIT(b, ",\"source\":[");
+	for (unsigned k = 0; k < ql->plan.n && !bad; k++)
+		bad = (k && buf_putc(b, ',')) || source_put(b, ql, &ql->plan.a[k]);
 	/* how many offers were ranked, and whether some were not priced */
-	jw_kint(w, "candidates_considered", ql->considered);
-	jw_kbool(w, "candidates_cut", ql->considered > ql->ncand || ql->scan_cut);
+	bad = bad || JB_LIT(b, "],\"candidates_considered\":") || buf_put_dec(b, ql->considered) ||
+	      JB_LIT(b, ",\"candidates_cut\":") || jb_bool(b, ql->considered > ql->ncand || ql->scan_cut);
 	if (with_candidates)
-		write_candidates(w, q, i);
-	jw_obj_end(w);
+		bad = bad || JB_LIT(b, ",\"candidates\":") || candidates_put(b, q, i);
+	if (b && (bad || buf_putc(b, '}')))
+		w->err = 1;
 }
 
 static void write_settlement(struct jw *w, const struct quote *s)
@@ -902,27 +902,19 @@ static void write_settlement(struct jw *w, const struct quote *s)
 	if (full)
 		w->err = 1; /* never a split that silently lacks its parties */
 	jw_key(w, "settlement_split");
-	jw_obj_begin(w);
-	jw_kstr(w, "currency", q->currency);
-	jw_key(w, "parties");
-	jw_arr_begin(w);
-	for (unsigned i = 0; i < np; i++) {
-		jw_obj_begin(w);
-		jw_kstr(w, "partner_id", pp[i].id);
-		jw_kstr(w, "role", pp[i].role);
-		quote_write_money(w, "amount", pp[i].amount, mn);
-		jw_kstr(w, "basis", pp[i].basis);
-		jw_obj_end(w);
-	}
-	jw_arr_end(w);
-	quote_write_money(w, "platform_fee", q->comp_total[PC_F_PLATFORM], mn);
-	jw_key(w, "escrowed_taxes");
-	jw_obj_begin(w);
-	quote_write_money(w, "excise", q->comp_total[PC_E_EXCISE], mn);
-	quote_write_money(w, "vat", q->comp_total[PC_V_VAT], mn);
-	jw_kstr(w, "authority_country", s->dest);
-	jw_obj_end(w);
-	jw_obj_end(w);
+	struct buf *b = jw_raw_begin(w);
+	int bad = !b || JB_LIT(b, "{\"currency\":") || jb_str(b, q->currency) || JB_LIT(b, ",\"parties\":[");
+	for (unsigned i = 0; i < np && !bad; i++)
+		bad = (i && buf_putc(b, ',')) || JB_LIT(b, "{\"partner_id\":") || jb_str(b, pp[i].id) ||
+		      JB_LIT(b, ",\"role\":") || jb_name(b, pp[i].role) || JB_LIT(b, ",\"amount\":") ||
+		      jb_fixed(b, pp[i].amount, (unsigned)mn) || JB_LIT(b, ",\"basis\":") || jb_name(b, pp[i].basis) ||
+		      buf_putc(b, '}');
+	bad = bad || JB_LIT(b, "],\"platform_fee\":") || jb_fixed(b, q->comp_total[PC_F_PLATFORM], (unsigned)mn) ||
+	      JB_LIT(b, ",\"escrowed_taxes\":{\"excise\":") || jb_fixed(b, q->comp_total[PC_E_EXCISE], (unsigned)mn) ||
+	      JB_LIT(b, ",\"vat\":") || jb_fixed(b, q->comp_total[PC_V_VAT], (unsigned)mn) ||
+	      JB_LIT(b, ",\"authority_country\":") || jb_str(b, s->dest) || JB_LIT(b, "}}");
+	if (b && bad)
+		w->err = 1;
 }
 
 void quote_write_totals(struct jw *w, const struct quote *s)

@@ -71,6 +71,21 @@ static inline int buf_append(struct buf *b, const void *p, size_t n)
 	}
 	return buf_append_grow(b, p, n);
 }
+/* Append a string literal's bytes (not its NUL); the length is the
+ * compiler's. */
+#define BUF_LIT(b, lit) buf_append((b), lit, sizeof(lit) - 1)
+/* Copy src into dst (size bytes, size > 0), truncated to size - 1 bytes,
+ * always NUL-terminated: snprintf(dst, size, "%s", src) without the
+ * format parsing.  Returns the length of what was copied. */
+static inline size_t buf_strcpy(char *dst, size_t size, const char *src)
+{
+	size_t n = __builtin_strlen(src);
+	if (n >= size)
+		n = size - 1;
+	__builtin_memcpy(dst, src, n);
+	dst[n] = 0;
+	return n;
+}
 /* Append a NUL-terminated string (without the NUL). */
 int buf_puts(struct buf *b, const char *s);
 /* Append one byte. */

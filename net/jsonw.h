@@ -127,7 +127,7 @@ static inline void jw_q_str_z(struct jw *w, const char *qkey, size_t qlen, const
  * a constant-size literal per key: no separator state, no call, no scan).
  * Each returns 0, or -1 on bound/OOM; the caller ORs them and sets w->err.
  */
-#define JB_LIT(b, s) buf_append((b), s, sizeof(s) - 1)
+#define JB_LIT(b, s) BUF_LIT(b, s)
 /* s (NUL-terminated) as an escaped JSON string. */
 int jb_str(struct buf *b, const char *s);
 /* s, a name from the engine's own tables (an enum value's spelling, which

@@ -27,7 +27,8 @@
 # its deadline are served after it and land in the next dump's window or
 # in none (under 0.1 % of a run).
 #
-# Needs valgrind (callgrind_control), wrk and curl.  Traffic goes to
+# IRQ_KEEP=DIR keeps the dumps of each kind in DIR/<kind> for
+# callgrind_annotate.  Needs valgrind (callgrind_control), wrk and curl.  Traffic goes to
 # 127.0.0.1 only; the data dir is a mktemp dir removed on exit.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -94,6 +95,11 @@ measure() {
 		total=$((total + ${ir:-0}))
 		grep -q '^thread: 1$' "$f" && loop=${ir:-0}
 	done
+	# IRQ_KEEP=DIR keeps each kind's dumps there (callgrind_annotate by hand)
+	if [ -n "${IRQ_KEEP:-}" ]; then
+		mkdir -p "$IRQ_KEEP/${label//[^a-z0-9]/_}"
+		cp "$root"/cg.out* "$IRQ_KEEP/${label//[^a-z0-9]/_}/"
+	fi
 	awk -v l="$label" -v n="$n" -v t="$total" -v e="$loop" 'BEGIN {
 		printf "%-34s %7d requests  %9.0f instructions/request (all threads), event loop %.0f %%\n",
 			l, n, t / n, (t > 0 ? 100 * e / t : 0) }'

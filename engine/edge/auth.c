@@ -297,8 +297,8 @@ static int identify(struct api_ctx *c)
 	struct principal *w = &c->who;
 	memcpy(w->key_id, k->row.id, k->row.id_len);
 	w->key_id[k->row.id_len] = 0;
-	snprintf(w->entity_id, sizeof(w->entity_id), "%s", k->entity_id);
-	snprintf(w->channel_id, sizeof(w->channel_id), "%s", k->channel_id);
+	buf_strcpy(w->entity_id, sizeof(w->entity_id), k->entity_id);
+	buf_strcpy(w->channel_id, sizeof(w->channel_id), k->channel_id);
 	w->scopes = k->scopes;
 	w->kind = k->kind;
 	w->rate_rps = k->rate_rps;

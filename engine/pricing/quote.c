@@ -561,10 +561,10 @@ static int parse(struct api_ctx *c, const struct json_value *b, struct quote *s)
 		else if (!p || !(p->v.roles & (ROLE_SELLER | ROLE_ORIGINATOR)))
 			api_field_error(c, "seller", "unknown", "no such seller");
 		else {
-			snprintf(s->seller, sizeof(s->seller), "%s", id);
+			buf_strcpy(s->seller, sizeof(s->seller), id);
 			s->seller_country = p->v.country[0] ? p->v.country : NULL;
 			/* R_Recruiter: the seller's recruiter and rate (percent x 100 -> ppm) */
-			snprintf(s->recruiter, sizeof(s->recruiter), "%s", p->v.recruiter_id);
+			buf_strcpy(s->recruiter, sizeof(s->recruiter), p->v.recruiter_id);
 			s->recruiter_ppm = p->v.recruiter_id[0] ? (uint32_t)(p->v.recruiter_rate_e2 * 100) : 0;
 			parse_channel(c, b, s);
 		}

@@ -486,55 +486,19 @@ void jw_value(struct jw *w, const struct json_value *v)
 	}
 }
 
-/* Key-plus-value conveniences: jw_key() then the value call. */
-
 /* ---- members: a key and its value in one step ------------------------------ */
 
 /*
- * Room for one member of the innermost object: the separator, "key": and
- * vlen bytes of value, in one reservation (a response writes thousands of
- * members, and the key + value pair through jw_keyn and a value writer
- * costs two separator checks, two reservations and two calls).  Returns
- * where the value goes, with out->len not yet advanced: the caller writes
- * the value and sets out->len past it.  NULL when nothing was written:
- * after an error (set, or set now: a member after a key or outside any
- * object, no room) or, *slow = 1, for a key that needs escaping (no
- * literal does): the caller then takes jw_keyn's path.
- */
-static char *member(struct jw *w, const char *key, size_t klen, size_t vlen, int *slow)
-{
-	*slow = 0;
-	if (w->err)
-		return NULL;
-	if (w->after_key || w->depth == 0) {
-		set_err(w, JW_ERR_USAGE);
-		return NULL;
-	}
-	size_t comma = !w->first[w->depth];
-	if (buf_reserve(w->out, comma + klen + 3 + vlen)) {
-		set_err(w, JW_ERR_BUF);
-		return NULL;
-	}
-	char *d = w->out->data + w->out->len;
-	char *k = d + comma;
-	if (plain_run_copy((const unsigned char *)key, klen, k + 1) != klen) {
-		*slow = 1;
-		return NULL;
-	}
-	if (k != d)
-		*d = ',';
-	k[0] = '"';
-	k[klen + 1] = '"';
-	k[klen + 2] = ':';
-	w->first[w->depth] = 0;
-	return k + klen + 3;
-}
-
-/*
- * Room for one member whose key is already quoted and followed by its
- * colon (qkey, qlen bytes: "\"id\":", from the jw_k* macros): the separator
- * and the key in one copy, nothing scanned.  Returns where the vlen bytes
- * of value go, as member() does; NULL after an error.  Test builds check
+ * Room for one member of the innermost object whose key is already quoted
+ * and followed by its colon (qkey, qlen bytes: "\"id\":", from the jw_k*
+ * macros, or quote_key below): the separator, the key and vlen bytes of
+ * value in one reservation, the key in one copy, nothing scanned (a
+ * response writes thousands of members; a key through jw_keyn and then a
+ * value writer costs two separator checks, two reservations, two calls
+ * and a scan of the key).  Returns where the value goes, with out->len
+ * not yet advanced: the caller writes the value and sets out->len past
+ * it.  NULL when nothing was written: after an error (set, or set now: a
+ * member after a key or outside any object, no room).  Test builds check
  * that the key really is a plain quoted name (a literal with a '"' or a
  * control byte in it would write broken JSON).
  */
@@ -564,7 +528,7 @@ static char *qmember(struct jw *w, const char *qkey, size_t qlen, size_t vlen)
 	return d + qlen;
 }
 
-/* n bytes of JSON text as the value at d (from member or qmember). */
+/* n bytes of JSON text as the value at d (from qmember). */
 static void text_at(struct jw *w, char *d, const char *v, size_t n)
 {
 	memcpy(d, v, n);
@@ -585,31 +549,6 @@ static void str_at(struct jw *w, char *d, const char *s, size_t slen)
 		set_err(w, JW_ERR_BUF);
 }
 
-/* A member whose value is n bytes of JSON text (a number, a literal). */
-static void member_text(struct jw *w, const char *key, size_t klen, const char *v, size_t n)
-{
-	int slow;
-	char *d = member(w, key, klen, n, &slow);
-	if (d) {
-		text_at(w, d, v, n);
-	} else if (slow) {
-		jw_keyn(w, key, klen);
-		jw_raw(w, v, n);
-	}
-}
-
-void jw_member_str(struct jw *w, const char *key, size_t klen, const char *s, size_t slen)
-{
-	int slow;
-	char *d = member(w, key, klen, slen + 2, &slow);
-	if (d) {
-		str_at(w, d, s, slen);
-	} else if (slow) {
-		jw_keyn(w, key, klen);
-		jw_strn(w, s, slen);
-	}
-}
-
 /* v in decimal into tmp[24]; returns where the text starts (it ends at
  * tmp + 24). */
 static char *int_text(int64_t v, char tmp[24])
@@ -619,30 +558,6 @@ static char *int_text(int64_t v, char tmp[24])
 		*--p = '-';
 	return p;
 }
-
-void jw_member_int(struct jw *w, const char *key, size_t klen, int64_t v)
-{
-	char tmp[24];
-	char *p = int_text(v, tmp);
-	member_text(w, key, klen, p, (size_t)(tmp + sizeof(tmp) - p));
-}
-
-void jw_member_fixed(struct jw *w, const char *key, size_t klen, int64_t v, unsigned scale)
-{
-	if (scale > 18) {
-		set_err(w, JW_ERR_USAGE); /* keeps an earlier error */
-		return;
-	}
-	char out[48];
-	member_text(w, key, klen, out, jw_fixed_text(v, scale, out));
-}
-
-void jw_member_bool(struct jw *w, const char *key, size_t klen, int v)
-{
-	member_text(w, key, klen, v ? "true" : "false", v ? 4 : 5);
-}
-
-void jw_member_null(struct jw *w, const char *key, size_t klen) { member_text(w, key, klen, "null", 4); }
 
 /* ---- the same with a pre-quoted literal key (the jw_k* macros) ------------- */
 
@@ -684,6 +599,65 @@ void jw_q_bool(struct jw *w, const char *qkey, size_t qlen, int v)
 }
 
 void jw_q_null(struct jw *w, const char *qkey, size_t qlen) { qmember_text(w, qkey, qlen, "null", 4); }
+
+/* ---- members with a key known at run time (jw_member_*, jw_var_*) ---------- */
+
+#define JW_RUNTIME_KEY_MAX 64 /* longer keys take jw_keyn's path */
+
+/* key (klen bytes) quoted and followed by its colon into q, when it has
+ * nothing to escape and fits: its length, else 0 (the caller writes it
+ * with jw_keyn, which escapes). */
+static size_t quote_key(char q[JW_RUNTIME_KEY_MAX + 3], const char *key, size_t klen)
+{
+	if (klen > JW_RUNTIME_KEY_MAX || plain_run_copy((const unsigned char *)key, klen, q + 1) != klen)
+		return 0;
+	q[0] = '"';
+	q[klen + 1] = '"';
+	q[klen + 2] = ':';
+	return klen + 3;
+}
+
+enum member_kind { MK_STR, MK_INT, MK_FIXED, MK_BOOL, MK_NULL };
+
+/* A member of kind k with a run-time key: through the pre-quoted writers
+ * when the key quotes as it is, else jw_keyn and the value's writer. */
+static void member_any(struct jw *w, const char *key, size_t klen, enum member_kind k, const char *s, size_t slen,
+		       int64_t v, unsigned scale)
+{
+	char q[JW_RUNTIME_KEY_MAX + 3];
+	size_t ql = quote_key(q, key, klen);
+	if (!ql)
+		jw_keyn(w, key, klen);
+	switch (k) {
+	case MK_STR: ql ? jw_q_str(w, q, ql, s, slen) : jw_strn(w, s, slen); break;
+	case MK_INT: ql ? jw_q_int(w, q, ql, v) : jw_int(w, v); break;
+	case MK_FIXED: ql ? jw_q_fixed(w, q, ql, v, scale) : jw_fixed(w, v, scale); break;
+	case MK_BOOL: ql ? jw_q_bool(w, q, ql, (int)v) : jw_bool(w, (int)v); break;
+	case MK_NULL: ql ? jw_q_null(w, q, ql) : jw_null(w); break;
+	}
+}
+
+void jw_member_str(struct jw *w, const char *key, size_t klen, const char *s, size_t slen)
+{
+	member_any(w, key, klen, MK_STR, s, slen, 0, 0);
+}
+
+void jw_member_int(struct jw *w, const char *key, size_t klen, int64_t v)
+{
+	member_any(w, key, klen, MK_INT, NULL, 0, v, 0);
+}
+
+void jw_member_fixed(struct jw *w, const char *key, size_t klen, int64_t v, unsigned scale)
+{
+	member_any(w, key, klen, MK_FIXED, NULL, 0, v, scale);
+}
+
+void jw_member_bool(struct jw *w, const char *key, size_t klen, int v)
+{
+	member_any(w, key, klen, MK_BOOL, NULL, 0, v != 0, 0);
+}
+
+void jw_member_null(struct jw *w, const char *key, size_t klen) { member_any(w, key, klen, MK_NULL, NULL, 0, 0, 0); }
 
 /* ---- fixed-shape writing ----------------------------------------------------- */
 

@@ -121,6 +121,8 @@ SHARD=${BENCH_SHARD:-bin/wm-shard}
 WRK=(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency)
 
 die() { echo "bench.sh: $*" >&2; exit 1; }
+# listening_port, world_setup, quote_world (shared with perf/ir_per_request.sh)
+. perf/world.sh
 
 for tool in wrk curl awk; do
 	command -v "$tool" >/dev/null || die "$tool not found (run: make deps-bench)"
@@ -209,17 +211,7 @@ export WM_BOOTSTRAP_KEY
 WM_BOOTSTRAP_KEY="$WM_BOOTSTRAP_KEY" "$SHARD" --listen 127.0.0.1:0 --data-dir "$data" --access-log 0 --snapshot-interval 0 \
 	--wal-mode fsync >"$root/shard.out" 2>"$root/shard.err" &
 shard_pid=$!
-port=""
-for _ in $(seq 1 100); do
-	port=$(sed -n 's#^wm-shard listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*#\1#p' "$root/shard.out")
-	[ -n "$port" ] && break
-	if ! kill -0 "$shard_pid" 2>/dev/null; then
-		cat "$root/shard.err" >&2
-		die "wm-shard exited during start-up"
-	fi
-	sleep 0.1
-done
-[ -n "$port" ] || die "wm-shard did not print its listening line within 10 s"
+port=$(listening_port wm-shard "$root/shard.out" "$root/shard.err" "$shard_pid" 100)
 base="http://127.0.0.1:$port"
 echo "wm-shard pid $shard_pid on $base (wal-mode fsync, data in $data)"
 
@@ -638,9 +630,6 @@ fi
 # per fsync.  The counts of orders come from wm_table_rows{table="order"}
 # (wrk drops the few in flight at its deadline; the shard still stores them).
 
-# world_setup, quote_world: perf/world.sh (shared with perf/ir_per_request.sh)
-. perf/world.sh
-
 # cpu_ticks PID : utime + stime of every thread of the process (/proc, clock ticks)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
@@ -663,17 +652,7 @@ else
 		--snapshot-interval 0 --wal-mode "$ORD_WAL_MODE" --documents 0 --key-rate-rps 1000000 --key-rate-burst 1000000 \
 		>"$root/orders-shard.out" 2>"$root/orders-shard.err" &
 	orders_pid=$!
-	oport=""
-	for _ in $(seq 1 100); do
-		oport=$(sed -n 's#^wm-shard listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*#\1#p' "$root/orders-shard.out")
-		[ -n "$oport" ] && break
-		if ! kill -0 "$orders_pid" 2>/dev/null; then
-			cat "$root/orders-shard.err" >&2
-			die "wm-shard (orders) exited during start-up"
-		fi
-		sleep 0.1
-	done
-	[ -n "$oport" ] || die "wm-shard (orders) did not print its listening line within 10 s"
+	oport=$(listening_port wm-shard "$root/orders-shard.out" "$root/orders-shard.err" "$orders_pid" 100)
 	obase="http://127.0.0.1:$oport"
 	echo "wm-shard pid $orders_pid on $obase (wal-mode fsync, --key-rate-rps/--key-rate-burst 1000000, data in $odata)"
 
@@ -786,14 +765,7 @@ else
 		--snapshot-interval 0 --wal-mode fsync --key-rate-rps 1000000 --key-rate-burst 1000000 \
 		>"$root/documents-shard.out" 2>"$root/documents-shard.err" &
 	doc_pid=$!
-	dport=""
-	for _ in $(seq 1 100); do
-		dport=$(sed -n 's#^wm-shard listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*#\1#p' "$root/documents-shard.out")
-		[ -n "$dport" ] && break
-		kill -0 "$doc_pid" 2>/dev/null || die "wm-shard (documents) exited during start-up"
-		sleep 0.1
-	done
-	[ -n "$dport" ] || die "wm-shard (documents) did not print its listening line within 10 s"
+	dport=$(listening_port wm-shard "$root/documents-shard.out" "$root/documents-shard.err" "$doc_pid" 100)
 	dbase="http://127.0.0.1:$dport"
 	dmetric() {
 		curl -fsS -H "Authorization: Bearer $WM_BOOTSTRAP_KEY" "$dbase/metrics" |

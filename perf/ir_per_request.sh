@@ -58,16 +58,9 @@ valgrind --tool=callgrind --instr-atstart=no --separate-threads=yes \
 	--wal-mode write --documents 0 --key-rate-rps 1000000 --key-rate-burst 1000000 \
 	>"$root/shard.out" 2>"$root/shard.err" &
 pid=$!
-port=""
-for _ in $(seq 1 600); do
-	port=$(sed -n 's#^wm-shard listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*#\1#p' "$root/shard.out")
-	[ -n "$port" ] && break
-	kill -0 "$pid" 2>/dev/null || { cat "$root/shard.err" >&2; die "wm-shard exited during start-up"; }
-	sleep 0.1
-done
-[ -n "$port" ] || die "wm-shard did not print its listening line within 60 s"
-api_base="http://127.0.0.1:$port"
 . perf/world.sh
+port=$(listening_port wm-shard "$root/shard.out" "$root/shard.err" "$pid" 600) # valgrind starts slowly
+api_base="http://127.0.0.1:$port"
 world_setup >/dev/null
 quote_world >/dev/null
 

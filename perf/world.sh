@@ -3,6 +3,22 @@
 # http://127.0.0.1:PORT), WM_BOOTSTRAP_KEY (the operator key), a die
 # function, and curl; sets the globals named below.
 
+# listening_port PROGRAM OUT ERR PID TRIES : the port that PROGRAM (wm-shard,
+# wm-router) printed to OUT as "PROGRAM listening on http://127.0.0.1:PORT",
+# polled every 0.1 s up to TRIES times; dies, showing ERR, when PID exits
+# first or the line never comes.  Use as port=$(listening_port ...) under
+# set -e: a death in the substitution stops the caller too.
+listening_port() {
+	local prog=$1 out=$2 err=$3 pid=$4 tries=$5 port=""
+	for _ in $(seq 1 "$tries"); do
+		port=$(sed -n "s#^$prog listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*#\1#p" "$out")
+		[ -n "$port" ] && { printf '%s' "$port"; return 0; }
+		kill -0 "$pid" 2>/dev/null || { cat "$err" >&2; die "$prog exited during start-up"; }
+		sleep 0.1
+	done
+	die "$prog did not print its listening line within $((tries / 10)) s"
+}
+
 # world_setup: over HTTP at $api_base with the operator key, the order
 # world of sections k and l (see k); sets estate seller wine offer loc level
 # and exports WM_ORDER_KEY.

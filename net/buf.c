@@ -59,6 +59,16 @@ int buf_append_grow(struct buf *b, const void *p, size_t n)
 	return 0;
 }
 
+int buf_append_var(struct buf *b, const void *p, size_t n)
+{
+	if (n && n <= b->cap - b->len) {
+		memcpy(b->data + b->len, p, n);
+		b->len += n;
+		return 0;
+	}
+	return buf_append_grow(b, p, n);
+}
+
 int buf_puts(struct buf *b, const char *s) { return buf_append(b, s, strlen(s)); }
 
 

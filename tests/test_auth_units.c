@@ -167,13 +167,21 @@ WM_TEST(rfc3339, parse)
 
 /* fmt_rfc3339_ms (digits, the calendar part cached per second) against
  * gmtime_r + snprintf, and round trips through the parser: the epoch, a
- * leap day, second and year boundaries, the same second twice, and a
- * seeded spread over 1970-2100. */
+ * leap day, second and year boundaries, the same second twice, seconds
+ * taken in turn (the cache's slots and their eviction), and a seeded
+ * spread over 1970-2100. */
 WM_TEST(rfc3339, format_matches_gmtime_and_round_trips)
 {
 	unsigned long long at[300] = {0, 999, 1000, 1709164799999ull, 1709164800000ull, 1709251199999ull,
 				      1735689599999ull, 1735689600000ull, 1735689600000ull, 1735689600001ull};
 	unsigned n = 10;
+	/* the calendar cache's slots: 2, then 5 seconds taken in turn (more
+	 * than it keeps, so each is evicted and made again), each time with
+	 * other milliseconds */
+	static const unsigned long long turn[] = {1735689600000ull, 1709164799000ull, 1000ull, 1767225599000ull,
+						  4102444799000ull};
+	for (unsigned k = 0; k < 40; k++)
+		at[n++] = turn[k < 10 ? k % 2 : k % 5] + (k * 37) % 1000;
 	unsigned long long x = 88172645463325252ull;
 	while (n < sizeof(at) / sizeof(at[0])) {
 		x ^= x << 13, x ^= x >> 7, x ^= x << 17;

@@ -32,14 +32,28 @@ static void put_digits(char *p, unsigned v, int n)
 	}
 }
 
-/* Every event and state row carries a timestamp: the calendar part is
- * computed once per second per thread, the rest is digits (no printf). */
+/* Every event and state row carries a timestamp: the calendar part of a
+ * second is computed once per thread and kept in a few slots, the rest is
+ * digits (no printf).  Several slots, not one: a request formats "now" and
+ * the stored times of the rows it reads (a level's updated_at) in turn, and
+ * with a single slot they evicted each other -- gmtime_r ran ~20 times per
+ * order (issue 15). */
+#define RFC3339_SLOTS 4
+
 void fmt_rfc3339_ms(char *out, unsigned long long unix_ms)
 {
-	static _Thread_local unsigned long long cached_s = ~0ull;
-	static _Thread_local char day[20]; /* "YYYY-MM-DDTHH:MM:SS" */
+	static _Thread_local struct {
+		unsigned long long s; /* ~0: empty */
+		char day[20];         /* "YYYY-MM-DDTHH:MM:SS" */
+	} slot[RFC3339_SLOTS] = {{~0ull, ""}, {~0ull, ""}, {~0ull, ""}, {~0ull, ""}};
+	static _Thread_local unsigned next;
 	unsigned long long sec = unix_ms / 1000;
-	if (sec != cached_s) {
+	unsigned i = 0;
+	while (i < RFC3339_SLOTS && slot[i].s != sec)
+		i++;
+	if (i == RFC3339_SLOTS) {
+		i = next++ % RFC3339_SLOTS; /* the oldest filled */
+		char *day = slot[i].day;
 		time_t s = (time_t)sec;
 		struct tm tm;
 		gmtime_r(&s, &tm);
@@ -54,9 +68,9 @@ void fmt_rfc3339_ms(char *out, unsigned long long unix_ms)
 		put_digits(day + 14, (unsigned)tm.tm_min, 2);
 		day[16] = ':';
 		put_digits(day + 17, (unsigned)tm.tm_sec, 2);
-		cached_s = sec;
+		slot[i].s = sec;
 	}
-	memcpy(out, day, 19);
+	memcpy(out, slot[i].day, 19);
 	out[19] = '.';
 	put_digits(out + 20, (unsigned)(unix_ms % 1000), 3);
 	out[23] = 'Z';

@@ -138,6 +138,7 @@ static int stage_row(struct shard *sh, const char *id, const char *dest, const s
 {
 	struct buf doc;
 	buf_init(&doc, REC_MAX_VAL);
+	(void)buf_reserve(&doc, BUF_DOC_HINT);
 	struct jw w;
 	jw_init(&w, &doc);
 	jw_obj_begin(&w);

@@ -326,7 +326,7 @@ void order_state_initial(struct order_state_v *v, unsigned n_legs, const char *n
 	for (unsigned i = 0; i < n_legs; i++)
 		v->leg_status[i] = LS_PENDING;
 	snprintf(v->pay_state, sizeof(v->pay_state), "pending");
-	snprintf(v->updated_at, sizeof(v->updated_at), "%s", now);
+	buf_strcpy(v->updated_at, sizeof(v->updated_at), now);
 }
 
 /* Copy s into out[size]: 0, or -1 when it does not fit. */

@@ -341,6 +341,7 @@ static int ledger_commit(struct shard *sh, const struct pay_vals *v, const char 
 	}
 	struct buf doc;
 	buf_init(&doc, PAY_DOC_MAX);
+	(void)buf_reserve(&doc, BUF_DOC_HINT);
 	struct jw w;
 	jw_init(&w, &doc);
 	pay_write(&w, v);
@@ -366,8 +367,8 @@ static int ledger_commit(struct shard *sh, const struct pay_vals *v, const char 
 static void result(struct pay_result *out, enum pay_outcome o, const char *charge_id, const char *code)
 {
 	out->outcome = o;
-	snprintf(out->charge_id, sizeof(out->charge_id), "%s", charge_id ? charge_id : "");
-	snprintf(out->code, sizeof(out->code), "%s", code ? code : "");
+	buf_strcpy(out->charge_id, sizeof(out->charge_id), charge_id ? charge_id : "");
+	buf_strcpy(out->code, sizeof(out->code), code ? code : "");
 }
 
 void pay_charge(struct shard *sh, const struct pay_request *rq, struct pay_result *out)
@@ -570,6 +571,7 @@ static int payout_commit(struct shard *sh, const char *id, const char *order_id,
 	unsigned minor = (unsigned)iso_currency_minor(currency, 3);
 	struct buf doc;
 	buf_init(&doc, PAY_DOC_MAX);
+	(void)buf_reserve(&doc, BUF_DOC_HINT);
 	struct jw w;
 	jw_init(&w, &doc);
 	jw_obj_begin(&w);
@@ -643,7 +645,7 @@ void pay_clawback(struct shard *sh, const char *payout_id, int64_t total_minor, 
 	json_doc_free(d);
 	int64_t paid = p->paid_minor;
 	memcpy(paid_at, p->paid_at, sizeof(paid_at));
-	snprintf(id, sizeof(id), "%s", payout_id);
+	buf_strcpy(id, sizeof(id), payout_id);
 	int rc = !root || payout_commit(sh, id, oid, partner, role, paid, total_minor, cur, paid_at,
 					"settlement.clawed_back");
 	result(out, rc ? PAY_ERROR : PAY_OK, id, rc ? "ledger_unavailable" : NULL);

@@ -117,8 +117,8 @@ static int step_prepare(struct shard *sh, const char *id)
 	for (unsigned i = 0; o && i < o->n_legs; i++) {
 		char hold[INV_HOLD_ID_MAX + 1], level[ID_MAX_LEN];
 		int64_t qty = o->legs[i].qty;
-		snprintf(hold, sizeof(hold), "%s", o->legs[i].hold_id);
-		snprintf(level, sizeof(level), "%s", o->legs[i].level_id);
+		buf_strcpy(hold, sizeof(hold), o->legs[i].hold_id);
+		buf_strcpy(level, sizeof(level), o->legs[i].level_id);
 		int rc = hold_place(sh, level, qty, hold);
 		o = get(sh, id); /* the hold's transaction replaced rows; re-read */
 		if (rc == HOLD_OK)
@@ -165,7 +165,7 @@ static int step_commit_buy(struct shard *sh, const char *id)
 	const struct order *o = get(sh, id);
 	for (unsigned i = 0; o && i < o->n_legs; i++) {
 		char hold[INV_HOLD_ID_MAX + 1];
-		snprintf(hold, sizeof(hold), "%s", o->legs[i].hold_id);
+		buf_strcpy(hold, sizeof(hold), o->legs[i].hold_id);
 		int rc = hold_commit(sh, hold);
 		o = get(sh, id);
 		if (rc != HOLD_OK) {
@@ -237,7 +237,7 @@ static int compensate(struct shard *sh, const char *id)
 	}
 	for (unsigned i = 0; o && i < o->n_legs; i++) {
 		char hold[INV_HOLD_ID_MAX + 1];
-		snprintf(hold, sizeof(hold), "%s", o->legs[i].hold_id);
+		buf_strcpy(hold, sizeof(hold), o->legs[i].hold_id);
 		int rc = hold_release(sh, hold);
 		o = get(sh, id);
 		if (rc != HOLD_OK && rc != HOLD_E_NOT_FOUND) {
@@ -367,7 +367,7 @@ int saga_txn_abort(struct shard *sh, const char *id, int why)
 int saga_drive(struct shard *sh, const char *order_id, int recovering)
 {
 	char id[ID_MAX_LEN];
-	snprintf(id, sizeof(id), "%s", order_id);
+	buf_strcpy(id, sizeof(id), order_id);
 	const int txn = is_txn(sh, id); /* its coordinator decides (order.h) */
 	for (int step = 0; step < SAGA_MAX_STEPS; step++) {
 		const struct order_state_v *sv = cur(sh, id);

@@ -101,14 +101,16 @@ static unsigned char lower(unsigned char c)
 }
 
 /* Case-insensitive compare of p[0..n) with the NUL-terminated ASCII `s`. */
-static int ieq(const char *p, size_t n, const char *s)
+static inline int ieq(const char *p, size_t n, const char *s)
 {
-	size_t i;
-	for (i = 0; i < n; i++) {
-		if (s[i] == '\0' || lower((unsigned char)p[i]) != lower((unsigned char)s[i]))
+	/* the length first: most compares are of a header name with another
+	 * (strlen of a literal folds once this is inlined) */
+	if (strlen(s) != n)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (lower((unsigned char)p[i]) != lower((unsigned char)s[i]))
 			return 0;
-	}
-	return s[i] == '\0';
+	return 1;
 }
 
 /* Exact compare of p[0..n) with the NUL-terminated `s`. */
@@ -477,8 +479,9 @@ const struct http_header *http_find_header(const struct http_request *req, const
 	if (!req || !name)
 		return NULL;
 	uint32_t n = req->n_headers < HTTP_MAX_HEADERS_CAP ? req->n_headers : HTTP_MAX_HEADERS_CAP;
+	size_t len = strlen(name);
 	for (uint32_t i = 0; i < n; i++)
-		if (ieq(req->headers[i].name, req->headers[i].name_len, name))
+		if (req->headers[i].name_len == len && ieq(req->headers[i].name, len, name))
 			return &req->headers[i];
 	return NULL;
 }

@@ -484,15 +484,23 @@ WM_TEST(ops, health_ready_metrics_openapi)
 	struct http_resp r;
 	cr_assert_eq(http_do(p.port, "GET", "/healthz", NULL, NULL, &r), 0);
 	cr_assert_eq(r.status, 200);
-	char rid[64];
+	char rid[64], rid2[64];
 	cr_assert_gt(http_header(&r, "X-Request-Id", rid, sizeof(rid)), 4);
+	http_resp_free(&r);
+	/* "req_" and 16 lower-case hex digits, another per request */
+	cr_assert_eq(strlen(rid), 20, "%s", rid);
+	cr_assert(!strncmp(rid, "req_", 4), "%s", rid);
+	cr_assert_eq(strspn(rid + 4, "0123456789abcdef"), 16, "%s", rid);
+	cr_assert_eq(http_do(p.port, "GET", "/healthz", NULL, NULL, &r), 0);
+	cr_assert_gt(http_header(&r, "X-Request-Id", rid2, sizeof(rid2)), 4);
+	cr_assert_str_neq(rid, rid2);
 	http_resp_free(&r);
 	cr_assert_eq(http_do(p.port, "GET", "/readyz", NULL, NULL, &r), 0);
 	cr_assert_eq(r.status, 200);
 	http_resp_free(&r);
 	cr_assert_eq(http_do(p.port, "GET", "/metrics", NULL, NULL, &r), 0);
 	cr_assert_eq(r.status, 200);
-	const char *must[] = {"wm_http_requests_total{route=\"/healthz\",status=\"200\"} 1",
+	const char *must[] = {"wm_http_requests_total{route=\"/healthz\",status=\"200\"} 2",
 			      "wm_http_request_duration_seconds_bucket", "wm_wal_fsync_seconds_bucket",
 			      "wm_lsn ", "wm_snapshot_age_seconds", "wm_wal_batch_transactions_avg"};
 	for (size_t i = 0; i < N_OF(must); i++)

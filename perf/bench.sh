@@ -630,6 +630,22 @@ fi
 # per fsync.  The counts of orders come from wm_table_rows{table="order"}
 # (wrk drops the few in flight at its deadline; the shard still stores them).
 
+# Measured 2026-11-29 (session 38), quote-only and -c16 runs of this
+# section, the build of the session's start (44d1fe6) and this one
+# alternately, twice each (BENCH_SHARD=..., BENCH_ORDERS_CONNS=16, the
+# other sections skipped): 1-line quote 0.31x / 0.26x nginx (31 / 33 us
+# CPU per quote) -> 0.36x / 0.37x (27 / 28 us); 5 lines 0.10x / 0.08x ->
+# 0.11x / 0.11x; orders -c16 149 / 165 -> 134 / 149 us CPU per order
+# (WAL bytes per order 628 / 622 -> 561 / 627: they follow the batching,
+# 9-12 orders per fsync).  Most of the quote's gain was not in the
+# instruction count: GCC had expanded buf_append's inline copy as
+# `rep movsq` (6.5 % of the quote's cycles under perf record, invisible to
+# callgrind); net/buf.h now copies literals inline and anything else
+# through glibc's memcpy.  perf/ir_per_request.sh: 1-line quote 107.4k ->
+# 102.7k instructions, order 645k -> ~575-590k (the capture no longer
+# calloc's ~30 KiB, gmtime_r no longer runs ~20 times per order,
+# parameter-less routes are found by hash).
+
 # cpu_ticks PID : utime + stime of every thread of the process (/proc, clock ticks)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 

@@ -226,6 +226,18 @@ static int price_incoterm_of(int offer_incoterm)
 	return memo[offer_incoterm] - 1;
 }
 
+/* quote_fulfiller_of with lv's location already looked up (loc, NULL
+ * when it has none): a candidate finds it once, not twice. */
+static const char *fulfiller_at(struct shard *sh, const struct inv_level *lv, const struct location *loc)
+{
+	if (loc && strcmp(loc->owner_id, lv->owner_id)) {
+		const struct partner *p = partner_get(sh, loc->owner_id, strlen(loc->owner_id));
+		if (p && (p->v.roles & ROLE_FULFILLER))
+			return loc->owner_id;
+	}
+	return lv->owner_id;
+}
+
 static void cand_add(struct quote *s, struct quote_line *ql, const struct offer *o)
 {
 	/* o is eligible (cand_eligible); the bound is gather_candidates' */
@@ -275,7 +287,7 @@ static void cand_add(struct quote *s, struct quote_line *ql, const struct offer 
 		const struct location *loc = location_get(s->sh, lv->location_id, strlen(lv->location_id));
 		if (loc) {
 			origin = loc->country;
-			ql->fulfiller[i] = quote_fulfiller_of(s->sh, lv);
+			ql->fulfiller[i] = fulfiller_at(s->sh, lv, loc);
 			ql->location[i] = lv->location_id;
 		}
 	}
@@ -312,13 +324,7 @@ static void cand_add(struct quote *s, struct quote_line *ql, const struct offer 
 
 const char *quote_fulfiller_of(struct shard *sh, const struct inv_level *lv)
 {
-	const struct location *loc = location_get(sh, lv->location_id, strlen(lv->location_id));
-	if (loc && strcmp(loc->owner_id, lv->owner_id)) {
-		const struct partner *p = partner_get(sh, loc->owner_id, strlen(loc->owner_id));
-		if (p && (p->v.roles & ROLE_FULFILLER))
-			return loc->owner_id;
-	}
-	return lv->owner_id;
+	return fulfiller_at(sh, lv, location_get(sh, lv->location_id, strlen(lv->location_id)));
 }
 
 int quote_permission_hidden(const char *code)

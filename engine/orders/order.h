@@ -109,6 +109,10 @@ struct order {
 	char idem_entity[ID_MAX_LEN];
 	char idem_key[IDEM_MAX_KEY + 1];
 	uint8_t idem_fp[16];
+	/* the body names a routing candidate with "permitted":false, which a
+	 * seller's view leaves out (order.c, write_view): found once, not by
+	 * scanning the ~7 KB document on every read */
+	uint8_t unpermitted;
 	unsigned n_legs;
 	struct order_leg *legs;             /* n_legs, owned by the row */
 };

@@ -57,6 +57,14 @@ static inline int buf_reserve(struct buf *b, size_t extra)
 {
 	return extra <= b->cap - b->len ? 0 : buf_reserve_grow(b, extra);
 }
+/* buf_init, then room for hint bytes in one allocation (BUF_DOC_HINT for a
+ * row document or an event).  A failed reservation is not reported: it
+ * is the same failure at the first append. */
+static inline void buf_init_hint(struct buf *b, size_t cap_max, size_t hint)
+{
+	buf_init(b, cap_max);
+	(void)buf_reserve(b, hint);
+}
 /* buf_append when the bytes do not fit the storage already allocated
  * (grows it within cap_max). */
 int buf_append_grow(struct buf *b, const void *p, size_t n);

@@ -137,8 +137,7 @@ static int stage_row(struct shard *sh, const char *id, const char *dest, const s
 		     const char *order_id, long long now, const struct order_volume_line *l, unsigned n)
 {
 	struct buf doc;
-	buf_init(&doc, REC_MAX_VAL);
-	(void)buf_reserve(&doc, BUF_DOC_HINT);
+	buf_init_hint(&doc, REC_MAX_VAL, BUF_DOC_HINT);
 	struct jw w;
 	jw_init(&w, &doc);
 	jw_obj_begin(&w);

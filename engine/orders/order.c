@@ -501,8 +501,7 @@ static int stage_event(struct shard *sh, const char *type, const char *order_id,
 	fmt_rfc3339_ms(now, wall_ms());
 	int minor = iso_currency_minor(currency, 3);
 	struct buf ev;
-	buf_init(&ev, REC_MAX_VAL);
-	(void)buf_reserve(&ev, BUF_DOC_HINT);
+	buf_init_hint(&ev, REC_MAX_VAL, BUF_DOC_HINT);
 	struct jw e;
 	jw_init(&e, &ev);
 	jw_obj_begin(&e);
@@ -530,8 +529,7 @@ static int stage_event(struct shard *sh, const char *type, const char *order_id,
 static int stage_state_row(struct shard *sh, const char *id, size_t id_len, const struct order_state_v *v)
 {
 	struct buf doc;
-	buf_init(&doc, REC_MAX_VAL);
-	(void)buf_reserve(&doc, BUF_DOC_HINT);
+	buf_init_hint(&doc, REC_MAX_VAL, BUF_DOC_HINT);
 	struct jw w;
 	jw_init(&w, &doc);
 	order_state_write(&w, v);
@@ -1056,8 +1054,7 @@ static void capture_typed(struct capture *k, const char *entity, struct order_fu
 static int stage_body(struct shard *sh, struct capture *k, const char *entity)
 {
 	struct buf doc;
-	buf_init(&doc, REC_MAX_VAL);
-	(void)buf_reserve(&doc, ORDER_DOC_HINT); /* one allocation for most orders, not a doubling chain */
+	buf_init_hint(&doc, REC_MAX_VAL, ORDER_DOC_HINT); /* one allocation for most orders, not a doubling chain */
 	struct order_full f;
 	capture_typed(k, entity, &f); /* first: the document writes the legs' ids it made */
 	struct jw w;

@@ -340,8 +340,7 @@ static int ledger_commit(struct shard *sh, const struct pay_vals *v, const char 
 		return -1;
 	}
 	struct buf doc;
-	buf_init(&doc, PAY_DOC_MAX);
-	(void)buf_reserve(&doc, BUF_DOC_HINT);
+	buf_init_hint(&doc, PAY_DOC_MAX, BUF_DOC_HINT);
 	struct jw w;
 	jw_init(&w, &doc);
 	pay_write(&w, v);
@@ -570,8 +569,7 @@ static int payout_commit(struct shard *sh, const char *id, const char *order_id,
 	fmt_rfc3339_ms(now, wall_ms());
 	unsigned minor = (unsigned)iso_currency_minor(currency, 3);
 	struct buf doc;
-	buf_init(&doc, PAY_DOC_MAX);
-	(void)buf_reserve(&doc, BUF_DOC_HINT);
+	buf_init_hint(&doc, PAY_DOC_MAX, BUF_DOC_HINT);
 	struct jw w;
 	jw_init(&w, &doc);
 	jw_obj_begin(&w);

@@ -779,8 +779,7 @@ static int stage_level(struct shard *sh, struct lvl_vals *nv, const struct inv_l
 	jw_init(&w, doc);
 	lvl_write(&w, nv);
 	struct buf ev;
-	buf_init(&ev, REC_MAX_VAL);
-	(void)buf_reserve(&ev, BUF_DOC_HINT);
+	buf_init_hint(&ev, REC_MAX_VAL, BUF_DOC_HINT);
 	struct jw e;
 	jw_init(&e, &ev);
 	jw_obj_begin(&e);
@@ -842,8 +841,7 @@ static int stage_hold_back(struct shard *sh, const char *id, const char *level_i
 	char now[INV_TS_MAX];
 	fmt_rfc3339_ms(now, wall_ms());
 	struct buf doc;
-	buf_init(&doc, REC_MAX_VAL);
-	(void)buf_reserve(&doc, BUF_DOC_HINT);
+	buf_init_hint(&doc, REC_MAX_VAL, BUF_DOC_HINT);
 	struct jw w;
 	jw_init(&w, &doc);
 	jw_obj_begin(&w);
@@ -906,8 +904,7 @@ int hold_place_txn(struct shard *sh, const char *level_id, int64_t qty, const ch
 	lvl_from_row(l, &nv);
 	nv.reserved += qty; /* <= on_hand <= INV_QTY_MAX since atp >= qty */
 	struct buf doc;
-	buf_init(&doc, REC_MAX_VAL);
-	(void)buf_reserve(&doc, BUF_DOC_HINT);
+	buf_init_hint(&doc, REC_MAX_VAL, BUF_DOC_HINT);
 	txn_begin(sh);
 	int rc = stage_hold(sh, hold_id, level_id, qty, HS_PREPARED, NULL, txn, NULL) ||
 				 stage_level(sh, &nv, l, "hold_placed", hold_id, &doc) || !txn_commit(sh)
@@ -965,8 +962,7 @@ static int hold_stage_move(struct shard *sh, const char *hold_id, int to, int *m
 	memcpy(created, h->created_at, sizeof(created));
 	memcpy(txn, h->txn, sizeof(txn));
 	struct buf doc;
-	buf_init(&doc, REC_MAX_VAL);
-	(void)buf_reserve(&doc, BUF_DOC_HINT);
+	buf_init_hint(&doc, REC_MAX_VAL, BUF_DOC_HINT);
 	int rc = stage_hold(sh, hold_id, level_id, qty, to, created, txn, m->event) ||
 				 stage_level(sh, &nv, l, m->cause, hold_id, &doc)
 			 ? HOLD_E_STORE
@@ -1023,8 +1019,7 @@ int hold_stage_return(struct shard *sh, const char *hold_id, int64_t returned, i
 	memcpy(txn, h->txn, sizeof(txn));
 	buf_strcpy(id, sizeof(id), hold_id);
 	struct buf doc;
-	buf_init(&doc, REC_MAX_VAL);
-	(void)buf_reserve(&doc, BUF_DOC_HINT);
+	buf_init_hint(&doc, REC_MAX_VAL, BUF_DOC_HINT);
 	int rc = stage_hold_back(sh, id, level_id, qty, HS_CONSUMED, created, txn, NULL, back, in) ||
 				 stage_level(sh, &nv, l, d_in ? "return_received" : "return_sent", id, &doc)
 			 ? HOLD_E_STORE
@@ -1104,8 +1099,7 @@ static void commit_level(struct api_ctx *c, struct lvl_vals *nv, const struct in
 			 int status)
 {
 	struct buf doc;
-	buf_init(&doc, REC_MAX_VAL);
-	(void)buf_reserve(&doc, BUF_DOC_HINT);
+	buf_init_hint(&doc, REC_MAX_VAL, BUF_DOC_HINT);
 	txn_begin(c->sh);
 	if (stage_level(c->sh, nv, old, cause, NULL, &doc) || !txn_commit(c->sh)) {
 		txn_abort(c->sh);

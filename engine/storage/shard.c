@@ -270,8 +270,7 @@ int txn_event(struct shard *sh, const char *type, const char *scope_entity, cons
 	size_t il = id_new(&sh->ids, "evt", id);
 	fmt_rfc3339_ms(ts, wall_ms());
 	struct buf doc;
-	buf_init(&doc, REC_MAX_VAL);
-	(void)buf_reserve(&doc, BUF_DOC_HINT);
+	buf_init_hint(&doc, REC_MAX_VAL, BUF_DOC_HINT);
 	struct jw w;
 	jw_init(&w, &doc);
 	jw_obj_begin(&w);

@@ -8,8 +8,8 @@
  * segment, with "{name}" matching one non-empty segment; the route table
  * stays the single source of truth (the OpenAPI test reads the same
  * table).  A route without parameters (POST /v1/orders/quote-calculate,
- * POST /v1/orders) is first looked up by method and path in a hash built
- * from the table once (lit_find): with ~150 routes the walk took ~2,000
+ * POST /v1/orders) is first looked up by method and path in hash indexes
+ * built from the table once (lit_find): with ~150 routes the walk took ~2,000
  * instructions to reach them, 2 % of a quote (issue 15).  Only routes that
  * no earlier route matches go into it, so the answer is the walk's; test
  * builds check that on every request.
@@ -21,7 +21,6 @@
 
 #include <assert.h>
 #include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -37,53 +36,33 @@
 #include "engine/edge/idem.h"
 #include "engine/edge/park.h"
 #include "engine/edge/principal.h"
+#include "engine/storage/index.h"
 
 /* ---- routing ----------------------------------------------------------- */
 
-/* The literal routes of one table by (method, path): open addressing,
- * LIT_SLOTS >= 2 x API_MAX_ROUTES so a probe ends at an empty slot. */
-#define LIT_SLOTS 1024u
-_Static_assert(LIT_SLOTS >= 2 * API_MAX_ROUTES && !(LIT_SLOTS & (LIT_SLOTS - 1)), "lit: room and a power of two");
+/* The literal routes of one table, a hash index per method keyed by the
+ * pattern (the route table's own string, static: hidx copies no key). */
+#define LIT_METHODS (HTTP_M_OPTIONS + 1)
 struct lit_index {
 	const struct route *table; /* built for it; NULL: not yet */
-	const struct route *slot[LIT_SLOTS];
-	uint16_t len[LIT_SLOTS];   /* the pattern's length */
+	struct hidx by_path[LIT_METHODS];
 };
 
-static uint32_t lit_hash(enum http_method m, const char *path, uint32_t len)
-{
-	uint32_t x = 2166136261u ^ (uint32_t)m; /* FNV-1a */
-	for (uint32_t i = 0; i < len; i++)
-		x = (x ^ (uint8_t)path[i]) * 16777619u;
-	return x;
-}
-
-/* The slot of (m, path) in li: the route's, or the empty one where it
- * would go. */
-static uint32_t lit_slot(const struct lit_index *li, enum http_method m, const char *path, uint32_t len)
-{
-	uint32_t i = lit_hash(m, path, len) & (LIT_SLOTS - 1);
-	while (li->slot[i] && (li->slot[i]->method != m || li->len[i] != len || memcmp(li->slot[i]->pattern, path, len)))
-		i = (i + 1) & (LIT_SLOTS - 1);
-	return i;
-}
-
 /* Each route without "{" that no earlier route matches (the walk would
- * find it first), keyed by its method and pattern. */
+ * find it first), keyed by its pattern.  A pattern the index cannot take
+ * (too long, out of memory) is left to the walk. */
 static void lit_build(struct lit_index *li, const struct route *table)
 {
 	static struct api_ctx scratch; /* api_route_bind writes only its params */
-	memset(li, 0, sizeof(*li));
+	for (unsigned m = 0; m < LIT_METHODS; m++)
+		hidx_init(&li->by_path[m]);
 	for (const struct route *r = table; r->pattern; r++) {
 		size_t n = strlen(r->pattern);
-		int shadowed = strchr(r->pattern, '{') != NULL || n > UINT16_MAX;
+		int shadowed = strchr(r->pattern, '{') != NULL || r->method >= LIT_METHODS || n > IDX_MAX_KEY;
 		for (const struct route *e = table; e < r && !shadowed; e++)
 			shadowed = e->method == r->method && api_route_bind(e->pattern, r->pattern, (uint32_t)n, &scratch);
-		if (shadowed)
-			continue;
-		uint32_t i = lit_slot(li, r->method, r->pattern, (uint32_t)n);
-		li->slot[i] = r;
-		li->len[i] = (uint16_t)n;
+		if (!shadowed)
+			(void)hidx_put(&li->by_path[r->method], r->pattern, (uint32_t)n, (void *)r);
 	}
 	li->table = table;
 }
@@ -96,7 +75,9 @@ static const struct route *lit_find(const struct route *table, enum http_method 
 	struct lit_index *li = table == api_route_table() ? &pub : &internal;
 	if (li->table != table)
 		lit_build(li, table);
-	return li->slot[lit_slot(li, m, path, len)];
+	if ((unsigned)m >= LIT_METHODS || len > IDX_MAX_KEY)
+		return NULL;
+	return hidx_get_untracked(&li->by_path[m], path, len);
 }
 
 static const struct route *route_walk(struct api_ctx *c, const struct route *table, enum http_method m,

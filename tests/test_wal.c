@@ -24,6 +24,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
+#include <xxhash.h>
 #include <zstd.h>
 
 #include "net/buf.h"
@@ -126,11 +128,13 @@ static void rm_rf(const char *dir)
 	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* A log without segment dictionaries: these tests place and cut frames by
+ * their offsets (wal_dict below covers dictionaries). */
 static struct wal *open_wal(const char *dir, enum wal_mode mode, uint64_t seg, uint32_t batch,
 			    uint64_t next)
 {
 	struct wal_config cfg = { .dir = dir, .mode = mode, .segment_size = seg,
-				  .max_batch_bytes = batch, .zstd_level = 1 };
+				  .max_batch_bytes = batch, .zstd_level = 1, .dict_bytes = WAL_DICT_NONE };
 	char err[512] = "";
 	struct wal *w = wal_open(&cfg, next, err, sizeof(err));
 	cr_assert_not_null(w, "wal_open: %s", err);
@@ -1252,5 +1256,354 @@ WM_TEST(wal_errinj, write_failure_exits)
 	cr_assert_eq(c.n, 10);
 	cr_assert_not(c.bad);
 	cr_assert_eq(count_files(dir, ".inprogress"), 0, "and none appears later");
+	rm_rf(dir);
+}
+
+/* ---- segment dictionaries (wal.c) ---------------------------------------- */
+
+#define DICT_BYTES 1024u
+#define DICT_EVERY 4096u
+
+static struct wal *open_wal_dict(const char *dir, uint64_t seg, uint64_t next)
+{
+	struct wal_config cfg = { .dir = dir, .mode = WAL_MODE_WRITE, .segment_size = seg, .zstd_level = 1,
+				  .dict_bytes = DICT_BYTES, .dict_refresh = DICT_EVERY };
+	char err[512] = "";
+	struct wal *w = wal_open(&cfg, next, err, sizeof(err));
+	cr_assert_not_null(w, "wal_open: %s", err);
+	return w;
+}
+
+/* Every sound frame of a segment image, walked by header and checksum only
+ * (no dictionary needed): offsets, lengths, flags; returns the count. */
+static size_t sound_frames(const uint8_t *b, size_t n, size_t *offs, size_t *lens, uint16_t *flags, size_t max)
+{
+	uint64_t salt, first;
+	cr_assert_eq(wal_seg_header_decode(b, n, &salt, &first, NULL), 0);
+	size_t off = WAL_SEG_HEADER_SIZE, k = 0;
+	struct wal_frame_view fv;
+	while (k < max && wal_frame_sound(b + off, n - off, salt, &fv, NULL) == WAL_FRAME_OK) {
+		offs[k] = off;
+		lens[k] = fv.frame_len;
+		flags[k] = fv.flags;
+		k++;
+		off += fv.frame_len;
+	}
+	return k;
+}
+
+/* Encode a frame of txns [from, to] (GEN_TEXT) with or without a dictionary. */
+static void dict_txn_frame(ZSTD_CCtx *cc, const ZSTD_CDict *cd, uint32_t id, uint64_t from, uint64_t to,
+			   struct buf *out, struct wal_frame_view *fv)
+{
+	struct buf raw;
+	buf_init(&raw, 0);
+	uint8_t p[GEN_MAX];
+	for (uint64_t l = from; l <= to; l++)
+		cr_assert_eq(wal_txn_put(&raw, l, p, (uint32_t)gen(GEN_TEXT, l, p)), 0);
+	cr_assert_eq(wal_frame_encode_dict(cc, 1, cd, id, SALT, (uint8_t *)raw.data, raw.len, out, fv), 0);
+	buf_free(&raw);
+}
+
+/* A dictionary frame decodes to no transactions and, read with a
+ * dictionary state, becomes the dictionary the next frames need; a frame
+ * that uses one decodes only with that very one. */
+WM_TEST(wal_dict, codec_roundtrip_and_refusals)
+{
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
+	uint8_t dict[4096];
+	for (size_t i = 0; i < sizeof(dict); i++)
+		dict[i] = (uint8_t)"{\"wine\":\"Chateau Margaux\",\"vintage\":2015}"[i % 40];
+	uint32_t id = wal_dict_id(dict, sizeof(dict));
+	cr_assert_neq(id, 0);
+	ZSTD_CDict *cd = ZSTD_createCDict(dict, sizeof(dict), 1);
+	struct buf df, tf, raw;
+	buf_init(&df, 0), buf_init(&tf, 0), buf_init(&raw, 0);
+	struct wal_frame_view fv;
+	cr_assert_eq(wal_frame_encode_dictframe(cc, 1, SALT, dict, sizeof(dict), &df, &fv), 0);
+	cr_assert_eq(fv.flags, WAL_FRAME_F_DICT);
+	cr_assert_eq(fv.dict_id, id);
+	cr_assert_eq(fv.txn_count, 0);
+	dict_txn_frame(cc, cd, id, 7, 19, &tf, &fv);
+	cr_assert_eq(fv.flags, WAL_FRAME_F_USES_DICT);
+	cr_assert_eq(fv.dict_id, id);
+	char why[96];
+	/* without a dictionary state: the dictionary frame is sound and empty,
+	 * the frame using it is refused */
+	cr_assert_eq(wal_frame_decode((uint8_t *)df.data, df.len, SALT, &fv, &raw, why), WAL_FRAME_OK, "%s", why);
+	cr_assert_eq(raw.len, 0);
+	cr_assert_eq(wal_frame_decode((uint8_t *)tf.data, tf.len, SALT, &fv, &raw, why), WAL_FRAME_BAD);
+	cr_assert(strstr(why, "needs dictionary"), "%s", why);
+	cr_assert_eq(wal_frame_sound((uint8_t *)tf.data, tf.len, SALT, &fv, why), WAL_FRAME_OK, "%s", why);
+	/* with one: the dictionary frame installs it, the next frame decodes */
+	ZSTD_DCtx *dc = ZSTD_createDCtx();
+	struct wal_dict d = {0};
+	cr_assert_eq(wal_frame_decode_with(dc, &d, (uint8_t *)tf.data, tf.len, SALT, &fv, &raw, why), WAL_FRAME_BAD);
+	cr_assert_eq(wal_frame_decode_with(dc, &d, (uint8_t *)df.data, df.len, SALT, &fv, &raw, why), WAL_FRAME_OK,
+		     "%s", why);
+	cr_assert_eq(d.id, id);
+	cr_assert_eq(raw.len, 0);
+	cr_assert_eq(wal_frame_decode_with(dc, &d, (uint8_t *)tf.data, tf.len, SALT, &fv, &raw, why), WAL_FRAME_OK,
+		     "%s", why);
+	struct chk c;
+	chk_init(&c, GEN_TEXT, 7);
+	size_t off = 0;
+	uint64_t lsn;
+	const uint8_t *pl;
+	uint32_t len;
+	while (wal_txn_next(&raw, &off, &lsn, &pl, &len))
+		chk_fn(&c, lsn, pl, len);
+	cr_assert_eq(c.n, 13);
+	cr_assert_not(c.bad);
+	/* another dictionary in the state: refused */
+	dict[0] ^= 1;
+	struct buf df2;
+	buf_init(&df2, 0);
+	cr_assert_eq(wal_frame_encode_dictframe(cc, 1, SALT, dict, sizeof(dict), &df2, &fv), 0);
+	cr_assert_eq(wal_frame_decode_with(dc, &d, (uint8_t *)df2.data, df2.len, SALT, &fv, &raw, why),
+		     WAL_FRAME_OK);
+	cr_assert_neq(d.id, id);
+	cr_assert_eq(wal_frame_decode_with(dc, &d, (uint8_t *)tf.data, tf.len, SALT, &fv, &raw, why), WAL_FRAME_BAD);
+	cr_assert(strstr(why, "another"), "%s", why);
+	/* bounds of a dictionary frame: 1 .. WAL_DICT_MAX bytes */
+	size_t before = df2.len;
+	cr_assert_eq(wal_frame_encode_dictframe(cc, 1, SALT, dict, 0, &df2, &fv), -1);
+	uint8_t *big = calloc(1, WAL_DICT_MAX + 1);
+	cr_assert_eq(wal_frame_encode_dictframe(cc, 1, SALT, big, WAL_DICT_MAX + 1, &df2, &fv), -1);
+	cr_assert_eq(df2.len, before, "a refused encode leaves out unchanged");
+	cr_assert_eq(wal_frame_encode_dictframe(cc, 1, SALT, big, WAL_DICT_MAX, &df2, &fv), 0);
+	free(big);
+	/* an id the content does not hash to (header re-checksummed): refused */
+	uint8_t *h = (uint8_t *)df.data;
+	wr_u32(h + 44, id ^ 0x100);
+	XXH3_state_t st;
+	XXH3_64bits_reset(&st);
+	XXH3_64bits_update(&st, h, 48);
+	XXH3_64bits_update(&st, h + WAL_FRAME_HEADER_SIZE, df.len - WAL_FRAME_HEADER_SIZE);
+	wr_u64(h + 48, XXH3_64bits_digest(&st));
+	cr_assert_eq(wal_frame_sound(h, df.len, SALT, &fv, why), WAL_FRAME_OK, "%s", why);
+	cr_assert_eq(wal_frame_decode_with(dc, &d, h, df.len, SALT, &fv, &raw, why), WAL_FRAME_BAD);
+	cr_assert(strstr(why, "does not match its id"), "%s", why);
+	/* flags: unknown bit, both bits, a plain frame with an id: refused */
+	static const uint16_t bad_flags[] = {0x4, WAL_FRAME_F_DICT | WAL_FRAME_F_USES_DICT, 0};
+	for (size_t i = 0; i < sizeof(bad_flags) / sizeof(bad_flags[0]); i++) {
+		struct buf t;
+		buf_init(&t, 0);
+		dict_txn_frame(cc, cd, id, 1, 3, &t, &fv);
+		uint8_t *th = (uint8_t *)t.data;
+		wr_u16(th + 6, bad_flags[i]);
+		XXH3_64bits_reset(&st);
+		XXH3_64bits_update(&st, th, 48);
+		XXH3_64bits_update(&st, th + WAL_FRAME_HEADER_SIZE, t.len - WAL_FRAME_HEADER_SIZE);
+		wr_u64(th + 48, XXH3_64bits_digest(&st));
+		cr_assert_eq(wal_frame_sound(th, t.len, SALT, &fv, why), WAL_FRAME_BAD, "flags %#x", bad_flags[i]);
+		buf_free(&t);
+	}
+	wal_dict_free(&d);
+	cr_assert_null(d.ddict);
+	wal_dict_free(&d); /* twice is harmless */
+	ZSTD_freeCDict(cd);
+	ZSTD_freeCCtx(cc);
+	ZSTD_freeDCtx(dc);
+	buf_free(&df), buf_free(&df2), buf_free(&tf), buf_free(&raw);
+}
+
+/* Written with small dictionaries renewed often over many 64 KiB segments:
+ * every segment holds dictionary frames, never as its first frame, frames
+ * use them, and recovery and inspection read every transaction back. */
+WM_TEST(wal_dict, many_segments_roundtrip)
+{
+	char dir[64];
+	make_tmp(dir);
+	const uint64_t N = 40000; /* GEN_TEXT compresses ~50x against a dictionary */
+	struct wal *w = open_wal_dict(dir, 64u << 10, 1);
+	append_range(w, GEN_TEXT, 1, N, 7);
+	wal_flush(w);
+	struct wal_stats st;
+	wal_stats(w, &st);
+	wal_close(w);
+	cr_assert_geq(st.segments_created, 3, "%" PRIu64 " segments", st.segments_created);
+	cr_assert_geq(st.dict_frames, st.segments_created, "%" PRIu64 " dictionary frames", st.dict_frames);
+	struct seginfo_list l;
+	memset(&l, 0, sizeof(l));
+	cr_assert_eq(wal_inspect(dir, collect_seg, &l), 0);
+	uint64_t txns = 0, frames = 0, uses = 0, dicts = 0;
+	for (size_t i = 0; i < l.n; i++) {
+		cr_assert(l.v[i].ok, "%s: %s", l.v[i].path, l.v[i].error);
+		txns += l.v[i].txns;
+		frames += l.v[i].frames;
+		size_t n, offs[MAX_FRAMES], lens[MAX_FRAMES];
+		uint16_t flags[MAX_FRAMES];
+		uint8_t *b = slurp(l.v[i].path, &n);
+		size_t k = sound_frames(b, n, offs, lens, flags, MAX_FRAMES);
+		cr_assert_gt(k, 1);
+		cr_assert_eq(flags[0] & WAL_FRAME_F_DICT, 0, "a segment never starts with a dictionary");
+		cr_assert_eq(flags[0] & WAL_FRAME_F_USES_DICT, 0, "nor with a frame needing one");
+		for (size_t j = 0; j < k; j++) {
+			dicts += !!(flags[j] & WAL_FRAME_F_DICT);
+			uses += !!(flags[j] & WAL_FRAME_F_USES_DICT);
+		}
+		free(b);
+	}
+	cr_assert_eq(txns, N);
+	cr_assert_eq(frames, st.frames);
+	cr_assert_eq(dicts, st.dict_frames);
+	cr_assert_gt(uses, frames / 2, "most frames use a dictionary: %" PRIu64 " of %" PRIu64, uses, frames);
+	struct wal_recovery_report rep;
+	struct chk c;
+	chk_init(&c, GEN_TEXT, 1);
+	cr_assert_eq(wal_recover(dir, 0, chk_fn, &c, 0, &rep), 0, "%s", rep.error);
+	cr_assert_eq(c.n, N);
+	cr_assert_not(c.bad);
+	cr_assert_eq(rep.tail_cut, 0);
+	rm_rf(dir);
+}
+
+/* The last segment cut at every offset from just before its last
+ * dictionary frame to the end of the frame after it: a dictionary frame
+ * at the very end is a clean end (nothing lost, the log goes on), a torn
+ * one or a torn frame behind it is cut, and every transaction before the
+ * cut comes back. */
+WM_TEST(wal_dict, torn_at_and_after_a_dictionary_frame)
+{
+	char dir[64], path[256];
+	make_tmp(dir);
+	struct wal *w = open_wal_dict(dir, 1u << 20, 1);
+	append_range(w, GEN_TEXT, 1, 400, 3);
+	wal_close(w);
+	seg_path(path, sizeof(path), dir, 1);
+	size_t n, offs[MAX_FRAMES], lens[MAX_FRAMES];
+	uint16_t flags[MAX_FRAMES];
+	uint8_t *orig = slurp(path, &n);
+	size_t k = sound_frames(orig, n, offs, lens, flags, MAX_FRAMES);
+	size_t d = k;
+	for (size_t j = 1; j + 1 < k; j++)
+		if (flags[j] & WAL_FRAME_F_DICT)
+			d = j; /* the last dictionary frame with a frame behind it */
+	cr_assert_lt(d, k, "a dictionary frame was written");
+	cr_assert(flags[d + 1] & WAL_FRAME_F_USES_DICT);
+	/* the transactions before the dictionary frame, and those of the frame behind it */
+	struct buf raw;
+	buf_init(&raw, 0);
+	struct wal_frame_view fv;
+	uint64_t salt, first;
+	cr_assert_eq(wal_seg_header_decode(orig, n, &salt, &first, NULL), 0);
+	uint64_t before = 0;
+	for (size_t j = d; j-- > 0;) {
+		cr_assert_eq(wal_frame_sound(orig + offs[j], n - offs[j], salt, &fv, NULL), WAL_FRAME_OK);
+		if (!(fv.flags & WAL_FRAME_F_DICT)) {
+			before = fv.last_lsn;
+			break;
+		}
+	}
+	cr_assert_gt(before, 0);
+	cr_assert_eq(wal_frame_sound(orig + offs[d + 1], n - offs[d + 1], salt, &fv, NULL), WAL_FRAME_OK);
+	uint64_t behind = fv.last_lsn;
+	size_t from = offs[d], to = offs[d + 1] + lens[d + 1];
+	uint8_t *img = malloc(n);
+	wal_set_recovery_log(capture_log);
+	for (size_t cut = from; cut <= to; cut += (cut < from + 64 || cut + 64 > to || cut == offs[d + 1]) ? 1 : 37) {
+		memcpy(img, orig, n);
+		memset(img + cut, 0, n - cut);
+		spit(path, img, n);
+		struct wal_recovery_report rep;
+		struct chk c;
+		chk_init(&c, GEN_TEXT, 1);
+		cr_assert_eq(wal_recover(dir, 0, chk_fn, &c, 0, &rep), 0, "cut %zu: %s", cut, rep.error);
+		cr_assert_not(c.bad);
+		uint64_t want = cut < to ? before : behind;
+		cr_assert_eq(c.n, want, "cut %zu (dictionary %zu..%zu, next ends %zu): %" PRIu64, cut, offs[d],
+			     offs[d + 1], to, c.n);
+		int clean = cut == from || cut == offs[d + 1] || cut == to;
+		cr_assert_eq(rep.tail_cut, !clean, "cut %zu", cut);
+	}
+	/* a log that ends in a dictionary frame goes on */
+	memcpy(img, orig, n);
+	memset(img + offs[d + 1], 0, n - offs[d + 1]);
+	spit(path, img, n);
+	w = open_wal_dict(dir, 1u << 20, before + 1);
+	append_range(w, GEN_TEXT, before + 1, before + 50, 0);
+	wal_close(w);
+	struct wal_recovery_report rep;
+	struct chk c;
+	chk_init(&c, GEN_TEXT, 1);
+	cr_assert_eq(wal_recover(dir, 0, chk_fn, &c, 0, &rep), 0, "%s", rep.error);
+	cr_assert_eq(c.n, before + 50);
+	cr_assert_not(c.bad);
+	buf_free(&raw);
+	free(img);
+	free(orig);
+	rm_rf(dir);
+}
+
+/* A damaged dictionary frame with frames behind it is corruption of
+ * durable data, not a torn tail: refused (file untouched), salvage keeps
+ * what precedes it. */
+WM_TEST(wal_dict, damaged_dictionary_frame_refused)
+{
+	char dir[64], path[256];
+	make_tmp(dir);
+	wal_set_recovery_log(capture_log);
+	struct wal *w = open_wal_dict(dir, 1u << 20, 1);
+	append_range(w, GEN_TEXT, 1, 300, 3);
+	wal_close(w);
+	seg_path(path, sizeof(path), dir, 1);
+	size_t n, offs[MAX_FRAMES], lens[MAX_FRAMES];
+	uint16_t flags[MAX_FRAMES];
+	uint8_t *b = slurp(path, &n);
+	size_t k = sound_frames(b, n, offs, lens, flags, MAX_FRAMES);
+	size_t d = 0;
+	for (size_t j = 1; j + 1 < k && !d; j++)
+		if (flags[j] & WAL_FRAME_F_DICT)
+			d = j;
+	cr_assert_gt(d, 0, "a dictionary frame with frames behind it");
+	b[offs[d] + lens[d] / 2] ^= 0x20;
+	spit(path, b, n);
+	struct wal_recovery_report rep;
+	struct chk c;
+	chk_init(&c, GEN_TEXT, 1);
+	cr_assert_eq(wal_recover(dir, 0, chk_fn, &c, 0, &rep), -1, "refused, not cut");
+	char off[64];
+	snprintf(off, sizeof(off), "offset %zu", offs[d]);
+	cr_assert(strstr(rep.error, off), "%s (want %s)", rep.error, off);
+	size_t n2;
+	uint8_t *b2 = slurp(path, &n2);
+	cr_assert_eq(n2, n);
+	cr_assert_eq(memcmp(b, b2, n), 0, "refusal leaves the file as it was");
+	free(b2);
+	uint64_t kept = c.n;
+	chk_init(&c, GEN_TEXT, 1);
+	cr_assert_eq(wal_recover(dir, 0, chk_fn, &c, 1, &rep), 0, "%s", rep.error);
+	cr_assert_eq(c.n, kept);
+	cr_assert_gt(kept, 0);
+	cr_assert_not(c.bad);
+	cr_assert_eq(rep.tail_offset, offs[d]);
+	free(b);
+	rm_rf(dir);
+}
+
+/* Out-of-range dictionary settings are refused at open. */
+WM_TEST(wal_dict, config_bounds)
+{
+	char dir[64];
+	make_tmp(dir);
+	char err[256];
+	struct wal_config cfg = { .dir = dir, .mode = WAL_MODE_WRITE, .dict_bytes = 255 };
+	cr_assert_null(wal_open(&cfg, 1, err, sizeof(err)));
+	cr_assert(strstr(err, "dict_bytes"), "%s", err);
+	cfg.dict_bytes = WAL_DICT_MAX + 1;
+	cr_assert_null(wal_open(&cfg, 1, err, sizeof(err)));
+	cfg.dict_bytes = 4096;
+	cfg.dict_refresh = 4095;
+	cr_assert_null(wal_open(&cfg, 1, err, sizeof(err)));
+	cfg.dict_refresh = 4096;
+	struct wal *w = wal_open(&cfg, 1, err, sizeof(err));
+	cr_assert_not_null(w, "%s", err);
+	wal_close(w);
+	cfg.dict_bytes = WAL_DICT_MAX;
+	cfg.dict_refresh = 0;
+	w = wal_open(&cfg, 1, err, sizeof(err));
+	cr_assert_not_null(w, "at the bound: %s", err);
+	wal_close(w);
 	rm_rf(dir);
 }

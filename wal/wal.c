@@ -44,6 +44,28 @@
  * segment of its own sized to fit.  wal_open() always starts a new segment
  * at next_lsn, so a tail that recovery cut is never appended to.
  *
+ * Segment dictionaries.  An order is one transaction of ~14 KB, and alone
+ * in its frame (a lone writer, or mode write) zstd found little to reuse in
+ * it: ~4.5x smaller at ~15 instructions per byte, most of the WAL thread's
+ * CPU.  Consecutive transactions are much alike (the same members, ids,
+ * event types), so the thread keeps the last dict_bytes raw bytes it wrote
+ * and, once the current segment holds a frame, writes them as a dictionary
+ * frame (wal_format.h: F_DICT, no transactions); the segment's later frames
+ * are compressed against it (F_USES_DICT, naming its id) until the next
+ * one.  The first comes as soon as dict_bytes were written, the next
+ * after WAL_DICT_FIRST_REFRESH x dict_bytes more, then twice as far apart
+ * each time up to dict_refresh: what comes first (reference data,
+ * partners, offers) is soon replaced by what the log holds since.
+ * Measured (perf/ir_per_request.sh, orders in mode write, 1-2 per frame):
+ * 4.5x -> 23x smaller, WAL thread 208k -> 151k instructions per order.
+ * Each segment stays readable on its own: a reader meets the dictionary
+ * frame before any frame that needs it (wal_recover.c).  Never
+ * the first frame of a segment: a crash right after it would leave a
+ * segment with no transaction, which wal_open takes for one holding data.
+ * The dictionary frame is counted in the batch's worst case (space
+ * accounting below) and written only where the rest of the batch still
+ * fits behind it.
+ *
  * Failures: a failed write is zeroed back to the last good offset (or the
  * file truncated there), logged, and the process exits; an fdatasync
  * failure is logged and the process exits.  fsync is never retried: after a
@@ -116,6 +138,10 @@
 #define WAL_GROUP_GAP_US         200u  /* ... but stop once no transaction came for this long */
 #define WAL_GROUP_TXNS           64u   /* ... or once this many transactions are queued */
 #define WAL_ZERO_CHUNK           (64u << 10)        /* preallocation write size */
+#define WAL_DEFAULT_DICT_BYTES   (32u << 10)        /* segment dictionary: the last this many raw bytes */
+#define WAL_DEFAULT_DICT_REFRESH ((uint64_t)8 << 20) /* ... renewed after at most this many raw bytes */
+#define WAL_DICT_FIRST_REFRESH   8u /* ... the first time after this many dict_bytes, then twice as many each time */
+#define WAL_MIN_DICT_BYTES       256u
 
 const uint32_t wal_lat_bounds_us[WAL_LAT_BUCKETS] = {
 	50, 100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 51200, 102400,
@@ -131,6 +157,8 @@ struct wal {
 	uint32_t max_batch_bytes;
 	int level;
 	int efd;
+	uint32_t dict_bytes;  /* 0: no segment dictionaries */
+	uint64_t dict_refresh; /* the longest interval between two dictionaries */
 
 	pthread_mutex_t mu;
 	pthread_cond_t work;  /* WAL thread: open batch non-empty, or stop */
@@ -149,6 +177,11 @@ struct wal {
 	struct buf mine;      /* the batch being written */
 	struct buf frame;     /* one encoded frame */
 	ZSTD_CCtx *cctx;
+	struct buf hist;      /* the last dict_bytes raw bytes written (while a dictionary is due) */
+	ZSTD_CDict *cdict;    /* the current segment's dictionary; NULL: none (yet) */
+	uint32_t dict_id;
+	uint64_t raw_since_dict; /* raw bytes written since cdict was made */
+	uint64_t dict_every;  /* raw bytes between dictionaries now: doubles up to dict_refresh */
 	int seg_fd;
 	int seg_dirty;        /* written since the last fdatasync */
 	uint64_t seg_off;     /* end of the last good frame */
@@ -176,7 +209,7 @@ struct wal {
 
 /* Per-batch figures, merged into w->st under the lock. */
 struct batch_stats {
-	uint64_t frames, txns, bytes_raw, bytes_written, syncs, sync_us, segments, segments_spare;
+	uint64_t frames, txns, bytes_raw, bytes_written, syncs, sync_us, segments, segments_spare, dict_frames;
 	uint64_t lat[WAL_LAT_BUCKETS + 1];
 };
 
@@ -673,12 +706,111 @@ static void write_frame(struct wal *w)
 		_exit(137);
 }
 
+/* ---- segment dictionaries (see the top of the file) -------------------- */
+
+/* The worst case of the frames of raw[0..len) (whole transactions), each
+ * counted as a frame of its own, as the space accounting counts them. */
+static uint64_t raw_worst(const uint8_t *raw, size_t len)
+{
+	uint64_t sum = 0;
+	for (size_t off = 0; len - off >= WAL_TXN_HEADER_SIZE;) {
+		uint32_t l = rd_u32(raw + off + 8);
+		sum += wal_txn_worst(l);
+		off += WAL_TXN_HEADER_SIZE + (size_t)l;
+		if (off > len)
+			break;
+	}
+	return sum;
+}
+
+/* The worst case of one dictionary frame; 0 with dictionaries off. */
+static uint64_t dict_worst(const struct wal *w)
+{
+	return w->dict_bytes ? WAL_FRAME_HEADER_SIZE + (uint64_t)ZSTD_compressBound(w->dict_bytes) : 0;
+}
+
+/* Forget the dictionary: a new segment starts without one. */
+static void dict_drop(struct wal *w)
+{
+	ZSTD_freeCDict(w->cdict);
+	w->cdict = NULL;
+	w->dict_id = 0;
+}
+
+/* 1 when a dictionary frame is due: none in this segment yet, or the
+ * current one is dict_every raw bytes old. */
+static int dict_due(const struct wal *w)
+{
+	return w->dict_bytes && (!w->cdict || w->raw_since_dict >= w->dict_every);
+}
+
+/* Note raw[0..n) as written: count it, and keep the last dict_bytes of it
+ * in hist while a dictionary is due or soon will be (no copy otherwise). */
+static void hist_note(struct wal *w, const uint8_t *raw, size_t n)
+{
+	w->raw_since_dict += n;
+	if (!w->dict_bytes || (w->cdict && w->raw_since_dict + w->dict_bytes < w->dict_every))
+		return;
+	size_t cap = w->dict_bytes;
+	if (n >= cap) {
+		buf_reset(&w->hist);
+		(void)buf_append(&w->hist, raw + n - cap, cap); /* reserved at open: cannot fail */
+		return;
+	}
+	if (w->hist.len + n > cap) {
+		size_t drop = w->hist.len + n - cap;
+		memmove(w->hist.data, w->hist.data + drop, w->hist.len - drop);
+		w->hist.len -= drop;
+	}
+	(void)buf_append(&w->hist, raw, n);
+}
+
+/*
+ * Write hist as a dictionary frame and compress against it from now on,
+ * when hist is full, the current segment holds a frame already, and the
+ * rest of the batch (rest[0..rest_len)) still fits behind it at its worst.
+ * Otherwise nothing changes (the frames go on without, or with the
+ * segment's current dictionary).  Exits on a write failure (write_frame).
+ */
+static void dict_emit(struct wal *w, const uint8_t *rest, size_t rest_len, struct batch_stats *bs)
+{
+	if (w->hist.len < w->dict_bytes || w->seg_off <= WAL_SEG_HEADER_SIZE)
+		return;
+	struct wal_frame_view fv;
+	buf_reset(&w->frame);
+	if (wal_frame_encode_dictframe(w->cctx, w->level, w->salt, (const uint8_t *)w->hist.data, w->hist.len,
+				       &w->frame, &fv) ||
+	    w->seg_off + fv.frame_len + raw_worst(rest, rest_len) > w->seg_cap)
+		return;
+	ZSTD_CDict *cd = ZSTD_createCDict(w->hist.data, w->hist.len, w->level);
+	if (!cd)
+		return; /* out of memory: go on as before */
+	write_frame(w);
+	dict_drop(w);
+	w->cdict = cd;
+	w->dict_id = fv.dict_id;
+	w->raw_since_dict = 0;
+	w->dict_every = w->dict_every * 2 < w->dict_refresh ? w->dict_every * 2 : w->dict_refresh;
+	bs->dict_frames++; /* not in frames: those hold transactions */
+	bs->bytes_written += fv.frame_len;
+}
+
+/* Encode raw[0..n) as one frame into w->frame, against the segment's
+ * dictionary if it has one.  Exits on failure (out of memory). */
+static void frame_encode(struct wal *w, const uint8_t *raw, size_t n, struct wal_frame_view *fv)
+{
+	buf_reset(&w->frame);
+	if (wal_frame_encode_dict(w->cctx, w->level, w->cdict, w->dict_id, w->salt, raw, n, &w->frame, fv))
+		die("frame encode", ENOMEM);
+}
+
 /*
  * Write the batch in w->mine: cut into frames of at most max_batch_bytes
- * raw (whole transactions only), encode with the current segment's salt,
- * rotate when a frame does not fit (re-encoding it with the new salt),
- * write, then one fdatasync (mode fsync).  Returns the number of
- * transactions.  Exits the process on any failure.
+ * raw (whole transactions only), encode with the current segment's salt
+ * (and dictionary), rotate when a frame does not fit (re-encoding it with
+ * the new salt and no dictionary), write, then one fdatasync (mode
+ * fsync).  Returns the number of transactions.  Exits the process on any
+ * failure.
  */
 static uint64_t write_batch(struct wal *w, struct batch_stats *bs)
 {
@@ -695,16 +827,17 @@ static uint64_t write_batch(struct wal *w, struct batch_stats *bs)
 				break;
 			end += t;
 		}
+		if (dict_due(w))
+			dict_emit(w, raw + start, len - start, bs);
 		struct wal_frame_view fv;
-		buf_reset(&w->frame);
-		if (wal_frame_encode(w->cctx, w->level, w->salt, raw + start, end - start, &w->frame, &fv))
-			die("frame encode", ENOMEM);
+		frame_encode(w, raw + start, end - start, &fv);
 		if (w->seg_off + fv.frame_len > w->seg_cap) {
+			if (w->cdict) { /* the new segment's frame has no dictionary: size it so */
+				dict_drop(w);
+				frame_encode(w, raw + start, end - start, &fv);
+			}
 			rotate(w, fv.first_lsn, fv.frame_len, bs);
-			buf_reset(&w->frame); /* rare: once per segment */
-			if (wal_frame_encode(w->cctx, w->level, w->salt, raw + start, end - start,
-					     &w->frame, &fv))
-				die("frame encode", ENOMEM);
+			frame_encode(w, raw + start, end - start, &fv); /* rare: once per segment */
 		}
 		write_frame(w);
 		bs->frames++;
@@ -712,6 +845,7 @@ static uint64_t write_batch(struct wal *w, struct batch_stats *bs)
 		bs->bytes_raw += fv.raw_len;
 		bs->bytes_written += fv.frame_len;
 		txns += fv.txn_count;
+		hist_note(w, raw + start, end - start);
 		start = end;
 	}
 	if (w->mode == WAL_MODE_FSYNC) {
@@ -766,7 +900,7 @@ static void *wal_thread(void *arg)
 		w->mine = t;
 		buf_reset(&w->open);
 		w->inflight = w->mine.len;
-		w->inflight_worst = w->open_worst;
+		w->inflight_worst = w->open_worst + dict_worst(w); /* a dictionary frame may precede them */
 		w->open_worst = 0;
 		uint64_t last = w->appended;
 		pthread_mutex_unlock(&w->mu);
@@ -798,6 +932,7 @@ static void *wal_thread(void *arg)
 			w->st.sync_lat[i] += bs.lat[i];
 		w->st.segments_created += bs.segments;
 		w->st.segments_from_spare += bs.segments_spare;
+		w->st.dict_frames += bs.dict_frames;
 		if (n > w->st.max_batch_txns)
 			w->st.max_batch_txns = n;
 		busy = w->open.len > 0;
@@ -825,6 +960,8 @@ static void wal_free(struct wal *w)
 	if (w->efd >= 0)
 		close(w->efd);
 	ZSTD_freeCCtx(w->cctx);
+	ZSTD_freeCDict(w->cdict);
+	buf_free(&w->hist);
 	buf_free(&w->open);
 	buf_free(&w->mine);
 	buf_free(&w->frame);
@@ -843,6 +980,8 @@ struct wal *wal_open(const struct wal_config *cfg, uint64_t next_lsn, char *err,
 	uint64_t seg = cfg->segment_size ? cfg->segment_size : WAL_DEFAULT_SEGMENT_SIZE;
 	uint32_t batch = cfg->max_batch_bytes ? cfg->max_batch_bytes : WAL_DEFAULT_BATCH_BYTES;
 	int level = cfg->zstd_level ? cfg->zstd_level : WAL_DEFAULT_ZSTD_LEVEL;
+	uint32_t dict = cfg->dict_bytes == WAL_DICT_NONE ? 0 : cfg->dict_bytes ? cfg->dict_bytes : WAL_DEFAULT_DICT_BYTES;
+	uint64_t refresh = cfg->dict_refresh ? cfg->dict_refresh : WAL_DEFAULT_DICT_REFRESH;
 	if (cfg->mode != WAL_MODE_NONE && (!cfg->dir || !cfg->dir[0])) {
 		set_err(err, errlen, "wal: no directory configured");
 		return NULL;
@@ -866,6 +1005,11 @@ struct wal *wal_open(const struct wal_config *cfg, uint64_t next_lsn, char *err,
 			ZSTD_maxCLevel());
 		return NULL;
 	}
+	if (dict && (dict < WAL_MIN_DICT_BYTES || dict > WAL_DICT_MAX || refresh < dict)) {
+		set_err(err, errlen, "wal: dict_bytes %u outside [%u, %u], or dict_refresh %" PRIu64 " below it", dict,
+			WAL_MIN_DICT_BYTES, WAL_DICT_MAX, refresh);
+		return NULL;
+	}
 	if (next_lsn == 0 || next_lsn == UINT64_MAX) {
 		set_err(err, errlen, "wal: next_lsn must be >= 1");
 		return NULL;
@@ -879,12 +1023,16 @@ struct wal *wal_open(const struct wal_config *cfg, uint64_t next_lsn, char *err,
 	w->segment_size = seg;
 	w->max_batch_bytes = batch;
 	w->level = level;
+	w->dict_bytes = dict;
+	w->dict_refresh = refresh;
+	w->dict_every = (uint64_t)dict * WAL_DICT_FIRST_REFRESH < refresh ? (uint64_t)dict * WAL_DICT_FIRST_REFRESH : refresh;
 	w->seg_fd = -1;
 	w->appended = next_lsn - 1;
 	atomic_init(&w->durable, next_lsn - 1);
 	buf_init(&w->open, 0);
 	buf_init(&w->mine, 0);
 	buf_init(&w->frame, 0);
+	buf_init(&w->hist, dict);
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_condattr_t ca; /* group_wait's deadline is on the monotonic clock */
 	pthread_condattr_init(&ca);
@@ -908,7 +1056,7 @@ struct wal *wal_open(const struct wal_config *cfg, uint64_t next_lsn, char *err,
 	if (check_existing(w->dir, next_lsn, err, errlen))
 		goto fail;
 	w->cctx = ZSTD_createCCtx();
-	if (!w->cctx) {
+	if (!w->cctx || (w->dict_bytes && buf_reserve(&w->hist, w->dict_bytes))) {
 		set_err(err, errlen, "wal: out of memory for zstd");
 		goto fail;
 	}

@@ -45,14 +45,22 @@ struct wal_config {
 	uint64_t segment_size;      /* preallocated bytes per segment; default 64 MiB, min 64 KiB */
 	uint32_t max_batch_bytes;   /* raw bytes per frame before it is cut; default 1 MiB */
 	int zstd_level;             /* default 1 */
+	/* Segment dictionaries (wal.c): the last dict_bytes raw bytes written
+	 * become a dictionary frame, which later frames of the segment are
+	 * compressed against, renewed ever less often up to every dict_refresh
+	 * raw bytes.  0: the defaults (32 KiB, 8 MiB); dict_bytes
+	 * WAL_DICT_NONE: never. */
+	uint32_t dict_bytes;
+	uint64_t dict_refresh;
 };
+#define WAL_DICT_NONE UINT32_MAX
 
 /* Counters for /metrics; read with wal_stats(). */
 #define WAL_LAT_BUCKETS 12 /* fsync latency histogram upper bounds, see wal_lat_bounds_us */
 extern const uint32_t wal_lat_bounds_us[WAL_LAT_BUCKETS];
 
 struct wal_stats {
-	uint64_t frames;            /* frames written */
+	uint64_t frames;            /* frames of transactions written (not dict_frames) */
 	uint64_t txns;              /* transactions written */
 	uint64_t bytes_raw;
 	uint64_t bytes_written;     /* compressed frame bytes incl. headers */
@@ -62,6 +70,7 @@ struct wal_stats {
 	uint64_t segments_created;
 	uint64_t segments_from_spare; /* of those, published from the pre-zeroed spare (no stall) */
 	uint64_t max_batch_txns;    /* largest number of transactions in one sync */
+	uint64_t dict_frames;       /* dictionary frames written (segment dictionaries) */
 	uint64_t durable_lsn;
 	uint64_t appended_lsn;
 	int space_low;              /* the spare segment could not be made: writes limited to the current segment */

@@ -154,31 +154,33 @@ int wal_txn_put(struct buf *raw, uint64_t lsn, const void *payload, uint32_t len
 	return 0;
 }
 
-int wal_frame_encode(struct ZSTD_CCtx_s *cctx, int level, uint64_t salt, const uint8_t *raw,
-		     size_t raw_len, struct buf *out, struct wal_frame_view *fv)
+/* Compress raw[0..raw_len) (with cdict when given) behind a header saying
+ * flags/id/first/last/n, appended to out.  0, or -1 (out unchanged). */
+static int encode(struct ZSTD_CCtx_s *cctx, int level, const struct ZSTD_CDict_s *cdict, uint16_t flags,
+		  uint32_t id, uint64_t salt, const uint8_t *raw, size_t raw_len, uint64_t first, uint64_t last,
+		  uint32_t n, struct buf *out, struct wal_frame_view *fv)
 {
-	uint64_t first = 0, last = 0;
-	uint32_t n = 0;
-	if (raw_len == 0 || raw_len > WAL_FRAME_MAX_RAW || parse_raw(raw, raw_len, 0, &first, &last, &n))
-		return -1;
 	size_t bound = ZSTD_compressBound(raw_len);
 	assert(bound <= WAL_FRAME_MAX_COMP);
 	if (buf_reserve(out, WAL_FRAME_HEADER_SIZE + bound))
 		return -1;
 	uint8_t *h = (uint8_t *)out->data + out->len;
 	uint8_t *comp = h + WAL_FRAME_HEADER_SIZE;
-	size_t clen = ZSTD_compressCCtx(cctx, comp, bound, raw, raw_len, level);
+	size_t clen = cdict ? ZSTD_compress_usingCDict(cctx, comp, bound, raw, raw_len, cdict)
+			    : ZSTD_compressCCtx(cctx, comp, bound, raw, raw_len, level);
 	if (ZSTD_isError(clen) || clen == 0 || clen > WAL_FRAME_MAX_COMP)
 		return -1;
 	memset(h, 0, WAL_FRAME_HEADER_SIZE);
 	wr_u32(h + FH_MAGIC, WAL_FRAME_MAGIC);
 	wr_u16(h + FH_VERSION, (uint16_t)WAL_FORMAT_VERSION);
+	wr_u16(h + FH_FLAGS, flags);
 	wr_u64(h + FH_SALT, salt);
 	wr_u64(h + FH_FIRST, first);
 	wr_u64(h + FH_LAST, last);
 	wr_u32(h + FH_COUNT, n);
 	wr_u32(h + FH_RAW, (uint32_t)raw_len);
 	wr_u32(h + FH_COMP, (uint32_t)clen);
+	wr_u32(h + FH_RESERVED, id);
 	wr_u64(h + FH_SUM, frame_checksum(h, comp, clen));
 	out->len += WAL_FRAME_HEADER_SIZE + clen;
 	if (fv) {
@@ -188,14 +190,80 @@ int wal_frame_encode(struct ZSTD_CCtx_s *cctx, int level, uint64_t salt, const u
 		fv->txn_count = n;
 		fv->raw_len = (uint32_t)raw_len;
 		fv->comp_len = (uint32_t)clen;
+		fv->flags = flags;
+		fv->dict_id = id;
 		fv->frame_len = WAL_FRAME_HEADER_SIZE + clen;
 	}
 	return 0;
 }
 
-enum wal_frame_status wal_frame_decode_dctx(struct ZSTD_DCtx_s *dctx, const uint8_t *p,
-					    size_t avail, uint64_t expected_salt,
-					    struct wal_frame_view *fv, struct buf *raw, char *why)
+int wal_frame_encode_dict(struct ZSTD_CCtx_s *cctx, int level, const struct ZSTD_CDict_s *cdict,
+			  uint32_t dict_id, uint64_t salt, const uint8_t *raw, size_t raw_len, struct buf *out,
+			  struct wal_frame_view *fv)
+{
+	uint64_t first = 0, last = 0;
+	uint32_t n = 0;
+	if (raw_len == 0 || raw_len > WAL_FRAME_MAX_RAW || parse_raw(raw, raw_len, 0, &first, &last, &n) ||
+	    (cdict && !dict_id))
+		return -1;
+	return encode(cctx, level, cdict, cdict ? WAL_FRAME_F_USES_DICT : 0, cdict ? dict_id : 0, salt, raw,
+		      raw_len, first, last, n, out, fv);
+}
+
+int wal_frame_encode(struct ZSTD_CCtx_s *cctx, int level, uint64_t salt, const uint8_t *raw,
+		     size_t raw_len, struct buf *out, struct wal_frame_view *fv)
+{
+	return wal_frame_encode_dict(cctx, level, NULL, 0, salt, raw, raw_len, out, fv);
+}
+
+int wal_frame_encode_dictframe(struct ZSTD_CCtx_s *cctx, int level, uint64_t salt, const uint8_t *dict,
+			       size_t len, struct buf *out, struct wal_frame_view *fv)
+{
+	if (len == 0 || len > WAL_DICT_MAX)
+		return -1;
+	return encode(cctx, level, NULL, WAL_FRAME_F_DICT, wal_dict_id(dict, len), salt, dict, len, 0, 0, 0, out,
+		      fv);
+}
+
+uint32_t wal_dict_id(const uint8_t *dict, size_t len)
+{
+	uint32_t id = (uint32_t)XXH3_64bits(dict, len);
+	return id ? id : 1u;
+}
+
+void wal_dict_free(struct wal_dict *d)
+{
+	ZSTD_freeDDict(d->ddict);
+	d->ddict = NULL;
+	d->id = 0;
+}
+
+/* The header's own consistency: flags, and counts, LSNs and the id as the
+ * flags require.  NULL, or what is wrong. */
+static const char *header_fault(const struct wal_frame_view *v)
+{
+	if (v->flags & ~(WAL_FRAME_F_DICT | WAL_FRAME_F_USES_DICT) ||
+	    v->flags == (WAL_FRAME_F_DICT | WAL_FRAME_F_USES_DICT))
+		return "unknown frame flags";
+	if (v->flags & WAL_FRAME_F_DICT)
+		return v->txn_count || v->first_lsn || v->last_lsn || !v->dict_id || !v->raw_len ||
+				       v->raw_len > WAL_DICT_MAX
+			       ? "inconsistent dictionary frame"
+			       : NULL;
+	if (!(v->flags & WAL_FRAME_F_USES_DICT) && v->dict_id)
+		return "non-zero reserved";
+	if (v->flags & WAL_FRAME_F_USES_DICT && !v->dict_id)
+		return "dictionary id 0";
+	if (v->txn_count == 0 || v->first_lsn == 0 || v->last_lsn < v->first_lsn ||
+	    v->last_lsn - v->first_lsn != (uint64_t)v->txn_count - 1)
+		return "inconsistent LSN range/count";
+	if ((uint64_t)v->raw_len < (uint64_t)v->txn_count * WAL_TXN_HEADER_SIZE)
+		return "raw length out of bounds";
+	return NULL;
+}
+
+enum wal_frame_status wal_frame_sound(const uint8_t *p, size_t avail, uint64_t expected_salt,
+				      struct wal_frame_view *fv, char *why)
 {
 	struct wal_frame_view v;
 	memset(&v, 0, sizeof(v));
@@ -220,8 +288,8 @@ enum wal_frame_status wal_frame_decode_dctx(struct ZSTD_DCtx_s *dctx, const uint
 		return fail(WAL_FRAME_BAD, why, "bad frame magic 0x%08x", rd_u32(p + FH_MAGIC));
 	if (rd_u16(p + FH_VERSION) != WAL_FORMAT_VERSION)
 		return fail(WAL_FRAME_BAD, why, "unknown frame version %u", rd_u16(p + FH_VERSION));
-	if (rd_u16(p + FH_FLAGS) != 0 || rd_u32(p + FH_RESERVED) != 0)
-		return fail(WAL_FRAME_BAD, why, "non-zero flags/reserved");
+	v.flags = rd_u16(p + FH_FLAGS);
+	v.dict_id = rd_u32(p + FH_RESERVED);
 	v.salt = rd_u64(p + FH_SALT);
 	v.first_lsn = rd_u64(p + FH_FIRST);
 	v.last_lsn = rd_u64(p + FH_LAST);
@@ -231,11 +299,10 @@ enum wal_frame_status wal_frame_decode_dctx(struct ZSTD_DCtx_s *dctx, const uint
 	v.frame_len = WAL_FRAME_HEADER_SIZE + (size_t)v.comp_len;
 	if (v.salt != expected_salt)
 		return fail(WAL_FRAME_BAD, why, "salt mismatch (stale frame from another segment)");
-	if (v.txn_count == 0 || v.first_lsn == 0 || v.last_lsn < v.first_lsn ||
-	    v.last_lsn - v.first_lsn != (uint64_t)v.txn_count - 1)
-		return fail(WAL_FRAME_BAD, why, "inconsistent LSN range/count");
-	if (v.raw_len > WAL_FRAME_MAX_RAW ||
-	    (uint64_t)v.raw_len < (uint64_t)v.txn_count * WAL_TXN_HEADER_SIZE)
+	const char *fault = header_fault(&v);
+	if (fault)
+		return fail(WAL_FRAME_BAD, why, "%s", fault);
+	if (v.raw_len > WAL_FRAME_MAX_RAW)
 		return fail(WAL_FRAME_BAD, why, "raw length %u out of bounds", v.raw_len);
 	if (v.comp_len == 0 || v.comp_len > WAL_FRAME_MAX_COMP)
 		return fail(WAL_FRAME_BAD, why, "compressed length %u out of bounds", v.comp_len);
@@ -243,18 +310,65 @@ enum wal_frame_status wal_frame_decode_dctx(struct ZSTD_DCtx_s *dctx, const uint
 		*fv = v;
 	if (avail < v.frame_len)
 		return fail(WAL_FRAME_SHORT, why, "short frame: %zu of %zu bytes", avail, v.frame_len);
-	const uint8_t *comp = p + WAL_FRAME_HEADER_SIZE;
-	if (frame_checksum(p, comp, v.comp_len) != rd_u64(p + FH_SUM))
+	if (frame_checksum(p, p + WAL_FRAME_HEADER_SIZE, v.comp_len) != rd_u64(p + FH_SUM))
 		return fail(WAL_FRAME_BAD, why, "frame checksum mismatch");
+	return WAL_FRAME_OK;
+}
+
+/* A sound dictionary frame's content in raw: check its id, and make it d's
+ * dictionary (d NULL: only checked).  Leaves raw empty. */
+static enum wal_frame_status take_dict(struct wal_dict *d, const struct wal_frame_view *v, struct buf *raw,
+				       char *why)
+{
+	const uint8_t *dict = (const uint8_t *)raw->data;
+	if (wal_dict_id(dict, raw->len) != v->dict_id) {
+		buf_reset(raw);
+		return fail(WAL_FRAME_BAD, why, "dictionary does not match its id");
+	}
+	if (d) {
+		ZSTD_DDict *dd = ZSTD_createDDict(dict, raw->len);
+		if (!dd) {
+			buf_reset(raw);
+			return fail(WAL_FRAME_BAD, why, "out of memory for a dictionary");
+		}
+		wal_dict_free(d);
+		d->ddict = dd;
+		d->id = v->dict_id;
+	}
+	buf_reset(raw);
+	return WAL_FRAME_OK;
+}
+
+enum wal_frame_status wal_frame_decode_with(struct ZSTD_DCtx_s *dctx, struct wal_dict *d, const uint8_t *p,
+					    size_t avail, uint64_t expected_salt, struct wal_frame_view *fv,
+					    struct buf *raw, char *why)
+{
+	struct wal_frame_view v;
+	enum wal_frame_status st = wal_frame_sound(p, avail, expected_salt, &v, why);
+	if (fv)
+		*fv = v;
+	if (st != WAL_FRAME_OK)
+		return st;
+	const ZSTD_DDict *dd = NULL;
+	if (v.flags & WAL_FRAME_F_USES_DICT) {
+		if (!d || !d->ddict || d->id != v.dict_id)
+			return fail(WAL_FRAME_BAD, why, "needs dictionary %08x, %s", v.dict_id,
+				    d && d->ddict ? "the segment's is another" : "the segment has none before it");
+		dd = d->ddict;
+	}
+	const uint8_t *comp = p + WAL_FRAME_HEADER_SIZE;
 	buf_reset(raw);
 	if (buf_reserve(raw, v.raw_len ? v.raw_len : 1))
 		return fail(WAL_FRAME_BAD, why, "cannot hold %u raw bytes", v.raw_len);
-	size_t r = ZSTD_decompressDCtx(dctx, raw->data, v.raw_len, comp, v.comp_len);
+	size_t r = dd ? ZSTD_decompress_usingDDict(dctx, raw->data, v.raw_len, comp, v.comp_len, dd)
+		      : ZSTD_decompressDCtx(dctx, raw->data, v.raw_len, comp, v.comp_len);
 	if (ZSTD_isError(r))
 		return fail(WAL_FRAME_BAD, why, "zstd: %s", ZSTD_getErrorName(r));
 	if (r != v.raw_len)
 		return fail(WAL_FRAME_BAD, why, "decompressed %zu bytes, header says %u", r, v.raw_len);
 	raw->len = v.raw_len;
+	if (v.flags & WAL_FRAME_F_DICT)
+		return take_dict(d, &v, raw, why);
 	uint64_t first = 0, last = 0;
 	uint32_t n = 0;
 	if (parse_raw((const uint8_t *)raw->data, raw->len, v.txn_count, &first, &last, &n) ||
@@ -263,6 +377,13 @@ enum wal_frame_status wal_frame_decode_dctx(struct ZSTD_DCtx_s *dctx, const uint
 		return fail(WAL_FRAME_BAD, why, "transactions inside the frame do not parse");
 	}
 	return WAL_FRAME_OK;
+}
+
+enum wal_frame_status wal_frame_decode_dctx(struct ZSTD_DCtx_s *dctx, const uint8_t *p,
+					    size_t avail, uint64_t expected_salt,
+					    struct wal_frame_view *fv, struct buf *raw, char *why)
+{
+	return wal_frame_decode_with(dctx, NULL, p, avail, expected_salt, fv, raw, why);
 }
 
 /* The calling thread's decompression context; lives as long as the thread. */

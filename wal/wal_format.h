@@ -22,14 +22,29 @@
 
 /*
  * Frame header layout (offsets):
- *  0 u32 magic          4 u16 version     6 u16 flags (0)
+ *  0 u32 magic          4 u16 version     6 u16 flags
  *  8 u64 salt          16 u64 first_lsn  24 u64 last_lsn
- * 32 u32 txn_count     36 u32 raw_len    40 u32 comp_len  44 u32 reserved (0)
+ * 32 u32 txn_count     36 u32 raw_len    40 u32 comp_len  44 u32 dict id (0)
  * 48 u64 XXH3-64 of header bytes 0..47 followed by the comp_len compressed bytes
+ *
+ * Flags (any other bit, or both, is a bad frame):
+ *  WAL_FRAME_F_DICT      a dictionary frame: no transactions (count 0, LSNs
+ *                        0), its raw block is the segment's dictionary from
+ *                        here on, and the id field is wal_dict_id() of it.
+ *  WAL_FRAME_F_USES_DICT compressed against the dictionary whose id is in
+ *                        the id field: the last dictionary frame before it
+ *                        in the same segment (wal.c says why and when).
+ * A frame with neither flag has id 0 and decodes on its own.
  */
+#define WAL_FRAME_F_DICT      0x1u
+#define WAL_FRAME_F_USES_DICT 0x2u
+#define WAL_DICT_MAX (1u << 20)        /* largest dictionary a frame may carry */
+
 struct wal_frame_view {
 	uint64_t salt, first_lsn, last_lsn;
 	uint32_t txn_count, raw_len, comp_len;
+	uint16_t flags;            /* WAL_FRAME_F_* */
+	uint32_t dict_id;          /* F_DICT: the dictionary's id; F_USES_DICT: the one it needs */
 	size_t frame_len;          /* header + comp_len */
 };
 
@@ -45,7 +60,9 @@ enum wal_frame_status {
  * salt == expected_salt, sizes within bounds, checksum, then decompresses
  * into `raw` (reset first) and checks that the transactions inside parse
  * exactly (count, contiguous LSNs first..last, lengths).  `why` (may be
- * NULL, >= 96 bytes) gets a reason on failure.
+ * NULL, >= 96 bytes) gets a reason on failure.  Knows no dictionary: a
+ * dictionary frame decodes to an empty raw block (fv->flags says what it
+ * was), and a frame that uses one is WAL_FRAME_BAD (wal_frame_decode_with).
  */
 enum wal_frame_status wal_frame_decode(const uint8_t *p, size_t avail, uint64_t expected_salt,
 				       struct wal_frame_view *fv, struct buf *raw, char *why);
@@ -87,6 +104,59 @@ enum wal_frame_status wal_frame_decode_dctx(struct ZSTD_DCtx_s *dctx, const uint
 					    size_t avail, uint64_t expected_salt,
 					    struct wal_frame_view *fv, struct buf *raw,
 					    char *why);
+
+/*
+ * A segment's dictionary as a reader holds it (wal_frame_decode_with):
+ * zero-initialise, release with wal_dict_free.
+ */
+struct ZSTD_DDict_s;
+struct ZSTD_CDict_s;
+struct wal_dict {
+	struct ZSTD_DDict_s *ddict; /* NULL: none yet */
+	uint32_t id;
+};
+void wal_dict_free(struct wal_dict *d);
+
+/* The id of a dictionary: the low 32 bits of its XXH3-64, never 0. */
+uint32_t wal_dict_id(const uint8_t *dict, size_t len);
+
+/*
+ * wal_frame_decode_dctx with the segment's dictionary state d (a reader
+ * walks a segment's frames in order with one d, starting zeroed at the
+ * segment's first frame).  A dictionary frame, once valid, replaces d's
+ * dictionary and decodes to an empty raw block (txn_count 0); a frame that
+ * uses a dictionary decodes only when d holds the one it names (else
+ * WAL_FRAME_BAD).
+ */
+enum wal_frame_status wal_frame_decode_with(struct ZSTD_DCtx_s *dctx, struct wal_dict *d, const uint8_t *p,
+					    size_t avail, uint64_t expected_salt, struct wal_frame_view *fv,
+					    struct buf *raw, char *why);
+
+/*
+ * Only the checks that need no decompression: header, lengths, checksum.
+ * WAL_FRAME_OK means the frame was written whole by a writer of this
+ * format (recovery uses it to tell a torn tail from damage before valid
+ * frames, whatever dictionary those need).
+ */
+enum wal_frame_status wal_frame_sound(const uint8_t *p, size_t avail, uint64_t expected_salt,
+				      struct wal_frame_view *fv, char *why);
+
+/*
+ * wal_frame_encode against a dictionary: cdict (made from the dictionary
+ * whose wal_dict_id is dict_id) compresses the block and the frame says
+ * F_USES_DICT.  cdict NULL: exactly wal_frame_encode.
+ */
+int wal_frame_encode_dict(struct ZSTD_CCtx_s *cctx, int level, const struct ZSTD_CDict_s *cdict,
+			  uint32_t dict_id, uint64_t salt, const uint8_t *raw, size_t raw_len, struct buf *out,
+			  struct wal_frame_view *fv);
+
+/*
+ * Encode a dictionary frame carrying dict[0..len) (1 <= len <=
+ * WAL_DICT_MAX), compressed without a dictionary.  0, or -1 (out
+ * unchanged).
+ */
+int wal_frame_encode_dictframe(struct ZSTD_CCtx_s *cctx, int level, uint64_t salt, const uint8_t *dict,
+			       size_t len, struct buf *out, struct wal_frame_view *fv);
 
 /* 1 if p[0..n) is all zero bytes (a preallocated tail, a zeroed header). */
 int wal_all_zero(const uint8_t *p, size_t n);

@@ -32,6 +32,11 @@
  *
  * Segments are read through a read-only mmap; frames are decoded with the
  * shared codec (wal_format.c) and one reused zstd decompression context.
+ * A segment's dictionary frames (wal.c: segment dictionaries) are met in
+ * order before the frames compressed against them; each segment starts
+ * without one, so every segment reads on its own.  Damage in a dictionary
+ * frame is damage like any other: the frames after it still have valid
+ * checksums, so it is never taken for a torn tail.
  * Recovery replays while it reads (single pass): if it then refuses, the
  * callback has already seen a valid prefix, and the caller must not start.
  */
@@ -99,6 +104,7 @@ struct scan {
 	enum scan_status status;
 	uint64_t good_end;   /* offset after the last valid frame */
 	uint64_t frames, txns;
+	uint64_t dict_frames; /* dictionary frames (not in frames) */
 	uint64_t last_lsn;   /* last valid LSN in this segment, 0 if none */
 	uint64_t replayed;   /* transactions with LSN > after_lsn handed to fn */
 	uint64_t first_replayed;
@@ -256,18 +262,17 @@ static void seg_unmap(struct segmap *m)
 }
 
 /* 1 if a frame with the right magic, salt and checksum starts anywhere in
- * [from, size): then the damage before it is not a torn tail. */
-static int valid_frame_after(const struct segmap *m, size_t from, struct ZSTD_DCtx_s *dctx,
-			     struct buf *scratch)
+ * [from, size): then the damage before it is not a torn tail.  Only what
+ * needs no decompression is checked (wal_frame_sound): a frame written
+ * whole counts, whatever dictionary it was compressed against. */
+static int valid_frame_after(const struct segmap *m, size_t from)
 {
 	if (m->size < WAL_FRAME_HEADER_SIZE)
 		return 0;
 	for (size_t q = from; q + WAL_FRAME_HEADER_SIZE <= m->size; q++) {
 		if (rd_u32(m->p + q) != WAL_FRAME_MAGIC || rd_u64(m->p + q + 8) != m->salt)
 			continue;
-		struct wal_frame_view fv;
-		if (wal_frame_decode_dctx(dctx, m->p + q, m->size - q, m->salt, &fv, scratch, NULL) ==
-		    WAL_FRAME_OK)
+		if (wal_frame_sound(m->p + q, m->size - q, m->salt, NULL, NULL) == WAL_FRAME_OK)
 			return 1;
 	}
 	return 0;
@@ -281,8 +286,8 @@ static int valid_frame_after(const struct segmap *m, size_t from, struct ZSTD_DC
  * (zeros to the end of the file, or the end of the file), at the first bad
  * frame, or when fn returns non-zero.
  */
-static void seg_frames(const struct segmap *m, struct ZSTD_DCtx_s *dctx, struct buf *raw,
-		       uint64_t after_lsn, wal_replay_fn fn, void *ctx, struct scan *sc)
+static void seg_frames(const struct segmap *m, struct ZSTD_DCtx_s *dctx, struct wal_dict *dict,
+		       struct buf *raw, uint64_t after_lsn, wal_replay_fn fn, void *ctx, struct scan *sc)
 {
 	memset(sc, 0, sizeof(*sc));
 	size_t off = WAL_SEG_HEADER_SIZE;
@@ -292,7 +297,14 @@ static void seg_frames(const struct segmap *m, struct ZSTD_DCtx_s *dctx, struct 
 		struct wal_frame_view fv;
 		char why[96];
 		enum wal_frame_status st =
-			wal_frame_decode_dctx(dctx, m->p + off, m->size - off, m->salt, &fv, raw, why);
+			wal_frame_decode_with(dctx, dict, m->p + off, m->size - off, m->salt, &fv, raw, why);
+		if (st == WAL_FRAME_OK && (fv.flags & WAL_FRAME_F_DICT)) {
+			/* the segment's dictionary from here on: no transactions */
+			sc->dict_frames++;
+			off += fv.frame_len;
+			sc->good_end = off;
+			continue;
+		}
 		if (st == WAL_FRAME_OK && fv.first_lsn != expect) {
 			fmt(sc->why, sizeof(sc->why),
 			    "LSN %s: expected %" PRIu64 ", frame holds %" PRIu64 "..%" PRIu64,
@@ -335,7 +347,7 @@ static void seg_frames(const struct segmap *m, struct ZSTD_DCtx_s *dctx, struct 
 			fmt(sc->why, sizeof(sc->why), "%s frame: %s",
 			    st == WAL_FRAME_SHORT ? "short" : "bad", why);
 		sc->status = SCAN_BAD_FRAME;
-		sc->valid_after = valid_frame_after(m, off + 1, dctx, raw);
+		sc->valid_after = valid_frame_after(m, off + 1);
 		return;
 	}
 }
@@ -472,7 +484,9 @@ int wal_recover(const char *dir, uint64_t after_lsn, wal_replay_fn fn, void *ctx
 			break;
 		}
 		struct scan sc;
-		seg_frames(&m, dctx, &raw, after_lsn, fn, ctx, &sc);
+		struct wal_dict dict = {0}; /* each segment starts without a dictionary */
+		seg_frames(&m, dctx, &dict, &raw, after_lsn, fn, ctx, &sc);
+		wal_dict_free(&dict);
 		uint64_t size = m.size;
 		seg_unmap(&m);
 		if (sc.replayed && !rep->first_lsn)
@@ -581,7 +595,9 @@ int wal_inspect(const char *dir, wal_segment_fn fn, void *ctx)
 			fmt(info.error, sizeof(info.error), "%s", why);
 		} else {
 			struct scan sc;
-			seg_frames(&m, dctx, &raw, UINT64_MAX, NULL, NULL, &sc);
+			struct wal_dict dict = {0};
+			seg_frames(&m, dctx, &dict, &raw, UINT64_MAX, NULL, NULL, &sc);
+			wal_dict_free(&dict);
 			info.frames = sc.frames;
 			info.txns = sc.txns;
 			info.bytes_used = sc.good_end;

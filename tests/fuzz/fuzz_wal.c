@@ -5,7 +5,8 @@
  *
  * Input: byte 0 selects the path, the rest is the body.
  *   bit 0 clear: in memory -- walk the body as a sequence of frames with
- *                wal_frame_decode (fixed salt FUZZ_SALT), iterate the
+ *                wal_frame_decode_with and one dictionary state, as a
+ *                reader walks a segment (fixed salt FUZZ_SALT), iterate the
  *                transactions of every valid frame, and also run
  *                wal_txn_next over the raw body and the segment header
  *                decoder over it.
@@ -66,6 +67,24 @@ static void inspect_fn(void *ctx, const struct wal_segment_info *info)
 }
 
 /* ---- seed generator --------------------------------------------------------- */
+
+/* A frame of count transactions from first, compressed against cd (made
+ * from the dictionary whose id is id) when given. */
+static void put_frame_dict(ZSTD_CCtx *cc, const ZSTD_CDict *cd, uint32_t id, struct buf *out, uint64_t first,
+			   int count, int size)
+{
+	struct buf r;
+	buf_init(&r, 0);
+	char p[256];
+	for (int i = 0; i < count; i++) {
+		int n = (size + i * 7) % (int)sizeof(p);
+		for (int j = 0; j < n; j++)
+			p[j] = "{\"wine\":\"Barolo\",\"qty\":6}"[(i + j) % 26];
+		wal_txn_put(&r, first + (uint64_t)i, p, (uint32_t)n);
+	}
+	wal_frame_encode_dict(cc, 1, cd, id, FUZZ_SALT, (const uint8_t *)r.data, r.len, out, NULL);
+	buf_free(&r);
+}
 
 static void put_frame(ZSTD_CCtx *cc, struct buf *out, uint64_t first, int count, int size)
 {
@@ -135,6 +154,23 @@ static void gen_seeds(const char *dir)
 	b.data[at + 70] ^= 0x20;
 	write_seed(dir, "file-salvage", &b);
 
+	/* segment dictionaries: a frame, a dictionary frame, frames using it */
+	static const char dict[] = "{\"wine\":\"Barolo\",\"qty\":6}{\"wine\":\"Barolo\",\"qty\":12}";
+	uint32_t id = wal_dict_id((const uint8_t *)dict, sizeof(dict) - 1);
+	ZSTD_CDict *cd = ZSTD_createCDict(dict, sizeof(dict) - 1, 1);
+	for (int disk = 0; disk <= 1; disk++) {
+		buf_reset(&b);
+		buf_putc(&b, (char)disk);
+		put_frame(cc, &b, 1, 4, 60);
+		wal_frame_encode_dictframe(cc, 1, FUZZ_SALT, (const uint8_t *)dict, sizeof(dict) - 1, &b, NULL);
+		put_frame_dict(cc, cd, id, &b, 5, 4, 60);
+		put_frame_dict(cc, cd, id, &b, 9, 3, 90);
+		if (disk)
+			buf_append(&b, zeros, sizeof(zeros));
+		write_seed(dir, disk ? "file-dict" : "mem-dict", &b);
+	}
+	ZSTD_freeCDict(cd);
+
 	buf_free(&b);
 	ZSTD_freeCCtx(cc);
 }
@@ -162,12 +198,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 static void in_memory(const uint8_t *p, size_t n)
 {
+	static ZSTD_DCtx *dctx;
+	if (!dctx && !(dctx = ZSTD_createDCtx()))
+		abort();
+	struct wal_dict dict = {0};
 	size_t off = 0;
 	uint64_t sum = 0;
 	while (off < n) {
 		struct wal_frame_view fv;
 		char why[96];
-		enum wal_frame_status st = wal_frame_decode(p + off, n - off, FUZZ_SALT, &fv, &raw, why);
+		enum wal_frame_status st = wal_frame_decode_with(dctx, &dict, p + off, n - off, FUZZ_SALT, &fv, &raw, why);
 		if (st != WAL_FRAME_OK)
 			break;
 		if (fv.frame_len > n - off || fv.frame_len <= WAL_FRAME_HEADER_SIZE)
@@ -185,8 +225,11 @@ static void in_memory(const uint8_t *p, size_t n)
 		}
 		if (cnt != fv.txn_count || t != raw.len)
 			abort();
+		if ((fv.flags & WAL_FRAME_F_DICT) && (cnt || dict.id != fv.dict_id || !dict.ddict))
+			abort(); /* a dictionary frame holds nothing and becomes the dictionary */
 		off += fv.frame_len;
 	}
+	wal_dict_free(&dict);
 	/* The iterator on arbitrary bytes. */
 	buf_reset(&raw);
 	buf_append(&raw, p, n);

@@ -281,6 +281,7 @@ static int order_decode_typed(struct table *t, struct row *r, const void *typed)
 		return -1;
 	o->pay_method = s->pay_method;
 	o->unpermitted = s->unpermitted;
+	memcpy(o->anchor, s->anchor, sizeof(o->anchor));
 	o->total_minor = s->total_minor;
 	if (o->idem_key[0]) {
 		memcpy(o->idem_fp, s->idem_fp, sizeof(o->idem_fp));
@@ -422,7 +423,9 @@ const struct table_ops order_table_ops = {
 /* The body, when the order exists (body and state agree). */
 const struct order *order_get(struct shard *sh, const char *id, size_t len)
 {
-	return order_state_get(sh, id, len) ? (const struct order *)table_get(&sh->tables[REC_T_ORDER], id, len) : NULL;
+	const struct order *o;
+	order_pair_get(sh, id, len, &o);
+	return o;
 }
 
 int order_txn_of(const struct order *o, char *out, size_t size)
@@ -946,12 +949,13 @@ static void write_legs(struct jw *w, const struct capture *k)
  * before idempotency, updated_at last).  Canonical JSON, so those places
  * are found by anchors (see engine/orders/order_state.c).
  */
-static void write_order_doc(struct jw *w, const struct capture *k, const char *entity)
+static void write_order_doc(struct jw *w, const struct capture *k, const char *entity, uint32_t *anchor)
 {
 	const struct quote *q = k->q;
 	jw_obj_begin(w);
 	jw_kstr(w, "order_id", k->order_id);
 	jw_kstr(w, "id", k->order_id);
+	anchor[OA_CHANNEL] = (uint32_t)w->out->len; /* the comma before the key */
 	jw_kstr(w, "channel", order_channel_names[k->channel]);
 	if (q->ch)
 		jw_kstr(w, "channel_id", q->channel_id);
@@ -973,6 +977,7 @@ static void write_order_doc(struct jw *w, const struct capture *k, const char *e
 	write_lines(w, q);
 	jw_key(w, "sourcing");
 	write_sourcing(w, q);
+	anchor[OA_FULFILLMENTS] = (uint32_t)w->out->len;
 	jw_key(w, "fulfillments");
 	write_legs(w, k);
 	quote_write_totals(w, q); /* financial_breakdown, settlement_split, components, total, reference_data */
@@ -980,13 +985,16 @@ static void write_order_doc(struct jw *w, const struct capture *k, const char *e
 	jw_arr_begin(w);
 	jw_arr_end(w);
 	jw_knull(w, "compliance");
+	anchor[OA_PAYMENT] = (uint32_t)w->out->len;
 	jw_key(w, "payment");
 	jw_obj_begin(w);
 	jw_kstr(w, "provider", "sandbox");
 	jw_kstr(w, "method", pay_method_names[k->pay_method]);
+	anchor[OA_AMOUNT] = (uint32_t)w->out->len;
 	quote_write_money(w, "amount", q->all.total, q->all.minor);
 	jw_kstr(w, "currency", q->all.currency);
 	jw_obj_end(w);
+	anchor[OA_IDEMPOTENCY] = (uint32_t)w->out->len;
 	if (k->idem_key) {
 		char hx[33];
 		hex_encode(k->fp, 16, hx);
@@ -1059,7 +1067,7 @@ static int stage_body(struct shard *sh, struct capture *k, const char *entity)
 	capture_typed(k, entity, &f); /* first: the document writes the legs' ids it made */
 	struct jw w;
 	jw_init(&w, &doc);
-	write_order_doc(&w, k, entity);
+	write_order_doc(&w, k, entity, f.o.anchor);
 	int rc = w.err || txn_put_typed(sh, REC_T_ORDER, k->order_id, strlen(k->order_id), doc.data, doc.len, &f);
 	buf_free(&doc);
 	return rc ? -1 : 0;

@@ -97,6 +97,10 @@ enum order_failure {
 };
 extern const char *const order_failure_codes[];
 
+/* The members of the body order_doc() splices the state in front of or
+ * behind (order_state.c), by where their `,"name":` starts. */
+enum order_anchor { OA_CHANNEL, OA_FULFILLMENTS, OA_PAYMENT, OA_AMOUNT, OA_IDEMPOTENCY, OA_COUNT };
+
 /* The order's body (REC_T_ORDER): what capture decided, never rewritten. */
 struct order {
 	struct row row;
@@ -115,6 +119,11 @@ struct order {
 	uint8_t unpermitted;
 	unsigned n_legs;
 	struct order_leg *legs;             /* n_legs, owned by the row */
+	/* where each anchor starts in the body: written down by capture, which
+	 * wrote the body, so a read copies spans instead of searching ~7 KB
+	 * for them; all 0 in a row decoded from its document (order_doc then
+	 * searches).  After legs: typed_same does not compare them. */
+	uint32_t anchor[OA_COUNT];
 };
 
 /* The order's mutable values: what its state row holds. */
@@ -146,6 +155,9 @@ const char *order_owning_hold(struct shard *sh, const char *hold_id);
 /* The order's current state, or NULL (no such order).  The pointer is
  * good until the next transaction that stages the order. */
 const struct order_state *order_state_get(struct shard *sh, const char *id, size_t len);
+/* order_state_get that also gives the body (*body, NULL when there is no
+ * such order): two lookups for a caller that needs both. */
+const struct order_state *order_pair_get(struct shard *sh, const char *id, size_t len, const struct order **body);
 /* The order created by entity with Idempotency-Key key, or NULL. */
 const struct order *order_by_idem(struct shard *sh, const char *entity, const char *key, size_t key_len);
 /* The least id > after of an order not at rest (in flight, or failed /

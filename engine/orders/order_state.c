@@ -29,6 +29,7 @@
  * other (a pending one is visited by saga_recover, which finds no order
  * and moves on) and never read.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,12 +239,21 @@ const struct table_ops order_state_table_ops = {
 	.fini = state_fini,
 };
 
-/* The state, when both rows exist and agree on the number of legs. */
-const struct order_state *order_state_get(struct shard *sh, const char *id, size_t len)
+/* The state, when both rows exist and agree on the number of legs; *body
+ * (if body is not NULL) the body then, else NULL. */
+const struct order_state *order_pair_get(struct shard *sh, const char *id, size_t len, const struct order **body)
 {
 	const struct order *o = (const struct order *)table_get(&sh->tables[REC_T_ORDER], id, len);
 	const struct order_state *s = (const struct order_state *)table_get(&sh->tables[REC_T_ORDER_STATE], id, len);
-	return o && s && o->n_legs == s->v.n_legs ? s : NULL;
+	int ok = o && s && o->n_legs == s->v.n_legs;
+	if (body)
+		*body = ok ? o : NULL;
+	return ok ? s : NULL;
+}
+
+const struct order_state *order_state_get(struct shard *sh, const char *id, size_t len)
+{
+	return order_pair_get(sh, id, len, NULL);
 }
 
 /* The next id after `after` in index x. */
@@ -464,6 +474,21 @@ static long find(const struct order *o, size_t pos, const char *anchor, size_t a
 	return hit ? (long)(hit - d) : -1;
 }
 
+/* Offset of anchor a (its text `anchor`, len al) at or after pos: where
+ * capture wrote it down when that place holds the text (order.h), else
+ * found by searching.  Test builds check the two agree. */
+static long anchor(const struct order *o, size_t pos, enum order_anchor a, const char *text, size_t al)
+{
+	size_t k = o->anchor[a];
+	if (k >= pos && k <= o->row.doc_len && o->row.doc_len - k >= al && !memcmp(o->row.doc + k, text, al)) {
+#ifdef WM_TESTING
+		assert(find(o, pos, text, al) == (long)k);
+#endif
+		return (long)k;
+	}
+	return find(o, pos, text, al);
+}
+
 /* Copy the body from *at up to pos (>= *at) to out; *at = pos.  0 or -1. */
 static int copy_to(const struct order *o, size_t *at, long pos, struct buf *out)
 {
@@ -496,11 +521,11 @@ static int doc_spliced(const struct order *o, const struct order_state_v *v, str
 			  A_PAY[] = ",\"payment\":{", A_AMOUNT[] = ",\"amount\":", A_IDEM[] = ",\"idempotency\":";
 	size_t at = 0, n = o->row.doc_len;
 	long pay;
-	if (n < 2 || o->row.doc[n - 1] != '}' || copy_to(o, &at, find(o, 0, A_CHANNEL, sizeof(A_CHANNEL) - 1), out) ||
-	    frag_status(out, v) || copy_to(o, &at, find(o, at, A_LEGS, sizeof(A_LEGS) - 1), out) ||
-	    splice_legs(o, v, &at, out) || (pay = find(o, at, A_PAY, sizeof(A_PAY) - 1)) < 0 ||
-	    copy_to(o, &at, find(o, (size_t)pay, A_AMOUNT, sizeof(A_AMOUNT) - 1), out) || frag_payment(out, v) ||
-	    copy_to(o, &at, find(o, at, A_IDEM, sizeof(A_IDEM) - 1), out) || frag_failure_saga(out, v) ||
+	if (n < 2 || o->row.doc[n - 1] != '}' || copy_to(o, &at, anchor(o, 0, OA_CHANNEL, A_CHANNEL, sizeof(A_CHANNEL) - 1), out) ||
+	    frag_status(out, v) || copy_to(o, &at, anchor(o, at, OA_FULFILLMENTS, A_LEGS, sizeof(A_LEGS) - 1), out) ||
+	    splice_legs(o, v, &at, out) || (pay = anchor(o, at, OA_PAYMENT, A_PAY, sizeof(A_PAY) - 1)) < 0 ||
+	    copy_to(o, &at, anchor(o, (size_t)pay, OA_AMOUNT, A_AMOUNT, sizeof(A_AMOUNT) - 1), out) || frag_payment(out, v) ||
+	    copy_to(o, &at, anchor(o, at, OA_IDEMPOTENCY, A_IDEM, sizeof(A_IDEM) - 1), out) || frag_failure_saga(out, v) ||
 	    copy_to(o, &at, (long)n - 1, out) || frag_updated(out, v))
 		return -1;
 	return buf_putc(out, '}');

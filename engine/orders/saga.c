@@ -87,7 +87,11 @@ static const struct order_state_v *cur(struct shard *sh, const char *id)
 }
 
 /* The order's current status, or -1 (no such order). */
-static int status_of(struct shard *sh, const char *id) { return cur(sh, id) ? cur(sh, id)->status : -1; }
+static int status_of(struct shard *sh, const char *id)
+{
+	const struct order_state_v *v = cur(sh, id);
+	return v ? v->status : -1;
+}
 
 /* Stage a patch of the order in a transaction of its own.  0 or -1. */
 static int commit_patch(struct shard *sh, const char *id, const struct order_patch *p)

@@ -1459,6 +1459,27 @@ WM_TEST(wal_dict, many_segments_roundtrip)
 	rm_rf(dir);
 }
 
+/* A fresh dir with txns 1..last (GEN_TEXT, flushed every 3) in one 1 MiB
+ * segment with dictionaries: its path and bytes (*n, caller frees), its
+ * sound frames (*k), and the index of the first (or the last, want_last)
+ * dictionary frame with a frame behind it (k when there is none). */
+static uint8_t *dict_image(char dir[64], char path[256], uint64_t last, size_t *n, size_t *offs, size_t *lens,
+			   uint16_t *flags, size_t *k, int want_last, size_t *d)
+{
+	make_tmp(dir);
+	struct wal *w = open_wal_dict(dir, 1u << 20, 1);
+	append_range(w, GEN_TEXT, 1, last, 3);
+	wal_close(w);
+	seg_path(path, 256, dir, 1);
+	uint8_t *b = slurp(path, n);
+	*k = sound_frames(b, *n, offs, lens, flags, MAX_FRAMES);
+	*d = *k;
+	for (size_t j = 1; j + 1 < *k; j++)
+		if ((flags[j] & WAL_FRAME_F_DICT) && (want_last || *d == *k))
+			*d = j;
+	return b;
+}
+
 /* The last segment cut at every offset from just before its last
  * dictionary frame to the end of the frame after it: a dictionary frame
  * at the very end is a clean end (nothing lost, the log goes on), a torn
@@ -1467,19 +1488,9 @@ WM_TEST(wal_dict, many_segments_roundtrip)
 WM_TEST(wal_dict, torn_at_and_after_a_dictionary_frame)
 {
 	char dir[64], path[256];
-	make_tmp(dir);
-	struct wal *w = open_wal_dict(dir, 1u << 20, 1);
-	append_range(w, GEN_TEXT, 1, 400, 3);
-	wal_close(w);
-	seg_path(path, sizeof(path), dir, 1);
-	size_t n, offs[MAX_FRAMES], lens[MAX_FRAMES];
+	size_t n, k, d, offs[MAX_FRAMES], lens[MAX_FRAMES];
 	uint16_t flags[MAX_FRAMES];
-	uint8_t *orig = slurp(path, &n);
-	size_t k = sound_frames(orig, n, offs, lens, flags, MAX_FRAMES);
-	size_t d = k;
-	for (size_t j = 1; j + 1 < k; j++)
-		if (flags[j] & WAL_FRAME_F_DICT)
-			d = j; /* the last dictionary frame with a frame behind it */
+	uint8_t *orig = dict_image(dir, path, 400, &n, offs, lens, flags, &k, 1, &d);
 	cr_assert_lt(d, k, "a dictionary frame was written");
 	cr_assert(flags[d + 1] & WAL_FRAME_F_USES_DICT);
 	/* the transactions before the dictionary frame, and those of the frame behind it */
@@ -1521,7 +1532,7 @@ WM_TEST(wal_dict, torn_at_and_after_a_dictionary_frame)
 	memcpy(img, orig, n);
 	memset(img + offs[d + 1], 0, n - offs[d + 1]);
 	spit(path, img, n);
-	w = open_wal_dict(dir, 1u << 20, before + 1);
+	struct wal *w = open_wal_dict(dir, 1u << 20, before + 1);
 	append_range(w, GEN_TEXT, before + 1, before + 50, 0);
 	wal_close(w);
 	struct wal_recovery_report rep;
@@ -1542,21 +1553,11 @@ WM_TEST(wal_dict, torn_at_and_after_a_dictionary_frame)
 WM_TEST(wal_dict, damaged_dictionary_frame_refused)
 {
 	char dir[64], path[256];
-	make_tmp(dir);
 	wal_set_recovery_log(capture_log);
-	struct wal *w = open_wal_dict(dir, 1u << 20, 1);
-	append_range(w, GEN_TEXT, 1, 300, 3);
-	wal_close(w);
-	seg_path(path, sizeof(path), dir, 1);
-	size_t n, offs[MAX_FRAMES], lens[MAX_FRAMES];
+	size_t n, k, d, offs[MAX_FRAMES], lens[MAX_FRAMES];
 	uint16_t flags[MAX_FRAMES];
-	uint8_t *b = slurp(path, &n);
-	size_t k = sound_frames(b, n, offs, lens, flags, MAX_FRAMES);
-	size_t d = 0;
-	for (size_t j = 1; j + 1 < k && !d; j++)
-		if (flags[j] & WAL_FRAME_F_DICT)
-			d = j;
-	cr_assert_gt(d, 0, "a dictionary frame with frames behind it");
+	uint8_t *b = dict_image(dir, path, 300, &n, offs, lens, flags, &k, 0, &d);
+	cr_assert_lt(d, k, "a dictionary frame with frames behind it");
 	b[offs[d] + lens[d] / 2] ^= 0x20;
 	spit(path, b, n);
 	struct wal_recovery_report rep;

@@ -88,17 +88,7 @@ static void put_frame_dict(ZSTD_CCtx *cc, const ZSTD_CDict *cd, uint32_t id, str
 
 static void put_frame(ZSTD_CCtx *cc, struct buf *out, uint64_t first, int count, int size)
 {
-	struct buf r;
-	buf_init(&r, 0);
-	char p[256];
-	for (int i = 0; i < count; i++) {
-		int n = (size + i * 7) % (int)sizeof(p);
-		for (int j = 0; j < n; j++)
-			p[j] = "{\"wine\":\"Barolo\",\"qty\":6}"[(i + j) % 26];
-		wal_txn_put(&r, first + (uint64_t)i, p, (uint32_t)n);
-	}
-	wal_frame_encode(cc, 1, FUZZ_SALT, (const uint8_t *)r.data, r.len, out, NULL);
-	buf_free(&r);
+	put_frame_dict(cc, NULL, 0, out, first, count, size);
 }
 
 static void write_seed(const char *dir, const char *name, const struct buf *b)

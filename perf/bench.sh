@@ -71,8 +71,10 @@
 #      ~22 KB before: the 1,000,000 wines extrapolate to ~12 GB, not
 #      run here; figures in the section).  BENCH_SKIP_SCALE=1 skips it.
 #   k. POST /v1/orders over HTTP on a shard of its own (--wal-mode fsync):
-#      durable orders per second and p50/p99 at -c16 and -c64
-#      (BENCH_ORDERS_CONNS, default "16 64"), every order the whole flash
+#      durable orders per second and p50/p99 at -c1 (a lone writer: one
+#      order per frame and per fsync, where the WAL's segment dictionaries
+#      matter most), -c16 and -c64 (BENCH_ORDERS_CONNS, default "1 16 64";
+#      the targets are read at -c16/-c64), every order the whole flash
 #      buy-sell saga (capture with the quote engine, hold, sandbox charge,
 #      confirm, source, commit buy, reserved: one WAL transaction); the lua script
 #      counts non-201 answers; from /metrics, fsyncs, WAL transactions and
@@ -645,12 +647,19 @@ fi
 # 102.7k instructions, order 645k -> ~575-590k (the capture no longer
 # calloc's ~30 KiB, gmtime_r no longer runs ~20 times per order,
 # parameter-less routes are found by hash).
+#
+# Measured 2026-11-29 (session 39), orders only, b49c49a and 9ffa9f0 (WAL
+# segment dictionaries) alternately, twice each: -c1 288 / 264 -> 228 /
+# 240 us CPU per order, WAL bytes per order 3241 -> 563 (one order per
+# frame: zstd found little to reuse in a lone 14 KB order until it could
+# compress against the orders before it); -c16 151 / 156 -> 147 / 137 us,
+# 649 / 620 -> 322 / 318 bytes; -c64 203 / 180 -> 166 / 192 us (noise).
 
 # cpu_ticks PID : utime + stime of every thread of the process (/proc, clock ticks)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 echo
-ORD_CONNS=${BENCH_ORDERS_CONNS:-16 64}
+ORD_CONNS=${BENCH_ORDERS_CONNS:-1 16 64}
 ORD_THREADS=${BENCH_ORDERS_THREADS:-1}
 ORD_DURATION=${BENCH_ORDERS_DURATION:-10s}
 # BENCH_ORDERS_WAL_MODE=write: the same run without fdatasync, for A/B of

@@ -80,6 +80,10 @@ static void metrics(struct api_ctx *c)
 	buf_printf(o, "# TYPE wm_wal_transactions_total counter\nwm_wal_transactions_total %llu\n"
 		      "# TYPE wm_wal_frames_total counter\nwm_wal_frames_total %llu\n"
 		      "# TYPE wm_wal_bytes_written_total counter\nwm_wal_bytes_written_total %llu\n"
+		      "# HELP wm_wal_bytes_raw_total Transactions' bytes before compression.\n"
+		      "# TYPE wm_wal_bytes_raw_total counter\nwm_wal_bytes_raw_total %llu\n"
+		      "# HELP wm_wal_dict_frames_total Dictionary frames written (later frames of the segment are compressed against them).\n"
+		      "# TYPE wm_wal_dict_frames_total counter\nwm_wal_dict_frames_total %llu\n"
 		      "# TYPE wm_wal_batch_transactions_avg gauge\nwm_wal_batch_transactions_avg %.3f\n"
 		      "# TYPE wm_wal_batch_transactions_max gauge\nwm_wal_batch_transactions_max %llu\n"
 		      "# TYPE wm_lsn gauge\nwm_lsn %llu\n"
@@ -88,7 +92,8 @@ static void metrics(struct api_ctx *c)
 		      "# TYPE wm_wal_segments_total counter\nwm_wal_segments_total{how=\"inline\"} %llu\n"
 		      "wm_wal_segments_total{how=\"from_spare\"} %llu\n",
 		   (unsigned long long)ws.txns, (unsigned long long)ws.frames,
-		   (unsigned long long)ws.bytes_written, ws.syncs ? (double)ws.txns / (double)ws.syncs : 0.0,
+		   (unsigned long long)ws.bytes_written, (unsigned long long)ws.bytes_raw,
+		   (unsigned long long)ws.dict_frames, ws.syncs ? (double)ws.txns / (double)ws.syncs : 0.0,
 		   (unsigned long long)ws.max_batch_txns, (unsigned long long)sh->lsn,
 		   (unsigned long long)wal_durable_lsn(sh->wal),
 		   (unsigned long long)(ws.segments_created - ws.segments_from_spare),

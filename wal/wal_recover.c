@@ -104,7 +104,6 @@ struct scan {
 	enum scan_status status;
 	uint64_t good_end;   /* offset after the last valid frame */
 	uint64_t frames, txns;
-	uint64_t dict_frames; /* dictionary frames (not in frames) */
 	uint64_t last_lsn;   /* last valid LSN in this segment, 0 if none */
 	uint64_t replayed;   /* transactions with LSN > after_lsn handed to fn */
 	uint64_t first_replayed;
@@ -280,14 +279,15 @@ static int valid_frame_after(const struct segmap *m, size_t from)
 
 /*
  * Walk the frames of a mapped segment from just after its header: decode
- * each, check LSN continuity (the first frame starts at the header's first
+ * each (a dictionary frame into dict, the frames after it against it),
+ * check LSN continuity (the first frame starts at the header's first
  * LSN, each next one right after the previous), and call fn (if non-NULL)
  * for every transaction with LSN > after_lsn.  Stops at the clean end
  * (zeros to the end of the file, or the end of the file), at the first bad
  * frame, or when fn returns non-zero.
  */
-static void seg_frames(const struct segmap *m, struct ZSTD_DCtx_s *dctx, struct wal_dict *dict,
-		       struct buf *raw, uint64_t after_lsn, wal_replay_fn fn, void *ctx, struct scan *sc)
+static void seg_walk(const struct segmap *m, struct ZSTD_DCtx_s *dctx, struct wal_dict *dict,
+		     struct buf *raw, uint64_t after_lsn, wal_replay_fn fn, void *ctx, struct scan *sc)
 {
 	memset(sc, 0, sizeof(*sc));
 	size_t off = WAL_SEG_HEADER_SIZE;
@@ -300,7 +300,6 @@ static void seg_frames(const struct segmap *m, struct ZSTD_DCtx_s *dctx, struct 
 			wal_frame_decode_with(dctx, dict, m->p + off, m->size - off, m->salt, &fv, raw, why);
 		if (st == WAL_FRAME_OK && (fv.flags & WAL_FRAME_F_DICT)) {
 			/* the segment's dictionary from here on: no transactions */
-			sc->dict_frames++;
 			off += fv.frame_len;
 			sc->good_end = off;
 			continue;
@@ -350,6 +349,16 @@ static void seg_frames(const struct segmap *m, struct ZSTD_DCtx_s *dctx, struct 
 		sc->valid_after = valid_frame_after(m, off + 1);
 		return;
 	}
+}
+
+/* seg_walk with the segment's own dictionary state: each segment starts
+ * without one, and what its dictionary frames installed is freed here. */
+static void seg_frames(const struct segmap *m, struct ZSTD_DCtx_s *dctx, struct buf *raw,
+		       uint64_t after_lsn, wal_replay_fn fn, void *ctx, struct scan *sc)
+{
+	struct wal_dict dict = {0};
+	seg_walk(m, dctx, &dict, raw, after_lsn, fn, ctx, sc);
+	wal_dict_free(&dict);
 }
 
 /* Truncate path to len bytes and fsync it.  0 or -1. */
@@ -484,9 +493,7 @@ int wal_recover(const char *dir, uint64_t after_lsn, wal_replay_fn fn, void *ctx
 			break;
 		}
 		struct scan sc;
-		struct wal_dict dict = {0}; /* each segment starts without a dictionary */
-		seg_frames(&m, dctx, &dict, &raw, after_lsn, fn, ctx, &sc);
-		wal_dict_free(&dict);
+		seg_frames(&m, dctx, &raw, after_lsn, fn, ctx, &sc);
 		uint64_t size = m.size;
 		seg_unmap(&m);
 		if (sc.replayed && !rep->first_lsn)
@@ -595,9 +602,7 @@ int wal_inspect(const char *dir, wal_segment_fn fn, void *ctx)
 			fmt(info.error, sizeof(info.error), "%s", why);
 		} else {
 			struct scan sc;
-			struct wal_dict dict = {0};
-			seg_frames(&m, dctx, &dict, &raw, UINT64_MAX, NULL, NULL, &sc);
-			wal_dict_free(&dict);
+			seg_frames(&m, dctx, &raw, UINT64_MAX, NULL, NULL, &sc);
 			info.frames = sc.frames;
 			info.txns = sc.txns;
 			info.bytes_used = sc.good_end;

@@ -44,7 +44,7 @@ struct wal_config {
 	enum wal_mode mode;
 	uint64_t segment_size;      /* preallocated bytes per segment; default 64 MiB, min 64 KiB */
 	uint32_t max_batch_bytes;   /* raw bytes per frame before it is cut; default 1 MiB */
-	int zstd_level;             /* default 1 */
+	int zstd_level;             /* default -1 (0: the default) */
 	/* Segment dictionaries (wal.c): the last dict_bytes raw bytes written
 	 * become a dictionary frame, which later frames of the segment are
 	 * compressed against, renewed ever less often up to every dict_refresh

@@ -481,7 +481,8 @@ static void same_quote(enum price_err ea, const struct price_quote *a, enum pric
 /*
  * One memo through thousands of calls that change destination, day and
  * reference version under it, with more currencies than PRICE_MEMO_FX and
- * more (category, ABV) bands than PRICE_MEMO_EXCISE, unknown currencies
+ * more (category, ABV) bands than PRICE_MEMO_EXCISE, more (origin, box
+ * size) tariffs than PRICE_MEMO_FREIGHT (some missing), unknown currencies
  * and lines outside their bounds: every answer is price_quote's.
  */
 WM_TEST(price, memo_answers_what_price_quote_answers)
@@ -492,6 +493,7 @@ WM_TEST(price, memo_answers_what_price_quote_answers)
 	struct price_memo m;
 	price_memo_init(&m);
 	static const uint32_t days[] = {20251101, 20260101, 20261129};
+	static const char origins[][3] = {"FR", "IT", "ES", "PT", "DE", "AT", "GR", "US"};
 	rng_state = 20261129;
 	unsigned errors = 0;
 	for (int iter = 0; iter < 3000; iter++) {
@@ -508,6 +510,8 @@ WM_TEST(price, memo_answers_what_price_quote_answers)
 				memcpy(lines[i].currency, "XXX", 4); /* no FX rate */
 			if (!rnd(60))
 				lines[i].box_units = 7; /* outside its bounds */
+			if (!rnd(3)) /* more (origin, box size) pairs than PRICE_MEMO_FREIGHT, some with no tariff */
+				memcpy(lines[i].origin, origins[rnd(sizeof(origins) / sizeof(origins[0]))], 3);
 		}
 		struct price_order_in in = {.fixed_fee_cents = rnd(2) ? rnd(500) : 0, .date = days[iter / 23 % 3],
 					    .n_lines = n, .lines = lines};

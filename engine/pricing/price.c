@@ -218,13 +218,20 @@ static int conv_factor(const struct refdata *rd, const char *cur, int64_t f_dest
 
 /* ---- the memo (price.h): each lookup first asks m, when there is one ---- */
 
+/* a (a kept code of exactly 3 characters) equals the string b: compared
+ * character by character, so a shorter b is never read past its end. */
+static inline int code3_eq(const char a[4], const char *b)
+{
+	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && b[3] == 0 && a[3] == 0;
+}
+
 /* conv_factor, kept in m per currency (the first PRICE_MEMO_FX of them). */
 static int conv_memo(const struct refdata *rd, const char *cur, int64_t f_dest, int u_dest, struct q *k,
 		     int64_t *f_out, struct price_memo *m)
 {
 	if (m)
 		for (unsigned i = 0; i < m->n_fx; i++)
-			if (!strcmp(m->fx[i].cur, cur)) {
+			if (code3_eq(m->fx[i].cur, cur)) {
 				*k = (struct q){m->fx[i].kn, m->fx[i].kd};
 				*f_out = m->fx[i].f;
 				return 0;
@@ -256,24 +263,46 @@ static const struct rd_vat *vat_memo(const struct refdata *rd, const struct pric
  * (a missing band fails every candidate of the line alike), the oldest of
  * PRICE_MEMO_EXCISE replaced first. */
 static int excise_memo(const struct refdata *rd, const struct price_order_in *in, const struct price_line_in *l,
-		       const struct rd_excise **out, struct price_memo *m)
+		       const struct rd_excise **out, int *duty_minor, struct price_memo *m)
 {
 	if (m)
 		for (unsigned i = 0; i < m->n_excise; i++)
 			if (m->excise[i].category == l->category && m->excise[i].abv == l->abv) {
 				*out = m->excise[i].ex;
+				*duty_minor = m->excise[i].duty_minor;
 				return m->excise[i].r;
 			}
 	*out = NULL;
 	int r = refdata_excise(rd, in->destination, l->category, l->abv, in->date, out);
+	*duty_minor = r == RD_FOUND ? iso_currency_minor((*out)->currency, 3) : 0;
 	if (m) {
 		unsigned i = m->n_excise < PRICE_MEMO_EXCISE ? m->n_excise++ : m->next_excise++ % PRICE_MEMO_EXCISE;
 		m->excise[i].category = l->category;
 		m->excise[i].abv = l->abv;
 		m->excise[i].r = r;
 		m->excise[i].ex = *out;
+		m->excise[i].duty_minor = *duty_minor;
 	}
 	return r;
+}
+
+/* refdata_freight to the call's destination; the first PRICE_MEMO_FREIGHT
+ * (origin, box size) answers are kept, NULL ones too. */
+static const struct rd_freight *freight_memo(const struct refdata *rd, const struct price_order_in *in,
+					     const struct price_line_in *l, struct price_memo *m)
+{
+	if (m)
+		for (unsigned i = 0; i < m->n_freight; i++)
+			if (m->freight[i].box_units == l->box_units && !memcmp(m->freight[i].origin, l->origin, 3))
+				return m->freight[i].f;
+	const struct rd_freight *f = refdata_freight(rd, l->origin, in->destination, l->box_units);
+	if (m && m->n_freight < PRICE_MEMO_FREIGHT) {
+		unsigned i = m->n_freight++;
+		memcpy(m->freight[i].origin, l->origin, 3); /* line_valid: a 2-letter code and its NUL */
+		m->freight[i].box_units = (uint8_t)l->box_units;
+		m->freight[i].f = f;
+	}
+	return f;
 }
 
 static int line_valid(const struct price_line_in *l)
@@ -326,7 +355,7 @@ static enum price_err price_line(const struct refdata *rd, const struct price_or
 	/* C: boxes x tariff (EUR cents), unless the incoterm delivers */
 	exact[PC_C_FREIGHT] = (struct q){0, 1};
 	if (!price_incoterms[l->incoterm].delivered) {
-		o->freight = refdata_freight(rd, l->origin, in->destination, l->box_units);
+		o->freight = freight_memo(rd, in, l, m);
 		if (!o->freight)
 			return PRICE_E_NO_FREIGHT;
 		o->boxes = (l->qty + l->box_units - 1u) / l->box_units;
@@ -335,14 +364,14 @@ static enum price_err price_line(const struct refdata *rd, const struct price_or
 	}
 
 	/* E: rate (published currency, x10^4 major) x base quantity */
-	int r = excise_memo(rd, in, l, &o->excise, m);
+	int duty_minor;
+	int r = excise_memo(rd, in, l, &o->excise, &duty_minor, m);
 	if (r == RD_NOT_PUBLISHED)
 		return PRICE_E_EXCISE_NOT_FOUND;
 	if (r != RD_FOUND)
 		return PRICE_E_NO_EXCISE_BAND;
 	struct q k_duty;
 	TRY(conv_memo(rd, o->excise->currency, f_dest, u_dest, &k_duty, &o->fx_duty_e6, m), PRICE_E_NO_FX);
-	int duty_minor = iso_currency_minor(o->excise->currency, 3);
 	exact[PC_E_EXCISE] = k_duty;
 	i128 qty_num = (i128)l->volume_ul * l->qty * (basis_base[o->excise->basis].uses_abv ? l->abv : 1);
 	TRY(q_mul(&exact[PC_E_EXCISE], (i128)o->excise->rate_e4 * pow10i(duty_minor), pow10i(RD_RATE_SCALE)), OV);

@@ -139,6 +139,7 @@ enum price_err price_quote(const struct refdata *rd, const struct price_order_in
  */
 #define PRICE_MEMO_FX 4      /* currencies kept (offer, EUR, duty): more are looked up */
 #define PRICE_MEMO_EXCISE 4  /* (category, ABV) bands kept */
+#define PRICE_MEMO_FREIGHT 4 /* (origin, box size) tariffs kept */
 struct price_memo {
 	const struct refdata *rd;    /* NULL: empty */
 	char destination[3];
@@ -159,7 +160,14 @@ struct price_memo {
 		uint16_t abv;
 		int r;                   /* refdata_excise's answer */
 		const struct rd_excise *ex;
+		int duty_minor;          /* iso_currency_minor of ex's currency (r == RD_FOUND) */
 	} excise[PRICE_MEMO_EXCISE];
+	unsigned n_freight;
+	struct {
+		char origin[3];
+		uint8_t box_units;
+		const struct rd_freight *f; /* refdata_freight's answer (NULL: none) */
+	} freight[PRICE_MEMO_FREIGHT];
 };
 
 /* An empty memo. */

@@ -654,6 +654,14 @@ fi
 # frame: zstd found little to reuse in a lone 14 KB order until it could
 # compress against the orders before it); -c16 151 / 156 -> 147 / 137 us,
 # 649 / 620 -> 322 / 318 bytes; -c64 203 / 180 -> 166 / 192 us (noise).
+#
+# Measured 2026-11-30 (session 40), orders only, zstd level 1 (8d3dff8)
+# and -1 (d86ed61, wal/wal.c WAL_DEFAULT_ZSTD_LEVEL) alternately, twice
+# each: -c16 145 / 163 -> 136 / 141 us CPU per order, 315 / 326 -> 370 /
+# 371 WAL bytes per order; -c1 413 / 225 -> 306 / 208 us (the first pair
+# ran while the box was busy), 595 / 565 -> 697 / 679 bytes.  Level -3:
+# 423 bytes at -c16, no less CPU.  perf/ir_per_request.sh: an order
+# 484,895 -> 467,411 instructions (the WAL thread ~141k -> ~121k).
 
 # cpu_ticks PID : utime + stime of every thread of the process (/proc, clock ticks)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

@@ -218,11 +218,12 @@ static int conv_factor(const struct refdata *rd, const char *cur, int64_t f_dest
 
 /* ---- the memo (price.h): each lookup first asks m, when there is one ---- */
 
-/* a (a kept code of exactly 3 characters) equals the string b: compared
- * character by character, so a shorter b is never read past its end. */
+/* a (a kept code: exactly 3 characters, since conv_factor refuses any
+ * other length) equals the string b: compared character by character, so a
+ * shorter b is never read past its end. */
 static inline int code3_eq(const char a[4], const char *b)
 {
-	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && b[3] == 0 && a[3] == 0;
+	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && b[3] == 0;
 }
 
 /* conv_factor, kept in m per currency (the first PRICE_MEMO_FX of them). */

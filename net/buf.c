@@ -132,12 +132,21 @@ char *buf_utoa_rev(uint64_t v, char *end)
 
 int buf_put_dec(struct buf *b, int64_t v)
 {
-	char t[24];
+	/* the digits end at t + 24 and go over with one constant-size copy
+	 * of 24 bytes when the storage has that room (the bytes past them land
+	 * beyond len): no call into the C library for a number (issue 15) */
+	char t[48];
+	memset(t + 24, 0, 24);
 	uint64_t m = v < 0 ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v; /* INT64_MIN too */
-	char *p = buf_utoa_rev(m, t + sizeof(t));
+	char *p = buf_utoa_rev(m, t + 24);
 	if (v < 0)
 		*--p = '-';
-	return buf_append(b, p, (size_t)(t + sizeof(t) - p));
+	size_t n = (size_t)(t + 24 - p); /* <= 20 digits and a sign */
+	if (b->cap - b->len < 24) /* near the end of the storage: the exact bytes */
+		return buf_append_var(b, p, n);
+	memcpy(b->data + b->len, p, 24);
+	b->len += n;
+	return 0;
 }
 
 void buf_consume(struct buf *b, size_t n)

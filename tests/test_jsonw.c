@@ -246,6 +246,52 @@ WM_TEST(jw, fixed)
 	buf_free(&b);
 }
 
+/* jb_fixed and buf_put_dec write in place when the buffer has room for any
+ * number (48 / 24 bytes) and copy the exact bytes otherwise: both write
+ * what jw_fixed / printf write, after text already in the buffer, and a
+ * fixed buffer with room for exactly the number (less than the in-place
+ * room) takes it, one byte less refuses it and keeps what it had. */
+WM_TEST(jw, fixed_shape_numbers_in_place_and_at_the_bound)
+{
+	static const int64_t vals[] = {0, 1, -1, 5, 12, 123, -1230, 99999, 1234567890123LL, INT64_MAX, INT64_MIN};
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
+		for (unsigned sc = 0; sc <= 18; sc++) {
+			char want[64];
+			size_t wl = jw_fixed_text(vals[i], sc, want);
+			struct buf b;
+			buf_init(&b, 0);
+			cr_assert_eq(buf_reserve(&b, 256), 0); /* room: the in-place path */
+			cr_assert_eq(BUF_LIT(&b, "x="), 0);
+			cr_assert_eq(jb_fixed(&b, vals[i], sc), 0);
+			cr_assert(b.len == 2 + wl && !memcmp(b.data + 2, want, wl), "%lld/%u", (long long)vals[i], sc);
+			cr_assert_eq(json_text_to_fixed(b.data + 2, wl, sc, &(int64_t){0}), 0);
+			buf_free(&b);
+			/* a fixed buffer with room for "x=" and the number, and one byte less */
+			for (size_t less = 0; less < 2; less++) {
+				char mem[64];
+				buf_init_fixed(&b, mem, 2 + wl - less);
+				cr_assert_eq(BUF_LIT(&b, "x="), 0);
+				cr_assert_eq(jb_fixed(&b, vals[i], sc), less ? -1 : 0, "%lld/%u less %zu", (long long)vals[i],
+					     sc, less);
+				cr_assert_eq(b.len, less ? 2 : 2 + wl);
+				cr_assert(!memcmp(mem, "x=", 2) && (less || !memcmp(mem + 2, want, wl)));
+			}
+		}
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		char want[32];
+		int wl = snprintf(want, sizeof(want), "%lld", (long long)vals[i]);
+		for (size_t less = 0; less < 2; less++) {
+			char mem[64];
+			struct buf b;
+			buf_init_fixed(&b, mem, (size_t)wl + 2 - less);
+			cr_assert_eq(BUF_LIT(&b, "x="), 0);
+			cr_assert_eq(buf_put_dec(&b, vals[i]), less ? -1 : 0);
+			cr_assert_eq(b.len, less ? 2 : 2 + (size_t)wl);
+			cr_assert(less || !memcmp(mem + 2, want, (size_t)wl), "%lld", (long long)vals[i]);
+		}
+	}
+}
+
 WM_TEST(jw, sticky_error_on_buffer_bound)
 {
 	struct buf b;

@@ -183,3 +183,158 @@ WM_TEST(held_txn, a_crash_point_logs_what_is_held_and_the_request_goes_on)
 	cr_assert_eq(event_of(f, "t.b")->lsn, a);
 	fixture_free(f);
 }
+
+/* ---- superseded puts (shard.c, image_drop_superseded) ---- */
+
+/* The records the WAL holds at one LSN, in order: op, key and the event
+ * type of a put ("" for a delete). */
+struct logged_rec {
+	uint8_t op;
+	char key[32];
+	char type[32];
+};
+struct logged {
+	uint64_t lsn;
+	unsigned n, txns;
+	struct logged_rec r[TXN_SUPERSEDE_MAX + 8];
+};
+
+static int collect(void *ctx, uint64_t lsn, const void *payload, size_t len)
+{
+	struct logged *lg = ctx;
+	if (lsn != lg->lsn)
+		return 0;
+	lg->txns++;
+	size_t off = 0;
+	struct rec_view rv;
+	while (rec_decode(payload, len, &off, &rv) == 1) {
+		cr_assert_lt(lg->n, sizeof(lg->r) / sizeof(lg->r[0]));
+		struct logged_rec *r = &lg->r[lg->n++];
+		memset(r, 0, sizeof(*r));
+		r->op = rv.op;
+		cr_assert_lt(rv.key_len, sizeof(r->key));
+		memcpy(r->key, rv.key, rv.key_len);
+		const char *t = rv.op == REC_PUT ? memmem(rv.val, rv.val_len, "\"type\":\"", 8) : NULL;
+		if (t) {
+			t += 8;
+			const char *e = memchr(t, '"', (size_t)(rv.val + rv.val_len - t));
+			cr_assert_not_null(e);
+			cr_assert_lt((size_t)(e - t), sizeof(r->type));
+			memcpy(r->type, t, (size_t)(e - t));
+		}
+	}
+	return 0;
+}
+
+/* Read the fixture's WAL (flushed) for the records of lsn. */
+static void wal_records(struct fixture *f, uint64_t lsn, struct logged *lg)
+{
+	wal_flush(f->sh.wal);
+	memset(lg, 0, sizeof(*lg));
+	lg->lsn = lsn;
+	struct wal_recovery_report rep;
+	cr_assert_geq(wal_recover(f->sh.wal_dir, lsn - 1, collect, lg, 0, &rep), 0);
+	cr_assert_eq(lg->txns, 1, "LSN %llu is one WAL transaction", (unsigned long long)lsn);
+}
+
+/* Put an event row with this key and type into the open transaction. */
+static void put_event(struct fixture *f, const char *key, const char *type)
+{
+	char doc[256];
+	int n = snprintf(doc, sizeof(doc), "{\"id\":\"%s\",\"type\":\"%s\",\"scope\":{\"entity_id\":null},\"payload\":{}}",
+			 key, type);
+	cr_assert_eq(txn_put(&f->sh, REC_T_EVENT, key, strlen(key), doc, (size_t)n), 0);
+}
+
+static void expect_rec(const struct logged *lg, unsigned i, uint8_t op, const char *key, const char *type)
+{
+	cr_assert_lt(i, lg->n);
+	cr_assert_eq(lg->r[i].op, op, "record %u: op %u", i, lg->r[i].op);
+	cr_assert_str_eq(lg->r[i].key, key, "record %u", i);
+	cr_assert_str_eq(lg->r[i].type, type, "record %u", i);
+}
+
+WM_TEST(held_txn, a_put_superseded_by_a_later_put_of_its_row_is_not_logged)
+{
+	struct fixture *f = fixture_new("held");
+	txn_hold(&f->sh);
+	txn_begin(&f->sh);
+	put_event(f, "evt_x", "x.v1");
+	uint64_t a = txn_commit(&f->sh);
+	cr_assert_gt(a, 0);
+	txn_begin(&f->sh);
+	put_event(f, "evt_x", "x.v2");
+	put_event(f, "evt_y", "y.v1");
+	cr_assert_eq(txn_commit(&f->sh), a);
+	txn_begin(&f->sh);
+	cr_assert_eq(txn_del(&f->sh, REC_T_EVENT, "evt_y", 5), 0);
+	cr_assert_eq(txn_commit(&f->sh), a);
+	txn_begin(&f->sh);
+	put_event(f, "evt_y", "y.v2");
+	put_event(f, "evt_x", "x.v3");
+	cr_assert_eq(txn_commit(&f->sh), a);
+	put_event(f, "evt_z", "z.v1"); /* after the last commit, as a stored response is */
+	cr_assert_eq(txn_release(&f->sh), a);
+	/* live: every version was applied as it came; the last stands */
+	cr_assert_not_null(event_of(f, "x.v3"));
+	cr_assert_null(event_of(f, "x.v1"));
+	cr_assert_null(event_of(f, "x.v2"));
+	cr_assert_not_null(event_of(f, "y.v2"));
+	cr_assert_null(event_of(f, "y.v1"));
+	/* logged: x's first two versions go (a later put of x follows each);
+	 * y's first put stays (a delete follows it), and so does the delete */
+	struct logged lg;
+	wal_records(f, a, &lg);
+	cr_assert_eq(lg.n, 5, "%u records logged", lg.n);
+	expect_rec(&lg, 0, REC_PUT, "evt_y", "y.v1");
+	expect_rec(&lg, 1, REC_DEL, "evt_y", "");
+	expect_rec(&lg, 2, REC_PUT, "evt_y", "y.v2");
+	expect_rec(&lg, 3, REC_PUT, "evt_x", "x.v3");
+	expect_rec(&lg, 4, REC_PUT, "evt_z", "z.v1");
+	/* replay rebuilds the same rows */
+	shard_close(&f->sh);
+	fx_open(f);
+	cr_assert_eq(f->sh.lsn, a);
+	const char *kept[] = {"x.v3", "y.v2", "z.v1"}, *gone[] = {"x.v1", "x.v2", "y.v1"};
+	for (unsigned i = 0; i < 3; i++) {
+		const struct row *r = event_of(f, kept[i]);
+		cr_assert_not_null(r, "%s after replay", kept[i]);
+		cr_assert_eq(r->lsn, a);
+		cr_assert_null(event_of(f, gone[i]), "%s after replay", gone[i]);
+	}
+	fixture_free(f);
+}
+
+WM_TEST(held_txn, an_image_past_the_supersede_bound_is_logged_as_it_is)
+{
+	for (unsigned extra = 0; extra < 2; extra++) {
+		/* TXN_SUPERSEDE_MAX records (searched) and one more (not) */
+		unsigned n = TXN_SUPERSEDE_MAX + extra;
+		struct fixture *f = fixture_new("held");
+		txn_hold(&f->sh);
+		txn_begin(&f->sh);
+		char type[32];
+		for (unsigned i = 0; i < n; i++) {
+			snprintf(type, sizeof(type), "w.v%u", i);
+			put_event(f, "evt_w", type);
+		}
+		uint64_t a = txn_commit(&f->sh);
+		cr_assert_gt(a, 0);
+		cr_assert_eq(txn_release(&f->sh), a);
+		struct logged lg;
+		wal_records(f, a, &lg);
+		snprintf(type, sizeof(type), "w.v%u", n - 1);
+		if (!extra) {
+			cr_assert_eq(lg.n, 1, "at the bound: only the last put is logged (%u)", lg.n);
+			expect_rec(&lg, 0, REC_PUT, "evt_w", type);
+		} else {
+			cr_assert_eq(lg.n, n, "past the bound: every record is logged (%u)", lg.n);
+			expect_rec(&lg, n - 1, REC_PUT, "evt_w", type);
+		}
+		shard_close(&f->sh);
+		fx_open(f);
+		cr_assert_not_null(event_of(f, type), "%s after replay", type);
+		cr_assert_null(event_of(f, "w.v0"));
+		fixture_free(f);
+	}
+}

@@ -324,12 +324,86 @@ static void apply_or_die(struct shard *sh, uint64_t lsn, size_t from)
 	typed_clear(sh);
 }
 
+/*
+ * Drop from img[0..len) every put that a later put of the same row (table
+ * and key) in the same image supersedes, moving the records kept to the
+ * front in their order; returns the new length (len when nothing goes, or
+ * when the image has more than TXN_SUPERSEDE_MAX records or does not
+ * decode: it is then logged as it is).
+ *
+ * Why.  A held image gathers every commit of one request at one LSN, and a
+ * request that moves a row through several states puts it several times:
+ * an order's state five times, its hold and its stock level twice (~1.5 KB
+ * of the ~14 KB an order logs).  The WAL thread compressed and checksummed
+ * them, the log kept them and replay applied them, though only the last
+ * version of each row survives the transaction.  Memory applied every
+ * version already (each commit as it came); what is logged only has to
+ * rebuild the state at the end of the transaction, and a put is a whole
+ * after-image, applied to its own row: its table's decode and indexes see
+ * the row, not its history (table.h), and the id clock and a table's trim
+ * see the same keys and the same count of rows either way.
+ * A put followed by a delete of its row is kept as it is (put, delete,
+ * put keeps all three): only a put whose next record of the same row is
+ * a put goes, so every delete still finds what it found before.
+ * The bound keeps the pairwise search (n^2 / 2 key comparisons) small; an
+ * order's image has ~21 records.
+ */
+static size_t image_drop_superseded(char *img, size_t len)
+{
+	struct held_rec {
+		size_t at, n;
+		const char *key;
+		uint16_t key_len;
+		uint8_t op, table, drop;
+	} r[TXN_SUPERSEDE_MAX];
+	unsigned n = 0, ndrop = 0;
+	size_t off = 0;
+	struct rec_view rv;
+	int rc;
+	for (size_t at = 0; (rc = rec_decode((const uint8_t *)img, len, &off, &rv)) == 1; at = off) {
+		if (n == TXN_SUPERSEDE_MAX)
+			return len;
+		r[n++] = (struct held_rec){.at = at, .n = off - at, .key = rv.key, .key_len = rv.key_len,
+					   .op = rv.op, .table = rv.table};
+	}
+	if (rc < 0)
+		return len;
+	for (unsigned i = 0; i < n; i++) {
+		if (r[i].op != REC_PUT)
+			continue;
+		for (unsigned j = i + 1; j < n; j++)
+			if (r[j].table == r[i].table && r[j].key_len == r[i].key_len &&
+			    !memcmp(r[j].key, r[i].key, r[i].key_len)) {
+				if (r[j].op == REC_PUT) {
+					r[i].drop = 1;
+					ndrop++;
+				}
+				break;
+			}
+	}
+	if (!ndrop)
+		return len;
+	size_t w = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (r[i].drop)
+			continue;
+		if (w != r[i].at)
+			memmove(img + w, img + r[i].at, r[i].n);
+		w += r[i].n;
+	}
+	return w;
+}
+
 /* Hand data[0..len) of the image to the WAL as transaction lsn, under the
- * reservation of a maximal transaction its first held commit made.  Only a
- * bug can make that fail (the space was reserved, the LSN is the next
- * one): memory already shows it, so stop. */
+ * reservation of a maximal transaction its first held commit made, without
+ * the puts a later put of the same row supersedes (image_drop_superseded:
+ * data[0..len) is reordered in place, so the image's first len bytes are
+ * spent: every caller drops them next).  Only a bug can make that fail
+ * (the space was reserved, the LSN is the next one): memory already shows
+ * it, so stop. */
 static void held_log(struct shard *sh, uint64_t lsn, size_t len)
 {
+	len = image_drop_superseded(sh->txn.data, len);
 	if (wal_append_reserved(sh->wal, lsn, sh->txn.data, len, TXN_MAX_BYTES)) {
 		log_error("msg=\"held transaction could not be logged\" lsn=%llu bytes=%zu",
 			  (unsigned long long)lsn, len);

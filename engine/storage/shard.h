@@ -31,6 +31,10 @@ struct repl_pub;
 struct repl_sub;
 
 #define TXN_MAX_BYTES (512u << 10) /* one transaction image; WAL frames hold 1 MiB */
+/* Records of a held image searched for puts a later put of the same row
+ * supersedes before it is logged (shard.c, image_drop_superseded); an
+ * image with more is logged as it is. */
+#define TXN_SUPERSEDE_MAX 128u
 #define TXN_TYPED_MAX 32u             /* typed values one commit carries (txn_put_typed) */
 #define TXN_TYPED_BYTES (16u << 10)   /* and their bytes */
 

@@ -512,6 +512,14 @@ WM_TEST(price, memo_answers_what_price_quote_answers)
 				lines[i].box_units = 7; /* outside its bounds */
 			if (!rnd(3)) /* more (origin, box size) pairs than PRICE_MEMO_FREIGHT, some with no tariff */
 				memcpy(lines[i].origin, origins[rnd(sizeof(origins) / sizeof(origins[0]))], 3);
+			if (i && !rnd(2)) { /* the band and quantity of the line before (the duty the memo
+					     * keeps per band), in the other bottle size half of the time */
+				lines[i].category = lines[i - 1].category;
+				lines[i].abv = lines[i - 1].abv;
+				lines[i].qty = lines[i - 1].qty;
+				if (rnd(2))
+					lines[i].volume_ul = lines[i - 1].volume_ul == 750000 ? 1500000 : 750000;
+			}
 		}
 		struct price_order_in in = {.fixed_fee_cents = rnd(2) ? rnd(500) : 0, .date = days[iter / 23 % 3],
 					    .n_lines = n, .lines = lines};

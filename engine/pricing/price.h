@@ -155,12 +155,17 @@ struct price_memo {
 		int64_t f;
 	} fx[PRICE_MEMO_FX];
 	const struct rd_vat *vat[RD_VP_COUNT_]; /* NULL: not looked up yet */
-	struct {
+	struct price_memo_excise {
 		uint8_t category;
 		uint16_t abv;
 		int r;                   /* refdata_excise's answer */
 		const struct rd_excise *ex;
 		int duty_minor;          /* iso_currency_minor of ex's currency (r == RD_FOUND) */
+		/* the duty of the last (qty, volume) priced at this band, rounded
+		 * in the destination currency, and the duty currency's FX: the
+		 * same for every candidate of a line (amt_qty 0: none yet) */
+		uint32_t amt_qty, amt_volume_ul;
+		int64_t amt, amt_fx_e6;
 	} excise[PRICE_MEMO_EXCISE];
 	unsigned n_freight;
 	struct {

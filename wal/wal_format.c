@@ -30,6 +30,7 @@
 
 #define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
 #include <xxhash.h>
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_c_forceAttachDict (compress_attached) */
 #include <zstd.h>
 
 /* Largest compressed length a frame may claim: zstd's worst case for the
@@ -154,6 +155,33 @@ int wal_txn_put(struct buf *raw, uint64_t lsn, const void *payload, uint32_t len
 	return 0;
 }
 
+/*
+ * Compress with the segment's dictionary attached, not copied.  zstd's
+ * default for a prepared dictionary (ZSTD_compress_usingCDict) copies the
+ * dictionary's match tables into the context for every input past a few
+ * KB, our frames all are; attached, the tables are read where they are
+ * and only the input's own are built.  Measured on a sample of order
+ * frames (level -1, the 64 KB segment dictionary, callgrind): 10.97 ->
+ * 7.84 instructions a byte in 12.6 KB frames (one order: -c1), 5.35 ->
+ * 4.67 in 140 KB ones (-c16), and the same frames within 2 % in size.
+ * The frame is an ordinary zstd frame either way: the reader's DDict does
+ * not know how it was made.  The context is reset after use, so it never
+ * keeps a reference to a dictionary its segment may free.
+ */
+static size_t compress_attached(struct ZSTD_CCtx_s *cctx, void *dst, size_t cap, const void *src, size_t n,
+				const struct ZSTD_CDict_s *cdict)
+{
+	size_t r = ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
+	if (!ZSTD_isError(r))
+		r = ZSTD_CCtx_refCDict(cctx, cdict);
+	if (!ZSTD_isError(r))
+		r = ZSTD_CCtx_setParameter(cctx, ZSTD_c_forceAttachDict, ZSTD_dictForceAttach);
+	if (!ZSTD_isError(r))
+		r = ZSTD_compress2(cctx, dst, cap, src, n);
+	(void)ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
+	return r;
+}
+
 /* Compress raw[0..raw_len) (with cdict when given) behind a header saying
  * flags/id/first/last/n, appended to out.  0, or -1 (out unchanged). */
 static int encode(struct ZSTD_CCtx_s *cctx, int level, const struct ZSTD_CDict_s *cdict, uint16_t flags,
@@ -166,7 +194,7 @@ static int encode(struct ZSTD_CCtx_s *cctx, int level, const struct ZSTD_CDict_s
 		return -1;
 	uint8_t *h = (uint8_t *)out->data + out->len;
 	uint8_t *comp = h + WAL_FRAME_HEADER_SIZE;
-	size_t clen = cdict ? ZSTD_compress_usingCDict(cctx, comp, bound, raw, raw_len, cdict)
+	size_t clen = cdict ? compress_attached(cctx, comp, bound, raw, raw_len, cdict)
 			    : ZSTD_compressCCtx(cctx, comp, bound, raw, raw_len, level);
 	if (ZSTD_isError(clen) || clen == 0 || clen > WAL_FRAME_MAX_COMP)
 		return -1;

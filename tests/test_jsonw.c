@@ -485,8 +485,10 @@ WM_TEST(jw, value_inside_writer)
 	buf_free(&b);
 }
 
-/* The reference for ASCII input: each byte on its own, by the rules of
- * jsonw.h (the writer scans 8 bytes at a time; this never does). */
+/* The reference for ASCII input with lone bytes from 0x80 up (each one
+ * not well-formed UTF-8 on its own: U+FFFD): each byte on its own, by the
+ * rules of jsonw.h (the writer scans 16 and 8 bytes at a time; this never
+ * does). */
 static size_t ref_escape_ascii(const unsigned char *s, size_t n, char *out)
 {
 	size_t o = 0;
@@ -499,6 +501,8 @@ static size_t ref_escape_ascii(const unsigned char *s, size_t n, char *out)
 			o += (size_t)sprintf(out + o, "%s", sh);
 		else if (c < 0x20 || c == 0x7f)
 			o += (size_t)sprintf(out + o, "\\u%04x", c);
+		else if (c >= 0x80)
+			o += (size_t)sprintf(out + o, "\xEF\xBF\xBD");
 		else
 			out[o++] = (char)c;
 	}
@@ -506,16 +510,17 @@ static size_t ref_escape_ascii(const unsigned char *s, size_t n, char *out)
 	return o;
 }
 
-/* Every ASCII byte at every position of runs of 1..24 plain bytes (so in
- * every lane of the 8-byte scan, and in the bytewise tail), as a value and
- * as a key: the output is the reference's. */
+/* Every byte at every position of runs of 1..40 plain bytes (so in every
+ * lane of the 16-byte scan, of its overlapping last vector, of the 8-byte
+ * scan, and in the bytewise tail), as a value and as a key: the output is
+ * the reference's. */
 WM_TEST(jw, word_scan_finds_every_special_byte_in_every_lane)
 {
-	unsigned char in[24];
-	char want[24 * 6 + 8];
+	unsigned char in[40];
+	char want[40 * 6 + 8];
 	for (size_t n = 1; n <= sizeof(in); n++)
 		for (size_t pos = 0; pos < n; pos++)
-			for (unsigned c = 0; c < 0x80; c++) {
+			for (unsigned c = 0; c < 0x100; c++) {
 				for (size_t i = 0; i < n; i++)
 					in[i] = (unsigned char)('a' + i % 26);
 				in[pos] = (unsigned char)c;

@@ -99,7 +99,9 @@
 #      (quote-N-lines.data, orders-cN.data) for perf report by hand.
 #      These CPU figures move by a third between runs on this shared box;
 #      perf/ir_per_request.sh counts the same requests' instructions under
-#      callgrind, which do not move, for A/B of two builds.
+#      callgrind, which do not move, for A/B of two builds; perf/ab.sh runs
+#      two builds at once in alternating rounds and reports the median and
+#      the best of each (what the kernel and the caches add).
 #   n. durable POST /v1/orders through a router in front of three shards,
 #      -c16 and -c64, orders of two lines: (a) both wines' stock on the
 #      destination's shard, (b) one on each of two other shards (two-phase
@@ -662,6 +664,18 @@ fi
 # ran while the box was busy), 595 / 565 -> 697 / 679 bytes.  Level -3:
 # 423 bytes at -c16, no less CPU.  perf/ir_per_request.sh: an order
 # 484,895 -> 467,411 instructions (the WAL thread ~141k -> ~121k).
+#
+# Measured 2026-11-30 (session 41), perf/ab.sh with 010990a (A) and
+# 29d2998 (B; numbers written in place, superseded puts not logged, the
+# excise memo, the WAL dictionary attached, 16-byte string scans): quote
+# 1 line, 8 rounds, median 45,427 -> 48,330 req/s (best 54,985 -> 61,760),
+# CPU per quote median 22.0 -> 20.6 us (best 18.2 -> 16.1); 5 lines, 6
+# rounds, CPU median 68.0 -> 57.0 us (best 51.2 -> 52.2); orders -c16, 6
+# rounds, CPU per order median 148.4 -> 131.0 us (best 118.1 -> 104.7).
+# The same day make bench gave the quote 0.36x nginx at 24 us a quote: the
+# box's slow state, in which A did no better (rounds of 35-40k req/s).
+# perf/ir_per_request.sh: quote 1 line 98,687 -> 87,461 instructions,
+# 5 lines 418,837 -> 365,383, an order ~456,000 -> ~414,000.
 
 # cpu_ticks PID : utime + stime of every thread of the process (/proc, clock ticks)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

@@ -371,9 +371,9 @@ size_t jw_fixed_text(int64_t v, unsigned scale, char out[48])
 	 * instructions a number, and a quote writes ~50 numbers: issue 15).
 	 * The digits end at t + 40 over a field of '0's, so a magnitude with
 	 * fewer than scale + 1 digits is already zero-padded in front; the
-	 * copies read and write past what is used (reads within t: the
-	 * whole part's from d >= t + 20 up to t + 60, the fraction's up to
-	 * t + 42; writes within out's 48 bytes: up to out + 42), and the
+	 * copies read and write past what is used (reads within t: from
+	 * d >= t + 20 and from end - scale >= t + 22, 20 bytes each, so up
+	 * to t + 59; writes within out's 48 bytes: up to out + 42), and the
 	 * length returned says what counts. */
 	char t[64];
 	memset(t, '0', sizeof(t));

@@ -149,6 +149,21 @@ int buf_put_dec(struct buf *b, int64_t v)
 	return 0;
 }
 
+size_t buf_str_tag_u(char *dst, size_t size, const char *a, const char *tag, unsigned n)
+{
+	assert(size > 0);
+	char t[24];
+	char *d = buf_utoa_rev(n, t + sizeof(t));
+	size_t w = buf_strcpy(dst, size, a);
+	w += buf_strcpy(dst + w, size - w, tag);
+	size_t nd = (size_t)(t + sizeof(t) - d), room = size - 1 - w;
+	if (nd > room)
+		nd = room;
+	memcpy(dst + w, d, nd);
+	dst[w + nd] = 0;
+	return w + nd;
+}
+
 void buf_consume(struct buf *b, size_t n)
 {
 	if (n >= b->len) {

@@ -109,6 +109,12 @@ static inline size_t buf_strcpy(char *dst, size_t size, const char *src)
 	dst[n] = 0;
 	return n;
 }
+/* dst = a, then tag, then n in decimal: what snprintf(dst, size, "%s%s%u",
+ * a, tag, n) writes (size > 0; truncated the same way, always
+ * NUL-terminated), without its format parsing: ~800 instructions a call,
+ * and an order made 7 such ids ("<order>.L1", "<order>.H1", ...; issue
+ * 15).  Returns the length written. */
+size_t buf_str_tag_u(char *dst, size_t size, const char *a, const char *tag, unsigned n);
 /* Append a NUL-terminated string (without the NUL). */
 int buf_puts(struct buf *b, const char *s);
 /* Append one byte. */

@@ -86,3 +86,26 @@ WM_TEST(buf, decimal_append_matches_printf)
 	cr_assert_eq(memcmp(b.data, "ab12", 4), 0);
 	buf_free(&b);
 }
+
+/* buf_str_tag_u writes what snprintf(dst, size, "%s%s%u", a, tag, n)
+ * writes, at every size from 1 up, across the whole string and the digits,
+ * and returns the length it wrote. */
+WM_TEST(buf, str_tag_u_matches_snprintf_at_every_size)
+{
+	static const char *const as[] = {"", "ord_DE_01M8N9A6NC002PEDQQKM", "x"};
+	static const char *const tags[] = {"", ".L", ".H"};
+	static const unsigned ns[] = {0, 1, 9, 10, 32, 1000, 4294967295u};
+	char got[64], want[64];
+	for (size_t i = 0; i < sizeof(as) / sizeof(as[0]); i++)
+		for (size_t j = 0; j < sizeof(tags) / sizeof(tags[0]); j++)
+			for (size_t k = 0; k < sizeof(ns) / sizeof(ns[0]); k++)
+				for (size_t size = 1; size <= sizeof(got); size++) {
+					memset(got, '#', sizeof(got));
+					memset(want, '#', sizeof(want));
+					size_t n = buf_str_tag_u(got, size, as[i], tags[j], ns[k]);
+					snprintf(want, size, "%s%s%u", as[i], tags[j], ns[k]);
+					cr_assert_eq(memcmp(got, want, sizeof(got)), 0, "[%s%s%u] in %zu bytes: [%s] vs [%s]",
+						     as[i], tags[j], ns[k], size, got, want);
+					cr_assert_eq(n, strlen(want));
+				}
+}

@@ -880,7 +880,7 @@ int documents_splice(struct api_ctx *c, const struct order *o, struct buf *doc)
 {
 	static const char empty[] = "\"documents\":[]";
 	char id[DOC_ROW_ID_MAX];
-	snprintf(id, sizeof(id), "%s.D1", o->row.id);
+	buf_str_tag_u(id, sizeof(id), o->row.id, ".D", 1);
 	if (!doc_get(c->sh, id))
 		return 0;
 	const char *at = memmem(doc->data, doc->len, empty, sizeof(empty) - 1);

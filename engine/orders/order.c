@@ -1044,9 +1044,9 @@ static void capture_typed(struct capture *k, const char *entity, struct order_fu
 		const struct cap_leg *l = &k->legs[g];
 		struct order_leg *d = &legs[g];
 		memset(d, 0, sizeof(*d));
-		snprintf(d->leg_id, sizeof(d->leg_id), "%s.L%u", k->order_id, g + 1);
+		buf_str_tag_u(d->leg_id, sizeof(d->leg_id), k->order_id, ".L", g + 1);
 		char id[INV_TXN_ID_MAX + 16]; /* "r<n>:" + an order id + ".H32": well under INV_HOLD_ID_MAX */
-		snprintf(id, sizeof(id), "%s.H%u", k->txn[0] ? k->txn : k->order_id, k->hold_base + g + 1);
+		buf_str_tag_u(id, sizeof(id), k->txn[0] ? k->txn : k->order_id, ".H", k->hold_base + g + 1);
 		typed_str(d->hold_id, sizeof(d->hold_id), id); /* always fits; else decode_typed refuses */
 		buf_strcpy(d->offer_id, sizeof(d->offer_id), l->offer->row.id);
 		buf_strcpy(d->originator_id, sizeof(d->originator_id), l->offer->originator_id);
@@ -1729,8 +1729,9 @@ static void order_create(struct api_ctx *c)
 	for (unsigned i = 0; i < k->q->n; i++)
 		vl[i] = (struct order_volume_line){.category = k->q->l[i].cat, .qty = k->q->l[i].qty,
 						   .unit_ul = k->q->l[i].w->volume_ul > 0 ? k->q->l[i].w->volume_ul : 0};
-	char who[ORDER_EMAIL_MAX + 8];
-	snprintf(who, sizeof(who), "%s%s", k->email[0] ? "" : "id:", k->email[0] ? k->email : k->consumer_id);
+	char who[ORDER_EMAIL_MAX + 8]; /* the email, or "id:" and the consumer id (truncated as snprintf would) */
+	size_t wl = buf_strcpy(who, sizeof(who), k->email[0] ? "" : "id:");
+	buf_strcpy(who + wl, sizeof(who) - wl, k->email[0] ? k->email : k->consumer_id);
 	txn_begin(c->sh); /* T0: the body, the state, order.placed, the consumer's volume */
 	int vol = order_volume_capture(c, k->order_id, k->q->dest, who, vl, k->q->n);
 	if (vol > 0) { /* over a cap: answered */

@@ -501,11 +501,19 @@ static int copy_to(const struct order *o, size_t *at, long pos, struct buf *out)
 /* Each leg's status right after its {"leg_id":"..." (from *at on). */
 static int splice_legs(const struct order *o, const struct order_state_v *v, size_t *at, struct buf *out)
 {
+	static const char head[] = "{\"leg_id\":\"";
 	char a[96];
 	for (unsigned i = 0; i < o->n_legs; i++) {
-		int al = snprintf(a, sizeof(a), "{\"leg_id\":\"%s\"", o->legs[i].leg_id);
-		long hit = al > 0 && (size_t)al < sizeof(a) ? find(o, *at, a, (size_t)al) : -1;
-		if (copy_to(o, at, hit < 0 ? -1 : hit + al, out) || frag_leg(out, v, i))
+		/* head, the leg id and its closing quote (not snprintf: issue 15) */
+		size_t ll = strnlen(o->legs[i].leg_id, sizeof(o->legs[i].leg_id)), al = sizeof(head) + ll;
+		long hit = -1;
+		if (al < sizeof(a)) {
+			memcpy(a, head, sizeof(head) - 1);
+			memcpy(a + sizeof(head) - 1, o->legs[i].leg_id, ll);
+			a[al - 1] = '"';
+			hit = find(o, *at, a, al);
+		}
+		if (copy_to(o, at, hit < 0 ? -1 : hit + (long)al, out) || frag_leg(out, v, i))
 			return -1;
 	}
 	return 0;

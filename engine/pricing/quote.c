@@ -1215,7 +1215,7 @@ static int delivery_region(struct api_ctx *c, const struct json_value *b, struct
 	if (!pc)
 		return 0;
 	const char *r = refdata_region_of_postal(s->dest, pc);
-	snprintf(s->region, sizeof(s->region), "%s", r ? r : "");
+	buf_strcpy(s->region, sizeof(s->region), r ? r : "");
 	s->postal_given = r ? 1 : 2;
 	return 0;
 }

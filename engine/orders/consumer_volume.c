@@ -38,6 +38,7 @@
 #include "engine/pricing/quote.h"
 #include "engine/pricing/refdata.h"
 #include "engine/storage/record.h"
+#include "net/hex.h"
 
 #define CV_ID_MAX 32
 
@@ -99,18 +100,19 @@ static void cv_id(const char *dest, const char *email, char out[CV_ID_MAX])
 	for (size_t i = 0; i < n; i++)
 		folded[i] = (char)tolower((unsigned char)email[i]);
 	/* "cv_%.2s_%016llx" written by hand (snprintf was ~1,300 instructions
-	 * of an order's capture: issue 15); test builds compare the two */
-	static const char hex[] = "0123456789abcdef";
+	 * of an order's capture: issue 15), the hash big end first through
+	 * hex_encode; test builds compare the two */
 	uint64_t h = XXH3_64bits(folded, n);
+	uint8_t be[8];
+	for (unsigned i = 0; i < 8; i++)
+		be[i] = (uint8_t)(h >> (56 - 8 * i));
 	size_t dl = strnlen(dest, 2), o = 3;
 	_Static_assert(CV_ID_MAX >= 3 + 2 + 1 + 16 + 1, "a consumer row id fits");
 	memcpy(out, "cv_", 3);
 	memcpy(out + o, dest, dl);
 	o += dl;
 	out[o++] = '_';
-	for (unsigned i = 0; i < 16; i++)
-		out[o + i] = hex[(h >> (60 - 4 * i)) & 15];
-	out[o + 16] = 0;
+	hex_encode(be, sizeof(be), out + o); /* 16 digits and the NUL */
 #ifdef WM_TESTING
 	char want[CV_ID_MAX];
 	snprintf(want, sizeof(want), "cv_%.2s_%016llx", dest, (unsigned long long)h);

@@ -39,6 +39,8 @@ orders) conns=16 script=perf/post_order.lua ;;
 *) die "unknown kind $KIND (quote1, quote5, orders)" ;;
 esac
 
+. perf/world.sh # listening_port, world_setup, quote_world
+
 roots=() pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -60,7 +62,6 @@ start() {
 		>"$root/shard.out" 2>"$root/shard.err" &
 	local pid=$!
 	pids+=("$pid")
-	. perf/world.sh
 	local port
 	port=$(listening_port wm-shard "$root/shard.out" "$root/shard.err" "$pid" 100)
 	api_base="http://127.0.0.1:$port"

@@ -23,7 +23,10 @@
 # 6) pairs of SECONDS (default 4) each.  Each shard has its own mktemp
 # data dir and the order world of perf/world.sh; traffic goes to 127.0.0.1
 # only.  Per run: wrk's requests/s and p99, and the shard's CPU per
-# request (user + system from /proc, every thread, over wrk's count).
+# request (user + system from /proc, every thread, over wrk's count),
+# split into user and system time, and the shard's minor page faults per
+# request (an order adds ~17 KB of rows: ~4 fresh pages, ~9 % of its CPU
+# under perf record on 2026-11-30).
 # Orders grow the tables round after round, so compare rounds pairwise.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -90,19 +93,22 @@ for r in $(seq 1 "$ROUNDS"); do
 	[ $((r % 2)) = 0 ] && order="B A"
 	for side in $order; do
 		pv=pid_$side pt=port_$side av=args_$side kv=key_$side
-		c0=$(awk '{ print $14 + $15 }' "/proc/${!pv}/stat")
+		read -r u0 s0 f0 < <(awk '{ print $14, $15, $10 }' "/proc/${!pv}/stat")
 		# shellcheck disable=SC2086 # the wine ids are separate arguments
 		out=$(WM_ORDER_KEY=${!kv} wrk -t1 -c"$conns" -d"${SECS}s" --latency -s "$script" \
 			"http://127.0.0.1:${!pt}" -- ${!av} 2>&1) || die "wrk failed: $out"
-		c1=$(awk '{ print $14 + $15 }' "/proc/${!pv}/stat")
+		read -r u1 s1 f1 < <(awk '{ print $14, $15, $10 }' "/proc/${!pv}/stat")
 		line=$(grep '^BENCH_RESULT ' <<<"$out" | tail -n 1) || die "no BENCH_RESULT from wrk: $out"
 		rps=$(sed -n 's/.* rps=\([0-9.]*\).*/\1/p' <<<"$line")
 		n=$(sed -n 's/.* requests=\([0-9]*\).*/\1/p' <<<"$line")
 		p99=$(sed -n 's/.* p99_us=\([0-9]*\).*/\1/p' <<<"$line")
 		bad=$(sed -n 's/.* non2xx=\([0-9]*\).*/\1/p' <<<"$line")
 		[ "${bad:-0}" = 0 ] || die "$side: $bad non-2xx answers"
-		cpu=$(awk -v c=$((c1 - c0)) -v n="$n" -v hz="$tck" 'BEGIN { printf "%.1f", (n > 0 ? c * 1e6 / hz / n : 0) }')
-		printf 'round %d %s: %8.0f req/s  p99 %6d us  CPU %6.1f us/request\n' "$r" "$side" "$rps" "$p99" "$cpu"
+		per() { awk -v c="$1" -v n="$n" -v hz="$tck" 'BEGIN { printf "%.1f", (n > 0 ? c * 1e6 / hz / n : 0) }'; }
+		cpu=$(per $((u1 + s1 - u0 - s0)))
+		printf 'round %d %s: %8.0f req/s  p99 %6d us  CPU %6.1f us/request (user %s, system %s; %s page faults)\n' \
+			"$r" "$side" "$rps" "$p99" "$cpu" "$(per $((u1 - u0)))" "$(per $((s1 - s0)))" \
+			"$(awk -v f=$((f1 - f0)) -v n="$n" 'BEGIN { printf "%.2f", (n > 0 ? f / n : 0) }')"
 		echo "$side $rps $cpu" >>"$res"
 	done
 done

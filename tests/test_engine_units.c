@@ -260,3 +260,30 @@ WM_TEST(metrics, counts_by_route_and_status)
 	cr_assert(strstr(b.data, "wm_http_request_duration_seconds_count 3"));
 	buf_free(&b);
 }
+
+/* metrics_route: a route's slot is found by its name's pointer or, for a
+ * copy of the name, by its content; a new name takes the next slot until
+ * METRICS_MAX_ROUTES are taken, then -1 (and metrics_record counts only
+ * the latency). */
+WM_TEST(metrics, route_slots_by_pointer_or_content_up_to_the_bound)
+{
+	static struct metrics m;
+	memset(&m, 0, sizeof(m));
+	static char names[METRICS_MAX_ROUTES + 1][16];
+	for (int i = 0; i <= METRICS_MAX_ROUTES; i++)
+		snprintf(names[i], sizeof(names[i]), "/r/%d", i);
+	for (int i = 0; i < METRICS_MAX_ROUTES; i++)
+		cr_assert_eq(metrics_route(&m, names[i]), i);
+	cr_assert_eq(metrics_route(&m, names[METRICS_MAX_ROUTES]), -1, "past the bound");
+	char copy[16];
+	for (int i = 0; i < METRICS_MAX_ROUTES; i += 17) {
+		cr_assert_eq(metrics_route(&m, names[i]), i, "the same pointer");
+		memcpy(copy, names[i], sizeof(copy));
+		cr_assert_eq(metrics_route(&m, copy), i, "a copy of the name");
+	}
+	cr_assert_eq(m.n_routes, METRICS_MAX_ROUTES);
+	metrics_record(&m, names[METRICS_MAX_ROUTES], 200, 10);
+	metrics_record(&m, "/r/5", 200, 10);
+	cr_assert_eq(m.req[5][0], 1);
+	cr_assert_eq(m.lat_count, 2);
+}

@@ -241,7 +241,32 @@ WM_TEST(price, input_bounds_at_and_past_their_edges)
 	PAST(platform_ppm, PRICE_MAX_PPM + 1);
 	PAST(category, RD_CAT_COUNT_);
 	PAST(incoterm, PRICE_INCO_COUNT_);
+	/* the code fields at and past their lengths (price.c CODE_LEN): a
+	 * field without its NUL is refused, not read past its end */
+#define CODE(field, text)                                                   \
+	do {                                                                \
+		l = base;                                                   \
+		memcpy(l.field, text, sizeof(l.field));                     \
+		in.lines = &l;                                              \
+		cr_assert_eq(price_quote(rd, &in, &q), PRICE_E_INPUT, #field " %.*s", (int)sizeof(l.field), text); \
+	} while (0)
+	CODE(origin, "E\0\0");
+	CODE(origin, "\0\0\0");
+	CODE(origin, "ESP");  /* no NUL in its 3 bytes */
+	CODE(currency, "EU\0\0");
+	CODE(currency, "EURO"); /* no NUL in its 4 bytes */
 	in.lines = &base;
+	char dest[3];
+	memcpy(dest, in.destination, sizeof(dest));
+	memcpy(in.destination, "NOR", 3); /* no NUL */
+	cr_assert_eq(price_quote(rd, &in, &q), PRICE_E_INPUT);
+	memcpy(in.destination, "N\0\0", 3);
+	cr_assert_eq(price_quote(rd, &in, &q), PRICE_E_INPUT);
+	memcpy(in.destination, dest, sizeof(dest));
+	memset(in.region, 'x', sizeof(in.region)); /* no NUL */
+	cr_assert_eq(price_quote(rd, &in, &q), PRICE_E_INPUT);
+	memset(in.region, 0, sizeof(in.region));
+	cr_assert_eq(price_quote(rd, &in, &q), PRICE_OK);
 	in.fixed_fee_cents = PRICE_MAX_FIXED_FEE + 1;
 	cr_assert_eq(price_quote(rd, &in, &q), PRICE_E_INPUT);
 	in.fixed_fee_cents = 0;

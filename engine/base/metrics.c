@@ -12,10 +12,18 @@ const int metrics_statuses[METRICS_N_STATUS] = {200, 201, 202, 204, 304, 400, 40
 const uint32_t metrics_lat_bounds_us[METRICS_LAT_BUCKETS] = {
 	50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 1000000};
 
+/* The route's slot: found by pointer first (a route's name is the one
+ * string of the route table, so every request of it passes the same
+ * pointer), by content only when no pointer matches (a name built
+ * elsewhere); a new slot when neither does.  -1 when all are taken.  (One
+ * strcmp per route registered before it cost a quote ~9 libc calls.) */
 int metrics_route(struct metrics *m, const char *name)
 {
 	for (uint32_t i = 0; i < m->n_routes; i++)
-		if (m->route_names[i] == name || strcmp(m->route_names[i], name) == 0)
+		if (m->route_names[i] == name)
+			return (int)i;
+	for (uint32_t i = 0; i < m->n_routes; i++)
+		if (strcmp(m->route_names[i], name) == 0)
 			return (int)i;
 	if (m->n_routes >= METRICS_MAX_ROUTES)
 		return -1;

@@ -220,6 +220,19 @@ static int conv_factor(const struct refdata *rd, const char *cur, int64_t f_dest
 	return q_norm(k);
 }
 
+/* The length of the string in a code field of `cap` bytes (a country, a
+ * currency, a region), or cap when it has no NUL: strnlen, inline.  The
+ * fields are a few bytes, and price_run checks them for every candidate a
+ * quote prices (six libc calls per price_run, ~40 per 1-line quote). */
+#define CODE_LEN(field) code_len((field), sizeof(field))
+static inline size_t code_len(const char *s, size_t cap)
+{
+	size_t n = 0;
+	while (n < cap && s[n])
+		n++;
+	return n;
+}
+
 /* ---- the memo (price.h): each lookup first asks m, when there is one ---- */
 
 /* a (a kept code: exactly 3 characters, since conv_factor refuses any
@@ -317,8 +330,8 @@ static int line_valid(const struct price_line_in *l)
 	       l->qty >= 1 && l->qty <= PRICE_MAX_QTY && (l->box_units == 6 || l->box_units == 12) &&
 	       l->category < RD_CAT_COUNT_ && l->incoterm < PRICE_INCO_COUNT_ && l->abv <= RD_MAX_ABV &&
 	       l->volume_ul >= 1 && l->volume_ul <= PRICE_MAX_VOLUME_UL && l->recruiter_ppm <= PRICE_MAX_PPM &&
-	       l->platform_ppm <= PRICE_MAX_PPM && iso_country_valid(l->origin, strlen(l->origin)) &&
-	       strlen(l->currency) == 3;
+	       l->platform_ppm <= PRICE_MAX_PPM && iso_country_valid(l->origin, CODE_LEN(l->origin)) &&
+	       CODE_LEN(l->currency) == 3;
 }
 
 #define TRY(x, e)                          \
@@ -445,8 +458,8 @@ static enum price_err price_run(const struct refdata *rd, const struct price_ord
 	out->effective_date = rd->effective_date;
 	out->date = in->date;
 	if (!in->n_lines || in->n_lines > PRICE_MAX_LINES || !in->lines || in->fixed_fee_cents < 0 ||
-	    in->fixed_fee_cents > PRICE_MAX_FIXED_FEE || strlen(in->destination) != 2 || !in->date ||
-	    in->date >= RD_DATE_MAX || strnlen(in->region, sizeof(in->region)) == sizeof(in->region))
+	    in->fixed_fee_cents > PRICE_MAX_FIXED_FEE || CODE_LEN(in->destination) != 2 || !in->date ||
+	    in->date >= RD_DATE_MAX || CODE_LEN(in->region) == sizeof(in->region))
 		return PRICE_E_INPUT;
 	const char *cur;
 	int64_t f_dest;
@@ -555,7 +568,7 @@ enum price_err price_quote_memo(const struct refdata *rd, const struct price_ord
 	if (!m)
 		return price_run(rd, in, out, NULL);
 	/* the key's checks that price_run makes before any lookup */
-	if (strlen(in->destination) != 2 || strnlen(in->region, sizeof(in->region)) == sizeof(in->region))
+	if (CODE_LEN(in->destination) != 2 || CODE_LEN(in->region) == sizeof(in->region))
 		return price_run(rd, in, out, NULL);
 	memo_key(m, rd, in);
 	enum price_err e = price_run(rd, in, out, m);

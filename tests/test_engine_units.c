@@ -142,6 +142,73 @@ WM_TEST(ids, observe_moves_clock_past_recovered_ids)
 	id_observe(&c, "garbage", 7); /* ignored */
 }
 
+/* The reference id_observe: decode the whole body, move the clock when
+ * the body is valid and after it. */
+static void observe_ref(uint64_t *ms, uint32_t *seq, const char *body)
+{
+	static const char alphabet[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+	uint64_t t = 0, s = 0;
+	for (int i = 0; i < ID_BODY_LEN; i++) {
+		const char *p = body[i] ? strchr(alphabet, body[i]) : NULL;
+		if (!p)
+			return;
+		uint64_t v = (uint64_t)(p - alphabet);
+		if (i < 10)
+			t = t << 5 | v;
+		else if (i < 14)
+			s = s << 5 | v;
+	}
+	if (t > *ms || (t == *ms && s > *seq)) {
+		*ms = t;
+		*seq = (uint32_t)s;
+	}
+}
+
+/* id_observe passes over a body at or below the clock's text without
+ * decoding it (id.c): ids at, just below and just above the clock, with
+ * bytes outside the alphabet anywhere (the aliases I, L, O, U, lower case,
+ * NUL, high bytes), move the clock exactly as decoding every body does. */
+WM_TEST(ids, observe_moves_the_clock_exactly_as_decoding_would)
+{
+	static const char alphabet[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+	static const unsigned char odd[] = {0x00, 'I', 'L', 'O', 'U', 'a', 'z', '0' - 1, 'Z' + 1, 0x80, 0xff, '_'};
+	struct id_clock c;
+	id_clock_init(&c);
+	char id[ID_MAX_LEN];
+	size_t n = id_new(&c, "evt", id);
+	uint32_t rnd = 12345;
+	char top[ID_BODY_LEN]; /* the greatest valid body seen: the clock's own or observed */
+	memcpy(top, id + n - ID_BODY_LEN, ID_BODY_LEN);
+	for (int it = 0; it < 200000; it++) {
+		rnd = rnd * 1103515245u + 12345u;
+		char t[ID_MAX_LEN];
+		memcpy(t, id, n + 1);
+		char *body = t + n - ID_BODY_LEN;
+		int changes = 1 + (int)(rnd >> 28) % 3;
+		for (int k = 0; k < changes; k++) {
+			rnd = rnd * 1103515245u + 12345u;
+			int pos = (int)(rnd >> 8) % ID_BODY_LEN;
+			/* mostly the clock's own part, where the skip decides */
+			if ((rnd >> 20) % 4)
+				pos %= ID_CLOCK_AT;
+			body[pos] = (rnd >> 16) % 5 ? alphabet[(rnd >> 4) % 32] : (char)odd[(rnd >> 4) % sizeof(odd)];
+		}
+		uint64_t ms = c.last_ms;
+		uint32_t seq = c.seq;
+		observe_ref(&ms, &seq, body);
+		if (ms != c.last_ms || seq != c.seq)
+			memcpy(top, body, ID_BODY_LEN);
+		id_observe(&c, t, n);
+		cr_assert_eq(c.last_ms, ms, "iteration %d: %.*s", it, (int)n, t);
+		cr_assert_eq(c.seq, seq, "iteration %d: %.*s", it, (int)n, t);
+		if (it % 64 == 0) { /* the clock moves on now and then */
+			n = id_new(&c, "evt", id);
+			cr_assert_gt(memcmp(id + n - ID_BODY_LEN, top, ID_CLOCK_AT), 0, "%s after %.20s", id, top);
+			memcpy(top, id + n - ID_BODY_LEN, ID_BODY_LEN);
+		}
+	}
+}
+
 WM_TEST(iso, countries_and_currencies)
 {
 	cr_assert_eq(iso_country_count(), 249);

@@ -23,7 +23,13 @@ struct id_clock {
 	uint64_t last_ms;
 	uint32_t seq;
 	uint64_t rng;
+	/* A lower bound of (last_ms, seq) as the first ID_CLOCK_AT characters
+	 * of a body (base 32, which sort as their values do): id_new and
+	 * id_observe keep it exact, and a zeroed clock's is below any body.
+	 * id_observe passes over a body at or below it without decoding. */
+	char at[14];
 };
+#define ID_CLOCK_AT 14
 
 void id_clock_init(struct id_clock *c);
 /* Write "<prefix>_<body>" into out (>= ID_MAX_LEN bytes); returns length. */

@@ -821,6 +821,7 @@ static void write_seller(struct jw *w, const struct partner *p)
 static void write_lines(struct jw *w, const struct quote *q)
 {
 	int mn = q->all.minor;
+	struct quote_tax_tails tails = {0}; /* this loop's, into w's buffer */
 	jw_arr_begin(w);
 	for (unsigned i = 0; i < q->n; i++) {
 		const struct quote_line *ql = &q->l[i];
@@ -857,7 +858,7 @@ static void write_lines(struct jw *w, const struct quote *q)
 		}
 		jw_arr_end(w);
 		jw_key(w, "tax_breakdown");
-		quote_write_line_tax(w, q, i);
+		quote_write_line_tax(w, q, i, &tails);
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);

@@ -697,8 +697,54 @@ static int in_force_put(struct buf *b, uint32_t from, uint32_t to, uint32_t pric
 	       JB_LIT(b, ",\"priced_on\":") || jb_str(b, d);
 }
 
+/* ,"source":..,"as_of":..,"effective_from":..,"effective_to":..,"priced_on":..,
+ * "reference_version":..,"effective_date":..} of a tax entry, written. */
+static int tail_write(struct buf *b, const struct rd_meta *m, uint32_t from, uint32_t to, const struct quote *q)
+{
+	return JB_LIT(b, ",\"source\":") || jb_str(b, m->source) || JB_LIT(b, ",\"as_of\":") || jb_str(b, m->as_of) ||
+	       in_force_put(b, from, to, q->all.date) || JB_LIT(b, ",\"reference_version\":") ||
+	       jb_str(b, q->all.version) || JB_LIT(b, ",\"effective_date\":") || jb_str(b, q->all.effective_date) ||
+	       buf_putc(b, '}');
+}
+
+/* A tax entry's tail (tail_write): copied from where tails (quote.h) saw
+ * entry's written in b, or written and noted there.  Test builds write a
+ * copied one afresh too and stop unless the bytes are the same. */
+static int tail_put(struct buf *b, struct quote_tax_tails *tails, const void *entry, const struct rd_meta *m,
+		    uint32_t from, uint32_t to, const struct quote *q)
+{
+	if (tails && tails->b == b)
+		for (unsigned k = 0; k < tails->n; k++)
+			if (tails->t[k].entry == entry) {
+				size_t at = tails->t[k].at, len = tails->t[k].len;
+				assert(at + len <= b->len);
+				if (buf_reserve(b, len))
+					return -1;
+				memcpy(b->data + b->len, b->data + at, len); /* reserved first: data may have moved */
+				b->len += len;
+#ifdef WM_TESTING
+				struct buf fresh;
+				buf_init(&fresh, 0);
+				assert(!tail_write(&fresh, m, from, to, q) && fresh.len == len &&
+				       !memcmp(fresh.data, b->data + b->len - len, len));
+				buf_free(&fresh);
+#endif
+				return 0;
+			}
+	size_t at = b->len;
+	if (tail_write(b, m, from, to, q))
+		return -1;
+	if (tails) {
+		if (tails->b != b)
+			*tails = (struct quote_tax_tails){.b = b};
+		if (tails->n < QUOTE_TAILS_MAX)
+			tails->t[tails->n++] = (struct quote_tax_tail){entry, at, b->len - at};
+	}
+	return 0;
+}
+
 /* The excise entry of a line's tax_breakdown. */
-static int excise_put(struct buf *b, const struct quote *q, unsigned i, int64_t amount)
+static int excise_put(struct buf *b, const struct quote *q, unsigned i, int64_t amount, struct quote_tax_tails *tails)
 {
 	const struct quote_line *ql = &q->l[i];
 	const struct rd_excise *e = q->all.lines[ql->first].excise;
@@ -714,14 +760,12 @@ static int excise_put(struct buf *b, const struct quote *q, unsigned i, int64_t 
 	       JB_LIT(b, ",\"rate_currency\":") || jb_str(b, e->currency) || JB_LIT(b, ",\"basis\":") ||
 	       jb_name(b, rd_basis_names[e->basis]) || JB_LIT(b, ",\"abv_band\":[") || jb_fixed(b, e->abv_min, 2) ||
 	       buf_putc(b, ',') || jb_fixed(b, e->abv_max, 2) || JB_LIT(b, "],\"amount\":") ||
-	       jb_fixed(b, amount, (unsigned)q->all.minor) || JB_LIT(b, ",\"source\":") || jb_str(b, e->m.source) ||
-	       JB_LIT(b, ",\"as_of\":") || jb_str(b, e->m.as_of) || in_force_put(b, e->from, e->to, q->all.date) ||
-	       JB_LIT(b, ",\"reference_version\":") || jb_str(b, q->all.version) ||
-	       JB_LIT(b, ",\"effective_date\":") || jb_str(b, q->all.effective_date) || buf_putc(b, '}');
+	       jb_fixed(b, amount, (unsigned)q->all.minor) || tail_put(b, tails, e, &e->m, e->from, e->to, q);
 }
 
 /* The VAT entry of a line's tax_breakdown (total: the line's, VAT included). */
-static int vat_put(struct buf *b, const struct quote *q, unsigned i, int64_t total, int64_t vat)
+static int vat_put(struct buf *b, const struct quote *q, unsigned i, int64_t total, int64_t vat,
+		   struct quote_tax_tails *tails)
 {
 	const struct rd_vat *v = q->all.lines[q->l[i].first].vat;
 	unsigned mn = (unsigned)q->all.minor;
@@ -735,20 +779,17 @@ static int vat_put(struct buf *b, const struct quote *q, unsigned i, int64_t tot
 	       jb_name(b, q->postal_given == 1   ? "delivery_postal_code"
 			 : q->postal_given == 2 ? "mainland_postal_code_not_recognised"
 						: "mainland_without_postal_code") ||
-	       JB_LIT(b, ",\"source\":") || jb_str(b, v->m.source) || JB_LIT(b, ",\"as_of\":") ||
-	       jb_str(b, v->m.as_of) || in_force_put(b, v->from, v->to, q->all.date) ||
-	       JB_LIT(b, ",\"reference_version\":") || jb_str(b, q->all.version) ||
-	       JB_LIT(b, ",\"effective_date\":") || jb_str(b, q->all.effective_date) || buf_putc(b, '}');
+	       tail_put(b, tails, v, &v->m, v->from, v->to, q);
 }
 
-void quote_write_line_tax(struct jw *w, const struct quote *q, unsigned i)
+void quote_write_line_tax(struct jw *w, const struct quote *q, unsigned i, struct quote_tax_tails *tails)
 {
 	const struct price_line_out *o = &q->all.lines[q->l[i].first];
 	int64_t comp[PC_COUNT_];
 	int64_t total = quote_line_sums(q, i, comp); /* over the line's sources: each reconciles on its own */
 	struct buf *b = jw_raw_begin(w);
-	if (b && (buf_putc(b, '[') || (o->excise && excise_put(b, q, i, comp[PC_E_EXCISE])) ||
-		  (o->vat && ((o->excise && buf_putc(b, ',')) || vat_put(b, q, i, total, comp[PC_V_VAT]))) ||
+	if (b && (buf_putc(b, '[') || (o->excise && excise_put(b, q, i, comp[PC_E_EXCISE], tails)) ||
+		  (o->vat && ((o->excise && buf_putc(b, ',')) || vat_put(b, q, i, total, comp[PC_V_VAT], tails))) ||
 		  buf_putc(b, ']')))
 		w->err = 1;
 }
@@ -988,6 +1029,7 @@ static void respond(struct api_ctx *c, struct quote *s)
 	}
 	jw_arr_end(w);
 
+	struct quote_tax_tails tails = {0}; /* this loop's, into w's buffer */
 	jw_key(w, "lines");
 	jw_arr_begin(w);
 	for (unsigned i = 0; i < s->n; i++) {
@@ -1021,7 +1063,7 @@ static void respond(struct api_ctx *c, struct quote *s)
 		}
 		jw_arr_end(w);
 		jw_key(w, "tax_breakdown");
-		quote_write_line_tax(w, s, i);
+		quote_write_line_tax(w, s, i, &tails);
 		jw_obj_end(w);
 	}
 	jw_arr_end(w);

@@ -204,8 +204,31 @@ int quote_excise_category(int wine_cat);
 /* One line's {line, priority, split_reason, source[]}; with_candidates adds
  * candidates[] with their outcome and rule. */
 void quote_write_line_sourcing(struct jw *w, const struct quote *q, unsigned i, int with_candidates);
-/* The tax_breakdown array of line i (rates, bases, sources, version). */
-void quote_write_line_tax(struct jw *w, const struct quote *q, unsigned i);
+/*
+ * The tails of tax entries already written in one pass over a quote's
+ * lines (source, as_of, the days in force, reference_version,
+ * effective_date: a reference entry's and the quote's, the same for every
+ * line that entry prices), by entry, as offsets into the buffer they were
+ * written to.  A writer declares one, zeroed, before its loop over the
+ * lines and passes it to each quote_write_line_tax of that loop, all into
+ * one buffer that nothing resets meanwhile; a later line with the same
+ * entry copies its tail from there instead of writing it again (a 5-line
+ * quote wrote the same ten tails five times).  Kept for up to
+ * QUOTE_TAILS_MAX entries; past them a tail is written as before.
+ */
+#define QUOTE_TAILS_MAX 8
+struct quote_tax_tail {
+	const void *entry; /* the reference entry (struct rd_excise / rd_vat) */
+	size_t at, len;    /* its tail's bytes in the buffer */
+};
+struct quote_tax_tails {
+	const struct buf *b; /* the buffer the offsets are in (NULL: none yet) */
+	unsigned n;
+	struct quote_tax_tail t[QUOTE_TAILS_MAX];
+};
+/* The tax_breakdown array of line i (rates, bases, sources, version);
+ * tails: the pass's (above), or NULL. */
+void quote_write_line_tax(struct jw *w, const struct quote *q, unsigned i, struct quote_tax_tails *tails);
 /* Sums of line i's priced allocations: components into comp[PC_COUNT_], returns the total. */
 int64_t quote_line_sums(const struct quote *q, unsigned i, int64_t *comp);
 /* "financial_breakdown", "settlement_split", "components", "total" and

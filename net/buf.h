@@ -97,6 +97,17 @@ static inline __attribute__((always_inline)) int buf_append(struct buf *b, const
 /* Append a string literal's bytes (not its NUL); the length is the
  * compiler's. */
 #define BUF_LIT(b, lit) buf_append((b), lit, sizeof(lit) - 1)
+/* p[0..8) as a big-endian word: byte strings compared 8 bytes at a time
+ * sort as these words do (engine/storage: index heads, id bodies). */
+static inline uint64_t buf_be64(const void *p)
+{
+	uint64_t v;
+	__builtin_memcpy(&v, p, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	return v;
+}
 /* Copy src into dst (size bytes, size > 0), truncated to size - 1 bytes,
  * always NUL-terminated: snprintf(dst, size, "%s", src) without the
  * format parsing.  Returns the length of what was copied. */

@@ -7,6 +7,7 @@
 #include <sys/random.h>
 
 #include "engine/base/log.h"
+#include "net/buf.h"
 
 static const char b32[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
@@ -126,24 +127,13 @@ static int body_decode(const char *body, uint64_t *ms, uint32_t *seq)
 	return 0;
 }
 
-/* s[0..8) as a big-endian word. */
-static inline uint64_t be64_at(const char *s)
-{
-	uint64_t v;
-	memcpy(&v, s, 8);
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	v = __builtin_bswap64(v);
-#endif
-	return v;
-}
-
 /* Do the first ID_CLOCK_AT bytes of body sort at or below at? */
 static inline int body_at_or_below(const char *body, const char *at)
 {
-	uint64_t b = be64_at(body), a = be64_at(at);
+	uint64_t b = buf_be64(body), a = buf_be64(at);
 	if (b != a)
 		return b < a;
-	return be64_at(body + ID_CLOCK_AT - 8) <= be64_at(at + ID_CLOCK_AT - 8);
+	return buf_be64(body + ID_CLOCK_AT - 8) <= buf_be64(at + ID_CLOCK_AT - 8);
 }
 
 /* Every row applied passes its key here (shard.c apply_records), and most

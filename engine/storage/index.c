@@ -169,6 +169,7 @@
  * delete (the callers copy it, or use it before they modify the tree).
  */
 #include "engine/storage/index.h"
+#include "net/buf.h"
 
 #ifdef WM_TESTING
 unsigned long idx_test_deletions;
@@ -936,12 +937,7 @@ static inline uint64_t head_at(const uint8_t *k, uint32_t len, uint32_t p)
 	uint8_t t[8] = {0};
 	if (len > p)
 		memcpy(t, k + p, len - p < 8 ? len - p : 8);
-	uint64_t v;
-	memcpy(&v, t, 8);
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	v = __builtin_bswap64(v);
-#endif
-	return v;
+	return buf_be64(t);
 }
 
 /* The bytes every separator of in shares: those its first and last share

@@ -109,15 +109,16 @@ for r in $(seq 1 "$ROUNDS"); do
 		printf 'round %d %s: %8.0f req/s  p99 %6d us  CPU %6.1f us/request (user %s, system %s; %s page faults)\n' \
 			"$r" "$side" "$rps" "$p99" "$cpu" "$(per $((u1 - u0)))" "$(per $((s1 - s0)))" \
 			"$(awk -v f=$((f1 - f0)) -v n="$n" 'BEGIN { printf "%.2f", (n > 0 ? f / n : 0) }')"
-		echo "$side $rps $cpu" >>"$res"
+		echo "$side $rps $cpu $p99" >>"$res"
 	done
 done
-# median and best of each side: req/s (higher is better), CPU (lower)
+# median and best of each side: req/s (higher is better), CPU and p99 (lower)
 med() { sort -n | awk '{ v[NR] = $1 } END { printf "%s %s\n", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2), v[1] }'; }
 for side in A B; do
 	read -r rmed _ < <(awk -v s="$side" '$1 == s { print $2 }' "$res" | med)
 	rbest=$(awk -v s="$side" '$1 == s { print $2 }' "$res" | sort -n | tail -n 1)
 	read -r cmed cbest < <(awk -v s="$side" '$1 == s { print $3 }' "$res" | med)
-	printf '%s: median %.0f req/s, best %.0f req/s; CPU median %.1f, best %.1f us/request\n' \
-		"$side" "$rmed" "$rbest" "$cmed" "$cbest"
+	read -r pmed pbest < <(awk -v s="$side" '$1 == s { print $4 }' "$res" | med)
+	printf '%s: median %.0f req/s, best %.0f req/s; CPU median %.1f, best %.1f us/request; p99 median %.0f, best %.0f us\n' \
+		"$side" "$rmed" "$rbest" "$cmed" "$cbest" "$pmed" "$pbest"
 done

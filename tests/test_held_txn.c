@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/base/log.h"
 #include "engine/storage/events.h"
 #include "engine/storage/record.h"
 #include "engine/storage/shard.h"
@@ -337,4 +338,38 @@ WM_TEST(held_txn, an_image_past_the_supersede_bound_is_logged_as_it_is)
 		cr_assert_null(event_of(f, "w.v0"));
 		fixture_free(f);
 	}
+}
+
+/* An event's document is DESIGN.md 7's envelope, its members in this
+ * order: {"id","type","occurred_at","scope":{"entity_id"},"payload"}, the
+ * entity null for a platform-wide event, the payload as given (shard.c
+ * txn_event appends it as it is written). */
+WM_TEST(held_txn, an_event_document_is_its_envelope_with_the_payload_as_given)
+{
+	struct fixture *f = fixture_new("envelope");
+	const char *payload = "{\"s\":\"q\\\"b\",\"n\":[1,2.50,null]}";
+	txn_begin(&f->sh);
+	cr_assert_eq(txn_event(&f->sh, "t.scoped", "ptn_1", payload, strlen(payload)), 0);
+	cr_assert_eq(txn_event(&f->sh, "t.platform", NULL, "{}", 2), 0);
+	cr_assert_neq(txn_commit(&f->sh), 0);
+	const char *types[2] = {"t.scoped", "t.platform"}, *scopes[2] = {"\"ptn_1\"", "null"},
+		   *payloads[2] = {payload, "{}"};
+	for (int i = 0; i < 2; i++) {
+		const struct row *r = event_of(f, types[i]);
+		cr_assert_not_null(r);
+		cr_assert_not_null(r->doc);
+		const char *at = strstr(r->doc, "\"occurred_at\":\"");
+		cr_assert_not_null(at, "%s", r->doc);
+		at += 15;
+		long long ms;
+		cr_assert_eq(parse_rfc3339_ms(at, 24, &ms), 0, "%s", r->doc);
+		char want[512];
+		snprintf(want, sizeof(want),
+			 "{\"id\":\"%s\",\"type\":\"%s\",\"occurred_at\":\"%.24s\",\"scope\":{\"entity_id\":%s},"
+			 "\"payload\":%s}",
+			 r->id, types[i], at, scopes[i], payloads[i]);
+		cr_assert_eq(r->doc_len, strlen(want), "%s", r->doc);
+		cr_assert_str_eq(r->doc, want);
+	}
+	fixture_free(f);
 }

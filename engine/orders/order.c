@@ -503,27 +503,18 @@ static int stage_event(struct shard *sh, const char *type, const char *order_id,
 	char now[ORDER_TS_MAX];
 	fmt_rfc3339_ms(now, wall_ms());
 	int minor = iso_currency_minor(currency, 3);
+	/* appended as it is written, as txn_event's envelope is */
 	struct buf ev;
 	buf_init_hint(&ev, REC_MAX_VAL, BUF_DOC_HINT);
-	struct jw e;
-	jw_init(&e, &ev);
-	jw_obj_begin(&e);
-	jw_kstr(&e, "order_id", order_id);
-	jw_kstr(&e, "status", order_status_names[status]);
-	jw_kstr(&e, "seller_id", seller);
-	jw_kstr(&e, "destination_country", dest);
-	jw_key(&e, "total");
-	jw_fixed(&e, total, (unsigned)(minor < 0 ? 2 : minor));
-	jw_kstr(&e, "currency", currency);
-	if (failure)
-		jw_kstr(&e, "reason", order_failure_codes[failure]);
-	if (extra) {
-		jw_key(&e, "detail");
-		jw_raw(&e, extra, strlen(extra));
-	}
-	jw_kstr(&e, "occurred_at", now);
-	jw_obj_end(&e);
-	int rc = e.err || txn_event(sh, type, seller, ev.data, ev.len) ? -1 : 0;
+	int bad = BUF_LIT(&ev, "{\"order_id\":") || jb_str(&ev, order_id) || BUF_LIT(&ev, ",\"status\":") ||
+		  jb_str(&ev, order_status_names[status]) || BUF_LIT(&ev, ",\"seller_id\":") || jb_str(&ev, seller) ||
+		  BUF_LIT(&ev, ",\"destination_country\":") || jb_str(&ev, dest) || BUF_LIT(&ev, ",\"total\":") ||
+		  jb_fixed(&ev, total, (unsigned)(minor < 0 ? 2 : minor)) || BUF_LIT(&ev, ",\"currency\":") ||
+		  jb_str(&ev, currency) ||
+		  (failure && (BUF_LIT(&ev, ",\"reason\":") || jb_str(&ev, order_failure_codes[failure]))) ||
+		  (extra && (BUF_LIT(&ev, ",\"detail\":") || buf_puts(&ev, extra))) ||
+		  BUF_LIT(&ev, ",\"occurred_at\":") || jb_str(&ev, now) || buf_putc(&ev, '}');
+	int rc = bad || txn_event(sh, type, seller, ev.data, ev.len) ? -1 : 0;
 	buf_free(&ev);
 	return rc;
 }

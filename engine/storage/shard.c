@@ -269,28 +269,19 @@ int txn_event(struct shard *sh, const char *type, const char *scope_entity, cons
 	char id[ID_MAX_LEN], ts[32];
 	size_t il = id_new(&sh->ids, "evt", id);
 	fmt_rfc3339_ms(ts, wall_ms());
+	/* {"id":..,"type":..,"occurred_at":..,"scope":{"entity_id":..|null},"payload":..},
+	 * appended as it is written: the writer's member bookkeeping was ~1,000
+	 * instructions an event, eight events an order */
 	struct buf doc;
 	buf_init_hint(&doc, REC_MAX_VAL, BUF_DOC_HINT);
-	struct jw w;
-	jw_init(&w, &doc);
-	jw_obj_begin(&w);
-	jw_kstr(&w, "id", id);
-	jw_kstr(&w, "type", type);
-	jw_kstr(&w, "occurred_at", ts);
-	jw_key(&w, "scope");
-	jw_obj_begin(&w);
-	if (scope_entity)
-		jw_kstr(&w, "entity_id", scope_entity);
-	else
-		jw_knull(&w, "entity_id");
-	jw_obj_end(&w);
-	jw_key(&w, "payload");
-	jw_raw(&w, payload, payload_len);
-	jw_obj_end(&w);
+	int bad = BUF_LIT(&doc, "{\"id\":") || jw_escape(&doc, id, il) || BUF_LIT(&doc, ",\"type\":") ||
+		  jb_str(&doc, type) || BUF_LIT(&doc, ",\"occurred_at\":") || jb_str(&doc, ts) ||
+		  BUF_LIT(&doc, ",\"scope\":{\"entity_id\":") || jb_str_or_null(&doc, scope_entity) ||
+		  BUF_LIT(&doc, "},\"payload\":") || buf_append(&doc, payload, payload_len) || buf_putc(&doc, '}');
 	struct event_vals v = {0};
 	int typed = !typed_str(v.type, sizeof(v.type), type) &&
 		    !typed_str(v.entity, sizeof(v.entity), scope_entity ? scope_entity : "");
-	int rc = w.err ? -1
+	int rc = bad ? -1
 		 : typed ? txn_put_typed(sh, REC_T_EVENT, id, il, doc.data, doc.len, &v)
 			 : txn_put(sh, REC_T_EVENT, id, il, doc.data, doc.len);
 	buf_free(&doc);

@@ -163,28 +163,32 @@ static void lvl_from_row(const struct inv_level *l, struct lvl_vals *v)
 	v->allocated = l->allocated;
 }
 
-static void jw_qtys(struct jw *w, const struct lvl_vals *v)
+/* "on_hand":..,"incoming":..,"reserved":..,"allocated":..,"atp":.. */
+static int qtys_put(struct buf *b, const struct lvl_vals *v)
 {
-	jw_kint(w, "on_hand", v->on_hand);
-	jw_kint(w, "incoming", v->incoming);
-	jw_kint(w, "reserved", v->reserved);
-	jw_kint(w, "allocated", v->allocated);
-	jw_kint(w, "atp", vals_atp(v));
+	return BUF_LIT(b, "\"on_hand\":") || buf_put_dec(b, v->on_hand) || BUF_LIT(b, ",\"incoming\":") ||
+	       buf_put_dec(b, v->incoming) || BUF_LIT(b, ",\"reserved\":") || buf_put_dec(b, v->reserved) ||
+	       BUF_LIT(b, ",\"allocated\":") || buf_put_dec(b, v->allocated) || BUF_LIT(b, ",\"atp\":") ||
+	       buf_put_dec(b, vals_atp(v));
+}
+
+/* A level's document, appended as it is written (a hold stages its level
+ * twice an order, and render writes it for every read of a level). */
+static int lvl_put(struct buf *b, const struct lvl_vals *v)
+{
+	return BUF_LIT(b, "{\"id\":") || jb_str(b, v->id) || BUF_LIT(b, ",\"sku\":") || jb_str(b, v->sku) ||
+	       BUF_LIT(b, ",\"offer_id\":") || jb_str(b, v->offer_id) || BUF_LIT(b, ",\"owner_entity_id\":") ||
+	       jb_str(b, v->owner_id) || BUF_LIT(b, ",\"location_id\":") || jb_str(b, v->location_id) ||
+	       BUF_LIT(b, ",\"condition\":") || jb_str(b, inv_condition_names[v->condition]) || buf_putc(b, ',') ||
+	       qtys_put(b, v) || BUF_LIT(b, ",\"created_at\":") || jb_str(b, v->created_at) ||
+	       BUF_LIT(b, ",\"updated_at\":") || jb_str(b, v->updated_at) || buf_putc(b, '}');
 }
 
 static void lvl_write(struct jw *w, const struct lvl_vals *v)
 {
-	jw_obj_begin(w);
-	jw_kstr(w, "id", v->id);
-	jw_kstr(w, "sku", v->sku);
-	jw_kstr(w, "offer_id", v->offer_id);
-	jw_kstr(w, "owner_entity_id", v->owner_id);
-	jw_kstr(w, "location_id", v->location_id);
-	jw_kstr(w, "condition", inv_condition_names[v->condition]);
-	jw_qtys(w, v);
-	jw_kstr(w, "created_at", v->created_at);
-	jw_kstr(w, "updated_at", v->updated_at);
-	jw_obj_end(w);
+	struct buf *b = jw_raw_begin(w);
+	if (b && lvl_put(b, v))
+		w->err = 1;
 }
 
 /* ---- the level table ------------------------------------------------------------ */
@@ -775,42 +779,25 @@ static int stage_level(struct shard *sh, struct lvl_vals *nv, const struct inv_l
 	fmt_rfc3339_ms(nv->updated_at, wall_ms());
 	if (!nv->created_at[0])
 		memcpy(nv->created_at, nv->updated_at, sizeof(nv->created_at));
-	struct jw w;
-	jw_init(&w, doc);
-	lvl_write(&w, nv);
 	struct buf ev;
 	buf_init_hint(&ev, REC_MAX_VAL, BUF_DOC_HINT);
-	struct jw e;
-	jw_init(&e, &ev);
-	jw_obj_begin(&e);
-	jw_kstr(&e, "level_id", nv->id);
-	jw_kstr(&e, "offer_id", nv->offer_id);
-	jw_kstr(&e, "location_id", nv->location_id);
-	jw_kstr(&e, "owner_entity_id", nv->owner_id);
-	jw_kstr(&e, "condition", inv_condition_names[nv->condition]);
-	jw_kstr(&e, "cause", cause);
-	if (hold_id)
-		jw_kstr(&e, "hold_id", hold_id);
-	else
-		jw_knull(&e, "hold_id");
-	jw_key(&e, "old");
+	int bad = lvl_put(doc, nv) || BUF_LIT(&ev, "{\"level_id\":") || jb_str(&ev, nv->id) ||
+		  BUF_LIT(&ev, ",\"offer_id\":") || jb_str(&ev, nv->offer_id) || BUF_LIT(&ev, ",\"location_id\":") ||
+		  jb_str(&ev, nv->location_id) || BUF_LIT(&ev, ",\"owner_entity_id\":") || jb_str(&ev, nv->owner_id) ||
+		  BUF_LIT(&ev, ",\"condition\":") || jb_str(&ev, inv_condition_names[nv->condition]) ||
+		  BUF_LIT(&ev, ",\"cause\":") || jb_str(&ev, cause) || BUF_LIT(&ev, ",\"hold_id\":") ||
+		  jb_str_or_null(&ev, hold_id) || BUF_LIT(&ev, ",\"old\":");
 	if (old) {
 		struct lvl_vals ov;
 		lvl_from_row(old, &ov);
-		jw_obj_begin(&e);
-		jw_qtys(&e, &ov);
-		jw_obj_end(&e);
+		bad = bad || buf_putc(&ev, '{') || qtys_put(&ev, &ov) || buf_putc(&ev, '}');
 	} else
-		jw_null(&e);
-	jw_key(&e, "new");
-	jw_obj_begin(&e);
-	jw_qtys(&e, nv);
-	jw_obj_end(&e);
-	jw_obj_end(&e);
+		bad = bad || BUF_LIT(&ev, "null");
+	bad = bad || BUF_LIT(&ev, ",\"new\":{") || qtys_put(&ev, nv) || BUF_LIT(&ev, "}}");
 	/* test builds: inv_lose_stock_event drops an API write's event, a bug
 	 * the whole-cluster checker must see (engine/check.c: the history) */
 	int lose = !hold_id && ERRINJ("inv_lose_stock_event");
-	int rc = w.err || e.err || txn_put_typed(sh, REC_T_INVENTORY, nv->id, strlen(nv->id), doc->data, doc->len, nv) ||
+	int rc = bad || txn_put_typed(sh, REC_T_INVENTORY, nv->id, strlen(nv->id), doc->data, doc->len, nv) ||
 				 (!lose && txn_event(sh, "stock.changed", nv->owner_id, ev.data, ev.len)) ||
 				 stage_offer_qty(sh, nv)
 			 ? -1

@@ -676,6 +676,21 @@ fi
 # box's slow state, in which A did no better (rounds of 35-40k req/s).
 # perf/ir_per_request.sh: quote 1 line 98,687 -> 87,461 instructions,
 # 5 lines 418,837 -> 365,383, an order ~456,000 -> ~414,000.
+#
+# Measured 2026-11-30 (session 42), perf/ir_per_request.sh, a5b5670 ->
+# 554161c: quote 1 line 87,454 -> 86,509 instructions, 5 lines 365,748 ->
+# 351,948 (tax-entry tails written once per response), an order 406,945
+# -> 374,095 (-8 %: a typed put of a level or an offer no longer rendered
+# twice; ids at or below the clock not decoded; events, the order state
+# and levels appended as written, not through jw).  perf/ab.sh orders, 6
+# rounds (a slow stretch: system time 23-58 us an order): CPU per order
+# median 153.9 -> 147.9 us, best 129.6 -> 112.4 us.  perf/ab.sh now
+# splits CPU into user and system time and counts page faults: an order is
+# ~86-93 us user + 20-37 us system in the box's fast state, with ~4.2
+# minor faults (~17 KB of new rows an order; the faults were ~9 % of the
+# shard's samples under perf record).  net/ev.h EV_MAX_EVENTS 256 -> 16:
+# the 1-line quote's p99 at -c64, perf/ab.sh medians 2,216 -> 1,684 us and
+# 2,132 -> 1,737 us, CPU per quote within the noise.
 
 # cpu_ticks PID : utime + stime of every thread of the process (/proc, clock ticks)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

@@ -678,13 +678,13 @@ fi
 # 5 lines 418,837 -> 365,383, an order ~456,000 -> ~414,000.
 #
 # Measured 2026-11-30 (session 42), perf/ir_per_request.sh, a5b5670 ->
-# 554161c: quote 1 line 87,454 -> 86,509 instructions, 5 lines 365,748 ->
-# 351,948 (tax-entry tails written once per response), an order 406,945
-# -> 374,095 (-8 %: a typed put of a level or an offer no longer rendered
-# twice; ids at or below the clock not decoded; events, the order state
-# and levels appended as written, not through jw).  perf/ab.sh orders, 6
-# rounds (a slow stretch: system time 23-58 us an order): CPU per order
-# median 153.9 -> 147.9 us, best 129.6 -> 112.4 us.  perf/ab.sh now
+# 3786a67: quote 1 line 87,454 -> 86,591 instructions, 5 lines 365,748 ->
+# 352,116 (tax-entry tails written once per response), an order 406,945
+# -> 368,454 (-9 %: a typed put of a level or an offer no longer rendered
+# twice; ids at or below the clock not decoded; events, the order state,
+# levels and most of the order body appended as written, not through jw).  perf/ab.sh orders, 6
+# rounds at 554161c (a slow stretch: system time 23-58 us an order): CPU
+# per order median 153.9 -> 147.9 us, best 129.6 -> 112.4 us.  perf/ab.sh now
 # splits CPU into user and system time and counts page faults: an order is
 # ~86-93 us user + 20-37 us system in the box's fast state, with ~4.2
 # minor faults (~17 KB of new rows an order; the faults were ~9 % of the

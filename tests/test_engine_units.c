@@ -2,13 +2,16 @@
  * test_engine_units.c -- pure engine pieces: ids, ISO tables, records,
  * cursors (base64url), configuration parsing, metrics rendering.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine/edge/api.h"
 #include "engine/base/config.h"
 #include "engine/storage/id.h"
 #include "engine/base/iso.h"
+#include "engine/base/log.h"
 #include "engine/base/metrics.h"
 #include "engine/storage/record.h"
 #include "tests/wm_test.h"
@@ -353,4 +356,45 @@ WM_TEST(metrics, route_slots_by_pointer_or_content_up_to_the_bound)
 	metrics_record(&m, "/r/5", 200, 10);
 	cr_assert_eq(m.req[5][0], 1);
 	cr_assert_eq(m.lat_count, 2);
+}
+
+/* A thread that reads the wall clock once (wall_hold is per thread). */
+static void *read_wall(void *out)
+{
+	*(unsigned long long *)out = wall_ms();
+	return NULL;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {0, ms * 1000000L};
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+/* wall_hold: one reading for the holding thread until wall_release; other
+ * threads, a release and a new hold read the clock again. */
+WM_TEST(wall_clock, held_for_the_holder_until_released_read_by_everyone_else)
+{
+	unsigned long long before = wall_ms();
+	wall_hold();
+	unsigned long long a = wall_ms();
+	sleep_ms(5);
+	unsigned long long b = wall_ms();
+	cr_assert(a >= before);
+	cr_assert_eq(a, b, "a held clock moved: %llu -> %llu", a, b);
+	unsigned long long other = 0;
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, read_wall, &other), 0);
+	pthread_join(th, NULL);
+	cr_assert(other >= a + 5, "another thread saw the hold: %llu vs %llu", other, a);
+	wall_hold(); /* a new hold reads anew */
+	unsigned long long c = wall_ms();
+	cr_assert(c >= a + 5, "a new hold kept the old reading: %llu vs %llu", c, a);
+	wall_release();
+	sleep_ms(5);
+	unsigned long long d = wall_ms();
+	cr_assert(d >= c + 5, "released, the clock stayed: %llu vs %llu", d, c);
+	sleep_ms(2);
+	cr_assert(wall_ms() > d);
 }

@@ -16,12 +16,32 @@ static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
 void log_set_level(enum log_level lvl) { log_min = lvl; }
 
-unsigned long long wall_ms(void)
+/* The calling thread's hold (wall_hold): 0 off, 1 on and not read yet, 2
+ * on with held_ms read.  Per thread: only the thread that holds repeats. */
+static _Thread_local int hold;
+static _Thread_local unsigned long long held_ms;
+
+static unsigned long long wall_read(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (unsigned long long)ts.tv_sec * 1000ull + (unsigned long long)ts.tv_nsec / 1000000ull;
 }
+
+unsigned long long wall_ms(void)
+{
+	if (hold == 2)
+		return held_ms;
+	if (hold == 0)
+		return wall_read();
+	held_ms = wall_read();
+	hold = 2;
+	return held_ms;
+}
+
+void wall_hold(void) { hold = 1; }
+
+void wall_release(void) { hold = 0; }
 
 /* n decimal digits of v (zero-padded, the high ones dropped) at p. */
 static void put_digits(char *p, unsigned v, int n)

@@ -357,6 +357,7 @@ void api_handle(void *app, const struct srv_request *rq, struct srv_response *rs
 	c.rs = rs;
 	jw_init(&c.w, &rs->body);
 	uint64_t state_before = sh->state_lsn;
+	wall_hold(); /* one instant per request: its timestamps and ids agree */
 	table_reads_begin();
 	int known = 0;
 	const struct route *r = NULL;
@@ -386,6 +387,7 @@ void api_handle(void *app, const struct srv_request *rq, struct srv_response *rs
 			api_run(&c);
 	}
 answered:
+	wall_release();
 	json_doc_free(c.body);
 	if (c.w.err) {
 		buf_reset(&rs->body);

@@ -571,7 +571,7 @@ const struct hold *hold_in_doubt_next(struct shard *sh, const char *after_txn)
 		kl = key_join(k, after_txn, NULL, "\xff", 1);
 	}
 	struct oidx_iter it;
-	if (!oidx_seek_ge(&e->in_doubt, k, kl, &it))
+	if (!oidx_seek_ge(&e->in_doubt, kl ? k : NULL, kl, &it))
 		return NULL;
 	return oidx_iter_val(&it);
 }

@@ -24,15 +24,16 @@ WARN      := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-protot
 BASEFLAGS := -std=c17 -D_GNU_SOURCE -I. $(WARN) $(PKG_CFLAGS) -MMD -MP
 # Release objects are profile-guided (PGO=1, the default; PGO=0: plain
 # -O2).  Every library source is first compiled instrumented into build/gen
-# (GEN_CFLAGS); build/gen/bin/wm-shard then runs perf/pgo_train.sh (a shard
-# on a free loopback port answering quotes, orders and reads, ~10 s), which
-# leaves its counts in build/pgo; the release objects are compiled with them
+# (GEN_CFLAGS); build/gen/bin/wm-shard and wm-router then run
+# perf/pgo_train.sh (a shard on a free loopback port answering quotes,
+# orders and reads, then the same through a router, ~20 s), which leaves
+# their counts in build/pgo; the release objects are compiled with them
 # (-fprofile-use): ~10 % fewer instructions a quote and an order (17 % a
 # 5-line quote), ~4-6 % fewer cycles by callgrind's simulation
 # (perf/pgo_train.sh has the figures).  Both compiles of a source name it alike (PGO_NAME:
 # gcc derives the counts' file, and the ids of static functions, from
 # that name, not from the object's folder), so build/rel finds build/gen's
-# counts; code the training never ran (the router's, the CLI's) is
+# counts; code the training never ran (the CLI's, the webhooks') is
 # optimised as without a profile (-fprofile-partial-training).  Any source change retrains (the
 # counts depend on every instrumented object); a training that fails leaves
 # no counts and the build goes on as plain -O2, saying so.  The inliner's
@@ -134,10 +135,13 @@ build/gen/lib.a: $(GEN_OBJS)
 build/gen/bin/wm-shard: build/gen/lib.a build/gen/$(MAIN_wm-shard:.c=.o)
 	@mkdir -p $(@D)
 	$(CC) $(GEN_CFLAGS) -o $@ build/gen/$(MAIN_wm-shard:.c=.o) build/gen/lib.a $(LDLIBS)
+build/gen/bin/wm-router: build/gen/lib.a build/gen/$(MAIN_wm-router:.c=.o)
+	@mkdir -p $(@D)
+	$(CC) $(GEN_CFLAGS) -o $@ build/gen/$(MAIN_wm-router:.c=.o) build/gen/lib.a $(LDLIBS)
 # The training (see REL_CFLAGS): the counts, or none when it failed.
-build/pgo/trained: build/gen/bin/wm-shard perf/pgo_train.sh perf/world.sh
+build/pgo/trained: build/gen/bin/wm-shard build/gen/bin/wm-router perf/pgo_train.sh perf/world.sh
 	@rm -rf build/pgo && mkdir -p build/pgo
-	@perf/pgo_train.sh build/gen/bin/wm-shard >build/pgo/train.log 2>&1 || \
+	@perf/pgo_train.sh build/gen/bin/wm-shard build/gen/bin/wm-router >build/pgo/train.log 2>&1 || \
 	  { find build/pgo -name '*.gcda' -delete; echo "pgo: the training failed (build/pgo/train.log): building without a profile" >&2; \
 	    tail -n 5 build/pgo/train.log >&2; }
 	@echo "pgo: trained on $$(grep -c '^pgo:' build/pgo/train.log) request kinds, $$(find build/pgo -name '*.gcda' | wc -l) files of counts"

@@ -2,7 +2,7 @@
 # pgo_train.sh -- the workload the release build is trained on (Makefile,
 # PGO=1: profile-guided optimisation).
 #
-#   perf/pgo_train.sh INSTRUMENTED_SHARD
+#   perf/pgo_train.sh INSTRUMENTED_SHARD [INSTRUMENTED_ROUTER]
 #
 # Why: the engine's hot paths are long chains of small functions (parse,
 # authorise, route, price, render, stage, commit).  With the counts of a
@@ -24,24 +24,31 @@
 # /v1/orders (the flash saga, each order its own consumer), GET of orders,
 # partners, offer and wine pages, inventory, a partner create; then SIGTERM,
 # and the shard writes its counts (*.gcda, in the -fprofile-dir the build
-# gave it) as it exits.  About 10 s.  Traffic goes to 127.0.0.1 only.
+# gave it) as it exits.  With ROUTER, the same through a router: two
+# shards in cluster mode (shard 0 owning every priced country, shard 1
+# MT, as perf/bench.sh l) behind ROUTER, the world built through it, then
+# quotes, orders and reads through it; all three exit on SIGTERM and their
+# counts add up (the router shares the net/ and edge code with the shard).
+# About 20 s in all.  Traffic goes to 127.0.0.1 only.
 # A request kind whose answers are not all 2xx fails the training (the build then
 # goes on without a profile, Makefile); curl, bash and coreutils only: the
 # build's own dependencies (.ci/deps build).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-SHARD=${1:?usage: perf/pgo_train.sh INSTRUMENTED_SHARD}
+SHARD=${1:?usage: perf/pgo_train.sh INSTRUMENTED_SHARD [INSTRUMENTED_ROUTER]}
+ROUTER=${2:-}
 QUOTES=${PGO_QUOTES:-1500} ORDERS=${PGO_ORDERS:-600} READS=${PGO_READS:-300}
 die() { echo "pgo_train.sh: $*" >&2; exit 1; }
 [ -x "$SHARD" ] || die "$SHARD not found"
 command -v curl >/dev/null || die "curl not found"
 
 root=$(mktemp -d -t wm-pgo.XXXXXX)
-pid=""
+pid="" pids=()
 cleanup() {
-	[ -z "$pid" ] || kill "$pid" 2>/dev/null || true
-	[ -z "$pid" ] || wait "$pid" 2>/dev/null || true
+	local p
+	for p in $pid "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in $pid "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	rm -rf "$root"
 }
 trap cleanup EXIT
@@ -113,3 +120,53 @@ kind partners-create "$WM_BOOTSTRAP_KEY" $((READS / 3)) POST /v1/partners partne
 kill -TERM "$pid"
 wait "$pid" || die "the shard exited with status $? on SIGTERM"
 pid=""
+[ -n "$ROUTER" ] || exit 0
+
+# ---- the same through a router (perf/bench.sh l's cluster) ----
+[ -x "$ROUTER" ] || die "$ROUTER not found"
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+cdir="$root/cluster"
+mkdir -p "$cdir"
+head -c 48 /dev/urandom | base64 | tr -d '\n=' | head -c 64 >"$cdir/secret"
+chmod 600 "$cdir/secret"
+p0=$(free_port) p1=$(free_port)
+priced=$(awk -F'\t' '$1 !~ /^#/ && $1 != "country" && $1 != "MT" && NF > 1 {print $1}' data/vat.tsv | sort -u | tr '\n' ' ')
+printf 'version 1\nshard 0 127.0.0.1:%s %s\nshard 1 127.0.0.1:%s MT\n' "$p0" "$priced" "$p1" >"$cdir/map.conf"
+for i in 0 1; do
+	port_i=$p0
+	[ "$i" = 0 ] || port_i=$p1
+	"$SHARD" --listen "127.0.0.1:$port_i" --data-dir "$cdir/shard$i" --access-log 0 --snapshot-interval 0 \
+		--wal-mode write --documents 0 --key-rate-rps 1000000 --key-rate-burst 1000000 \
+		--shard-map "$cdir/map.conf" --shard-id "$i" --cluster-secret-file "$cdir/secret" \
+		>"$cdir/shard$i.out" 2>"$cdir/shard$i.err" &
+	pids+=($!)
+done
+"$ROUTER" --listen 127.0.0.1:0 --data-dir "$cdir/router" --access-log 0 --shard-map "$cdir/map.conf" \
+	--cluster-secret-file "$cdir/secret" >"$cdir/router.out" 2>"$cdir/router.err" &
+pids+=($!)
+rport=$(listening_port wm-router "$cdir/router.out" "$cdir/router.err" "${pids[2]}" 300)
+api_base="http://127.0.0.1:$rport"
+for _ in $(seq 1 100); do
+	curl -fsS "$api_base/readyz" >/dev/null 2>&1 && break
+	sleep 0.1
+done
+curl -fsS "$api_base/readyz" >/dev/null || die "the router never became ready: $(tail -n 3 "$cdir/router.err")"
+world_setup >/dev/null
+quote_world >/dev/null
+kind router-quote1 "$WM_ORDER_KEY" "$QUOTES" POST /v1/orders/quote-calculate quote1
+kind router-quote5 "$WM_ORDER_KEY" $((QUOTES / 3)) POST /v1/orders/quote-calculate quote5
+kind router-orders "$WM_ORDER_KEY" "$ORDERS" POST /v1/orders order
+# the router keeps its own keys and rates: an operator key whose rate never interferes
+rkey=$(curl -fsS -H "Authorization: Bearer $WM_BOOTSTRAP_KEY" -H 'Content-Type: application/json' \
+	-d '{"name":"pgo-router","rate_limit":{"requests_per_second":1000000,"burst":1000000}}' "$api_base/api/keys" |
+	sed -n 's/.*"key":"\([^"]*\)".*/\1/p')
+[ -n "$rkey" ] || die "could not mint a key through the router"
+kind router-partner-get "$rkey" "$READS" GET "/v1/partners/$estate"
+kind router-offers-list "$rkey" $((READS / 3)) GET "/v1/offers?limit=50"
+kind router-wines-list "$rkey" $((READS / 3)) GET "/v1/wines?limit=50"
+# the router first (its shards answer its last requests), then the shards
+for i in 2 0 1; do
+	kill -TERM "${pids[$i]}"
+	wait "${pids[$i]}" || die "process $i of the cluster exited with status $? on SIGTERM"
+done
+pids=()

@@ -691,6 +691,22 @@ fi
 # shard's samples under perf record).  net/ev.h EV_MAX_EVENTS 256 -> 16:
 # the 1-line quote's p99 at -c64, perf/ab.sh medians 2,216 -> 1,684 us and
 # 2,132 -> 1,737 us, CPU per quote within the noise.
+#
+# Measured 2026-11-30 (session 43), perf/ir_per_request.sh: the release
+# build is profile-guided and link-time optimised (Makefile PGO, LTO;
+# perf/pgo_train.sh).  b2d0a50 (plain -O2) -> c6dff2d + de54843 (price_run
+# without rep stos; the wall clock read once per request) -> + the profile
+# -> + LTO: quote 1 line 86,497 -> 85,919 -> 77,372 -> 72,876 instructions,
+# 5 lines 352,076 -> 349,592 -> 289,999 -> 272,541, an order 370,500 ->
+# 371,187 -> 333,950 -> 325,090 (322,177 once the router trains too).
+# Callgrind's cache and branch simulation (misses x10, x100, mispredicts
+# x15 cycles), plain -> profile -> both: quote 1 line 116.1k -> 109.6k ->
+# 104.9k, an order 579k -> 555k -> 536k.  make bench, two runs at ac1b508
+# and 5e32e35: quote 1 line 0.49x nginx (61,683 / 125,357, 16 us a quote,
+# p99 1.46 ms) and 0.32x (48,111 / 151,393, 21 us); 5 lines 0.18x (44 us)
+# and 0.16x (42 us); orders -c1/-c16/-c64 143/126/125 and 136/113/146 us;
+# router/direct quote 0.46 (router untrained) and 0.58 (trained).  The two
+# runs are the box's two states, not the builds: nginx itself moved 21 %.
 
 # cpu_ticks PID : utime + stime of every thread of the process (/proc, clock ticks)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

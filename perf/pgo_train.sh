@@ -30,7 +30,8 @@
 # quotes, orders and reads through it; all three exit on SIGTERM and their
 # counts add up (the router shares the net/ and edge code with the shard).
 # About 20 s in all.  Traffic goes to 127.0.0.1 only.
-# A request kind whose answers are not all 2xx fails the training (the build then
+# A request kind whose answers are not all 2xx (each within 60 s), or a
+# process that does not exit within 30 s of SIGTERM, fails the training (the build then
 # goes on without a profile, Makefile); curl, bash and coreutils only: the
 # build's own dependencies (.ci/deps build).
 set -euo pipefail
@@ -84,7 +85,7 @@ kind() {
 		} >>"$cfg"
 	done
 	local ok
-	ok=$(curl -s -K "$cfg" | grep -c '^2') || true
+	ok=$(curl -s --max-time 60 -K "$cfg" | grep -c '^2') || true
 	[ "$ok" -eq "$n" ] || die "$name: $ok of $n requests answered 2xx"
 	echo "pgo: $name x $n"
 }
@@ -116,9 +117,18 @@ kind wines-list "$WM_BOOTSTRAP_KEY" $((READS / 3)) GET "/v1/wines?limit=50"
 kind inventory "$WM_BOOTSTRAP_KEY" $((READS / 3)) GET "/v1/inventory?offer=$offer"
 kind partners-create "$WM_BOOTSTRAP_KEY" $((READS / 3)) POST /v1/partners partner
 
-# a clean exit writes the counts
-kill -TERM "$pid"
-wait "$pid" || die "the shard exited with status $? on SIGTERM"
+# stop PID NAME: SIGTERM and a clean exit, which writes the counts; one that
+# has not exited within 30 s is killed and fails the training
+stop() {
+	kill -TERM "$1"
+	for _ in $(seq 1 300); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$1" 2>/dev/null && { kill -KILL "$1"; die "$2 did not exit within 30 s of SIGTERM"; }
+	wait "$1" || die "$2 exited with status $? on SIGTERM"
+}
+stop "$pid" "the shard"
 pid=""
 [ -n "$ROUTER" ] || exit 0
 
@@ -166,7 +176,6 @@ kind router-offers-list "$rkey" $((READS / 3)) GET "/v1/offers?limit=50"
 kind router-wines-list "$rkey" $((READS / 3)) GET "/v1/wines?limit=50"
 # the router first (its shards answer its last requests), then the shards
 for i in 2 0 1; do
-	kill -TERM "${pids[$i]}"
-	wait "${pids[$i]}" || die "process $i of the cluster exited with status $? on SIGTERM"
+	stop "${pids[$i]}" "process $i of the cluster"
 done
 pids=()

@@ -105,8 +105,11 @@ LISTEN       ?= 127.0.0.1:8080
 
 # deps runs first and alone (a recursive make), so `make -j` never compiles
 # before the packages it needs are installed.
+# The release build compiles every source twice and trains in between
+# (PGO above): without a -j of the caller's, it uses every core.
+JOBS = $(if $(findstring -j,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 1))
 all: deps
-	@$(MAKE) --no-print-directory $(PROGRAMS:%=bin/%)
+	@$(MAKE) --no-print-directory $(JOBS) $(PROGRAMS:%=bin/%)
 
 deps:
 	@.ci/deps build

@@ -566,3 +566,50 @@ WM_TEST(price, memo_answers_what_price_quote_answers)
 	refdata_free(rd1);
 	refdata_free(rd2);
 }
+
+/* A line all of whose members are zero (padding is nobody's). */
+static int line_zero(const struct price_line_out *o)
+{
+	for (int c = 0; c < PC_COUNT_; c++)
+		if (o->comp[c])
+			return 0;
+	return !o->total && !o->vat_base && !o->boxes && !o->vat && !o->excise && !o->freight && !o->fx_offer_e6 &&
+	       !o->fx_dest_e6 && !o->fx_duty_e6;
+}
+
+/* A failed run leaves every line it did not price zeroed, whatever the
+ * output held before (price_run zeroes lines as it prices them, and the
+ * rest on a failure): a failure at line 1 of 3, before any line (an
+ * unknown destination), and a success after a failure. */
+WM_TEST(price, a_failed_run_leaves_the_lines_it_did_not_price_zeroed)
+{
+	struct refdata *rd = load_repo();
+	struct price_quote *q = malloc(sizeof(*q));
+	cr_assert_not_null(q);
+	struct price_line_in ls[3];
+	for (int i = 0; i < 3; i++)
+		ls[i] = line("FR", "EUR", 1000, 0, 6, 6, RD_CAT_STILL, 1200, 750000);
+	ls[1].qty = 0; /* invalid */
+	struct price_order_in in = {.destination = "DE", .date = 20251101, .n_lines = 3, .lines = ls};
+	memset(q, 0xab, sizeof(*q));
+	cr_assert_eq(price_quote(rd, &in, q), PRICE_E_INPUT);
+	cr_assert_eq(q->err_line, 1);
+	cr_assert_eq(q->n_lines, 1);
+	cr_assert(!line_zero(&q->lines[0]), "line 0 was priced");
+	cr_assert(line_zero(&q->lines[2]), "line 2, never priced, kept what the output held");
+	memset(q, 0xab, sizeof(*q));
+	memcpy(in.destination, "XX", 3); /* no such destination: fails before any line */
+	cr_assert_eq(price_quote(rd, &in, q), PRICE_E_COUNTRY);
+	for (int i = 0; i < 3; i++)
+		cr_assert(line_zero(&q->lines[i]), "line %d kept what the output held", i);
+	memcpy(in.destination, "DE", 3);
+	ls[1].qty = 6;
+	memset(q, 0xab, sizeof(*q));
+	cr_assert_eq(price_quote(rd, &in, q), PRICE_OK);
+	cr_assert_eq(q->n_lines, 3);
+	cr_assert_eq(q->lines[0].total, q->lines[2].total);
+	cr_assert_eq(q->order_fee, 0);
+	cr_assert_eq(q->comp_total[PC_P_B2B], 3 * q->lines[0].comp[PC_P_B2B]);
+	free(q);
+	refdata_free(rd);
+}

@@ -914,8 +914,8 @@ else
 	cdir=$(mktemp -d "$root/cluster.XXXXXX")
 	head -c 48 /dev/urandom | base64 | tr -d '\n=' | head -c 64 >"$cdir/secret"
 	chmod 600 "$cdir/secret"
-	cport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-	c1port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	cport=$(loopback_port)
+	c1port=$(loopback_port)
 	# shard 1 owns MT, which nothing here uses: it is the subscriber of (m)
 	priced=$(awk -F'\t' '$1 !~ /^#/ && $1 != "country" && $1 != "MT" && NF > 1 {print $1}' data/vat.tsv | sort -u | tr '\n' ' ')
 	printf 'version 1\nshard 0 127.0.0.1:%s %s\nshard 1 127.0.0.1:%s MT\n' "$cport" "$priced" "$c1port" >"$cdir/map.conf"
@@ -1005,9 +1005,8 @@ else
 	ndir=$(mktemp -d "$root/cluster2pc.XXXXXX")
 	head -c 48 /dev/urandom | base64 | tr -d '\n=' | head -c 64 >"$ndir/secret"
 	chmod 600 "$ndir/secret"
-	freeport() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-	np=("$(freeport)" "$(freeport)" "$(freeport)")
-	nrport=$(freeport)
+	np=("$(loopback_port)" "$(loopback_port)" "$(loopback_port)")
+	nrport=$(loopback_port)
 	priced=$(awk -F'\t' '$1 !~ /^#/ && $1 != "country" && $1 != "FR" && $1 != "DE" && NF > 1 {print $1}' data/vat.tsv | sort -u | tr '\n' ' ')
 	printf 'version 1\nshard 0 127.0.0.1:%s %s\nshard 1 127.0.0.1:%s FR\nshard 2 127.0.0.1:%s DE\nrouter 0 127.0.0.1:%s\n' \
 		"${np[0]}" "$priced" "${np[1]}" "${np[2]}" "$nrport" >"$ndir/map.conf"

@@ -134,12 +134,11 @@ pid=""
 
 # ---- the same through a router (perf/bench.sh l's cluster) ----
 [ -x "$ROUTER" ] || die "$ROUTER not found"
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 cdir="$root/cluster"
 mkdir -p "$cdir"
 head -c 48 /dev/urandom | base64 | tr -d '\n=' | head -c 64 >"$cdir/secret"
 chmod 600 "$cdir/secret"
-p0=$(free_port) p1=$(free_port)
+p0=$(loopback_port) p1=$(loopback_port)
 priced=$(awk -F'\t' '$1 !~ /^#/ && $1 != "country" && $1 != "MT" && NF > 1 {print $1}' data/vat.tsv | sort -u | tr '\n' ' ')
 printf 'version 1\nshard 0 127.0.0.1:%s %s\nshard 1 127.0.0.1:%s MT\n' "$p0" "$priced" "$p1" >"$cdir/map.conf"
 for i in 0 1; do

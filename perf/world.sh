@@ -19,6 +19,13 @@ listening_port() {
 	die "$prog did not print its listening line within $((tries / 10)) s"
 }
 
+# loopback_port : a TCP port on 127.0.0.1 the kernel just had free (bound
+# to port 0 and released), for a process that must be told its port in
+# advance (a shard in a shard map).
+loopback_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
 # world_setup: over HTTP at $api_base with the operator key, the order
 # world of sections k and l (see k); sets estate seller wine offer loc level
 # and exports WM_ORDER_KEY.

@@ -72,19 +72,25 @@ WM_TEST(location, seed_shape_unit)
 
 /* ---- holds in-process ------------------------------------------------------------ */
 
-/* A level document written straight to the table (no offer: no qty sync). */
-static void put_level(struct fixture *f, const char *id, const char *cond, long on_hand)
+/* A level document written straight to the table (no offer: no qty sync),
+ * at location loc. */
+static void put_level_at(struct fixture *f, const char *id, const char *loc, const char *cond, long on_hand)
 {
 	char doc[512];
 	int n = snprintf(doc, sizeof(doc),
 			 "{\"id\":\"%s\",\"sku\":\"S\",\"offer_id\":\"ofr_none\",\"owner_entity_id\":\"prt_x\","
-			 "\"location_id\":\"loc_x\",\"condition\":\"%s\",\"on_hand\":%ld,\"incoming\":0,\"reserved\":0,"
+			 "\"location_id\":\"%s\",\"condition\":\"%s\",\"on_hand\":%ld,\"incoming\":0,\"reserved\":0,"
 			 "\"allocated\":0,\"atp\":%ld,\"created_at\":\"2025-01-01T00:00:00.000Z\","
 			 "\"updated_at\":\"2025-01-01T00:00:00.000Z\"}",
-			 id, cond, on_hand, on_hand);
+			 id, loc, cond, on_hand, on_hand);
 	txn_begin(&f->sh);
 	cr_assert_eq(txn_put(&f->sh, REC_T_INVENTORY, id, strlen(id), doc, (size_t)n), 0);
 	cr_assert_gt(txn_commit(&f->sh), 0);
+}
+
+static void put_level(struct fixture *f, const char *id, const char *cond, long on_hand)
+{
+	put_level_at(f, id, "loc_x", cond, on_hand);
 }
 
 static const struct inv_level *lvl(struct fixture *f, const char *id)
@@ -211,5 +217,60 @@ WM_TEST(hold, levels_and_holds_rebuilt_on_reopen)
 	expect_level(f, "inv_a", 10, 2, 3);
 	cr_assert_eq(hold_commit(&f->sh, "p"), HOLD_OK);
 	expect_level(f, "inv_a", 10, 0, 5);
+	fixture_free(f);
+}
+
+/* What the by_offer and by_location indexes say about ofr_none: the level
+ * the offer's walk finds (NULL: none) and its ATP, the ATP at loc_x and at
+ * loc_y. */
+static const struct inv_level *filed(struct fixture *f, int64_t *by_offer, int64_t *at_x, int64_t *at_y)
+{
+	const struct inv_level *out[4];
+	unsigned n = inv_offer_sellable(&f->sh, "ofr_none", out, 4, by_offer);
+	cr_assert_leq(n, 1);
+	*at_x = inv_location_offer_atp(&f->sh, "loc_x", "ofr_none");
+	*at_y = inv_location_offer_atp(&f->sh, "loc_y", "ofr_none");
+	return n ? out[0] : NULL;
+}
+
+/* table.c install_in_place: a put that changes none of the keys a level is
+ * filed under rewrites the row in its own block, and every index still
+ * finds it with the new values; one that moves it to another location is
+ * filed anew and leaves nothing under the old key; a restart agrees. */
+WM_TEST(inventory_level, a_put_that_keeps_its_keys_replaces_the_row_in_place)
+{
+	struct fixture *f = fixture_new("inv");
+	int64_t by_offer, at_x, at_y;
+	put_level(f, "inv_a", "sellable", 10);
+	const struct inv_level *first = lvl(f, "inv_a");
+	cr_assert_eq(filed(f, &by_offer, &at_x, &at_y), first);
+	cr_assert(by_offer == 10 && at_x == 10 && at_y == 0);
+
+	put_level(f, "inv_a", "sellable", 20);
+	const struct inv_level *second = lvl(f, "inv_a");
+	cr_assert_eq(second, first, "the same keys: the row stays in its block");
+	cr_assert_eq(second->on_hand, 20);
+	cr_assert_eq(filed(f, &by_offer, &at_x, &at_y), second);
+	cr_assert(by_offer == 20 && at_x == 20 && at_y == 0, "by offer %lld, at x %lld, at y %lld",
+		  (long long)by_offer, (long long)at_x, (long long)at_y);
+
+	put_level_at(f, "inv_a", "loc_y", "sellable", 30);
+	const struct inv_level *moved = lvl(f, "inv_a");
+	cr_assert_eq(moved->on_hand, 30);
+	cr_assert_eq(filed(f, &by_offer, &at_x, &at_y), moved);
+	cr_assert(by_offer == 30 && at_x == 0 && at_y == 30, "by offer %lld, at x %lld, at y %lld",
+		  (long long)by_offer, (long long)at_x, (long long)at_y);
+
+	put_level_at(f, "inv_a", "loc_y", "damaged", 40); /* not sellable: off the offer's walk */
+	cr_assert_eq(filed(f, &by_offer, &at_x, &at_y), NULL);
+	cr_assert(by_offer == 0 && at_x == 0 && at_y == 0);
+	put_level_at(f, "inv_a", "loc_y", "sellable", 50);
+	shard_close(&f->sh);
+	fx_open(f);
+	cr_assert_eq(lvl(f, "inv_a")->on_hand, 50);
+	cr_assert_eq(filed(f, &by_offer, &at_x, &at_y), lvl(f, "inv_a"));
+	cr_assert(by_offer == 50 && at_x == 0 && at_y == 50);
+	put_level_at(f, "inv_a", "loc_y", "sellable", 60); /* replayed rows are replaced in place too */
+	cr_assert(filed(f, &by_offer, &at_x, &at_y) && by_offer == 60 && at_y == 60);
 	fixture_free(f);
 }

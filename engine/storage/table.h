@@ -73,8 +73,10 @@ struct table_ops {
 	 * skips index_del, which would only look each key up again and find
 	 * the new row there.  Most replacing puts are such: a stock move
 	 * rewrites a level and its offer without changing what either is
-	 * filed under.  Test builds run index_del anyway and abort if it
-	 * removes an entry (the verdict was wrong). */
+	 * filed under.  When the two blocks are also the same size, the new
+	 * version is copied into the old one's block and no index is touched
+	 * at all (table.c install_in_place).  Test builds run index_del anyway
+	 * and abort if it removes an entry (the verdict was wrong). */
 	int (*index_keys_same)(const struct row *old, const struct row *r);
 	/* Set up / tear down the resource's per-table state in t->ext. */
 	int (*init)(struct table *t);

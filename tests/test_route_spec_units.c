@@ -121,3 +121,84 @@ WM_TEST(route_spec, the_route_bound_is_held_at_and_past_its_edge)
 	cr_assert_eq(rspec_load(d, strlen(d), &s, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "more than"), "%s", err);
 }
+
+/* rspec_find's answer by brute force: every pattern tried, the match with
+ * the most literal segments for m kept (HEAD as GET), as the walk did
+ * before the literal index and the segment filter. */
+static const struct route *find_walk(const struct route_spec *s, enum http_method m, const char *path,
+				     struct api_ctx *c, int *known)
+{
+	if (m == HTTP_M_HEAD)
+		m = HTTP_M_GET;
+	*known = 0;
+	const struct route *best = NULL;
+	unsigned best_lit = 0;
+	for (unsigned i = 0; i < s->n; i++) {
+		const struct route *r = &s->routes[i];
+		if (!api_route_bind(r->pattern, path, (uint32_t)strlen(path), c))
+			continue;
+		*known = 1;
+		unsigned lit = 0;
+		for (const char *q = r->pattern; (q = strchr(q, '/')); q++)
+			lit += q[1] != '{';
+		if (r->method == m && (!best || lit > best_lit)) {
+			best = r;
+			best_lit = lit;
+		}
+	}
+	if (best)
+		api_route_bind(best->pattern, path, (uint32_t)strlen(path), c);
+	return best;
+}
+
+/* Every operation's path, with a segment more, one less, a trailing '/',
+ * under every method: the same route, path_known and parameters as the
+ * brute-force walk. */
+WM_TEST(route_spec, the_indexed_find_answers_as_the_walk_for_every_path_and_method)
+{
+	struct route_spec s;
+	char err[256];
+	cr_assert_eq(rspec_load_builtin(&s, err, sizeof(err)), 0, "%s", err);
+	static const enum http_method methods[] = {HTTP_M_GET, HTTP_M_HEAD, HTTP_M_POST, HTTP_M_PUT,
+						   HTTP_M_PATCH, HTTP_M_DELETE, HTTP_M_OPTIONS};
+	unsigned hits = 0, checked = 0;
+	for (unsigned i = 0; i < s.n; i++) {
+		char base[256], path[300];
+		concrete(s.routes[i].pattern, base, sizeof(base));
+		for (int v = 0; v < 4; v++) {
+			if (v == 0)
+				snprintf(path, sizeof(path), "%s", base);
+			else if (v == 1)
+				snprintf(path, sizeof(path), "%s/x", base);
+			else if (v == 2)
+				snprintf(path, sizeof(path), "%s/", base);
+			else {
+				snprintf(path, sizeof(path), "%s", base);
+				char *cut = strrchr(path, '/');
+				if (cut && cut != path)
+					*cut = 0;
+			}
+			for (size_t k = 0; k < sizeof(methods) / sizeof(methods[0]); k++) {
+				struct api_ctx a, b;
+				memset(&a, 0, sizeof(a));
+				memset(&b, 0, sizeof(b));
+				int ka = -1, kb = -1;
+				const struct route *fa = rspec_find(&s, methods[k], path, (uint32_t)strlen(path), &a, &ka);
+				const struct route *fb = find_walk(&s, methods[k], path, &b, &kb);
+				cr_assert_eq(fa, fb, "%s method %d: %s, the walk %s", path, methods[k],
+					     fa ? fa->pattern : "none", fb ? fb->pattern : "none");
+				cr_assert_eq(ka, kb, "%s method %d: path_known", path, methods[k]);
+				if (fa) {
+					cr_assert_eq(a.n_params, b.n_params, "%s: parameters", path);
+					for (unsigned p = 0; p < a.n_params; p++)
+						cr_assert(a.params[p].len == b.params[p].len &&
+							  a.params[p].p == b.params[p].p, "%s: parameter %u", path, p);
+				}
+				hits += fa != NULL;
+				checked++;
+			}
+		}
+	}
+	cr_assert_gt(hits, s.n, "the paths found routes (%u of %u lookups)", hits, checked);
+	rspec_free(&s);
+}

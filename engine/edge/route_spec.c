@@ -81,6 +81,62 @@ static int op_route(const char *path, enum http_method m, const struct json_valu
 	return 0;
 }
 
+/* Segments of a path or pattern: its '/'s (a "{name}" matches one
+ * non-empty segment, so a path matches only patterns with as many). */
+static unsigned segments(const char *p, size_t len)
+{
+	unsigned n = 0;
+	for (size_t i = 0; i < len; i++)
+		n += p[i] == '/';
+	return n;
+}
+
+/* Literal (non-"{name}") segments of a pattern: its specificity. */
+static unsigned literal_segments(const char *p)
+{
+	unsigned n = 0;
+	for (const char *s = p; *s;) {
+		s++; /* the '/' */
+		n += *s != '{';
+		while (*s && *s != '/')
+			s++;
+	}
+	return n;
+}
+
+/* What rspec_find reads besides the routes: each route's segments and
+ * literal segments, and the patterns without parameters by method (the
+ * keys are the patterns in the text block: hidx copies none).  0, or -1
+ * with err. */
+static int index_routes(struct route_spec *s, char *err, size_t errlen)
+{
+	for (unsigned m = 0; m < RSPEC_METHODS; m++)
+		hidx_init(&s->literal[m]);
+	s->segs = malloc(s->n + 1u);
+	s->lits = malloc(s->n + 1u);
+	if (!s->segs || !s->lits) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (unsigned i = 0; i < s->n; i++) {
+		const struct route *r = &s->routes[i];
+		size_t len = strlen(r->pattern);
+		unsigned segs = segments(r->pattern, len), lits = literal_segments(r->pattern);
+		if (segs > UINT8_MAX || r->method >= RSPEC_METHODS) {
+			snprintf(err, errlen, "%s: more than %u segments", r->pattern, (unsigned)UINT8_MAX);
+			return -1;
+		}
+		s->segs[i] = (uint8_t)segs;
+		s->lits[i] = (uint8_t)lits;
+		if (lits == segs && len <= IDX_MAX_KEY &&
+		    hidx_put(&s->literal[r->method], r->pattern, (uint32_t)len, (void *)r) < 0) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int rspec_load(const char *json, size_t len, struct route_spec *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof(*out));
@@ -119,6 +175,8 @@ int rspec_load(const char *json, size_t len, struct route_spec *out, char *err, 
 		}
 	}
 	json_doc_free(d);
+	if (!rc)
+		rc = index_routes(out, err, errlen);
 	if (rc)
 		rspec_free(out);
 	return rc;
@@ -133,20 +191,11 @@ void rspec_free(struct route_spec *s)
 {
 	free(s->routes);
 	free(s->text);
+	free(s->segs);
+	free(s->lits);
+	for (unsigned m = 0; m < RSPEC_METHODS; m++)
+		hidx_free(&s->literal[m]);
 	memset(s, 0, sizeof(*s));
-}
-
-/* Literal (non-"{name}") segments of a pattern: its specificity. */
-static unsigned literal_segments(const char *p)
-{
-	unsigned n = 0;
-	for (const char *s = p; *s;) {
-		s++; /* the '/' */
-		n += *s != '{';
-		while (*s && *s != '/')
-			s++;
-	}
-	return n;
 }
 
 const struct route *rspec_find(const struct route_spec *s, enum http_method m, const char *path, uint32_t plen,
@@ -155,14 +204,23 @@ const struct route *rspec_find(const struct route_spec *s, enum http_method m, c
 	if (m == HTTP_M_HEAD)
 		m = HTTP_M_GET;
 	*path_known = 0;
-	const struct route *best = NULL;
-	unsigned best_lit = 0;
+	/* a pattern equal to the path has every segment literal: no other
+	 * pattern that matches can have more */
+	const struct route *best = (unsigned)m < RSPEC_METHODS && plen <= IDX_MAX_KEY
+					   ? hidx_get_untracked(&s->literal[m], path, plen)
+					   : NULL;
+	if (best) {
+		*path_known = 1;
+		api_route_bind(best->pattern, path, plen, c); /* no parameters: sets their count */
+		return best;
+	}
+	unsigned best_lit = 0, segs = segments(path, plen);
 	for (unsigned i = 0; i < s->n; i++) {
 		const struct route *r = &s->routes[i];
-		if (!api_route_bind(r->pattern, path, plen, c))
+		if (s->segs[i] != segs || !api_route_bind(r->pattern, path, plen, c))
 			continue;
 		*path_known = 1;
-		unsigned lit = literal_segments(r->pattern);
+		unsigned lit = s->lits[i];
 		if (r->method == m && (!best || lit > best_lit)) {
 			best = r;
 			best_lit = lit;

@@ -17,15 +17,20 @@
 #include <stdint.h>
 
 #include "engine/edge/route.h"
+#include "engine/storage/index.h"
 #include "net/http.h"
 
 struct api_ctx;
+
+#define RSPEC_METHODS (HTTP_M_OPTIONS + 1) /* enum http_method's values, for the literal index */
 
 /* The table: routes with fn == NULL; patterns owned by the spec. */
 struct route_spec {
 	struct route *routes;   /* n entries + a zero terminator */
 	unsigned n;
 	char *text;             /* the patterns and summaries, NUL-separated */
+	uint8_t *segs, *lits;   /* per route: its pattern's segments, and the literal ones among them */
+	struct hidx literal[RSPEC_METHODS]; /* per method: each pattern without parameters -> its route */
 };
 
 /*
@@ -45,6 +50,8 @@ void rspec_free(struct route_spec *s);
  * in c: of the patterns that match, the one with the most literal segments
  * ("/v1/orders/quote-calculate" before "/v1/orders/{id}").  NULL when none
  * does; *path_known then says whether the path exists for another method.
+ * A path equal to a pattern without parameters is one hash probe; any
+ * other is matched against the patterns with as many segments only.
  */
 const struct route *rspec_find(const struct route_spec *s, enum http_method m, const char *path, uint32_t plen,
 			       struct api_ctx *c, int *path_known);

@@ -52,6 +52,34 @@ WM_TEST(cluster_auth, known_vectors)
 		     CK_E_MALFORMED, "one spelling: lower-case hex");
 }
 
+/* The HMAC context keeps the last key (cluster_auth.c ck_hmac): a call
+ * with another key, of another length, and the first one again, each signs
+ * with its own.  Vectors from Python's hmac/hashlib:
+ *   msg = b"GET\n/internal/x\n1\n" + sha256(b"").hexdigest()
+ *   secrets: SECRET, SECRET with its first byte ^ 1, SECRET + b"01234567" */
+WM_TEST(cluster_auth, each_call_signs_with_its_own_key_whatever_came_before)
+{
+	struct cluster_key k = key(), k2 = key(), k3 = key();
+	k2.secret[0] ^= 1;
+	memcpy(k3.secret + 32, "01234567", 8);
+	k3.len = 40;
+	static const char *const want[] = {
+		"t=1,v1=96280d7e14df2ff0545946d56c6181046162e9591d05217b2bf3ce240896c67e",
+		"t=1,v1=ce3eb449d821e85ba293e518ada7cf3fb17496614096b1665a4223d49e323226",
+		"t=1,v1=a1418951f17387f07af386f7e010ac7280a358160c23b5657c55c490b8f3e73c",
+	};
+	const struct cluster_key *order[] = {&k, &k, &k2, &k3, &k, &k3, &k2, &k2, &k};
+	const int which[] = {0, 0, 1, 2, 0, 2, 1, 1, 0};
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		char h[CK_HEADER_MAX];
+		cr_assert_eq(ck_sign(order[i], "GET", 3, "/internal/x", 11, 1, NULL, 0, h), 0);
+		cr_assert_str_eq(h, want[which[i]], "call %zu", i);
+		cr_assert_eq(verify(order[i], "GET", "/internal/x", "", h, 1), CK_OK, "call %zu", i);
+		cr_assert_eq(verify(order[(i + 2) % 9], "GET", "/internal/x", "", h, 1),
+			     which[(i + 2) % 9] == which[i] ? CK_OK : CK_E_MISMATCH, "call %zu with another key", i);
+	}
+}
+
 WM_TEST(cluster_auth, every_signed_part_is_bound)
 {
 	struct cluster_key k = key();
@@ -213,6 +241,34 @@ WM_TEST(cluster_auth, a_principal_round_trips_in_one_wire_form)
 	cr_assert_eq(principal_decode(plat, strlen(plat), &d, &q), 0);
 	cr_assert(d.is_platform);
 	cr_assert_str_eq(d.channel_id, "");
+}
+
+/* principal_encode writes its fields piece by piece: the bytes printf's
+ * format "v1 k=%s e=%s s=%x t=%u r=%u st=%u c=%s q=%u" writes, for zeros,
+ * the largest values and the longest ids and channel. */
+WM_TEST(cluster_auth, a_principal_is_written_as_its_printf_format_writes_it)
+{
+	for (int v = 0; v < 3; v++) {
+		struct principal w;
+		memset(&w, 0, sizeof(w));
+		/* the longest id principal_encode takes: ID_MAX_LEN - 2 bytes */
+		memset(w.key_id, v == 2 ? 'k' : 'a', v == 2 ? ID_MAX_LEN - 2 : 5);
+		memset(w.entity_id, v == 2 ? 'e' : 'b', v == 2 ? ID_MAX_LEN - 2 : 3);
+		if (v)
+			memset(w.channel_id, 'c', v == 2 ? ID_MAX_LEN - 2 : 1);
+		w.scopes = v ? (scope_set)~(scope_set)0 : 0;
+		w.kind = v ? 255 : 0;
+		w.roles = v ? 255 : 0;
+		w.status = v ? 255 : 0;
+		uint32_t q = v ? 4294967295u : 0;
+		char out[PRINCIPAL_MAX], ref[PRINCIPAL_MAX];
+		int n = principal_encode(&w, q, out);
+		int rn = snprintf(ref, sizeof(ref), "v1 k=%s e=%s s=%x t=%u r=%u st=%u c=%s q=%u", w.key_id, w.entity_id,
+				  (unsigned)w.scopes, w.kind, w.roles, w.status, w.channel_id[0] ? w.channel_id : "-", q);
+		cr_assert(rn > 0 && rn < PRINCIPAL_MAX);
+		cr_assert_eq(n, rn, "case %d: %d bytes, printf %d", v, n, rn);
+		cr_assert_str_eq(out, ref, "case %d", v);
+	}
 }
 
 WM_TEST(cluster_auth, a_principal_not_in_its_wire_form_is_refused)

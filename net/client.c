@@ -235,7 +235,9 @@ static int head_value(const char *head, size_t len, const char *name, char *out,
 	const char *end = head + len;
 	for (const char *l = memchr(head, '\n', len); l && l + 1 < end; l = memchr(l + 1, '\n', (size_t)(end - l - 1))) {
 		const char *s = l + 1;
-		if ((size_t)(end - s) > nl && !strncasecmp(s, name, nl) && s[nl] == ':') {
+		/* the first byte, case folded, before strncasecmp: most lines differ there */
+		if ((size_t)(end - s) > nl && (!nl || ((unsigned char)s[0] | 0x20) == ((unsigned char)name[0] | 0x20)) &&
+		    !strncasecmp(s, name, nl) && s[nl] == ':') {
 			const char *v = s + nl + 1, *e = memchr(v, '\r', (size_t)(end - v));
 			while (v < end && (*v == ' ' || *v == '\t'))
 				v++;
@@ -472,8 +474,11 @@ static struct hc_call *call_new(const struct hc_pool *p, const struct hc_request
 	if (!c)
 		return NULL;
 	buf_init(&c->req, 0);
-	buf_printf(&c->req, "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %zu\r\n", rq->method, rq->path, p->host,
-		   rq->body_len);
+	/* appended, not printed: buf_printf was ~1,900 instructions a call */
+	(void)(buf_puts(&c->req, rq->method) || buf_putc(&c->req, ' ') || buf_puts(&c->req, rq->path) ||
+	       BUF_LIT(&c->req, " HTTP/1.1\r\nHost: ") || buf_puts(&c->req, p->host) ||
+	       BUF_LIT(&c->req, "\r\nContent-Length: ") || buf_put_dec(&c->req, (int64_t)rq->body_len) ||
+	       BUF_LIT(&c->req, "\r\n"));
 	if (rq->headers)
 		buf_puts(&c->req, rq->headers);
 	buf_append(&c->req, "\r\n", 2);

@@ -204,7 +204,9 @@ static int fwd_copy_headers(struct buf *out, const struct http_request *h)
 			skip = strlen(drop[k]) == x->name_len && strncasecmp(x->name, drop[k], x->name_len) == 0;
 		if (skip)
 			continue;
-		buf_printf(out, "%.*s: %.*s\r\n", (int)x->name_len, x->name, (int)x->value_len, x->value);
+		/* appends, not buf_printf: a vsnprintf per header was ~3,000 instructions a forwarded request */
+		(void)(buf_append(out, x->name, x->name_len) || BUF_LIT(out, ": ") ||
+		       buf_append(out, x->value, x->value_len) || BUF_LIT(out, "\r\n"));
 	}
 	return out->overflow || out->len > ROUTER_MAX_FWD_HEADERS ? -1 : 0;
 }
@@ -362,9 +364,9 @@ static int fwd_send(struct fwd *f, uint32_t shard)
 		return -1;
 	struct buf h;
 	buf_init(&h, 0);
-	buf_printf(&h, CK_HEADER_NAME ": %s\r\n", sig);
+	(void)(BUF_LIT(&h, CK_HEADER_NAME ": ") || buf_puts(&h, sig) || BUF_LIT(&h, "\r\n"));
 	if (who)
-		buf_printf(&h, WM_H_PRINCIPAL ": %s\r\n", who);
+		(void)(BUF_LIT(&h, WM_H_PRINCIPAL ": ") || buf_append(&h, who, who_len) || BUF_LIT(&h, "\r\n"));
 	ryw_header(f, shard, &h);
 	if (f->kind == RC_FANOUT)
 		buf_puts(&h, WM_H_FANOUT ": 1\r\n");

@@ -50,14 +50,12 @@
 #include "shard-router/fanout.h"
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "net/b64url.h"
+#include "net/digest.h"
 #include "net/json.h"
 #include "net/jsonw.h"
 
@@ -81,16 +79,16 @@ void fanout_cursor_init(struct fanout_cursor *c, uint64_t map_version)
 /* The first FANOUT_TAG_LEN bytes of SHA-256(tag). */
 static void tag_hash(const void *tag, size_t tag_len, uint8_t out[FANOUT_TAG_LEN])
 {
-	uint8_t h[SHA256_DIGEST_LENGTH];
-	SHA256(tag_len ? tag : (const void *)"", tag_len, h);
+	uint8_t h[DIGEST_SHA256_LEN];
+	if (digest_sha256(tag, tag_len, h))
+		memset(h, 0, sizeof(h)); /* no tag: a cursor of another request still fails its MAC */
 	memcpy(out, h, FANOUT_TAG_LEN);
 }
 
 /* The truncated MAC of payload[0..len) into mac; 0 or -1. */
 static int cursor_mac(const struct cluster_key *k, const uint8_t *payload, size_t len, uint8_t mac[FANOUT_MAC_LEN])
 {
-	uint8_t full[EVP_MAX_MD_SIZE];
-	unsigned ml = 0;
+	uint8_t full[DIGEST_SHA256_LEN];
 	/* label || NUL || payload, MAC'd in one call over a bounded buffer */
 	static const char label[] = FC_LABEL; /* sizeof includes the NUL */
 	uint8_t msg[sizeof(label) + FC_RAW_MAX];
@@ -99,7 +97,7 @@ static int cursor_mac(const struct cluster_key *k, const uint8_t *payload, size_
 	memcpy(msg, label, sizeof(label));
 	if (len)
 		memcpy(msg + sizeof(label), payload, len);
-	if (!HMAC(EVP_sha256(), k->secret, (int)k->len, msg, sizeof(label) + len, full, &ml) || ml != 32)
+	if (digest_hmac_sha256(k->secret, k->len, msg, sizeof(label) + len, full))
 		return -1;
 	memcpy(mac, full, FANOUT_MAC_LEN);
 	OPENSSL_cleanse(full, sizeof(full));

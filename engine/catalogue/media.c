@@ -44,8 +44,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +56,7 @@
 #include "engine/edge/key.h"
 #include "engine/base/log.h"
 #include "engine/storage/resources.h"
+#include "net/digest.h"
 #include "net/hex.h"
 #include "wal/fsutil.h"
 
@@ -84,16 +83,6 @@ static struct media_ext *ext(const struct table *t) { return t->ext; }
 
 /* ---- small helpers --------------------------------------------------------- */
 
-static int sha256_hex(const void *p, size_t n, char *out)
-{
-	uint8_t d[32];
-	unsigned int dl = 0;
-	if (!EVP_Digest(p, n, d, &dl, EVP_sha256(), NULL) || dl != sizeof(d))
-		return -1;
-	hex_encode(d, sizeof(d), out);
-	return 0;
-}
-
 /* The largest upload in bytes: --media-max-kb, never above --max-body-kb. */
 static uint64_t media_limit(const struct config *cfg)
 {
@@ -111,9 +100,7 @@ static int media_sign(const struct media_ext *e, const char *id, uint64_t max_by
 {
 	char msg[MEDIA_SIGN_MSG_MAX];
 	int n = snprintf(msg, sizeof(msg), "%s|%llu|%s|%s", id, (unsigned long long)max_bytes, mime, expires);
-	unsigned int ml = 0;
-	if (n < 0 || (size_t)n >= sizeof(msg) ||
-	    !HMAC(EVP_sha256(), e->secret, MEDIA_SECRET_LEN, (const uint8_t *)msg, (size_t)n, mac, &ml) || ml != 32)
+	if (n < 0 || (size_t)n >= sizeof(msg) || digest_hmac_sha256(e->secret, MEDIA_SECRET_LEN, msg, (size_t)n, mac))
 		return -1;
 	return 0;
 }
@@ -216,7 +203,7 @@ static int file_holds(const char *path, const char *sha, uint64_t len)
 	buf_init(&b, 0);
 	char got[MEDIA_SHA_HEX + 1];
 	ssize_t n = read_file(path, &b, len);
-	int ok = n >= 0 && (uint64_t)n == len && !sha256_hex(b.data, (size_t)n, got) && !strcmp(got, sha);
+	int ok = n >= 0 && (uint64_t)n == len && !digest_sha256_hex(b.data, (size_t)n, got) && !strcmp(got, sha);
 	buf_free(&b);
 	return ok;
 }
@@ -678,7 +665,7 @@ static void media_upload(struct api_ctx *c)
 	if (media_check_body(c, &m, &info))
 		return;
 	const char *why = NULL;
-	if (sha256_hex(c->http->body, c->http->body_len, m.sha256) ||
+	if (digest_sha256_hex(c->http->body, c->http->body_len, m.sha256) ||
 	    media_store(e, m.sha256, c->http->body, c->http->body_len, &why)) {
 		if (errno == ENOSPC || errno == EDQUOT)
 			shard_note_nospace(c->sh); /* answered 507 by api.c, logged once */
@@ -742,7 +729,7 @@ static void media_content(struct api_ctx *c)
 	struct buf *body = &c->rs->body;
 	buf_reset(body);
 	ssize_t n = e->ready ? read_file(path, body, m->v.bytes) : -1;
-	if (n < 0 || (uint64_t)n != m->v.bytes || sha256_hex(body->data, (size_t)n, got) ||
+	if (n < 0 || (uint64_t)n != m->v.bytes || digest_sha256_hex(body->data, (size_t)n, got) ||
 	    strcmp(got, m->v.sha256)) {
 		log_error("msg=\"media content missing or corrupt: not served\" media_id=%s file=%s expected_sha256=%s "
 			  "actual_sha256=%s bytes=%zd action=\"restore the file from a backup or re-upload the asset\"",

@@ -21,14 +21,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/core_names.h>
-#include <openssl/sha.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "net/digest.h"
 #include "net/hex.h"
 
 #define CK_SIGNED_MAX (16 + 4096 + 24 + 64 + CK_PRINCIPAL_MAX + 8) /* method, path, ts, body hash, principal, separators */
@@ -75,66 +73,6 @@ int ck_load(const char *path, struct cluster_key *k, char *err, size_t errlen)
 	return 0;
 }
 
-/*
- * SHA-256 and HMAC-SHA256 with the algorithms fetched once per thread and
- * their contexts kept.  OpenSSL 3's one-shot SHA256() and HMAC() fetch the
- * algorithm from the provider and build (and free) their contexts on every
- * call: under callgrind that was ~35,000 instructions a signed request, a
- * third of the router's instructions for a forwarded quote, and the shard
- * pays the same to verify it.  The HMAC context keeps the key it was last
- * given; a call with the same key re-initialises it from the stored pads
- * (EVP_MAC_init with no key), another key sets it anew.  Per thread: the
- * event loop signs and verifies; a context is never shared.
- */
-static _Thread_local EVP_MD *ck_sha256;
-static _Thread_local EVP_MD_CTX *ck_md_ctx;
-static _Thread_local EVP_MAC_CTX *ck_mac_ctx;
-static _Thread_local uint8_t ck_mac_secret[CK_SECRET_MAX]; /* the key ck_mac_ctx holds */
-static _Thread_local size_t ck_mac_len;
-static _Thread_local int ck_mac_keyed;                    /* 0: none yet */
-
-/* SHA-256 of p[0..n) into h; 0 or -1. */
-static int ck_digest(const void *p, size_t n, uint8_t h[SHA256_DIGEST_LENGTH])
-{
-	if (!ck_sha256 && !(ck_sha256 = EVP_MD_fetch(NULL, "SHA256", NULL)))
-		return -1;
-	if (!ck_md_ctx && !(ck_md_ctx = EVP_MD_CTX_new()))
-		return -1;
-	unsigned int len = 0;
-	return EVP_DigestInit_ex2(ck_md_ctx, ck_sha256, NULL) && EVP_DigestUpdate(ck_md_ctx, p, n) &&
-			       EVP_DigestFinal_ex(ck_md_ctx, h, &len) && len == SHA256_DIGEST_LENGTH
-		       ? 0
-		       : -1;
-}
-
-/* HMAC-SHA256 under k of msg[0..n) into mac; 0 or -1. */
-static int ck_hmac(const struct cluster_key *k, const uint8_t *msg, size_t n, uint8_t mac[32])
-{
-	if (!ck_mac_ctx) {
-		EVP_MAC *hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
-		ck_mac_ctx = hmac ? EVP_MAC_CTX_new(hmac) : NULL;
-		EVP_MAC_free(hmac); /* the context holds its own reference */
-		if (!ck_mac_ctx)
-			return -1;
-	}
-	if (k->len > sizeof(ck_mac_secret))
-		return -1;
-	if (!ck_mac_keyed || ck_mac_len != k->len || CRYPTO_memcmp(ck_mac_secret, k->secret, k->len) != 0) {
-		OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 0),
-				       OSSL_PARAM_END};
-		ck_mac_keyed = 0; /* until the new key is in */
-		if (!EVP_MAC_init(ck_mac_ctx, k->secret, k->len, params))
-			return -1;
-		memcpy(ck_mac_secret, k->secret, k->len);
-		ck_mac_len = k->len;
-		ck_mac_keyed = 1;
-	} else if (!EVP_MAC_init(ck_mac_ctx, NULL, 0, NULL)) {
-		return -1;
-	}
-	size_t ml = 0;
-	return EVP_MAC_update(ck_mac_ctx, msg, n) && EVP_MAC_final(ck_mac_ctx, mac, &ml, 32) && ml == 32 ? 0 : -1;
-}
-
 /* v in decimal at out (at most 20 bytes, no NUL), as printf's %lld writes
  * it; the length.  (snprintf was ~900 instructions a call, twice a
  * signature.) */
@@ -160,8 +98,8 @@ static int ck_mac(const struct cluster_key *k, const char *method, size_t method
 {
 	if (method_len > 16 || path_len > CK_PATH_MAX || principal_len > CK_PRINCIPAL_MAX)
 		return -1;
-	uint8_t h[SHA256_DIGEST_LENGTH];
-	if (ck_digest(body_len ? body : (const void *)"", body_len, h))
+	uint8_t h[DIGEST_SHA256_LEN];
+	if (digest_sha256(body, body_len, h)) /* net/digest.h: no fetch per call */
 		return -1;
 	char msg[CK_SIGNED_MAX];
 	size_t n = 0;
@@ -173,14 +111,14 @@ static int ck_mac(const struct cluster_key *k, const char *method, size_t method
 	msg[n++] = '\n';
 	n += put_i64(msg + n, ts);
 	msg[n++] = '\n';
-	hex_encode(h, SHA256_DIGEST_LENGTH, msg + n);
-	n += 2 * SHA256_DIGEST_LENGTH;
+	hex_encode(h, DIGEST_SHA256_LEN, msg + n);
+	n += 2 * DIGEST_SHA256_LEN;
 	if (principal_len) { /* the hex digest is fixed-length: no ambiguity */
 		msg[n++] = '\n';
 		memcpy(msg + n, principal, principal_len);
 		n += principal_len;
 	}
-	return ck_hmac(k, (const uint8_t *)msg, n, mac);
+	return digest_hmac_sha256(k->secret, k->len, msg, n, mac);
 }
 
 int ck_sign(const struct cluster_key *k, const char *method, size_t method_len, const char *path, size_t path_len,

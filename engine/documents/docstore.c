@@ -16,7 +16,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "net/digest.h"
 #include "net/hex.h"
 #include "wal/fsutil.h"
 
@@ -35,15 +35,13 @@ void (*docstore_test_before_rename)(void);
 
 static atomic_uint tmp_counter;
 
+/* SHA-256 as hex (net/digest.h); errno EIO when OpenSSL fails. */
 static int sha256_hex(const uint8_t *data, size_t len, char *hex)
 {
-	uint8_t md[32];
-	unsigned mdlen = 0;
-	if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32) {
+	if (digest_sha256_hex(data, len, hex)) {
 		errno = EIO;
 		return -1;
 	}
-	hex_encode(md, 32, hex);
 	return 0;
 }
 

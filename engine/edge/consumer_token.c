@@ -18,24 +18,18 @@
 #include <unistd.h>
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include "engine/cluster/cluster_auth.h"
 #include "net/b64url.h"
+#include "net/digest.h"
 #include "wal/fsutil.h"
 
 static const char ct_label[] = "wm-consumer-token v1"; /* with its NUL, the MAC's domain */
 
 int ct_key_derive(const struct cluster_key *ck, uint8_t out[CT_KEY_LEN])
 {
-	unsigned ml = 0;
-	return ck && ck->len &&
-			       HMAC(EVP_sha256(), ck->secret, (int)ck->len, (const uint8_t *)"wm consumer key", 15, out,
-				    &ml) &&
-			       ml == CT_KEY_LEN
-		       ? 0
-		       : -1;
+	_Static_assert(CT_KEY_LEN == DIGEST_SHA256_LEN, "the key is one HMAC-SHA256");
+	return ck && ck->len && !digest_hmac_sha256(ck->secret, ck->len, "wm consumer key", 15, out) ? 0 : -1;
 }
 
 /* Read exactly CT_KEY_LEN bytes of the key file: 1 read, 0 missing, -1 bad. */
@@ -98,8 +92,7 @@ static int ct_mac(const uint8_t key[CT_KEY_LEN], const char *order_id, uint8_t m
 		return -1;
 	memcpy(msg, ct_label, sizeof(ct_label));
 	memcpy(msg + sizeof(ct_label), order_id, il);
-	unsigned ml = 0;
-	return HMAC(EVP_sha256(), key, CT_KEY_LEN, msg, sizeof(ct_label) + il, mac, &ml) && ml == 32 ? 0 : -1;
+	return digest_hmac_sha256(key, CT_KEY_LEN, msg, sizeof(ct_label) + il, mac);
 }
 
 int ct_make(const uint8_t key[CT_KEY_LEN], const char *order_id, char out[CT_TOKEN_LEN + 1])

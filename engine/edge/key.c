@@ -31,6 +31,7 @@
 
 #include "engine/edge/fields.h"
 #include "engine/base/log.h"
+#include "net/digest.h"
 #include "net/hex.h"
 
 static const char b62[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -111,20 +112,10 @@ int key_token_new(enum key_kind kind, char out[KEY_TOKEN_LEN + 1])
 	return 0;
 }
 
-/* SHA-256 with a message digest fetched once (EVP fetches are not free). */
+/* SHA-256 (net/digest.h: fetched once per thread). */
 int key_digest(const char *p, size_t n, uint8_t out[32])
 {
-	static EVP_MD *md;
-	static EVP_MD_CTX *ctx;
-	if (!md && !(md = EVP_MD_fetch(NULL, "SHA256", NULL)))
-		return -1;
-	if (!ctx && !(ctx = EVP_MD_CTX_new()))
-		return -1;
-	unsigned int len = 0;
-	if (!EVP_DigestInit_ex2(ctx, md, NULL) || !EVP_DigestUpdate(ctx, p, n) ||
-	    !EVP_DigestFinal_ex(ctx, out, &len) || len != 32)
-		return -1;
-	return 0;
+	return digest_sha256(p, n, out);
 }
 
 /* ---- table ------------------------------------------------------------- */

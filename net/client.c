@@ -192,7 +192,14 @@ static struct hc_conn *conn_open(struct hc_pool *p, struct hc_call *c)
 	return k;
 }
 
-/* Put call c on the idle connection k. */
+static int conn_write(struct hc_conn *k);
+
+/* Put call c on the idle connection k and send what the socket takes now:
+ * a request sent at once needs no writability event (an epoll_ctl to ask
+ * for it, a loop round, another to drop it: strace of the router showed
+ * four epoll_ctl calls per forwarded request).  What does not go, or a
+ * send that fails, is left to the EPOLLOUT event, whose handler fails the
+ * call: never from here, inside the caller's hc_send. */
 static void conn_assign(struct hc_conn *k, struct hc_call *c)
 {
 	k->state = HC_BUSY;
@@ -200,6 +207,7 @@ static void conn_assign(struct hc_conn *k, struct hc_call *c)
 	k->call = c;
 	k->sent = 0;
 	k->in.len = 0;
+	(void)conn_write(k);
 	conn_interest(k);
 }
 

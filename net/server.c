@@ -117,6 +117,7 @@ struct conn {
 	unsigned char addr[16]; /* client address, key of the per-address table */
 	char peer[64];
 	struct srv_deferred *pending; /* a request the application answers later; none read meanwhile */
+	int stirred;            /* readable while pending: EPOLLIN dropped until the answer (conn_update_interest) */
 	struct conn *flush_next; /* on srv.flush_head: answers to send after the batch */
 	int flush_queued;
 };
@@ -476,11 +477,14 @@ static void conn_reject(struct conn *c, int status, const char *msg)
 }
 
 /* May the connection take another request (the in-flight and output bounds)? */
-static int conn_has_room(const struct conn *c)
+/* Room for another request, a deferred one in hand aside. */
+static int conn_room_but_pending(const struct conn *c)
 {
 	const struct srv_limits *l = &c->srv->cfg.lim;
-	return !c->close_after && !c->pending && c->mark_n < l->max_inflight && c->out.len < l->max_out_bytes;
+	return !c->close_after && c->mark_n < l->max_inflight && c->out.len < l->max_out_bytes;
 }
+
+static int conn_has_room(const struct conn *c) { return !c->pending && conn_room_but_pending(c); }
 
 /* Handle every complete request in `in`, within the in-flight bound.
  * Returns the bytes of `in` consumed; sets in_blocked when a bound stopped
@@ -587,8 +591,18 @@ static void conn_update_interest(struct conn *c)
 		ev = c->tls_hs_want_write ? EPOLLOUT : EPOLLIN;
 	} else {
 		/* EPOLLRDHUP only while reading: after EOF it would fire forever */
+		if (!c->pending)
+			c->stirred = 0;
 		if (!c->read_eof && conn_has_room(c))
 			ev |= EPOLLIN | EPOLLRDHUP;
+		else if (!c->tls && !c->read_eof && c->pending && !c->stirred && conn_room_but_pending(c))
+			/* Lazily: a deferred request (the router's forward) reads
+			 * nothing until its answer, but a client that waits for the
+			 * answer sends nothing either, so keep what is registered and
+			 * drop it only if the socket does turn readable (conn_on_event
+			 * sets stirred).  Dropping and adding EPOLLIN around every
+			 * deferred request was two epoll_ctl calls each. */
+			ev |= c->h.events & (EPOLLIN | EPOLLRDHUP);
 		if ((c->sent < c->sendable && !c->flush_queued) || c->tls_rd_want_write)
 			ev |= EPOLLOUT;
 		if (c->tls_wr_want_read)
@@ -697,10 +711,16 @@ static void conn_on_event(struct ev_loop *loop, struct ev_handle *h, uint32_t ev
 	int fresh = c->tls && !tls_handshake_done(c->tls);
 	if (fresh && conn_handshake(c))
 		return;
+	/* readable while a deferred request waits for its answer (EPOLLIN kept
+	 * lazily, conn_update_interest): read nothing now, stop listening, and
+	 * read it once the answer is out */
+	int hold = c->pending && !c->tls && (events & (EPOLLIN | EPOLLRDHUP));
+	if (hold)
+		c->stirred = 1;
 	/* read on readability, right after a handshake (the first request may
 	 * have come with it), or when a TLS read waited for writability */
 	size_t got;
-	if ((fresh || (events & (EPOLLIN | EPOLLRDHUP)) || (c->tls_rd_want_write && (events & EPOLLOUT))) &&
+	if (!hold && (fresh || (events & (EPOLLIN | EPOLLRDHUP)) || (c->tls_rd_want_write && (events & EPOLLOUT))) &&
 	    conn_read(c, &got)) {
 		conn_close(c);
 		return;

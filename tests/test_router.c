@@ -268,6 +268,49 @@ WM_TEST(router, pipelined_answers_keep_their_order, .timeout = 60)
 	cluster_down(&c);
 }
 
+/* A request that arrives while the one before it is being forwarded (the
+ * server keeps EPOLLIN registered during a deferred request and drops it
+ * only once the socket turns readable: net/server.c conn_update_interest)
+ * is answered after it, and a half-close that arrives meanwhile still gets
+ * both answers before the close. */
+WM_TEST(router, a_request_sent_while_one_is_forwarded_waits_its_turn, .timeout = 60)
+{
+	struct cluster c;
+	cluster_up(&c);
+	for (int round = 0; round < 20; round++) {
+		int fd = tcp_connect(c.router.port);
+		cr_assert_geq(fd, 0);
+		char first[512], second[512];
+		int n1 = snprintf(first, sizeof(first),
+				  "GET /v1/openapi.json HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n",
+				  WM_TEST_KEY);
+		int n2 = snprintf(second, sizeof(second),
+				  "GET /v1/wines?page_size=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+				  "Connection: close\r\n\r\n",
+				  WM_TEST_KEY);
+		/* two writes: the second lands while the first is forwarded */
+		cr_assert_eq(write(fd, first, (size_t)n1), n1);
+		cr_assert_eq(write(fd, second, (size_t)n2), n2);
+		if (round % 2) /* and the client's half-close, meanwhile */
+			cr_assert_eq(shutdown(fd, SHUT_WR), 0);
+		static char all[1 << 20];
+		size_t len = 0;
+		ssize_t k;
+		while (len < sizeof(all) - 1 && (k = read(fd, all + len, sizeof(all) - 1 - len)) > 0)
+			len += (size_t)k;
+		all[len] = 0;
+		close(fd);
+		const char *a = strstr(all, "\"openapi\""), *d = strstr(all, "{\"data\":[");
+		cr_assert(a && d, "round %d: missing an answer: %.300s", round, all);
+		cr_assert(a < d, "round %d: answers out of order", round);
+		int oks = 0;
+		for (const char *q = all; (q = strstr(q, "HTTP/1.1 200 OK")); q++)
+			oks++;
+		cr_assert_eq(oks, 2, "round %d: %d answers of 200", round, oks);
+	}
+	cluster_down(&c);
+}
+
 WM_TEST(router, shard_down_is_503_and_home_down_is_not_ready, .timeout = 60)
 {
 	struct cluster c;

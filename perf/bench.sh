@@ -707,6 +707,26 @@ fi
 # and 0.16x (42 us); orders -c1/-c16/-c64 143/126/125 and 136/113/146 us;
 # router/direct quote 0.46 (router untrained) and 0.58 (trained).  The two
 # runs are the box's two states, not the builds: nginx itself moved 21 %.
+#
+# Measured 2026-11-30 (session 44).  perf/ir_per_request.sh: an order
+# 324,206 -> 309,184 instructions (a replacing put that keeps its index
+# keys rewrites the row in its own block, engine/storage/table.c
+# install_in_place; the ETag's body hash through libxxhash's dispatch).
+# Callgrind on one process of a router in front of two shards, 1-line
+# quotes through it, aa0759f -> 0349bbb: the router 106,029 -> 57,770
+# instructions a forwarded quote (the route found by hash or among the
+# patterns with as many segments, not by binding all 115; SHA-256/HMAC
+# fetched once per thread, net/digest.c; no printf on the forwarding
+# path), the shard behind it 114,473 -> 97,015 (its signature check).
+# strace -c of the router under quote load: 4 epoll_ctl calls per
+# forwarded request -> 0 (net/client.c sends a request when it is
+# assigned; net/server.c keeps EPOLLIN during a deferred request).  make
+# bench at ec8acc3 (a fast state: nginx 126,020): quote 1 line 0.60x
+# (75,795, 13 us a quote, p99 1.225 ms), 5 lines 0.18x, orders
+# -c1/-c16/-c64 132/105/133 us, router/direct quote 0.46, GET 0.33.  At
+# 0349bbb (a slow state: nginx 113,176, the small catalogue's quote p99
+# 28 us against 15): quote 1 line 0.42x (21 us), router/direct quote 0.66,
+# GET 0.45, orders 0.70.
 
 # cpu_ticks PID : utime + stime of every thread of the process (/proc, clock ticks)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

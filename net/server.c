@@ -476,14 +476,16 @@ static void conn_reject(struct conn *c, int status, const char *msg)
 	conn_answer_problem(c, status, code, msg, NULL);
 }
 
-/* May the connection take another request (the in-flight and output bounds)? */
-/* Room for another request, a deferred one in hand aside. */
+/* Room for another request within the in-flight and output bounds, a
+ * deferred request in hand aside (conn_update_interest's lazy EPOLLIN). */
 static int conn_room_but_pending(const struct conn *c)
 {
 	const struct srv_limits *l = &c->srv->cfg.lim;
 	return !c->close_after && c->mark_n < l->max_inflight && c->out.len < l->max_out_bytes;
 }
 
+/* May the connection take another request (none deferred, the in-flight
+ * and output bounds)? */
 static int conn_has_room(const struct conn *c) { return !c->pending && conn_room_but_pending(c); }
 
 /* Handle every complete request in `in`, within the in-flight bound.

@@ -407,6 +407,16 @@ int tcp_connect(int port)
 	return fd;
 }
 
+void read_until_close(int fd, char *buf, size_t cap)
+{
+	size_t len = 0;
+	ssize_t k;
+	while (len < cap - 1 && (k = read(fd, buf + len, cap - 1 - len)) > 0)
+		len += (size_t)k;
+	buf[len] = 0;
+	close(fd);
+}
+
 static int read_response(int fd, struct http_resp *out, int timeout_ms)
 {
 	memset(out, 0, sizeof(*out));

@@ -88,6 +88,8 @@ void stderr_capture_end(struct stderr_capture *c, char *out, size_t outlen);
 
 /* Connected socket to the port (blocking), or -1. */
 int tcp_connect(int port);
+/* Read fd until EOF (or cap - 1 bytes) into buf, NUL-terminated; close fd. */
+void read_until_close(int fd, char *buf, size_t cap);
 /* Read one full response from a socket (Content-Length framing). 0 or -1. */
 int http_read_response(int fd, struct http_resp *out, int timeout_ms);
 

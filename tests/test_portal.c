@@ -77,12 +77,7 @@ static void head_raw(const char *path, char *out, size_t n)
 	char req[256];
 	int l = snprintf(req, sizeof(req), "HEAD %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", path);
 	cr_assert_eq(write(fd, req, (size_t)l), l);
-	size_t got = 0;
-	ssize_t k;
-	while (got < n - 1 && (k = read(fd, out + got, n - 1 - got)) > 0)
-		got += (size_t)k;
-	out[got] = 0;
-	close(fd);
+	read_until_close(fd, out, n);
 }
 
 /* The security headers every portal answer must carry. */

@@ -233,6 +233,15 @@ WM_TEST(router, sends_each_request_to_its_owner, .timeout = 60)
 	cluster_down(&c);
 }
 
+/* The "200 OK" status lines in a stream of answers. */
+static int oks_in(const char *all)
+{
+	int n = 0;
+	for (const char *p = all; (p = strstr(p, "HTTP/1.1 200 OK")); p++)
+		n++;
+	return n;
+}
+
 WM_TEST(router, pipelined_answers_keep_their_order, .timeout = 60)
 {
 	struct cluster c;
@@ -250,21 +259,13 @@ WM_TEST(router, pipelined_answers_keep_their_order, .timeout = 60)
 	cr_assert_eq(write(fd, req, (size_t)n), n);
 	/* read the three answers (the last closes) as one stream */
 	static char all[1 << 20];
-	size_t len = 0;
-	ssize_t k;
-	while (len < sizeof(all) - 1 && (k = read(fd, all + len, sizeof(all) - 1 - len)) > 0)
-		len += (size_t)k;
-	all[len] = 0;
-	close(fd);
+	read_until_close(fd, all, sizeof(all));
 	const char *a = strstr(all, "\"openapi\""), *b = strstr(all, "{\"status\":\"ok\",\"storage\":\"ok\"}"),
 		   *d = b ? strstr(b, "{\"data\":[") : NULL;
 	cr_assert(a && b && d, "missing an answer: %s", all);
 	cr_assert(a < b && b < d, "answers out of order: %s", all);
 	/* three 200s: the client's own X-WM-Signature was dropped, the router's used */
-	int oks = 0;
-	for (const char *p = all; (p = strstr(p, "HTTP/1.1 200 OK")); p++)
-		oks++;
-	cr_assert_eq(oks, 3, "%s", all);
+	cr_assert_eq(oks_in(all), 3, "%s", all);
 	cluster_down(&c);
 }
 
@@ -294,18 +295,11 @@ WM_TEST(router, a_request_sent_while_one_is_forwarded_waits_its_turn, .timeout =
 		if (round % 2) /* and the client's half-close, meanwhile */
 			cr_assert_eq(shutdown(fd, SHUT_WR), 0);
 		static char all[1 << 20];
-		size_t len = 0;
-		ssize_t k;
-		while (len < sizeof(all) - 1 && (k = read(fd, all + len, sizeof(all) - 1 - len)) > 0)
-			len += (size_t)k;
-		all[len] = 0;
-		close(fd);
+		read_until_close(fd, all, sizeof(all));
 		const char *a = strstr(all, "\"openapi\""), *d = strstr(all, "{\"data\":[");
 		cr_assert(a && d, "round %d: missing an answer: %.300s", round, all);
 		cr_assert(a < d, "round %d: answers out of order", round);
-		int oks = 0;
-		for (const char *q = all; (q = strstr(q, "HTTP/1.1 200 OK")); q++)
-			oks++;
+		int oks = oks_in(all);
 		cr_assert_eq(oks, 2, "round %d: %d answers of 200", round, oks);
 	}
 	cluster_down(&c);

@@ -147,6 +147,14 @@ void redge_close(struct redge *e)
 	}
 	rspec_free(&e->spec);
 	e->opened = 0;
+	while (e->spare) {
+		struct redge_req *q = e->spare;
+		e->spare = q->next_spare;
+		buf_free(&q->rs.headers);
+		buf_free(&q->rs.body);
+		free(q);
+	}
+	e->n_spare = 0;
 }
 
 int redge_ready(struct redge *e) { return e->opened && repl_synced(&e->sh, REPL_HOME); }
@@ -155,13 +163,52 @@ uint64_t redge_applied(struct redge *e) { return e->opened ? repl_applied_lsn(&e
 
 /* ---- one request ---------------------------------------------------------- */
 
-void redge_free(struct redge_req *q)
+void redge_free(struct redge *e, struct redge_req *q)
 {
 	if (!q)
 		return;
+	if (e->opened && e->n_spare < REDGE_SPARE && q->rs.headers.cap + q->rs.body.cap <= REDGE_SPARE_BYTES) {
+		q->next_spare = e->spare;
+		e->spare = q;
+		e->n_spare++;
+		return;
+	}
 	buf_free(&q->rs.headers);
 	buf_free(&q->rs.body);
 	free(q);
+}
+
+/* A request state: a spare or a new one, zeroed but for the context's
+ * field-error arrays (~7.5 KB of its 8), which api_field_error fills as
+ * n_errs grows -- as api_handle does.  Its buffers are empty.  NULL: out of
+ * memory. */
+static struct redge_req *redge_alloc(struct redge *e)
+{
+	_Static_assert(offsetof(struct redge_req, c) == 0, "the context first");
+	_Static_assert(offsetof(struct api_ctx, n_errs) ==
+			       offsetof(struct api_ctx, err_msg) + sizeof(((struct api_ctx *)0)->err_msg),
+		       "from errs on: the error arrays, then n_errs");
+	struct redge_req *q = e->spare;
+	struct buf h = {0}, b = {0};
+	if (q) {
+		e->spare = q->next_spare;
+		e->n_spare--;
+		h = q->rs.headers;
+		b = q->rs.body;
+	} else if (!(q = malloc(sizeof(*q)))) {
+		return NULL;
+	} else {
+		buf_init(&h, 0);
+		buf_init(&b, 0);
+	}
+	memset(&q->c, 0, offsetof(struct api_ctx, errs));
+	q->c.n_errs = 0;
+	memset((char *)q + sizeof(q->c), 0, sizeof(*q) - sizeof(q->c));
+	q->rs.headers = h;
+	q->rs.body = b;
+	buf_reset(&q->rs.headers);
+	buf_reset(&q->rs.body);
+	return q;
 }
 
 /* Copy the edge's own answer into rs. */
@@ -211,18 +258,7 @@ enum redge_verdict redge_admit(struct redge *e, const struct srv_request *rq, st
 		buf_puts(&rs->headers, "Retry-After: 1\r\n");
 		return REDGE_ANSWERED;
 	}
-	/* zeroed but for the context's field-error arrays (~7.5 KB of its 8),
-	 * which api_field_error fills as n_errs grows -- as api_handle does */
-	_Static_assert(offsetof(struct redge_req, c) == 0, "the context first");
-	_Static_assert(offsetof(struct api_ctx, n_errs) ==
-			       offsetof(struct api_ctx, err_msg) + sizeof(((struct api_ctx *)0)->err_msg),
-		       "from errs on: the error arrays, then n_errs");
-	struct redge_req *q = malloc(sizeof(*q));
-	if (q) {
-		memset(&q->c, 0, offsetof(struct api_ctx, errs));
-		q->c.n_errs = 0;
-		memset((char *)q + sizeof(q->c), 0, sizeof(*q) - sizeof(q->c));
-	}
+	struct redge_req *q = redge_alloc(e);
 	if (!q) {
 		rs->status = 503;
 		rs->content_type = PROBLEM_CONTENT_TYPE;
@@ -230,8 +266,6 @@ enum redge_verdict redge_admit(struct redge *e, const struct srv_request *rq, st
 		return REDGE_ANSWERED;
 	}
 	memcpy(q->rq.request_id, rq->request_id, sizeof(q->rq.request_id));
-	buf_init(&q->rs.headers, 0);
-	buf_init(&q->rs.body, 0);
 	struct api_ctx *c = &q->c;
 	c->sh = &e->sh;
 	c->rq = &q->rq;
@@ -254,7 +288,7 @@ enum redge_verdict redge_admit(struct redge *e, const struct srv_request *rq, st
 		e->refused += refused != 0;
 		answer_from(q, rs);
 		audit_with(e, q, rs);
-		redge_free(q);
+		redge_free(e, q);
 		return REDGE_ANSWERED;
 	}
 	q->quota_left = api_route_reads(r) ? auth_quota_left(c) : UINT32_MAX;
@@ -263,7 +297,7 @@ enum redge_verdict redge_admit(struct redge *e, const struct srv_request *rq, st
 		log_error("msg=\"a principal does not fit its wire form\" key_id=%.40s", c->who.key_id);
 		api_error(c, 500, "internal_error", "the caller's identity could not be forwarded");
 		answer_from(q, rs);
-		redge_free(q);
+		redge_free(e, q);
 		return REDGE_ANSWERED;
 	}
 	/* the cursor the read starts after, for the audit's span */
@@ -318,7 +352,7 @@ void redge_finish(struct redge *e, struct redge_req *q, const struct redge_repor
 	}
 	buf_append(&final->headers, q->rs.headers.data, q->rs.headers.len);
 	audit_with(e, q, final);
-	redge_free(q);
+	redge_free(e, q);
 }
 
 void redge_metrics(struct redge *e, struct buf *b)

@@ -69,6 +69,7 @@
 #define ROUTER_MAX_FWD_HEADERS 8192u /* bytes of the client headers forwarded */
 #define API_PAGE_DEFAULT_ROUTER 50u  /* page_size when none is given (spec: default 50) */
 #define FANOUT_TAG_BYTES 512         /* route, filters and caller of a fan-out list */
+#define ROUTER_FWD_SPARE_BYTES (64u << 10) /* a spare request state keeps buffers of at most this */
 
 struct fwd;
 
@@ -90,10 +91,12 @@ struct fwd {
 	const struct rc_rule *rule;
 	uint8_t kind;                 /* enum rc_kind, RC_EDGE for /metrics */
 	char method[16];
-	char *target;                 /* path and query, as received */
+	char *target;                 /* path and query, as received (target_cap bytes) */
 	struct buf hdrs;              /* forwarded client header lines */
-	char *body;
+	char *body;                   /* body_cap bytes */
 	size_t body_len;
+	size_t target_cap, body_cap;
+	struct fwd *next_spare;       /* in the router's fwd_spare list */
 	uint32_t shard;               /* one owner: its id */
 	struct redge_req *eq;         /* the edge's state of an admitted request (edge.h), or NULL */
 	struct redge_report rep;      /* what the answer returned, for the quota and the audit */
@@ -211,20 +214,98 @@ static int fwd_copy_headers(struct buf *out, const struct http_request *h)
 	return out->overflow || out->len > ROUTER_MAX_FWD_HEADERS ? -1 : 0;
 }
 
-static void fwd_free(struct fwd *f)
+/* Free f's own buffers and f. */
+static void fwd_release(struct fwd *f)
 {
-	for (uint32_t i = 0; i < SMAP_MAX_SHARDS; i++) {
-		free(f->calls[i].target);
-		free(f->calls[i].page);
-	}
-	redge_free(f->eq);
-	free(f->from);
 	free(f->target);
 	free(f->body);
 	buf_free(&f->hdrs);
 	buf_free(&f->out.headers);
 	buf_free(&f->out.body);
 	free(f);
+}
+
+/* Release f: its fan-out pages and edge state, then f itself, kept with its
+ * buffers among the router's spares while there is room (fwd_alloc). */
+static void fwd_free(struct fwd *f)
+{
+	struct router *r = f->r;
+	if (f->from) /* only a fan-out has per-call targets and pages */
+		for (uint32_t i = 0; i < SMAP_MAX_SHARDS; i++) {
+			free(f->calls[i].target);
+			free(f->calls[i].page);
+		}
+	redge_free(&r->edge, f->eq);
+	free(f->from);
+	size_t held = f->target_cap + f->body_cap + f->hdrs.cap + f->out.headers.cap + f->out.body.cap;
+	if (!r->closing && r->n_fwd_spare < ROUTER_FWD_SPARE && held <= ROUTER_FWD_SPARE_BYTES) {
+		f->next_spare = r->fwd_spare;
+		r->fwd_spare = f;
+		r->n_fwd_spare++;
+		return;
+	}
+	fwd_release(f);
+}
+
+/* A zeroed request state for r, its buffers empty: a spare (keeping their
+ * memory: no calloc of ~5 KB and no buffer growth per request) or a new
+ * one.  NULL when out of memory. */
+static struct fwd *fwd_alloc(struct router *r)
+{
+	struct fwd *f = r->fwd_spare;
+	if (!f) {
+		f = calloc(1, sizeof(*f));
+		if (!f)
+			return NULL;
+		buf_init(&f->hdrs, ROUTER_MAX_FWD_HEADERS + 1024);
+		buf_init(&f->out.headers, 0);
+		buf_init(&f->out.body, 0);
+		f->r = r;
+		return f;
+	}
+	r->fwd_spare = f->next_spare;
+	r->n_fwd_spare--;
+	struct buf hdrs = f->hdrs, oh = f->out.headers, ob = f->out.body;
+	char *target = f->target, *body = f->body;
+	size_t target_cap = f->target_cap, body_cap = f->body_cap;
+	memset(f, 0, sizeof(*f));
+	f->hdrs = hdrs;
+	f->out.headers = oh;
+	f->out.body = ob;
+	buf_reset(&f->hdrs);
+	buf_reset(&f->out.headers);
+	buf_reset(&f->out.body);
+	f->target = target;
+	f->target_cap = target_cap;
+	f->body = body;
+	f->body_cap = body_cap;
+	f->r = r;
+	return f;
+}
+
+/* Make *p hold at least `need` bytes (*cap its size).  0, or -1 (OOM, *p kept). */
+static int fwd_room(char **p, size_t *cap, size_t need)
+{
+	if (need <= *cap)
+		return 0;
+	char *n = realloc(*p, need);
+	if (!n)
+		return -1;
+	*p = n;
+	*cap = need;
+	return 0;
+}
+
+/* The spare request states, freed (router_close: none is kept once it
+ * has set `closing`). */
+static void fwd_spares_free(struct router *r)
+{
+	while (r->fwd_spare) {
+		struct fwd *f = r->fwd_spare;
+		r->fwd_spare = f->next_spare;
+		r->n_fwd_spare--;
+		fwd_release(f);
+	}
 }
 
 /* A problem+json answer into rs. */
@@ -267,10 +348,12 @@ static void router_relay_into(struct srv_response *rs, const struct hc_response 
 			for (unsigned k = 0; own[k] && !skip; k++)
 				skip = strlen(own[k]) == nl && strncasecmp(p, own[k], nl) == 0;
 			if (nl == 12 && strncasecmp(p, "content-type", 12) == 0) {
-				snprintf(ctype, ctype_size, "%.*s", (int)vl, v);
+				size_t cl = vl < ctype_size - 1 ? vl : ctype_size - 1; /* truncated as snprintf would */
+				memcpy(ctype, v, cl);
+				ctype[cl] = 0;
 				rs->content_type = ctype;
 			} else if (!skip) {
-				buf_printf(&rs->headers, "%.*s\r\n", (int)ll, p);
+				(void)(buf_append(&rs->headers, p, ll) || BUF_LIT(&rs->headers, "\r\n"));
 			}
 		}
 		p = eol;
@@ -362,25 +445,28 @@ static int fwd_send(struct fwd *f, uint32_t shard)
 	    ck_sign_principal(&r->key, f->method, strlen(f->method), target, strlen(target), (int64_t)time(NULL),
 			      f->body, f->body_len, who, who_len, sig))
 		return -1;
-	struct buf h;
-	buf_init(&h, 0);
-	(void)(BUF_LIT(&h, CK_HEADER_NAME ": ") || buf_puts(&h, sig) || BUF_LIT(&h, "\r\n"));
+	/* the router's scratch: hc_send copies the lines into its call and
+	 * never calls back from inside (client.h) */
+	struct buf *h = &r->call_hdrs;
+	buf_reset(h);
+	(void)(BUF_LIT(h, CK_HEADER_NAME ": ") || buf_puts(h, sig) || BUF_LIT(h, "\r\n"));
 	if (who)
-		(void)(BUF_LIT(&h, WM_H_PRINCIPAL ": ") || buf_append(&h, who, who_len) || BUF_LIT(&h, "\r\n"));
-	ryw_header(f, shard, &h);
+		(void)(BUF_LIT(h, WM_H_PRINCIPAL ": ") || buf_append(h, who, who_len) || BUF_LIT(h, "\r\n"));
+	ryw_header(f, shard, h);
 	if (f->kind == RC_FANOUT)
-		buf_puts(&h, WM_H_FANOUT ": 1\r\n");
+		buf_puts(h, WM_H_FANOUT ": 1\r\n");
 	if (f->rule && !strcmp(f->method, "POST") && !strcmp(f->rule->pattern, "/v1/orders"))
-		buf_puts(&h, coord_header(r->coord)); /* it may coordinate the order across shards */
-	buf_append(&h, f->hdrs.data, f->hdrs.len);
-	buf_append(&h, "", 1); /* NUL for hc_request.headers */
-	struct hc_request rq = {.method = f->method, .path = target, .headers = h.data, .body = f->body,
+		buf_puts(h, coord_header(r->coord)); /* it may coordinate the order across shards */
+	buf_append(h, f->hdrs.data, f->hdrs.len);
+	buf_append(h, "", 1); /* NUL for hc_request.headers */
+	struct hc_request rq = {.method = f->method, .path = target, .headers = h->data, .body = f->body,
 				.body_len = f->body_len, .timeout_ms = (uint32_t)r->cfg.forward_timeout_ms};
 	f->calls[shard].f = f;
 	f->calls[shard].shard = shard;
 	f->calls[shard].asked = 1;
-	int rc = h.overflow ? -1 : hc_send(r->pools[shard], &rq, on_answer, &f->calls[shard]);
-	buf_free(&h);
+	int rc = h->overflow ? -1 : hc_send(r->pools[shard], &rq, on_answer, &f->calls[shard]);
+	if (h->cap > ROUTER_FWD_SPARE_BYTES) /* a rare large one is not kept */
+		buf_free(h);
 	if (rc) {
 		r->st.refused_full++;
 		return -1;
@@ -622,22 +708,19 @@ static void on_answer(void *arg, const struct hc_response *a, const char *err)
 		return;
 	if (a->status == 202 && coord_begin(r->coord, f, call->shard, a))
 		return; /* a cross-shard order: the coordinator answers it */
-	struct srv_response rs = {0};
-	buf_init(&rs.headers, 0);
-	buf_init(&rs.body, 0);
-	char ctype[128];
-	router_relay_into(&rs, a, ctype, sizeof(ctype));
+	struct srv_response *rs = &f->out; /* one owner: the fwd's own answer is free, its buffers kept */
+	buf_reset(&rs->headers);
+	buf_reset(&rs->body);
+	router_relay_into(rs, a, f->out_ctype, sizeof(f->out_ctype));
 	redge_report_from(a, &f->rep);
 	if (f->kind == RC_EDGE && a->status == 200) {
-		router_metrics(r, &rs.body);
-		redge_metrics(&r->edge, &rs.body);
-		coord_metrics(r->coord, &rs.body);
+		router_metrics(r, &rs->body);
+		redge_metrics(&r->edge, &rs->body);
+		coord_metrics(r->coord, &rs->body);
 	}
-	rs.route = f->rule ? f->rule->pattern : "-";
+	rs->route = f->rule ? f->rule->pattern : "-";
 	r->st.relayed++;
-	fwd_finish(f, &rs);
-	buf_free(&rs.headers);
-	buf_free(&rs.body);
+	fwd_finish(f, rs);
 }
 
 /* ---- fan-out lists (shard-router/fanout.h) ------------------------------ */
@@ -897,28 +980,28 @@ static void answer_internal(struct router *r, const struct http_request *h, stru
 static struct fwd *fwd_new(struct router *r, const struct srv_request *rq, const struct rc_rule *rule)
 {
 	const struct http_request *h = rq->http;
-	struct fwd *f = calloc(1, sizeof(*f));
+	struct fwd *f = fwd_alloc(r);
 	if (!f)
 		return NULL;
-	f->r = r;
 	f->rule = rule;
-	buf_init(&f->hdrs, ROUTER_MAX_FWD_HEADERS + 1024);
-	buf_init(&f->out.headers, 0);
-	buf_init(&f->out.body, 0);
 	/* HEAD goes on as GET: a shard's answer to HEAD announces a body it
 	 * does not send, which the client pool would wait for; the server
 	 * strips the body of the relayed answer for the HEAD it deferred */
 	if (h->method == HTTP_M_HEAD)
-		snprintf(f->method, sizeof(f->method), "GET");
-	else
-		snprintf(f->method, sizeof(f->method), "%.*s", (int)h->method_len, h->method_str);
-	f->target = strndup(h->target, h->target_len);
-	f->body_len = h->body_len;
-	f->body = malloc(h->body_len + 1);
-	if (!f->target || !f->body || h->method_len >= sizeof(f->method) || fwd_copy_headers(&f->hdrs, h)) {
+		memcpy(f->method, "GET", 4);
+	else if (h->method_len < sizeof(f->method)) {
+		memcpy(f->method, h->method_str, h->method_len);
+		f->method[h->method_len] = 0;
+	}
+	size_t tl = strnlen(h->target, h->target_len); /* as strndup took it */
+	if (h->method_len >= sizeof(f->method) || fwd_room(&f->target, &f->target_cap, tl + 1) ||
+	    fwd_room(&f->body, &f->body_cap, h->body_len + 1) || fwd_copy_headers(&f->hdrs, h)) {
 		fwd_free(f);
 		return NULL;
 	}
+	memcpy(f->target, h->target, tl);
+	f->target[tl] = 0;
+	f->body_len = h->body_len;
 	if (h->body_len)
 		memcpy(f->body, h->body, h->body_len);
 	return f;
@@ -967,7 +1050,7 @@ void router_handle(void *app, const struct srv_request *rq, struct srv_response 
 		return;
 	struct fwd *f = fwd_new(r, rq, rule);
 	if (!f) {
-		redge_free(eq);
+		redge_free(&r->edge, eq);
 		answer_problem(rs, 431, "headers_too_large", "the request's headers are too large to forward");
 		return;
 	}
@@ -1135,6 +1218,7 @@ static int router_coord_open(struct router *r, char *err, size_t errlen)
 int router_open(struct router *r, const struct config *cfg, struct ev_loop *loop, char *err, size_t errlen)
 {
 	memset(r, 0, sizeof(*r));
+	buf_init(&r->call_hdrs, 0);
 	r->cfg = *cfg;
 	r->loop = loop;
 	char why[256];
@@ -1170,4 +1254,6 @@ void router_close(struct router *r)
 	coord_close(r->coord); /* after the pools: every call of a transaction has failed */
 	r->coord = NULL;
 	redge_close(&r->edge); /* after the pools: their failed calls audited first */
+	fwd_spares_free(r);
+	buf_free(&r->call_hdrs);
 }

@@ -24,6 +24,7 @@
 #define ROUTER_READY_WINDOW_MS 3000u   /* /readyz: the home answered within this */
 #define ROUTER_MAX_RETIRED SMAP_MAX_SHARDS /* pools replaced by a map reload, freed at the next tick */
 #define ROUTER_EDGE_WAIT_MAX 1024u     /* answers to key/partner writes waiting for the edge's replica */
+#define ROUTER_FWD_SPARE 64u           /* finished requests' state kept for the next ones (router.c fwd_alloc) */
 #define ROUTER_EDGE_WAIT_MS 2000u      /* ... at most this long (then they go anyway, logged) */
 
 struct fwd;
@@ -66,6 +67,9 @@ struct router {
 	struct fwd *edge_wait[ROUTER_EDGE_WAIT_MAX];
 	uint32_t n_edge_wait;
 	struct coord *coord;               /* cross-shard orders (coordinator.h) */
+	struct fwd *fwd_spare;             /* finished requests' state, with their buffers, for reuse */
+	uint32_t n_fwd_spare;              /* <= ROUTER_FWD_SPARE */
+	struct buf call_hdrs;              /* fwd_send's header lines, reused call after call */
 	int closing;                       /* router_close runs: no new call */
 };
 

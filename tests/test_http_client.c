@@ -95,14 +95,20 @@ static void finish(void)
 	R.loop = NULL;
 }
 
+/* Start a shard and a pool for it: 2 connections, a queue of 64. */
+static void shard_pool(struct wm_proc *p)
+{
+	wm_proc_init(p);
+	cr_assert_eq(wm_start(p, NULL, NULL), 0);
+	char addr[32];
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", p->port);
+	pool(addr, 2, 64, 1 << 20);
+}
+
 WM_TEST(http_client, calls_to_a_real_shard_reuse_connections, .timeout = 60)
 {
 	struct wm_proc p;
-	wm_proc_init(&p);
-	cr_assert_eq(wm_start(&p, NULL, NULL), 0);
-	char addr[32];
-	snprintf(addr, sizeof(addr), "127.0.0.1:%d", p.port);
-	pool(addr, 2, 64, 1 << 20);
+	shard_pool(&p);
 	static struct outcome o[20], created;
 	for (int i = 0; i < 20; i++)
 		call("GET", "/healthz", NULL, NULL, 10000, &o[i]);
@@ -126,6 +132,70 @@ WM_TEST(http_client, calls_to_a_real_shard_reuse_connections, .timeout = 60)
 	cr_assert_eq(o[0].status, 200);
 	hc_stats(R.pool, &st);
 	cr_assert_leq(st.connects, 2);
+	finish();
+	wm_proc_cleanup(&p);
+}
+
+/* A partner-creating body named `name`, padded with `pad` spaces of JSON
+ * whitespace (malloc'd). */
+static char *partner_body(const char *name, size_t pad)
+{
+	char *b = malloc(pad + 256);
+	cr_assert_not_null(b);
+	int n = snprintf(b, 256, "{\"legal_name\":\"%s\",\"country\":\"FR\",\"roles\":[\"seller\"]", name);
+	memset(b + n, ' ', pad);
+	memcpy(b + n + pad, "}", 2);
+	return b;
+}
+
+/* Finished calls are kept for reuse with their request buffers
+ * (HC_CALL_SPARE of them, each buffer up to HC_SPARE_MAX_BYTES): a reused
+ * call carries its own request only, whatever the one before it held, and
+ * the bounds hold at and past their edges. */
+WM_TEST(http_client, a_reused_call_carries_only_its_own_request, .timeout = 60)
+{
+	struct wm_proc p;
+	shard_pool(&p);
+	static const char hdrs[] = "Authorization: Bearer " WM_TEST_KEY "\r\nContent-Type: application/json\r\n";
+	/* past the count: 40 calls at once, all kept but HC_CALL_SPARE */
+	static struct outcome o[HC_CALL_SPARE + 8];
+	for (unsigned i = 0; i < HC_CALL_SPARE + 8; i++)
+		call("GET", "/healthz", NULL, NULL, 10000, &o[i]);
+	run_until_done();
+	for (unsigned i = 0; i < HC_CALL_SPARE + 8; i++)
+		cr_assert_eq(o[i].status, 200, "call %u: %d %s", i, o[i].status, o[i].err);
+	struct hc_stats st;
+	hc_stats(R.pool, &st);
+	cr_assert_eq(st.spare, HC_CALL_SPARE, "%u calls kept", st.spare);
+	/* one at a time, so each takes the call the one before gave back:
+	 * a long request (just under the byte bound), then short ones */
+	struct {
+		const char *name;
+		size_t pad;
+	} steps[] = {{"Reuse Long", HC_SPARE_MAX_BYTES - 1024}, {"Reuse Short", 0}, {NULL, 0},
+		     {"Reuse Past The Bound", HC_SPARE_MAX_BYTES}, {"Reuse After", 3}};
+	for (unsigned k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+		struct outcome *x = &o[k];
+		if (!steps[k].name) {
+			call("GET", "/healthz", NULL, NULL, 10000, x);
+			run_until_done();
+			cr_assert_eq(x->status, 200, "step %u: %d %s", k, x->status, x->err);
+			cr_assert(strstr(x->body, "\"status\":\"ok\""), "step %u: %s", k, x->body);
+		} else {
+			char *b = partner_body(steps[k].name, steps[k].pad);
+			call("POST", "/v1/partners", hdrs, b, 10000, x);
+			free(b);
+			run_until_done();
+			cr_assert_eq(x->status, 201, "step %u: %d %s %s", k, x->status, x->err, x->body);
+			char want[64];
+			snprintf(want, sizeof(want), "\"legal_name\":\"%s\"", steps[k].name);
+			cr_assert(strstr(x->body, want), "step %u: %s", k, x->body);
+		}
+		hc_stats(R.pool, &st);
+		/* the call past the byte bound is freed, not kept: one fewer */
+		unsigned want_spare = k >= 3 ? HC_CALL_SPARE - 1 : HC_CALL_SPARE;
+		cr_assert_eq(st.spare, want_spare, "step %u: %u calls kept", k, st.spare);
+	}
 	finish();
 	wm_proc_cleanup(&p);
 }

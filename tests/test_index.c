@@ -831,6 +831,63 @@ static size_t grown_cap(size_t n)
 	return cap;
 }
 
+/* A growing array past HIDX_TOUCH_AT_ONCE bytes is not touched at once
+ * (that stalled the loop: a 96 MB event index took 93 ms in one insert)
+ * but step by step while its entries move, all of it before the move ends;
+ * a small one, and one a bulk load reserves, at once. */
+WM_TEST(hidx, a_growing_array_is_touched_step_by_step_a_reserved_one_at_once)
+{
+	enum { N = 60000 };
+	static char keys[N][16];
+	struct hidx h;
+	hidx_init(&h);
+	size_t cap = 0, big = 0, small = 0;
+	int was_moving = 0;
+	for (int i = 0; i < N; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "t%d", i);
+		cr_assert_eq(hidx_put(&h, keys[i], (uint32_t)strlen(keys[i]), tag((uintptr_t)i + 1)), 0);
+		size_t bytes = h.cap * sizeof(struct hidx_slot);
+		cr_assert_leq(h.touched, bytes);
+		if (h.cap != cap) { /* this insert grew the array */
+			cap = h.cap;
+			if (bytes <= HIDX_TOUCH_AT_ONCE) {
+				small++;
+				cr_assert_eq(h.touched, bytes, "%zu slots: %zu of %zu bytes touched", cap, h.touched, bytes);
+			} else {
+				big++;
+				cr_assert_lt(h.touched, bytes / 8, "%zu slots: %zu of %zu bytes touched at once", cap,
+					     h.touched, bytes);
+				cr_assert_not_null(h.old, "%zu slots: moved at once", cap);
+			}
+		}
+		if (was_moving && !h.old) /* the move just ended: the whole array is touched */
+			cr_assert_eq(h.touched, bytes, "%zu slots: %zu of %zu bytes touched by the move's end", cap,
+				     h.touched, bytes);
+		was_moving = h.old != NULL;
+	}
+	cr_assert_geq(small, 3);
+	cr_assert_geq(big, 2, "only %zu growths past the bound", big);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(hidx_get(&h, keys[i], (uint32_t)strlen(keys[i])), tag((uintptr_t)i + 1));
+	hidx_free(&h);
+	/* a bulk load's array: touched at once, past the bound too -- reserved,
+	 * or grown by a thread in hidx_bulk_load */
+	hidx_init(&h);
+	cr_assert_eq(hidx_reserve(&h, N), 0);
+	cr_assert_gt(h.cap * sizeof(struct hidx_slot), HIDX_TOUCH_AT_ONCE);
+	cr_assert_eq(h.touched, h.cap * sizeof(struct hidx_slot));
+	hidx_free(&h);
+	hidx_init(&h);
+	hidx_bulk_load(true);
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(hidx_put(&h, keys[i], (uint32_t)strlen(keys[i]), tag((uintptr_t)i + 1)), 0);
+		cr_assert_eq(h.touched, h.cap * sizeof(struct hidx_slot), "bulk, %zu slots", h.cap);
+	}
+	hidx_bulk_load(false);
+	cr_assert_gt(h.cap * sizeof(struct hidx_slot), HIDX_TOUCH_AT_ONCE);
+	hidx_free(&h);
+}
+
 WM_TEST(hidx, reserve_then_load_never_rehashes)
 {
 	static const size_t sizes[] = { 1, 11, 12, 100, 716, 717, 5000, 45875, 45876, 100000 };

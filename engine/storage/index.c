@@ -200,6 +200,17 @@ uint64_t idx_probes;
 #define HIDX_MOVE_STEP 64u
 #define HIDX_MOVE_AT_ONCE 4096u
 
+/* A new slot array is written once a page before use (touch_pages below):
+ * at once up to HIDX_TOUCH_AT_ONCE bytes (index.h), and for a bulk load (hidx_reserve);
+ * past that, HIDX_TOUCH_STEP pages per incremental move step, so that the
+ * touching is done well before the move (each step moves HIDX_MOVE_STEP
+ * slots of the old array into an array twice its size: ~0.75 of a page).
+ * Touching a whole growing array at once stalled the event loop: a shard
+ * taking orders at -c16 grew its event index to 4M slots (96 MB) in one
+ * insert that took 93 ms, and five order tables crossing 262,144 slots
+ * together held one loop iteration 50 ms (the orders' max latency). */
+#define HIDX_TOUCH_STEP 2u
+#define HIDX_PAGE 4096u
 /* Write one byte of every 4 KiB page of a fresh zeroed block (calloc).  A
  * big calloc is fresh mmap'd memory whose pages a first read (a probe) maps
  * to the shared zero page; the write that follows (a place) then faults
@@ -207,12 +218,34 @@ uint64_t idx_probes;
  * threads (recovery runs two).  Writing first faults each page once.  A
  * 1.7M-row snapshot load spent ~8 % of its samples in those second faults.
  * (A plain memset after malloc would do, but the compiler turns that pair
- * back into calloc.) */
-static void touch_pages(void *p, size_t bytes)
+ * back into calloc.)  Pages [from, to) of p, which may hold entries. */
+static void touch_pages(void *p, size_t from, size_t to)
 {
-	volatile unsigned char *b = p;
-	for (size_t off = 0; off < bytes; off += 4096)
-		b[off] = 0;
+	/* an atomic "or 0": a write access that changes nothing, so a page
+	 * already holding entries (touched late, while they move) keeps them,
+	 * and a page not yet mapped takes one write fault, not a read fault
+	 * (the zero page) and then a write fault */
+	unsigned char *b = p;
+	for (size_t off = from; off < to; off += HIDX_PAGE)
+		(void)__atomic_fetch_or(b + off, 0, __ATOMIC_RELAXED);
+}
+
+/* hidx_bulk: set while this thread loads in bulk (hidx_bulk_load). */
+static _Thread_local bool hidx_bulk_thread;
+
+void hidx_bulk_load(bool on) { hidx_bulk_thread = on; }
+
+/* Touch the next `pages` pages of h's current array not yet touched (all
+ * of them for pages >= what is left). */
+static void hidx_touch_more(struct hidx *h, size_t pages)
+{
+	size_t bytes = h->cap * sizeof(struct hidx_slot);
+	if (h->touched >= bytes)
+		return;
+	size_t room = bytes - h->touched;
+	size_t to = h->touched + (pages >= room / HIDX_PAGE ? room : pages * HIDX_PAGE);
+	touch_pages(h->slots, h->touched, to);
+	h->touched = to;
 }
 
 _Static_assert(IDX_MAX_KEY <= 0xff, "a key's length fits the hash word's low byte");
@@ -305,6 +338,8 @@ static void hidx_place(struct hidx *h, const struct hidx_slot *e)
  * current one; free it when it is empty. */
 static void hidx_move(struct hidx *h, size_t n)
 {
+	if (h->old)
+		hidx_touch_more(h, n == SIZE_MAX ? SIZE_MAX / HIDX_PAGE : HIDX_TOUCH_STEP);
 	for (; h->old && n > 0 && h->move_pos < h->old_cap; n--, h->move_pos++) {
 		struct hidx_slot *e = &h->old[h->move_pos];
 		if (e->hash >= 2) {
@@ -329,15 +364,20 @@ static void hidx_move(struct hidx *h, size_t n)
  * HIDX_MOVE_STEP slots per later insert or delete (incremental, as Redis's
  * dict does: no single operation pays for the whole table; a lookup
  * probes both arrays meanwhile).  A rehash still moving is finished first.
- * Small tables are moved at once.  -1 on OOM with the table unchanged.
+ * Small tables are moved at once.  The new array is touched at once
+ * (bulk: hidx_reserve, or a thread in hidx_bulk_load; or up to
+ * HIDX_TOUCH_AT_ONCE bytes), else while the entries move.  -1 on OOM with
+ * the table unchanged.
  */
-static int hidx_rehash(struct hidx *h, size_t new_cap)
+static int hidx_rehash(struct hidx *h, size_t new_cap, bool bulk)
 {
 	assert(new_cap >= HIDX_MIN_CAP && (new_cap & (new_cap - 1)) == 0 && new_cap > h->count);
 	struct hidx_slot *ns = calloc(new_cap, sizeof(*ns));
 	if (!ns)
 		return -1;
-	touch_pages(ns, new_cap * sizeof(*ns));
+	bulk = bulk || hidx_bulk_thread;
+	size_t bytes = new_cap * sizeof(*ns), now = bulk || bytes <= HIDX_TOUCH_AT_ONCE ? bytes : 0;
+	touch_pages(ns, 0, now);
 	hidx_move(h, SIZE_MAX);
 	assert(!h->old);
 	h->old = h->slots;
@@ -346,6 +386,7 @@ static int hidx_rehash(struct hidx *h, size_t new_cap)
 	h->move_pos = 0;
 	h->slots = ns;
 	h->cap = new_cap;
+	h->touched = now;
 	h->tombstones = 0;
 	if (!h->old || h->moving <= HIDX_MOVE_AT_ONCE)
 		hidx_move(h, SIZE_MAX);
@@ -366,7 +407,7 @@ static int hidx_reserve_one(struct hidx *h)
 			return -1;
 		nc *= 2;
 	}
-	return hidx_rehash(h, nc);
+	return hidx_rehash(h, nc, false);
 }
 
 /* hidx_reserve: make room for `n` live entries in all, so that inserting
@@ -390,7 +431,7 @@ int hidx_reserve(struct hidx *h, size_t n)
 		nc *= 2;
 	if (nc < h->cap)
 		nc = h->cap; /* here only to drop tombstones: never shrink */
-	if (hidx_rehash(h, nc) != 0)
+	if (hidx_rehash(h, nc, true) != 0)
 		return -1;
 	hidx_move(h, SIZE_MAX); /* nothing left to move during the load */
 	assert(!h->old);

@@ -22,6 +22,7 @@
 #ifndef WM_INDEX_H
 #define WM_INDEX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +46,11 @@ struct hidx_slot {
 	void *val;
 };
 
+/* A new slot array of up to this many bytes is touched (its pages faulted
+ * in) at once; a bigger one a few pages per incremental move step (one
+ * made by hidx_reserve, a bulk load, at once whatever its size). */
+#define HIDX_TOUCH_AT_ONCE ((size_t)256 << 10)
+
 struct hidx {
 	struct hidx_slot *slots;
 	size_t cap;          /* power of two */
@@ -53,7 +59,16 @@ struct hidx {
 	/* incremental rehash (index.c): the previous array while its entries move */
 	struct hidx_slot *old;
 	size_t old_cap, moving, move_pos;
+	size_t touched;      /* bytes of slots written once so far (index.c touch_pages) */
 };
+
+/* While on, the arrays this thread grows are made as hidx_reserve makes
+ * them: touched at once whatever their size.
+ * Recovery turns it on around its installs: nothing is served yet, and a
+ * probe into a page not yet touched maps the zero page, which the first
+ * write then replaces (two faults, and a TLB shoot-down on the builder
+ * thread's CPU). */
+void hidx_bulk_load(bool on);
 
 void hidx_init(struct hidx *h);
 void hidx_free(struct hidx *h);

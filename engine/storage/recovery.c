@@ -69,6 +69,7 @@
 #include <string.h>
 
 #include "engine/base/log.h"
+#include "engine/storage/index.h"
 #include "engine/storage/record.h"
 #include "engine/storage/shard.h"
 #include "engine/storage/table.h"
@@ -512,6 +513,7 @@ static int pipe_run(struct load_pipe *p, void *(*builder)(void *), int wal, char
 	}
 	pthread_setname_np(th, "wm-recovery"); /* top -H and perf tell it from the loop */
 	struct load_batch *b;
+	hidx_bulk_load(true); /* indexes grown by these installs: engine/storage/index.h */
 	while ((b = batch_take(p))) {
 		for (unsigned i = 0; i < b->n && !failed; i++) {
 			if (wal ? wal_install(p->sh, &b->it[i], why) : snap_install(p->sh, &b->it[i], why)) {
@@ -524,6 +526,7 @@ static int pipe_run(struct load_pipe *p, void *(*builder)(void *), int wal, char
 		}
 		batch_give_back(p, b);
 	}
+	hidx_bulk_load(false);
 	pthread_join(th, NULL);
 	/* the loop only reads the builder's counter once it has joined */
 	struct recovery_time *rt = wal ? &p->sh->wal_time : &p->sh->snap_time;

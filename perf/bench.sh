@@ -727,6 +727,21 @@ fi
 # 0349bbb (a slow state: nginx 113,176, the small catalogue's quote p99
 # 28 us against 15): quote 1 line 0.42x (21 us), router/direct quote 0.66,
 # GET 0.45, orders 0.70.
+#
+# Measured 2026-11-30 (session 45).  The router keeps its request state,
+# edge state and client calls with their buffers for reuse (ROUTER_FWD_SPARE,
+# REDGE_SPARE, HC_CALL_SPARE): callgrind on the router, 1-line quotes
+# through it, 57,862 -> 46,448 instructions a forwarded quote; wrk -c64
+# through a fresh cluster, builds alternated, 3 rounds: 30.7k/22.7k/30.0k
+# -> 34.8k/29.5k/34.8k req/s.  A growing hash index touches its new array
+# a few pages per move step (engine/storage/index.c): orders at -c16 had
+# loop stalls of up to 93 ms when the event index grew (wrk max latency
+# per 5 s window 28-131 ms -> 4-15 ms).  make bench at 1da3332 (nginx
+# 118,116): quote 1 line 0.53x (62,096, 16 us, p99 1.788 ms), 5 lines
+# 0.15x (56 us); router/direct quote 0.53, GET partner 0.63 (42,306 /
+# 67,130; 0.33 and 0.45 in session 44), orders 0.63; orders -c1/-c16/-c64
+# 116/112/139 us; 2PC 0.30/0.39; scale p99 1.21/1.33; recovery 490,699
+# rows/s.
 
 # cpu_ticks PID : utime + stime of every thread of the process (/proc, clock ticks)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

@@ -31,7 +31,9 @@
  *     both; a key is in exactly one) and every insert or delete moves
  *     HIDX_MOVE_STEP of its slots, so no single operation pays for a whole
  *     table -- a 1M-entry table took ~57 ms to rehash at once, a stall of
- *     every request behind it;
+ *     every request behind it.  The same holds for faulting in the new
+ *     array's pages: a few per step past HIDX_TOUCH_AT_ONCE (touching a
+ *     96 MB array at once took 93 ms), all at once only in a bulk load;
  *   - every live key is reachable from its home slot without crossing an
  *     empty slot.
  * Keys are not copied (the row owns them); a slot keeps the caller's pointer.

@@ -384,13 +384,22 @@ static void router_metrics(const struct router *r, struct buf *b)
 		   (unsigned long long)r->st.timeouts, (unsigned long long)r->st.refused_full,
 		   (unsigned long long)r->st.misdirected, (unsigned long long)r->st.map_reloads,
 		   (unsigned long long)r->map.version);
+	/* the states kept for reuse (memory held between requests) and their bounds */
+	buf_printf(b,
+		   "# TYPE wm_router_spare_states gauge\nwm_router_spare_states{kind=\"forward\"} %u\n"
+		   "wm_router_spare_states{kind=\"edge\"} %u\n"
+		   "# TYPE wm_router_spare_states_limit gauge\nwm_router_spare_states_limit{kind=\"forward\"} %u\n"
+		   "wm_router_spare_states_limit{kind=\"edge\"} %u\nwm_router_spare_states_limit{kind=\"shard_call\"} %u\n",
+		   r->n_fwd_spare, r->edge.n_spare, ROUTER_FWD_SPARE, REDGE_SPARE, HC_CALL_SPARE);
 	for (uint32_t i = 0; i < r->map.n; i++) {
 		struct hc_stats s;
 		hc_stats(r->pools[i], &s);
 		buf_printf(b,
 			   "wm_router_shard_calls_total{shard=\"%u\"} %llu\nwm_router_shard_failed_total{shard=\"%u\"} "
-			   "%llu\nwm_router_shard_open_conns{shard=\"%u\"} %u\nwm_router_shard_queued{shard=\"%u\"} %u\n",
-			   i, (unsigned long long)s.calls, i, (unsigned long long)s.failed, i, s.open, i, s.queued);
+			   "%llu\nwm_router_shard_open_conns{shard=\"%u\"} %u\nwm_router_shard_queued{shard=\"%u\"} %u\n"
+			   "wm_router_shard_spare_calls{shard=\"%u\"} %u\n",
+			   i, (unsigned long long)s.calls, i, (unsigned long long)s.failed, i, s.open, i, s.queued, i,
+			   s.spare);
 	}
 }
 

@@ -269,6 +269,60 @@ WM_TEST(router, pipelined_answers_keep_their_order, .timeout = 60)
 	cluster_down(&c);
 }
 
+/* The router keeps finished requests' state for the next ones (router.c
+ * fwd_alloc): at most ROUTER_FWD_SPARE forwarding states, REDGE_SPARE edge
+ * states and HC_CALL_SPARE calls per shard pool.  With the home stopped,
+ * n keyed reads of it wait at once; once all are answered, each kind keeps
+ * min(n, its bound) -- below and past every bound.  (The /metrics request
+ * that reads them holds one forwarding state and one call of shard 0's
+ * pool while its answer is written.) */
+WM_TEST(router, spare_request_states_stay_within_their_bounds, .timeout = 90)
+{
+	struct cluster c;
+	cluster_up(&c);
+	/* the bounds, as the router reports them */
+	long lf = router_metric(&c, "wm_router_spare_states_limit{kind=\"forward\"} "),
+	     le = router_metric(&c, "wm_router_spare_states_limit{kind=\"edge\"} "),
+	     lc = router_metric(&c, "wm_router_spare_states_limit{kind=\"shard_call\"} ");
+	cr_assert(lf > 10 && le > 10 && lc > 10 && lf < 1000 && le < 1000 && lc < 1000, "limits %ld %ld %ld", lf, le,
+		  lc);
+	long most = lf > le ? lf : le;
+	most = most > lc ? most : lc;
+	const long waves[] = {10, most + 6}; /* below every bound, then past all */
+	int *fds = calloc((size_t)most + 6, sizeof(int));
+	cr_assert_not_null(fds);
+	static char all[1 << 16];
+	char req[256];
+	int rl = snprintf(req, sizeof(req),
+			  "GET /v1/stock-locations HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+			  "Connection: close\r\n\r\n",
+			  WM_TEST_KEY);
+	for (unsigned w = 0; w < sizeof(waves) / sizeof(waves[0]); w++) {
+		long n = waves[w];
+		cr_assert_eq(kill(c.shard[0].pid, SIGSTOP), 0);
+		for (long i = 0; i < n; i++) {
+			fds[i] = tcp_connect(c.router.port);
+			cr_assert_geq(fds[i], 0);
+			cr_assert_eq(write(fds[i], req, (size_t)rl), rl);
+		}
+		usleep(500 * 1000); /* the router reads and forwards them all meanwhile */
+		cr_assert_eq(kill(c.shard[0].pid, SIGCONT), 0);
+		for (long i = 0; i < n; i++) {
+			read_until_close(fds[i], all, sizeof(all));
+			close(fds[i]);
+			cr_assert_eq(oks_in(all), 1, "wave %u, request %ld: %.300s", w, i, all);
+		}
+		long fwd = router_metric(&c, "wm_router_spare_states{kind=\"forward\"} "),
+		     edge = router_metric(&c, "wm_router_spare_states{kind=\"edge\"} "),
+		     calls = router_metric(&c, "wm_router_shard_spare_calls{shard=\"0\"} ");
+		cr_assert_eq(fwd, (n < lf ? n : lf) - 1, "wave of %ld: %ld forwarding states kept", n, fwd);
+		cr_assert_eq(edge, n < le ? n : le, "wave of %ld: %ld edge states kept", n, edge);
+		cr_assert_eq(calls, (n < lc ? n : lc) - 1, "wave of %ld: %ld calls kept", n, calls);
+	}
+	free(fds);
+	cluster_down(&c);
+}
+
 /* A request that arrives while the one before it is being forwarded (the
  * server keeps EPOLLIN registered during a deferred request and drops it
  * only once the socket turns readable: net/server.c conn_update_interest)

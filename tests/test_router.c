@@ -275,7 +275,8 @@ WM_TEST(router, pipelined_answers_keep_their_order, .timeout = 60)
  * n keyed reads of it wait at once; once all are answered, each kind keeps
  * min(n, its bound) -- below and past every bound.  (The /metrics request
  * that reads them holds one forwarding state and one call of shard 0's
- * pool while its answer is written.) */
+ * pool while its answer is written.)  A request whose buffers grew past
+ * the byte bound is not kept. */
 WM_TEST(router, spare_request_states_stay_within_their_bounds, .timeout = 90)
 {
 	struct cluster c;
@@ -319,6 +320,24 @@ WM_TEST(router, spare_request_states_stay_within_their_bounds, .timeout = 90)
 		cr_assert_eq(edge, n < le ? n : le, "wave of %ld: %ld edge states kept", n, edge);
 		cr_assert_eq(calls, (n < lc ? n : lc) - 1, "wave of %ld: %ld calls kept", n, calls);
 	}
+	/* past the byte bound (router.c ROUTER_FWD_SPARE_BYTES, 64 KiB): a
+	 * request whose body alone is bigger takes a spare and is not kept
+	 * (whatever the shard answers it) */
+	size_t big = (64u << 10) + 512;
+	char *body = malloc(big + 64);
+	cr_assert_not_null(body);
+	int bl = snprintf(body, 64, "{\"name\":\"Too Big\"");
+	memset(body + bl, ' ', big);
+	memcpy(body + bl + big, "}", 2);
+	struct http_resp r;
+	cr_assert_eq(http_do(c.router.port, "POST", "/v1/stock-locations", "Content-Type: application/json\r\n", body,
+			     &r),
+		     0);
+	cr_assert_gt(r.status, 0);
+	http_resp_free(&r);
+	free(body);
+	long fwd = router_metric(&c, "wm_router_spare_states{kind=\"forward\"} ");
+	cr_assert_eq(fwd, lf - 2, "after a request past the byte bound: %ld forwarding states kept", fwd);
 	free(fds);
 	cluster_down(&c);
 }

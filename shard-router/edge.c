@@ -137,6 +137,14 @@ void redge_tick(struct redge *e)
 	}
 }
 
+/* Free q's buffers and q. */
+static void redge_release(struct redge_req *q)
+{
+	buf_free(&q->rs.headers);
+	buf_free(&q->rs.body);
+	free(q);
+}
+
 void redge_close(struct redge *e)
 {
 	if (e->opened) {
@@ -150,9 +158,7 @@ void redge_close(struct redge *e)
 	while (e->spare) {
 		struct redge_req *q = e->spare;
 		e->spare = q->next_spare;
-		buf_free(&q->rs.headers);
-		buf_free(&q->rs.body);
-		free(q);
+		redge_release(q);
 	}
 	e->n_spare = 0;
 }
@@ -173,9 +179,7 @@ void redge_free(struct redge *e, struct redge_req *q)
 		e->n_spare++;
 		return;
 	}
-	buf_free(&q->rs.headers);
-	buf_free(&q->rs.body);
-	free(q);
+	redge_release(q);
 }
 
 /* A request state: a spare or a new one, zeroed but for the context's

@@ -341,7 +341,7 @@ static void hidx_place(struct hidx *h, const struct hidx_slot *e)
 static void hidx_move(struct hidx *h, size_t n)
 {
 	if (h->old)
-		hidx_touch_more(h, n == SIZE_MAX ? SIZE_MAX / HIDX_PAGE : HIDX_TOUCH_STEP);
+		hidx_touch_more(h, n == SIZE_MAX ? SIZE_MAX : HIDX_TOUCH_STEP);
 	for (; h->old && n > 0 && h->move_pos < h->old_cap; n--, h->move_pos++) {
 		struct hidx_slot *e = &h->old[h->move_pos];
 		if (e->hash >= 2) {

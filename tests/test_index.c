@@ -100,6 +100,36 @@ WM_TEST(hidx, put_get_del_set)
 	hidx_free(&h); /* idempotent */
 }
 
+/* hidx_prefetch is a hint: on an empty index, for keys at and past the
+ * length bound, for NULL bytes, and mid-rehash, it changes nothing. */
+WM_TEST(hidx, prefetch_changes_nothing_whatever_it_is_given)
+{
+	struct hidx h;
+	hidx_init(&h);
+	char big[IDX_MAX_KEY + 1];
+	memset(big, 'k', sizeof(big));
+	hidx_prefetch(&h, "a", 1); /* no array yet */
+	cr_assert_eq(hidx_count(&h), 0);
+	cr_assert_null(h.slots);
+	char key[16];
+	for (int i = 0; i < 5000; i++) { /* through several incremental rehashes */
+		int n = snprintf(key, sizeof(key), "key%d", i);
+		hidx_prefetch(&h, key, (uint32_t)n);
+		hidx_prefetch(&h, big, IDX_MAX_KEY);     /* at the bound */
+		hidx_prefetch(&h, big, IDX_MAX_KEY + 1); /* past it */
+		hidx_prefetch(&h, NULL, 3);
+		hidx_prefetch(&h, NULL, 0);
+		cr_assert_eq(hidx_put(&h, key, (uint32_t)n, tag(i + 1)), 0);
+	}
+	cr_assert_eq(hidx_count(&h), 5000);
+	for (int i = 0; i < 5000; i++) {
+		int n = snprintf(key, sizeof(key), "key%d", i);
+		cr_assert_eq(hidx_get(&h, key, (uint32_t)n), tag(i + 1));
+	}
+	cr_assert_null(hidx_get(&h, big, IDX_MAX_KEY));
+	hidx_free(&h);
+}
+
 WM_TEST(hidx, duplicate_put_returns_1)
 {
 	struct hidx h;

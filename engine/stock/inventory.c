@@ -377,6 +377,12 @@ static int inv_index_add(struct table *t, struct row *r)
 	return 0;
 }
 
+/* index_prefetch: the natural key's slot, inv_index_add's first probe */
+static void inv_index_prefetch(const struct table *t, const struct row *r)
+{
+	hidx_prefetch(&ext(t)->by_natural, level_nkey((const struct inv_level *)r), INV_NKEY_LEN);
+}
+
 static void del_if(struct oidx *x, const uint8_t *k, uint32_t kl, const void *row)
 {
 	if (oidx_get(x, k, kl) == row)
@@ -418,6 +424,7 @@ const struct table_ops inventory_table_ops = {
 	.index_del = inv_index_del,
 	.index_add_first = 1, /* sets, and deletes only what points at the row */
 	.index_keys_same = inv_keys_same,
+	.index_prefetch = inv_index_prefetch,
 	.init = inv_init,
 	.fini = inv_fini,
 };

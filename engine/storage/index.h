@@ -87,6 +87,10 @@ int hidx_set(struct hidx *h, const char *key, uint32_t key_len, void *val);
  * key / OOM: nothing changed, *prev NULL). */
 int hidx_swap(struct hidx *h, const char *key, uint32_t key_len, void *val, void **prev);
 void *hidx_get(const struct hidx *h, const char *key, uint32_t key_len);
+/* A hint: start loading the home slot of key in the current array (a
+ * lookup or insert of it a little later then finds it in the cache).
+ * Changes nothing; an empty index or a key out of bounds is ignored. */
+void hidx_prefetch(const struct hidx *h, const char *key, uint32_t key_len);
 /* hidx_get without counting a probe: for a caller that accounts for what it
  * reads itself (table.h's read set notes the row's LSN; runtime maps such as
  * rate-limit buckets hold nothing durable). */

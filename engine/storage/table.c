@@ -455,6 +455,13 @@ struct row *table_row_adopt(const struct table *t, const struct row *at)
 	return r;
 }
 
+void table_row_prefetch(const struct table *t, const struct row *r)
+{
+	hidx_prefetch(&t->by_id, r->id, r->id_len);
+	if (t->ops->index_prefetch)
+		t->ops->index_prefetch(t, r);
+}
+
 void table_row_release(struct table *t, struct row *r)
 {
 	if (t->ops->release)

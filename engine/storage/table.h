@@ -78,6 +78,11 @@ struct table_ops {
 	 * at all (table.c install_in_place).  Test builds run index_del anyway
 	 * and abort if it removes an entry (the verdict was wrong). */
 	int (*index_keys_same)(const struct row *old, const struct row *r);
+	/* A hint (may be NULL): prefetch what index_add(r) will probe first in
+	 * a hash index of t->ext (the slot of r's natural key), so that a bulk
+	 * install can start the cache miss a few rows ahead
+	 * (table_row_prefetch).  Reads r and the index; changes nothing. */
+	void (*index_prefetch)(const struct table *t, const struct row *r);
 	/* Set up / tear down the resource's per-table state in t->ext. */
 	int (*init)(struct table *t);
 	void (*fini)(struct table *t);
@@ -259,6 +264,11 @@ int table_put_image(struct table *t, const char *id, size_t id_len, const char *
 struct row *table_row_adopt(const struct table *t, const struct row *at);
 void table_row_release(struct table *t, struct row *r);
 void table_row_install(struct table *t, struct row *r);
+/* A hint before table_row_install(t, r) a few rows later: prefetch the
+ * slot of r's id in the id index and what index_prefetch names.  In a
+ * table of a million rows each is a cache (and TLB) miss the install would
+ * otherwise wait for (recovery.c).  Changes nothing. */
+void table_row_prefetch(const struct table *t, const struct row *r);
 /* Would table_put accept this document?  Parses and decodes it into a
  * scratch row and frees it; nothing changes.  0, or -1 with why (>= 128
  * bytes).  The replication subscriber checks every record it received

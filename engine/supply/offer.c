@@ -220,6 +220,12 @@ static int offer_index_add(struct table *t, struct row *r)
 	return offer_keys(t, r, 1);
 }
 
+/* index_prefetch: the natural key's slot, offer_index_add's first probe */
+static void offer_index_prefetch(const struct table *t, const struct row *r)
+{
+	hidx_prefetch(&ext(t)->by_natural, offer_nkey(&((const struct offer_row *)r)->o), OFFER_NKEY_LEN);
+}
+
 /* (index_add_first) only the entries that still point at r */
 static void offer_index_del(struct table *t, struct row *r)
 {
@@ -729,6 +735,7 @@ const struct table_ops offer_table_ops = {
 	.index_del = offer_index_del,
 	.index_add_first = 1, /* sets, and deletes only what points at the row */
 	.index_keys_same = offer_keys_same,
+	.index_prefetch = offer_index_prefetch,
 	.init = offer_init,
 	.fini = offer_fini,
 };

@@ -383,6 +383,9 @@ static void inv_index_prefetch(const struct table *t, const struct row *r)
 	hidx_prefetch(&ext(t)->by_natural, level_nkey((const struct inv_level *)r), INV_NKEY_LEN);
 }
 
+/* index_reserve: by_natural holds one entry per level (natural keys are unique) */
+static int inv_index_reserve(struct table *t, size_t rows) { return hidx_reserve(&ext(t)->by_natural, rows); }
+
 static void del_if(struct oidx *x, const uint8_t *k, uint32_t kl, const void *row)
 {
 	if (oidx_get(x, k, kl) == row)
@@ -425,6 +428,7 @@ const struct table_ops inventory_table_ops = {
 	.index_add_first = 1, /* sets, and deletes only what points at the row */
 	.index_keys_same = inv_keys_same,
 	.index_prefetch = inv_index_prefetch,
+	.index_reserve = inv_index_reserve,
 	.init = inv_init,
 	.fini = inv_fini,
 };

@@ -417,7 +417,10 @@ int table_put_image(struct table *t, const char *id, size_t id_len, const char *
 /* Contract (table.h): size the id index for `rows` rows in all. */
 int table_reserve(struct table *t, size_t rows)
 {
-	return hidx_reserve(&t->by_id, rows);
+	int rc = hidx_reserve(&t->by_id, rows);
+	if (t->ops->index_reserve && t->ops->index_reserve(t, rows))
+		rc = -1;
+	return rc;
 }
 
 /* Contract (table.h): a row decoded from a stored document into the

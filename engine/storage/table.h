@@ -83,6 +83,10 @@ struct table_ops {
 	 * install can start the cache miss a few rows ahead
 	 * (table_row_prefetch).  Reads r and the index; changes nothing. */
 	void (*index_prefetch)(const struct table *t, const struct row *r);
+	/* With table_reserve (may be NULL): size the hash indexes of t->ext
+	 * whose entries are one per row for `rows` in all.  0, or -1 on OOM
+	 * (the index then grows as rows come). */
+	int (*index_reserve)(struct table *t, size_t rows);
 	/* Set up / tear down the resource's per-table state in t->ext. */
 	int (*init)(struct table *t);
 	void (*fini)(struct table *t);
@@ -225,9 +229,10 @@ int table_put_live(struct table *t, const char *id, size_t id_len, const char *d
 int table_put_typed(struct table *t, const char *id, size_t id_len, const char *doc, size_t doc_len,
 		    uint64_t lsn, const void *typed, char *why);
 /* A bulk load (snapshot recovery) that knows how many rows the table will
- * hold: size the hash index by id for `rows` in all, so the load never
- * rehashes it (hidx_reserve: no bigger than growth would make it).  0, or
- * -1 on OOM with nothing changed (the index then grows as rows come). */
+ * hold: size the hash index by id, and the table's own one-per-row hash
+ * indexes (index_reserve), for `rows` in all, so the load never rehashes
+ * them (hidx_reserve: no bigger than growth would make it).  0, or -1 on
+ * OOM (an index not sized then grows as rows come). */
 int table_reserve(struct table *t, size_t rows);
 /*
  * table_put in halves, for recovery's builder thread

@@ -226,6 +226,9 @@ static void offer_index_prefetch(const struct table *t, const struct row *r)
 	hidx_prefetch(&ext(t)->by_natural, offer_nkey(&((const struct offer_row *)r)->o), OFFER_NKEY_LEN);
 }
 
+/* index_reserve: by_natural holds one entry per offer (natural keys are unique) */
+static int offer_index_reserve(struct table *t, size_t rows) { return hidx_reserve(&ext(t)->by_natural, rows); }
+
 /* (index_add_first) only the entries that still point at r */
 static void offer_index_del(struct table *t, struct row *r)
 {
@@ -736,6 +739,7 @@ const struct table_ops offer_table_ops = {
 	.index_add_first = 1, /* sets, and deletes only what points at the row */
 	.index_keys_same = offer_keys_same,
 	.index_prefetch = offer_index_prefetch,
+	.index_reserve = offer_index_reserve,
 	.init = offer_init,
 	.fini = offer_fini,
 };

@@ -565,6 +565,22 @@ void shard_space_poll(struct shard *sh)
 	log_info("msg=\"disk space returned: writes accepted again\" data_dir=%s", sh->cfg.data_dir);
 }
 
+/* Before applying a transaction: prefetch the id-index slot of every row
+ * it writes.  A commit writes rows of many tables (an order: its body,
+ * state, holds, ledger, events), most of them new ids in hash indexes far
+ * bigger than the cache, so each install began with a cache miss of its
+ * own (perf record of orders at -c16: ~4 % of the shard's samples in that
+ * probe); started together, the misses overlap.  Reads the records'
+ * headers only; a malformed tail is apply_records' to refuse. */
+static void prefetch_ids(struct shard *sh, const void *payload, size_t len)
+{
+	size_t off = 0;
+	struct rec_view rv;
+	while (rec_decode(payload, len, &off, &rv) == 1)
+		if (sh->tables[rv.table].ops)
+			hidx_prefetch(&sh->tables[rv.table].by_id, rv.key, rv.key_len);
+}
+
 /* shard_apply; live: the records are this process's own commit (or a
  * replica's, checked by table_check), so tables may decode them with
  * their key lists (table_put_live). */
@@ -580,6 +596,7 @@ static int apply_records(struct shard *sh, uint64_t lsn, const void *payload, si
 	unsigned ti = 0, tn = live ? sh->n_typed : 0;
 	while (ti < tn && sh->typed[ti].rec_off < base)
 		ti++;
+	prefetch_ids(sh, payload, len);
 	for (size_t at = 0; (r = rec_decode(payload, len, &off, &rv)) == 1; at = off, ri++) {
 		struct table *t = &sh->tables[rv.table];
 		if (!t->ops) {

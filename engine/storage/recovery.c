@@ -28,9 +28,9 @@
  * records + 300,000 WAL records, alternating runs: 2.11-2.33 s -> 1.77-1.89
  * s (~0.92M -> ~1.12M rows/s).  The census sizes the natural-key hashes
  * of offers and levels as well as every id hash (table_ops.index_reserve:
- * no rehash during the load), ~1.2M -> ~1.33M rows/s.  (An earlier try prefetched the id slot
- * alone, in a build without the natural-key slot and the warming, and
- * gained nothing measurable on that day's box.)
+ * no rehash during the load): ~1.2M -> ~1.33M rows/s.  (An earlier try
+ * prefetched the id slot alone, without the natural key's slot and the
+ * warming, and gained nothing measurable on that day's box.)
  *
  * What does not change.  Rows are installed in the file's order, on the
  * loop thread only (indexes, trims, the id clock, the shard's LSN and the

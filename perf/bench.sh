@@ -742,6 +742,22 @@ fi
 # 67,130; 0.33 and 0.45 in session 44), orders 0.63; orders -c1/-c16/-c64
 # 116/112/139 us; 2PC 0.30/0.39; scale p99 1.21/1.33; recovery 490,699
 # rows/s.
+#
+# Measured 2026-11-30 (session 46), on a faster box than session 45's
+# (nginx 157,804 -> 165,686 req/s).  Recovery: the loop prefetches the id
+# and natural-key hash slots of the row 6 ahead, the builder faults the
+# heap's fresh pages in while the loop has a full ring (engine/base/
+# heapwarm.c), the WAL's builder lends transactions as the snapshot's
+# lends rows, and the census sizes the natural-key hashes: bench_scale
+# load, PGO=0 builds alternated, ~0.9M -> ~1.35M rows/s; make bench
+# 1,052,225 (3fc021b) -> 1,545,254 rows/s (dfbd165).  A commit prefetches
+# the id slots of all its rows first (shard.c prefetch_ids).  make bench
+# at 3fc021b / dfbd165: quote 1 line 0.63x / 0.54x (p99 0.955 / 1.376
+# ms), 5 lines 0.31x / 0.29x, router/direct quote 0.60 / 0.50, orders
+# -c1/-c16/-c64 140/94/97 -> 127/69/92 us, 2PC 0.28/0.45 -> 0.27/0.41,
+# scale p99 1.33/1.69 -> 1.31/1.84 (the 5-line ratio is set by B+tree
+# descents in the big catalogue: a prefetch of the candidates' levels
+# moved none of it).
 
 # cpu_ticks PID : utime + stime of every thread of the process (/proc, clock ticks)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

@@ -263,13 +263,6 @@ static uint64_t hidx_hash(const char *key, uint32_t key_len)
 /* The home slot of a hash word in a table of mask + 1 slots. */
 static inline size_t hidx_home(uint64_t hash, size_t mask) { return (size_t)(hash >> 8) & mask; }
 
-void hidx_prefetch(const struct hidx *h, const char *key, uint32_t key_len)
-{
-	if (!h->cap || key_len > IDX_MAX_KEY || (!key && key_len))
-		return; /* what hidx_key_ok refuses */
-	__builtin_prefetch(&h->slots[hidx_home(hidx_hash(key, key_len), h->cap - 1)], 1, 1);
-}
-
 static inline uint32_t hidx_slot_len(const struct hidx_slot *s) { return (uint32_t)(s->hash & 0xff); }
 
 static bool hidx_key_eq(const struct hidx_slot *s, uint64_t hash, const char *key, uint32_t key_len)
@@ -281,6 +274,12 @@ static bool hidx_key_eq(const struct hidx_slot *s, uint64_t hash, const char *ke
 static bool hidx_key_ok(const char *key, uint32_t key_len)
 {
 	return key_len <= IDX_MAX_KEY && (key != NULL || key_len == 0);
+}
+
+void hidx_prefetch(const struct hidx *h, const char *key, uint32_t key_len)
+{
+	if (h->cap && hidx_key_ok(key, key_len))
+		__builtin_prefetch(&h->slots[hidx_home(hidx_hash(key, key_len), h->cap - 1)], 1, 1);
 }
 
 /* hidx_init: an empty index that owns no memory yet.  Never fails. */

@@ -126,7 +126,7 @@ struct load_pipe {
 	struct load_batch *ring[LOAD_RING];
 	unsigned head, count;          /* under mu */
 	atomic_uint queued;            /* count, readable without mu (the builder's balance) */
-	unsigned lend;                 /* the builder's: pure rows handed over raw while the loop starves */
+	unsigned lend;                 /* the builder's: items handed over raw while the loop starves */
 	struct load_batch *free_list;  /* under mu: batches given back */
 	int done, stop;                /* under mu */
 	struct heapwarm warm;          /* the builder's: the heap faulted in ahead of the loop */
@@ -264,6 +264,13 @@ static int item_copy(struct load_pipe *p, struct load_item *it, const void *src,
 	return 0;
 }
 
+/* Balance (see the top): with LOAD_LEND_BELOW batches or fewer queued
+ * the loop is about to wait, so every other item goes over unbuilt. */
+static int lend_this_one(struct load_pipe *p)
+{
+	return atomic_load_explicit(&p->queued, memory_order_relaxed) <= LOAD_LEND_BELOW && (++p->lend & 1);
+}
+
 /* Build the row of a record of a decode_pure table in the slab: the row,
  * or NULL when it is not built here (another table, too big for the
  * slab's room, or refused: the loop then decodes it and refuses it in its
@@ -364,7 +371,7 @@ static int snap_record(void *ctx, const void *rec, size_t len)
 	 * loop builds it itself (the table_put path, as for a table without
 	 * decode_pure).  The two sides then meet in the middle instead of the
 	 * loop idling through the builder's heavier tables. */
-	int lend = atomic_load_explicit(&p->queued, memory_order_relaxed) <= LOAD_LEND_BELOW && (++p->lend & 1);
+	int lend = lend_this_one(p);
 	if (!(it.r = rsz <= LOAD_BIG && !lend ? build_row(p, &rv, 0, rsz, 1) : NULL) &&
 	    item_copy(p, &it, rec, len, len <= LOAD_BIG))
 		return -1;
@@ -409,7 +416,7 @@ static int wal_txn(void *ctx, uint64_t lsn, const void *payload, size_t len)
 		return -1;
 	/* Balance, as snap_record does: while the loop is about to wait,
 	 * every other transaction goes over with nothing built */
-	int lend = atomic_load_explicit(&p->queued, memory_order_relaxed) <= LOAD_LEND_BELOW && (++p->lend & 1);
+	int lend = lend_this_one(p);
 	if (small && nrec) {
 		it.rows = slab_take(p->fill, head);
 		it.nrec = nrec;

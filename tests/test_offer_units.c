@@ -2,12 +2,17 @@
  * test_offer_units.c -- the offers' candidate-stream merge in-process: a
  * k-way merge of ordered-index streams (each key = prefix + offer id) must
  * yield every id once, in id order, strictly after the cursor, never a key
- * of another prefix, and refuse a stream past OFFER_MAX_STREAMS.
+ * of another prefix, and refuse a stream past OFFER_MAX_STREAMS.  And
+ * offer_wine_any, which prefetches rows ahead of the one it hands over:
+ * every offer of the wine once, in id order, none of another wine, at the
+ * counts around its look-ahead and past a leaf.
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "engine/storage/shard.h"
 #include "engine/supply/offer.h"
+#include "tests/shard_fixture.h"
 #include "tests/wm_test.h"
 
 /* ---- the merge, in-process --------------------------------------------------- */
@@ -72,4 +77,83 @@ WM_TEST(offer_units, merge_yields_each_id_once_in_order_after_the_cursor)
 	oidx_free(&a);
 	oidx_free(&b);
 	oidx_free(&c);
+}
+
+/* ---- offer_wine_any ---------------------------------------------------------- */
+
+#define WA_WINES 8
+/* offers per wine: none, one, around the look-ahead, and more than a leaf
+ * of the by-wine index holds (at most 64 entries) */
+static const int wa_count[WA_WINES] = {0, 1, OFFER_ROW_PREFETCH_AHEAD - 1, OFFER_ROW_PREFETCH_AHEAD,
+				       OFFER_ROW_PREFETCH_AHEAD + 1, 2 * OFFER_ROW_PREFETCH_AHEAD + 3, 70, 2};
+
+struct wa_seen {
+	char ids[200][32];
+	int n, stop_at;
+};
+
+static int wa_cb(const struct offer *o, void *arg)
+{
+	struct wa_seen *s = arg;
+	cr_assert_lt(s->n, 200);
+	snprintf(s->ids[s->n], sizeof(s->ids[0]), "%s", o->row.id);
+	s->n++;
+	return s->n == s->stop_at ? 7 : 0;
+}
+
+WM_TEST(offer_units, wine_any_yields_each_offer_of_the_wine_once_in_order)
+{
+	struct fixture *f = fixture_new("wineany");
+	/* offers created round-robin over the wines still short of their
+	 * count, so the by-wine runs of neighbouring wines interleave by id */
+	int made[WA_WINES] = {0}, total = 0, left = 1;
+	char d[1024], id[32];
+	for (int i = 0; left; i++) {
+		left = 0;
+		for (int w = 0; w < WA_WINES; w++) {
+			if (made[w] >= wa_count[w])
+				continue;
+			left = 1;
+			int il = snprintf(id, sizeof(id), "ofr_%06d", total);
+			int dl = snprintf(d, sizeof(d),
+					  "{\"id\":\"%s\",\"offer_id\":\"%s\",\"wine_id\":\"wine_%d\","
+					  "\"originator_id\":\"ptn_o1\",\"seller_price\":10.00,\"currency\":\"EUR\","
+					  "\"qty_available\":5,\"condition\":\"new\",\"incoterm\":\"EXW\","
+					  "\"min_order_qty\":null,\"case_size\":null,\"valid_from\":null,\"valid_to\":null,"
+					  "\"permissions\":null,\"network_shareable\":true,\"status\":\"active\","
+					  "\"source\":\"direct\",\"created_at\":\"2026-11-29T10:00:00.000Z\","
+					  "\"updated_at\":\"2026-11-29T10:00:00.000Z\"}",
+					  id, id, w);
+			txn_begin(&f->sh);
+			cr_assert_eq(txn_put(&f->sh, REC_T_OFFER, id, (size_t)il, d, (size_t)dl), 0, "%s", id);
+			cr_assert_neq(txn_commit(&f->sh), 0);
+			made[w]++;
+			total++;
+		}
+	}
+	for (int w = 0; w < WA_WINES; w++) {
+		char wine[16];
+		int wl = snprintf(wine, sizeof(wine), "wine_%d", w);
+		struct wa_seen s = {.stop_at = -1};
+		cr_assert_eq(offer_wine_any(&f->sh, wine, (size_t)wl, wa_cb, &s), 0, "%s: no fn stopped it", wine);
+		cr_assert_eq(s.n, wa_count[w], "%s: %d offers handed over, %d made", wine, s.n, wa_count[w]);
+		for (int k = 0; k < s.n; k++) {
+			const struct offer *o = offer_get(&f->sh, s.ids[k], strlen(s.ids[k]));
+			cr_assert_not_null(o, "%s", s.ids[k]);
+			cr_assert_str_eq(o->wine_id, wine, "%s handed over for %s", s.ids[k], wine);
+			cr_assert(k == 0 || strcmp(s.ids[k - 1], s.ids[k]) < 0, "%s: %s after %s", wine, s.ids[k],
+				  s.ids[k - 1]);
+		}
+		if (wa_count[w] >= 3) { /* fn's nonzero return stops the walk and is returned */
+			struct wa_seen t = {.stop_at = 3};
+			cr_assert_eq(offer_wine_any(&f->sh, wine, (size_t)wl, wa_cb, &t), 7);
+			cr_assert_eq(t.n, 3, "%s: stopped at the third", wine);
+		}
+	}
+	struct wa_seen none = {.stop_at = -1};
+	cr_assert_eq(offer_wine_any(&f->sh, "wine_99", 7, wa_cb, &none), 0);
+	cr_assert_eq(none.n, 0, "a wine without offers");
+	cr_assert_eq(offer_wine_any(&f->sh, "wine_", 5, wa_cb, &none), 0);
+	cr_assert_eq(none.n, 0, "a prefix of wine ids is not a wine");
+	fixture_free(f);
 }

@@ -465,6 +465,14 @@ void table_row_prefetch(const struct table *t, const struct row *r)
 		t->ops->index_prefetch(t, r);
 }
 
+void table_row_prefetch_body(const struct table *t, const struct row *r)
+{
+	const char *p = (const char *)r, *end = p + t->ops->row_size;
+	for (; p < end; p += 64)
+		__builtin_prefetch(p);
+	__builtin_prefetch(end); /* the id: row_fill lays it out right after */
+}
+
 void table_row_release(struct table *t, struct row *r)
 {
 	if (t->ops->release)

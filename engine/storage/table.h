@@ -274,6 +274,10 @@ void table_row_install(struct table *t, struct row *r);
  * table of a million rows each is a cache (and TLB) miss the install would
  * otherwise wait for (recovery.c).  Changes nothing. */
 void table_row_prefetch(const struct table *t, const struct row *r);
+/* A hint before reading row r of t: start loading its typed struct and
+ * its id (a walk that reads each row it reaches calls it a few rows
+ * ahead).  Changes nothing. */
+void table_row_prefetch_body(const struct table *t, const struct row *r);
 /* Would table_put accept this document?  Parses and decodes it into a
  * scratch row and frees it; nothing changes.  0, or -1 with why (>= 128
  * bytes).  The replication subscriber checks every record it received

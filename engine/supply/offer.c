@@ -1339,11 +1339,21 @@ int offer_wine_any(struct shard *sh, const char *wine_id, size_t wine_len,
 	memcpy(k, wine_id, wine_len);
 	k[wine_len] = 0;
 	uint32_t pl = (uint32_t)wine_len + 1, kl;
-	struct oidx_iter it;
-	for (int ok = oidx_seek_ge(&e->by_wine, k, pl, &it); ok; ok = oidx_next(&it)) {
+	struct oidx_iter it, ahead;
+	int ok = oidx_seek_ge(&e->by_wine, k, pl, &it), more = ok;
+	ahead = it;
+	for (unsigned i = 0; more && i < OFFER_ROW_PREFETCH_AHEAD; i++) {
+		table_row_prefetch_body(&sh->tables[REC_T_OFFER], oidx_iter_val(&ahead));
+		more = oidx_next(&ahead);
+	}
+	for (; ok; ok = oidx_next(&it)) {
 		const uint8_t *key = oidx_iter_key(&it, &kl);
 		if (kl < pl || memcmp(key, k, pl))
 			break;
+		if (more) { /* the row OFFER_ROW_PREFETCH_AHEAD on */
+			table_row_prefetch_body(&sh->tables[REC_T_OFFER], oidx_iter_val(&ahead));
+			more = oidx_next(&ahead);
+		}
 		int r = fn(oidx_iter_val(&it), arg);
 		if (r)
 			return r;

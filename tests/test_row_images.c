@@ -1,9 +1,9 @@
 /*
  * test_row_images.c -- snapshot records with row images (record.h
- * REC_V_IMAGE, engine/storage/image.h): offers and inventory levels are
- * written with their typed values beside their documents, recovery builds
- * them from the images, and an image recovery cannot take refuses the
- * start like a document it cannot take.  (Test builds also decode every
+ * REC_V_IMAGE, engine/storage/image.h): offers, inventory levels and wines
+ * are written with their typed values beside their documents, recovery
+ * builds them from the images, and an image recovery cannot take refuses
+ * the start like a document it cannot take.  (Test builds also decode every
  * image-built row's document and abort unless the two rows are equal:
  * table.c typed_check.)
  */
@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/catalogue/wine.h"
+#include "engine/edge/api.h"
 #include "engine/storage/image.h"
 #include "engine/storage/record.h"
 #include "engine/storage/shard.h"
@@ -574,5 +576,198 @@ WM_TEST(row_images, a_typed_put_of_a_level_keeps_no_document_and_renders_what_wa
 	shard_close(&f->sh);
 	fx_open(f);
 	level_is(f, id, after, 0);
+	fixture_free(f);
+}
+
+/* ---- wines --------------------------------------------------------------------- */
+
+/* Wine bodies covering the shapes of a wine's keys blob (wine.c
+ * wine_image): regions as a string, as several languages and none; unit
+ * GTINs (one given as a case code); LWIN-16, LWIN-7, none; a medusa id;
+ * a non-vintage wine; a title that cannot be slugged (its folded search
+ * text); unset colour and dosage next to set ones. */
+static const char *const wine_bodies[] = {
+	"{\"title\":\"Meursault Premier Cru\",\"producer\":{\"name\":\"Domaine Image\",\"country\":\"FR\"},"
+	"\"cuvee\":\"Perrieres\",\"vintage\":2015,\"volume_in_liters\":0.75,\"abv\":13.5,\"colour\":\"white\","
+	"\"category\":\"wine\",\"country\":\"FR\",\"region\":{\"fr\":\"Bourgogne\",\"en\":\"Burgundy\"},"
+	"\"gtins\":[\"8904000210037\"],\"lwin\":\"1012361201500750\",\"medusa_product_id\":\"prod_image_1\"}",
+	"{\"title\":\"Cuvee Speciale Brut\",\"producer\":{\"name\":\"Maison Image\",\"country\":\"FR\"},"
+	"\"cuvee\":\"Speciale\",\"is_non_vintage\":true,\"colour\":\"white\",\"category\":\"sparkling\","
+	"\"dosage_class\":\"brut\",\"country\":\"FR\",\"region\":\"Champagne\",\"lwin\":\"1098765\"}",
+	"{\"title\":\"Rioja Reserva\",\"producer\":{\"name\":\"Bodega Image\",\"country\":\"ES\"},"
+	"\"vintage\":2018,\"category\":\"wine\",\"country\":\"ES\"}",
+	"{\"title\":\"\u5c71\u6893\u9152\",\"producer\":{\"name\":\"Image Winery\",\"country\":\"JP\"},"
+	"\"vintage\":2020,\"colour\":\"red\",\"category\":\"wine\",\"country\":\"JP\","
+	"\"region\":{\"ja\":\"\u5c71\u68a8\",\"en\":\"Yamanashi\"},"
+	"\"gtins\":[\"4006381333931\",\"00012345600012\"]}",
+};
+#define N_WINE_BODIES (sizeof(wine_bodies) / sizeof(wine_bodies[0]))
+
+/* Every wine with its document and typed fields, its keys one by one. */
+static char *dump_wines(struct fixture *f)
+{
+	struct buf b;
+	buf_init(&b, 1 << 20);
+	struct oidx_iter it;
+	for (int ok = oidx_seek_ge(&f->sh.tables[REC_T_WINE].by_order, NULL, 0, &it); ok; ok = oidx_next(&it)) {
+		const struct wine *w = oidx_iter_val(&it);
+		buf_printf(&b, "%s\t%s\t%u %u %u %u %u %u %d %d %lld %s %s %s %u\t", w->row.id, w->row.doc, w->status,
+			   w->colour, w->category, w->dosage, w->n_gtins, w->n_regions, w->vintage, w->abv,
+			   (long long)w->volume_ul, w->country, w->producer_id, w->created_by, w->tail_off);
+		const struct wine_keyref refs[] = {w->slug, w->search, w->nk, w->regions, w->units, w->l16, w->l11, w->medusa};
+		for (size_t k = 0; k < sizeof(refs) / sizeof(refs[0]); k++) {
+			buf_printf(&b, "[");
+			for (unsigned j = 0; j < refs[k].len; j++) {
+				char c = wine_key(w, refs[k])[j];
+				buf_printf(&b, c ? "%c" : "|", c);
+			}
+			buf_printf(&b, "]");
+		}
+		buf_printf(&b, "\n");
+	}
+	char *s = strndup(b.data ? b.data : "", b.len);
+	buf_free(&b);
+	return s;
+}
+
+/* Create a wine of every body in f's shard (as the platform); their ids
+ * into ids[]. */
+static void put_wines(struct fixture *f, char (*ids)[ID_MAX_LEN])
+{
+	struct api_ctx *pc = calloc(1, sizeof(*pc));
+	cr_assert_not_null(pc);
+	pc->sh = &f->sh;
+	pc->who.authenticated = pc->who.is_platform = 1;
+	snprintf(pc->who.entity_id, sizeof(pc->who.entity_id), "platform");
+	for (size_t i = 0; i < N_WINE_BODIES; i++) {
+		struct json_doc *d = json_parse(wine_bodies[i], strlen(wine_bodies[i]), NULL, NULL);
+		cr_assert_not_null(d, "body %zu", i);
+		struct wine_ingest_result r;
+		memset(&r, 0, sizeof(r));
+		pc->n_errs = 0;
+		wine_ingest(pc, json_root(d), &r);
+		json_doc_free(d);
+		cr_assert_eq(r.status, 201, "body %zu: %s", i, pc->n_errs ? pc->err_msg[0] : "not created");
+		memcpy(ids[i], r.wine_id, ID_MAX_LEN);
+	}
+	free(pc);
+}
+
+WM_TEST(row_images, wines_come_back_from_their_images)
+{
+	struct fixture *f = fixture_new("wineimg");
+	char ids[N_WINE_BODIES][ID_MAX_LEN];
+	put_wines(f, ids);
+	char *before = dump_wines(f);
+	/* the shapes the blob must carry back (dump_wines writes NUL as |) */
+	cr_assert_not_null(strstr(before, "[bourgogne|burgundy|][08904000210037][1012361201500750]"), "%s", before);
+	cr_assert_not_null(strstr(before, "[0400638133393100012345600012]"), "two unit GTINs: %s", before);
+	cr_assert_not_null(strstr(before, "[wine][\u5c71\u6893\u9152]"), "a title folded, not slugged: %s", before);
+	cr_assert_not_null(strstr(before, "[cuvee-speciale-brut][cuvee-speciale-brut][][champagne|]"), "%s", before);
+	char err[256], p[700];
+	cr_assert_eq(shard_snapshot_write(&f->sh, err, sizeof(err)), 0, "%s", err);
+	snap_path(f, p, sizeof(p));
+	struct recs s = {0};
+	cr_assert_eq(snap_load(p, collect, &s, NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.v2[REC_T_WINE], N_WINE_BODIES, "every wine is written with its image");
+	cr_assert_eq(s.v1[REC_T_WINE] + s.docless[REC_T_WINE], 0, "and with its document (wines keep theirs)");
+	shard_close(&f->sh);
+	/* a restart from the snapshot: test builds compare every row built
+	 * from an image with its document decoded (table.c typed_check) */
+	fx_open(f);
+	char *after = dump_wines(f);
+	cr_assert_str_eq(after, before, "the wines differ after the restart");
+	/* and their indexes answer */
+	for (size_t i = 0; i < N_WINE_BODIES; i++) {
+		const struct wine *w = wine_get(&f->sh, ids[i], strlen(ids[i]));
+		cr_assert_not_null(w, "%s", ids[i]);
+		cr_assert_eq(wine_by_slug(&f->sh, wine_key(w, w->slug), w->slug.len), w, "%s by its slug", ids[i]);
+	}
+	cr_assert_not_null(wine_by_medusa(&f->sh, "prod_image_1", 12), "by its medusa id");
+	free(before);
+	free(after);
+	recs_free(&s);
+	fixture_free(f);
+}
+
+/* A wine image (wine.c wine_image) that is not what wine_image writes
+ * fails the start, naming the wine; the good snapshot then starts. */
+WM_TEST(row_images, a_wine_image_recovery_cannot_take_refuses_the_start)
+{
+	struct fixture *f = fixture_new("wineimg");
+	char ids[N_WINE_BODIES][ID_MAX_LEN], err[256], out[16384], p[700];
+	put_wines(f, ids);
+	cr_assert_eq(shard_snapshot_write(&f->sh, err, sizeof(err)), 0, "%s", err);
+	uint64_t lsn = f->sh.lsn;
+	snap_path(f, p, sizeof(p));
+	struct recs s = {0};
+	cr_assert_eq(snap_load(p, collect, &s, NULL, err, sizeof(err)), 0, "%s", err);
+	shard_close(&f->sh);
+	/* the image: version, six bytes (status .. n_regions), four numbers
+	 * (vintage, abv, volume, tail_off at 31), three strings, the keys
+	 * blob's length (2 bytes) and the blob */
+	enum { TRUNCATE, BAD_STATUS, BAD_COLOUR, MORE_REGIONS, FEWER_GTINS, TAIL_OFF, SHORT_BLOB, BAD_VINTAGE };
+	for (int how = TRUNCATE; how <= BAD_VINTAGE; how++) {
+		size_t at = find_rec(&s, ids[0]);
+		uint8_t *r = malloc(s.len[at]);
+		cr_assert_not_null(r);
+		memcpy(r, s.rec[at], s.len[at]);
+		size_t len = s.len[at], off = 0;
+		struct rec_view rv;
+		cr_assert_eq(rec_decode(r, len, &off, &rv), 1);
+		const char *doc;
+		uint32_t dl, il;
+		const uint8_t *img;
+		cr_assert_eq(rec_doc_image(&rv, &doc, &dl, &img, &il), 0);
+		cr_assert_not_null(img, "a wine record carries its image");
+		uint8_t *im = (uint8_t *)img;
+		size_t k = 39; /* the strings */
+		for (int str = 0; str < 3; str++)
+			k += 1u + im[k];
+		cr_assert_lt(k + 2, il);
+		switch (how) {
+		case TRUNCATE: /* one byte short: the record's length says so */
+			len--;
+			wr_u32(r + 6, rv.val_len - 1);
+			break;
+		case BAD_STATUS:
+			im[1] = WINE_N_STATUS;
+			break;
+		case BAD_COLOUR:
+			im[2] = WINE_N_COLOUR;
+			break;
+		case MORE_REGIONS: /* the blob holds two region slugs */
+			im[6]++;
+			break;
+		case FEWER_GTINS: /* and one unit GTIN */
+			cr_assert_eq(im[5], 1);
+			im[5] = 0;
+			break;
+		case TAIL_OFF: /* not where the document's tail member is */
+			im[31]++;
+			break;
+		case SHORT_BLOB: /* its last byte (medusa's NUL) left out of the blob */
+			cr_assert_gt(im[k], 0);
+			im[k]--;
+			break;
+		case BAD_VINTAGE: /* below "unset" (-1) */
+			wr_u64(im + 7, (uint64_t)-2);
+			break;
+		}
+		rewrite(f, lsn, &s, at, r, len);
+		free(r);
+		struct stderr_capture cap;
+		stderr_capture_begin(&cap);
+		int rc = shard_open(&f->sh, &f->cfg, err, sizeof(err));
+		stderr_capture_end(&cap, out, sizeof(out));
+		cr_assert_eq(rc, -1, "case %d: a refused wine image must fail the start", how);
+		cr_assert_not_null(strstr(out, "snapshot"), "case %d: %s", how, out);
+		cr_assert_not_null(strstr(out, ids[0]), "case %d names the wine: %s", how, out);
+		shard_close(&f->sh);
+	}
+	rewrite(f, lsn, &s, SIZE_MAX, NULL, 0);
+	fx_open(f);
+	cr_assert_not_null(wine_get(&f->sh, ids[0], strlen(ids[0])));
+	recs_free(&s);
 	fixture_free(f);
 }

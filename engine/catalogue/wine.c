@@ -64,6 +64,7 @@
 #include "engine/base/iso.h"
 #include "engine/edge/key.h"
 #include "engine/base/log.h"
+#include "engine/storage/image.h"
 #include "engine/storage/resources.h"
 
 #define TAIL_MEMBER ",\"created_by\":"
@@ -338,6 +339,182 @@ static void wine_release(struct row *r)
 	free(((struct wine *)r)->keys);
 }
 
+/* ---- snapshot images (engine/storage/image.h) ------------------------------ */
+
+/*
+ * Why wines have images.  Decoding a wine is the costliest decode of a
+ * snapshot: its document (~2.5 KB) parsed whole and validated, then the
+ * keys derived from it (slug, folded title, natural key, region slugs,
+ * unit GTINs, LWINs).  perf/bench_scale load: ~3 us of CPU per wine, the
+ * 100,000 wines of its 1.7M rows ~17 % of the snapshot's time.  A wine's
+ * image carries its typed fields and its keys blob as decode laid it out;
+ * the document is still copied into the row (wines keep theirs).
+ *
+ * Layout (WINE_IMAGE_V1): u8 version; u8 status, colour, category,
+ * dosage, n_gtins, n_regions; i64 vintage, abv, volume_ul, tail_off;
+ * str country, producer_id, created_by; u16 (little-endian) the keys
+ * blob's length, then its bytes.  The blob's references are not stored:
+ * decode lays the blob out in a fixed order (wine_decode: slug, folded
+ * title, natural key NUL-terminated; n_regions NUL-terminated region
+ * slugs; n_gtins 14-digit unit GTINs; LWIN-16, LWIN-11 and medusa
+ * NUL-terminated), so the reader walks it in that order and refuses an
+ * image whose blob does not have exactly that shape.
+ */
+#define WINE_IMAGE_V1 1
+#define WINE_KEYS_MAX sizeof(((struct keys_builder *)0)->buf)
+
+/* The bytes of w's keys blob: up to medusa's NUL, the last it lays out. */
+static size_t wine_keys_len(const struct wine *w) { return (size_t)w->medusa.off + w->medusa.len + 1u; }
+
+static int wine_image(const struct row *r, struct buf *out)
+{
+	const struct wine *w = (const struct wine *)r;
+	struct img_w iw = {out, 0};
+	img_u8(&iw, WINE_IMAGE_V1);
+	const unsigned small[] = {w->status, w->colour, w->category, w->dosage, w->n_gtins, w->n_regions};
+	for (size_t i = 0; i < sizeof(small) / sizeof(small[0]); i++)
+		img_u8(&iw, small[i]);
+	const int64_t num[] = {w->vintage, w->abv, w->volume_ul, w->tail_off};
+	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
+		img_i64(&iw, num[i]);
+	img_str(&iw, w->country);
+	img_str(&iw, w->producer_id);
+	img_str(&iw, w->created_by);
+	size_t kl = wine_keys_len(w);
+	img_u8(&iw, (unsigned)(kl & 0xff));
+	img_u8(&iw, (unsigned)(kl >> 8));
+	img_put(&iw, w->keys, kl);
+	return iw.err ? -1 : 0;
+}
+
+/* The next NUL-terminated string of the blob keys[0, len) from *pos, with
+ * no NUL inside: its reference, *pos past its NUL; *bad set when there is
+ * none (or when it is empty and must not be). */
+static struct wine_keyref blob_str(const char *keys, size_t len, size_t *pos, int nonempty, int *bad)
+{
+	struct wine_keyref r = {(uint16_t)*pos, 0};
+	const char *nul = *pos < len ? memchr(keys + *pos, 0, len - *pos) : NULL;
+	if (!nul || (nonempty && nul == keys + *pos)) {
+		*bad = 1;
+		return r;
+	}
+	r.len = (uint16_t)(nul - (keys + *pos));
+	*pos += r.len + 1u;
+	return r;
+}
+
+static int digits(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+	return 1;
+}
+
+/* Walk w's keys blob (len bytes) in decode's order and set every
+ * reference: 0, or -1 when the blob is not laid out that way. */
+static int blob_refs(struct wine *w, size_t len)
+{
+	const char *k = w->keys;
+	size_t pos = 0;
+	int bad = 0;
+	w->slug = blob_str(k, len, &pos, 1, &bad);
+	w->search = blob_str(k, len, &pos, 0, &bad);
+	w->nk = blob_str(k, len, &pos, 0, &bad);
+	size_t start = pos;
+	for (unsigned i = 0; i < w->n_regions && !bad; i++)
+		blob_str(k, len, &pos, 1, &bad);
+	w->regions = (struct wine_keyref){(uint16_t)start, (uint16_t)(pos - start)};
+	size_t ul = (size_t)w->n_gtins * WID_GTIN_LEN;
+	if (bad || w->n_gtins > WINE_MAX_GTINS || len - pos < ul || !digits(k + pos, ul))
+		return -1;
+	w->units = (struct wine_keyref){(uint16_t)pos, (uint16_t)ul};
+	pos += ul;
+	w->l16 = blob_str(k, len, &pos, 0, &bad);
+	w->l11 = blob_str(k, len, &pos, 0, &bad);
+	w->medusa = blob_str(k, len, &pos, 0, &bad);
+	if (bad || pos != len)
+		return -1;
+	/* the LWINs as wine_keys_of makes them: digits, of their lengths */
+	int l16_ok = w->l16.len == 0 || w->l16.len == WID_LWIN16_LEN,
+	    l11_ok = w->l11.len == 0 || w->l11.len == WID_LWIN11_LEN || w->l11.len == WID_LWIN7_LEN;
+	return l16_ok && l11_ok && digits(k + w->l16.off, w->l16.len) && digits(k + w->l11.off, w->l11.len) ? 0 : -1;
+}
+
+/* Does the document hold the tail member at off, and none after it (the
+ * last one: where wine_decode finds it)? */
+static int tail_at(const struct row *r, int64_t off)
+{
+	size_t tl = sizeof(TAIL_MEMBER) - 1;
+	if (!r->doc || off < 0 || (uint64_t)off > r->doc_len || r->doc_len - (size_t)off < tl)
+		return 0;
+	const char *p = r->doc + off;
+	return !memcmp(p, TAIL_MEMBER, tl) && !strstr(p + 1, TAIL_MEMBER);
+}
+
+/* An enum byte: one of n names, or WINE_UNSET where unset is allowed. */
+static int enum_ok(unsigned v, unsigned n, int unset_ok) { return v < n || (unset_ok && v == WINE_UNSET); }
+
+static unsigned names_count(const char *const *names)
+{
+	unsigned n = 0;
+	while (names[n])
+		n++;
+	return n;
+}
+
+static int wine_from_image(struct table *t, struct row *r, const uint8_t *img, size_t len)
+{
+	(void)t;
+	struct wine *w = (struct wine *)r;
+	struct img_r rd = {img, img + len, 0};
+	if (img_get_u8(&rd) != WINE_IMAGE_V1)
+		return -1;
+	uint8_t *small[] = {&w->status, &w->colour, &w->category, &w->dosage, &w->n_gtins, &w->n_regions};
+	for (size_t i = 0; i < sizeof(small) / sizeof(small[0]); i++)
+		*small[i] = (uint8_t)img_get_u8(&rd);
+	int64_t vintage = img_get_i64(&rd), abv = img_get_i64(&rd), tail = 0;
+	w->volume_ul = img_get_i64(&rd);
+	tail = img_get_i64(&rd);
+	img_get_str(&rd, w->country, sizeof(w->country));
+	img_get_str(&rd, w->producer_id, sizeof(w->producer_id));
+	img_get_str(&rd, w->created_by, sizeof(w->created_by));
+	size_t kl = img_get_u8(&rd);
+	kl |= (size_t)img_get_u8(&rd) << 8;
+	if (rd.bad || !enum_ok(w->status, WINE_N_STATUS, 0) || !enum_ok(w->colour, WINE_N_COLOUR, 1) ||
+	    !enum_ok(w->category, WINE_N_CATEGORY, 1) || !enum_ok(w->dosage, names_count(wine_dosage_names), 1) ||
+	    vintage < WINE_VINTAGE_UNSET || vintage > INT16_MAX || abv < -1 || abv > INT32_MAX || w->volume_ul < 0 ||
+	    (w->country[0] && !iso_country_valid(w->country, strlen(w->country))) || !w->producer_id[0] ||
+	    !w->created_by[0] || !tail_at(r, tail) || !kl || kl > WINE_KEYS_MAX)
+		return -1;
+	w->vintage = (int16_t)vintage;
+	w->abv = (int32_t)abv;
+	w->tail_off = (uint32_t)tail;
+	w->keys = malloc(kl);
+	if (!w->keys)
+		return -1;
+	img_get_bytes(&rd, w->keys, kl);
+	if (img_done(&rd) || blob_refs(w, kl)) {
+		free(w->keys);
+		w->keys = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+#ifdef WM_TESTING
+/* Test builds (table.c typed_check): the typed fields equal but for the
+ * keys pointer, and the keys blobs byte-equal. */
+static int wine_typed_same(const struct row *a, const struct row *b)
+{
+	const struct wine *x = (const struct wine *)a, *y = (const struct wine *)b;
+	size_t head = sizeof(struct row), at = offsetof(struct wine, keys), past = at + sizeof(x->keys);
+	return !memcmp((const char *)x + head, (const char *)y + head, at - head) &&
+	       !memcmp((const char *)x + past, (const char *)y + past, sizeof(struct wine) - past) &&
+	       !memcmp(x->keys, y->keys, wine_keys_len(x));
+}
+#endif
+
 static int wine_init(struct table *t) { return wine_indexes_init(t); }
 static void wine_fini(struct table *t) { wine_indexes_fini(t); }
 
@@ -347,6 +524,11 @@ const struct table_ops wine_table_ops = {
 	.row_size = sizeof(struct wine),
 	.decode = wine_decode,
 	.decode_pure = 1, /* recovery may build its rows off the loop (table.h) */
+	.image = wine_image,
+	.from_image = wine_from_image,
+#ifdef WM_TESTING
+	.typed_same = wine_typed_same,
+#endif
 	.release = wine_release,
 	.index_add = wine_index_add,
 	.index_del = wine_index_del,

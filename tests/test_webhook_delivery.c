@@ -526,9 +526,17 @@ WM_TEST(webhook_delivery, retried_until_delivered_signed_and_rotation_signs_twic
 		cr_assert(signed_with(x, secret), "and with the previous one");
 	}
 	pthread_mutex_unlock(&rx.mu);
-	/* /metrics: attempts, successes, failures by class, per-endpoint pending */
+	/* /metrics: attempts, successes, failures by class, per-endpoint pending.
+	 * The receiver has answered; the shard counts the delivery when its
+	 * transfer completes, a moment later: poll for it (up to 5 s). */
 	struct http_resp m;
-	cr_assert_eq(http_do(p.port, "GET", "/metrics", NULL, NULL, &m), 0);
+	for (int tries = 0;; tries++) {
+		cr_assert_eq(http_do(p.port, "GET", "/metrics", NULL, NULL, &m), 0);
+		if (strstr(m.body, "wm_webhook_delivered_total 2") || tries == 250)
+			break;
+		http_resp_free(&m);
+		usleep(20 * 1000);
+	}
 	cr_assert_not_null(strstr(m.body, "wm_webhook_attempts_total "));
 	cr_assert_not_null(strstr(m.body, "wm_webhook_failures_total{class=\"status_5xx\"} 2"), "%s", m.body);
 	cr_assert_not_null(strstr(m.body, "wm_webhook_delivered_total 2"));

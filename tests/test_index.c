@@ -172,6 +172,56 @@ WM_TEST(hidx, swap_returns_the_value_it_replaced)
 	hidx_free(&h);
 }
 
+/* keep for swap_unless: the stored value is an odd tag; counts its calls */
+static int keep_calls;
+static bool keep_odd(const void *old, const void *arg)
+{
+	keep_calls++;
+	cr_assert_eq(arg, &keep_calls, "keep is given the caller's argument");
+	return (uintptr_t)old % 2 == 1; /* tag(i) is i */
+}
+
+WM_TEST(hidx, swap_unless_keeps_what_keep_says_and_swaps_the_rest)
+{
+	struct hidx h;
+	hidx_init(&h);
+	void *prev = tag(99);
+	keep_calls = 0;
+	cr_assert_eq(hidx_swap_unless(&h, "k", 1, tag(2), &prev, keep_odd, &keep_calls), 0, "absent: inserted");
+	cr_assert_null(prev);
+	cr_assert_eq(keep_calls, 0, "keep is asked about a stored value only");
+	cr_assert_eq(hidx_swap_unless(&h, "k", 1, tag(3), &prev, keep_odd, &keep_calls), 0, "even: swapped");
+	cr_assert_eq(prev, tag(2));
+	cr_assert_eq(hidx_get(&h, "k", 1), tag(3));
+	cr_assert_eq(hidx_swap_unless(&h, "k", 1, tag(4), &prev, keep_odd, &keep_calls), 1, "odd: kept");
+	cr_assert_eq(prev, tag(3), "the value kept");
+	cr_assert_eq(hidx_get(&h, "k", 1), tag(3), "nothing changed");
+	cr_assert_eq(keep_calls, 2);
+	cr_assert_eq(hidx_swap_unless(&h, "k", 1, tag(4), &prev, NULL, NULL), 0, "no keep: a swap");
+	cr_assert_eq(prev, tag(3));
+	cr_assert_eq(hidx_count(&h), 1);
+	/* keys still in the previous array while a rehash moves them */
+	enum { N = 20000 };
+	static char keys[N][12];
+	for (uint32_t i = 0; i < N; i++) {
+		int n = snprintf(keys[i], sizeof(keys[i]), "u-%u", i);
+		cr_assert_eq(hidx_swap_unless(&h, keys[i], (uint32_t)n, tag(i + 10), &prev, keep_odd, &keep_calls), 0);
+		cr_assert_null(prev);
+	}
+	for (uint32_t i = 0; i < N; i++) {
+		uint32_t kl = (uint32_t)strlen(keys[i]);
+		int odd = (i + 10) % 2;
+		cr_assert_eq(hidx_swap_unless(&h, keys[i], kl, tag(i + 30), &prev, keep_odd, &keep_calls), odd,
+			     "key %u", i);
+		cr_assert_eq(prev, tag(i + 10), "key %u", i);
+		cr_assert_eq(hidx_get(&h, keys[i], kl), odd ? tag(i + 10) : tag(i + 30), "key %u", i);
+	}
+	cr_assert_eq(hidx_count(&h), N + 1);
+	cr_assert_eq(hidx_swap_unless(&h, NULL, 3, tag(1), &prev, keep_odd, &keep_calls), -1, "a bad key");
+	cr_assert_null(prev);
+	hidx_free(&h);
+}
+
 #define GROW_N 100000
 
 WM_TEST(hidx, growth_100k)

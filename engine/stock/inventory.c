@@ -363,18 +363,25 @@ static void inv_render(const struct row *r, struct jw *w)
 	lvl_write(w, &v);
 }
 
-static int inv_index_add(struct table *t, struct row *r)
+/* index_add_ordered: the level's entries in the three ordered indexes */
+static int inv_index_add_ordered(struct table *t, struct row *r)
 {
 	struct inv_level *l = (struct inv_level *)r;
 	struct inv_ext *e = ext(t);
 	uint8_t k[IDX_MAX_KEY];
-	if (hidx_set(&e->by_natural, level_nkey(l), INV_NKEY_LEN, l))
-		return -1;
 	if (oidx_set(&e->by_offer, k, key_join(k, l->offer_id, NULL, r->id, r->id_len), l) ||
 	    oidx_set(&e->by_location, k, key_join(k, l->location_id, l->offer_id, r->id, r->id_len), l) ||
 	    oidx_set(&e->by_owner, k, key_join(k, l->owner_id, NULL, r->id, r->id_len), l))
 		return -1;
 	return 0;
+}
+
+static int inv_index_add(struct table *t, struct row *r)
+{
+	struct inv_level *l = (struct inv_level *)r;
+	if (hidx_set(&ext(t)->by_natural, level_nkey(l), INV_NKEY_LEN, l))
+		return -1;
+	return t->ordered_later ? 0 : inv_index_add_ordered(t, r);
 }
 
 /* index_prefetch: the natural key's slot, inv_index_add's first probe */
@@ -425,6 +432,7 @@ const struct table_ops inventory_table_ops = {
 	.render = inv_render, /* a level keeps no document (table.h) */
 	.index_add = inv_index_add,
 	.index_del = inv_index_del,
+	.index_add_ordered = inv_index_add_ordered,
 	.index_add_first = 1, /* sets, and deletes only what points at the row */
 	.index_keys_same = inv_keys_same,
 	.index_prefetch = inv_index_prefetch,

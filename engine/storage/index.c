@@ -457,9 +457,11 @@ int hidx_reserve(struct hidx *h, size_t n)
 	return 0;
 }
 
-/* Shared body of put, set and swap.  replace: overwrite an existing entry;
+/* Shared body of put, set, swap and swap_unless.  replace: overwrite an
+ * existing entry, unless keep (may be NULL) says to keep it (then 1);
  * prev (may be NULL): the value it had, NULL if the key was absent. */
-static int hidx_insert(struct hidx *h, const char *key, uint32_t key_len, void *val, bool replace, void **prev)
+static int hidx_insert(struct hidx *h, const char *key, uint32_t key_len, void *val, bool replace, void **prev,
+		       bool (*keep)(const void *old, const void *arg), const void *arg)
 {
 	if (prev)
 		*prev = NULL;
@@ -470,6 +472,11 @@ static int hidx_insert(struct hidx *h, const char *key, uint32_t key_len, void *
 	int in_old;
 	struct hidx_slot *at = hidx_find(h, hash, key, key_len, &in_old);
 	if (at) {
+		if (keep && keep(at->val, arg)) {
+			if (prev)
+				*prev = at->val;
+			return 1;
+		}
 		if (!replace)
 			return 1;
 		if (prev)
@@ -491,21 +498,28 @@ static int hidx_insert(struct hidx *h, const char *key, uint32_t key_len, void *
  * OOM (nothing changed).  The key bytes must outlive the entry. */
 int hidx_put(struct hidx *h, const char *key, uint32_t key_len, void *val)
 {
-	return hidx_insert(h, key, key_len, val, false, NULL);
+	return hidx_insert(h, key, key_len, val, false, NULL, NULL, NULL);
 }
 
 /* hidx_set: insert, or replace the value and key pointer of the equal key.
  * 0 or -1 (bad key / OOM, nothing changed). */
 int hidx_set(struct hidx *h, const char *key, uint32_t key_len, void *val)
 {
-	return hidx_insert(h, key, key_len, val, true, NULL);
+	return hidx_insert(h, key, key_len, val, true, NULL, NULL, NULL);
 }
 
 /* hidx_swap: hidx_set that also gives the value it replaced (NULL when the
  * key was absent) -- one probe where a get and a set take two. */
 int hidx_swap(struct hidx *h, const char *key, uint32_t key_len, void *val, void **prev)
 {
-	return hidx_insert(h, key, key_len, val, true, prev);
+	return hidx_insert(h, key, key_len, val, true, prev, NULL, NULL);
+}
+
+/* hidx_swap_unless: see index.h. */
+int hidx_swap_unless(struct hidx *h, const char *key, uint32_t key_len, void *val, void **prev,
+		     bool (*keep)(const void *old, const void *arg), const void *arg)
+{
+	return hidx_insert(h, key, key_len, val, true, prev, keep, arg);
 }
 
 /* hidx_get: the value for key, or NULL (also for a bad key).  No allocation. */
@@ -1600,6 +1614,22 @@ int oidx_seek_ge(const struct oidx *t, const void *key, uint32_t key_len, struct
 	assert(p < l->h.n);
 	it->leaf = &l->h;
 	it->pos = p;
+	return 1;
+}
+
+/* oidx_first: position on the first key, without counting a probe.  1 if
+ * positioned, 0 if the tree is empty. */
+int oidx_first(const struct oidx *t, struct oidx_iter *it)
+{
+	it->leaf = NULL;
+	it->pos = 0;
+	struct oidx_node *n = t->root;
+	if (!n)
+		return 0;
+	while (!n->is_leaf)
+		n = as_inner(n)->kids[0];
+	assert(n->n > 0);
+	it->leaf = n;
 	return 1;
 }
 

@@ -86,6 +86,13 @@ int hidx_set(struct hidx *h, const char *key, uint32_t key_len, void *val);
  * key was absent): one probe instead of a get and a set.  0 or -1 (bad
  * key / OOM: nothing changed, *prev NULL). */
 int hidx_swap(struct hidx *h, const char *key, uint32_t key_len, void *val, void **prev);
+/* hidx_swap, unless the key is present and keep(its value, arg) is true
+ * (keep NULL: never): then nothing changes and *prev is that value.  One
+ * probe either way (a table's install asks whether the stored version can
+ * be overwritten in place, and installs the new one when not).  0
+ * swapped, 1 kept, -1 bad key / OOM (nothing changed, *prev NULL). */
+int hidx_swap_unless(struct hidx *h, const char *key, uint32_t key_len, void *val, void **prev,
+		     bool (*keep)(const void *old, const void *arg), const void *arg);
 void *hidx_get(const struct hidx *h, const char *key, uint32_t key_len);
 /* A hint: start loading the home slot of key in the current array (a
  * lookup or insert of it a little later then finds it in the cache).
@@ -139,6 +146,10 @@ static inline size_t oidx_count(const struct oidx *t) { return t->count; }
 /* Position at the first key >= key (key NULL/len 0: the first key).
  * Returns 1 if positioned on an entry, 0 if past the end. */
 int oidx_seek_ge(const struct oidx *t, const void *key, uint32_t key_len, struct oidx_iter *it);
+/* Position at the first key, without adding to idx_probes (a bulk pass
+ * over the whole tree, not a request's read: table_build_ordered, which
+ * may run on a second thread).  1 or 0 (empty tree). */
+int oidx_first(const struct oidx *t, struct oidx_iter *it);
 /* Position at the last key <= key (key NULL: the last key).  1 or 0. */
 int oidx_seek_le(const struct oidx *t, const void *key, uint32_t key_len, struct oidx_iter *it);
 /* Current entry; valid only after a seek/next/prev returned 1.  The key

@@ -100,6 +100,8 @@
 #define LOAD_RING 8u             /* batches queued between the threads */
 #define LOAD_LEND_BELOW 1u       /* queued batches at or below which the loop builds some rows itself */
 #define LOAD_PREFETCH_AHEAD 6u   /* the loop prefetches the index slots of the row this many ahead */
+#define ORDERED_LATER_DIV 2u     /* a table's ordered indexes are built beside the rows after it when
+				  * those are at least 1/ORDERED_LATER_DIV of its own */
 
 /* One snapshot record or one WAL transaction. */
 struct load_item {
@@ -143,6 +145,11 @@ struct load_pipe {
 	struct wal_recovery_report rep;
 	char err[512];
 	char why[128];                 /* a record the builder refused */
+	/* snapshot, the loop's: ordered secondary indexes built beside it */
+	int cur;                       /* the table of the last record installed, -1 none */
+	struct table *later;           /* the table the ordered builder files, NULL none */
+	pthread_t later_th;
+	int later_rc;                  /* its table_build_ordered's answer, read once joined */
 };
 
 /* Release what an item still holds (rows never adopted, a big copy). */
@@ -445,6 +452,115 @@ static void *wal_builder(void *arg)
 /* Install one snapshot record in its place, as table_put would have: its
  * row (a copied record is decoded here), the id clock, the table's trim.
  * 0, or -1 with why (>= 128 bytes). */
+/* ---- ordered indexes built beside the loop ----------------------------------
+ *
+ * A snapshot holds its tables one after another, and recovery installs
+ * offers and levels -- most of its rows -- without the entries of their
+ * ordered secondary indexes (table_defer_ordered): a B+tree insert per
+ * index was a third of the loop's time.  Once the records of such a table
+ * end, a thread of its own files all its rows there
+ * (table_build_ordered) while the loop installs the tables after it,
+ * which never read it (a decode reads nothing but its document; an
+ * index_add only its own table), and while the builder, whose side of
+ * those tables is the lighter, leaves a core to spare.  At most one such
+ * thread runs; the loop joins it before the next one, before a record of
+ * that table if one came again, and at the snapshot's end, so the WAL's
+ * replay and everything after recovery see every index whole.
+ */
+
+static void *ordered_run(void *arg)
+{
+	struct load_pipe *p = arg;
+	p->later_rc = table_build_ordered(p->later);
+	return NULL;
+}
+
+/* Join the ordered builder if one runs: 0, or -1 (why says so) when its
+ * table could not be filed. */
+static int ordered_join(struct load_pipe *p, char *why)
+{
+	if (!p->later)
+		return 0;
+	pthread_join(p->later_th, NULL);
+	const char *name = p->later->ops->name;
+	p->later = NULL;
+	if (p->later_rc) {
+		snprintf(why, 128, "out of memory filing %s rows in their ordered indexes", name);
+		return -1;
+	}
+	return 0;
+}
+
+/* The records of t have ended: file its rows in its ordered indexes on
+ * a thread of their own (on the loop, if none can start).  0 or -1. */
+static int ordered_start(struct load_pipe *p, struct table *t, char *why)
+{
+	if (!t->ordered_later || p->later == t)
+		return 0;
+	if (ordered_join(p, why))
+		return -1;
+	p->later = t;
+	if (pthread_create(&p->later_th, NULL, ordered_run, p) == 0) {
+		pthread_setname_np(p->later_th, "wm-ordered");
+		return 0;
+	}
+	p->later = NULL;
+	if (table_build_ordered(t)) {
+		snprintf(why, 128, "out of memory filing %s rows in their ordered indexes", t->ops->name);
+		return -1;
+	}
+	return 0;
+}
+
+/* The snapshot's end (or its failure): the last table's ordered indexes,
+ * then every deferral ended.  0 or -1. */
+static int ordered_finish(struct load_pipe *p, char *why)
+{
+	int rc = p->cur >= 0 ? ordered_start(p, &p->sh->tables[p->cur], why) : 0;
+	if (ordered_join(p, why))
+		rc = -1;
+	for (int i = 0; i < REC_T_COUNT_; i++) {
+		struct table *t = &p->sh->tables[i];
+		if (t->ops && t->ordered_later && table_build_ordered(t) && !rc) {
+			snprintf(why, 128, "out of memory filing %s rows in their ordered indexes", t->ops->name);
+			rc = -1;
+		}
+	}
+	return rc;
+}
+
+/* Before the snapshot's first record: defer the ordered indexes of each
+ * table (that has some) whose rows the census shows enough rows after,
+ * 1/ORDERED_LATER_DIV as many as its own at least, for its build to run beside
+ * their install.  The last big table's would only make the loop wait at
+ * the end: a table is filed faster than the loop installs rows of later
+ * ones, and slower than it can file them itself, in its own place. */
+static void ordered_plan(struct load_pipe *p)
+{
+	uint64_t after = 0;
+	for (int i = REC_T_COUNT_; i-- > 0;) {
+		struct table *t = &p->sh->tables[i];
+		if (t->ops && p->rows[i] && after >= p->rows[i] / ORDERED_LATER_DIV)
+			table_defer_ordered(t);
+		after += p->rows[i];
+	}
+}
+
+/* Before a record of table `table`: when it starts a new run of tables,
+ * the run before it has ended; when its table's ordered indexes are
+ * being built, they are finished first.  0 or -1. */
+static int ordered_before(struct load_pipe *p, int table, char *why)
+{
+	if (table == p->cur)
+		return 0;
+	if (p->cur < 0)
+		ordered_plan(p);
+	if (p->cur >= 0 && ordered_start(p, &p->sh->tables[p->cur], why))
+		return -1;
+	p->cur = table;
+	return p->later == &p->sh->tables[table] ? ordered_join(p, why) : 0;
+}
+
 static int snap_install(struct shard *sh, struct load_item *it, char *why)
 {
 	struct table *t = &sh->tables[it->table];
@@ -547,13 +663,15 @@ static int pipe_run(struct load_pipe *p, void *(*builder)(void *), int wal, char
 	}
 	pthread_setname_np(th, "wm-recovery"); /* top -H and perf tell it from the loop */
 	struct load_batch *b;
+	p->cur = -1;
 	hidx_bulk_load(true); /* indexes grown by these installs: engine/storage/index.h */
 	while ((b = batch_take(p))) {
 		for (unsigned i = 0; i < b->n && !failed; i++) {
 			const struct load_item *ahead = i + LOAD_PREFETCH_AHEAD < b->n ? &b->it[i + LOAD_PREFETCH_AHEAD] : NULL;
 			if (!wal && ahead && ahead->r)
 				table_row_prefetch(&p->sh->tables[ahead->table], ahead->r);
-			if (wal ? wal_install(p->sh, &b->it[i], why) : snap_install(p->sh, &b->it[i], why)) {
+			if (wal ? wal_install(p->sh, &b->it[i], why)
+				: ordered_before(p, b->it[i].table, why) || snap_install(p->sh, &b->it[i], why)) {
 				failed = 1;
 				pthread_mutex_lock(&p->mu);
 				p->stop = 1; /* the builder's next hand-off fails */
@@ -562,6 +680,13 @@ static int pipe_run(struct load_pipe *p, void *(*builder)(void *), int wal, char
 			}
 		}
 		batch_give_back(p, b);
+	}
+	if (!wal && ordered_finish(p, failed ? (char[128]){0} : why) && !failed) {
+		failed = 1;
+		pthread_mutex_lock(&p->mu);
+		p->stop = 1;
+		pthread_cond_broadcast(&p->cv);
+		pthread_mutex_unlock(&p->mu);
 	}
 	hidx_bulk_load(false);
 	pthread_join(th, NULL);

@@ -458,6 +458,24 @@ struct row *table_row_adopt(const struct table *t, const struct row *at)
 	return r;
 }
 
+int table_defer_ordered(struct table *t)
+{
+	t->ordered_later = t->ops->index_add_ordered != NULL;
+	return t->ordered_later;
+}
+
+int table_build_ordered(struct table *t)
+{
+	if (!t->ordered_later)
+		return 0;
+	t->ordered_later = 0;
+	struct oidx_iter it;
+	for (int ok = oidx_first(&t->by_order, &it); ok; ok = oidx_next(&it))
+		if (t->ops->index_add_ordered(t, oidx_iter_val(&it)))
+			return -1;
+	return 0;
+}
+
 void table_row_prefetch(const struct table *t, const struct row *r)
 {
 	hidx_prefetch(&t->by_id, r->id, r->id_len);
@@ -508,11 +526,11 @@ static void del_left(struct table *t, struct row *old, const struct row *r)
  * every index can stay as it is: the blocks are the same size (same id,
  * same document length: 0 for a table that renders its documents) and
  * the table says both versions are filed under the same keys
- * (index_keys_same).  Then no index entry changes -- by_id, by_order and
- * every secondary entry keep pointing at the same block, which now holds
- * the new version -- and r's block is freed (what its typed struct owns
- * now belongs to old's; what old's owned is released first).  1 when done
- * (r is gone), 0 when the put must go the usual way.
+ * (index_keys_same: fits_in_place).  Then no index entry changes --
+ * by_id, by_order and every secondary entry keep pointing at the same
+ * block, which now holds the new version -- and r's block is freed (what
+ * its typed struct owns now belongs to old's; what old's owned is
+ * released first).
  *
  * Why.  Most replacing puts are stock moves: an order rewrites its level
  * twice and its offer once, nothing either is filed under changes, and
@@ -525,13 +543,8 @@ static void del_left(struct table *t, struct row *old, const struct row *r)
  * del_left, which aborts if index_del would remove an entry), then point
  * the entries back at old's block.
  */
-static int install_in_place(struct table *t, struct row *r)
+static void install_over(struct table *t, struct row *old, struct row *r)
 {
-	if (!t->ops->index_keys_same)
-		return 0;
-	struct row *old = hidx_get_untracked(&t->by_id, r->id, r->id_len);
-	if (!old || old->doc_len != r->doc_len || !old->doc != !r->doc || !t->ops->index_keys_same(old, r))
-		return 0;
 	size_t sz = table_row_size(t, r->id_len, r->doc ? r->doc_len : 0);
 #ifdef WM_TESTING
 	if (t->ops->index_add(t, r))
@@ -550,18 +563,38 @@ static int install_in_place(struct table *t, struct row *r)
 #endif
 	free(r);
 	t->chg_lsn = old->lsn;
-	return 1;
+}
+
+/* A row being installed into its table (fits_in_place's argument). */
+struct installing {
+	const struct table *t;
+	const struct row *r;
+};
+
+/* hidx_swap_unless's keep: may the row being installed go into the block
+ * of its stored version old (install_over)? */
+static bool fits_in_place(const void *old_, const void *arg)
+{
+	const struct installing *in = arg;
+	const struct row *old = old_, *r = in->r;
+	return old->doc_len == r->doc_len && !old->doc == !r->doc && in->t->ops->index_keys_same(old, r);
 }
 
 void table_row_install(struct table *t, struct row *r)
 {
-	if (install_in_place(t, r))
-		return;
-	/* One probe finds the version replaced and installs the new one (the
-	 * secondary index hooks never read by_id). */
+	/* One probe finds the version replaced and either keeps it, to be
+	 * overwritten in place, or installs the new one (the secondary index
+	 * hooks never read by_id). */
 	void *prev;
-	if (hidx_swap(&t->by_id, r->id, r->id_len, r, &prev))
+	struct installing in = {t, r};
+	int kept = hidx_swap_unless(&t->by_id, r->id, r->id_len, r, &prev,
+				    t->ops->index_keys_same ? fits_in_place : NULL, &in);
+	if (kept < 0)
 		index_failed(t, "the id index");
+	if (kept) {
+		install_over(t, prev, r);
+		return;
+	}
 	struct row *old = prev;
 	int add_first = old && t->ops->index_add_first;
 	if (old && !add_first && t->ops->index_del)

@@ -60,6 +60,13 @@ struct table_ops {
 	/* Maintain secondary indexes (may be NULL). */
 	int (*index_add)(struct table *t, struct row *r);
 	void (*index_del)(struct table *t, struct row *r);
+	/* The entries index_add files r under in the ordered (B+tree)
+	 * indexes of t->ext, alone (may be NULL).  A table with it lets a
+	 * bulk load leave those entries out while it installs rows
+	 * (table_defer_ordered: index_add then skips them while
+	 * t->ordered_later is set) and file every row in one pass at the
+	 * end, on another thread (table_build_ordered). */
+	int (*index_add_ordered)(struct table *t, struct row *r);
 	/* Set when index_add only inserts-or-replaces (hidx_set, oidx_set) and
 	 * index_del only removes entries that still point at the row it is
 	 * given: a replacing put then indexes the new version first and
@@ -75,7 +82,7 @@ struct table_ops {
 	 * rewrites a level and its offer without changing what either is
 	 * filed under.  When the two blocks are also the same size, the new
 	 * version is copied into the old one's block and no index is touched
-	 * at all (table.c install_in_place).  Test builds run index_del anyway
+	 * at all (table.c install_over).  Test builds run index_del anyway
 	 * and abort if it removes an entry (the verdict was wrong). */
 	int (*index_keys_same)(const struct row *old, const struct row *r);
 	/* A hint (may be NULL): prefetch what index_add(r) will probe first in
@@ -190,6 +197,7 @@ struct table {
 	const struct config *cfg; /* the shard's configuration (bounds such as audit_keep) */
 	uint64_t chg_lsn;     /* LSN of the last put or delete */
 	uint64_t del_lsn;     /* LSN of the last delete */
+	uint8_t ordered_later; /* table_defer_ordered: the ordered secondary entries wait for table_build_ordered */
 };
 
 int table_init(struct table *t, const struct table_ops *ops, const struct config *cfg);
@@ -269,6 +277,20 @@ int table_put_image(struct table *t, const char *id, size_t id_len, const char *
 struct row *table_row_adopt(const struct table *t, const struct row *at);
 void table_row_release(struct table *t, struct row *r);
 void table_row_install(struct table *t, struct row *r);
+/*
+ * Bulk loads (recovery's snapshot): table_defer_ordered makes t's installs
+ * leave out the entries of its ordered secondary indexes
+ * (table_ops.index_add_ordered; 1 when t has them, else 0 and nothing
+ * changes).  table_build_ordered then files every row of t there, in id
+ * order, and ends the deferral: 0, or -1 (out of memory: the indexes are
+ * incomplete, the load must fail).  It reads and writes t alone -- its
+ * rows, its by_order and t->ext -- so it may run on a second thread while
+ * the loop installs rows of other tables, as long as nothing touches t
+ * meanwhile (no lookup, no put) until it has returned.  Until then a
+ * lookup through one of those indexes misses rows.
+ */
+int table_defer_ordered(struct table *t);
+int table_build_ordered(struct table *t);
 /* A hint before table_row_install(t, r) a few rows later: prefetch the
  * slot of r's id in the id index and what index_prefetch names.  In a
  * table of a million rows each is a cache (and TLB) miss the install would

@@ -212,12 +212,15 @@ static int offer_keys(struct table *t, struct row *r, int add)
 	return rc ? -1 : 0;
 }
 
+/* index_add_ordered: the offer's entries in the candidate indexes */
+static int offer_index_add_ordered(struct table *t, struct row *r) { return offer_keys(t, r, 1); }
+
 static int offer_index_add(struct table *t, struct row *r)
 {
 	struct offer_row *or = (struct offer_row *)r;
 	if (hidx_set(&ext(t)->by_natural, offer_nkey(&or->o), OFFER_NKEY_LEN, r))
 		return -1;
-	return offer_keys(t, r, 1);
+	return t->ordered_later ? 0 : offer_keys(t, r, 1);
 }
 
 /* index_prefetch: the natural key's slot, offer_index_add's first probe */
@@ -736,6 +739,7 @@ const struct table_ops offer_table_ops = {
 	.release = offer_release,
 	.index_add = offer_index_add,
 	.index_del = offer_index_del,
+	.index_add_ordered = offer_index_add_ordered,
 	.index_add_first = 1, /* sets, and deletes only what points at the row */
 	.index_keys_same = offer_keys_same,
 	.index_prefetch = offer_index_prefetch,

@@ -99,8 +99,9 @@ static void put_rows(struct fixture *f)
 		cr_assert_eq(txn_put(&f->sh, REC_T_INVENTORY, id, (size_t)il, d, (size_t)dl), 0);
 		cr_assert_neq(txn_commit(&f->sh), 0, "row %d", i);
 	}
-	txn_begin(&f->sh); /* and a row of a table without images */
+	txn_begin(&f->sh); /* an event, and a row of a table without images */
 	cr_assert_eq(txn_event(&f->sh, "t.images", NULL, "{}", 2), 0);
+	cr_assert_eq(txn_put(&f->sh, REC_T_DOC_SEQ, "INV.ptn_o1", 10, "{\"last\":7}", 10), 0);
 	cr_assert_neq(txn_commit(&f->sh), 0);
 }
 
@@ -226,8 +227,14 @@ WM_TEST(row_images, offers_and_levels_come_back_from_their_images)
 	size_t v2 = 0;
 	for (int t = 0; t < REC_T_COUNT_; t++)
 		v2 += s.v2[t];
-	cr_assert_gt(s.v1[REC_T_EVENT], 0, "tables without images keep their documents alone");
-	cr_assert_eq(v2, 2 * IMG_ROWS, "only offers and levels have images");
+	size_t v1 = 0;
+	for (int t = 0; t < REC_T_COUNT_; t++)
+		v1 += s.v1[t];
+	cr_assert_eq(v1, 1, "a table without images keeps its documents alone");
+	cr_assert_eq(s.v1[REC_T_DOC_SEQ], 1);
+	cr_assert_eq(s.v2[REC_T_EVENT], 1, "the event is written with its image");
+	cr_assert_eq(s.docless[REC_T_EVENT], 0, "and with its document (events keep theirs)");
+	cr_assert_eq(v2, 2 * IMG_ROWS + 1, "only offers, levels and the event have images");
 	cr_assert_eq(s.docless[REC_T_INVENTORY], IMG_ROWS / 2, "a level the engine would write has no document");
 	size_t rendered = 0;
 	for (int i = 0; i < IMG_ROWS; i++)
@@ -395,16 +402,18 @@ WM_TEST(row_images, an_image_recovery_cannot_take_refuses_the_start)
 	shard_close(&f->sh);
 	/* each case edits one record: an offer early (built on the builder
 	 * thread), a level late */
-	enum { TRUNCATE, EXTEND, BAD_VERSION, BAD_ENUM, BAD_QTY, BAD_DOCLEN, NO_DOC, NO_STAMP, LEVEL_NO_STAMP };
+	enum { TRUNCATE, EXTEND, BAD_VERSION, BAD_ENUM, BAD_QTY, BAD_DOCLEN, NO_DOC, NO_STAMP, LEVEL_NO_STAMP, EVENT_CTRL };
 	const struct {
 		const char *id;
 		int how;
 	} cases[] = {{"ofr_000002", TRUNCATE}, {"inv_002400", TRUNCATE}, {"ofr_000010", EXTEND},
 		     {"inv_001000", EXTEND},   {"ofr_000011", BAD_VERSION}, {"inv_000012", BAD_VERSION},
 		     {"ofr_002300", BAD_ENUM}, {"inv_000013", BAD_QTY},     {"ofr_000014", BAD_DOCLEN},
-		     {"evt", NO_DOC},          {"ofr_000017", NO_STAMP},    {"inv_000016", LEVEL_NO_STAMP}};
+		     {"evt", NO_DOC},          {"ofr_000017", NO_STAMP},    {"inv_000016", LEVEL_NO_STAMP},
+		     {"evt", EVENT_CTRL}};
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-		size_t at = cases[c].how == NO_DOC ? find_table_rec(&s, REC_T_EVENT) : find_rec(&s, cases[c].id);
+		int evt = cases[c].how == NO_DOC || cases[c].how == EVENT_CTRL;
+		size_t at = evt ? find_table_rec(&s, REC_T_EVENT) : find_rec(&s, cases[c].id);
 		uint8_t *r = malloc(s.len[at] + 1);
 		cr_assert_not_null(r);
 		memcpy(r, s.rec[at], s.len[at]);
@@ -456,6 +465,10 @@ WM_TEST(row_images, an_image_recovery_cannot_take_refuses_the_start)
 			break;
 		case NO_DOC: /* an image and no document, of a table that renders none */
 			break;
+		case EVENT_CTRL: /* the event's type (after the version and its length) with a control byte */
+			cr_assert_gt(il, 3);
+			im[2] = 1;
+			break;
 		case NO_STAMP: { /* an offer without its document and a stamp it cannot render: after
 				  * the version, two strings, the currency, 9 bytes and 6 numbers */
 			size_t k = 1;
@@ -495,7 +508,7 @@ WM_TEST(row_images, an_image_recovery_cannot_take_refuses_the_start)
 		cr_assert_eq(rc, -1, "case %zu (%s): a refused image must fail the start", c, cases[c].id);
 		cr_assert_not_null(strstr(out, "snapshot"), "case %zu: %s", c, out);
 		if (cases[c].how != BAD_DOCLEN) /* a bad frame is a malformed record, not a row */
-			cr_assert_not_null(strstr(out, cases[c].how == NO_DOC ? "event" : cases[c].id),
+			cr_assert_not_null(strstr(out, evt ? "event" : cases[c].id),
 					   "case %zu names the record: %s", c, out);
 		if (cases[c].how == NO_DOC)
 			cr_assert_not_null(strstr(out, "without its document"), "%s", out);

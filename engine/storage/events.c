@@ -20,6 +20,7 @@
 
 #include "engine/storage/events.h"
 #include "engine/storage/id.h"
+#include "engine/storage/image.h"
 #include "engine/storage/record.h"
 #include "engine/base/config.h"
 
@@ -116,6 +117,42 @@ static int event_decode_typed(struct table *t, struct row *r, const void *typed)
 	return 0;
 }
 
+/* Snapshot images (engine/storage/image.h): a byte of layout version,
+ * then the type and the entity ("" platform-wide) as strings.  The
+ * document, which an event keeps, is copied beside it: a snapshot of a
+ * busy shard holds a hundred thousand events, and parsing each document
+ * only to read these two members was most of their share of a restart
+ * (perf/bench_scale load: 105,000 events ~85 ms, the builder the slower
+ * side). */
+#define EVENT_IMAGE_V1 1
+
+static int event_image(const struct row *r, struct buf *out)
+{
+	const struct event *e = (const struct event *)r;
+	struct img_w w = {out, 0};
+	img_u8(&w, EVENT_IMAGE_V1);
+	img_str(&w, e->v.type);
+	img_str(&w, e->v.entity);
+	return w.err ? -1 : 0;
+}
+
+/* The values event_decode would read, through its checks. */
+static int event_from_image(struct table *t, struct row *r, const uint8_t *img, size_t len)
+{
+	(void)t;
+	struct event *e = (struct event *)r;
+	struct img_r rd = {img, img + len, 0};
+	if (img_get_u8(&rd) != EVENT_IMAGE_V1)
+		return -1;
+	img_get_str(&rd, e->v.type, sizeof(e->v.type));
+	img_get_str(&rd, e->v.entity, sizeof(e->v.entity));
+	size_t tl = strlen(e->v.type), el = strlen(e->v.entity);
+	if (img_done(&rd) || !text_ok(e->v.type, tl, EVENT_MAX_TYPE) ||
+	    (el && !text_ok(e->v.entity, el, sizeof(e->v.entity) - 1)))
+		return -1;
+	return 0;
+}
+
 static int event_init(struct table *t)
 {
 	struct event_ext *x = malloc(sizeof(*x));
@@ -172,6 +209,8 @@ const struct table_ops event_table_ops = {
 	.decode_pure = 1, /* recovery may build its rows off the loop (table.h) */
 	.decode_typed = event_decode_typed,
 	.typed_size = sizeof(struct event_vals),
+	.image = event_image,
+	.from_image = event_from_image,
 	.init = event_init,
 	.fini = event_fini,
 	.index_add = event_index_add,

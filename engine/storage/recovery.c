@@ -15,12 +15,13 @@
  * machine this runs on has two cores; a restart now uses both.
  *
  * Images.  A snapshot record of a table with images (offers, inventory
- * levels, wines: record.h REC_V_IMAGE, engine/storage/image.h) carries the
+ * levels, wines, events: record.h REC_V_IMAGE, engine/storage/image.h) carries the
  * row's typed values beside its document, and the builder fills the row
  * from them instead of parsing the document (perf/bench_scale load, 1.71M
  * records: CPU 7.6 s -> 5.0 s, the snapshot ~3.5 s -> ~3.15 s; wines,
  * whose decode derives their keys as well, later: the 100,000 wines took
- * ~190 ms of the snapshot, the builder the slower side, and take ~70 ms).  The loop
+ * ~190 ms of the snapshot, the builder the slower side, and take ~70 ms;
+ * its 105,000 events ~85 ms, and ~35 ms).  The loop
  * is then the slower side: most of its time is index inserts (a cache miss
  * per hash index) and the page faults of fresh row blocks.  So the loop
  * prefetches the hash slots of the row LOAD_PREFETCH_AHEAD ahead (its id,
@@ -36,7 +37,10 @@
  *
  * What does not change.  Rows are installed in the file's order, on the
  * loop thread only (indexes, trims, the id clock, the shard's LSN and the
- * replication hook are never touched by the builder).  A record of a
+ * replication hook are never touched by the builder; the one exception,
+ * a finished table's ordered secondary indexes filed on a thread of their
+ * own while nothing else touches that table, is described above
+ * ordered_run).  A record of a
  * table without decode_pure, or one the builder could not build, is
  * handed over as it is and decoded on the loop in its place, so a refusal
  * happens at the same record, with the same message, as before.  Every

@@ -389,17 +389,60 @@ WM_TEST(row_images, ordered_indexes_built_beside_the_load_are_whole)
 	fixture_free(f);
 }
 
-WM_TEST(row_images, an_image_recovery_cannot_take_refuses_the_start)
+/* A writable copy of record `at` of s (one spare byte past it), decoded:
+ * its view, document and image point into the copy. */
+struct rec_copy {
+	uint8_t *r;
+	size_t len;
+	struct rec_view rv;
+	const char *doc;
+	uint32_t dl, il;
+	const uint8_t *img;
+};
+
+static void rec_copy_of(const struct recs *s, size_t at, struct rec_copy *c)
 {
-	struct fixture *f = fixture_new("images");
-	char err[256], out[16384], p[700];
-	put_rows(f);
+	c->r = malloc(s->len[at] + 1);
+	cr_assert_not_null(c->r);
+	memcpy(c->r, s->rec[at], s->len[at]);
+	c->len = s->len[at];
+	size_t off = 0;
+	cr_assert_eq(rec_decode(c->r, c->len, &off, &c->rv), 1);
+	cr_assert_eq(rec_doc_image(&c->rv, &c->doc, &c->dl, &c->img, &c->il), 0);
+}
+
+/* Write f's snapshot, collect its records into *s, close the shard: the
+ * snapshot's LSN. */
+static uint64_t snapshot_and_close(struct fixture *f, struct recs *s)
+{
+	char err[256], p[700];
 	cr_assert_eq(shard_snapshot_write(&f->sh, err, sizeof(err)), 0, "%s", err);
 	uint64_t lsn = f->sh.lsn;
 	snap_path(f, p, sizeof(p));
-	struct recs s = {0};
-	cr_assert_eq(snap_load(p, collect, &s, NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(snap_load(p, collect, s, NULL, err, sizeof(err)), 0, "%s", err);
 	shard_close(&f->sh);
+	return lsn;
+}
+
+/* Open f's shard expecting the start to fail: what it logged into out. */
+static void start_refused(struct fixture *f, char *out, size_t n, const char *what)
+{
+	char err[256];
+	struct stderr_capture cap;
+	stderr_capture_begin(&cap);
+	int rc = shard_open(&f->sh, &f->cfg, err, sizeof(err));
+	stderr_capture_end(&cap, out, n);
+	cr_assert_eq(rc, -1, "%s: a refused image must fail the start", what);
+	cr_assert_not_null(strstr(out, "snapshot"), "%s: %s", what, out);
+}
+
+WM_TEST(row_images, an_image_recovery_cannot_take_refuses_the_start)
+{
+	struct fixture *f = fixture_new("images");
+	char out[16384];
+	put_rows(f);
+	struct recs s = {0};
+	uint64_t lsn = snapshot_and_close(f, &s);
 	/* each case edits one record: an offer early (built on the builder
 	 * thread), a level late */
 	enum { TRUNCATE, EXTEND, BAD_VERSION, BAD_ENUM, BAD_QTY, BAD_DOCLEN, NO_DOC, NO_STAMP, LEVEL_NO_STAMP, EVENT_CTRL };
@@ -414,17 +457,13 @@ WM_TEST(row_images, an_image_recovery_cannot_take_refuses_the_start)
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		int evt = cases[c].how == NO_DOC || cases[c].how == EVENT_CTRL;
 		size_t at = evt ? find_table_rec(&s, REC_T_EVENT) : find_rec(&s, cases[c].id);
-		uint8_t *r = malloc(s.len[at] + 1);
-		cr_assert_not_null(r);
-		memcpy(r, s.rec[at], s.len[at]);
-		size_t len = s.len[at];
-		size_t off = 0;
-		struct rec_view rv;
-		cr_assert_eq(rec_decode(r, len, &off, &rv), 1);
-		const char *doc;
-		uint32_t dl, il;
-		const uint8_t *img;
-		cr_assert_eq(rec_doc_image(&rv, &doc, &dl, &img, &il), 0);
+		struct rec_copy cp;
+		rec_copy_of(&s, at, &cp);
+		uint8_t *r = cp.r;
+		size_t len = cp.len;
+		struct rec_view rv = cp.rv;
+		uint32_t dl = cp.dl, il = cp.il;
+		const uint8_t *img = cp.img;
 		if (cases[c].how == NO_DOC) { /* an event: a document alone */
 			img = (const uint8_t *)"\1";
 			il = 1;
@@ -501,12 +540,7 @@ WM_TEST(row_images, an_image_recovery_cannot_take_refuses_the_start)
 			rewrite(f, lsn, &s, at, r, len);
 		buf_free(&nd);
 		free(r);
-		struct stderr_capture cap;
-		stderr_capture_begin(&cap);
-		int rc = shard_open(&f->sh, &f->cfg, err, sizeof(err));
-		stderr_capture_end(&cap, out, sizeof(out));
-		cr_assert_eq(rc, -1, "case %zu (%s): a refused image must fail the start", c, cases[c].id);
-		cr_assert_not_null(strstr(out, "snapshot"), "case %zu: %s", c, out);
+		start_refused(f, out, sizeof(out), cases[c].id);
 		if (cases[c].how != BAD_DOCLEN) /* a bad frame is a malformed record, not a row */
 			cr_assert_not_null(strstr(out, evt ? "event" : cases[c].id),
 					   "case %zu names the record: %s", c, out);
@@ -794,32 +828,24 @@ WM_TEST(row_images, wines_come_back_from_their_images)
 WM_TEST(row_images, a_wine_image_recovery_cannot_take_refuses_the_start)
 {
 	struct fixture *f = fixture_new("wineimg");
-	char ids[N_WINE_BODIES][ID_MAX_LEN], err[256], out[16384], p[700];
+	char ids[N_WINE_BODIES][ID_MAX_LEN], out[16384];
 	put_wines(f, ids);
-	cr_assert_eq(shard_snapshot_write(&f->sh, err, sizeof(err)), 0, "%s", err);
-	uint64_t lsn = f->sh.lsn;
-	snap_path(f, p, sizeof(p));
 	struct recs s = {0};
-	cr_assert_eq(snap_load(p, collect, &s, NULL, err, sizeof(err)), 0, "%s", err);
-	shard_close(&f->sh);
+	uint64_t lsn = snapshot_and_close(f, &s);
 	/* the image: version, six bytes (status .. n_regions), four numbers
 	 * (vintage, abv, volume, tail_off at 31), three strings, the keys
 	 * blob's length (2 bytes) and the blob */
 	enum { TRUNCATE, BAD_STATUS, BAD_COLOUR, MORE_REGIONS, FEWER_GTINS, TAIL_OFF, SHORT_BLOB, BAD_VINTAGE };
 	for (int how = TRUNCATE; how <= BAD_VINTAGE; how++) {
 		size_t at = find_rec(&s, ids[0]);
-		uint8_t *r = malloc(s.len[at]);
-		cr_assert_not_null(r);
-		memcpy(r, s.rec[at], s.len[at]);
-		size_t len = s.len[at], off = 0;
-		struct rec_view rv;
-		cr_assert_eq(rec_decode(r, len, &off, &rv), 1);
-		const char *doc;
-		uint32_t dl, il;
-		const uint8_t *img;
-		cr_assert_eq(rec_doc_image(&rv, &doc, &dl, &img, &il), 0);
-		cr_assert_not_null(img, "a wine record carries its image");
-		uint8_t *im = (uint8_t *)img;
+		struct rec_copy cp;
+		rec_copy_of(&s, at, &cp);
+		uint8_t *r = cp.r;
+		size_t len = cp.len;
+		struct rec_view rv = cp.rv;
+		uint32_t il = cp.il;
+		cr_assert_not_null(cp.img, "a wine record carries its image");
+		uint8_t *im = (uint8_t *)cp.img;
 		size_t k = 39; /* the strings */
 		for (int str = 0; str < 3; str++)
 			k += 1u + im[k];
@@ -855,12 +881,9 @@ WM_TEST(row_images, a_wine_image_recovery_cannot_take_refuses_the_start)
 		}
 		rewrite(f, lsn, &s, at, r, len);
 		free(r);
-		struct stderr_capture cap;
-		stderr_capture_begin(&cap);
-		int rc = shard_open(&f->sh, &f->cfg, err, sizeof(err));
-		stderr_capture_end(&cap, out, sizeof(out));
-		cr_assert_eq(rc, -1, "case %d: a refused wine image must fail the start", how);
-		cr_assert_not_null(strstr(out, "snapshot"), "case %d: %s", how, out);
+		char what[32];
+		snprintf(what, sizeof(what), "wine case %d", how);
+		start_refused(f, out, sizeof(out), what);
 		cr_assert_not_null(strstr(out, ids[0]), "case %d names the wine: %s", how, out);
 		shard_close(&f->sh);
 	}

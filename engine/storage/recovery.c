@@ -15,13 +15,14 @@
  * machine this runs on has two cores; a restart now uses both.
  *
  * Images.  A snapshot record of a table with images (offers, inventory
- * levels, wines, events: record.h REC_V_IMAGE, engine/storage/image.h) carries the
- * row's typed values beside its document, and the builder fills the row
- * from them instead of parsing the document (perf/bench_scale load, 1.71M
- * records: CPU 7.6 s -> 5.0 s, the snapshot ~3.5 s -> ~3.15 s; wines,
- * whose decode derives their keys as well, later: the 100,000 wines took
- * ~190 ms of the snapshot, the builder the slower side, and take ~70 ms;
- * its 105,000 events ~85 ms, and ~35 ms).  The loop
+ * levels, wines, events: record.h REC_V_IMAGE, engine/storage/image.h)
+ * carries the row's typed values beside its document, and the builder
+ * fills the row from them instead of parsing the document
+ * (perf/bench_scale load, 1.71M records: CPU 7.6 s -> 5.0 s, the snapshot
+ * ~3.5 s -> ~3.15 s; later wines, whose decode derives their keys as
+ * well: their 100,000 rows took ~190 ms of the snapshot, the builder the
+ * slower side, and take ~70 ms; its 105,000 events ~85 ms, now ~35 ms).
+ * The loop
  * is then the slower side: most of its time is index inserts (a cache miss
  * per hash index) and the page faults of fresh row blocks.  So the loop
  * prefetches the hash slots of the row LOAD_PREFETCH_AHEAD ahead (its id,
@@ -453,16 +454,14 @@ static void *wal_builder(void *arg)
 
 /* ---- the loop's side -------------------------------------------------------- */
 
-/* Install one snapshot record in its place, as table_put would have: its
- * row (a copied record is decoded here), the id clock, the table's trim.
- * 0, or -1 with why (>= 128 bytes). */
 /* ---- ordered indexes built beside the loop ----------------------------------
  *
- * A snapshot holds its tables one after another, and recovery installs
- * offers and levels -- most of its rows -- without the entries of their
- * ordered secondary indexes (table_defer_ordered): a B+tree insert per
- * index was a third of the loop's time.  Once the records of such a table
- * end, a thread of its own files all its rows there
+ * A snapshot holds its tables one after another.  Recovery installs the
+ * rows of a table with ordered secondary indexes (offers, levels: most of
+ * a shard's rows) without their entries there (table_defer_ordered) when
+ * enough rows follow it (ordered_plan): a B+tree insert per index was a
+ * third of the loop's time.  Once the records of such a table end, a
+ * thread of its own files all its rows there
  * (table_build_ordered) while the loop installs the tables after it,
  * which never read it (a decode reads nothing but its document; an
  * index_add only its own table), and while the builder, whose side of
@@ -534,11 +533,13 @@ static int ordered_finish(struct load_pipe *p, char *why)
 }
 
 /* Before the snapshot's first record: defer the ordered indexes of each
- * table (that has some) whose rows the census shows enough rows after,
- * 1/ORDERED_LATER_DIV as many as its own at least, for its build to run beside
- * their install.  The last big table's would only make the loop wait at
- * the end: a table is filed faster than the loop installs rows of later
- * ones, and slower than it can file them itself, in its own place. */
+ * table (that has some) which the census shows followed by at least
+ * 1/ORDERED_LATER_DIV as many rows as its own, so that its filing runs
+ * while the loop installs them.  Deferring a table with little after it
+ * would only move its filing to the end, where the loop waits for it:
+ * bench_scale, 1M offers then 500,000 levels, the offers' filing (~450 ms
+ * beside the levels) ended before the levels did; the levels deferred as
+ * well added their whole filing after the last row. */
 static void ordered_plan(struct load_pipe *p)
 {
 	uint64_t after = 0;
@@ -565,6 +566,9 @@ static int ordered_before(struct load_pipe *p, int table, char *why)
 	return p->later == &p->sh->tables[table] ? ordered_join(p, why) : 0;
 }
 
+/* Install one snapshot record in its place, as table_put would have: its
+ * row (a copied record is decoded here), the id clock, the table's trim.
+ * 0, or -1 with why (>= 128 bytes). */
 static int snap_install(struct shard *sh, struct load_item *it, char *why)
 {
 	struct table *t = &sh->tables[it->table];

@@ -758,6 +758,29 @@ fi
 # scale p99 1.33/1.69 -> 1.31/1.84 (the 5-line ratio is set by B+tree
 # descents in the big catalogue: a prefetch of the candidates' levels
 # moved none of it).
+#
+# Measured 2026-11-30 (session 47), same box kind (nginx 172,158), make
+# bench at 7992c2c: recovery 1,805,560 rows/s (snapshot part 1.93M
+# records/s, WAL replay 1.31M records/s; 1,545,254 / 1,302,018 in session
+# 46's two runs).  Wines and events have snapshot images (the wines'
+# part of the load ~190 -> ~70 ms, the events' ~85 -> ~35 ms); offers'
+# ordered secondary indexes are filed on a thread of their own while the
+# levels install (recovery.c ordered_plan); an install probes the id hash
+# once (hidx_swap_unless).  A lookup's descent prefetches each node whole
+# and offer_wine_any prefetches the rows ahead: bench_scale 5-line quote
+# p50 big 41.2-41.6 -> 33.8-35.3 us, small 20.8-21.7 -> 19.1-20.4 us
+# (PGO=0, alternating).  make bench: quote 1 line 0.55x (95,268, p99
+# 1.270 ms, 10 us), 5 lines 0.30x (19 us), router/direct quote 0.61,
+# orders -c1/-c16/-c64 130/64/83 us, 2PC 0.26/0.40, scale p99 1.43/1.54
+# (p50 1.86/2.08), memory 575 / 719 B per offer / level (unchanged).
+# Tried and dropped: transparent huge pages for the heap during the load
+# (system time 0.47 -> 0.87-2.7 s: the kernel zeroing and compacting 2 MiB
+# pages) and for large hash arrays (user -3 %, one run +0.3 s of system
+# time: a compaction stall the live path must not risk); a finger for
+# ascending B+tree inserts (no change in the loop's CPU); prefetching the
+# candidates' by-offer descents together, level by level (big 5-line p50
+# 35.1 -> 38.1 us: the nodes were already in the cache, the extra descent
+# only cost); a ring of 16 batches, lending at 2 (no change).
 
 # cpu_ticks PID : utime + stime of every thread of the process (/proc, clock ticks)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

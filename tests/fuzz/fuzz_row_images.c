@@ -12,12 +12,16 @@
  * builder thread does, every row's document is read (rendered from the
  * row when it keeps none: table.h render), and the table is torn down.
  * Bit 7 of byte 0 puts the record without a document (as a snapshot
- * holds a row that renders its own), else with "{}".  (Fuzz builds skip
- * the test builds' comparison with the document.)
+ * holds a row that renders its own), else with "{}", or with bit 6 with
+ * TAIL_DOC: a document whose last member is created_by at offset 9 (a
+ * wine's image names where that member is, and is refused unless it is
+ * there, before its keys are read).  (Fuzz builds skip the test builds'
+ * comparison with the document.)
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine/base/config.h"
 #include "engine/storage/record.h"
@@ -46,12 +50,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	char why[128];
 	const uint8_t *img = data + 1;
-	size_t dl = data[0] & 0x80 ? 0 : 2;
-	table_put_image(&t, "row_1", 5, "{}", dl, img, size - 1, 1, why);
-	table_put_image(&t, "row_1", 5, "{}", dl, img, size - 1, 2, why);
+	static const char TAIL_DOC[] = "{\"id\":\"w\",\"created_by\":\"platform\"}";
+	const char *body = data[0] & 0x40 ? TAIL_DOC : "{}";
+	size_t dl = data[0] & 0x80 ? 0 : strlen(body);
+	table_put_image(&t, "row_1", 5, body, dl, img, size - 1, 1, why);
+	table_put_image(&t, "row_1", 5, body, dl, img, size - 1, 2, why);
 	size_t sz = table_row_size(&t, 5, dl);
 	struct row *at = malloc(sz);
-	if (at && !table_row_build_image_at(&t, at, "row_2", 5, "{}", dl, img, size - 1, 3, why)) {
+	if (at && !table_row_build_image_at(&t, at, "row_2", 5, body, dl, img, size - 1, 3, why)) {
 		struct row *r = table_row_adopt(&t, at);
 		if (r)
 			table_row_install(&t, r);

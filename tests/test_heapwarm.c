@@ -5,11 +5,14 @@
  * The break is moved by the test itself (sbrk): under AddressSanitizer
  * malloc does not use it, so nothing else moves it meanwhile.  Residency
  * is read with mincore(2): a page the kernel has not faulted in is not
- * resident, one MADV_POPULATE_WRITE populated is.
+ * resident, one MADV_POPULATE_WRITE populated is.  Two threads may step
+ * the same warmer (recovery's loop and builder): each page once, none
+ * left out.
  */
 #include "tests/wm_test.h"
 #include "engine/base/heapwarm.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -73,6 +76,47 @@ WM_TEST(heapwarm, a_step_smaller_than_a_page_is_off)
 	cr_assert_neq(sbrk(grow), (void *)-1, "sbrk");
 	cr_assert_eq(heapwarm_step(&w), 0, "a step rounds down to whole pages: none");
 	cr_assert_eq(w.to, start);
+	cr_assert_neq(sbrk(-grow), (void *)-1, "sbrk back");
+	heapwarm_end(&w, 0);
+}
+
+#define CLAIM_PAGES 256u /* of 4-page steps: 64 claims for two threads to race for */
+
+struct stepper {
+	struct heapwarm *w;
+	size_t bytes, calls;
+};
+
+static void *step_all(void *arg)
+{
+	struct stepper *st = arg;
+	size_t n;
+	while ((n = heapwarm_step(st->w))) {
+		st->bytes += n;
+		st->calls++;
+	}
+	return NULL;
+}
+
+WM_TEST(heapwarm, two_threads_stepping_one_warmer_populate_each_page_once)
+{
+	struct heapwarm w;
+	heapwarm_begin(&w, 0, 4 * PAGE);
+	uintptr_t start = w.to;
+	intptr_t grow = (intptr_t)(start + CLAIM_PAGES * PAGE + PAGE / 2 - (uintptr_t)sbrk(0));
+	cr_assert_neq(sbrk(grow), (void *)-1, "sbrk");
+	struct stepper a = {&w, 0, 0}, b = {&w, 0, 0};
+	pthread_t ta, tb;
+	cr_assert_eq(pthread_create(&ta, NULL, step_all, &a), 0);
+	cr_assert_eq(pthread_create(&tb, NULL, step_all, &b), 0);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	cr_assert_eq(a.bytes + b.bytes, CLAIM_PAGES * PAGE, "every page claimed once: %zu + %zu bytes", a.bytes,
+		     b.bytes);
+	cr_assert_eq(a.calls + b.calls, CLAIM_PAGES / 4, "one step per 4 pages");
+	cr_assert_eq(w.to, start + CLAIM_PAGES * PAGE);
+	cr_assert_eq(resident_pages(start + PAGE, w.to), CLAIM_PAGES - 1, "every page resident");
+	cr_assert_eq(heapwarm_step(&w), 0, "nothing left");
 	cr_assert_neq(sbrk(-grow), (void *)-1, "sbrk back");
 	heapwarm_end(&w, 0);
 }

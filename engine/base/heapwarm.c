@@ -18,6 +18,9 @@
  * current break) is touched, memory the process owns and malloc hands out.
  * A kernel without it answers EINVAL and the warmer turns itself off.
  * Under AddressSanitizer malloc does not use the break; nothing happens.
+ * The loop warms too while it waits for rows, with the builder's warmer:
+ * a step claims its range by moving w->to with a compare-and-swap before
+ * populating it, so the two threads never populate a page twice.
  *
  * A side effect, measured.  Setting M_TOP_PAD turns off glibc's dynamic
  * mmap threshold for the rest of the process (checked on glibc 2.36: after
@@ -36,6 +39,7 @@
 
 #include <errno.h>
 #include <malloc.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -53,32 +57,33 @@ void heapwarm_begin(struct heapwarm *w, size_t pad, size_t step)
 {
 	if (pad)
 		(void)mallopt(M_TOP_PAD, (int)pad);
-	w->to = program_break() & ~(HEAPWARM_PAGE - 1);
+	atomic_store(&w->to, program_break() & ~(HEAPWARM_PAGE - 1));
 	w->step = step & ~(size_t)(HEAPWARM_PAGE - 1);
 }
 
 size_t heapwarm_step(struct heapwarm *w)
 {
-	if (!w->to || !w->step)
-		return 0;
-	uintptr_t end = program_break() & ~(HEAPWARM_PAGE - 1);
-	if (end <= w->to)
-		return 0;
-	if (end - w->to > w->step)
-		end = w->to + w->step;
-	if (madvise((void *)w->to, end - w->to, MADV_POPULATE_WRITE)) {
+	uintptr_t from = atomic_load(&w->to), end;
+	do { /* claim [from, end): another thread may claim first */
+		if (!from || !w->step)
+			return 0;
+		end = program_break() & ~(HEAPWARM_PAGE - 1);
+		if (end <= from)
+			return 0;
+		if (end - from > w->step)
+			end = from + w->step;
+	} while (!atomic_compare_exchange_weak(&w->to, &from, end));
+	if (madvise((void *)from, end - from, MADV_POPULATE_WRITE)) {
 		if (errno == EINVAL)
-			w->to = 0; /* not this kernel: off */
+			atomic_store(&w->to, 0); /* not this kernel: off */
 		return 0;
 	}
-	size_t n = end - w->to;
-	w->to = end;
-	return n;
+	return end - from;
 }
 
 void heapwarm_end(struct heapwarm *w, size_t pad)
 {
 	if (pad)
 		(void)mallopt(M_TOP_PAD, (int)HEAPWARM_TOP_PAD_DEFAULT);
-	w->to = 0;
+	atomic_store(&w->to, 0);
 }

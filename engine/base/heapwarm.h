@@ -5,6 +5,7 @@
 #ifndef WM_HEAPWARM_H
 #define WM_HEAPWARM_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,8 +19,8 @@
 #define HEAPWARM_STEP ((size_t)1 << 20)
 
 struct heapwarm {
-	uintptr_t to; /* the heap is populated up to here (page aligned); 0: off */
-	size_t step;  /* bytes per heapwarm_step, at most */
+	_Atomic uintptr_t to; /* the heap is claimed for populating up to here (page aligned); 0: off */
+	size_t step;          /* bytes per heapwarm_step, at most (set by heapwarm_begin) */
 };
 
 /* Start: the heap (main arena) grows by `pad` bytes at a time from now on
@@ -30,8 +31,10 @@ void heapwarm_begin(struct heapwarm *w, size_t pad, size_t step);
 /* Populate (MADV_POPULATE_WRITE: fault in writable, contents unchanged)
  * the next at most w->step bytes between w->to and the current program
  * break, rounded down to whole pages.  Safe while another thread
- * allocates there: no byte is written.  Returns the bytes populated (0:
- * nothing new, or a kernel without MADV_POPULATE_WRITE, which turns w
+ * allocates there: no byte is written.  Two threads may call it on the
+ * same w at once: each claims its range first (w->to moves atomically),
+ * so no range is populated twice.  Returns the bytes this call populated
+ * (0: nothing new, or a kernel without MADV_POPULATE_WRITE, which turns w
  * off). */
 size_t heapwarm_step(struct heapwarm *w);
 /* End: malloc's growth back to HEAPWARM_TOP_PAD_DEFAULT (when begin set a

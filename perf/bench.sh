@@ -773,6 +773,11 @@ fi
 # 1.270 ms, 10 us), 5 lines 0.30x (19 us), router/direct quote 0.61,
 # orders -c1/-c16/-c64 130/64/83 us, 2PC 0.26/0.40, scale p99 1.43/1.54
 # (p50 1.86/2.08), memory 575 / 719 B per offer / level (unchanged).
+# The final make bench of session 47 (6aad573: the loop also warms the heap
+# while it waits for rows; nginx 172,585): recovery 1,849,555 rows/s
+# (snapshot part 2.05M records/s, WAL replay 1.19M), quote 1 line 0.58x
+# (p99 1.236 ms), 5 lines 0.30x, router/direct quote 0.48, orders
+# 124/67/88 us, 2PC 0.27/0.41, scale p99 1.47/1.94.
 # Tried and dropped: transparent huge pages for the heap during the load
 # (system time 0.47 -> 0.87-2.7 s: the kernel zeroing and compacting 2 MiB
 # pages) and for large hash arrays (user -3 %, one run +0.3 s of system

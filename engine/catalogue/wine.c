@@ -473,9 +473,10 @@ static int wine_from_image(struct table *t, struct row *r, const uint8_t *img, s
 	uint8_t *small[] = {&w->status, &w->colour, &w->category, &w->dosage, &w->n_gtins, &w->n_regions};
 	for (size_t i = 0; i < sizeof(small) / sizeof(small[0]); i++)
 		*small[i] = (uint8_t)img_get_u8(&rd);
-	int64_t vintage = img_get_i64(&rd), abv = img_get_i64(&rd), tail = 0;
+	int64_t vintage = img_get_i64(&rd);
+	int64_t abv = img_get_i64(&rd);
 	w->volume_ul = img_get_i64(&rd);
-	tail = img_get_i64(&rd);
+	int64_t tail = img_get_i64(&rd);
 	img_get_str(&rd, w->country, sizeof(w->country));
 	img_get_str(&rd, w->producer_id, sizeof(w->producer_id));
 	img_get_str(&rd, w->created_by, sizeof(w->created_by));

@@ -118,6 +118,25 @@ WM_TEST(cluster_orders, an_order_runs_on_its_destination_shard, .timeout = 120)
 	wm_cluster_cleanup(&c);
 }
 
+/* Levels a and b as GET /v1/inventory shows them, once their reserved and
+ * allocated units add up to want_res and want_alloc (up to 15 s;
+ * ow_level_wait for one level).  That
+ * read is the catalogue home's, from its replicas of other shards' levels:
+ * the stock's shard has committed when the router answers, the home sees
+ * it a replication hop later. */
+static void levels_settled(struct oworld *w, const char *a, const char *b, long long want_res, long long want_alloc,
+			   long long *res_a, long long *alloc_a, long long *res_b, long long *alloc_b)
+{
+	long long on_hand;
+	for (int t = 0; t < 300; t++) {
+		ow_level(w, a, res_a, alloc_a, &on_hand);
+		ow_level(w, b, res_b, alloc_b, &on_hand);
+		if (*res_a + *res_b == want_res && *alloc_a + *alloc_b == want_alloc)
+			return;
+		usleep(50 * 1000);
+	}
+}
+
 /* The order's status read through the router (its destination's shard). */
 static const char *status_of_order(struct oworld *w, const char *id, char *out, size_t n)
 {
@@ -151,8 +170,8 @@ WM_TEST(cluster_orders, stock_on_another_shard_commits_in_two_phases, .timeout =
 	cr_assert(strncmp(id, "ord_DE_", 7) == 0, "%s", id);
 	char s1[32];
 	cr_assert_str_eq(status_of_order(&w, id, s1, sizeof(s1)), "reserved");
-	long long reserved, allocated, on_hand;
-	ow_level(&w, w.lv_est, &reserved, &allocated, &on_hand);
+	long long reserved, allocated;
+	ow_level_wait(&w, w.lv_est, 0, 12, &reserved, &allocated); /* the home's replica, a hop behind */
 	cr_assert_eq(allocated, 12, "the FR level's units are allocated to the order");
 	cr_assert_eq(reserved, 0, "nothing stays prepared");
 	/* nothing in doubt anywhere; the router committed one transaction */
@@ -208,9 +227,8 @@ WM_TEST(cluster_orders, two_sources_on_two_other_shards_commit_together, .timeou
 	cr_assert_eq(st, 201);
 	char s1[32];
 	cr_assert_str_eq(status_of_order(&w, id, s1, sizeof(s1)), "reserved");
-	long long res_fr, alloc_fr, res_at, alloc_at, on_hand;
-	ow_level(&w, w.lv_est, &res_fr, &alloc_fr, &on_hand);
-	ow_level(&w, lv_at, &res_at, &alloc_at, &on_hand);
+	long long res_fr, alloc_fr, res_at, alloc_at;
+	levels_settled(&w, w.lv_est, lv_at, 0, 20, &res_fr, &alloc_fr, &res_at, &alloc_at);
 	cr_assert_eq(res_fr + res_at, 0, "nothing stays prepared");
 	cr_assert_eq(alloc_fr + alloc_at, 20, "the order's 20 units are allocated (FR %lld, AT %lld)", alloc_fr, alloc_at);
 	cr_assert_gt(alloc_fr, 0, "the FR leg");
@@ -298,8 +316,8 @@ WM_TEST(cluster_orders, a_short_leg_aborts_the_two_phases_and_nothing_moves, .ti
 		snprintf(path, sizeof(path), "%s", json_string_value(json_object_get(o, "id")));
 	}
 	json_decref(j);
-	long long reserved, allocated, on_hand;
-	ow_level(&w, w.lv_est, &reserved, &allocated, &on_hand);
+	long long reserved, allocated;
+	ow_level_wait(&w, w.lv_est, 18, 12, &reserved, &allocated); /* the home's replica, a hop behind */
 	cr_assert_eq(reserved, 18, "only the other transaction's hold is prepared");
 	cr_assert_eq(allocated, 12);
 	wm_cluster_cleanup(&c);
@@ -734,9 +752,8 @@ WM_TEST(cluster_orders, a_short_leg_on_a_stale_replica_is_re_planned_once, .time
 	cr_assert_eq(st, 201, "%d %s", st, json_dumps(j, 0));
 	cr_assert_str_eq(json_string_value(json_object_get(j, "id")), id, "the retry returns the re-planned order");
 	json_decref(j);
-	long long res_fr, alloc_fr, res_at, alloc_at, on_hand;
-	ow_level(&w, w.lv_est, &res_fr, &alloc_fr, &on_hand);
-	ow_level(&w, lv_at, &res_at, &alloc_at, &on_hand);
+	long long res_fr, alloc_fr, res_at, alloc_at;
+	levels_settled(&w, w.lv_est, lv_at, 0, 20, &res_fr, &alloc_fr, &res_at, &alloc_at);
 	cr_assert_eq(res_fr + res_at, 0, "nothing stays prepared (the first plan's holds were given back)");
 	cr_assert_eq(alloc_fr + alloc_at, 20, "the order's 20 units are allocated (FR %lld, AT %lld)", alloc_fr, alloc_at);
 	cr_assert_leq(alloc_fr, 5, "FR had only 5");
@@ -749,8 +766,7 @@ WM_TEST(cluster_orders, a_short_leg_on_a_stale_replica_is_re_planned_once, .time
 	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "order"), "status")), "failed");
 	json_decref(j);
 	long long alloc_fr2, alloc_at2;
-	ow_level(&w, w.lv_est, &res_fr, &alloc_fr2, &on_hand);
-	ow_level(&w, lv_at, &res_at, &alloc_at2, &on_hand);
+	levels_settled(&w, w.lv_est, lv_at, 0, 20, &res_fr, &alloc_fr2, &res_at, &alloc_at2);
 	cr_assert_eq(res_fr + res_at, 0, "the failed order holds nothing");
 	cr_assert_eq(alloc_fr2 + alloc_at2, 20, "the first order's units only");
 	static char report[16384];

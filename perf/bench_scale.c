@@ -553,9 +553,11 @@ static int load_main(int argc, char **argv)
 	       "profile)\n",
 	       u1 - u0, s1 - s0);
 	printf("  two threads (engine/storage/recovery.c): snapshot %llu ms, the loop waited %llu ms for rows, the "
-	       "builder %llu ms for room; WAL %llu ms, the loop waited %llu ms, the builder %llu ms\n",
+	       "builder %llu ms for room, tables sized %s; WAL %llu ms, the loop waited %llu ms, the builder %llu ms\n",
 	       (unsigned long long)sh.snap_time.ms, (unsigned long long)sh.snap_time.loop_wait_ms,
-	       (unsigned long long)sh.snap_time.builder_wait_ms, (unsigned long long)sh.wal_time.ms,
+	       (unsigned long long)sh.snap_time.builder_wait_ms,
+	       sh.snap_time.census_hint ? "from the census hint, while the file was verified" : "after the verifying pass",
+	       (unsigned long long)sh.wal_time.ms,
 	       (unsigned long long)sh.wal_time.loop_wait_ms, (unsigned long long)sh.wal_time.builder_wait_ms);
 	printf("  %ld rows in memory after recovery, RSS %.0f MB (%.0f B per row)\n", rows, (double)(rss1 - rss0) / MB,
 	       (double)(rss1 - rss0) / (double)rows);

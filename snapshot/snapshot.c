@@ -21,7 +21,9 @@
  *               56  u64 XXH3-64 of bytes 0..55
  *   offset 64  body: one zstd stream (level 1) whose decompressed content is
  *              a sequence of entries (u32 len, len bytes of record), each
- *              len <= SNAP_MAX_RECORD
+ *              len <= SNAP_MAX_RECORD; the first entry may instead be the
+ *              writer's hint (u32 SNAP_HINT_FLAG | n, n <= SNAP_MAX_HINT
+ *              bytes), which is not a record and not counted
  *   size-32    trailer, 32 bytes
  *                0  magic "WMSNAPND"
  *                8  u64 record count
@@ -100,12 +102,18 @@
 #define SNAP_WINDOW_LOG_MAX 24
 /* Attempts to open a temp file that a concurrent prune keeps unlinking. */
 #define SNAP_OPEN_TRIES 3
+/* An entry whose length word has this bit set is the hint (snapshot.h).
+ * SNAP_MAX_RECORD is far below it, so a loader from before hints refuses
+ * such a file ("exceeds SNAP_MAX_RECORD") instead of misreading it. */
+#define SNAP_HINT_FLAG 0x80000000u
+_Static_assert(SNAP_MAX_RECORD < SNAP_HINT_FLAG && SNAP_MAX_HINT < SNAP_HINT_FLAG, "the flag is not a length");
 
 struct snap_writer {
 	int fd;
 	int failed;            /* a write/compress error happened; err says what */
 	uint64_t lsn;
 	uint64_t count;        /* records added */
+	int hinted;            /* the hint is written */
 	uint64_t file_off;     /* bytes written to fd so far (header + body) */
 	ZSTD_CCtx *cctx;
 	XXH3_state_t *xxh;     /* XXH3 over every byte written before the trailer */
@@ -380,6 +388,25 @@ struct snap_writer *snap_writer_open(const char *dir, uint64_t lsn, char *err, s
 	return w;
 }
 
+/* Contract (snapshot.h): the hint, before the first record (-1 after one,
+ * after a hint, or over SNAP_MAX_HINT bytes; the writer stays usable). */
+int snap_writer_hint(struct snap_writer *w, const void *hint, size_t len)
+{
+	assert(w && w->fd >= 0);
+	assert(hint || len == 0);
+	if (len > SNAP_MAX_HINT || w->count || w->hinted || w->failed)
+		return -1;
+	uint8_t lenb[4];
+	wr_u32(lenb, SNAP_HINT_FLAG | (uint32_t)len);
+	assert(w->stage.len == 0);
+	if (buf_append(&w->stage, lenb, 4) || (len && buf_append(&w->stage, hint, len))) {
+		werr(w, "%s: staging buffer overflow", w->tmp);
+		return -1;
+	}
+	w->hinted = 1;
+	return 0;
+}
+
 /* Contract (snapshot.h): append one record.  A record over SNAP_MAX_RECORD
  * is refused (-1) without touching the stream: the writer stays usable.  An
  * I/O or compression error also returns -1 and poisons the writer; commit
@@ -493,8 +520,9 @@ struct loader {
 	snap_record_fn fn;
 	void *ctx;
 	int fn_rc;            /* fn's non-zero return, if any */
-	/* the verifying pass's census hook (snapshot.h: struct snap_load_hooks) */
+	/* the verifying pass's hooks (snapshot.h: struct snap_load_hooks) */
 	void (*census)(void *ctx, const void *rec, size_t len);
+	void (*hint)(void *ctx, const void *hint, size_t len, uint64_t records);
 };
 
 static void lerr(struct loader *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -524,6 +552,21 @@ static int walk_entries(struct loader *l, uint64_t coff)
 			break;
 		const uint8_t *p = (const uint8_t *)l->dec.data + pos;
 		uint32_t len = rd_u32(p);
+		if ((len & SNAP_HINT_FLAG) && l->uoff + pos == 0) { /* the hint: the first entry only */
+			uint32_t n = len & ~SNAP_HINT_FLAG;
+			if (n > SNAP_MAX_HINT) {
+				lerr(l, "hint length %" PRIu32 " exceeds SNAP_MAX_HINT (%u) at uncompressed offset 0 "
+					"(compressed stream near byte offset %" PRIu64 ")",
+				     n, SNAP_MAX_HINT, coff);
+				return -1;
+			}
+			if (avail - 4 < n)
+				break;
+			if (!l->fn && l->hint)
+				l->hint(l->ctx, p + 4, n, l->count);
+			pos += 4 + (size_t)n;
+			continue;
+		}
 		if (len > SNAP_MAX_RECORD) {
 			lerr(l, "record #%" PRIu64 " length %" PRIu32 " exceeds SNAP_MAX_RECORD (%u) "
 				"at uncompressed offset %" PRIu64 " (compressed stream near byte offset %" PRIu64 ")",
@@ -673,7 +716,7 @@ static int load_file(const char *path, uint64_t expect_lsn, const struct snap_lo
 		     struct snap_info *info, char *err, size_t errlen, int *chosen)
 {
 	struct loader l = { .path = path, .fd = -1, .err = err, .errlen = errlen, .fn = NULL,
-			    .ctx = hk->ctx, .census = hk->census };
+			    .ctx = hk->ctx, .census = hk->census, .hint = hk->hint };
 	*chosen = 0;
 	if (info)
 		memset(info, 0, sizeof(*info));

@@ -9,7 +9,8 @@
  *   header (64 bytes): magic "WMSNAP01", u32 version, u32 reserved,
  *           u64 salt, u64 lsn, u64 created_unix_ms, reserved, u64 XXH3 of
  *           bytes 0..55 at offset 56
- *   body:   zstd stream of (u32 len, record bytes) entries
+ *   body:   zstd stream of (u32 len, record bytes) entries, the first of
+ *           which may be the writer's hint (below)
  *   trailer (32 bytes): magic "WMSNAPND", u64 record count,
  *           u64 body length, u64 XXH3-64 of header + body
  *
@@ -24,11 +25,20 @@
 #include <stdint.h>
 
 #define SNAP_MAX_RECORD (8u << 20)
+#define SNAP_MAX_HINT 4096u
 
 struct snap_writer;
 
 /* Start <dir>/<lsn>.snap.inprogress.  NULL with err on failure. */
 struct snap_writer *snap_writer_open(const char *dir, uint64_t lsn, char *err, size_t errlen);
+/* The hint: at most SNAP_MAX_HINT opaque bytes, before the first record
+ * (0, or -1 when a record or a hint was already added, or too long).  A
+ * loader is handed it at the start of its verifying pass, before anything
+ * of the file is verified, so it may only steer what a wrong value cannot
+ * break: the sizing of what the records will fill, say (engine/storage/
+ * recovery.c: the rows per table).  It is not a record: snap_load's fn
+ * never sees it and the trailer's count leaves it out. */
+int snap_writer_hint(struct snap_writer *w, const void *hint, size_t len);
 /* Add one record (copied into the compressed stream).  0 or -1. */
 int snap_writer_add(struct snap_writer *w, const void *rec, size_t len);
 /* Finish: trailer, fdatasync, rename to the final name, fsync dir.
@@ -61,6 +71,10 @@ int snap_find_latest(const char *dir, struct snap_info *info);
  * What a load calls, all optional, all with ctx:
  *  begin    before the verifying pass over a file starts (once per file
  *           tried): reset whatever census counts;
+ *  hint     the file's hint (snap_writer_hint), if it has one, at the
+ *           start of the verifying pass, with the trailer's record count:
+ *           neither is verified yet (the pass may still refuse the file),
+ *           so use them only as snap_writer_hint says;
  *  census   during the verifying pass, for every record as it is decoded,
  *           BEFORE the file's checksum has been checked: it may only count
  *           (e.g. records per table, to size indexes), and whatever it
@@ -73,6 +87,7 @@ int snap_find_latest(const char *dir, struct snap_info *info);
 struct snap_load_hooks {
 	void (*begin)(void *ctx);
 	void (*census)(void *ctx, const void *rec, size_t len);
+	void (*hint)(void *ctx, const void *hint, size_t len, uint64_t records);
 	int (*verified)(void *ctx, const struct snap_info *info);
 	snap_record_fn fn;
 	void *ctx;

@@ -7,9 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 
+#include "engine/storage/index.h"
 #include "engine/storage/record.h"
 #include "engine/storage/shard.h"
+#include "net/buf.h"
 #include "snapshot/snapshot.h"
 #include "wal/wal.h"
 #include "tests/harness.h"
@@ -388,4 +391,141 @@ WM_TEST(recovery, a_refused_wal_transaction_on_either_thread_refuses_the_start_w
 		fx_open(f);
 		fixture_free(f);
 	}
+}
+
+/* ---- the census hint ---- */
+
+/* The census hint's layout, as engine/storage/recovery.c writes it (and
+ * this test writes it independently): "WMCENS01", u32 tables, that many
+ * u64 rows, u64 XXH3-64 of the bytes before it. */
+#define HINT_BYTES (8u + 4u + 8u * REC_T_COUNT_ + 8u)
+
+struct hint_got {
+	int n;
+	size_t len;
+	uint8_t b[SNAP_MAX_HINT];
+};
+
+static void hint_copy(void *ctx, const void *hint, size_t len, uint64_t records)
+{
+	(void)records;
+	struct hint_got *g = ctx;
+	g->n++;
+	cr_assert_leq(len, SNAP_MAX_HINT);
+	memcpy(g->b, hint, len);
+	g->len = len;
+}
+
+static void hint_seal(uint8_t *h) { wr_u64(h + HINT_BYTES - 8, XXH3_64bits(h, HINT_BYTES - 8)); }
+
+/* The snapshot at lsn rewritten from s with the hint h (hl bytes; none
+ * when h is NULL), and the shard restarted from it. */
+static void restart_hinted(struct fixture *f, uint64_t lsn, const struct snap_recs *s, const uint8_t *h, size_t hl)
+{
+	char dir[600], err[256], p[700];
+	shard_close(&f->sh);
+	snprintf(dir, sizeof(dir), "%s/snap", f->cfg.data_dir);
+	snap_file(f, lsn, p, sizeof(p));
+	cr_assert_eq(unlink(p), 0, "%s", p);
+	struct snap_writer *w = snap_writer_open(dir, lsn, err, sizeof(err));
+	cr_assert_not_null(w, "%s", err);
+	if (h)
+		cr_assert_eq(snap_writer_hint(w, h, hl), 0);
+	for (size_t i = 0; i < s->n; i++)
+		cr_assert_eq(snap_writer_add(w, s->rec[i], s->len[i]), 0);
+	cr_assert_eq(snap_writer_commit(w, err, sizeof(err)), 0, "%s", err);
+	fx_open(f);
+}
+
+WM_TEST(recovery, the_census_hint_sizes_the_tables_early_and_a_wrong_one_changes_nothing)
+{
+	struct fixture *f = fixture_new("recovery");
+	char err[256], p[700];
+	commit_events(f, PIPE_ROWS, "t.hint");
+	cr_assert_eq(shard_snapshot_write(&f->sh, err, sizeof(err)), 0, "%s", err);
+	uint64_t lsn = f->sh.lsn;
+	size_t n_events = events(f), total = 0;
+	for (int i = 0; i < REC_T_COUNT_; i++)
+		total += f->sh.tables[i].ops ? table_count(&f->sh.tables[i]) : 0;
+	char *before = table_dump(f, REC_T_EVENT);
+	/* the writer's hint: every table's rows, adding up to the records */
+	snap_file(f, lsn, p, sizeof(p));
+	struct hint_got *g = calloc(1, sizeof(*g));
+	struct snap_recs *s = calloc(1, sizeof(*s));
+	cr_assert(g && s);
+	struct snap_load_hooks hk = {.hint = hint_copy, .ctx = g};
+	struct snap_info si;
+	cr_assert_eq(snap_load_hooked(p, &hk, &si, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(g->n, 1, "a shard's snapshot has a hint");
+	cr_assert_eq(g->len, HINT_BYTES);
+	cr_assert_eq(memcmp(g->b, "WMCENS01", 8), 0);
+	cr_assert_eq(rd_u32(g->b + 8), REC_T_COUNT_);
+	for (int i = 0; i < REC_T_COUNT_; i++)
+		cr_assert_eq(rd_u64(g->b + 12 + 8 * i), f->sh.tables[i].ops ? table_count(&f->sh.tables[i]) : 0,
+			     "table %d", i);
+	cr_assert_eq(rd_u64(g->b + HINT_BYTES - 8), XXH3_64bits(g->b, HINT_BYTES - 8));
+	cr_assert_eq(si.records, total);
+	cr_assert_eq(snap_load(p, collect_rec, s, NULL, err, sizeof(err)), 0, "%s", err);
+	uint8_t good[HINT_BYTES], h[HINT_BYTES];
+	memcpy(good, g->b, HINT_BYTES);
+
+	/* a restart from it sizes the tables from the hint */
+	shard_close(&f->sh);
+	fx_open(f);
+	cr_assert_eq(f->sh.snap_time.census_hint, 1, "sized from the hint");
+	char *after = table_dump(f, REC_T_EVENT);
+	cr_assert_str_eq(after, before);
+	free(after);
+
+	/* hints that do not check out are ignored; one that checks out but
+	 * is wrong (every row said to be a partner) sizes the wrong tables,
+	 * and the verifying pass's census sizes the right ones: the same rows
+	 * either way, every one in the events' id index */
+	struct {
+		const char *what;
+		int hinted;
+	} cases[] = {
+		{"a count changed under its checksum", 0},
+		{"one row fewer than the trailer's count", 0},
+		{"one row more than the trailer's count", 0},
+		{"another magic", 0},
+		{"one byte short", 0},
+		{"no hint at all", 0},
+		{"every row a partner", 1},
+	};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		memcpy(h, good, HINT_BYTES);
+		size_t hl = HINT_BYTES;
+		const uint8_t *hp = h;
+		switch (c) {
+		case 0: wr_u64(h + 12 + 8 * REC_T_EVENT, n_events - 1); break;
+		case 1: wr_u64(h + 12 + 8 * REC_T_EVENT, n_events - 1), hint_seal(h); break;
+		case 2: wr_u64(h + 12 + 8 * REC_T_EVENT, n_events + 1), hint_seal(h); break;
+		case 3: h[7] = '2', hint_seal(h); break;
+		case 4: hl--; break;
+		case 5: hp = NULL; break;
+		default:
+			for (int i = 0; i < REC_T_COUNT_; i++)
+				wr_u64(h + 12 + 8 * i, i == REC_T_PARTNER ? total : 0);
+			hint_seal(h);
+		}
+		restart_hinted(f, lsn, s, hp, hl);
+		cr_assert_eq(f->sh.snap_time.census_hint, cases[c].hinted, "%s", cases[c].what);
+		after = table_dump(f, REC_T_EVENT);
+		cr_assert_str_eq(after, before, "%s", cases[c].what);
+		free(after);
+		const struct hidx *ids = &f->sh.tables[REC_T_EVENT].by_id;
+		cr_assert_eq(hidx_count(ids), n_events, "%s", cases[c].what);
+		for (size_t i = 0; i < s->n; i++) {
+			size_t off = 0;
+			struct rec_view rv;
+			cr_assert_eq(rec_decode(s->rec[i], s->len[i], &off, &rv), 1);
+			if (rv.table == REC_T_EVENT)
+				cr_assert_not_null(hidx_get(ids, rv.key, rv.key_len), "%s: row %zu", cases[c].what, i);
+		}
+	}
+	free(before);
+	free(g);
+	recs_free(s);
+	fixture_free(f);
 }

@@ -482,6 +482,128 @@ WM_TEST(snapshot, bad_framing_with_good_checksums_refused)
 	rm_tree(dir);
 }
 
+/* ---- the writer's hint -------------------------------------------------- */
+
+struct hint_seen {
+	int hints;               /* hint hook calls */
+	uint64_t records;        /* the count it was given */
+	size_t len;
+	uint8_t bytes[SNAP_MAX_HINT];
+	uint64_t census_before;  /* census calls before the hint */
+	uint64_t census, fn;
+};
+
+static void hint_hook(void *ctx, const void *hint, size_t len, uint64_t records)
+{
+	struct hint_seen *h = ctx;
+	h->hints++;
+	h->census_before = h->census;
+	h->records = records;
+	h->len = len;
+	cr_assert_leq(len, SNAP_MAX_HINT);
+	memcpy(h->bytes, hint, len);
+}
+
+static void census_hook(void *ctx, const void *rec, size_t len)
+{
+	(void)rec;
+	(void)len;
+	((struct hint_seen *)ctx)->census++;
+}
+
+static int fn_hook(void *ctx, const void *rec, size_t len)
+{
+	(void)rec;
+	(void)len;
+	((struct hint_seen *)ctx)->fn++;
+	return 0;
+}
+
+WM_TEST(snapshot, a_hint_goes_first_to_its_hook_and_never_to_fn)
+{
+	char dir[64], p[PATH_MAX], err[512] = "";
+	mk_tmpdir(dir, sizeof(dir));
+	uint8_t hint[SNAP_MAX_HINT + 1];
+	for (size_t i = 0; i < sizeof(hint); i++)
+		hint[i] = (uint8_t)(i * 31 + 7);
+	/* the bound: SNAP_MAX_HINT bytes are taken, one more is refused and
+	 * leaves the writer usable; a hint after a hint or after a record is
+	 * refused too */
+	struct snap_writer *w = snap_writer_open(dir, 9, err, sizeof(err));
+	cr_assert_not_null(w, "%s", err);
+	cr_assert_eq(snap_writer_hint(w, hint, SNAP_MAX_HINT + 1), -1, "a hint past SNAP_MAX_HINT");
+	cr_assert_eq(snap_writer_hint(w, hint, SNAP_MAX_HINT), 0, "a hint of SNAP_MAX_HINT bytes");
+	cr_assert_eq(snap_writer_hint(w, hint, 1), -1, "a second hint");
+	cr_assert_eq(snap_writer_add(w, "rec-a", 5), 0);
+	cr_assert_eq(snap_writer_add(w, "", 0), 0);
+	cr_assert_eq(snap_writer_add(w, "rec-c", 5), 0);
+	cr_assert_eq(snap_writer_commit(w, err, sizeof(err)), 0, "%s", err);
+	w = snap_writer_open(dir, 10, err, sizeof(err));
+	cr_assert_not_null(w, "%s", err);
+	cr_assert_eq(snap_writer_add(w, "rec", 3), 0);
+	cr_assert_eq(snap_writer_hint(w, hint, 1), -1, "a hint after a record");
+	snap_writer_abort(w);
+
+	snap_path(p, sizeof(p), dir, 9, ".snap");
+	struct hint_seen *h = calloc(1, sizeof(*h));
+	cr_assert_not_null(h);
+	struct snap_load_hooks hk = {.hint = hint_hook, .census = census_hook, .fn = fn_hook, .ctx = h};
+	struct snap_info si;
+	cr_assert_eq(snap_load_hooked(p, &hk, &si, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(h->hints, 1, "the hint is handed over once (the verifying pass)");
+	cr_assert_eq(h->census_before, 0, "before the first record");
+	cr_assert_eq(h->len, SNAP_MAX_HINT);
+	cr_assert_eq(memcmp(h->bytes, hint, SNAP_MAX_HINT), 0, "the hint's bytes as written");
+	cr_assert_eq(h->records, 3, "with the trailer's count");
+	cr_assert_eq(h->census, 3, "the census sees the records only");
+	cr_assert_eq(h->fn, 3, "fn sees the records only");
+	cr_assert_eq(si.records, 3, "the count leaves the hint out");
+	uint64_t calls = 0;
+	cr_assert_eq(snap_load(p, count_cb, &calls, NULL, err, sizeof(err)), 0, "without a hint hook: %s", err);
+	cr_assert_eq(calls, 3);
+	free(h);
+	rm_tree(dir);
+}
+
+WM_TEST(snapshot, a_hint_out_of_place_or_too_long_is_refused_before_any_record)
+{
+	char dir[64], p[PATH_MAX];
+	mk_tmpdir(dir, sizeof(dir));
+	snap_path(p, sizeof(p), dir, 1, ".snap");
+	uint8_t raw[64 + SNAP_MAX_HINT];
+	memset(raw, 'h', sizeof(raw));
+	/* control: an empty hint, then one record of 10 bytes */
+	wr_u32(raw, 0x80000000u);
+	wr_u32(raw + 4, 10);
+	craft(p, 1, raw, 18, 1, 1);
+	uint64_t calls = 0;
+	cr_assert_eq(snap_load(p, count_cb, &calls, NULL, NULL, 0), 0, "control: a well-formed hinted file");
+	cr_assert_eq(calls, 1);
+	/* the hint as the second entry */
+	wr_u32(raw, 10);
+	wr_u32(raw + 14, 0x80000000u | 4);
+	craft(p, 1, raw, 22, 1, 1);
+	expect_refused(p, "a hint after a record");
+	/* two hints */
+	wr_u32(raw, 0x80000000u | 2);
+	wr_u32(raw + 6, 0x80000000u | 2);
+	wr_u32(raw + 12, 1);
+	craft(p, 1, raw, 17, 1, 1);
+	expect_refused(p, "a second hint");
+	/* one byte past the bound, however many bytes follow */
+	wr_u32(raw, 0x80000000u | (SNAP_MAX_HINT + 1));
+	craft(p, 1, raw, 4 + SNAP_MAX_HINT + 1, 0, 1);
+	expect_refused(p, "a hint of SNAP_MAX_HINT + 1 bytes");
+	/* at the bound it is taken */
+	wr_u32(raw, 0x80000000u | SNAP_MAX_HINT);
+	craft(p, 1, raw, 4 + SNAP_MAX_HINT, 0, 1);
+	cr_assert_eq(snap_load(p, NULL, NULL, NULL, NULL, 0), 0, "a hint of SNAP_MAX_HINT bytes");
+	/* cut short */
+	craft(p, 1, raw, 4 + SNAP_MAX_HINT - 1, 0, 1);
+	expect_refused(p, "a hint cut short");
+	rm_tree(dir);
+}
+
 WM_TEST(snapshot, unsupported_version_and_missing_file)
 {
 	char dir[64], p[PATH_MAX];

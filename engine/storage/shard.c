@@ -132,10 +132,10 @@ int shard_load_with(struct shard *sh, const struct config *cfg, const struct sha
 		sh->snap_last_lsn = si.lsn;
 		sh->snap_last_unix_ms = si.created_unix_ms;
 		log_info("msg=\"snapshot loaded\" file=%s lsn=%llu records=%llu ms=%llu loop_wait_ms=%llu "
-			 "builder_wait_ms=%llu",
+			 "builder_wait_ms=%llu census_hint=%d",
 			 si.path, (unsigned long long)si.lsn, (unsigned long long)si.records,
 			 (unsigned long long)sh->snap_time.ms, (unsigned long long)sh->snap_time.loop_wait_ms,
-			 (unsigned long long)sh->snap_time.builder_wait_ms);
+			 (unsigned long long)sh->snap_time.builder_wait_ms, sh->snap_time.census_hint);
 	}
 	struct wal_recovery_report rep;
 	memset(&rep, 0, sizeof(rep));
@@ -688,6 +688,13 @@ int shard_snapshot_write(struct shard *sh, char *err, size_t errlen)
 		return -1;
 	if (sh->snap_stall_s) /* test builds: a snapshot that takes a while (errinj snapshot_child_stall) */
 		sleep(sh->snap_stall_s);
+	uint8_t census[SNAP_MAX_HINT];
+	size_t cl = shard_census_hint(sh, census, sizeof(census));
+	if (!cl || snap_writer_hint(w, census, cl)) {
+		snprintf(err, errlen, "snapshot census hint failed");
+		snap_writer_abort(w);
+		return -1;
+	}
 	struct buf rec, img;
 	buf_init(&rec, SNAP_MAX_RECORD);
 	buf_init(&img, SNAP_MAX_RECORD);

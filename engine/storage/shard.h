@@ -102,9 +102,12 @@ struct shard {
 	uint64_t upto_lsn;     /* replay stops after this LSN (0 = all) */
 	/* how each half of the last recovery went (recovery.c), for its log
 	 * line: wall time, and how long the loop waited for rows (the builder
-	 * was the bound) and the builder for room (the loop was) */
+	 * was the bound) and the builder for room (the loop was); and whether
+	 * the loop sized the tables from a snapshot's census hint while the
+	 * file was being verified (snap_time only) */
 	struct recovery_time {
 		uint64_t ms, loop_wait_ms, builder_wait_ms;
+		int census_hint;
 	} snap_time, wal_time;
 	int lock_fd;           /* flock on <data_dir>/LOCK: one process per data directory */
 	unsigned snap_stall_s; /* test builds: the snapshot child sleeps this long after opening its file */
@@ -272,5 +275,9 @@ int shard_snapshot_start(struct shard *sh);
 void shard_snapshot_poll(struct shard *sh);
 /* Write a snapshot synchronously in this process (CLI, tests). */
 int shard_snapshot_write(struct shard *sh, char *err, size_t errlen);
+/* A snapshot's hint (snapshot.h snap_writer_hint): the census of sh's
+ * tables, rows per table, as engine/storage/recovery.c reads it back.
+ * Its length (<= SNAP_MAX_HINT), or 0 when cap is too small. */
+size_t shard_census_hint(const struct shard *sh, uint8_t *out, size_t cap);
 
 #endif

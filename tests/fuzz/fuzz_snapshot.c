@@ -6,7 +6,8 @@
  * the trailer's body length and the file checksum recomputed, so mutations
  * of the zstd body, the record framing and the trailer count reach the
  * decoder instead of all dying at the checksum.  The callback reads every
- * byte it is given so ASan sees any out-of-bounds record.  Seeds in
+ * byte it is given so ASan sees any out-of-bounds record, and so does the
+ * hint hook (at most once, before any record, within SNAP_MAX_HINT).  Seeds in
  * tests/fuzz/corpus/fuzz_snapshot/ are real snapshot files.
  */
 #include "net/buf.h"
@@ -45,7 +46,20 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 struct seen {
 	uint64_t n;
 	uint64_t sum;
+	uint64_t hints;
 };
+
+/* The hint hook: at most once a file, before any record, within its bound. */
+static void hint_cb(void *ctx, const void *hint, size_t len, uint64_t records)
+{
+	struct seen *s = ctx;
+	const uint8_t *h = hint;
+	if (len > SNAP_MAX_HINT || s->n || s->hints++)
+		abort();
+	for (size_t i = 0; i < len; i++)
+		s->sum += h[i];
+	s->sum += records;
+}
 
 static int touch_cb(void *ctx, const void *rec, size_t len)
 {
@@ -68,9 +82,10 @@ static void load(const uint8_t *data, size_t size)
 		abort();
 	close(fd);
 	char err[512];
-	struct seen s = { 0, 0 };
+	struct seen s = { 0, 0, 0 };
 	struct snap_info info;
-	int rc = snap_load(g_path, touch_cb, &s, &info, err, sizeof(err));
+	struct snap_load_hooks hk = { .hint = hint_cb, .fn = touch_cb, .ctx = &s };
+	int rc = snap_load_hooked(g_path, &hk, &info, err, sizeof(err));
 	if (rc == 0 && s.n != info.records)
 		abort(); /* verified file must deliver exactly its count */
 	if (rc == -1 && strstr(err, g_path) == NULL)

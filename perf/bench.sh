@@ -786,6 +786,31 @@ fi
 # candidates' by-offer descents together, level by level (big 5-line p50
 # 35.1 -> 38.1 us: the nodes were already in the cache, the extra descent
 # only cost); a ring of 16 batches, lending at 2 (no change).
+#
+# Measured 2026-11-30 (session 48), same defaults.  A snapshot starts with
+# its census (rows per table) as a hint the verifying pass hands over
+# first (snapshot.h snap_writer_hint), so the loop sizes the tables' hash
+# indexes (~55 ms of page faults) while the builder verifies the file,
+# where both used to wait for it; and snapshot bodies are zstd level -3
+# (was 1: 30.7 -> 38.5 MB, decompressed in 84 -> 58 ms).  The loop's wait
+# in the snapshot ~160 -> ~25 ms.  bench_scale load of the release build
+# (PGO + LTO), 3 alternating pairs against the session's start (0df80cc):
+# 1.81-1.87M -> 2.01-2.10M rows/s, snapshot part 824-860 -> 715-747 ms.
+# make bench at 486d963 (nginx 170,460): recovery 1,993,893 rows/s
+# (snapshot part 2.26M records/s, WAL replay 1.19M, the loop waited 22
+# ms), quote 1 line 0.63x (107,550, p99 0.929 ms, 9 us), 5 lines 0.30x
+# (p99 1.709 ms, 20 us), router/direct quote 0.58 (GET partner 0.47,
+# orders 0.86), orders -c1/-c16/-c64 134/72/90 us, 2PC 0.26/0.42, scale
+# p99 1.46/1.84 (p50 1.77/2.04), memory unchanged.  The whole load now
+# keeps both cores busy (user + system 1.90 s in 1.01 s): what is left is
+# work to remove, not waiting.  Tried and dropped: a two-stage prefetch
+# of WAL transactions' id slots and stored rows (the stall moved into the
+# prefetch; WAL part unchanged), B+tree leaves from a mutex-guarded slab
+# of mmap'd chunks instead of malloc (20,727 mprotects of the ordered
+# builder's arena gone, wall time unchanged), MALLOC_ARENA_MAX=1 (2.5x
+# slower: the threads contend for one arena), the live path's partial
+# parse for WAL records (WAL part -9 %, but recovery validates every
+# document whole).
 
 # cpu_ticks PID : utime + stime of every thread of the process (/proc, clock ticks)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

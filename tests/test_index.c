@@ -100,8 +100,9 @@ WM_TEST(hidx, put_get_del_set)
 	hidx_free(&h); /* idempotent */
 }
 
-/* hidx_prefetch is a hint: on an empty index, for keys at and past the
- * length bound, for NULL bytes, and mid-rehash, it changes nothing. */
+/* hidx_prefetch and hidx_prefetch_entry are hints: on an empty index,
+ * for keys present and absent, at and past the length bound, for NULL
+ * bytes, and mid-rehash, they change nothing. */
 WM_TEST(hidx, prefetch_changes_nothing_whatever_it_is_given)
 {
 	struct hidx h;
@@ -109,16 +110,22 @@ WM_TEST(hidx, prefetch_changes_nothing_whatever_it_is_given)
 	char big[IDX_MAX_KEY + 1];
 	memset(big, 'k', sizeof(big));
 	hidx_prefetch(&h, "a", 1); /* no array yet */
+	hidx_prefetch_entry(&h, "a", 1);
 	cr_assert_eq(hidx_count(&h), 0);
 	cr_assert_null(h.slots);
-	char key[16];
+	char key[16], had[16];
 	for (int i = 0; i < 5000; i++) { /* through several incremental rehashes */
-		int n = snprintf(key, sizeof(key), "key%d", i);
-		hidx_prefetch(&h, key, (uint32_t)n);
-		hidx_prefetch(&h, big, IDX_MAX_KEY);     /* at the bound */
-		hidx_prefetch(&h, big, IDX_MAX_KEY + 1); /* past it */
-		hidx_prefetch(&h, NULL, 3);
-		hidx_prefetch(&h, NULL, 0);
+		int n = snprintf(key, sizeof(key), "key%d", i), m = snprintf(had, sizeof(had), "key%d", i / 2);
+		void (*const hint[])(const struct hidx *, const char *, uint32_t) = {hidx_prefetch, hidx_prefetch_entry};
+		for (int k = 0; k < 2; k++) {
+			hint[k](&h, key, (uint32_t)n);          /* absent */
+			hint[k](&h, had, (uint32_t)m);          /* present (but for i = 0) */
+			hint[k](&h, big, IDX_MAX_KEY);     /* at the bound */
+			hint[k](&h, big, IDX_MAX_KEY + 1); /* past it */
+			hint[k](&h, NULL, 3);
+			hint[k](&h, NULL, 0);
+		}
+		cr_assert_eq(hidx_count(&h), (size_t)i);
 		cr_assert_eq(hidx_put(&h, key, (uint32_t)n, tag(i + 1)), 0);
 	}
 	cr_assert_eq(hidx_count(&h), 5000);

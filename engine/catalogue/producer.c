@@ -129,6 +129,11 @@ const struct producer *producer_get(struct shard *sh, const char *id, size_t len
 	return (const struct producer *)table_get(&sh->tables[REC_T_PRODUCER], id, len);
 }
 
+void producer_prefetch(struct shard *sh, const char *id, size_t len, int stage)
+{
+	table_prefetch(&sh->tables[REC_T_PRODUCER], id, len, stage);
+}
+
 const struct producer *producer_by_slug(struct shard *sh, const char *slug, size_t len)
 {
 	if (len > IDX_MAX_KEY)

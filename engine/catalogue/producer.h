@@ -30,6 +30,9 @@ struct producer {
 };
 
 const struct producer *producer_get(struct shard *sh, const char *id, size_t len);
+/* table_prefetch of the producer id (its stage 0, then 1): before
+ * producer_get of several ids in a row. */
+void producer_prefetch(struct shard *sh, const char *id, size_t len, int stage);
 const struct producer *producer_by_slug(struct shard *sh, const char *slug, size_t len);
 
 /* May the caller change this producer (platform, its creator, its linked

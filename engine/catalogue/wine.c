@@ -542,6 +542,11 @@ const struct wine *wine_get(struct shard *sh, const char *id, size_t len)
 	return (const struct wine *)table_get(&sh->tables[REC_T_WINE], id, len);
 }
 
+void wine_prefetch(struct shard *sh, const char *id, size_t len, int stage)
+{
+	table_prefetch(&sh->tables[REC_T_WINE], id, len, stage);
+}
+
 /* ---- the read-path filter ------------------------------------------------ */
 
 /* Platform, creator, or the partner linked to the wine's producer. */

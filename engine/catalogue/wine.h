@@ -181,6 +181,9 @@ struct wine {
 static inline const char *wine_key(const struct wine *w, struct wine_keyref k) { return w->keys + k.off; }
 
 const struct wine *wine_get(struct shard *sh, const char *id, size_t len);
+/* table_prefetch of the wine id (its stage 0, then 1): before wine_get of
+ * several ids in a row. */
+void wine_prefetch(struct shard *sh, const char *id, size_t len, int stage);
 
 /* Read-path filter: published and archived wines are visible to every
  * reader; drafts to the platform, their creator and the partner linked to

@@ -459,6 +459,13 @@ static int upper2(const char *s, uint32_t len)
 static unsigned resolve_skus(struct api_ctx *c, struct quote *s)
 {
 	unsigned unknown = 0;
+	/* each line's wine is a lookup of its own below, a miss or two each in
+	 * a big catalogue (the id's hash slot, then the row): start them all
+	 * at once first */
+	for (int stage = 0; stage < 2; stage++)
+		for (unsigned i = 0; i < s->n; i++)
+			if (s->l[i].sku)
+				wine_prefetch(c->sh, s->l[i].sku, strlen(s->l[i].sku), stage);
 	for (unsigned i = 0; i < s->n; i++) {
 		struct quote_line *ql = &s->l[i];
 		if (!ql->sku)
@@ -1175,6 +1182,9 @@ static int route_all(struct api_ctx *c, struct quote *s)
 	const char *first = NULL;
 	uint8_t line_err[QUOTE_MAX_LINES] = {0};
 	int unpriceable = 0;
+	for (int stage = 0; stage < 2; stage++) /* as resolve_skus does for the wines */
+		for (unsigned i = 0; i < s->n; i++)
+			producer_prefetch(c->sh, s->l[i].w->producer_id, strlen(s->l[i].w->producer_id), stage);
 	for (unsigned i = 0; i < s->n; i++) {
 		struct quote_line *ql = &s->l[i];
 		const struct producer *pr = producer_get(c->sh, ql->w->producer_id, strlen(ql->w->producer_id));

@@ -476,6 +476,12 @@ int table_build_ordered(struct table *t)
 	return 0;
 }
 
+void table_prefetch(const struct table *t, const char *id, size_t id_len, int stage)
+{
+	if (id_len <= IDX_MAX_KEY)
+		(stage ? hidx_prefetch_entry : hidx_prefetch)(&t->by_id, id, (uint32_t)id_len);
+}
+
 void table_row_prefetch(const struct table *t, const struct row *r)
 {
 	hidx_prefetch(&t->by_id, r->id, r->id_len);

@@ -338,7 +338,12 @@ void bw_lat_of(double *lat_s, double *cpu_s, long n, struct bw_lat *out)
 	out->qps = (double)n / total;
 	out->p50_us = lat_s[n / 2] * 1e6;
 	out->p99_us = lat_s[n * 99 / 100] * 1e6;
+	out->p98_us = lat_s[n * 98 / 100] * 1e6;
 	out->max_us = lat_s[n - 1] * 1e6;
+	long slow = n;
+	while (slow > 0 && lat_s[slow - 1] > 1.5 * lat_s[n / 2])
+		slow--;
+	out->slow_share = (double)(n - slow) / (double)n;
 	out->cpu_p50_us = cpu_s[n / 2] * 1e6;
 	out->cpu_p99_us = cpu_s[n * 99 / 100] * 1e6;
 }

@@ -77,6 +77,8 @@ struct bw_lat {
 	long n, ok, split, refused;
 	double qps, p50_us, p99_us, max_us;     /* wall time (CLOCK_MONOTONIC) */
 	double cpu_p50_us, cpu_p99_us;          /* this thread's CPU time: without preemption by others */
+	double p98_us;                          /* wall time */
+	double slow_share;                      /* the share of quotes over 1.5x the p50 (wall) */
 };
 /* q quotes for random wines (6 units in boxes of 6 per line) to dest, each
  * timed as one handler call on an already-parsed body; prints one line

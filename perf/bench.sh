@@ -811,6 +811,21 @@ fi
 # slower: the threads contend for one arena), the live path's partial
 # parse for WAL records (WAL part -9 %, but recovery validates every
 # document whole).
+# Later in session 48 (f37d9f5): a B+tree descent prefetches each node it
+# enters blind, before reading its header (index.c node_prefetch), and a
+# quote prefetches its lines' wines and producers before looking them up
+# (table_prefetch): release bench_scale, 2 alternating pairs, big 5-line
+# p50 35.7/36.6 -> 30.4/31.0 us, p99 62.5/66.5 -> 58.3/58.9, small 5-line
+# p99 32.6/31.8 -> 27.0/27.0 (so the p99 ratio did not fall).  make bench
+# at f37d9f5 (nginx 169,201; a slower stretch: the load's user time 1.46
+# s against 1.35): recovery 1,917,541 rows/s, quote 1 line 0.60x (p99
+# 0.854 ms), 5 lines 0.26x, router/direct quote 0.57, orders 127/78/95
+# us, 2PC 0.25/0.34, scale p99 1.34/2.13 (p50 1.63/1.73).  The 5-line p99
+# sits at a cliff: ~1 % of quotes take ~2x their p50 (interrupts at a
+# steady rate, so longer quotes are hit more often), so bench_scale now
+# prints that share and the p98 ratio beside the p99 one.  Transparent
+# huge pages for every B+tree node changed nothing (not TLB misses), nor
+# did finding every candidate's levels first, serially or level by level.
 
 # cpu_ticks PID : utime + stime of every thread of the process (/proc, clock ticks)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

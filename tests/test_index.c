@@ -585,7 +585,7 @@ static void check_walks(const struct oidx *t, const struct model *m)
 
 WM_TEST(oidx, model_randomized)
 {
-	enum { OPS = 50000, PHASE1 = 20000, PHASE2 = 35000 };
+	enum { OPS = 80000, PHASE1 = 40000, PHASE2 = 60000 };
 	rng_state = 0x5eed1234u;
 	struct oidx t;
 	struct model m = { 0 };
@@ -1216,14 +1216,39 @@ static size_t charge(const struct oidx_leaf_stats *s, uint32_t len)
 	return c > s->min_charge ? c : s->min_charge;
 }
 
+/* The bytes a and b share at their start. */
+static uint32_t shared(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl)
+{
+	uint32_t p = 0;
+	while (p < al && p < bl && a[p] == b[p])
+		p++;
+	return p;
+}
+
 /* One leaf as a walk sees it. */
 struct leaf_view {
 	uint32_t n;         /* entries */
-	size_t fill;        /* the charges of its entries */
+	size_t fill;        /* the charges of its entries, keys whole (vfill) */
 	uint32_t first_len; /* length of its first key */
+	uint8_t first[IDX_MAX_KEY], last[IDX_MAX_KEY];
+	uint32_t last_len;
+	uint32_t plen;      /* the prefix it keeps (at most what its first and last key share) */
+	size_t pfill;       /* the charges of its entries stored after that prefix */
+	uint32_t lens[512]; /* its keys' lengths */
 };
 
-/* The leaves of t in order, into out[0..max); returns how many. */
+/* What a leaf of v's keys is charged stored after pl bytes of prefix. */
+static size_t fill_under(const struct oidx_leaf_stats *s, const struct leaf_view *v, uint32_t pl)
+{
+	size_t f = 0;
+	for (uint32_t i = 0; i < v->n; i++)
+		f += charge(s, v->lens[i] - pl);
+	return f;
+}
+
+/* The leaves of t in order, into out[0..max); returns how many, having
+ * checked that the leaves' stored charges add up to the tree's fill and
+ * that each keeps a prefix its first and last keys share. */
 static size_t leaf_views(const struct oidx *t, struct leaf_view *out, size_t max)
 {
 	struct oidx_leaf_stats s;
@@ -1233,16 +1258,32 @@ static size_t leaf_views(const struct oidx *t, struct leaf_view *out, size_t max
 	const struct oidx_node *cur = NULL;
 	for (int on = oidx_seek_ge(t, NULL, 0, &it); on; on = oidx_next(&it)) {
 		uint32_t kl;
-		oidx_iter_key(&it, &kl);
+		const uint8_t *k = oidx_iter_key(&it, &kl);
 		if (it.leaf != cur) {
 			cr_assert_lt(nl, max);
 			cur = it.leaf;
-			out[nl++] = (struct leaf_view){ .first_len = kl };
+			out[nl] = (struct leaf_view){ .first_len = kl, .plen = oidx_iter_leaf_prefix(&it) };
+			memcpy(out[nl].first, k, kl);
+			nl++;
 		}
-		out[nl - 1].n++;
-		out[nl - 1].fill += charge(&s, kl);
+		struct leaf_view *v = &out[nl - 1];
+		cr_assert_lt(v->n, 512);
+		v->lens[v->n++] = kl;
+		v->fill += charge(&s, kl);
+		memcpy(v->last, k, kl);
+		v->last_len = kl;
 	}
 	cr_assert_eq(nl, s.leaves, "the walk and the leaf chain disagree");
+	size_t fill = 0;
+	for (size_t i = 0; i < nl; i++) {
+		struct leaf_view *v = &out[i];
+		cr_assert_leq(v->plen, s.prefix_max);
+		cr_assert_leq(v->plen, shared(v->first, v->first_len, v->last, v->last_len));
+		v->pfill = fill_under(&s, v, v->plen);
+		cr_assert_leq(v->pfill, s.cap);
+		fill += v->pfill;
+	}
+	cr_assert_eq(fill, s.fill, "the leaves' stored charges add up to the tree's fill");
 	return nl;
 }
 
@@ -1343,8 +1384,9 @@ WM_TEST(oidx, every_key_length_0_to_255)
 	size_t bytes = 0;
 	for (size_t i = 0; i < n; i++)
 		bytes += charge(&s, keys[i].len);
-	cr_assert_eq(s.fill, bytes, "leaf fill counts every entry's charge once");
-	cr_assert_geq(s.leaves * s.cap, bytes);
+	cr_assert_eq(s.vfill, bytes, "leaf vfill counts every entry's whole-key charge once");
+	cr_assert_leq(s.fill, bytes, "stored after their leaf's prefix, entries are charged no more");
+	cr_assert_geq(s.leaves * s.cap, s.fill);
 	/* delete every other key (in key order), then the rest */
 	size_t m = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -1488,12 +1530,27 @@ WM_TEST(oidx, leaf_split_cuts_by_bytes_not_count)
 	oidx_free(&t);
 }
 
+/* Leaves v[0..nl) of an append load: each but the last is full, that is,
+ * the next leaf's first key would not have fit -- not with every key
+ * stored after the prefix the leaf and that key share. */
+static void expect_full_leaves(const struct oidx_leaf_stats *s, const struct leaf_view *v, size_t nl)
+{
+	for (size_t i = 0; i + 1 < nl; i++) {
+		uint32_t np = shared(v[i].first, v[i].plen, v[i + 1].first, v[i + 1].first_len);
+		size_t fill = fill_under(s, &v[i], np);
+		cr_assert_gt(fill + charge(s, v[i + 1].first_len - np), s->cap,
+			     "leaf %zu (%zu bytes under a %u-byte prefix) had room for the next key (%u bytes)", i,
+			     fill, np, v[i + 1].first_len);
+	}
+}
+
 WM_TEST(oidx, append_loads_fill_leaves_to_the_byte)
 {
 	/* 100k 26-byte ids in ascending order (a snapshot load, time-ordered
 	 * ids): every leaf but the last holds as many as fit */
 	enum { N = 100000, IDLEN = 26 };
-	static struct leaf_view v[N / 16];
+	struct leaf_view *v = calloc(N / 32, sizeof(*v));
+	cr_assert(v);
 	struct oidx t;
 	struct oidx_leaf_stats s;
 	oidx_init(&t);
@@ -1504,15 +1561,18 @@ WM_TEST(oidx, append_loads_fill_leaves_to_the_byte)
 	}
 	cr_assert_eq(oidx_check(&t), 0);
 	oidx_leaf_stats(&t, &s);
-	size_t per = s.cap / charge(&s, IDLEN);
-	size_t nl = leaf_views(&t, v, sizeof(v) / sizeof(v[0]));
-	cr_assert_eq(nl, (N + per - 1) / per, "%zu leaves for %u ids, %zu a leaf", nl, N, per);
+	size_t nl = leaf_views(&t, v, N / 32);
+	expect_full_leaves(&s, v, nl);
+	/* each leaf keeps the bytes its ids share once: "ord_01JQ" and the
+	 * counter's leading digits, at least 11 bytes (an appended leaf starts
+	 * with what its first id shares with the one before it) */
 	for (size_t i = 0; i + 1 < nl; i++)
-		cr_assert_eq(v[i].n, per, "leaf %zu holds %u ids, room for %zu", i, v[i].n, per);
-	/* the memory figure: leaves only, ~38 bytes an entry (a malloc'd blob
-	 * per key and a pointer to it cost ~74) */
+		cr_assert_geq(v[i].plen, 11, "leaf %zu keeps a %u-byte prefix", i, v[i].plen);
+	cr_assert_lt(s.fill, s.vfill, "stored after their prefixes the ids take fewer bytes");
+	/* the memory figure: leaves only, ~25 bytes an entry (~38 with every
+	 * id whole in the leaf, ~74 with a malloc'd blob per key) */
 	double per_entry = (double)(s.leaves * s.node_bytes) / N;
-	cr_assert_lt(per_entry, 40.0, "%.1f leaf bytes per entry", per_entry);
+	cr_assert_lt(per_entry, 27.0, "%.1f leaf bytes per entry", per_entry);
 	oidx_free(&t);
 
 	/* keys of mixed lengths (9..72 bytes) appended: each leaf is full, that
@@ -1528,12 +1588,10 @@ WM_TEST(oidx, append_loads_fill_leaves_to_the_byte)
 	}
 	cr_assert_eq(oidx_check(&t), 0);
 	oidx_leaf_stats(&t, &s);
-	nl = leaf_views(&t, v, sizeof(v) / sizeof(v[0]));
-	for (size_t i = 0; i + 1 < nl; i++)
-		cr_assert_gt(v[i].fill + charge(&s, v[i + 1].first_len), s.cap,
-			     "leaf %zu (%zu bytes) had room for the next key (%u bytes)", i, v[i].fill,
-			     v[i + 1].first_len);
+	nl = leaf_views(&t, v, N / 32);
+	expect_full_leaves(&s, v, nl);
 	oidx_free(&t);
+	free(v);
 }
 
 /* Where q is in sorted ref[0..n): the index rkey_lower gives, *found if
@@ -1696,6 +1754,292 @@ WM_TEST(oidx, iterator_key_bytes_after_splits)
 		want++;
 	}
 	cr_assert_eq(seen, oidx_count(&t));
+	oidx_free(&t);
+}
+
+/* ---- leaf prefixes --------------------------------------------------------
+ * A leaf keeps the bytes its keys share once (index.c's top): these tests
+ * drive the prefix's edges -- its bound, a key that parts from it below
+ * or above every key of the leaf, and leaves of different prefixes merged
+ * and evened out. */
+
+/* t's keys in order, checked against want[0..n) (whole bytes, values
+ * i + 1), both ways, with oidx_iter_has_prefix agreeing with the copied
+ * key at every length up to one past it. */
+static void expect_keys(struct oidx *t, uint8_t (*want)[IDX_MAX_KEY], const uint32_t *lens, uint32_t n)
+{
+	cr_assert_eq(oidx_check(t), 0);
+	cr_assert_eq(oidx_count(t), n);
+	struct oidx_iter it;
+	uint32_t i = 0;
+	for (int on = oidx_seek_ge(t, NULL, 0, &it); on; on = oidx_next(&it), i++) {
+		cr_assert_lt(i, n);
+		uint32_t kl;
+		const uint8_t *k = oidx_iter_key(&it, &kl);
+		cr_assert_eq(kl, lens[i], "key %u: length %u, want %u", i, kl, lens[i]);
+		cr_assert(kl == 0 || !memcmp(k, want[i], kl), "key %u: bytes differ", i);
+		cr_assert_eq(oidx_iter_val(&it), tag(i + 1));
+		for (uint32_t l = 0; l <= kl + 1 && l <= IDX_MAX_KEY; l++) {
+			uint8_t q[IDX_MAX_KEY];
+			memcpy(q, k, l <= kl ? l : kl);
+			cr_assert(l > kl || oidx_iter_has_prefix(&it, q, l), "key %u: its own %u bytes", i, l);
+			if (l > 0 && l <= kl) {
+				q[l - 1] ^= 0x01; /* one byte off: not a prefix */
+				cr_assert(!oidx_iter_has_prefix(&it, q, l), "key %u: %u bytes, one changed", i, l);
+			}
+		}
+		uint8_t longer[IDX_MAX_KEY];
+		if (kl < IDX_MAX_KEY) { /* longer than the key: never its prefix */
+			memcpy(longer, k, kl);
+			longer[kl] = 0;
+			cr_assert(!oidx_iter_has_prefix(&it, longer, kl + 1));
+		}
+	}
+	cr_assert_eq(i, n);
+	for (int on = oidx_seek_le(t, NULL, 0, &it); on; on = oidx_prev(&it)) {
+		cr_assert_gt(i, 0);
+		i--;
+		uint32_t kl;
+		const uint8_t *k = oidx_iter_key(&it, &kl);
+		cr_assert(kl == lens[i] && (kl == 0 || !memcmp(k, want[i], kl)), "backward key %u", i);
+	}
+	for (i = 0; i < n; i++)
+		cr_assert_eq(oidx_get(t, want[i], lens[i]), tag(i + 1), "get of key %u", i);
+}
+
+WM_TEST(oidx, a_leaf_prefix_is_bounded_and_recut_at_its_edges)
+{
+	enum { N = 15, SHARED = 100 };
+	static uint8_t keys[N + 2][IDX_MAX_KEY];
+	uint32_t lens[N + 2];
+	struct oidx t;
+	struct oidx_leaf_stats s;
+	oidx_init(&t);
+	/* keys 1..N: SHARED bytes of 'p', then a 3-digit number: one leaf
+	 * whose prefix stops at the bound */
+	for (uint32_t i = 1; i <= N; i++) {
+		memset(keys[i], 'p', SHARED);
+		lens[i] = SHARED + (uint32_t)snprintf((char *)keys[i] + SHARED, 8, "%03u", 100 + i);
+	}
+	for (uint32_t i = N; i >= 1; i--) /* descending: every insert at the front */
+		cr_assert_eq(oidx_put(&t, keys[i], lens[i], tag(i + 1)), 0);
+	oidx_leaf_stats(&t, &s);
+	cr_assert_eq(s.leaves, 1);
+	cr_assert_eq(s.prefix_bytes, s.prefix_max, "a prefix is kept up to its bound (%zu bytes)", s.prefix_bytes);
+	cr_assert_lt(s.fill, s.vfill);
+	/* key 0 parts from the prefix below every key (and is shorter than
+	 * it): the leaf is re-cut under the 30 bytes they share */
+	memset(keys[0], 'p', 30);
+	keys[0][30] = 'a';
+	lens[0] = 31;
+	cr_assert_eq(oidx_put(&t, keys[0], lens[0], tag(1)), 0);
+	oidx_leaf_stats(&t, &s);
+	cr_assert_eq(s.leaves, 1);
+	cr_assert_eq(s.prefix_bytes, 30);
+	expect_keys(&t, keys, lens, N + 1);
+	/* key N + 1 shares nothing, above every key: no prefix at all, and
+	 * the fill is every key counted whole */
+	keys[N + 1][0] = 'z';
+	lens[N + 1] = 1;
+	cr_assert_eq(oidx_put(&t, keys[N + 1], lens[N + 1], tag(N + 2)), 0);
+	oidx_leaf_stats(&t, &s);
+	cr_assert_eq(s.leaves, 1);
+	cr_assert_eq(s.prefix_bytes, 0);
+	cr_assert_eq(s.fill, s.vfill);
+	expect_keys(&t, keys, lens, N + 2);
+	/* the empty key, and a proper prefix of the others: both below */
+	cr_assert_eq(oidx_get(&t, "", 0), NULL);
+	cr_assert_eq(oidx_get(&t, keys[1], SHARED), NULL);
+	cr_assert_eq(oidx_del(&t, keys[1], SHARED), NULL);
+	oidx_free(&t);
+}
+
+WM_TEST(oidx, leaves_of_different_prefixes_merge_and_even_out)
+{
+	/* runs of keys under two long prefixes ("a" x 50, "b" x 50), a leaf
+	 * apart holding many of them each; deleting one run's keys drains the
+	 * leaves on the border, which are merged or evened out with a
+	 * neighbour whose keys share nothing with theirs: stored whole, they
+	 * take far more room than they did under their prefix.  After every
+	 * delete the tree checks out (each leaf within its bounds, stored and
+	 * whole) and holds exactly the keys left. */
+	enum { PER = 600, N = 2 * PER };
+	static uint8_t keys[N][IDX_MAX_KEY];
+	static uint8_t want[N][IDX_MAX_KEY];
+	uint32_t lens[N], wlens[N];
+	struct oidx t;
+	struct oidx_leaf_stats s;
+	oidx_init(&t);
+	for (uint32_t i = 0; i < N; i++) {
+		memset(keys[i], i < PER ? 'a' : 'b', 50);
+		lens[i] = 50 + (uint32_t)snprintf((char *)keys[i] + 50, 8, "%04u", i % PER);
+		cr_assert_eq(oidx_put(&t, keys[i], lens[i], tag(i + 1)), 0);
+	}
+	cr_assert_eq(oidx_check(&t), 0);
+	oidx_leaf_stats(&t, &s);
+	size_t leaves_before = s.leaves;
+	cr_assert_lt(s.fill * 2, s.vfill, "keys sharing 50 of 54 bytes take under half the room");
+	/* delete the "b" run from its start (the border leaves first), then the
+	 * "a" run from its end, checking all the way */
+	uint32_t order[N], no = 0;
+	for (uint32_t i = PER; i < N; i++)
+		order[no++] = i;
+	for (uint32_t i = PER; i-- > 0;)
+		order[no++] = i;
+	bool gone[N] = {false};
+	for (uint32_t d = 0; d < N; d++) {
+		uint32_t x = order[d];
+		cr_assert_eq(oidx_del(&t, keys[x], lens[x]), tag(x + 1), "delete %u", d);
+		gone[x] = true;
+		if (d % 37 == 0 || d + 1 == N) {
+			uint32_t n = 0;
+			for (uint32_t i = 0; i < N; i++)
+				if (!gone[i]) {
+					memcpy(want[n], keys[i], lens[i]);
+					wlens[n] = lens[i];
+					n++;
+				}
+			/* expect_keys wants values i + 1 in order: re-tag a copy */
+			struct oidx c;
+			oidx_init(&c);
+			for (uint32_t i = 0; i < n; i++)
+				cr_assert_eq(oidx_put(&c, want[i], wlens[i], tag(i + 1)), 0);
+			expect_keys(&c, want, wlens, n);
+			oidx_free(&c);
+			cr_assert_eq(oidx_check(&t), 0, "after delete %u", d);
+			cr_assert_eq(oidx_count(&t), n);
+		}
+	}
+	cr_assert_null(t.root);
+	cr_assert_gt(leaves_before, 2);
+	oidx_free(&t);
+}
+
+WM_TEST(oidx, border_leaves_of_two_prefixes_even_out_within_bounds)
+{
+	/* the leaf of the first "b" keys, its left neighbour full of "a" keys:
+	 * deleting "b" keys one by one takes that leaf under its minimum, and
+	 * it takes "a" keys from the left -- stored whole (the two share
+	 * nothing), each costs 13 times what it did.  Every step is checked. */
+	enum { PER = 400 };
+	static uint8_t k[IDX_MAX_KEY];
+	struct oidx t;
+	oidx_init(&t);
+	for (uint32_t i = 0; i < 2 * PER; i++) {
+		memset(k, i < PER ? 'a' : 'b', 200);
+		uint32_t len = 200 + (uint32_t)snprintf((char *)k + 200, 8, "%04u", i % PER);
+		cr_assert_eq(oidx_put(&t, k, len, tag(i + 1)), 0);
+	}
+	cr_assert_eq(oidx_check(&t), 0);
+	for (uint32_t i = PER; i < 2 * PER; i++) {
+		memset(k, 'b', 200);
+		uint32_t len = 200 + (uint32_t)snprintf((char *)k + 200, 8, "%04u", i % PER);
+		cr_assert_eq(oidx_del(&t, k, len), tag(i + 1));
+		cr_assert_eq(oidx_check(&t), 0, "after deleting b %u", i - PER);
+		struct oidx_iter it;
+		cr_assert_eq(oidx_seek_ge(&t, "b", 1, &it), i + 1 < 2 * PER);
+		cr_assert_eq(oidx_count(&t), 2 * PER - (i - PER) - 1);
+	}
+	for (uint32_t i = 0; i < PER; i++) {
+		memset(k, 'a', 200);
+		uint32_t len = 200 + (uint32_t)snprintf((char *)k + 200, 8, "%04u", i);
+		cr_assert_eq(oidx_get(&t, k, len), tag(i + 1), "a %u", i);
+	}
+	oidx_free(&t);
+}
+
+/* A key of a long-prefix family: 80 bytes of 'A' + f, then 0..5 bytes
+ * over "0189". */
+static uint32_t long_family_key(uint8_t *k)
+{
+	uint32_t f = (uint32_t)(rng() % 6), extra = (uint32_t)(rng() % 6);
+	memset(k, 'A' + (int)f, 80);
+	for (uint32_t i = 0; i < extra; i++)
+		k[80 + i] = (uint8_t)"0189"[rng() % 4];
+	return 80 + extra;
+}
+
+/* A key between the families: the first 0..79 bytes of one, then a byte
+ * above ('z') or below ('0') its next one -- above or below every key of
+ * the family, sharing those bytes with it and nothing more. */
+static uint32_t between_key(uint8_t *k)
+{
+	uint32_t f = (uint32_t)(rng() % 6), len = (uint32_t)(rng() % 80);
+	memset(k, 'A' + (int)f, len);
+	k[len] = rng() % 2 ? 'z' : '0';
+	return len + 1;
+}
+
+WM_TEST(oidx, long_prefix_families_and_keys_between_them)
+{
+	/* families of keys sharing 80 bytes (past the prefix a leaf keeps),
+	 * each run ascending (full leaves); then keys between the families,
+	 * each landing past the end or before the start of a leaf whose
+	 * prefix it shares only a little of: the leaf's keys are re-cut under
+	 * the shorter prefix, where many more bytes are theirs, in the leaf
+	 * or across a split; then more family keys in random order with
+	 * deletes among them; then everything deleted in random order (merges
+	 * and redistributions of leaves of different prefixes).  Checked all
+	 * along, and against a sorted copy. */
+	enum { ASCENDING = 400, OPS = 6000, BETWEEN = 600, ALL = 6 * ASCENDING + OPS + BETWEEN };
+	static struct rkey keys[ALL];
+	static struct rkey *ref[ALL];
+	static uint32_t lv[ALL]; /* the live keys' indexes */
+	rng_state = 4242;
+	struct oidx t;
+	oidx_init(&t);
+	uint32_t nk = 0, nl = 0;
+	/* first each family's keys in ascending order, the families in turn
+	 * (each run grows in the middle of the tree: full leaves) */
+	for (uint32_t i = 0; i < ASCENDING; i++)
+		for (uint32_t f = 0; f < 6; f++) {
+			struct rkey *e = &keys[nk];
+			memset(e->k, 'A' + (int)f, 80);
+			for (uint32_t d = 0; d < 5; d++)
+				e->k[80 + d] = (uint8_t)"0189"[(i >> (2 * (4 - d))) & 3];
+			e->len = 85;
+			e->val = nk + 1;
+			cr_assert_eq(oidx_put(&t, e->k, e->len, tag(e->val)), 0);
+			lv[nl++] = nk++;
+		}
+	cr_assert_eq(oidx_check(&t), 0);
+	for (uint32_t op = 0; op < OPS + BETWEEN; op++) {
+		bool between = op < BETWEEN; /* right away: at the edges of full leaves */
+		if (!between && nl > 0 && rng() % 3 == 0) { /* delete a live key */
+			uint32_t j = (uint32_t)(rng() % nl), i = lv[j];
+			cr_assert_eq(oidx_del(&t, keys[i].k, keys[i].len), tag(keys[i].val), "delete at op %u", op);
+			cr_assert_null(oidx_get(&t, keys[i].k, keys[i].len));
+			lv[j] = lv[--nl];
+		} else {
+			struct rkey *e = &keys[nk];
+			e->len = between ? between_key(e->k) : long_family_key(e->k);
+			e->val = nk + 1;
+			int rc = oidx_put(&t, e->k, e->len, tag(e->val));
+			cr_assert(rc == 0 || rc == 1, "put at op %u", op);
+			if (rc == 0) { /* new (a present key is left as it was) */
+				lv[nl++] = nk++;
+			}
+		}
+		cr_assert_eq(oidx_count(&t), nl);
+		if (between ? op % 10 == 9 : op % 1000 == 999)
+			cr_assert_eq(oidx_check(&t), 0, "after op %u", op);
+	}
+	for (uint32_t i = 0; i < nl; i++)
+		ref[i] = &keys[lv[i]];
+	qsort(ref, nl, sizeof(*ref), rkey_cmp);
+	expect_exactly(&t, ref, nl);
+	struct oidx_leaf_stats s;
+	oidx_leaf_stats(&t, &s);
+	cr_assert_gt(s.prefix_bytes, 0);
+	cr_assert_lt(s.fill, s.vfill);
+	while (nl > 0) {
+		uint32_t j = (uint32_t)(rng() % nl), i = lv[j];
+		cr_assert_eq(oidx_del(&t, keys[i].k, keys[i].len), tag(keys[i].val));
+		lv[j] = lv[--nl];
+		if (nl % 250 == 0)
+			cr_assert_eq(oidx_check(&t), 0, "%u keys left", nl);
+	}
+	cr_assert_null(t.root);
 	oidx_free(&t);
 }
 

@@ -338,10 +338,17 @@ uint32_t api_list_source(struct api_ctx *c, struct api_source *src, const struct
 	int more = 0;
 	struct buf curs; /* fan-out: the cursor after each returned row, as JSON strings */
 	buf_init(&curs, 0);
+	/* the cursor key is copied: a source's key may live only until its
+	 * next call (an index walk's does: index.h oidx_iter_key) */
+	uint8_t last_buf[IDX_MAX_KEY];
 	const void *last_key = NULL, *k;
 	uint32_t last_len = 0, kl;
 	const struct row *r;
 	while (src->next(src->self, &r, &k, &kl)) {
+		if (kl > sizeof(last_buf)) {
+			w->err = 1; /* no index key is longer: a source's bug */
+			break;
+		}
 		if (src->budget && examined == src->budget) {
 			/* The page's work bound: stop here, resume after the last
 			 * row examined (returned or not). */
@@ -351,7 +358,8 @@ uint32_t api_list_source(struct api_ctx *c, struct api_source *src, const struct
 		examined++;
 		if (filter && !filter(c, r, arg)) {
 			if (src->budget) {
-				last_key = k;
+				memcpy(last_buf, k, kl);
+				last_key = last_buf;
 				last_len = kl;
 			}
 			continue;
@@ -380,7 +388,8 @@ uint32_t api_list_source(struct api_ctx *c, struct api_source *src, const struct
 				w->err = 1; /* a key past the cursor bound: cannot be merged */
 		}
 		n++;
-		last_key = k;
+		memcpy(last_buf, k, kl);
+		last_key = last_buf;
 		last_len = kl;
 	}
 	src->examined = examined;

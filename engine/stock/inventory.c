@@ -633,13 +633,12 @@ const struct hold *hold_get(struct shard *sh, const char *id, size_t len)
 static int64_t offer_levels_atp(struct shard *sh, const char *offer_id, const char *skip, int64_t sum)
 {
 	uint8_t k[IDX_MAX_KEY];
-	uint32_t pl = key_join(k, offer_id, NULL, "", 0), kl;
+	uint32_t pl = key_join(k, offer_id, NULL, "", 0);
 	struct oidx_iter it;
 	const struct oidx *x = &ext(&sh->tables[REC_T_INVENTORY])->by_offer;
 	size_t sl = skip ? strlen(skip) : 0;
 	for (int ok = oidx_seek_ge(x, k, pl, &it); ok; ok = oidx_next(&it)) {
-		const uint8_t *key = oidx_iter_key(&it, &kl);
-		if (kl < pl || memcmp(key, k, pl))
+		if (!oidx_iter_has_prefix(&it, k, pl))
 			break;
 		const struct inv_level *l = oidx_iter_val(&it);
 		if (l->condition == IC_SELLABLE && !(skip && l->row.id_len == sl && !memcmp(l->row.id, skip, sl)))
@@ -697,13 +696,12 @@ int64_t inv_location_offer_atp(struct shard *sh, const char *location_id, const 
 	uint8_t k[IDX_MAX_KEY];
 	if (strlen(location_id) >= ID_MAX_LEN || strlen(offer_id) >= ID_MAX_LEN)
 		return 0;
-	uint32_t pl = key_join(k, location_id, offer_id, "", 0), kl;
+	uint32_t pl = key_join(k, location_id, offer_id, "", 0);
 	int64_t sum = 0;
 	struct oidx_iter it;
 	for (int ok = oidx_seek_ge(&ext(&sh->tables[REC_T_INVENTORY])->by_location, k, pl, &it); ok;
 	     ok = oidx_next(&it)) {
-		const uint8_t *key = oidx_iter_key(&it, &kl);
-		if (kl < pl || memcmp(key, k, pl))
+		if (!oidx_iter_has_prefix(&it, k, pl))
 			break;
 		const struct inv_level *l = oidx_iter_val(&it);
 		if (l->condition == IC_SELLABLE)
@@ -751,13 +749,12 @@ unsigned inv_offer_sellable_at(struct shard *sh, const char *offer_id, const str
 		*atp_sum = 0;
 	if (strlen(offer_id) >= ID_MAX_LEN)
 		return 0;
-	uint32_t pl = key_join(k, offer_id, NULL, "", 0), kl;
+	uint32_t pl = key_join(k, offer_id, NULL, "", 0);
 	struct oidx_iter it;
 	unsigned seen = 0;
 	const struct oidx *x = &ext(&sh->tables[REC_T_INVENTORY])->by_offer;
 	for (int ok = oidx_seek_ge(x, k, pl, &it); ok && seen < INV_LEVELS_PER_OFFER_MAX; ok = oidx_next(&it), seen++) {
-		const uint8_t *key = oidx_iter_key(&it, &kl);
-		if (kl < pl || memcmp(key, k, pl))
+		if (!oidx_iter_has_prefix(&it, k, pl))
 			break;
 		const struct inv_level *l = oidx_iter_val(&it);
 		int64_t atp = inv_plan_atp(l);
@@ -1088,13 +1085,12 @@ static int level_visible(struct api_ctx *c, const struct inv_level *l)
 static unsigned offer_levels(struct shard *sh, const char *offer_id)
 {
 	uint8_t k[IDX_MAX_KEY];
-	uint32_t pl = key_join(k, offer_id, NULL, "", 0), kl;
+	uint32_t pl = key_join(k, offer_id, NULL, "", 0);
 	struct oidx_iter it;
 	unsigned n = 0;
 	for (int ok = oidx_seek_ge(&ext(&sh->tables[REC_T_INVENTORY])->by_offer, k, pl, &it);
 	     ok && n < INV_LEVELS_PER_OFFER_MAX; ok = oidx_next(&it)) {
-		const uint8_t *key = oidx_iter_key(&it, &kl);
-		if (kl < pl || memcmp(key, k, pl))
+		if (!oidx_iter_has_prefix(&it, k, pl))
 			break;
 		n++;
 	}
@@ -1316,7 +1312,7 @@ static void snapshot_stock(struct api_ctx *c, const struct row *r)
 	uint8_t k[IDX_MAX_KEY];
 	char lid[ID_MAX_LEN];
 	snprintf(lid, sizeof(lid), "%.*s", (int)r->id_len, r->id);
-	uint32_t pl = key_join(k, lid, NULL, "", 0), kl;
+	uint32_t pl = key_join(k, lid, NULL, "", 0);
 	struct oidx_iter it;
 	struct stock_sum s = {0};
 	unsigned n = 0;
@@ -1325,8 +1321,7 @@ static void snapshot_stock(struct api_ctx *c, const struct row *r)
 	jw_arr_begin(&c->w);
 	for (int ok = oidx_seek_ge(&ext(&c->sh->tables[REC_T_INVENTORY])->by_location, k, pl, &it); ok;
 	     ok = oidx_next(&it)) {
-		const uint8_t *key = oidx_iter_key(&it, &kl);
-		if (kl < pl || memcmp(key, k, pl))
+		if (!oidx_iter_has_prefix(&it, k, pl))
 			break;
 		const struct inv_level *l = oidx_iter_val(&it);
 		if (!s.offer || strcmp(s.offer, l->offer_id)) {

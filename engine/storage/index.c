@@ -59,13 +59,15 @@
  * fixed block laid out as a slotted page (as SQLite's and PostgreSQL's
  * pages are):
  *
- *     [n, is_leaf][prev][next][top][used][fill][last][slots -> free <- heap]
+ *     [n, is_leaf][prev][next][top][used][fill][last][vfill][plen][pfx]
+ *     [slots -> free <- heap]
  *
  * The slots are uint16 offsets in key order growing up from the start of
  * d[]; the heap grows down from its end and holds the entries, each
- * [len: 1 byte][key: len bytes][value: a void *, unaligned -- read and
- * written with memcpy].  An entry for a 26-byte id takes 2 + 1 + 26 + 8 =
- * 37 B, an insert into a leaf with room allocates nothing, and a search
+ * [len: 1 byte][key after the leaf's prefix: len bytes][value: a void *,
+ * unaligned -- read and written with memcpy].  An entry for a 26-byte id
+ * takes at most 2 + 1 + 26 + 8 = 37 B (less its share of the prefix, see
+ * "Prefixes" below), an insert into a leaf with room allocates nothing, and a search
  * stays inside one block.  A delete closes its hole in the heap at once
  * (one memmove of the heap below it: deletes are mostly half of a row's
  * update, and the insert that follows wants contiguous room).  Entries
@@ -74,28 +76,50 @@
  * appended in key order does; the heap is compacted, once, when an insert
  * finds the holes between it and the room it needs.
  *
- * Size: 2040 bytes, with glibc's 8-byte chunk header exactly one 2048-byte
- * chunk (no rounding), d[] = 2008 bytes.  That holds 7 maximum-size
- * (255-byte) entries, ~54 typical 26-byte ids, and at most 64 entries
- * (below).  A 4 KiB leaf was tried: the same memory per entry for ids
- * (the rounding at a leaf's end is under one entry either way), no faster
- * on perf/bench_index (its runs differed more among themselves than the
- * two sizes did), and its ~220 short keys a leaf made the tree one level
- * flatter than the tests that walk inner-node splits and merges expect;
- * 2 KiB also halves what a split and a compaction (through a stack copy
- * of d[]) touch.
+ * Prefixes.  Keys that sit together in a leaf share their first bytes:
+ * time-ordered ids their type and the upper digits of their clock, the
+ * composite keys of a secondary index (owner NUL id, location NUL offer NUL
+ * id) their first part as well.  So a leaf keeps the bytes all its keys
+ * share once, in its header (plen bytes in pfx[], at most OIDX_LEAF_PFX =
+ * 60), and each entry only the bytes after them: [len][suffix][value].  A
+ * leaf built from a run of keys (a split, a merge, a redistribution) takes
+ * the prefix its first and last keys share (they are sorted, so every key
+ * between shares it); a leaf started by an append takes what its key
+ * shares with the key before it.  An insert that parts from the prefix
+ * earlier (a key below or above every key of the leaf) cuts the prefix
+ * back to what they share, each entry taking the dropped bytes in front
+ * of its own (leaf_recut), or goes through a split.  A delete keeps the
+ * prefix (it is still shared).  Measured at 1M offers and 500k levels
+ * (perf/bench_scale): the offers' B+tree by id 42 -> 27 B an entry, their
+ * secondary indexes 217 -> 127 B an offer, the levels' 324 -> 200 B.  A
+ * search compares the key with the prefix once, then only suffixes; a
+ * key read through an iterator is copied out whole (oidx_iter_key).
  *
- * Charges.  Each entry is charged its bytes (2 + 1 + len + 8) but at least
- * OIDX_CHARGE_MIN = 2008 / 64 = 31, and a leaf's `fill` is the sum of its
- * entries' charges, fill <= OIDX_LEAF_DATA.  Since the charge is at least
- * the bytes, whatever is charged fits; since it is at least 31, a leaf
- * holds at most 64 entries whatever their size (the count bound of the old
- * tree: binary searches of <= 6 steps, slot moves of <= 128 bytes).  Keys
- * of 20 bytes or more -- ids, and every composite key -- are charged their
- * bytes exactly, so leaves of them fill to the byte.  A key fits when
- * fill + its charge <= OIDX_LEAF_DATA; every rule below is in charges, one
- * measure for both bounds, because counts say nothing about space when
- * keys run from 0 to 255 bytes.
+ * Size: 2040 bytes, with glibc's 8-byte chunk header exactly one 2048-byte
+ * chunk (no rounding): a 96-byte header (links, counters, the prefix),
+ * d[] = 1944 bytes.  That holds 7 maximum-size (255-byte) entries, ~80
+ * ids of one type made close in time, and at most OIDX_LEAF_NMAX = 121
+ * entries (below).  A 4 KiB leaf was tried (before prefixes): the same
+ * memory per entry for ids (the rounding at a leaf's end is under one
+ * entry either way), no faster on perf/bench_index, and its ~220 short
+ * keys a leaf made the tree one level flatter than the tests that walk
+ * inner-node splits and merges expected; 2 KiB also halves what a split
+ * and a compaction (through a stack copy of d[]) touch.
+ *
+ * Charges.  Each entry is charged its bytes as stored (2 + 1 + suffix
+ * length + 8) but at least OIDX_CHARGE_MIN = 16, and a leaf's `fill` is
+ * the sum of its entries' charges, fill <= OIDX_LEAF_DATA.  Since the
+ * charge is at least the bytes, whatever is charged fits; since it is at
+ * least 16, a leaf holds at most 121 entries whatever their size (binary
+ * searches of <= 7 steps, slot moves of <= 242 bytes).  A key fits when
+ * fill + its charge <= OIDX_LEAF_DATA.  The lower bounds are in a second
+ * measure, `vfill`: the same charges with every key counted whole, which
+ * no prefix changes -- so a leaf's minimum (below) says how many keys it
+ * holds, however well they compress, and moving keys between leaves of
+ * different prefixes never makes one fall under it.  Stored, a key is
+ * never charged more than whole (fill <= vfill).  Every rule below is in
+ * charges, because counts say nothing about space when keys run from 0 to
+ * 255 bytes.
  *
  * Inner nodes keep malloc'd separator copies (fan-out 64, ~1 KiB a node):
  * with ~50 entries per leaf there is one separator per ~50 keys, so they
@@ -126,46 +150,64 @@
  *   - all leaves are at depth height-1;
  *   - the root is a leaf with >= 1 entry, or an inner node with >= 2
  *     children, or NULL when the tree is empty (height 0);
- *   - a leaf off the rightmost spine has fill >= OIDX_LEAF_MIN =
- *     (OIDX_LEAF_DATA - OIDX_ENT_MAX) / 4 = 435 of 2008 bytes, where
- *     OIDX_ENT_MAX = 266 is the largest charge: a quarter full, less a
- *     quarter of the largest entry (why a quarter and not a half: below);
+ *   - every key of a leaf starts with its prefix (plen <= OIDX_LEAF_PFX);
+ *   - a leaf's fill <= OIDX_LEAF_DATA, and off the rightmost spine its
+ *     vfill >= OIDX_LEAF_MIN = (OIDX_LEAF_DATA - OIDX_ENT_MAX) / 4 = 419,
+ *     where OIDX_ENT_MAX = 266 is the largest charge: a quarter full with
+ *     its keys whole, less a quarter of the largest entry (why a quarter
+ *     and not a half: below);
  *   - an inner node off the rightmost spine has >= OIDX_INNER_MAX / 2
  *     children;
  *   - nodes on the rightmost spine only need >= 1 entry (leaf) / >= 2
  *     children (inner).
  * Where a split cuts, with E = OIDX_ENT_MAX, C = OIDX_LEAF_DATA >= 7E and
  * M = OIDX_LEAF_MIN (so 2M + E < C).  A split is of a leaf that cannot take
- * one more entry: its n + 1 entries (the new one included) total T, with
- * C < T <= C + E.
+ * one more entry.  Its n + 1 entries (the new one included) are charged
+ * T under np, the prefix the leaf and the key share (the leaf's own,
+ * unless the key parts from it earlier); each side of a cut is rebuilt
+ * under the prefix its own first and last keys share, at least np, so
+ * it is charged at most its part of T, and its vfill is at least that
+ * part.  When np is the leaf's prefix, C < T <= C + E.
  *   - Append: the key goes past the end of the last leaf (time-ordered ids,
  *     a snapshot loaded in id order).  The full leaf is kept as it is and
  *     the new key starts a new leaf, instead of leaving two half-empty
  *     leaves behind: such loads fill leaves to the byte.  The leaf left
- *     behind could not take a charge of at most E, so it has > C - E >= M.
- *     Only the rightmost spine can be thin, so the height stays O(log n).
- *   - Ascending: the key goes past the end of another leaf, or right after
- *     the leaf's previous insert (`last`).  That is how a secondary index
- *     grows: its keys are prefix|row id, rows are created over time, so
- *     each prefix's keys arrive in ascending order at the end of its run,
- *     in the middle of the tree.  A cut at the midpoint leaves every leaf
- *     behind half full (measured: 56 % for 200 prefixes, against 77 %
- *     with this rule; a leaf of 50-byte composite keys half full costs more
- *     per entry than the old pointer + blob did).  So cut right after the
- *     new key (split_near), moved only as far as needed for both sides to
- *     hold between M and C: the run's next keys go to the right side, and
- *     the left side keeps >= C - M - E.  This is why M is a quarter: with M
- *     near a half the left side could keep little more than a half.
- *   - Otherwise: the cut between the two entries where the left part's
- *     charges are closest to T / 2 (split_point), so each side is within
- *     E / 2 of T / 2: at least (C + 1 - E) / 2 >= M and at most (C + 2E)
- *     / 2 <= C.
- * Delete: a leaf under M is merged with a sibling (the left one preferred)
- * when both fit in one leaf, else their entries are cut anew at the
- * midpoint.  Then T > C (no merge) and T < C + M (one of them is under), so
- * both sides end within E / 2 of T / 2: >= (C - E) / 2 >= M and <= C.  The
- * price of the lower minimum: a leaf drained by deletes may sit at a
- * quarter full before it is merged (the old tree merged at half).
+ *     behind could not take a charge of at most E, so it has vfill > C - E
+ *     >= M.  Only the rightmost spine can be thin, so the height stays
+ *     O(log n).
+ *   - Ascending: the key goes past the end of another leaf, right after
+ *     the leaf's previous insert (`last`), or at the end of a run of keys
+ *     that share more with the key before it than with the key after.
+ *     That is how a secondary index grows: its keys are prefix|row id,
+ *     rows are created over time, so each prefix's keys arrive in
+ *     ascending order at the end of its run, in the middle of the tree.
+ *     A cut at the midpoint leaves every leaf behind half full (measured
+ *     before prefixes: 56 % for 200 prefixes, against 77 % with this rule).
+ *     So cut right after the new key (cut_near), moved only as far as
+ *     needed for both sides to fit (stored) and hold M (whole): the run's
+ *     next keys go to the right side, and the left side keeps nearly all.
+ *     This is why M is a quarter: with M near a half the left side could
+ *     keep little more than a half.
+ *   - Otherwise, when np is the leaf's prefix: the cut between the two
+ *     entries where the left part's charges are closest to T / 2
+ *     (split_point), so each side is within E / 2 of T / 2: at least
+ *     (C + 1 - E) / 2 >= M and at most (C + 2E) / 2 <= C.
+ *   - Otherwise (np shorter: the key is below or above every key of the
+ *     leaf, and the old keys under np may be charged far more than C + E):
+ *     cut_near from the key's place.  The cut that gives the key's side
+ *     the fewest old keys that bring it to M is one: that side is charged
+ *     under M + E even whole, the other holds old keys only (no more than
+ *     the leaf held, under a prefix at least as long) with a vfill of at
+ *     least T - M - 2E > M.
+ * Delete: a leaf whose vfill falls under M is merged with a sibling (the
+ * left one preferred) when both fit in one leaf under the prefix all
+ * their keys share.  Else the under-full one takes keys from the other
+ * until its vfill reaches min(V / 2, C - E), V the two vfills' sum (> C:
+ * stored they did not fit in one leaf): it is then charged under C even
+ * whole, and >= M; the other keeps a vfill of more than V / 2 - E > C / 2
+ * - E > M, stored under a prefix at least as long as before (fewer keys),
+ * so in no more room than it had.  The price of the lower minimum: a leaf
+ * drained by deletes may sit at a quarter full before it is merged.
  *
  * Insert: descend recording the path, then count how many nodes on the path
  * will split and allocate everything needed (new leaf, separator, new inner
@@ -181,10 +223,11 @@
  * compact).  An inner root left with one child is replaced by that child.
  * No node is ever empty except that an empty tree has no root at all.
  *
- * Single-threaded, no internal locking.  Iterators are plain (leaf, pos)
- * pairs and are invalidated by any modification; oidx_iter_key points into
- * the leaf, so a key read through an iterator also moves with any insert or
- * delete (the callers copy it, or use it before they modify the tree).
+ * Single-threaded, no internal locking.  Iterators are (leaf, pos) pairs
+ * and are invalidated by any modification; oidx_iter_key copies the key
+ * whole into the iterator (a leaf keeps it in two pieces), so it lives
+ * until that iterator's next oidx_iter_key.  oidx_iter_has_prefix checks
+ * a key's first bytes in place.
  */
 #include "engine/storage/index.h"
 #include "net/buf.h"
@@ -633,24 +676,28 @@ void *hidx_next(const struct hidx *h, size_t *pos, const char **key, uint32_t *k
 /*
  * Leaf geometry (see the top).  A leaf is one malloc of OIDX_LEAF_BYTES:
  * with glibc's 8-byte chunk header that is exactly a 2048-byte chunk, no
- * rounding.  Within it, d[] holds the slot array (uint16 offsets, growing
- * up from 0) and the entry heap (growing down from OIDX_LEAF_DATA).  An
- * entry is [len (1 byte)][key (len bytes)][value (sizeof(void *),
- * unaligned)].  Its charge against the leaf's capacity is its bytes, slot
- * included, but at least OIDX_CHARGE_MIN, which caps a leaf at
- * OIDX_LEAF_NMAX entries however short the keys.
+ * rounding.  Its header keeps the prefix every key of the leaf shares
+ * (plen bytes in pfx[], at most OIDX_LEAF_PFX).  Within d[], the slot
+ * array (uint16 offsets, growing up from 0) and the entry heap (growing
+ * down from OIDX_LEAF_DATA).  An entry is [len (1 byte)][the key's bytes
+ * after the prefix (len bytes)][value (sizeof(void *), unaligned)].  Its
+ * charge against the leaf's capacity is its bytes, slot included, but at
+ * least OIDX_CHARGE_MIN, which caps a leaf at OIDX_LEAF_NMAX entries
+ * however short the keys.
  */
 #define OIDX_LEAF_BYTES 2040u
-#define OIDX_LEAF_HDR 32u                       /* h, prev, next, top, used, fill, last */
+#define OIDX_LEAF_PFX 60u                       /* prefix bytes a leaf keeps, at most */
+#define OIDX_LEAF_HDR (36u + OIDX_LEAF_PFX)     /* h, prev, next, top, used, fill, last, vfill, plen, pfx */
 #define OIDX_LEAF_DATA (OIDX_LEAF_BYTES - OIDX_LEAF_HDR) /* d[]: slots + heap */
-#define OIDX_LEAF_NMAX 64u                      /* entries per leaf, at most */
-#define OIDX_CHARGE_MIN (OIDX_LEAF_DATA / OIDX_LEAF_NMAX)
+#define OIDX_CHARGE_MIN 16u                     /* an entry's charge, at least */
+#define OIDX_LEAF_NMAX (OIDX_LEAF_DATA / OIDX_CHARGE_MIN) /* entries per leaf, at most: 121 */
 #define OIDX_VAL_SIZE ((uint32_t)sizeof(void *))
 #define OIDX_ENT_BYTES(len) (1u + (len) + OIDX_VAL_SIZE) /* heap bytes */
 #define OIDX_ENT_COST(len) (2u + OIDX_ENT_BYTES(len))     /* slot + heap */
 #define OIDX_CHARGE(cost) ((cost) > OIDX_CHARGE_MIN ? (cost) : OIDX_CHARGE_MIN)
 #define OIDX_ENT_MAX OIDX_ENT_COST(IDX_MAX_KEY)            /* 266 */
-/* A leaf off the right spine is charged at least this much: see the top. */
+/* A leaf off the right spine is charged at least this much, counting its
+ * keys whole (vfill): see the top. */
 #define OIDX_LEAF_MIN ((OIDX_LEAF_DATA - OIDX_ENT_MAX) / 4)
 #define OIDX_INNER_MAX 64u                      /* children per inner node */
 /* Bytes of an inner node's shared prefix kept in the node itself: a
@@ -669,23 +716,28 @@ struct oidx_node {
 struct oidx_leaf {
 	struct oidx_node h;
 	struct oidx_leaf *prev, *next;
-	uint16_t top;  /* the heap is d[top, OIDX_LEAF_DATA); the slots d[0, 2n) */
-	uint16_t used; /* heap bytes of live entries (the rest of the heap: holes) */
-	uint16_t fill; /* the entries' charges: >= 2n + used, <= OIDX_LEAF_DATA */
-	uint16_t last; /* where the last insert into it went (a hint: may be stale) */
+	uint16_t top;   /* the heap is d[top, OIDX_LEAF_DATA); the slots d[0, 2n) */
+	uint16_t used;  /* heap bytes of live entries (the rest of the heap: holes) */
+	uint16_t fill;  /* the entries' charges as stored: >= 2n + used, <= OIDX_LEAF_DATA */
+	uint16_t last;  /* where the last insert into it went (a hint: may be stale) */
+	uint16_t vfill; /* the entries' charges were their keys stored whole: >= fill */
+	uint8_t plen;   /* every key of the leaf starts with pfx[0, plen) */
+	uint8_t pfx[OIDX_LEAF_PFX + 1];
 	uint8_t d[OIDX_LEAF_DATA];
 };
 
 _Static_assert(sizeof(struct oidx_leaf) == OIDX_LEAF_BYTES && offsetof(struct oidx_leaf, d) == OIDX_LEAF_HDR,
 	       "a leaf is one 2048-byte malloc chunk");
-_Static_assert(OIDX_LEAF_DATA <= UINT16_MAX, "slot offsets and fill counters are 16-bit");
-_Static_assert(IDX_MAX_KEY <= UINT8_MAX, "an entry's length is one byte");
+_Static_assert(OIDX_LEAF_DATA <= UINT16_MAX && OIDX_LEAF_NMAX * OIDX_ENT_MAX <= UINT16_MAX,
+	       "slot offsets and fill counters are 16-bit");
+_Static_assert(IDX_MAX_KEY <= UINT8_MAX && OIDX_LEAF_PFX <= IDX_MAX_KEY, "an entry's length is one byte");
 /* The split and redistribution proofs at the top need two maximum-size
  * entries to fit in half a leaf; in fact a leaf holds 7 of them. */
 _Static_assert(OIDX_LEAF_DATA >= 7 * OIDX_ENT_MAX, "a leaf holds several maximum-size keys");
-_Static_assert(OIDX_LEAF_DATA / OIDX_CHARGE_MIN == OIDX_LEAF_NMAX, "the charge floor caps the count");
 _Static_assert(OIDX_CHARGE_MIN >= OIDX_ENT_COST(0) && OIDX_CHARGE_MIN < OIDX_ENT_MAX, "charge bounds");
 _Static_assert(OIDX_LEAF_MIN > 0 && 2 * OIDX_LEAF_MIN + OIDX_ENT_MAX < OIDX_LEAF_DATA, "fill bounds");
+/* a redistribution leaves both sides >= OIDX_LEAF_MIN (leaf_rebalance) */
+_Static_assert(OIDX_LEAF_DATA / 2 >= OIDX_ENT_MAX + OIDX_LEAF_MIN, "redistribution bounds");
 
 /*
  * An inner node's separators are malloc'd blobs; a descent's binary search
@@ -804,18 +856,21 @@ static inline void slot_put(struct oidx_leaf *l, uint32_t i, uint32_t off)
 	memcpy(l->d + 2u * i, &o, sizeof(o));
 }
 
-/* Entry i ([len][key][value]); i < n. */
+/* Entry i ([len][key after the prefix][value]); i < n. */
 static inline const uint8_t *leaf_ent(const struct oidx_leaf *l, uint32_t i)
 {
 	assert(i < l->h.n);
 	return l->d + slot_get(l, i);
 }
 
-/* The heap bytes of entry e: length byte, key, value. */
+/* The heap bytes of entry e: length byte, key suffix, value. */
 static inline uint32_t ent_bytes(const uint8_t *e) { return OIDX_ENT_BYTES(e[0]); }
 
 /* What an entry of sz heap bytes is charged against the leaf (slot too). */
 static inline uint32_t ent_charge(uint32_t sz) { return OIDX_CHARGE(2u + sz); }
+
+/* What a key of len bytes is charged stored whole (vfill's measure). */
+static inline uint32_t key_vcharge(uint32_t len) { return OIDX_CHARGE(OIDX_ENT_COST(len)); }
 
 /* The value stored in entry e (unaligned: copied out). */
 static inline void *ent_val(const uint8_t *e)
@@ -825,10 +880,19 @@ static inline void *ent_val(const uint8_t *e)
 	return v;
 }
 
-/* The sum of the entries' charges: the measure of every fill rule.  At
- * most OIDX_LEAF_DATA, and at least the bytes of d[] they take (slots and
- * heap entries, not holes), so whatever is charged also fits. */
+/* The sum of the entries' charges as stored: the measure of what fits.
+ * At most OIDX_LEAF_DATA, and at least the bytes of d[] they take (slots
+ * and heap entries, not holes), so whatever is charged also fits. */
 static inline uint32_t leaf_fill(const struct oidx_leaf *l) { return l->fill; }
+
+/* Entry i's whole key (prefix + suffix) into out[IDX_MAX_KEY]; its length. */
+static uint32_t leaf_key(const struct oidx_leaf *l, uint32_t i, uint8_t *out)
+{
+	const uint8_t *e = leaf_ent(l, i);
+	memcpy(out, l->pfx, l->plen);
+	memcpy(out + l->plen, e + 1, e[0]);
+	return l->plen + (uint32_t)e[0];
+}
 
 /* Replace the value of entry i in place (the key and its place stay). */
 static void leaf_set_val(struct oidx_leaf *l, uint32_t i, void *val)
@@ -870,30 +934,30 @@ static uint8_t *leaf_open(struct oidx_leaf *l, uint32_t p, uint32_t sz)
 	l->top = (uint16_t)(l->top - sz);
 	l->used = (uint16_t)(l->used + sz);
 	l->fill = (uint16_t)(l->fill + ent_charge(sz));
+	l->vfill = (uint16_t)(l->vfill + ent_charge(sz + l->plen));
 	memmove(l->d + 2u * (p + 1), l->d + 2u * p, 2u * (n - p));
 	slot_put(l, p, l->top);
 	l->h.n = n + 1;
 	return l->d + l->top;
 }
 
-/* Insert key -> val at position p; it must fit (leaf_open).  Notes p as
- * the leaf's last insert. */
-static void leaf_insert(struct oidx_leaf *l, uint32_t p, const void *key, uint32_t key_len, void *val)
+/* Insert key -> val at position p; key starts with the leaf's prefix and
+ * fits (leaf_open).  Notes p as the leaf's last insert. */
+static void leaf_insert(struct oidx_leaf *l, uint32_t p, const uint8_t *key, uint32_t key_len, void *val)
 {
+	uint32_t pl = l->plen, sl = key_len - pl;
+	assert(key_len >= pl && (!pl || !memcmp(key, l->pfx, pl)));
 	l->last = (uint16_t)p;
-	uint8_t *e = leaf_open(l, p, OIDX_ENT_BYTES(key_len));
-	e[0] = (uint8_t)key_len;
-	if (key_len)
-		memcpy(e + 1, key, key_len);
-	memcpy(e + 1 + key_len, &val, sizeof(val));
+	uint8_t *e = leaf_open(l, p, OIDX_ENT_BYTES(sl));
+	e[0] = (uint8_t)sl;
+	if (sl)
+		memcpy(e + 1, key + pl, sl);
+	memcpy(e + 1 + sl, &val, sizeof(val));
 }
 
 /* Remove entries [p, p+k).  Their heap bytes become holes, except that an
  * entry at the bottom of the heap gives its bytes back at once, and an
- * empty leaf starts its heap over.  Removed last to first: entries
- * appended in key order (and a compacted heap) lie in the heap in
- * descending slot order, so the tail a split moves out is given back
- * whole and the leaf needs no compaction to take the next key. */
+ * empty leaf starts its heap over. */
 static void leaf_remove(struct oidx_leaf *l, uint32_t p, uint32_t k)
 {
 	uint32_t n = l->h.n;
@@ -902,13 +966,14 @@ static void leaf_remove(struct oidx_leaf *l, uint32_t p, uint32_t k)
 		uint32_t off = slot_get(l, i), sz = ent_bytes(l->d + off);
 		l->used = (uint16_t)(l->used - sz);
 		l->fill = (uint16_t)(l->fill - ent_charge(sz));
+		l->vfill = (uint16_t)(l->vfill - ent_charge(sz + l->plen));
 		if (off == l->top)
 			l->top = (uint16_t)(l->top + sz);
 	}
 	memmove(l->d + 2u * p, l->d + 2u * (p + k), 2u * (n - p - k));
 	l->h.n = n - k;
 	if (l->h.n == 0) {
-		assert(l->used == 0 && l->fill == 0);
+		assert(l->used == 0 && l->fill == 0 && l->vfill == 0);
 		l->top = OIDX_LEAF_DATA;
 	}
 }
@@ -935,28 +1000,57 @@ static void leaf_delete(struct oidx_leaf *l, uint32_t p)
 	l->top = (uint16_t)(top + sz);
 }
 
-/* Move the first k entries of R to the end of L (its right neighbour's
- * smallest keys, so order holds).  They must fit in L. */
-static void leaf_move_head(struct oidx_leaf *R, struct oidx_leaf *L, uint32_t k)
+/* Shorten the leaf's prefix to its first np bytes (np < plen): each entry
+ * takes the prefix's bytes [np, plen) in front of its own.  The caller
+ * has checked that the longer entries fit (their charges, which the heap
+ * and slots never exceed). */
+static void leaf_recut(struct oidx_leaf *l, uint32_t np)
 {
-	for (uint32_t i = 0; i < k; i++) {
-		const uint8_t *e = leaf_ent(R, i);
-		uint32_t sz = ent_bytes(e);
-		memcpy(leaf_open(L, L->h.n, sz), e, sz);
+	uint32_t d = l->plen - np, n = l->h.n, top = OIDX_LEAF_DATA, used = 0, fill = 0;
+	assert(np < l->plen);
+	uint8_t tmp[OIDX_LEAF_DATA];
+	memcpy(tmp + l->top, l->d + l->top, OIDX_LEAF_DATA - l->top);
+	for (uint32_t i = 0; i < n; i++) {
+		const uint8_t *e = tmp + slot_get(l, i);
+		uint32_t sz = ent_bytes(e), nsz = sz + d;
+		top -= nsz;
+		assert(top >= 2u * n);
+		uint8_t *o = l->d + top;
+		o[0] = (uint8_t)(e[0] + d);
+		memcpy(o + 1, l->pfx + np, d);
+		memcpy(o + 1 + d, e + 1, sz - 1);
+		slot_put(l, i, top);
+		used += nsz;
+		fill += ent_charge(nsz);
 	}
-	leaf_remove(R, 0, k);
+	assert(fill <= OIDX_LEAF_DATA);
+	l->top = (uint16_t)top;
+	l->used = (uint16_t)used;
+	l->fill = (uint16_t)fill;
+	l->plen = (uint8_t)np; /* vfill stays: the keys are the same */
 }
 
-/* Move the last k entries of L to the front of R.  They must fit in R. */
-static void leaf_move_tail(struct oidx_leaf *L, struct oidx_leaf *R, uint32_t k)
+/* The bytes a and b share at their start (at most `max`). */
+static uint32_t common_prefix(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl, uint32_t max)
 {
-	uint32_t from = L->h.n - k;
-	for (uint32_t i = 0; i < k; i++) {
-		const uint8_t *e = leaf_ent(L, from + i);
-		uint32_t sz = ent_bytes(e);
-		memcpy(leaf_open(R, i, sz), e, sz);
+	uint32_t m = al < bl ? al : bl, p = 0;
+	if (m > max)
+		m = max;
+	for (; p + 8 <= m; p += 8) { /* 8 bytes at a time: the first that differs */
+		uint64_t x, y;
+		memcpy(&x, a + p, 8);
+		memcpy(&y, b + p, 8);
+		if (x != y) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			return p + (uint32_t)__builtin_ctzll(x ^ y) / 8;
+#else
+			return p + (uint32_t)__builtin_clzll(x ^ y) / 8;
+#endif
+		}
 	}
-	leaf_remove(L, from, k);
+	while (p < m && a[p] == b[p])
+		p++;
+	return p;
 }
 
 /* Where to cut a sequence of m >= 2 entries with costs cost[0..m) summing
@@ -979,50 +1073,190 @@ static uint32_t split_point(const uint16_t *cost, uint32_t m, uint32_t total)
 	return best;
 }
 
-/* Where to cut the same sequence as near as allowed to k0 (in [1, m]): the
- * k in [1, m) closest to k0 whose two parts are both charged between
- * OIDX_LEAF_MIN and OIDX_LEAF_DATA.  total > OIDX_LEAF_DATA (a split), so
- * split_point's cut is such a k and there is one. */
-static uint32_t split_near(const uint16_t *cost, uint32_t m, uint32_t total, uint32_t k0)
+/* ---- runs: the entries of a split, a merge or a redistribution ------------
+ * A split, a merge and a redistribution rebuild the leaves they touch from
+ * a run: the entries whole (prefix + suffix), in key order, copied out of
+ * the leaves first.  Each rebuilt leaf takes the prefix its first and last
+ * keys share (they are sorted, so every key between shares it), so entries
+ * moved between leaves of different prefixes are re-cut on the way. */
+#define OIDX_RUN_MAX (2u * OIDX_LEAF_NMAX + 1u)
+/* the whole keys of two leaves (each entry's stored bytes plus the
+ * prefix) and one more key */
+#define OIDX_RUN_BYTES (2u * (OIDX_LEAF_DATA + OIDX_LEAF_NMAX * OIDX_LEAF_PFX) + IDX_MAX_KEY)
+_Static_assert(OIDX_RUN_BYTES <= UINT16_MAX, "run offsets are 16-bit");
+
+struct oidx_run {
+	uint32_t n, bytes;
+	uint16_t off[OIDX_RUN_MAX];
+	uint8_t len[OIDX_RUN_MAX];
+	void *val[OIDX_RUN_MAX];
+	uint8_t b[OIDX_RUN_BYTES];
+};
+
+/* Append key -> val to the run (room is the caller's bound). */
+static void run_add(struct oidx_run *r, const uint8_t *key, uint32_t key_len, void *val)
 {
-	assert(m >= 2 && k0 >= 1 && k0 <= m && total > OIDX_LEAF_DATA);
-	uint32_t best = 0, best_d = UINT32_MAX, s = 0;
-	for (uint32_t k = 1; k < m; k++) {
-		s += cost[k - 1];
-		bool ok = s >= OIDX_LEAF_MIN && s <= OIDX_LEAF_DATA && total - s >= OIDX_LEAF_MIN &&
-			  total - s <= OIDX_LEAF_DATA;
-		uint32_t d = k > k0 ? k - k0 : k0 - k;
-		if (ok && d < best_d) {
-			best = k;
-			best_d = d;
-		}
+	assert(r->n < OIDX_RUN_MAX && r->bytes + key_len <= OIDX_RUN_BYTES);
+	r->off[r->n] = (uint16_t)r->bytes;
+	r->len[r->n] = (uint8_t)key_len;
+	r->val[r->n] = val;
+	if (key_len)
+		memcpy(r->b + r->bytes, key, key_len);
+	r->bytes += key_len;
+	r->n++;
+}
+
+/* Append entries [from, to) of l. */
+static void run_add_leaf(struct oidx_run *r, const struct oidx_leaf *l, uint32_t from, uint32_t to)
+{
+	for (uint32_t i = from; i < to; i++) {
+		assert(r->n < OIDX_RUN_MAX && r->bytes + IDX_MAX_KEY <= OIDX_RUN_BYTES);
+		r->off[r->n] = (uint16_t)r->bytes;
+		uint32_t kl = leaf_key(l, i, r->b + r->bytes);
+		r->len[r->n] = (uint8_t)kl;
+		r->val[r->n] = ent_val(leaf_ent(l, i));
+		r->bytes += kl;
+		r->n++;
 	}
-	assert(best >= 1);
-	return best;
+}
+
+static inline const uint8_t *run_key(const struct oidx_run *r, uint32_t i) { return r->b + r->off[i]; }
+
+/* Entry i's charge in a leaf whose prefix is pl bytes long. */
+static inline uint32_t run_charge(const struct oidx_run *r, uint32_t i, uint32_t pl)
+{
+	assert(r->len[i] >= pl);
+	return OIDX_CHARGE(OIDX_ENT_COST(r->len[i] - pl));
+}
+
+/* The prefix entries [from, to) of the run share (to > from), as a leaf
+ * of them would keep it: at most OIDX_LEAF_PFX bytes. */
+static uint32_t run_prefix(const struct oidx_run *r, uint32_t from, uint32_t to)
+{
+	assert(to > from);
+	return common_prefix(run_key(r, from), r->len[from], run_key(r, to - 1), r->len[to - 1], OIDX_LEAF_PFX);
+}
+
+/* Make l (links kept) hold exactly entries [from, to) of the run, under
+ * their first pl bytes (which they all share: at most run_prefix), the
+ * heap compact.  They must fit: the caller has bounded their charges. */
+static void leaf_build(struct oidx_leaf *l, const struct oidx_run *r, uint32_t from, uint32_t to, uint32_t pl)
+{
+	assert(to > from && to - from <= OIDX_LEAF_NMAX && pl <= run_prefix(r, from, to));
+	l->h.n = 0;
+	l->top = OIDX_LEAF_DATA;
+	l->used = l->fill = l->vfill = 0;
+	l->last = UINT16_MAX;
+	l->plen = (uint8_t)pl;
+	memcpy(l->pfx, run_key(r, from), pl);
+	for (uint32_t i = from; i < to; i++) {
+		assert(leaf_fill(l) + run_charge(r, i, pl) <= OIDX_LEAF_DATA);
+		uint32_t last = l->last;
+		leaf_insert(l, i - from, run_key(r, i), r->len[i], r->val[i]);
+		l->last = (uint16_t)last;
+	}
+}
+
+/* The charges of a leaf of run entries [from, to) (to > from), under the
+ * prefix they share. */
+static uint32_t run_fill(const struct oidx_run *r, uint32_t from, uint32_t to)
+{
+	uint32_t pl = run_prefix(r, from, to), f = 0;
+	for (uint32_t i = from; i < to; i++)
+		f += run_charge(r, i, pl);
+	return f;
+}
+
+/* Can the run be cut before entry k (0 < k < r->n) into two leaves?  Each
+ * is charged at most OIDX_LEAF_DATA under its own prefix, and at least
+ * OIDX_LEAF_MIN with its keys whole (vsum[i]: the whole-key charges of
+ * entries [0, i)). */
+static bool cut_ok(const struct oidx_run *r, const uint32_t *vsum, uint32_t k)
+{
+	return vsum[k] >= OIDX_LEAF_MIN && vsum[r->n] - vsum[k] >= OIDX_LEAF_MIN &&
+	       run_fill(r, 0, k) <= OIDX_LEAF_DATA && run_fill(r, k, r->n) <= OIDX_LEAF_DATA;
+}
+
+/* The cut nearest k0 (in [1, r->n]) that cut_ok allows, the smaller on a
+ * tie; `known` is one it allows, or 0 (none known: then 0 when there is
+ * none, which leaf_insert_split shows cannot happen). */
+static uint32_t cut_near(const struct oidx_run *r, const uint32_t *vsum, uint32_t k0, uint32_t known)
+{
+	assert(!known || cut_ok(r, vsum, known));
+	for (uint32_t d = 0; d < r->n; d++) {
+		if (k0 > d && k0 - d < r->n && cut_ok(r, vsum, k0 - d))
+			return k0 - d;
+		if (d && k0 + d < r->n && cut_ok(r, vsum, k0 + d))
+			return k0 + d;
+	}
+	return known;
+}
+
+/* Compare entry i's whole key with key (key_cmp's sign). */
+static int leaf_cmp_key(const struct oidx_leaf *l, uint32_t i, const void *key, uint32_t key_len)
+{
+	uint32_t pl = l->plen;
+	if (pl) {
+		if (key_len < pl) {
+			int c = key_len ? memcmp(l->pfx, key, key_len) : 0;
+			return c ? c : 1; /* key is shorter than every key of the leaf */
+		}
+		int c = memcmp(l->pfx, key, pl);
+		if (c)
+			return c;
+	}
+	const uint8_t *e = leaf_ent(l, i);
+	return key_cmp(e + 1, e[0], pl ? (const uint8_t *)key + pl : key, key_len - pl);
+}
+
+/* Where key stands against the leaf's prefix: -1 below every key of the
+ * leaf, 1 above every one, 0 when it starts with the prefix (then the
+ * search goes on in the suffixes). */
+static int leaf_side(const struct oidx_leaf *l, const void *key, uint32_t key_len)
+{
+	uint32_t pl = l->plen;
+	if (!pl)
+		return 0;
+	uint32_t m = key_len < pl ? key_len : pl;
+	int c = m ? memcmp(key, l->pfx, m) : 0;
+	if (c < 0 || (c == 0 && key_len < pl))
+		return -1; /* below the prefix, or a proper prefix of it */
+	return c > 0;
 }
 
 /* First index in the leaf whose key is >= key; *found if equal. */
 static uint32_t leaf_lower(const struct oidx_leaf *l, const void *key, uint32_t key_len, bool *found)
 {
+	*found = false;
+	int side = leaf_side(l, key, key_len);
+	if (side)
+		return side < 0 ? 0 : l->h.n;
+	uint32_t pl = l->plen, sl = key_len - pl;
+	const uint8_t *sk = pl ? (const uint8_t *)key + pl : key;
 	uint32_t lo = 0, hi = l->h.n;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		if (kb_cmp_key(leaf_ent(l, mid), key, key_len) < 0)
+		if (kb_cmp_key(leaf_ent(l, mid), sk, sl) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	*found = lo < l->h.n && kb_cmp_key(leaf_ent(l, lo), key, key_len) == 0;
+	*found = lo < l->h.n && kb_cmp_key(leaf_ent(l, lo), sk, sl) == 0;
 	return lo;
 }
 
 /* First index in the leaf whose key is > key. */
 static uint32_t leaf_upper(const struct oidx_leaf *l, const void *key, uint32_t key_len)
 {
+	int side = leaf_side(l, key, key_len);
+	if (side)
+		return side < 0 ? 0 : l->h.n;
+	uint32_t pl = l->plen, sl = key_len - pl;
+	const uint8_t *sk = pl ? (const uint8_t *)key + pl : key;
 	uint32_t lo = 0, hi = l->h.n;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		if (kb_cmp_key(leaf_ent(l, mid), key, key_len) <= 0)
+		if (kb_cmp_key(leaf_ent(l, mid), sk, sl) <= 0)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -1122,6 +1356,8 @@ static struct oidx_leaf *leaf_new(void)
 		l->top = OIDX_LEAF_DATA;
 		l->used = 0;
 		l->fill = 0;
+		l->vfill = 0;
+		l->plen = 0;
 		l->last = UINT16_MAX;
 	}
 	return l;
@@ -1243,8 +1479,17 @@ static int leaf_insert_split(struct oidx *t, struct oidx_leaf *leaf, uint32_t p,
 			     uint32_t key_len, void *val, struct oidx_inner **path, uint32_t *pidx,
 			     uint32_t depth)
 {
-	uint32_t n = leaf->h.n, cost = OIDX_CHARGE(OIDX_ENT_COST(key_len));
-	if (leaf_fill(leaf) + cost <= OIDX_LEAF_DATA) {
+	uint32_t n = leaf->h.n, pl = leaf->plen;
+	/* the prefix the leaf and key share: the leaf's own unless key is
+	 * below or above all of its keys and parts from it earlier */
+	uint32_t np = common_prefix(leaf->pfx, pl, key, key_len, pl);
+	uint32_t cost = OIDX_CHARGE(OIDX_ENT_COST(key_len - np)), fill = leaf_fill(leaf);
+	if (np < pl) /* the leaf's entries re-cut under the shorter prefix */
+		for (uint32_t i = 0; i < n; i++)
+			fill += ent_charge(ent_bytes(leaf_ent(leaf, i)) + pl - np) - ent_charge(ent_bytes(leaf_ent(leaf, i)));
+	if (fill + cost <= OIDX_LEAF_DATA) {
+		if (np < pl)
+			leaf_recut(leaf, np);
 		leaf_insert(leaf, p, key, key_len, val);
 		t->count++;
 		return 0;
@@ -1256,6 +1501,21 @@ static int leaf_insert_split(struct oidx *t, struct oidx_leaf *leaf, uint32_t p,
 		nsplit++;
 	bool new_root = nsplit == depth;
 
+	/* The n + 1 entries whole, key at p, and their charges under the
+	 * prefix they all share (np): each side of the cut is then rebuilt
+	 * under its own prefix, at least as long, so charged at most that. */
+	bool append = leaf->next == NULL && p == n;
+	struct oidx_run *r = malloc(sizeof(*r));
+	if (!r)
+		return -1;
+	r->n = r->bytes = 0;
+	/* (an append needs the leaf's last key only: the run is entries
+	 * n - 1 and n of the sequence, the cut between them) */
+	uint32_t base = append ? n - 1 : 0;
+	run_add_leaf(r, leaf, base, p);
+	run_add(r, key, key_len, val);
+	run_add_leaf(r, leaf, p, n);
+
 	/* Append split: past the end of the last leaf, the full leaf stays full
 	 * and key starts the new one (k = n: everything stays left).  An
 	 * ascending insert (past the end of another leaf, or right after the
@@ -1263,42 +1523,56 @@ static int leaf_insert_split(struct oidx *t, struct oidx_leaf *leaf, uint32_t p,
 	 * secondary index) is cut right after the new key, as far as both
 	 * sides' minimum allows.  Otherwise cut the n + 1 entries (key at p) at
 	 * the midpoint of their charges.  See the top. */
-	bool append = leaf->next == NULL && p == n;
 	uint32_t k = n;
 	if (!append) {
-		uint16_t costs[OIDX_LEAF_NMAX + 1];
-		uint32_t total = 0;
-		for (uint32_t i = 0; i <= n; i++) {
-			costs[i] = (uint16_t)(i == p ? cost : ent_charge(ent_bytes(leaf_ent(leaf, i < p ? i : i - 1))));
-			total += costs[i];
+		/* When key shares the leaf's whole prefix, the n + 1 entries are
+		 * charged T <= OIDX_LEAF_DATA + OIDX_ENT_MAX under it, and the cut
+		 * nearest half of T is one (see the top).  When it parts from
+		 * it earlier (np < pl: key below or above every key of the
+		 * leaf), the old keys re-cut under np may be charged far more,
+		 * so halves of T may not fit; but the cut that gives key's side
+		 * the fewest old keys that make it reach OIDX_LEAF_MIN does: that
+		 * side is charged under OIDX_LEAF_MIN + OIDX_ENT_MAX even whole,
+		 * and the other holds old keys only (no more than the leaf
+		 * held, under a prefix at least as long), at least T -
+		 * OIDX_LEAF_MIN - 2 OIDX_ENT_MAX > OIDX_LEAF_MIN of them whole.
+		 * cut_near from key's place finds it or a nearer one. */
+		uint32_t known = 0;
+		if (np == pl) {
+			uint16_t costs[OIDX_LEAF_NMAX + 1];
+			uint32_t total = 0;
+			for (uint32_t i = 0; i <= n; i++) {
+				costs[i] = (uint16_t)run_charge(r, i, np);
+				total += costs[i];
+			}
+			assert(total > OIDX_LEAF_DATA);
+			known = split_point(costs, n + 1, total);
 		}
-		assert(total > OIDX_LEAF_DATA);
-		bool ascending = p == n || (leaf->last != UINT16_MAX && p == leaf->last + 1u);
-		k = ascending ? split_near(costs, n + 1, total, p + 1) : split_point(costs, n + 1, total);
-	}
-	/* The keys either side of the cut (entry i of the n + 1; key at p). */
-	const uint8_t *lo_k, *hi_k;
-	uint32_t lo_l, hi_l;
-	if (k - 1 == p) {
-		lo_k = key;
-		lo_l = key_len;
-	} else {
-		const uint8_t *e = leaf_ent(leaf, k - 1 < p ? k - 1 : k - 2);
-		lo_k = kb_bytes(e);
-		lo_l = kb_len(e);
-	}
-	if (k == p) {
-		hi_k = key;
-		hi_l = key_len;
-	} else {
-		const uint8_t *e = leaf_ent(leaf, k < p ? k : k - 1);
-		hi_k = kb_bytes(e);
-		hi_l = kb_len(e);
+		k = known;
+		/* ascending: past the leaf's end, right after its previous
+		 * insert, or at the end of a run of keys that share more with
+		 * the key before than with the one after (a secondary index's
+		 * prefix: the rows' ids ascend under it) */
+		bool ascending = p == n || (leaf->last != UINT16_MAX && p == leaf->last + 1u) ||
+				 (p > 0 && common_prefix(run_key(r, p), r->len[p], run_key(r, p - 1), r->len[p - 1], IDX_MAX_KEY) >
+						   common_prefix(run_key(r, p), r->len[p], run_key(r, p + 1), r->len[p + 1], IDX_MAX_KEY));
+		if (ascending || !known) { /* as near the new key as each side's own prefix allows */
+			uint32_t vsum[OIDX_LEAF_NMAX + 2];
+			vsum[0] = 0;
+			for (uint32_t i = 0; i <= n; i++)
+				vsum[i + 1] = vsum[i] + key_vcharge(r->len[i]);
+			k = cut_near(r, vsum, p + 1, known);
+		}
+		assert(k >= 1 && k <= n);
+		if (!k) { /* unreachable (above); refused rather than overfilled */
+			free(r);
+			return -1;
+		}
 	}
 
 	/* Allocate everything before touching the tree. */
 	struct oidx_leaf *nleaf = leaf_new();
-	uint8_t *sep = sep_new(lo_k, lo_l, hi_k, hi_l);
+	uint8_t *sep = sep_new(run_key(r, k - 1 - base), r->len[k - 1 - base], run_key(r, k - base), r->len[k - base]);
 	struct oidx_inner *spare[OIDX_MAX_HEIGHT + 1];
 	uint32_t nspare = nsplit + (new_root ? 1 : 0);
 	bool oom = !nleaf || !sep;
@@ -1312,18 +1586,25 @@ static int leaf_insert_split(struct oidx *t, struct oidx_leaf *leaf, uint32_t p,
 			free(spare[i]);
 		free(nleaf);
 		free(sep);
+		free(r);
 		return -1;
 	}
 
-	if (p < k) {
-		leaf_move_tail(leaf, nleaf, n - (k - 1));
-		leaf_insert(leaf, p, key, key_len, val);
-	} else {
-		leaf_move_tail(leaf, nleaf, n - k);
-		leaf_insert(nleaf, p - k, key, key_len, val);
+	if (!append) { /* (an append leaves the full leaf as it is) */
+		leaf_build(leaf, r, 0, k, run_prefix(r, 0, k));
+		leaf_build(nleaf, r, k, n + 1, run_prefix(r, k, n + 1));
+	} else { /* key alone: the prefix it shares with the key before, which
+		  * the keys appended after it are likely to share too (a prefix
+		  * of all of key would be cut again at the next append) */
+		leaf_build(nleaf, r, 1, 2, run_prefix(r, 0, 2));
 	}
+	if (p < k)
+		leaf->last = (uint16_t)p;
+	else
+		nleaf->last = (uint16_t)(p - k);
+	free(r);
 	assert(leaf->h.n == k && nleaf->h.n == n + 1 - k);
-	assert(leaf_fill(leaf) >= OIDX_LEAF_MIN && (append || leaf_fill(nleaf) >= OIDX_LEAF_MIN));
+	assert(leaf->vfill >= OIDX_LEAF_MIN && (append || nleaf->vfill >= OIDX_LEAF_MIN));
 	nleaf->next = leaf->next;
 	if (nleaf->next)
 		nleaf->next->prev = nleaf;
@@ -1394,6 +1675,11 @@ static int oidx_insert(struct oidx *t, const void *key, uint32_t key_len, void *
 		struct oidx_leaf *l = leaf_new();
 		if (!l)
 			return -1;
+		/* a leaf of one key keeps all of it as its prefix (up to
+		 * OIDX_LEAF_PFX): the next insert re-cuts it if need be */
+		l->plen = (uint8_t)(key_len < OIDX_LEAF_PFX ? key_len : OIDX_LEAF_PFX);
+		if (l->plen)
+			memcpy(l->pfx, key, l->plen);
 		leaf_insert(l, 0, key, key_len, val);
 		t->root = &l->h;
 		t->height = 1;
@@ -1424,7 +1710,7 @@ static int oidx_insert(struct oidx *t, const void *key, uint32_t key_len, void *
 	assert(leaf->h.n > 0);
 	bool found = false;
 	uint32_t p = leaf->h.n;
-	if (kb_cmp_key(leaf_ent(leaf, leaf->h.n - 1), key, key_len) >= 0) {
+	if (leaf_cmp_key(leaf, leaf->h.n - 1, key, key_len) >= 0) {
 		leaf = descend_path(t, key, key_len, path, pidx, &depth);
 		p = leaf_lower(leaf, key, key_len, &found);
 	}
@@ -1474,9 +1760,20 @@ static bool leaf_rebalance(struct oidx_inner *parent, uint32_t ci)
 	uint32_t si = ci > 0 ? ci - 1 : ci; /* separator between L and R */
 	struct oidx_leaf *L = as_leaf(parent->kids[si]);
 	struct oidx_leaf *R = as_leaf(parent->kids[si + 1]);
-	uint32_t fl = leaf_fill(L), fr = leaf_fill(R);
-	if (fl + fr <= OIDX_LEAF_DATA) {
-		leaf_move_head(R, L, R->h.n);
+	bool under_left = ci == si; /* the under-full one is L (else R) */
+	struct oidx_run *r = malloc(sizeof(*r));
+	if (!r)
+		return false; /* OOM: leave the node under-full; still correct */
+	r->n = r->bytes = 0;
+	uint32_t nl = L->h.n;
+	run_add_leaf(r, L, 0, nl);
+	run_add_leaf(r, R, 0, R->h.n);
+	uint32_t m = r->n, np = run_prefix(r, 0, m), merged = 0;
+	for (uint32_t i = 0; i < m; i++)
+		merged += run_charge(r, i, np);
+	if (merged <= OIDX_LEAF_DATA) {
+		leaf_build(L, r, 0, m, np);
+		free(r);
 		L->next = R->next;
 		if (L->next)
 			L->next->prev = L;
@@ -1489,26 +1786,34 @@ static bool leaf_rebalance(struct oidx_inner *parent, uint32_t ci)
 		inner_heads(parent);
 		return true;
 	}
-	/* fl + fr > one leaf and one of them is under OIDX_LEAF_MIN: the cut
-	 * closest to half leaves both within OIDX_ENT_MAX / 2 of half, so at
-	 * least OIDX_LEAF_MIN and at most OIDX_LEAF_DATA each. */
-	uint16_t costs[2 * OIDX_LEAF_NMAX];
-	uint32_t nl = L->h.n, m = nl + R->h.n;
-	for (uint32_t i = 0; i < m; i++)
-		costs[i] = (uint16_t)ent_charge(ent_bytes(i < nl ? leaf_ent(L, i) : leaf_ent(R, i - nl)));
-	uint32_t k = split_point(costs, m, fl + fr);
-	if (k == nl)
-		return false; /* already the best cut (not reached from an under-full node) */
-	const uint8_t *lo = k - 1 < nl ? leaf_ent(L, k - 1) : leaf_ent(R, k - 1 - nl);
-	const uint8_t *hi = k < nl ? leaf_ent(L, k) : leaf_ent(R, k - nl);
-	uint8_t *sep = sep_new(kb_bytes(lo), kb_len(lo), kb_bytes(hi), kb_len(hi));
-	if (!sep)
-		return false; /* OOM: leave the node under-full; still correct */
-	if (k > nl)
-		leaf_move_head(R, L, k - nl);
-	else
-		leaf_move_tail(L, R, nl - k);
-	assert(leaf_fill(L) >= OIDX_LEAF_MIN && leaf_fill(R) >= OIDX_LEAF_MIN);
+	/* They do not fit in one leaf, so their whole-key charges total
+	 * T > OIDX_LEAF_DATA.  The under-full one takes entries from the other
+	 * until its own reach min(T / 2, OIDX_LEAF_DATA - OIDX_ENT_MAX): then
+	 * it is charged less than OIDX_LEAF_DATA (stored, it is charged at
+	 * most its whole keys), and the other keeps more than T / 2 -
+	 * OIDX_ENT_MAX > OIDX_LEAF_MIN of whole-key charges, stored under a
+	 * prefix at least as long as before (fewer keys), so in no more bytes
+	 * than it had. */
+	uint32_t total = L->vfill + (uint32_t)R->vfill, target = total / 2, k = nl, got;
+	if (target > OIDX_LEAF_DATA - OIDX_ENT_MAX)
+		target = OIDX_LEAF_DATA - OIDX_ENT_MAX;
+	if (under_left) {
+		for (got = L->vfill; got < target; k++)
+			got += key_vcharge(r->len[k]);
+	} else {
+		for (got = R->vfill; got < target; k--)
+			got += key_vcharge(r->len[k - 1]);
+	}
+	assert(k >= 1 && k < m);
+	uint8_t *sep = k == nl ? NULL : sep_new(run_key(r, k - 1), r->len[k - 1], run_key(r, k), r->len[k]);
+	if (!sep) {
+		free(r);
+		return false; /* OOM (or nothing to move): leave the node under-full; still correct */
+	}
+	leaf_build(L, r, 0, k, run_prefix(r, 0, k));
+	leaf_build(R, r, k, m, run_prefix(r, k, m));
+	free(r);
+	assert(L->vfill >= OIDX_LEAF_MIN && R->vfill >= OIDX_LEAF_MIN);
 	free(parent->keys[si]);
 	parent->keys[si] = sep;
 	inner_heads(parent);
@@ -1589,7 +1894,7 @@ void *oidx_del(struct oidx *t, const void *key, uint32_t key_len)
 	}
 
 	/* Walk up while the current node is under-full. */
-	bool under = leaf_fill(leaf) < OIDX_LEAF_MIN;
+	bool under = leaf->vfill < OIDX_LEAF_MIN;
 	bool is_leaf = true;
 	for (uint32_t j = depth; under && j-- > 0;) {
 		bool merged = is_leaf ? leaf_rebalance(path[j], pidx[j]) : inner_rebalance(path[j], pidx[j]);
@@ -1689,17 +1994,31 @@ void *oidx_iter_val(const struct oidx_iter *it)
 	return ent_val(leaf_ent(l, it->pos));
 }
 
-/* oidx_iter_key: the key under a valid iterator: a pointer into the leaf
- * (not aligned, not NUL-terminated), valid until the tree is modified in
- * any way -- an insert or delete of ANY key may move it; *key_len set if
- * key_len is not NULL. */
-const void *oidx_iter_key(const struct oidx_iter *it, uint32_t *key_len)
+/* oidx_iter_key: the key under a valid iterator, whole (the leaf keeps
+ * the prefix its keys share apart from their suffixes): copied into the
+ * iterator, so valid until the iterator moves; not NUL-terminated.
+ * *key_len set if key_len is not NULL. */
+const void *oidx_iter_key(struct oidx_iter *it, uint32_t *key_len)
 {
-	struct oidx_leaf *l = as_leaf(it->leaf);
-	const uint8_t *e = leaf_ent(l, it->pos);
+	uint32_t kl = leaf_key(as_leaf(it->leaf), it->pos, it->key);
 	if (key_len)
-		*key_len = kb_len(e);
-	return kb_bytes(e);
+		*key_len = kl;
+	return it->key;
+}
+
+/* oidx_iter_has_prefix: does the key under a valid iterator start with
+ * pfx[0, len)?  Compared in place, without copying the key out. */
+bool oidx_iter_has_prefix(const struct oidx_iter *it, const void *pfx, uint32_t len)
+{
+	const struct oidx_leaf *l = as_leaf(it->leaf);
+	const uint8_t *e = leaf_ent(l, it->pos), *q = pfx;
+	uint32_t pl = l->plen;
+	if (len > pl + (uint32_t)e[0])
+		return false;
+	uint32_t a = len < pl ? len : pl;
+	if (a && memcmp(l->pfx, q, a))
+		return false;
+	return len <= pl || !memcmp(e + 1, q + pl, len - pl);
 }
 
 /* oidx_next: step to the following key.  1 if on an entry, 0 when walked
@@ -1764,7 +2083,8 @@ static void check_leaf_layout(struct check_state *st, const struct oidx_leaf *l)
 	uint8_t mark[OIDX_LEAF_DATA];
 	memset(mark, 0, sizeof(mark));
 	CHECK(l->top <= OIDX_LEAF_DATA && 2u * l->h.n <= l->top, "leaf slots run into the heap");
-	uint32_t sum = 0, charged = 0;
+	CHECK(l->plen <= OIDX_LEAF_PFX, "leaf prefix too long");
+	uint32_t sum = 0, charged = 0, vcharged = 0;
 	for (uint32_t i = 0; i < l->h.n; i++) {
 		uint32_t off = slot_get(l, i);
 		CHECK(off >= l->top && off < OIDX_LEAF_DATA, "leaf slot offset outside the heap");
@@ -1774,11 +2094,14 @@ static void check_leaf_layout(struct check_state *st, const struct oidx_leaf *l)
 			CHECK(!mark[b], "leaf entries overlap");
 			mark[b] = 1;
 		}
+		CHECK(l->plen + (uint32_t)l->d[off] <= IDX_MAX_KEY, "leaf key longer than IDX_MAX_KEY");
 		sum += sz;
 		charged += ent_charge(sz);
+		vcharged += key_vcharge(l->plen + (uint32_t)l->d[off]);
 	}
 	CHECK(sum == l->used, "leaf used bytes differ from its entries");
 	CHECK(charged == l->fill, "leaf fill differs from its entries' charges");
+	CHECK(vcharged == l->vfill, "leaf vfill differs from its whole keys' charges");
 	CHECK(2u * l->h.n + l->used <= l->fill, "leaf fill below the bytes it takes");
 	CHECK(leaf_fill(l) <= OIDX_LEAF_DATA, "leaf overfull");
 }
@@ -1797,22 +2120,25 @@ static void check_node(struct check_state *st, struct oidx_node *n, uint32_t dep
 		check_leaf_layout(st, l);
 		if (st->err)
 			return;
-		CHECK(root || spine || leaf_fill(l) >= OIDX_LEAF_MIN, "leaf under half full off the right spine");
-		for (uint32_t i = 0; i < l->h.n; i++) {
-			const uint8_t *k = leaf_ent(l, i);
+		CHECK(root || spine || l->vfill >= OIDX_LEAF_MIN, "leaf under its minimum off the right spine");
+		uint8_t k[IDX_MAX_KEY], pk[IDX_MAX_KEY];
+		uint32_t kl, pkl = 0;
+		for (uint32_t i = 0; i < l->h.n; i++, memcpy(pk, k, kl), pkl = kl) {
+			kl = leaf_key(l, i, k);
 			if (i > 0)
-				CHECK(kb_cmp_key(leaf_ent(l, i - 1), kb_bytes(k), kb_len(k)) < 0,
-				      "leaf keys not strictly ascending");
+				CHECK(key_cmp(pk, pkl, k, kl) < 0, "leaf keys not strictly ascending");
 			if (lo)
-				CHECK(kb_cmp_key(lo, kb_bytes(k), kb_len(k)) <= 0, "leaf key below its separator");
+				CHECK(kb_cmp_key(lo, k, kl) <= 0, "leaf key below its separator");
 			if (hi)
-				CHECK(kb_cmp_key(hi, kb_bytes(k), kb_len(k)) > 0, "leaf key at/above its separator");
+				CHECK(kb_cmp_key(hi, k, kl) > 0, "leaf key at/above its separator");
 		}
 		CHECK(l->prev == st->prev_leaf, "leaf prev link wrong");
 		if (st->prev_leaf) {
 			CHECK(st->prev_leaf->next == l, "leaf next link wrong");
-			const uint8_t *a = leaf_ent(st->prev_leaf, st->prev_leaf->h.n - 1), *b = leaf_ent(l, 0);
-			CHECK(kb_cmp_key(a, kb_bytes(b), kb_len(b)) < 0, "keys not ascending across leaves");
+			uint8_t a[IDX_MAX_KEY];
+			uint32_t al = leaf_key(st->prev_leaf, st->prev_leaf->h.n - 1, a);
+			kl = leaf_key(l, 0, k);
+			CHECK(key_cmp(a, al, k, kl) < 0, "keys not ascending across leaves");
 		}
 		st->prev_leaf = l;
 		st->count += l->h.n;
@@ -1872,6 +2198,9 @@ int oidx_check(const struct oidx *t)
 	return 0;
 }
 
+/* oidx_iter_leaf_prefix: the prefix length of the iterator's leaf. */
+uint32_t oidx_iter_leaf_prefix(const struct oidx_iter *it) { return as_leaf(it->leaf)->plen; }
+
 /* oidx_leaf_stats: the leaves of t and the bytes their entries fill (see
  * index.h).  Walks the leaf chain from the leftmost leaf; O(leaves). */
 void oidx_leaf_stats(const struct oidx *t, struct oidx_leaf_stats *s)
@@ -1881,6 +2210,8 @@ void oidx_leaf_stats(const struct oidx *t, struct oidx_leaf_stats *s)
 	s->node_bytes = sizeof(struct oidx_leaf);
 	s->entry_overhead = OIDX_ENT_COST(0);
 	s->min_charge = OIDX_CHARGE_MIN;
+	s->leaf_min = OIDX_LEAF_MIN;
+	s->prefix_max = OIDX_LEAF_PFX;
 	if (!t->root)
 		return;
 	struct oidx_node *n = t->root;
@@ -1889,6 +2220,8 @@ void oidx_leaf_stats(const struct oidx *t, struct oidx_leaf_stats *s)
 	for (const struct oidx_leaf *l = as_leaf(n); l; l = l->next) {
 		s->leaves++;
 		s->fill += leaf_fill(l);
+		s->vfill += l->vfill;
+		s->prefix_bytes += l->plen;
 	}
 }
 #endif

@@ -125,10 +125,12 @@ struct oidx {
 	uint32_t height;
 };
 
-/* A position in the tree; invalid once the tree is modified. */
+/* A position in the tree; invalid once the tree is modified.  key[] is
+ * where oidx_iter_key puts the key whole. */
 struct oidx_iter {
 	struct oidx_node *leaf;
 	uint32_t pos;
+	uint8_t key[IDX_MAX_KEY];
 };
 
 #ifdef WM_TESTING
@@ -159,10 +161,12 @@ int oidx_first(const struct oidx *t, struct oidx_iter *it);
 /* Position at the last key <= key (key NULL: the last key).  1 or 0. */
 int oidx_seek_le(const struct oidx *t, const void *key, uint32_t key_len, struct oidx_iter *it);
 /* Current entry; valid only after a seek/next/prev returned 1.  The key
- * points into the tree's node: it moves with ANY modification of the tree
- * (not only of that key), so copy it before inserting or deleting. */
+ * is copied whole into it->key (a leaf keeps the prefix its keys share
+ * once, apart from them): valid until the iterator is used again. */
 void *oidx_iter_val(const struct oidx_iter *it);
-const void *oidx_iter_key(const struct oidx_iter *it, uint32_t *key_len);
+const void *oidx_iter_key(struct oidx_iter *it, uint32_t *key_len);
+/* Does the current key start with pfx[0, len)?  No copy. */
+bool oidx_iter_has_prefix(const struct oidx_iter *it, const void *pfx, uint32_t len);
 /* Step; returns 1 if on an entry, 0 when walked off the end. */
 int oidx_next(struct oidx_iter *it);
 int oidx_prev(struct oidx_iter *it);
@@ -173,14 +177,21 @@ int oidx_prev(struct oidx_iter *it);
  * first violation to stderr.  O(n). */
 int oidx_check(const struct oidx *t);
 
-/* Test builds only: how full the leaves are.  An entry is charged
- * entry_overhead + its key length (slot, length byte, value), but at least
- * min_charge; fill is the charges summed over all leaves, cap what one
- * leaf can hold, node_bytes what one leaf costs in memory. */
+/* Test builds only: how full the leaves are.  A leaf keeps the prefix
+ * its keys share once (at most prefix_max bytes) and each key's bytes
+ * after it.  An entry is charged entry_overhead + the length it is stored
+ * with (slot, length byte, value), but at least min_charge; fill is the
+ * charges summed over all leaves, vfill the same with every key counted
+ * whole, cap what one leaf can hold, node_bytes what one leaf costs in
+ * memory, leaf_min the least vfill of a leaf off the right spine,
+ * prefix_bytes the leaves' prefix lengths summed. */
 struct oidx_leaf_stats {
-	size_t leaves, fill, cap, node_bytes, entry_overhead, min_charge;
+	size_t leaves, fill, vfill, cap, node_bytes, entry_overhead, min_charge, leaf_min, prefix_max, prefix_bytes;
 };
 void oidx_leaf_stats(const struct oidx *t, struct oidx_leaf_stats *s);
+/* Test builds only: the length of the prefix the leaf under a valid
+ * iterator keeps. */
+uint32_t oidx_iter_leaf_prefix(const struct oidx_iter *it);
 #endif
 
 #endif

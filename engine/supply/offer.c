@@ -1342,7 +1342,7 @@ int offer_wine_any(struct shard *sh, const char *wine_id, size_t wine_len,
 		return 0;
 	memcpy(k, wine_id, wine_len);
 	k[wine_len] = 0;
-	uint32_t pl = (uint32_t)wine_len + 1, kl;
+	uint32_t pl = (uint32_t)wine_len + 1;
 	struct oidx_iter it, ahead;
 	int ok = oidx_seek_ge(&e->by_wine, k, pl, &it), more = ok;
 	ahead = it;
@@ -1351,8 +1351,7 @@ int offer_wine_any(struct shard *sh, const char *wine_id, size_t wine_len,
 		more = oidx_next(&ahead);
 	}
 	for (; ok; ok = oidx_next(&it)) {
-		const uint8_t *key = oidx_iter_key(&it, &kl);
-		if (kl < pl || memcmp(key, k, pl))
+		if (!oidx_iter_has_prefix(&it, k, pl))
 			break;
 		if (more) { /* the row OFFER_ROW_PREFETCH_AHEAD on */
 			table_row_prefetch_body(&sh->tables[REC_T_OFFER], oidx_iter_val(&ahead));

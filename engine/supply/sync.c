@@ -682,8 +682,11 @@ static int walk_next(struct feed_walk *fw, const struct row **r, const void **ke
 {
 	if (!fw->ok)
 		return 0;
-	*key = oidx_iter_key(&fw->it, key_len);
+	/* by_order is keyed by the row's id: the row's copy of it outlives the
+	 * walk's step (the caller keeps the last key as the page's cursor) */
 	*r = oidx_iter_val(&fw->it);
+	*key = (*r)->id;
+	*key_len = (*r)->id_len;
 	fw->ok = oidx_next(&fw->it);
 	return 1;
 }

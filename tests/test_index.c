@@ -113,9 +113,11 @@ WM_TEST(hidx, prefetch_changes_nothing_whatever_it_is_given)
 	hidx_prefetch_entry(&h, "a", 1);
 	cr_assert_eq(hidx_count(&h), 0);
 	cr_assert_null(h.slots);
+	static char keys[5000][16]; /* the index keeps the keys' addresses: they outlive the entries */
 	char key[16], had[16];
 	for (int i = 0; i < 5000; i++) { /* through several incremental rehashes */
-		int n = snprintf(key, sizeof(key), "key%d", i), m = snprintf(had, sizeof(had), "key%d", i / 2);
+		int n = snprintf(keys[i], sizeof(keys[i]), "key%d", i), m = snprintf(had, sizeof(had), "key%d", i / 2);
+		memcpy(key, keys[i], sizeof(key));
 		void (*const hint[])(const struct hidx *, const char *, uint32_t) = {hidx_prefetch, hidx_prefetch_entry};
 		for (int k = 0; k < 2; k++) {
 			hint[k](&h, key, (uint32_t)n);          /* absent */
@@ -126,7 +128,7 @@ WM_TEST(hidx, prefetch_changes_nothing_whatever_it_is_given)
 			hint[k](&h, NULL, 0);
 		}
 		cr_assert_eq(hidx_count(&h), (size_t)i);
-		cr_assert_eq(hidx_put(&h, key, (uint32_t)n, tag(i + 1)), 0);
+		cr_assert_eq(hidx_put(&h, keys[i], (uint32_t)n, tag(i + 1)), 0);
 	}
 	cr_assert_eq(hidx_count(&h), 5000);
 	for (int i = 0; i < 5000; i++) {
@@ -422,6 +424,54 @@ WM_TEST(hidx, key_length_bounds)
 	cr_assert_null(hidx_del(&h, big, IDX_MAX_KEY + 1));
 	cr_assert_eq(hidx_count(&h), 1);
 	cr_assert_eq(hidx_del(&h, big, IDX_MAX_KEY), tag(1));
+	hidx_free(&h);
+}
+
+WM_TEST(hidx, a_slot_keeps_the_key_address_in_its_tag)
+{
+	/* 16 bytes a slot: the key's address shares a word with a byte of its
+	 * hash and its length (index.c's top) */
+	cr_assert_eq(sizeof(struct hidx_slot), 16);
+	struct hidx h;
+	hidx_init(&h);
+	/* an address past 48 bits cannot be kept: refused before anything is
+	 * read from it, nothing changed (the pointer is never dereferenced) */
+	const char *high = (const char *)((uintptr_t)1 << 48);
+	cr_assert_eq(hidx_put(&h, high, 3, tag(1)), -1);
+	cr_assert_eq(hidx_set(&h, high, 3, tag(1)), -1);
+	void *prev = tag(9);
+	cr_assert_eq(hidx_swap(&h, high, 3, tag(1), &prev), -1);
+	cr_assert_null(prev);
+	cr_assert_eq(hidx_count(&h), 0);
+	/* the empty key, given as NULL or as "": one key; its walk gives a
+	 * readable address and length 0 */
+	cr_assert_eq(hidx_put(&h, NULL, 0, tag(5)), 0);
+	cr_assert_eq(hidx_put(&h, "", 0, tag(6)), 1);
+	cr_assert_eq(hidx_get(&h, "", 0), tag(5));
+	cr_assert_eq(hidx_get(&h, NULL, 0), tag(5));
+	size_t pos = 0;
+	const char *k = NULL;
+	uint32_t kl = 99;
+	cr_assert_eq(hidx_next(&h, &pos, &k, &kl), tag(5));
+	cr_assert_not_null(k);
+	cr_assert_eq(kl, 0);
+	/* keys whose check (hash byte and length) collide: 20,000 keys of one
+	 * length share 256 checks, ~78 each; every one found, through the
+	 * rehashes that hash the stored keys again */
+	enum { N = 20000 };
+	static char keys[N][8];
+	for (int i = 0; i < N; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "c%06u", (unsigned)i % 1000000u);
+		cr_assert_eq(hidx_put(&h, keys[i], 7, tag((uintptr_t)i + 10)), 0);
+	}
+	for (int i = 0; i < N; i++) {
+		char probe[8];
+		memcpy(probe, keys[i], 8); /* another address, the same bytes */
+		cr_assert_eq(hidx_get(&h, probe, 7), tag((uintptr_t)i + 10), "key %d", i);
+	}
+	cr_assert_null(hidx_get(&h, "c999999", 7));
+	cr_assert_eq(hidx_del(&h, NULL, 0), tag(5));
+	cr_assert_eq(hidx_count(&h), N);
 	hidx_free(&h);
 }
 

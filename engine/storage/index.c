@@ -9,16 +9,22 @@
  *
  * ---- hidx -----------------------------------------------------------------
  *
- * Linear probing over a power-of-two array of slots.  slot.hash encodes the
- * slot state:
+ * Linear probing over a power-of-two array of slots.  A slot is 16 bytes,
+ * a tag word and the value; the tag encodes the slot state:
  *     HIDX_EMPTY (0)  never used since the last rehash; ends a probe chain
  *     HIDX_TOMB  (1)  deleted; probe chains continue through it
- *     >= 2            live; the XXH3-64 of the key with its low byte
- *                     replaced by the key's length (<= IDX_MAX_KEY = 255),
- *                     0 and 1 remapped.  The length rides in the hash word
- *                     so a slot is 24 bytes, not 32 (a hash index at its
- *                     usual load of ~0.5 costs ~48 B per entry, not ~64);
- *                     the slot index comes from the bits above it.
+ *     >= 2            live: the key's address in its upper 48 bits, the
+ *                     top byte of the key's XXH3-64 hash in bits 8..15, the
+ *                     key's length (<= IDX_MAX_KEY = 255) in the low byte.
+ *                     A probe compares that check (hash byte and length)
+ *                     and only then the key's bytes: a slot of another key
+ *                     passes it one time in 256 (the old slot kept the
+ *                     whole hash and the key's address apart: 24 bytes, so
+ *                     a hash index at its usual load of ~0.5 cost ~48 B an
+ *                     entry; now ~32 -- 1M offers: by id and by natural key,
+ *                     -34 B each).  The home slot comes from the hash's bits
+ *                     8 and up, so a rehash, which needs it for every entry
+ *                     it moves, hashes the key's bytes again.
  * Invariants (checked by assert where cheap):
  *   - cap is 0 (no array yet) or a power of two >= HIDX_MIN_CAP;
  *   - count - moving + tombstones == number of non-empty slots of the
@@ -312,21 +318,50 @@ static void hidx_touch_more(struct hidx *h, size_t pages)
 _Static_assert(IDX_MAX_KEY <= 0xff, "a key's length fits the hash word's low byte");
 
 /* The hash word of a key (key_len <= IDX_MAX_KEY): its hash above the low
- * byte, its length in it; never HIDX_EMPTY nor HIDX_TOMB. */
+ * byte, its length in it. */
 static uint64_t hidx_hash(const char *key, uint32_t key_len)
 {
-	uint64_t h = (XXH3_64bits(key_len ? key : "", key_len) & ~(uint64_t)0xff) | key_len;
-	return h < 2 ? h | 0x100 : h;
+	return (XXH3_64bits(key_len ? key : "", key_len) & ~(uint64_t)0xff) | key_len;
 }
 
 /* The home slot of a hash word in a table of mask + 1 slots. */
 static inline size_t hidx_home(uint64_t hash, size_t mask) { return (size_t)(hash >> 8) & mask; }
 
-static inline uint32_t hidx_slot_len(const struct hidx_slot *s) { return (uint32_t)(s->hash & 0xff); }
+/* What a live tag says of a key besides its address: the top byte of its
+ * hash word and its length. */
+static inline uint64_t hidx_check(uint64_t hash) { return (hash >> 56) << 8 | (hash & 0xff); }
 
-static bool hidx_key_eq(const struct hidx_slot *s, uint64_t hash, const char *key, uint32_t key_len)
+#define HIDX_ADDR_BITS 48u
+/* The empty key's bytes (a key of length 0 may come as NULL: a live tag
+ * needs an address, and a nonzero one). */
+static const char hidx_empty_key[1];
+
+/* A live tag for key (at an address below 2^HIDX_ADDR_BITS) of that hash
+ * word. */
+static inline uint64_t hidx_tag(const char *key, uint64_t hash)
 {
-	return s->hash == hash && (key_len == 0 || memcmp(s->key, key, key_len) == 0);
+	if (!key)
+		key = hidx_empty_key;
+	return (uint64_t)(uintptr_t)key << 16 | hidx_check(hash);
+}
+
+/* Can a slot keep key's address? */
+static inline bool hidx_addr_ok(const char *key)
+{
+	return !key || ((uintptr_t)key >> HIDX_ADDR_BITS) == 0;
+}
+
+static inline const char *hidx_slot_key(const struct hidx_slot *s) { return (const char *)(uintptr_t)(s->tag >> 16); }
+
+static inline uint32_t hidx_slot_len(const struct hidx_slot *s) { return (uint32_t)(s->tag & 0xff); }
+
+/* The hash word of the key in live slot s, hashed again from its bytes. */
+static uint64_t hidx_slot_hash(const struct hidx_slot *s) { return hidx_hash(hidx_slot_key(s), hidx_slot_len(s)); }
+
+static bool hidx_key_eq(const struct hidx_slot *s, uint64_t check, const char *key, uint32_t key_len)
+{
+	return s->tag >= 2 && (s->tag & 0xffff) == check &&
+	       (key_len == 0 || memcmp(hidx_slot_key(s), key, key_len) == 0);
 }
 
 /* Arguments usable at all: length in bounds, bytes present when needed. */
@@ -347,8 +382,8 @@ void hidx_prefetch_entry(const struct hidx *h, const char *key, uint32_t key_len
 		return;
 	uint64_t hash = hidx_hash(key, key_len);
 	const struct hidx_slot *s = &h->slots[hidx_home(hash, h->cap - 1)];
-	if (s->hash == hash) {
-		__builtin_prefetch(s->key);
+	if (s->tag >= 2 && (s->tag & 0xffff) == hidx_check(hash)) {
+		__builtin_prefetch(hidx_slot_key(s));
 		__builtin_prefetch(s->val);
 	}
 }
@@ -375,11 +410,12 @@ static size_t hidx_probe(const struct hidx_slot *slots, size_t cap, uint64_t has
 	if (cap == 0)
 		return SIZE_MAX;
 	size_t mask = cap - 1;
+	uint64_t check = hidx_check(hash);
 	for (size_t i = hidx_home(hash, mask);; i = (i + 1) & mask) {
 		const struct hidx_slot *s = &slots[i];
-		if (s->hash == HIDX_EMPTY)
+		if (s->tag == HIDX_EMPTY)
 			return SIZE_MAX;
-		if (hidx_key_eq(s, hash, key, key_len))
+		if (hidx_key_eq(s, check, key, key_len))
 			return i;
 	}
 }
@@ -398,15 +434,16 @@ static struct hidx_slot *hidx_find(const struct hidx *h, uint64_t hash, const ch
 	return at == SIZE_MAX ? NULL : &h->old[at];
 }
 
-/* Put a live entry whose key is in neither array into the current array:
- * the first empty slot or tombstone of its probe chain. */
-static void hidx_place(struct hidx *h, const struct hidx_slot *e)
+/* Put a live entry (hash: its key's hash word) whose key is in neither
+ * array into the current array: the first empty slot or tombstone of its
+ * probe chain. */
+static void hidx_place(struct hidx *h, const struct hidx_slot *e, uint64_t hash)
 {
 	size_t mask = h->cap - 1;
-	size_t i = hidx_home(e->hash, mask);
-	while (h->slots[i].hash >= 2)
+	size_t i = hidx_home(hash, mask);
+	while (h->slots[i].tag >= 2)
 		i = (i + 1) & mask;
-	if (h->slots[i].hash == HIDX_TOMB) {
+	if (h->slots[i].tag == HIDX_TOMB) {
 		assert(h->tombstones > 0);
 		h->tombstones--;
 	}
@@ -421,11 +458,11 @@ static void hidx_move(struct hidx *h, size_t n)
 		hidx_touch_more(h, n == SIZE_MAX ? SIZE_MAX : HIDX_TOUCH_STEP);
 	for (; h->old && n > 0 && h->move_pos < h->old_cap; n--, h->move_pos++) {
 		struct hidx_slot *e = &h->old[h->move_pos];
-		if (e->hash >= 2) {
-			hidx_place(h, e);
+		if (e->tag >= 2) {
+			hidx_place(h, e, hidx_slot_hash(e));
 			/* gone from here: a tombstone keeps the chains of the keys
 			 * still to move intact */
-			*e = (struct hidx_slot){ .hash = HIDX_TOMB };
+			*e = (struct hidx_slot){ .tag = HIDX_TOMB };
 			h->moving--;
 		}
 	}
@@ -525,7 +562,7 @@ static int hidx_insert(struct hidx *h, const char *key, uint32_t key_len, void *
 {
 	if (prev)
 		*prev = NULL;
-	if (!hidx_key_ok(key, key_len))
+	if (!hidx_key_ok(key, key_len) || !hidx_addr_ok(key))
 		return -1;
 	hidx_move(h, HIDX_MOVE_STEP);
 	uint64_t hash = hidx_hash(key, key_len);
@@ -541,13 +578,13 @@ static int hidx_insert(struct hidx *h, const char *key, uint32_t key_len, void *
 			return 1;
 		if (prev)
 			*prev = at->val;
-		at->key = key;
+		at->tag = hidx_tag(key, hash);
 		at->val = val;
 		return 0;
 	}
 	if (hidx_reserve_one(h) != 0)
 		return -1;
-	hidx_place(h, &(struct hidx_slot){ .hash = hash, .key = key, .val = val });
+	hidx_place(h, &(struct hidx_slot){ .tag = hidx_tag(key, hash), .val = val }, hash);
 	h->count++;
 	assert((h->count + h->tombstones) * HIDX_LOAD_DEN <= h->cap * HIDX_LOAD_NUM);
 	return 0;
@@ -603,17 +640,17 @@ void *hidx_get(const struct hidx *h, const char *key, uint32_t key_len)
 static void hidx_unlink(struct hidx *h, size_t at)
 {
 	size_t mask = h->cap - 1;
-	if (h->slots[(at + 1) & mask].hash == HIDX_EMPTY) {
+	if (h->slots[(at + 1) & mask].tag == HIDX_EMPTY) {
 		/* End of a chain: this slot and the tombstones before it are
 		 * no longer needed by any probe. */
 		size_t i = at;
 		h->slots[i] = (struct hidx_slot){ 0 };
-		for (i = (i - 1) & mask; h->slots[i].hash == HIDX_TOMB; i = (i - 1) & mask) {
+		for (i = (i - 1) & mask; h->slots[i].tag == HIDX_TOMB; i = (i - 1) & mask) {
 			h->slots[i] = (struct hidx_slot){ 0 };
 			h->tombstones--;
 		}
 	} else {
-		h->slots[at] = (struct hidx_slot){ .hash = HIDX_TOMB };
+		h->slots[at] = (struct hidx_slot){ .tag = HIDX_TOMB };
 		h->tombstones++;
 	}
 }
@@ -636,7 +673,7 @@ void *hidx_del(struct hidx *h, const char *key, uint32_t key_len)
 	if (in_old) {
 		/* the previous array is only read and drained: a tombstone keeps
 		 * its chains intact until it is freed */
-		*at = (struct hidx_slot){ .hash = HIDX_TOMB };
+		*at = (struct hidx_slot){ .tag = HIDX_TOMB };
 		h->moving--;
 		hidx_move(h, 0); /* frees it if that was its last entry */
 	} else {
@@ -656,10 +693,10 @@ void *hidx_next(const struct hidx *h, size_t *pos, const char **key, uint32_t *k
 	idx_probes++;
 	for (size_t i = *pos; i < h->cap + h->old_cap; i++) {
 		const struct hidx_slot *s = i < h->cap ? &h->slots[i] : &h->old[i - h->cap];
-		if (s->hash >= 2) {
+		if (s->tag >= 2) {
 			*pos = i + 1;
 			if (key)
-				*key = s->key;
+				*key = hidx_slot_key(s);
 			if (key_len)
 				*key_len = hidx_slot_len(s);
 			return s->val;

@@ -40,9 +40,10 @@ extern uint64_t idx_probes;
 
 /* ---- hash index ------------------------------------------------------- */
 
+/* A slot is 16 bytes: the key's address rides in the tag word with a byte
+ * of its hash and its length (index.c's top). */
 struct hidx_slot {
-	uint64_t hash;       /* 0 empty, 1 tombstone; live: the key's hash with its length in the low byte */
-	const char *key;
+	uint64_t tag;        /* 0 empty, 1 tombstone; live: key address << 16 | hash's top byte << 8 | length */
 	void *val;
 };
 
@@ -73,7 +74,9 @@ void hidx_bulk_load(bool on);
 void hidx_init(struct hidx *h);
 void hidx_free(struct hidx *h);
 /* Insert; returns 0, 1 if the key already exists (nothing changed), -1 on
- * OOM or key too long. */
+ * OOM, key too long, or key bytes at an address past 2^48 (a slot keeps
+ * 48 bits of it: every user-space address of x86-64 and AArch64 Linux
+ * fits unless mmap was asked for a higher one). */
 int hidx_put(struct hidx *h, const char *key, uint32_t key_len, void *val);
 /* Make room for n live entries in all, so inserts up to n never rehash
  * (sized as growth would have sized it: no memory beyond that).  0, or -1

@@ -831,6 +831,28 @@ fi
 # router/direct quote 0.58, orders 128/86/87 us, 2PC 0.29/0.39, scale p99
 # 1.42/2.07 (5 lines: p98 1.59, p50 1.81; 1.16 % / 0.97 % of the quotes
 # over 1.5x their p50).
+# Measured 2026-12-01 (session 49), same defaults.  B+tree leaves keep
+# the bytes their keys share once (index.c "Prefixes": a 60-byte prefix
+# in the leaf's header, each entry its suffix; fill is counted stored,
+# the minimums with keys whole), and hash-index slots are 16 bytes (the
+# key's address rides in the tag word with a hash byte and the length).
+# bench_scale, PGO=0 builds: offer 575 -> 469 -> 436 B a row (3.9x ->
+# 3.0x raw: B+tree by id 42 -> 27, hash by id 50 -> 34, secondary 217 ->
+# 117), level 719 -> 579 -> 546 B (4.6x -> 3.5x: by id 37 -> 21, hash 50
+# -> 34, secondary 324 -> 179); the extrapolated 1M wines x 10 offers +
+# 5M levels 12.0 -> 9.5 GB.  Recovery, 3 alternating pairs against the
+# session's start: 1.91-1.99M -> 2.03-2.09M rows/s (system time -0.1 s:
+# fewer pages); the release build 2.16-2.22M.  Quotes unchanged within
+# noise.  Where a 5-line quote's time goes (rdtsc around its phases,
+# cycles a quote, small / big catalogue): parsing and the lines' wines
+# 2.2k / 4.5k, routing 35k / 67k -- of it the by-wine scan of each
+# line's offers 6.5k / 22k, the candidates' levels 11k / 19k, the rest
+# of cand_add 16.5k / 25k -- pricing 0.7k / 0.7k, the response 14.3k /
+# 14.5k.  So the big catalogue's extra cost is reading offer rows, leaves
+# and level rows from DRAM, spread over every candidate.  Tried and
+# dropped: inner nodes of 128 children (no change), prefetching every
+# line's by-wine descent before the lines are scanned (big p50 30.7 ->
+# 31.0 us).
 
 # cpu_ticks PID : utime + stime of every thread of the process (/proc, clock ticks)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

@@ -349,6 +349,11 @@ WM_TEST(inventory, atp_edge_events_and_offer_qty)
 	char body[300];
 	snprintf(body, sizeof(body), "{\"sku\":\"X\",\"offer_id\":\"%s\",\"location_id\":\"%s\"}", x.of1, loc);
 	tc_expect_code(port, "POST", "/v1/inventory", x.ko1, body, 409, "inventory_exists");
+	/* the natural key is (offer, location, condition), found among all the
+	 * offer's levels, not only its first: the third level's twin too */
+	snprintf(body, sizeof(body),
+		 "{\"sku\":\"X\",\"offer_id\":\"%s\",\"location_id\":\"%s\",\"condition\":\"damaged\"}", x.of1, loc2);
+	tc_expect_code(port, "POST", "/v1/inventory", x.ko1, body, 409, "inventory_exists");
 	/* reserve 4 through a hold, then PATCH on_hand to the edge */
 	snprintf(body, sizeof(body), "{\"hold_id\":\"ord1-l1\",\"level_id\":\"%s\",\"qty\":4}", lv);
 	json_decref(tc_expect(port, "POST", "/v1/holds", NULL, body, 201));

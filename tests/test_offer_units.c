@@ -83,9 +83,9 @@ WM_TEST(offer_units, merge_yields_each_id_once_in_order_after_the_cursor)
 
 #define WA_WINES 8
 /* offers per wine: none, one, around the look-ahead, and more than a leaf
- * of the by-wine index holds (at most 64 entries) */
+ * of the by-wine index holds (at most 121 entries, index.c) */
 static const int wa_count[WA_WINES] = {0, 1, OFFER_ROW_PREFETCH_AHEAD - 1, OFFER_ROW_PREFETCH_AHEAD,
-				       OFFER_ROW_PREFETCH_AHEAD + 1, 2 * OFFER_ROW_PREFETCH_AHEAD + 3, 70, 2};
+				       OFFER_ROW_PREFETCH_AHEAD + 1, 2 * OFFER_ROW_PREFETCH_AHEAD + 3, 130, 2};
 
 struct wa_seen {
 	char ids[200][32];

@@ -193,8 +193,11 @@ static void lvl_write(struct jw *w, const struct lvl_vals *v)
 
 /* ---- the level table ------------------------------------------------------------ */
 
+/* No index by natural key (offer, location, condition): the one place that
+ * asks, a create's duplicate check, walks the offer's levels in by_offer,
+ * which it walks anyway to count them (at most INV_LEVELS_PER_OFFER_MAX).
+ * A hash of them cost 34 B a level and an insert per level in recovery. */
 struct inv_ext {
-	struct hidx by_natural;   /* offer NUL location NUL condition -> level */
 	struct oidx by_offer;     /* offer NUL id */
 	struct oidx by_location;  /* location NUL offer NUL id (grouped per offer: the snapshot) */
 	struct oidx by_owner;     /* owner NUL id */
@@ -207,7 +210,6 @@ static int inv_init(struct table *t)
 	struct inv_ext *e = calloc(1, sizeof(*e));
 	if (!e)
 		return -1;
-	hidx_init(&e->by_natural);
 	oidx_init(&e->by_offer);
 	oidx_init(&e->by_location);
 	oidx_init(&e->by_owner);
@@ -217,7 +219,6 @@ static int inv_init(struct table *t)
 
 static void inv_fini(struct table *t)
 {
-	hidx_free(&ext(t)->by_natural);
 	oidx_free(&ext(t)->by_offer);
 	oidx_free(&ext(t)->by_location);
 	oidx_free(&ext(t)->by_owner);
@@ -243,8 +244,8 @@ static uint32_t key_join(uint8_t *out, const char *a, const char *b, const char 
 _Static_assert(3 * ID_MAX_LEN <= IDX_MAX_KEY, "composite level keys fit an index key");
 
 /* The natural key (offer, location, condition) is a slice of the row
- * itself (inventory.h): the uniqueness index points at it, and a row keeps
- * no copy (it kept a 120-byte one). */
+ * itself (inventory.h): two versions of a level compare it at once
+ * (inv_keys_same). */
 #define INV_NKEY_LEN ID_PAIR_KEY_LEN
 _Static_assert(offsetof(struct inv_level, location_id) == offsetof(struct inv_level, offer_id) + ID_MAX_LEN &&
 		       offsetof(struct inv_level, condition) == offsetof(struct inv_level, location_id) + ID_MAX_LEN,
@@ -376,22 +377,7 @@ static int inv_index_add_ordered(struct table *t, struct row *r)
 	return 0;
 }
 
-static int inv_index_add(struct table *t, struct row *r)
-{
-	struct inv_level *l = (struct inv_level *)r;
-	if (hidx_set(&ext(t)->by_natural, level_nkey(l), INV_NKEY_LEN, l))
-		return -1;
-	return t->ordered_later ? 0 : inv_index_add_ordered(t, r);
-}
-
-/* index_prefetch: the natural key's slot, inv_index_add's first probe */
-static void inv_index_prefetch(const struct table *t, const struct row *r)
-{
-	hidx_prefetch(&ext(t)->by_natural, level_nkey((const struct inv_level *)r), INV_NKEY_LEN);
-}
-
-/* index_reserve: by_natural holds one entry per level (natural keys are unique) */
-static int inv_index_reserve(struct table *t, size_t rows) { return hidx_reserve(&ext(t)->by_natural, rows); }
+static int inv_index_add(struct table *t, struct row *r) { return t->ordered_later ? 0 : inv_index_add_ordered(t, r); }
 
 static void del_if(struct oidx *x, const uint8_t *k, uint32_t kl, const void *row)
 {
@@ -404,8 +390,6 @@ static void inv_index_del(struct table *t, struct row *r)
 	struct inv_level *l = (struct inv_level *)r;
 	struct inv_ext *e = ext(t);
 	uint8_t k[IDX_MAX_KEY];
-	if (hidx_get(&e->by_natural, level_nkey(l), INV_NKEY_LEN) == l)
-		hidx_del(&e->by_natural, level_nkey(l), INV_NKEY_LEN);
 	del_if(&e->by_offer, k, key_join(k, l->offer_id, NULL, r->id, r->id_len), l);
 	del_if(&e->by_location, k, key_join(k, l->location_id, l->offer_id, r->id, r->id_len), l);
 	del_if(&e->by_owner, k, key_join(k, l->owner_id, NULL, r->id, r->id_len), l);
@@ -435,8 +419,6 @@ const struct table_ops inventory_table_ops = {
 	.index_add_ordered = inv_index_add_ordered,
 	.index_add_first = 1, /* sets, and deletes only what points at the row */
 	.index_keys_same = inv_keys_same,
-	.index_prefetch = inv_index_prefetch,
-	.index_reserve = inv_index_reserve,
 	.init = inv_init,
 	.fini = inv_fini,
 };
@@ -1081,17 +1063,25 @@ static int level_visible(struct api_ctx *c, const struct inv_level *l)
 	return loc && api_owns(c, loc->owner_id, strlen(loc->owner_id));
 }
 
-/* Count the offer's levels (stops at the bound). */
-static unsigned offer_levels(struct shard *sh, const char *offer_id)
+/* Count the offer's levels (stops at the bound), and find among them the
+ * one at location_id in `condition` (*dup, NULL when none): the natural
+ * key a level must not share.  A level past the bound is not looked at,
+ * but then the count refuses the create anyway. */
+static unsigned offer_levels(struct shard *sh, const char *offer_id, const char *location_id, int condition,
+			     const struct inv_level **dup)
 {
 	uint8_t k[IDX_MAX_KEY];
 	uint32_t pl = key_join(k, offer_id, NULL, "", 0);
 	struct oidx_iter it;
 	unsigned n = 0;
+	*dup = NULL;
 	for (int ok = oidx_seek_ge(&ext(&sh->tables[REC_T_INVENTORY])->by_offer, k, pl, &it);
 	     ok && n < INV_LEVELS_PER_OFFER_MAX; ok = oidx_next(&it)) {
 		if (!oidx_iter_has_prefix(&it, k, pl))
 			break;
+		const struct inv_level *l = oidx_iter_val(&it);
+		if (!*dup && l->condition == condition && !strcmp(l->location_id, location_id))
+			*dup = l;
 		n++;
 	}
 	return n;
@@ -1169,10 +1159,8 @@ static void inventory_create(struct api_ctx *c)
 		api_validation_failed(c);
 		return;
 	}
-	char nk[INV_NKEY_LEN];
-	const struct inv_level *dup = id_pair_key(nk, v.offer_id, v.location_id, (uint8_t)v.condition)
-					      ? NULL
-					      : hidx_get(&ext(&c->sh->tables[REC_T_INVENTORY])->by_natural, nk, INV_NKEY_LEN);
+	const struct inv_level *dup;
+	unsigned levels = offer_levels(c->sh, v.offer_id, v.location_id, v.condition, &dup);
 	if (dup) {
 		char d[200];
 		snprintf(d, sizeof(d), "level %.*s already holds this offer at this location in this condition",
@@ -1180,7 +1168,7 @@ static void inventory_create(struct api_ctx *c)
 		api_error(c, 409, "inventory_exists", d);
 		return;
 	}
-	if (offer_levels(c->sh, v.offer_id) >= INV_LEVELS_PER_OFFER_MAX) {
+	if (levels >= INV_LEVELS_PER_OFFER_MAX) {
 		api_error(c, 409, "too_many_levels", "the offer has the maximum number of inventory levels");
 		return;
 	}

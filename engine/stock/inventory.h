@@ -29,9 +29,9 @@ struct inv_level {
 	struct row row;
 	char sku[INV_SKU_MAX + 1];
 	/* offer_id, location_id and condition, side by side (the ids zero-padded
-	 * to ID_MAX_LEN), are the level's natural key as it is indexed: the
-	 * uniqueness index keys each level by these bytes of its own row
-	 * (inventory.c INV_NKEY_LEN) instead of a copy */
+	 * to ID_MAX_LEN), are the level's natural key (inventory.c
+	 * INV_NKEY_LEN): unique, which a create checks among the offer's
+	 * levels */
 	char offer_id[ID_MAX_LEN], location_id[ID_MAX_LEN];
 	uint8_t condition;                       /* enum inv_condition */
 	char owner_id[ID_MAX_LEN];

@@ -834,16 +834,26 @@ fi
 # Measured 2026-12-01 (session 49), same defaults.  B+tree leaves keep
 # the bytes their keys share once (index.c "Prefixes": a 60-byte prefix
 # in the leaf's header, each entry its suffix; fill is counted stored,
-# the minimums with keys whole), and hash-index slots are 16 bytes (the
-# key's address rides in the tag word with a hash byte and the length).
-# bench_scale, PGO=0 builds: offer 575 -> 469 -> 436 B a row (3.9x ->
-# 3.0x raw: B+tree by id 42 -> 27, hash by id 50 -> 34, secondary 217 ->
-# 117), level 719 -> 579 -> 546 B (4.6x -> 3.5x: by id 37 -> 21, hash 50
-# -> 34, secondary 324 -> 179); the extrapolated 1M wines x 10 offers +
-# 5M levels 12.0 -> 9.5 GB.  Recovery, 3 alternating pairs against the
-# session's start: 1.91-1.99M -> 2.03-2.09M rows/s (system time -0.1 s:
-# fewer pages); the release build 2.16-2.22M.  Quotes unchanged within
-# noise.  Where a 5-line quote's time goes (rdtsc around its phases,
+# the minimums with keys whole), hash-index slots are 16 bytes (the key's
+# address rides in the tag word with a hash byte and the length), and
+# levels have no hash by natural key (a create finds its twin among the
+# offer's levels).  bench_scale, PGO=0 builds: offer 575 -> 469 -> 436 B
+# a row (3.9x -> 3.0x raw: B+tree by id 42 -> 27, hash by id 50 -> 34,
+# secondary 217 -> 117), level 719 -> 579 -> 546 -> 512 B (4.6x -> 3.2x:
+# by id 37 -> 21, hash 50 -> 34, secondary 324 -> 137); the extrapolated
+# 1M wines x 10 offers + 5M levels 12.0 -> 9.3 GB.  Recovery, 3
+# alternating pairs against the session's start: 1.91-1.99M -> 2.03-2.09M
+# rows/s (system time -0.1 s: fewer pages); the release build
+# 2.16-2.22M.  Quotes unchanged (bench_quote, release builds, 2 pairs
+# against cdb1d64: 1-line p50 7.3/7.3 -> 7.4/7.3 us, 5-line 29.9/29.7 ->
+# 29.9/30.2).  make bench at f23e040 (nginx 167,104): recovery 2,235,977
+# rows/s (0.90 s; snapshot part 2.57M records/s, WAL replay 1.29M, user +
+# system 1.26 + 0.40 s), quote 1 line 0.60x (p99 1.316 ms: its req/s
+# dipped for a second, stdev 12k; a rerun of the section, nginx 179,002,
+# 0.58x and p99 0.966 ms), 5 lines 0.30x (rerun 0.25x), router/direct
+# quote 0.61 (GET partner 0.58, orders 0.85), orders -c1/-c16/-c64
+# 134/84/91 us (rerun 123/60/85), 2PC 0.28/0.35, scale p99 1.38/1.82
+# (5 lines: p50 1.80, p98 1.57).  Where a 5-line quote's time goes (rdtsc around its phases,
 # cycles a quote, small / big catalogue): parsing and the lines' wines
 # 2.2k / 4.5k, routing 35k / 67k -- of it the by-wine scan of each
 # line's offers 6.5k / 22k, the candidates' levels 11k / 19k, the rest

@@ -108,7 +108,7 @@ static long offer_raw_bytes(const struct offer *o)
 
 static long level_raw_bytes(const struct inv_level *l)
 {
-	long n = (long)l->row.id_len + (long)strlen(l->sku) + (long)strlen(l->offer_id) + (long)strlen(l->owner_id) +
+	long n = (long)l->row.id_len + (long)strlen(inv_level_sku(l)) + (long)strlen(l->offer_id) + (long)strlen(l->owner_id) +
 		 (long)strlen(l->location_id);
 	n += 1;     /* condition */
 	n += 4 * 8; /* on_hand, incoming, reserved, allocated */

@@ -133,7 +133,7 @@ static char *dump(struct fixture *f, int tb)
 				buf_printf(&b, " @%s", o->named[k]);
 		} else {
 			const struct inv_level *l = (const struct inv_level *)r;
-			buf_printf(&b, "%s %s %s %s %u %lld %lld %lld %lld %lld %lld", l->sku, l->offer_id, l->owner_id,
+			buf_printf(&b, "%s %s %s %s %u %lld %lld %lld %lld %lld %lld", inv_level_sku(l), l->offer_id, l->owner_id,
 				   l->location_id, l->condition, (long long)l->on_hand, (long long)l->incoming,
 				   (long long)l->reserved, (long long)l->allocated, (long long)l->created_ms,
 				   (long long)l->updated_ms);

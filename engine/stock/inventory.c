@@ -146,7 +146,7 @@ static void lvl_from_row(const struct inv_level *l, struct lvl_vals *v)
 {
 	memset(v, 0, sizeof(*v));
 	memcpy(v->id, l->row.id, l->row.id_len);
-	memcpy(v->sku, l->sku, sizeof(v->sku));
+	snprintf(v->sku, sizeof(v->sku), "%s", inv_level_sku(l));
 	memcpy(v->offer_id, l->offer_id, sizeof(v->offer_id));
 	memcpy(v->owner_id, l->owner_id, sizeof(v->owner_id));
 	memcpy(v->location_id, l->location_id, sizeof(v->location_id));
@@ -256,8 +256,18 @@ static const char *level_nkey(const struct inv_level *l) { return l->offer_id; }
 /* The level row from its values (decoded or the writer's own).  0 or -1. */
 static int level_fill(struct inv_level *l, const struct lvl_vals *v)
 {
+	size_t sl = strnlen(v->sku, sizeof(v->sku));
+	if (sl > INV_SKU_MAX)
+		return -1;
+	if (sl <= INV_SKU_INLINE) {
+		memcpy(l->sku_in, v->sku, sl + 1);
+	} else if (!(l->sku_out = malloc(sl + 1))) { /* released with the row (inv_release) */
+		return -1;
+	} else {
+		memcpy(l->sku_out, v->sku, sl + 1);
+	}
 	if (v->condition < 0 || v->condition >= INV_N_CONDITION ||
-	    typed_str(l->sku, sizeof(l->sku), v->sku) || typed_str(l->offer_id, sizeof(l->offer_id), v->offer_id) ||
+	    typed_str(l->offer_id, sizeof(l->offer_id), v->offer_id) ||
 	    typed_str(l->owner_id, sizeof(l->owner_id), v->owner_id) ||
 	    typed_str(l->location_id, sizeof(l->location_id), v->location_id))
 		return -1;
@@ -269,6 +279,28 @@ static int level_fill(struct inv_level *l, const struct lvl_vals *v)
 	l->reserved = v->reserved;
 	l->allocated = v->allocated;
 	return 0;
+}
+
+/* release: what the typed row owns besides its block (table.h) */
+static void inv_release(struct row *r)
+{
+	struct inv_level *l = (struct inv_level *)r;
+	free(l->sku_out);
+	l->sku_out = NULL;
+}
+
+_Static_assert(offsetof(struct inv_level, sku_out) + sizeof(char *) == sizeof(struct inv_level),
+	       "sku_out is a level's last member (inv_typed_same compares what comes before it)");
+
+/* typed_same (test builds' check of a typed put, table.h): the struct as
+ * bytes but for the long sku's block, whose address differs; that sku by
+ * its bytes */
+static int inv_typed_same(const struct row *a, const struct row *b)
+{
+	const struct inv_level *x = (const struct inv_level *)a, *y = (const struct inv_level *)b;
+	size_t head = sizeof(struct row), upto = offsetof(struct inv_level, sku_out);
+	return !memcmp((const char *)x + head, (const char *)y + head, upto - head) &&
+	       !x->sku_out == !y->sku_out && !strcmp(inv_level_sku(x), inv_level_sku(y));
 }
 
 static int inv_decode(struct table *t, struct row *r, const struct json_value *doc)
@@ -303,7 +335,7 @@ static int inv_image(const struct row *r, struct buf *out)
 	const struct inv_level *l = (const struct inv_level *)r;
 	struct img_w w = {out, 0};
 	img_u8(&w, INV_IMAGE_V3);
-	const char *str[] = {l->sku, l->offer_id, l->owner_id, l->location_id};
+	const char *str[] = {inv_level_sku(l), l->offer_id, l->owner_id, l->location_id};
 	for (size_t i = 0; i < sizeof(str) / sizeof(str[0]); i++)
 		img_str(&w, str[i]);
 	img_u8(&w, l->condition);
@@ -410,6 +442,8 @@ const struct table_ops inventory_table_ops = {
 	.decode = inv_decode,
 	.decode_pure = 1, /* recovery may build its rows off the loop (table.h) */
 	.decode_typed = inv_decode_typed,
+	.release = inv_release,
+	.typed_same = inv_typed_same,
 	.typed_size = sizeof(struct lvl_vals),
 	.image = inv_image,
 	.from_image = inv_from_image,

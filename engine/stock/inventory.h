@@ -25,9 +25,13 @@ enum inv_condition { IC_SELLABLE, IC_DAMAGED, IC_QUARANTINE, INV_N_CONDITION };
 extern const char *const inv_condition_names[]; /* NULL-terminated */
 
 /* One inventory level: item (sku, offer, owner) x location x condition. */
+/* A sku of up to this many bytes is kept in the row itself; a longer one
+ * (to INV_SKU_MAX) in a block of its own the row owns (inv_level_sku). */
+#define INV_SKU_INLINE 23
+
 struct inv_level {
 	struct row row;
-	char sku[INV_SKU_MAX + 1];
+	char sku_in[INV_SKU_INLINE + 1]; /* the sku when it fits, else "" */
 	/* offer_id, location_id and condition, side by side (the ids zero-padded
 	 * to ID_MAX_LEN), are the level's natural key (inventory.c
 	 * INV_NKEY_LEN): unique, which a create checks among the offer's
@@ -40,7 +44,12 @@ struct inv_level {
 	 * fmt_rfc3339_ms would not write back as it is (the row then keeps its
 	 * document, and the stamps are read from it: table.h render) */
 	int64_t created_ms, updated_ms;
+	char *sku_out;                   /* a sku longer than INV_SKU_INLINE, else NULL */
 };
+
+/* The level's sku (NUL-terminated).  Most skus are short: a 65-byte array
+ * in every level cost ~40 bytes of padding a row. */
+static inline const char *inv_level_sku(const struct inv_level *l) { return l->sku_out ? l->sku_out : l->sku_in; }
 
 /* atp = on_hand - allocated - reserved; never negative for a stored level. */
 static inline int64_t inv_atp(const struct inv_level *l) { return l->on_hand - l->allocated - l->reserved; }

@@ -835,13 +835,15 @@ fi
 # the bytes their keys share once (index.c "Prefixes": a 60-byte prefix
 # in the leaf's header, each entry its suffix; fill is counted stored,
 # the minimums with keys whole), hash-index slots are 16 bytes (the key's
-# address rides in the tag word with a hash byte and the length), and
+# address rides in the tag word with a hash byte and the length),
 # levels have no hash by natural key (a create finds its twin among the
-# offer's levels).  bench_scale, PGO=0 builds: offer 575 -> 469 -> 436 B
-# a row (3.9x -> 3.0x raw: B+tree by id 42 -> 27, hash by id 50 -> 34,
-# secondary 217 -> 117), level 719 -> 579 -> 546 -> 512 B (4.6x -> 3.2x:
-# by id 37 -> 21, hash 50 -> 34, secondary 324 -> 137); the extrapolated
-# 1M wines x 10 offers + 5M levels 12.0 -> 9.3 GB.  Recovery, 3
+# offer's levels), and a level keeps a sku of up to 23 bytes in its row
+# (a longer one in a block it owns).  bench_scale, PGO=0 builds: offer
+# 575 -> 469 -> 436 B a row (3.9x -> 3.0x raw: B+tree by id 42 -> 27,
+# hash by id 50 -> 34, secondary 217 -> 117), level 719 -> 579 -> 546 ->
+# 512 -> 476 B (4.6x -> 3.0x: by id 37 -> 21, hash 50 -> 34, secondary
+# 324 -> 137, row block 320 -> 288); the extrapolated 1M wines x 10
+# offers + 5M levels 12.0 -> 9.2 GB.  Recovery, 3
 # alternating pairs against the session's start: 1.91-1.99M -> 2.03-2.09M
 # rows/s (system time -0.1 s: fewer pages); the release build
 # 2.16-2.22M.  Quotes unchanged (bench_quote, release builds, 2 pairs

@@ -467,6 +467,19 @@ WM_TEST(inventory, declare_field_rules_and_ownership)
 	wm_proc_cleanup(&x.p);
 }
 
+/* kill -9 the world's shard (after a snapshot when `snapshot`) and start
+ * it again on its data; its new port. */
+static int kill9_restart(struct inv_world *x, int snapshot)
+{
+	if (snapshot) {
+		json_decref(tc_expect(x->p.port, "POST", "/v1/admin/snapshots", NULL, NULL, 202));
+		usleep(500000);
+	}
+	wm_kill9(&x->p);
+	cr_assert_eq(wm_start(&x->p, NULL, NULL), 0);
+	return x->p.port;
+}
+
 /* The sku of level `path` as GET returns it, into out[size]. */
 static void level_sku(int port, const char *key, const char *path, char *out, size_t size)
 {
@@ -505,13 +518,7 @@ WM_TEST(inventory, skus_of_every_length_survive_moves_and_restarts)
 	snprintf(body, sizeof(body), "{\"sku\":\"%065d\",\"offer_id\":\"%s\",\"location_id\":\"%s\"}", 7, x.of1, loc[0]);
 	tc_expect_code(port, "POST", "/v1/inventory", x.ko1, body, 422, "validation_failed");
 	for (int round = 0; round < 2; round++) {
-		if (round == 1) {
-			json_decref(tc_expect(port, "POST", "/v1/admin/snapshots", NULL, NULL, 202));
-			usleep(500000);
-		}
-		wm_kill9(&x.p);
-		cr_assert_eq(wm_start(&x.p, NULL, NULL), 0);
-		port = x.p.port;
+		port = kill9_restart(&x, round == 1);
 		for (int i = 0; i < N; i++) {
 			level_sku(port, x.ko1, paths[i], got, sizeof(got));
 			cr_assert_str_eq(got, skus[i], "round %d, %d bytes", round, lens[i]);
@@ -551,13 +558,7 @@ WM_TEST(hold, http_primitives_survive_kill9)
 	cr_assert_eq(tc_count_events(port, "stock.reserved", NULL), 1);
 	snprintf(path, sizeof(path), "/v1/inventory?offer=%s", x.of1);
 	for (int round = 0; round < 2; round++) {
-		if (round == 1) {
-			json_decref(tc_expect(port, "POST", "/v1/admin/snapshots", NULL, NULL, 202));
-			usleep(500000);
-		}
-		wm_kill9(&x.p);
-		cr_assert_eq(wm_start(&x.p, NULL, NULL), 0);
-		port = x.p.port;
+		port = kill9_restart(&x, round == 1);
 		j = tc_expect(port, "GET", path, x.ko1, NULL, 200);
 		json_t *l = json_array_get(json_object_get(j, "data"), 0);
 		cr_assert_eq(jint(l, "on_hand"), 10);

@@ -1183,15 +1183,13 @@ static void leaf_build(struct oidx_leaf *l, const struct oidx_run *r, uint32_t f
 	l->h.n = 0;
 	l->top = OIDX_LEAF_DATA;
 	l->used = l->fill = l->vfill = 0;
-	l->last = UINT16_MAX;
 	l->plen = (uint8_t)pl;
 	memcpy(l->pfx, run_key(r, from), pl);
 	for (uint32_t i = from; i < to; i++) {
 		assert(leaf_fill(l) + run_charge(r, i, pl) <= OIDX_LEAF_DATA);
-		uint32_t last = l->last;
 		leaf_insert(l, i - from, run_key(r, i), r->len[i], r->val[i]);
-		l->last = (uint16_t)last;
 	}
+	l->last = UINT16_MAX; /* no insert of its own yet (the caller may name one) */
 }
 
 /* The charges of a leaf of run entries [from, to) (to > from), under the

@@ -4,6 +4,10 @@
  */
 #include "perf/bench_world.h"
 
+#include <linux/perf_event.h>
+#include <sched.h>
+#include <stdint.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +51,91 @@ long bw_rss_bytes(void)
 		resident = 0;
 	fclose(f);
 	return resident * sysconf(_SC_PAGESIZE);
+}
+
+static int cmp_double(const void *a, const void *b);
+
+/* The tracepoints one interrupt of each kind passes, counted for this
+ * thread (an interrupt's handler runs in the context of the task it
+ * interrupted, so a per-thread counter sees exactly the ones that landed
+ * in it). */
+static const char *const irq_tracepoints[] = {
+	"irq_vectors/local_timer_entry", "irq_vectors/call_function_entry",
+	"irq_vectors/call_function_single_entry", "irq_vectors/reschedule_entry",
+	"irq_vectors/irq_work_entry", "irq/irq_handler_entry",
+};
+#define N_IRQ_TP (sizeof(irq_tracepoints) / sizeof(irq_tracepoints[0]))
+
+static int irq_group = -2; /* -2 not tried, -1 unavailable, else the group leader's fd */
+
+/* Open the counters: the group leader's fd, or -1. */
+static int irq_group_open(void)
+{
+	int leader = -1;
+	for (size_t i = 0; i < N_IRQ_TP; i++) {
+		char path[160];
+		snprintf(path, sizeof(path), "/sys/kernel/tracing/events/%s/id", irq_tracepoints[i]);
+		FILE *f = fopen(path, "r");
+		unsigned long long id = 0;
+		int got = f && fscanf(f, "%llu", &id) == 1;
+		if (f)
+			fclose(f);
+		if (!got)
+			continue; /* a kind this kernel does not have */
+		struct perf_event_attr a;
+		memset(&a, 0, sizeof(a));
+		a.size = sizeof(a);
+		a.type = PERF_TYPE_TRACEPOINT;
+		a.config = id;
+		a.read_format = PERF_FORMAT_GROUP;
+		int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, leader, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0) {
+			if (leader >= 0)
+				close(leader); /* closes the group: no partial count */
+			return -1;
+		}
+		if (leader < 0)
+			leader = fd;
+	}
+	return leader;
+}
+
+long bw_irqs_here(void)
+{
+	if (irq_group == -2)
+		irq_group = irq_group_open();
+	if (irq_group < 0)
+		return -1;
+	uint64_t v[1 + N_IRQ_TP];
+	ssize_t got = read(irq_group, v, sizeof(v));
+	if (got < (ssize_t)(2 * sizeof(uint64_t)))
+		return -1;
+	long total = 0;
+	for (uint64_t i = 0; i < v[0] && i < N_IRQ_TP; i++)
+		total += (long)v[1 + i];
+	return total;
+}
+
+int bw_lat_clean(const double *lat_s, const unsigned char *hit, long n, double *p50_us, double *p99_us,
+		 double *hit_share)
+{
+	double *c = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+	if (!c)
+		bw_die("malloc", "latencies");
+	long k = 0;
+	for (long i = 0; i < n; i++)
+		if (!hit[i])
+			c[k++] = lat_s[i];
+	*hit_share = n ? (double)(n - k) / (double)n : 0;
+	if (k < 100) {
+		free(c);
+		return -1;
+	}
+	qsort(c, (size_t)k, sizeof(c[0]), cmp_double);
+	*p50_us = c[k / 2] * 1e6;
+	*p99_us = c[k * 99 / 100] * 1e6;
+	free(c);
+	return 0;
 }
 
 static double cpu_now(void)
@@ -348,8 +437,8 @@ void bw_lat_of(double *lat_s, double *cpu_s, long n, struct bw_lat *out)
 	out->cpu_p99_us = cpu_s[n * 99 / 100] * 1e6;
 }
 
-void bw_quote_scenario(struct bw_caller *b, const char *label, const char *dest, int lines, long q,
-		       struct bw_lat *out, double *lat_s, double *cpu_s)
+static void scenario(struct bw_caller *b, const char *label, const char *dest, int lines, long q,
+		     struct bw_lat *out, double *lat_s, double *cpu_s, unsigned char *hit)
 {
 	double *lat = malloc((size_t)q * sizeof(double)), *cpu = malloc((size_t)q * sizeof(double));
 	if (!lat || !cpu)
@@ -376,10 +465,15 @@ void bw_quote_scenario(struct bw_caller *b, const char *label, const char *dest,
 		b->rs.status = 0;
 		buf_reset(&b->rs.body);
 		jw_init(&c->w, &b->rs.body);
+		long i0 = hit ? bw_irqs_here() : 0;
 		double c0 = cpu_now(), t0 = bw_now_s();
 		b->handler(c);
 		lat[k] = bw_now_s() - t0;
 		cpu[k] = cpu_now() - c0;
+		if (hit) {
+			long i1 = bw_irqs_here();
+			hit[k] = i0 < 0 || i1 < 0 ? 2 : i1 != i0;
+		}
 		c->body = NULL;
 		json_doc_free(d);
 		if (dump)
@@ -419,4 +513,16 @@ void bw_quote_scenario(struct bw_caller *b, const char *label, const char *dest,
 		fclose(dump);
 	if (out)
 		*out = r;
+}
+
+void bw_quote_scenario(struct bw_caller *b, const char *label, const char *dest, int lines, long q,
+		       struct bw_lat *out, double *lat_s, double *cpu_s)
+{
+	scenario(b, label, dest, lines, q, out, lat_s, cpu_s, NULL);
+}
+
+void bw_quote_scenario_irq(struct bw_caller *b, const char *dest, int lines, long q, struct bw_lat *out,
+			   double *lat_s, double *cpu_s, unsigned char *hit)
+{
+	scenario(b, NULL, dest, lines, q, out, lat_s, cpu_s, hit);
 }

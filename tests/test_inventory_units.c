@@ -14,6 +14,7 @@
 #include "engine/stock/location.h"
 #include "engine/storage/record.h"
 #include "engine/storage/shard.h"
+#include "engine/supply/offer.h"
 #include "tests/harness.h"
 #include "tests/shard_fixture.h"
 #include "tests/wm_test.h"
@@ -272,5 +273,125 @@ WM_TEST(inventory_level, a_put_that_keeps_its_keys_replaces_the_row_in_place)
 	cr_assert(by_offer == 50 && at_x == 0 && at_y == 50);
 	put_level_at(f, "inv_a", "loc_y", "sellable", 60); /* replayed rows are replaced in place too */
 	cr_assert(filed(f, &by_offer, &at_x, &at_y) && by_offer == 60 && at_y == 60);
+	fixture_free(f);
+}
+
+/* ---- an offer's count of its levels (offer.h n_levels_p1) -------------------------------- */
+
+/* An offer document straight to the table, at seller_price price. */
+static void put_offer(struct fixture *f, const char *id, const char *price)
+{
+	char d[1024];
+	int dl = snprintf(d, sizeof(d),
+			  "{\"id\":\"%s\",\"offer_id\":\"%s\",\"wine_id\":\"wine_1\",\"originator_id\":\"ptn_o1\","
+			  "\"seller_price\":%s,\"currency\":\"EUR\",\"qty_available\":5,\"condition\":\"new\","
+			  "\"incoterm\":\"EXW\",\"min_order_qty\":null,\"case_size\":null,\"valid_from\":null,"
+			  "\"valid_to\":null,\"permissions\":null,\"network_shareable\":true,\"status\":\"active\","
+			  "\"source\":\"direct\",\"created_at\":\"2026-11-29T10:00:00.000Z\","
+			  "\"updated_at\":\"2026-11-29T10:00:00.000Z\"}",
+			  id, id, price);
+	txn_begin(&f->sh);
+	cr_assert_eq(txn_put(&f->sh, REC_T_OFFER, id, strlen(id), d, (size_t)dl), 0, "%s", id);
+	cr_assert_gt(txn_commit(&f->sh), 0);
+}
+
+/* A level of offer `offer` at loc_x with on_hand units, sellable. */
+static void put_level_of(struct fixture *f, const char *id, const char *offer, long on_hand)
+{
+	char doc[512];
+	int n = snprintf(doc, sizeof(doc),
+			 "{\"id\":\"%s\",\"sku\":\"S\",\"offer_id\":\"%s\",\"owner_entity_id\":\"prt_x\","
+			 "\"location_id\":\"loc_x\",\"condition\":\"sellable\",\"on_hand\":%ld,\"incoming\":0,"
+			 "\"reserved\":0,\"allocated\":0,\"atp\":%ld,\"created_at\":\"2025-01-01T00:00:00.000Z\","
+			 "\"updated_at\":\"2025-01-01T00:00:00.000Z\"}",
+			 id, offer, on_hand, on_hand);
+	txn_begin(&f->sh);
+	cr_assert_eq(txn_put(&f->sh, REC_T_INVENTORY, id, strlen(id), doc, (size_t)n), 0);
+	cr_assert_gt(txn_commit(&f->sh), 0);
+}
+
+static const struct offer *ofr(struct fixture *f, const char *id)
+{
+	const struct offer *o = offer_get(&f->sh, id, strlen(id));
+	cr_assert_not_null(o, "%s", id);
+	return o;
+}
+
+/* inv_offer_sellable_of of offer `id`: the same levels and ATP as the
+ * index walk (inv_offer_sellable_at), which it must be; returns how many. */
+static unsigned sellable_of(struct fixture *f, const char *id, int64_t *sum)
+{
+	const struct inv_level *a[8], *b[8];
+	int64_t walk_sum;
+	unsigned n = inv_offer_sellable_of(&f->sh, ofr(f, id), NULL, a, 8, sum);
+	unsigned m = inv_offer_sellable_at(&f->sh, id, NULL, b, 8, &walk_sum);
+	cr_assert_eq(n, m, "%s: %u levels from the count's path, %u from the walk", id, n, m);
+	cr_assert_eq(*sum, walk_sum);
+	for (unsigned i = 0; i < n; i++)
+		cr_assert_eq(a[i], b[i]);
+	return n;
+}
+
+/* The count a quote skips the walk by stays exact once known: through a
+ * level's add, in-place update, move to another offer and delete, and a
+ * new version of the offer; a restart forgets it (0), and the next walk
+ * learns it again.  A count left behind (a level added and not counted)
+ * would hide that level's stock from quotes. */
+WM_TEST(inventory_level, an_offers_level_count_follows_every_add_move_and_delete)
+{
+	struct fixture *f = fixture_new("lvcount");
+	int64_t sum;
+	put_offer(f, "ofr_a", "10.00");
+	put_offer(f, "ofr_b", "11.00");
+	cr_assert_eq(ofr(f, "ofr_a")->n_levels_p1, 0, "not known before a walk");
+	put_level_of(f, "inv_1", "ofr_a", 10); /* nothing known yet: nothing counted */
+	cr_assert_eq(ofr(f, "ofr_a")->n_levels_p1, 0);
+	cr_assert_eq(sellable_of(f, "ofr_a", &sum), 1);
+	cr_assert_eq(sum, 10);
+	cr_assert_eq(ofr(f, "ofr_a")->n_levels_p1, 2, "the walk cached one level");
+	cr_assert_eq(sellable_of(f, "ofr_b", &sum), 0);
+	cr_assert_eq(ofr(f, "ofr_b")->n_levels_p1, 1, "known to have none");
+
+	put_level_of(f, "inv_2", "ofr_b", 7); /* the first level of an offer known to have none */
+	cr_assert_eq(ofr(f, "ofr_b")->n_levels_p1, 2);
+	cr_assert_eq(sellable_of(f, "ofr_b", &sum), 1);
+	cr_assert_eq(sum, 7);
+	put_level_of(f, "inv_2", "ofr_b", 9); /* same keys: replaced in place */
+	cr_assert_eq(ofr(f, "ofr_b")->n_levels_p1, 2);
+	put_level_of(f, "inv_3", "ofr_a", 5);
+	cr_assert_eq(ofr(f, "ofr_a")->n_levels_p1, 3);
+	cr_assert_eq(sellable_of(f, "ofr_a", &sum), 2);
+	cr_assert_eq(sum, 15);
+
+	put_offer(f, "ofr_a", "12.00"); /* a new version carries the count */
+	cr_assert_eq(ofr(f, "ofr_a")->n_levels_p1, 3);
+	cr_assert_eq(sellable_of(f, "ofr_a", &sum), 2);
+
+	put_level_of(f, "inv_3", "ofr_b", 5); /* moved to the other offer */
+	cr_assert_eq(ofr(f, "ofr_a")->n_levels_p1, 2);
+	cr_assert_eq(ofr(f, "ofr_b")->n_levels_p1, 3);
+	cr_assert_eq(sellable_of(f, "ofr_b", &sum), 2);
+	cr_assert_eq(sum, 14);
+
+	txn_begin(&f->sh);
+	cr_assert_eq(txn_del(&f->sh, REC_T_INVENTORY, "inv_1", 5), 0);
+	cr_assert_gt(txn_commit(&f->sh), 0);
+	cr_assert_eq(ofr(f, "ofr_a")->n_levels_p1, 1, "its last level gone: known to have none");
+	cr_assert_eq(sellable_of(f, "ofr_a", &sum), 0);
+
+	shard_close(&f->sh);
+	fx_open(f);
+	cr_assert_eq(ofr(f, "ofr_a")->n_levels_p1, 0, "a restart forgets the counts");
+	cr_assert_eq(ofr(f, "ofr_b")->n_levels_p1, 0);
+	cr_assert_eq(sellable_of(f, "ofr_b", &sum), 2);
+	cr_assert_eq(sum, 14);
+	cr_assert_eq(ofr(f, "ofr_b")->n_levels_p1, 3);
+	put_level_of(f, "inv_4", "ofr_a", 3); /* counted after a restart too, once a walk has run */
+	cr_assert_eq(sellable_of(f, "ofr_a", &sum), 1);
+	cr_assert_eq(ofr(f, "ofr_a")->n_levels_p1, 2);
+	put_level_of(f, "inv_5", "ofr_a", 4);
+	cr_assert_eq(ofr(f, "ofr_a")->n_levels_p1, 3);
+	cr_assert_eq(sellable_of(f, "ofr_a", &sum), 2);
+	cr_assert_eq(sum, 7);
 	fixture_free(f);
 }

@@ -657,7 +657,7 @@ static int build_legs(struct api_ctx *c, struct capture *k)
 			const struct offer *of = ql->offer[ql->plan.a[a].cand];
 			const struct inv_level *lv[ORDER_LEVELS_PER_SOURCE];
 			struct inv_loc_set set;
-			unsigned nl = inv_offer_sellable_at(c->sh, of->row.id, quote_locations(q, &set), lv,
+			unsigned nl = inv_offer_sellable_of(c->sh, of, quote_locations(q, &set), lv,
 							    ORDER_LEVELS_PER_SOURCE, NULL);
 			int64_t left = ql->plan.a[a].qty;
 			for (unsigned j = 0; j < nl && left > 0; j++) {

@@ -254,7 +254,7 @@ static void cand_add(struct quote *s, struct quote_line *ql, const struct offer 
 	const struct inv_loc_set *at = quote_locations(s, &set);
 	const struct inv_level *top[QUOTE_LEVELS_PER_SOURCE];
 	int64_t at_sum = 0;
-	unsigned nt = inv_offer_sellable_at(s->sh, o->row.id, at, top, QUOTE_LEVELS_PER_SOURCE, &at_sum);
+	unsigned nt = inv_offer_sellable_of(s->sh, o, at, top, QUOTE_LEVELS_PER_SOURCE, &at_sum);
 	if (s->stock_backed) { /* order capture: only what holds can take, from the
 				* QUOTE_LEVELS_PER_SOURCE levels a source's legs may use */
 		int64_t lv_atp = 0;

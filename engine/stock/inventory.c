@@ -62,6 +62,8 @@
  */
 #include "engine/stock/inventory.h"
 
+#include <assert.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,6 +203,10 @@ struct inv_ext {
 	struct oidx by_offer;     /* offer NUL id */
 	struct oidx by_location;  /* location NUL offer NUL id (grouped per offer: the snapshot) */
 	struct oidx by_owner;     /* owner NUL id */
+	/* Some offer's n_levels_p1 is known (inv_offer_sellable_of): from then
+	 * on inv_changed keeps the known ones exact.  Until then (a recovery's
+	 * installs, before any quote) it looks no offer up. */
+	uint8_t counted;
 };
 
 static struct inv_ext *ext(const struct table *t) { return t->ext; }
@@ -411,6 +417,34 @@ static int inv_index_add_ordered(struct table *t, struct row *r)
 
 static int inv_index_add(struct table *t, struct row *r) { return t->ordered_later ? 0 : inv_index_add_ordered(t, r); }
 
+/* A known count of the offer's levels (offer.h n_levels_p1) moved by one
+ * (by: +1 or -1); an unknown one stays unknown, and one that cannot move
+ * (past UINT16_MAX, or below none: a bug) becomes unknown. */
+static void levels_moved(struct table *t, const char *offer_id, int by)
+{
+	struct offer *o = hidx_get_untracked(&t->siblings[REC_T_OFFER].by_id, offer_id, (uint32_t)strlen(offer_id));
+	if (!o || !o->n_levels_p1)
+		return;
+	assert(by > 0 || o->n_levels_p1 > 1);
+	if ((by > 0 && o->n_levels_p1 == UINT16_MAX) || (by < 0 && o->n_levels_p1 <= 1))
+		o->n_levels_p1 = 0;
+	else
+		o->n_levels_p1 = (uint16_t)(o->n_levels_p1 + by);
+}
+
+/* changed: a level added, removed, or moved to another offer moves the
+ * known counts of the offers it left and joined. */
+static void inv_changed(struct table *t, const struct row *old, struct row *r)
+{
+	const struct inv_level *a = (const struct inv_level *)old, *b = (const struct inv_level *)r;
+	if (!ext(t)->counted || !t->siblings || (a && b && !strcmp(a->offer_id, b->offer_id)))
+		return;
+	if (a)
+		levels_moved(t, a->offer_id, -1);
+	if (b)
+		levels_moved(t, b->offer_id, +1);
+}
+
 static void del_if(struct oidx *x, const uint8_t *k, uint32_t kl, const void *row)
 {
 	if (oidx_get(x, k, kl) == row)
@@ -453,6 +487,7 @@ const struct table_ops inventory_table_ops = {
 	.index_add_ordered = inv_index_add_ordered,
 	.index_add_first = 1, /* sets, and deletes only what points at the row */
 	.index_keys_same = inv_keys_same,
+	.changed = inv_changed,
 	.init = inv_init,
 	.fini = inv_fini,
 };
@@ -756,10 +791,15 @@ int64_t inv_plan_atp(const struct inv_level *l)
 	return atp;
 }
 
-unsigned inv_offer_sellable_at(struct shard *sh, const char *offer_id, const struct inv_loc_set *at,
-			       const struct inv_level **out, unsigned max, int64_t *atp_sum)
+/* inv_offer_sellable_at's walk; *levels (may be NULL) gets how many
+ * levels the offer has, sellable or not, or UINT_MAX when the walk stopped
+ * at INV_LEVELS_PER_OFFER_MAX (there may be more). */
+static unsigned sellable_walk(struct shard *sh, const char *offer_id, const struct inv_loc_set *at,
+			      const struct inv_level **out, unsigned max, int64_t *atp_sum, unsigned *levels)
 {
 	uint8_t k[IDX_MAX_KEY];
+	if (levels)
+		*levels = UINT_MAX;
 	unsigned n = 0;
 	if (atp_sum)
 		*atp_sum = 0;
@@ -790,6 +830,33 @@ unsigned inv_offer_sellable_at(struct shard *sh, const char *offer_id, const str
 		out[pos] = l;
 		if (n < max)
 			n++;
+	}
+	if (levels && seen < INV_LEVELS_PER_OFFER_MAX)
+		*levels = seen;
+	return n;
+}
+
+unsigned inv_offer_sellable_at(struct shard *sh, const char *offer_id, const struct inv_loc_set *at,
+			       const struct inv_level **out, unsigned max, int64_t *atp_sum)
+{
+	return sellable_walk(sh, offer_id, at, out, max, atp_sum, NULL);
+}
+
+unsigned inv_offer_sellable_of(struct shard *sh, const struct offer *o, const struct inv_loc_set *at,
+			       const struct inv_level **out, unsigned max, int64_t *atp_sum)
+{
+	if (o->n_levels_p1 == 1) { /* known to have none */
+		if (atp_sum)
+			*atp_sum = 0;
+		return 0;
+	}
+	struct table *t = &sh->tables[REC_T_INVENTORY];
+	unsigned levels;
+	unsigned n = sellable_walk(sh, o->row.id, at, out, max, atp_sum, &levels);
+	if (!o->n_levels_p1 && levels < UINT16_MAX && !t->ordered_later) {
+		/* a cache, not a value: the row is the table's (never const) */
+		((struct offer *)o)->n_levels_p1 = (uint16_t)(levels + 1);
+		ext(t)->counted = 1;
 	}
 	return n;
 }

@@ -14,6 +14,8 @@
 #include "engine/storage/shard.h"
 #include "engine/storage/table.h"
 
+struct offer;
+
 #define INV_QTY_MAX 100000000LL          /* any one quantity of a level (= OFFER_QTY_MAX) */
 #define INV_SKU_MAX 64                   /* bytes of a sku */
 #define INV_LEVELS_PER_OFFER_MAX 1000    /* levels one offer may have (bounds the qty sum) */
@@ -96,6 +98,12 @@ struct inv_loc_set {
 /* inv_offer_sellable restricted to levels at a location of `at` (NULL:
  * every location, exactly inv_offer_sellable).  Same bound. */
 unsigned inv_offer_sellable_at(struct shard *sh, const char *offer_id, const struct inv_loc_set *at,
+			       const struct inv_level **out, unsigned max, int64_t *atp_sum);
+/* inv_offer_sellable_at for the offer o (a row of this shard's offer
+ * table): the same answer, without walking the index for an offer known
+ * to have no levels (offer.h n_levels_p1); a walk of an offer whose count
+ * was not known caches it in the row. */
+unsigned inv_offer_sellable_of(struct shard *sh, const struct offer *o, const struct inv_loc_set *at,
 			       const struct inv_level **out, unsigned max, int64_t *atp_sum);
 
 /*

@@ -113,6 +113,7 @@ int shard_load_with(struct shard *sh, const struct config *cfg, const struct sha
 			snprintf(err, errlen, "cannot initialise table %s", ops->name);
 			return -1;
 		}
+		sh->tables[ops->rec_table].siblings = sh->tables;
 	}
 	sh->upto_lsn = upto_lsn;
 	/* The newest snapshot that verifies, verified once (an invalid newer one

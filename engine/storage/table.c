@@ -597,6 +597,8 @@ void table_row_install(struct table *t, struct row *r)
 				    t->ops->index_keys_same ? fits_in_place : NULL, &in);
 	if (kept < 0)
 		index_failed(t, "the id index");
+	if (t->ops->changed)
+		t->ops->changed(t, prev, r);
 	if (kept) {
 		install_over(t, prev, r);
 		return;
@@ -669,6 +671,8 @@ int table_del(struct table *t, const char *id, size_t id_len, uint64_t lsn)
 		t->ops->index_del(t, old);
 	hidx_del(&t->by_id, id, (uint32_t)id_len);
 	oidx_del(&t->by_order, id, (uint32_t)id_len);
+	if (t->ops->changed)
+		t->ops->changed(t, old, NULL);
 	row_free(t, old);
 	t->chg_lsn = t->del_lsn = lsn;
 	return 0;

@@ -94,6 +94,16 @@ struct table_ops {
 	 * whose entries are one per row for `rows` in all.  0, or -1 on OOM
 	 * (the index then grows as rows come). */
 	int (*index_reserve)(struct table *t, size_t rows);
+	/*
+	 * After a row was added (old NULL) or removed (r NULL), or as it is
+	 * replaced (both: old is still stored, r is the version going in and
+	 * may be written) -- table_row_install and table_del, nothing else
+	 * adds or removes a row.  For state a row keeps apart from its values,
+	 * derived from another table (may be NULL): an offer's count of its
+	 * inventory levels (offer.h n_levels_p1), which a new version carries
+	 * over and the inventory table's changes keep exact.
+	 */
+	void (*changed)(struct table *t, const struct row *old, struct row *r);
 	/* Set up / tear down the resource's per-table state in t->ext. */
 	int (*init)(struct table *t);
 	void (*fini)(struct table *t);
@@ -198,6 +208,10 @@ struct table {
 	uint64_t chg_lsn;     /* LSN of the last put or delete */
 	uint64_t del_lsn;     /* LSN of the last delete */
 	uint8_t ordered_later; /* table_defer_ordered: the ordered secondary entries wait for table_build_ordered */
+	/* The shard's tables, indexed by enum rec_table (shard.c sets it), for
+	 * a table_ops.changed that keeps another table's rows in step; NULL
+	 * for a table on its own (a scratch one: perf/bench_scale). */
+	struct table *siblings;
 };
 
 int table_init(struct table *t, const struct table_ops *ops, const struct config *cfg);

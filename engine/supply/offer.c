@@ -695,6 +695,7 @@ static int offer_decode_typed(struct table *t, struct row *r, const void *typed)
 	size_t head = sizeof(struct row);
 	memcpy((char *)nr + head, (const char *)cur + head, sizeof(*nr) - head);
 	struct offer *o = &nr->o;
+	o->n_levels_p1 = 0; /* values only: offer_changed carries the count */
 	o->countries = NULL;
 	o->named = NULL;
 	unsigned nc = o->n_allowed + o->n_blocked;
@@ -711,18 +712,30 @@ static int offer_decode_typed(struct table *t, struct row *r, const void *typed)
 	return 0;
 }
 
-/* Test builds' check of the fast path: the same fields and lists. */
+/* Test builds' check of the fast path: the same fields and lists (not
+ * n_levels_p1, which is no value of the offer's). */
 static int offer_typed_same(const struct row *a, const struct row *b)
 {
 	const struct offer_row *x = (const struct offer_row *)a, *y = (const struct offer_row *)b;
-	size_t head = sizeof(struct row), lists = offsetof(struct offer, countries);
+	size_t head = sizeof(struct row), count = offsetof(struct offer, n_levels_p1),
+	       after = count + sizeof(x->o.n_levels_p1), lists = offsetof(struct offer, countries);
 	unsigned nc = x->o.n_allowed + x->o.n_blocked;
-	return !memcmp((const char *)x + head, (const char *)y + head, lists - head) &&
+	return !memcmp((const char *)x + head, (const char *)y + head, count - head) &&
+	       !memcmp((const char *)x + after, (const char *)y + after, lists - after) &&
 	       (!nc || !memcmp(x->o.countries, y->o.countries, nc * sizeof(*x->o.countries))) &&
 	       (!x->o.n_named || !memcmp(x->o.named, y->o.named, x->o.n_named * sizeof(*x->o.named)));
 }
 
 static void offer_render(const struct row *r, struct jw *w);
+
+/* changed: a new version of an offer has the levels its predecessor had
+ * (levels are filed under the offer's id, which both share). */
+static void offer_changed(struct table *t, const struct row *old, struct row *r)
+{
+	(void)t;
+	if (old && r)
+		((struct offer_row *)r)->o.n_levels_p1 = ((const struct offer_row *)old)->o.n_levels_p1;
+}
 
 const struct table_ops offer_table_ops = {
 	.rec_table = REC_T_OFFER,
@@ -733,6 +746,7 @@ const struct table_ops offer_table_ops = {
 	.decode_typed = offer_decode_typed,
 	.typed_size = sizeof(struct offer_qty_move),
 	.typed_same = offer_typed_same,
+	.changed = offer_changed,
 	.image = offer_image,
 	.from_image = offer_from_image,
 	.render = offer_render, /* an offer keeps no document (table.h) */

@@ -47,6 +47,14 @@ struct offer {
 	uint8_t status, incoterm, source;
 	uint8_t shareable, deflt;        /* network_shareable; enum permit_default */
 	uint8_t n_allowed, n_blocked, n_named;
+	/* Not a value of the offer (not in its document, image or
+	 * typed_same): how many levels the inventory table files under it,
+	 * plus one, or 0 when not known -- a new row's until a quote walks its
+	 * levels (inventory.c inv_offer_sellable_of, which then caches the
+	 * count); a new version carries its predecessor's, and level adds and
+	 * removes keep a known one exact.  1 lets a quote skip the walk of an
+	 * offer without levels. */
+	uint16_t n_levels_p1;
 	int64_t price_minor;             /* seller_price in the currency's minor units */
 	int64_t qty, moq, case_size;     /* moq / case_size: 0 when absent */
 	int64_t valid_from_ms, valid_to_ms; /* INT64_MIN / INT64_MAX when absent */

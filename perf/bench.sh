@@ -866,6 +866,37 @@ fi
 # line's by-wine descent before the lines are scanned (big p50 30.7 ->
 # 31.0 us).
 
+# Measured 2026-12-01 (session 50), same defaults.  The scale section's
+# quote p99 is set by this VM's interrupts more than by the catalogue: the
+# timer tick (250 Hz), IPIs and disk completions each add ~15 us or more
+# to the call they land in, and a call's share of them grows with its
+# length (a pure computation of 36.5 us: p99 50.5 us, 0.95 % of runs
+# interrupted, p99 38.7 us without them; at 20.6 us p99 22.1, 0.55 %).
+# bench_scale now reads per-thread perf counters of the interrupt-entry
+# tracepoints around each quote (perf/bench_world.c bw_irqs_here; reading
+# /proc/interrupts instead slowed each quote by ~4 us) and prints the p99
+# ratio over the quotes none landed in beside the raw one.  A quote skips
+# the level walk of an offer known to have no levels (offer.h
+# n_levels_p1, counted by the walk, then kept by table_ops.changed): PGO=0
+# builds, 2 alternating pairs, bench_scale 100k wines: small 5-line p50
+# 20.8/20.3 -> 18.6/18.7 us, big 34.1/33.9 -> 33.5/33.1 (the big
+# catalogue's offers are mostly quoted for the first time: not counted
+# yet); recovery unchanged (3 pairs: 1.49-1.61M vs 1.58-1.65M rows/s on
+# a slow stretch).  make bench at 06db8cf (nginx 164,737): recovery
+# 1,969,000 rows/s (1.02 s; snapshot part 2.25M records/s, WAL 1.15M),
+# quote 1 line 0.56x (p99 1.342 ms; nginx's own p99 1.976 ms), 5 lines
+# 0.26x, router/direct quote 0.50 (GET partner 0.45, orders 0.79),
+# orders -c1/-c16/-c64 142/73/99 us, 2PC 0.27/0.40, scale p99 1.44/2.07
+# raw, 1.44/1.60 without interrupted quotes (0.23/0.81 % of the big
+# ones), p50 1.76/1.91.  Tried and dropped: a hashed tally of levels per
+# offer id in inventory (one byte a slot, 4 slots a level) to skip the
+# walk for cold offers too -- the 2 MB array is a DRAM miss per
+# candidate in the big catalogue: big 5-line p50 34.5/35.1 -> 38.3/38.5
+# us; prefetching only an inner node's heads and children in a descent
+# (no change); glibc's
+# hugetlb=1 tunable (big 5-line p50 -5 %, but recovery bimodal, 0.90 or
+# 2.18 s: compaction in page faults).
+
 # cpu_ticks PID : utime + stime of every thread of the process (/proc, clock ticks)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 

@@ -73,20 +73,27 @@ WM_TEST(location, seed_shape_unit)
 
 /* ---- holds in-process ------------------------------------------------------------ */
 
-/* A level document written straight to the table (no offer: no qty sync),
- * at location loc. */
-static void put_level_at(struct fixture *f, const char *id, const char *loc, const char *cond, long on_hand)
+/* A level document written straight to the table (no qty sync: the
+ * offer's row is not touched), of offer `offer` at location loc. */
+static void put_level_full(struct fixture *f, const char *id, const char *offer, const char *loc, const char *cond,
+			   long on_hand)
 {
 	char doc[512];
 	int n = snprintf(doc, sizeof(doc),
-			 "{\"id\":\"%s\",\"sku\":\"S\",\"offer_id\":\"ofr_none\",\"owner_entity_id\":\"prt_x\","
+			 "{\"id\":\"%s\",\"sku\":\"S\",\"offer_id\":\"%s\",\"owner_entity_id\":\"prt_x\","
 			 "\"location_id\":\"%s\",\"condition\":\"%s\",\"on_hand\":%ld,\"incoming\":0,\"reserved\":0,"
 			 "\"allocated\":0,\"atp\":%ld,\"created_at\":\"2025-01-01T00:00:00.000Z\","
 			 "\"updated_at\":\"2025-01-01T00:00:00.000Z\"}",
-			 id, loc, cond, on_hand, on_hand);
+			 id, offer, loc, cond, on_hand, on_hand);
 	txn_begin(&f->sh);
 	cr_assert_eq(txn_put(&f->sh, REC_T_INVENTORY, id, strlen(id), doc, (size_t)n), 0);
 	cr_assert_gt(txn_commit(&f->sh), 0);
+}
+
+/* A level of the offer ofr_none (which has no row) at location loc. */
+static void put_level_at(struct fixture *f, const char *id, const char *loc, const char *cond, long on_hand)
+{
+	put_level_full(f, id, "ofr_none", loc, cond, on_hand);
 }
 
 static void put_level(struct fixture *f, const char *id, const char *cond, long on_hand)
@@ -295,19 +302,10 @@ static void put_offer(struct fixture *f, const char *id, const char *price)
 	cr_assert_gt(txn_commit(&f->sh), 0);
 }
 
-/* A level of offer `offer` at loc_x with on_hand units, sellable. */
+/* A sellable level of offer `offer` at loc_x with on_hand units. */
 static void put_level_of(struct fixture *f, const char *id, const char *offer, long on_hand)
 {
-	char doc[512];
-	int n = snprintf(doc, sizeof(doc),
-			 "{\"id\":\"%s\",\"sku\":\"S\",\"offer_id\":\"%s\",\"owner_entity_id\":\"prt_x\","
-			 "\"location_id\":\"loc_x\",\"condition\":\"sellable\",\"on_hand\":%ld,\"incoming\":0,"
-			 "\"reserved\":0,\"allocated\":0,\"atp\":%ld,\"created_at\":\"2025-01-01T00:00:00.000Z\","
-			 "\"updated_at\":\"2025-01-01T00:00:00.000Z\"}",
-			 id, offer, on_hand, on_hand);
-	txn_begin(&f->sh);
-	cr_assert_eq(txn_put(&f->sh, REC_T_INVENTORY, id, strlen(id), doc, (size_t)n), 0);
-	cr_assert_gt(txn_commit(&f->sh), 0);
+	put_level_full(f, id, offer, "loc_x", "sellable", on_hand);
 }
 
 static const struct offer *ofr(struct fixture *f, const char *id)

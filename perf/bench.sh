@@ -893,9 +893,17 @@ fi
 # walk for cold offers too -- the 2 MB array is a DRAM miss per
 # candidate in the big catalogue: big 5-line p50 34.5/35.1 -> 38.3/38.5
 # us; prefetching only an inner node's heads and children in a descent
-# (no change); glibc's
-# hugetlb=1 tunable (big 5-line p50 -5 %, but recovery bimodal, 0.90 or
-# 2.18 s: compaction in page faults).
+# (no change); glibc's hugetlb=1 tunable (big 5-line p50 -5 %, but
+# recovery bimodal, 0.90 or 2.18 s: compaction in page faults).
+# Then (28ac73b) the by-offer walk prefetches each level's row whole when
+# it reaches it: bench_scale 5-line p50, big, 31.8 -> 30.9 and 33.4 ->
+# 32.8 us (small unchanged).  The last make bench of session 50 (28ac73b,
+# nginx 161,547, nginx's own p99 4.003 ms): recovery 1,975,389 rows/s
+# (1.02 s; callgrind of bench_scale load, d86ebfe -> 28ac73b: 26.824G ->
+# 26.850G instructions, +0.1 %), quote 1 line 0.51x (p99 1.359 ms), 5
+# lines 0.27x, router/direct quote 0.71 (GET 0.48, orders 0.83), orders
+# -c1/-c16/-c64 135/68/95 us, 2PC 0.25/0.36, scale p99 1.22/2.22 raw,
+# 1.23/1.66 without interrupted quotes, p50 1.71/1.90.
 
 # cpu_ticks PID : utime + stime of every thread of the process (/proc, clock ticks)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

@@ -330,6 +330,71 @@ static unsigned sellable_of(struct fixture *f, const char *id, int64_t *sum)
 	return n;
 }
 
+/* The stored row of offer `id`'s only level, as a quote finds it without
+ * a walk (offer.h one_level), or NULL when not known. */
+static const struct row *one_level(struct fixture *f, const char *id) { return ofr(f, id)->one_level; }
+
+/* An offer's only level, once a walk has met it, is read without a walk,
+ * and the row read is always the level's stored version: through an
+ * in-place update, a new version in a new block (a new location: new
+ * index keys), a second level (not known which is read: none cached) and
+ * its removal (the walk learns the survivor), a move to another offer, a
+ * delete and a new version of the offer.  A stale pointer here would be a
+ * quote reading freed memory (ASan) or old stock (the sums). */
+WM_TEST(inventory_level, an_offers_only_level_is_read_as_stored)
+{
+	struct fixture *f = fixture_new("onelevel");
+	int64_t sum;
+	put_offer(f, "ofr_a", "10.00");
+	put_offer(f, "ofr_b", "11.00");
+	put_level_of(f, "inv_1", "ofr_a", 10);
+	cr_assert_null(one_level(f, "ofr_a"), "not known before a walk");
+	cr_assert_eq(sellable_of(f, "ofr_a", &sum), 1);
+	cr_assert_eq(one_level(f, "ofr_a"), &lvl(f, "inv_1")->row, "the walk met the only level");
+
+	put_level_of(f, "inv_1", "ofr_a", 12); /* same keys: overwritten in place */
+	cr_assert_eq(one_level(f, "ofr_a"), &lvl(f, "inv_1")->row);
+	cr_assert_eq(sellable_of(f, "ofr_a", &sum), 1);
+	cr_assert_eq(sum, 12);
+	const struct row *before = &lvl(f, "inv_1")->row;
+	put_level_full(f, "inv_1", "ofr_a", "loc_y", "sellable", 13); /* new keys: a new block */
+	cr_assert_neq(&lvl(f, "inv_1")->row, before, "the level moved to a new block");
+	cr_assert_eq(one_level(f, "ofr_a"), &lvl(f, "inv_1")->row, "and the offer follows it");
+	cr_assert_eq(sellable_of(f, "ofr_a", &sum), 1);
+	cr_assert_eq(sum, 13);
+
+	put_level_of(f, "inv_2", "ofr_a", 4); /* a second level: which one is no longer one */
+	cr_assert_null(one_level(f, "ofr_a"));
+	cr_assert_eq(sellable_of(f, "ofr_a", &sum), 2);
+	cr_assert_eq(sum, 17);
+	cr_assert_null(one_level(f, "ofr_a"), "two levels: nothing cached");
+	txn_begin(&f->sh);
+	cr_assert_eq(txn_del(&f->sh, REC_T_INVENTORY, "inv_1", 5), 0);
+	cr_assert_gt(txn_commit(&f->sh), 0);
+	cr_assert_null(one_level(f, "ofr_a"), "one left, not known which until a walk");
+	cr_assert_eq(sellable_of(f, "ofr_a", &sum), 1);
+	cr_assert_eq(sum, 4);
+	cr_assert_eq(one_level(f, "ofr_a"), &lvl(f, "inv_2")->row);
+
+	put_offer(f, "ofr_a", "12.00"); /* a new version of the offer carries it */
+	cr_assert_eq(one_level(f, "ofr_a"), &lvl(f, "inv_2")->row);
+	cr_assert_eq(sellable_of(f, "ofr_b", &sum), 0); /* ofr_b: known to have none */
+	put_level_of(f, "inv_2", "ofr_b", 6);           /* moved: ofr_a has none, ofr_b this one */
+	cr_assert_null(one_level(f, "ofr_a"));
+	cr_assert_eq(ofr(f, "ofr_a")->n_levels_p1, 1);
+	cr_assert_eq(one_level(f, "ofr_b"), &lvl(f, "inv_2")->row, "the first level of an offer that had none");
+	cr_assert_eq(sellable_of(f, "ofr_b", &sum), 1);
+	cr_assert_eq(sum, 6);
+	cr_assert_eq(sellable_of(f, "ofr_a", &sum), 0);
+
+	txn_begin(&f->sh);
+	cr_assert_eq(txn_del(&f->sh, REC_T_INVENTORY, "inv_2", 5), 0);
+	cr_assert_gt(txn_commit(&f->sh), 0);
+	cr_assert_null(one_level(f, "ofr_b"));
+	cr_assert_eq(sellable_of(f, "ofr_b", &sum), 0);
+	fixture_free(f);
+}
+
 /* The count a quote skips the walk by stays exact once known: through a
  * level's add, in-place update, move to another offer and delete, and a
  * new version of the offer; a restart forgets it (0), and the next walk

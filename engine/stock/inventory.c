@@ -417,15 +417,26 @@ static int inv_index_add_ordered(struct table *t, struct row *r)
 
 static int inv_index_add(struct table *t, struct row *r) { return t->ordered_later ? 0 : inv_index_add_ordered(t, r); }
 
+/* The stored offer a level is filed under, or NULL. */
+static struct offer *offer_of_level(struct table *t, const char *offer_id)
+{
+	return hidx_get_untracked(&t->siblings[REC_T_OFFER].by_id, offer_id, (uint32_t)strlen(offer_id));
+}
+
 /* A known count of the offer's levels (offer.h n_levels_p1) moved by one
  * (by: +1 or -1); an unknown one stays unknown, and one that cannot move
  * (past UINT16_MAX, or below none: a bug) becomes unknown.  Only test
  * builds stop on the bug: release builds keep their asserts, and a cache
- * that forgets is safe (the next walk counts again). */
-static void levels_moved(struct table *t, const char *offer_id, int by)
+ * that forgets is safe (the next walk counts again).  The offer's only
+ * level (one_level) is the one that came (at: where it is stored) when
+ * it had none; after any other move it is not known until a walk. */
+static void levels_moved(struct table *t, const char *offer_id, int by, const struct row *at)
 {
-	struct offer *o = hidx_get_untracked(&t->siblings[REC_T_OFFER].by_id, offer_id, (uint32_t)strlen(offer_id));
-	if (!o || !o->n_levels_p1)
+	struct offer *o = offer_of_level(t, offer_id);
+	if (!o)
+		return;
+	o->one_level = by > 0 && o->n_levels_p1 == 1 ? at : NULL;
+	if (!o->n_levels_p1)
 		return;
 #ifdef WM_TESTING
 	assert(by > 0 || o->n_levels_p1 > 1);
@@ -437,16 +448,24 @@ static void levels_moved(struct table *t, const char *offer_id, int by)
 }
 
 /* changed: a level added, removed, or moved to another offer moves the
- * known counts of the offers it left and joined. */
-static void inv_changed(struct table *t, const struct row *old, struct row *r)
+ * known counts of the offers it left and joined; a new version of a level
+ * stored in a new block (not over the old one in place) takes the old
+ * block's place as its offer's only level. */
+static void inv_changed(struct table *t, const struct row *old, struct row *r, const struct row *at)
 {
 	const struct inv_level *a = (const struct inv_level *)old, *b = (const struct inv_level *)r;
-	if (!ext(t)->counted || !t->siblings || (a && b && !strcmp(a->offer_id, b->offer_id)))
+	if (!ext(t)->counted || !t->siblings)
 		return;
+	if (a && b && !strcmp(a->offer_id, b->offer_id)) {
+		struct offer *o = at != old ? offer_of_level(t, a->offer_id) : NULL;
+		if (o && o->one_level == old)
+			o->one_level = at;
+		return;
+	}
 	if (a)
-		levels_moved(t, a->offer_id, -1);
+		levels_moved(t, a->offer_id, -1, NULL);
 	if (b)
-		levels_moved(t, b->offer_id, +1);
+		levels_moved(t, b->offer_id, +1, at);
 }
 
 static void del_if(struct oidx *x, const uint8_t *k, uint32_t kl, const void *row)
@@ -795,15 +814,43 @@ int64_t inv_plan_atp(const struct inv_level *l)
 	return atp;
 }
 
+/* One level l of an offer, as the walk below takes each: into *atp_sum
+ * and, by ATP, into out[0..max) of the n sellable ones so far; returns the
+ * new n. */
+static unsigned sellable_take(const struct inv_level *l, const struct inv_loc_set *at, const struct inv_level **out,
+			      unsigned max, unsigned n, int64_t *atp_sum)
+{
+	int64_t atp = inv_plan_atp(l);
+	if (l->condition != IC_SELLABLE || atp <= 0 || !level_in_set(l, at))
+		return n;
+	if (atp_sum)
+		*atp_sum += atp; /* <= 1000 levels x 10^8: no overflow */
+	/* insertion into out[], most ATP first, index (level id) order on ties */
+	unsigned pos = n < max ? n : max;
+	while (pos > 0 && inv_plan_atp(out[pos - 1]) < atp)
+		pos--;
+	if (pos >= max)
+		return n;
+	unsigned last = n < max ? n : max - 1;
+	for (unsigned j = last; j > pos; j--)
+		out[j] = out[j - 1];
+	out[pos] = l;
+	return n < max ? n + 1 : n;
+}
+
 /* inv_offer_sellable_at's walk; *levels (may be NULL) gets how many
  * levels the offer has, sellable or not, or UINT_MAX when the walk stopped
- * at INV_LEVELS_PER_OFFER_MAX (there may be more). */
+ * at INV_LEVELS_PER_OFFER_MAX (there may be more), and *first (may be
+ * NULL) the first of them (NULL: none). */
 static unsigned sellable_walk(struct shard *sh, const char *offer_id, const struct inv_loc_set *at,
-			      const struct inv_level **out, unsigned max, int64_t *atp_sum, unsigned *levels)
+			      const struct inv_level **out, unsigned max, int64_t *atp_sum, unsigned *levels,
+			      const struct inv_level **first)
 {
 	uint8_t k[IDX_MAX_KEY];
 	if (levels)
 		*levels = UINT_MAX;
+	if (first)
+		*first = NULL;
 	unsigned n = 0;
 	if (atp_sum)
 		*atp_sum = 0;
@@ -822,23 +869,9 @@ static unsigned sellable_walk(struct shard *sh, const char *offer_id, const stru
 		 * in a big catalogue each is a cache miss.  bench_scale 5-line
 		 * p50, big: 31.8 -> 30.9 and 33.4 -> 32.8 us (small unchanged) */
 		table_row_prefetch_body(&sh->tables[REC_T_INVENTORY], &l->row);
-		int64_t atp = inv_plan_atp(l);
-		if (l->condition != IC_SELLABLE || atp <= 0 || !level_in_set(l, at))
-			continue;
-		if (atp_sum)
-			*atp_sum += atp; /* <= 1000 levels x 10^8: no overflow */
-		/* insertion into out[], most ATP first, index (level id) order on ties */
-		unsigned pos = n < max ? n : max;
-		while (pos > 0 && inv_plan_atp(out[pos - 1]) < atp)
-			pos--;
-		if (pos >= max)
-			continue;
-		unsigned last = n < max ? n : max - 1;
-		for (unsigned j = last; j > pos; j--)
-			out[j] = out[j - 1];
-		out[pos] = l;
-		if (n < max)
-			n++;
+		if (first && !seen)
+			*first = l;
+		n = sellable_take(l, at, out, max, n, atp_sum);
 	}
 	if (levels && seen < INV_LEVELS_PER_OFFER_MAX)
 		*levels = seen;
@@ -848,23 +881,56 @@ static unsigned sellable_walk(struct shard *sh, const char *offer_id, const stru
 unsigned inv_offer_sellable_at(struct shard *sh, const char *offer_id, const struct inv_loc_set *at,
 			       const struct inv_level **out, unsigned max, int64_t *atp_sum)
 {
-	return sellable_walk(sh, offer_id, at, out, max, atp_sum, NULL);
+	return sellable_walk(sh, offer_id, at, out, max, atp_sum, NULL, NULL);
 }
+
+#ifdef WM_TESTING
+/* Test builds: what the shortcut of inv_offer_sellable_of found (n levels,
+ * *atp_sum) is what the walk finds, and the cached level is the offer's
+ * only one, as stored. */
+static void one_level_check(struct shard *sh, const struct offer *o, unsigned n, const struct inv_loc_set *at,
+			    unsigned max, const int64_t *atp_sum)
+{
+	const uint64_t probes = idx_probes; /* the check's walk is no read of the request's */
+	const struct inv_level *walked[2], *first;
+	unsigned levels;
+	int64_t sum;
+	unsigned wn = sellable_walk(sh, o->row.id, at, walked, max < 2 ? max : 2, &sum, &levels, &first);
+	idx_probes = probes;
+	assert(levels == o->n_levels_p1 - 1u);
+	assert(!o->one_level ||
+	       (levels == 1 && &first->row == o->one_level &&
+		hidx_get_untracked(&sh->tables[REC_T_INVENTORY].by_id, first->row.id, first->row.id_len) == first));
+	assert(wn == n);
+	assert(!atp_sum || sum == *atp_sum);
+}
+#endif
 
 unsigned inv_offer_sellable_of(struct shard *sh, const struct offer *o, const struct inv_loc_set *at,
 			       const struct inv_level **out, unsigned max, int64_t *atp_sum)
 {
-	if (o->n_levels_p1 == 1) { /* known to have none */
+	if (o->n_levels_p1 == 1 || o->one_level) { /* known to have none, or which one */
 		if (atp_sum)
 			*atp_sum = 0;
-		return 0;
+		const struct inv_level *l = (const struct inv_level *)o->one_level;
+		/* what the answer reveals (table.h's read set): the level, or that
+		 * the offer has none -- as of the table's last change */
+		table_reads_note(l ? l->row.lsn : sh->tables[REC_T_INVENTORY].chg_lsn);
+		unsigned n = l ? sellable_take(l, at, out, max, 0, atp_sum) : 0;
+#ifdef WM_TESTING
+		one_level_check(sh, o, n, at, max, atp_sum);
+#endif
+		return n;
 	}
 	struct table *t = &sh->tables[REC_T_INVENTORY];
 	unsigned levels;
-	unsigned n = sellable_walk(sh, o->row.id, at, out, max, atp_sum, &levels);
-	if (!o->n_levels_p1 && levels < UINT16_MAX && !t->ordered_later) {
+	const struct inv_level *first;
+	unsigned n = sellable_walk(sh, o->row.id, at, out, max, atp_sum, &levels, &first);
+	if (levels < UINT16_MAX && !t->ordered_later && (!o->n_levels_p1 || o->n_levels_p1 == levels + 1)) {
 		/* a cache, not a value: the row is the table's (never const) */
-		((struct offer *)o)->n_levels_p1 = (uint16_t)(levels + 1);
+		struct offer *w = (struct offer *)o;
+		w->n_levels_p1 = (uint16_t)(levels + 1);
+		w->one_level = levels == 1 ? &first->row : NULL;
 		ext(t)->counted = 1;
 	}
 	return n;

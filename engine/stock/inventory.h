@@ -101,8 +101,10 @@ unsigned inv_offer_sellable_at(struct shard *sh, const char *offer_id, const str
 			       const struct inv_level **out, unsigned max, int64_t *atp_sum);
 /* inv_offer_sellable_at for the offer o (a row of this shard's offer
  * table): the same answer, without walking the index for an offer known
- * to have no levels (offer.h n_levels_p1); a walk of an offer whose count
- * was not known caches it in the row. */
+ * to have no levels or to have one it has met (offer.h n_levels_p1,
+ * one_level: the level's row read directly, its LSN noted in the read
+ * set); a walk of an offer whose count was not known caches it in the
+ * row, and the level when it is the only one. */
 unsigned inv_offer_sellable_of(struct shard *sh, const struct offer *o, const struct inv_loc_set *at,
 			       const struct inv_level **out, unsigned max, int64_t *atp_sum);
 

@@ -598,7 +598,7 @@ void table_row_install(struct table *t, struct row *r)
 	if (kept < 0)
 		index_failed(t, "the id index");
 	if (t->ops->changed)
-		t->ops->changed(t, prev, r);
+		t->ops->changed(t, prev, r, kept ? prev : r);
 	if (kept) {
 		install_over(t, prev, r);
 		return;
@@ -672,7 +672,7 @@ int table_del(struct table *t, const char *id, size_t id_len, uint64_t lsn)
 	hidx_del(&t->by_id, id, (uint32_t)id_len);
 	oidx_del(&t->by_order, id, (uint32_t)id_len);
 	if (t->ops->changed)
-		t->ops->changed(t, old, NULL);
+		t->ops->changed(t, old, NULL, NULL);
 	row_free(t, old);
 	t->chg_lsn = t->del_lsn = lsn;
 	return 0;

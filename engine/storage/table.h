@@ -98,12 +98,16 @@ struct table_ops {
 	 * After a row was added (old NULL) or removed (r NULL), or as it is
 	 * replaced (both: old is still stored, r is the version going in and
 	 * may be written) -- table_row_install and table_del, nothing else
-	 * adds or removes a row.  For state a row keeps apart from its values,
-	 * derived from another table (may be NULL): an offer's count of its
-	 * inventory levels (offer.h n_levels_p1), which a new version carries
-	 * over and the inventory table's changes keep exact.
+	 * adds or removes a row.  `at` is the block that holds the new version
+	 * once installed: r, or old's own block when r is copied over it in
+	 * place (table.c install_over; r is then freed); NULL on a removal.
+	 * For state a row keeps apart from its values, derived from another
+	 * table (may be NULL): an offer's count of its inventory levels and
+	 * the row of its only level (offer.h n_levels_p1, one_level), which a
+	 * new version carries over and the inventory table's changes keep
+	 * exact.
 	 */
-	void (*changed)(struct table *t, const struct row *old, struct row *r);
+	void (*changed)(struct table *t, const struct row *old, struct row *r, const struct row *at);
 	/* Set up / tear down the resource's per-table state in t->ext. */
 	int (*init)(struct table *t);
 	void (*fini)(struct table *t);

@@ -710,7 +710,8 @@ static int offer_decode_typed(struct table *t, struct row *r, const void *typed)
 	size_t head = sizeof(struct row);
 	memcpy((char *)nr + head, (const char *)cur + head, sizeof(*nr) - head);
 	struct offer *o = &nr->o;
-	o->n_levels_p1 = 0; /* values only: offer_changed carries the count */
+	o->n_levels_p1 = 0; /* values only: offer_changed carries the count and the level */
+	o->one_level = NULL;
 	o->countries = NULL;
 	o->named = NULL;
 	unsigned nc = o->n_allowed + o->n_blocked;
@@ -744,12 +745,16 @@ static int offer_typed_same(const struct row *a, const struct row *b)
 static void offer_render(const struct row *r, struct jw *w);
 
 /* changed: a new version of an offer has the levels its predecessor had
- * (levels are filed under the offer's id, which both share). */
-static void offer_changed(struct table *t, const struct row *old, struct row *r)
+ * (levels are filed under the offer's id, which both share): the count
+ * and the only level's row. */
+static void offer_changed(struct table *t, const struct row *old, struct row *r, const struct row *at)
 {
 	(void)t;
-	if (old && r)
+	(void)at;
+	if (old && r) {
 		((struct offer_row *)r)->o.n_levels_p1 = ((const struct offer_row *)old)->o.n_levels_p1;
+		((struct offer_row *)r)->o.one_level = ((const struct offer_row *)old)->o.one_level;
+	}
 }
 
 const struct table_ops offer_table_ops = {
@@ -1362,6 +1367,14 @@ int offer_seen_by(struct api_ctx *c, const struct offer_seer *s, const struct of
 	return offer_visible(c, s, o);
 }
 
+/* Start loading the row of o's only inventory level, when known (a quote
+ * reads it next to the offer). */
+static void level_prefetch(struct shard *sh, const struct offer *o)
+{
+	if (o->one_level)
+		table_row_prefetch_body(&sh->tables[REC_T_INVENTORY], o->one_level);
+}
+
 int offer_wine_any(struct shard *sh, const char *wine_id, size_t wine_len,
 		   int (*fn)(const struct offer *o, void *arg), void *arg)
 {
@@ -1372,12 +1385,16 @@ int offer_wine_any(struct shard *sh, const char *wine_id, size_t wine_len,
 	memcpy(k, wine_id, wine_len);
 	k[wine_len] = 0;
 	uint32_t pl = (uint32_t)wine_len + 1;
-	struct oidx_iter it, ahead;
-	int ok = oidx_seek_ge(&e->by_wine, k, pl, &it), more = ok;
-	ahead = it;
+	struct oidx_iter it, ahead, lv;
+	int ok = oidx_seek_ge(&e->by_wine, k, pl, &it), more = ok, lmore = ok;
+	ahead = lv = it;
 	for (unsigned i = 0; more && i < OFFER_ROW_PREFETCH_AHEAD; i++) {
 		table_row_prefetch_body(&sh->tables[REC_T_OFFER], oidx_iter_val(&ahead));
 		more = oidx_next(&ahead);
+	}
+	for (unsigned i = 0; lmore && i < OFFER_LEVEL_PREFETCH_AHEAD; i++) {
+		level_prefetch(sh, oidx_iter_val(&lv));
+		lmore = oidx_next(&lv);
 	}
 	for (; ok; ok = oidx_next(&it)) {
 		if (!oidx_iter_has_prefix(&it, k, pl))
@@ -1385,6 +1402,10 @@ int offer_wine_any(struct shard *sh, const char *wine_id, size_t wine_len,
 		if (more) { /* the row OFFER_ROW_PREFETCH_AHEAD on */
 			table_row_prefetch_body(&sh->tables[REC_T_OFFER], oidx_iter_val(&ahead));
 			more = oidx_next(&ahead);
+		}
+		if (lmore) { /* the only level of the offer OFFER_LEVEL_PREFETCH_AHEAD on */
+			level_prefetch(sh, oidx_iter_val(&lv));
+			lmore = oidx_next(&lv);
 		}
 		int r = fn(oidx_iter_val(&it), arg);
 		if (r)

@@ -64,6 +64,16 @@ struct offer {
 	int64_t created_ms, updated_ms;
 	char (*countries)[3];            /* n_allowed allowed, then n_blocked blocked (one allocation) */
 	char (*named)[PERMIT_ID_MAX];    /* n_named seller ids */
+	/* Not a value either, and kept with n_levels_p1: when the offer is
+	 * known to have exactly one level (n_levels_p1 == 2), that level's
+	 * stored row once a walk has met it, else NULL.  A quote then reads
+	 * the level without walking the inventory's by-offer index, and can
+	 * prefetch it a few candidates ahead (offer_wine_any).  The inventory
+	 * table's changed hook repoints it when the level's row moves to
+	 * another block and clears it when the count moves; a new version of
+	 * the offer carries it (offer_changed).  (The row block has room for
+	 * it: 216 bytes and the id fit the same 256-byte malloc chunk as 208.) */
+	const struct row *one_level;
 };
 
 const struct offer *offer_get(struct shard *sh, const char *id, size_t len);
@@ -90,8 +100,12 @@ int offer_seen_by(struct api_ctx *c, const struct offer_seer *s, const struct of
 /* Call fn on each offer of the wine (by-wine index) until it returns
  * nonzero; returns that value, or 0.  The rows a few places ahead are
  * prefetched while fn reads the current one (quote-calculate reads every
- * candidate's row: at a million offers each is a cache miss). */
+ * candidate's row: at a million offers each is a cache miss), and so are
+ * the rows of their only levels, a little closer (one_level: the quote
+ * reads that level next). */
 #define OFFER_ROW_PREFETCH_AHEAD 4u /* rows offer_wine_any prefetches ahead of the one fn reads */
+#define OFFER_LEVEL_PREFETCH_AHEAD 2u /* ... and the rows of their only levels (offer.one_level), read from
+				       * offer rows prefetched OFFER_ROW_PREFETCH_AHEAD - 2 steps before */
 int offer_wine_any(struct shard *sh, const char *wine_id, size_t wine_len,
 		   int (*fn)(const struct offer *o, void *arg), void *arg);
 

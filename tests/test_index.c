@@ -100,9 +100,10 @@ WM_TEST(hidx, put_get_del_set)
 	hidx_free(&h); /* idempotent */
 }
 
-/* hidx_prefetch and hidx_prefetch_entry are hints: on an empty index,
- * for keys present and absent, at and past the length bound, for NULL
- * bytes, and mid-rehash, they change nothing. */
+/* hidx_prefetch and hidx_peek are hints: on an empty index, for keys
+ * present and absent, at and past the length bound, for NULL bytes, and
+ * mid-rehash, they change nothing; a peek is NULL or a value of the index
+ * (a present key's own, unless its home slot holds another entry). */
 WM_TEST(hidx, prefetch_changes_nothing_whatever_it_is_given)
 {
 	struct hidx h;
@@ -110,7 +111,7 @@ WM_TEST(hidx, prefetch_changes_nothing_whatever_it_is_given)
 	char big[IDX_MAX_KEY + 1];
 	memset(big, 'k', sizeof(big));
 	hidx_prefetch(&h, "a", 1); /* no array yet */
-	hidx_prefetch_entry(&h, "a", 1);
+	cr_assert_null(hidx_peek(&h, "a", 1));
 	cr_assert_eq(hidx_count(&h), 0);
 	cr_assert_null(h.slots);
 	static char keys[5000][16]; /* the index keeps the keys' addresses: they outlive the entries */
@@ -118,23 +119,29 @@ WM_TEST(hidx, prefetch_changes_nothing_whatever_it_is_given)
 	for (int i = 0; i < 5000; i++) { /* through several incremental rehashes */
 		int n = snprintf(keys[i], sizeof(keys[i]), "key%d", i), m = snprintf(had, sizeof(had), "key%d", i / 2);
 		memcpy(key, keys[i], sizeof(key));
-		void (*const hint[])(const struct hidx *, const char *, uint32_t) = {hidx_prefetch, hidx_prefetch_entry};
-		for (int k = 0; k < 2; k++) {
-			hint[k](&h, key, (uint32_t)n);          /* absent */
-			hint[k](&h, had, (uint32_t)m);          /* present (but for i = 0) */
-			hint[k](&h, big, IDX_MAX_KEY);     /* at the bound */
-			hint[k](&h, big, IDX_MAX_KEY + 1); /* past it */
-			hint[k](&h, NULL, 3);
-			hint[k](&h, NULL, 0);
-		}
+		hidx_prefetch(&h, key, (uint32_t)n);          /* absent */
+		hidx_prefetch(&h, had, (uint32_t)m);          /* present (but for i = 0) */
+		hidx_prefetch(&h, big, IDX_MAX_KEY);     /* at the bound */
+		hidx_prefetch(&h, big, IDX_MAX_KEY + 1); /* past it */
+		hidx_prefetch(&h, NULL, 3);
+		hidx_prefetch(&h, NULL, 0);
+		const void *pk = hidx_peek(&h, had, (uint32_t)m);
+		cr_assert(!pk || ((uintptr_t)pk >= 1 && (uintptr_t)pk <= (uintptr_t)i), "key%d: a value of the index or NULL", i / 2);
+		cr_assert(!hidx_peek(&h, key, (uint32_t)n) || i > 0, "nothing in the index yet");
+		cr_assert_null(hidx_peek(&h, big, IDX_MAX_KEY + 1));
+		cr_assert_null(hidx_peek(&h, NULL, 3));
 		cr_assert_eq(hidx_count(&h), (size_t)i);
 		cr_assert_eq(hidx_put(&h, keys[i], (uint32_t)n, tag(i + 1)), 0);
 	}
 	cr_assert_eq(hidx_count(&h), 5000);
+	unsigned home = 0;
 	for (int i = 0; i < 5000; i++) {
 		int n = snprintf(key, sizeof(key), "key%d", i);
 		cr_assert_eq(hidx_get(&h, key, (uint32_t)n), tag(i + 1));
+		home += hidx_peek(&h, key, (uint32_t)n) == tag(i + 1);
 	}
+	/* a load of at most 0.7: most keys sit in their home slot */
+	cr_assert_gt(home, 2500, "%u of 5000 keys peeked as themselves", home);
 	cr_assert_null(hidx_get(&h, big, IDX_MAX_KEY));
 	hidx_free(&h);
 }

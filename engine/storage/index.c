@@ -376,16 +376,17 @@ void hidx_prefetch(const struct hidx *h, const char *key, uint32_t key_len)
 		__builtin_prefetch(&h->slots[hidx_home(hidx_hash(key, key_len), h->cap - 1)], 1, 1);
 }
 
-void hidx_prefetch_entry(const struct hidx *h, const char *key, uint32_t key_len)
+/* hidx_peek: the value of key's home slot when the slot's check (hash
+ * byte and length) matches key's; no key compared, so another key's value
+ * one time in 256, and NULL for a key that sits further along its chain.
+ * For a prefetch address, never for a lookup. */
+const void *hidx_peek(const struct hidx *h, const char *key, uint32_t key_len)
 {
 	if (!h->cap || !hidx_key_ok(key, key_len))
-		return;
+		return NULL;
 	uint64_t hash = hidx_hash(key, key_len);
 	const struct hidx_slot *s = &h->slots[hidx_home(hash, h->cap - 1)];
-	if (s->tag >= 2 && (s->tag & 0xffff) == hidx_check(hash)) {
-		__builtin_prefetch(hidx_slot_key(s));
-		__builtin_prefetch(s->val);
-	}
+	return s->tag >= 2 && (s->tag & 0xffff) == hidx_check(hash) ? s->val : NULL;
 }
 
 /* hidx_init: an empty index that owns no memory yet.  Never fails. */

@@ -101,12 +101,13 @@ void *hidx_get(const struct hidx *h, const char *key, uint32_t key_len);
  * lookup or insert of it a little later then finds it in the cache).
  * Changes nothing; an empty index or a key out of bounds is ignored. */
 void hidx_prefetch(const struct hidx *h, const char *key, uint32_t key_len);
-/* The hint's second stage, some time after hidx_prefetch(h, key): when
- * the home slot holds an entry of key's hash, start loading what its key
- * and value point at (a table's id index: the stored row, which the
- * lookup's compare and its caller read next).  Reads the slot only;
- * changes nothing. */
-void hidx_prefetch_entry(const struct hidx *h, const char *key, uint32_t key_len);
+/* The hint's second stage, some time after hidx_prefetch(h, key): a guess
+ * of key's value, to start loading what it points at (a table's id index:
+ * the stored row, which the lookup's compare and its caller read next) --
+ * the value of key's home slot in the current array when that slot holds
+ * an entry of key's hash, else NULL.  Not compared: it may be another
+ * key's value, so never a lookup.  Reads the slot only; changes nothing. */
+const void *hidx_peek(const struct hidx *h, const char *key, uint32_t key_len);
 /* hidx_get without counting a probe: for a caller that accounts for what it
  * reads itself (table.h's read set notes the row's LSN; runtime maps such as
  * rate-limit buckets hold nothing durable). */

@@ -316,8 +316,9 @@ int table_build_ordered(struct table *t);
 /* A hint before table_get(t, id) a little later, for a caller about to
  * look up several ids one after another (each a miss or two in a big
  * table): stage 0 starts loading the id's slot in the id index; stage 1,
- * after stage 0 of every id, the row that slot points at.  Changes
- * nothing; an id out of bounds is ignored. */
+ * after stage 0 of every id, the typed struct and id of the row that slot
+ * points at (hidx_peek, table_row_prefetch_body).  Changes nothing; an id
+ * out of bounds is ignored. */
 void table_prefetch(const struct table *t, const char *id, size_t id_len, int stage);
 void table_row_prefetch(const struct table *t, const struct row *r);
 /* A hint before reading row r of t: start loading its typed struct and

@@ -101,11 +101,11 @@ int offer_seen_by(struct api_ctx *c, const struct offer_seer *s, const struct of
  * nonzero; returns that value, or 0.  The rows a few places ahead are
  * prefetched while fn reads the current one (quote-calculate reads every
  * candidate's row: at a million offers each is a cache miss), and so are
- * the rows of their only levels, a little closer (one_level: the quote
- * reads that level next). */
+ * the rows of their only levels and their permission lists, a little
+ * closer (one_level, countries, named: the quote reads them next). */
 #define OFFER_ROW_PREFETCH_AHEAD 4u /* rows offer_wine_any prefetches ahead of the one fn reads */
-#define OFFER_LEVEL_PREFETCH_AHEAD 2u /* ... and the rows of their only levels (offer.one_level), read from
-				       * offer rows prefetched OFFER_ROW_PREFETCH_AHEAD - 2 steps before */
+#define OFFER_LEVEL_PREFETCH_AHEAD 2u /* ... and their levels and lists, read from offer rows
+				       * prefetched OFFER_ROW_PREFETCH_AHEAD - 2 steps before */
 int offer_wine_any(struct shard *sh, const char *wine_id, size_t wine_len,
 		   int (*fn)(const struct offer *o, void *arg), void *arg);
 

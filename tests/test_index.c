@@ -853,6 +853,68 @@ WM_TEST(oidx, seek_past_end_and_before_start)
 	oidx_free(&t);
 }
 
+/* oidx_seek_ge_many finds for each of its keys what oidx_seek_ge finds
+ * (the same leaf and place, or none), whatever the tree's height (empty,
+ * one leaf, two levels, three or more) and however many keys (0 to
+ * OIDX_SEEK_MANY_MAX): present and absent keys, below the first and past
+ * the last, NULL, longer than IDX_MAX_KEY, and repeats; it counts one
+ * probe a key. */
+WM_TEST(oidx, seek_many_finds_what_each_seek_finds)
+{
+	static const unsigned sizes[] = {0, 1, 60, 5000, 120000};
+	static char longq[IDX_MAX_KEY + 10];
+	memset(longq, '5', sizeof(longq));
+	memcpy(longq, "k00", 3);
+	uint32_t heights_seen = 0;
+	for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+		struct oidx t;
+		oidx_init(&t);
+		char k[16];
+		for (unsigned i = 0; i < sizes[z]; i++) { /* even numbers: the odd ones fall between */
+			int n = snprintf(k, sizeof(k), "k%07u", 2 * i);
+			cr_assert_eq(oidx_put(&t, k, (uint32_t)n, tag((uintptr_t)i + 1)), 0);
+		}
+		heights_seen |= 1u << t.height;
+		srand(7 + (unsigned)z);
+		for (unsigned round = 0; round < 200; round++) {
+			unsigned n = round % (OIDX_SEEK_MANY_MAX + 1);
+			char q[OIDX_SEEK_MANY_MAX][16];
+			const void *keys[OIDX_SEEK_MANY_MAX];
+			uint32_t lens[OIDX_SEEK_MANY_MAX];
+			for (unsigned i = 0; i < n; i++) {
+				unsigned kind = (unsigned)rand() % 8, v = (unsigned)rand() % (2 * sizes[z] + 3);
+				keys[i] = q[i];
+				lens[i] = (uint32_t)snprintf(q[i], sizeof(q[i]), "k%07u", v); /* present or between */
+				if (kind == 0)
+					lens[i] = (uint32_t)snprintf(q[i], sizeof(q[i]), "a"); /* below every key */
+				else if (kind == 1)
+					lens[i] = (uint32_t)snprintf(q[i], sizeof(q[i]), "z"); /* past every key */
+				else if (kind == 2)
+					keys[i] = NULL, lens[i] = 0; /* the first key */
+				else if (kind == 3)
+					keys[i] = longq, lens[i] = sizeof(longq);
+				else if (kind == 4 && i > 0)
+					keys[i] = keys[i - 1], lens[i] = lens[i - 1]; /* a repeat */
+			}
+			struct oidx_iter many[OIDX_SEEK_MANY_MAX], one;
+			int ok[OIDX_SEEK_MANY_MAX];
+			uint64_t p0 = idx_probes;
+			oidx_seek_ge_many(&t, n, keys, lens, many, ok);
+			cr_assert_eq(idx_probes - p0, n, "one probe a key");
+			for (unsigned i = 0; i < n; i++) {
+				int ok1 = oidx_seek_ge(&t, keys[i], lens[i], &one);
+				cr_assert_eq(ok[i], ok1, "size %u, key %u of %u", sizes[z], i, n);
+				cr_assert_eq(many[i].leaf, one.leaf);
+				cr_assert_eq(many[i].pos, one.pos);
+				if (ok1)
+					cr_assert_eq(oidx_iter_val(&many[i]), oidx_iter_val(&one));
+			}
+		}
+		oidx_free(&t);
+	}
+	cr_assert_eq(heights_seen & 0xf, 0xf, "heights 0 to 3 all seen (got mask %#x)", heights_seen);
+}
+
 WM_TEST(oidx, key_length_bounds)
 {
 	static char big[IDX_MAX_KEY + 1];

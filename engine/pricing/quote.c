@@ -405,10 +405,10 @@ static int rank_before(const struct offer *a, struct quote_rank ka, const struct
 
 /* The line's candidates: the wine's sellable offers the caller sees, the
  * first QUOTE_MAX_CANDIDATES in routing order. */
-static void gather_candidates(struct quote *s, struct quote_line *ql)
+static void gather_candidates(struct quote *s, struct quote_line *ql, const struct offer_wine_at *at)
 {
 	struct cand_scan scan = {.s = s, .o = s->scan}, *cs = &scan;
-	offer_wine_any(s->sh, ql->w->row.id, ql->w->row.id_len, cand_cb, cs);
+	offer_wine_any_at(s->sh, ql->w->row.id, ql->w->row.id_len, at, cand_cb, cs);
 	const char *cur = cs->n ? cs->o[0]->currency : "";
 	for (unsigned i = 0; i < cs->n && s->estate; i++)
 		if (!strcmp(cs->o[i]->originator_id, s->estate))
@@ -1177,11 +1177,28 @@ static void write_refusals(struct jw *w, const struct quote *s, const uint8_t *l
  * A line no permitted candidate can be priced for is 422
  * pricing_unavailable with, per line, errors[].rule = the first
  * candidate's cause and refusals[] naming every candidate's cause. */
+_Static_assert(QUOTE_MAX_LINES <= OFFER_WINES_SEEK_MAX, "route_all finds every line's offers at once");
+
 static int route_all(struct api_ctx *c, struct quote *s)
 {
 	const char *first = NULL;
 	uint8_t line_err[QUOTE_MAX_LINES] = {0};
 	int unpriceable = 0;
+	/* where every line's offers start, found at once: the index's descents
+	 * miss the cache in a big catalogue, and together their misses overlap
+	 * (PGO=0, bench_scale 5-line p50 in two runs: big 24.7 -> 23.3 and 23.7
+	 * -> 22.6 us, small 15.3 -> 15.1 and 15.2 -> 15.1) */
+	struct offer_wine_at at[QUOTE_MAX_LINES];
+	const char *wid[QUOTE_MAX_LINES];
+	size_t wl[QUOTE_MAX_LINES];
+	unsigned nw = 0, wat[QUOTE_MAX_LINES];
+	for (unsigned i = 0; i < s->n; i++)
+		if (!s->l[i].only) {
+			wat[i] = nw;
+			wid[nw] = s->l[i].w->row.id;
+			wl[nw++] = s->l[i].w->row.id_len;
+		}
+	offer_wines_seek(c->sh, nw, wid, wl, at);
 	for (int stage = 0; stage < 2; stage++) /* as resolve_skus does for the wines */
 		for (unsigned i = 0; i < s->n; i++)
 			producer_prefetch(c->sh, s->l[i].w->producer_id, strlen(s->l[i].w->producer_id), stage);
@@ -1194,7 +1211,7 @@ static int route_all(struct api_ctx *c, struct quote *s)
 				cand_add(s, ql, ql->only);
 			ql->considered = ql->ncand;
 		} else {
-			gather_candidates(s, ql);
+			gather_candidates(s, ql, &at[wat[i]]);
 		}
 		enum route_err e = route_line(ql->cand, ql->ncand, ql->qty, &ql->plan);
 		line_err[i] = (uint8_t)e;

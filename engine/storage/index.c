@@ -1948,18 +1948,11 @@ void *oidx_del(struct oidx *t, const void *key, uint32_t key_len)
 	return val;
 }
 
-/* oidx_seek_ge: position on the first key >= key (NULL/0: the first key).
- * 1 if positioned, 0 if there is none (it->leaf is then NULL). */
-int oidx_seek_ge(const struct oidx *t, const void *key, uint32_t key_len, struct oidx_iter *it)
+/* Position *it on the first key >= key of leaf l, where a descent for key
+ * ended, or past l's end onto the next leaf; 1, or 0 past the last key
+ * (oidx_seek_ge's last step). */
+static int seek_in_leaf(struct oidx_leaf *l, const void *key, uint32_t key_len, struct oidx_iter *it)
 {
-	idx_probes++;
-	it->leaf = NULL;
-	it->pos = 0;
-	if (!t->root)
-		return 0;
-	if (!key)
-		key_len = 0; /* lengths beyond IDX_MAX_KEY compare fine: no copy */
-	struct oidx_leaf *l = descend(t, key, key_len);
 	bool found;
 	uint32_t p = leaf_lower(l, key, key_len, &found);
 	if (p == l->h.n) {
@@ -1972,6 +1965,48 @@ int oidx_seek_ge(const struct oidx *t, const void *key, uint32_t key_len, struct
 	it->leaf = &l->h;
 	it->pos = p;
 	return 1;
+}
+
+/* oidx_seek_ge: position on the first key >= key (NULL/0: the first key).
+ * 1 if positioned, 0 if there is none (it->leaf is then NULL). */
+int oidx_seek_ge(const struct oidx *t, const void *key, uint32_t key_len, struct oidx_iter *it)
+{
+	idx_probes++;
+	it->leaf = NULL;
+	it->pos = 0;
+	if (!t->root)
+		return 0;
+	if (!key)
+		key_len = 0; /* lengths beyond IDX_MAX_KEY compare fine: no copy */
+	return seek_in_leaf(descend(t, key, key_len), key, key_len, it);
+}
+
+/* oidx_seek_ge_many: the descents level by level (every leaf is at depth
+ * height - 1), then each key's place in its leaf. */
+void oidx_seek_ge_many(const struct oidx *t, unsigned n, const void *const keys[], const uint32_t lens[],
+		       struct oidx_iter its[], int ok[])
+{
+	assert(n <= OIDX_SEEK_MANY_MAX);
+	struct oidx_node *at[OIDX_SEEK_MANY_MAX];
+	uint32_t len[OIDX_SEEK_MANY_MAX];
+	idx_probes += n;
+	for (unsigned i = 0; i < n; i++) {
+		its[i].leaf = NULL;
+		its[i].pos = 0;
+		ok[i] = 0;
+		at[i] = t->root;
+		len[i] = keys[i] ? lens[i] : 0; /* as oidx_seek_ge: lengths beyond IDX_MAX_KEY compare fine */
+	}
+	if (!t->root)
+		return;
+	for (uint32_t depth = 1; depth < t->height; depth++)
+		for (unsigned i = 0; i < n; i++) {
+			struct oidx_inner *in = as_inner(at[i]);
+			at[i] = in->kids[inner_child(in, keys[i], len[i])];
+			node_prefetch(at[i]);
+		}
+	for (unsigned i = 0; i < n; i++)
+		ok[i] = seek_in_leaf(as_leaf(at[i]), keys[i], len[i], &its[i]);
 }
 
 /* oidx_first: position on the first key, without counting a probe.  1 if

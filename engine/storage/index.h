@@ -158,6 +158,15 @@ static inline size_t oidx_count(const struct oidx *t) { return t->count; }
 /* Position at the first key >= key (key NULL/len 0: the first key).
  * Returns 1 if positioned on an entry, 0 if past the end. */
 int oidx_seek_ge(const struct oidx *t, const void *key, uint32_t key_len, struct oidx_iter *it);
+/* oidx_seek_ge of n keys at once (n <= OIDX_SEEK_MANY_MAX): its[i] and
+ * ok[i] as oidx_seek_ge(t, keys[i], lens[i], &its[i]) would give them.
+ * The n descents go down together, a level at a time, each level's nodes
+ * prefetched before any of them is searched: in a tree far bigger than
+ * the cache their misses overlap (about a height of round trips to
+ * memory instead of n heights).  Adds n to idx_probes. */
+#define OIDX_SEEK_MANY_MAX 16u
+void oidx_seek_ge_many(const struct oidx *t, unsigned n, const void *const keys[], const uint32_t lens[],
+		       struct oidx_iter its[], int ok[]);
 /* Position at the first key, without adding to idx_probes (a bulk pass
  * over the whole tree, not a request's read: table_build_ordered, which
  * may run on a second thread).  1 or 0 (empty tree). */

@@ -57,6 +57,7 @@
  */
 #include "engine/supply/offer.h"
 
+#include <assert.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1381,18 +1382,67 @@ static void parts_prefetch(struct shard *sh, const struct offer *o)
 		__builtin_prefetch(o->named);
 }
 
-int offer_wine_any(struct shard *sh, const char *wine_id, size_t wine_len,
-		   int (*fn)(const struct offer *o, void *arg), void *arg)
+/* The by-wine index's prefix of a wine's keys (the id and a NUL) into k;
+ * its length, or 0 for an id too long to have offers. */
+static uint32_t wine_prefix(uint8_t k[IDX_MAX_KEY + 1], const char *wine_id, size_t wine_len)
 {
-	struct offer_ext *e = ext(&sh->tables[REC_T_OFFER]);
-	uint8_t k[IDX_MAX_KEY + 1];
-	if (!e || wine_len + 1 > IDX_MAX_KEY)
+	if (wine_len + 1 > IDX_MAX_KEY)
 		return 0;
 	memcpy(k, wine_id, wine_len);
 	k[wine_len] = 0;
-	uint32_t pl = (uint32_t)wine_len + 1;
-	struct oidx_iter it, ahead, lv;
-	int ok = oidx_seek_ge(&e->by_wine, k, pl, &it), more = ok, lmore = ok;
+	return (uint32_t)wine_len + 1;
+}
+
+void offer_wines_seek(struct shard *sh, unsigned n, const char *const ids[], const size_t lens[],
+		      struct offer_wine_at at[])
+{
+	assert(n <= OFFER_WINES_SEEK_MAX);
+	struct offer_ext *e = ext(&sh->tables[REC_T_OFFER]);
+	uint8_t k[OFFER_WINES_SEEK_MAX][IDX_MAX_KEY + 1];
+	const void *keys[OFFER_WINES_SEEK_MAX];
+	uint32_t kl[OFFER_WINES_SEEK_MAX];
+	struct oidx_iter its[OFFER_WINES_SEEK_MAX];
+	int ok[OFFER_WINES_SEEK_MAX];
+	unsigned m = 0, of[OFFER_WINES_SEEK_MAX]; /* the wines that may have offers */
+	for (unsigned i = 0; i < n; i++) {
+		at[i].ok = 0;
+		if (e && (kl[m] = wine_prefix(k[m], ids[i], lens[i]))) {
+			keys[m] = k[m];
+			of[m++] = i;
+		}
+	}
+	if (!m)
+		return;
+	oidx_seek_ge_many(&e->by_wine, m, keys, kl, its, ok);
+	for (unsigned j = 0; j < m; j++) {
+		struct offer_wine_at *a = &at[of[j]];
+		a->it = its[j];
+		a->ok = ok[j];
+		struct oidx_iter ahead = its[j];
+		for (unsigned r = 0, more = ok[j]; more && r < OFFER_ROW_PREFETCH_AHEAD; r++) {
+			table_row_prefetch_body(&sh->tables[REC_T_OFFER], oidx_iter_val(&ahead));
+			more = oidx_next(&ahead);
+		}
+	}
+}
+
+int offer_wine_any(struct shard *sh, const char *wine_id, size_t wine_len,
+		   int (*fn)(const struct offer *o, void *arg), void *arg)
+{
+	struct offer_wine_at at;
+	offer_wines_seek(sh, 1, &wine_id, &wine_len, &at);
+	return offer_wine_any_at(sh, wine_id, wine_len, &at, fn, arg);
+}
+
+int offer_wine_any_at(struct shard *sh, const char *wine_id, size_t wine_len, const struct offer_wine_at *at,
+		      int (*fn)(const struct offer *o, void *arg), void *arg)
+{
+	uint8_t k[IDX_MAX_KEY + 1];
+	uint32_t pl = wine_prefix(k, wine_id, wine_len);
+	if (!pl || !at->ok)
+		return 0;
+	struct oidx_iter it = at->it, ahead, lv;
+	int ok = 1, more = 1, lmore = 1;
 	ahead = lv = it;
 	for (unsigned i = 0; more && i < OFFER_ROW_PREFETCH_AHEAD; i++) {
 		table_row_prefetch_body(&sh->tables[REC_T_OFFER], oidx_iter_val(&ahead));

@@ -108,6 +108,23 @@ int offer_seen_by(struct api_ctx *c, const struct offer_seer *s, const struct of
 				       * prefetched OFFER_ROW_PREFETCH_AHEAD - 2 steps before */
 int offer_wine_any(struct shard *sh, const char *wine_id, size_t wine_len,
 		   int (*fn)(const struct offer *o, void *arg), void *arg);
+/* Where a wine's offers start in the by-wine index (offer_wines_seek). */
+struct offer_wine_at {
+	struct oidx_iter it;
+	int ok; /* 0: the wine has none */
+};
+#define OFFER_WINES_SEEK_MAX OIDX_SEEK_MANY_MAX /* wines one offer_wines_seek finds */
+/* Where each of n wines' offers start (n <= OFFER_WINES_SEEK_MAX), the
+ * n descents of the index made together (oidx_seek_ge_many: their misses
+ * overlap), and the first OFFER_ROW_PREFETCH_AHEAD rows of each prefetched
+ * at once.  A quote of several lines finds its wines' offers before
+ * walking the first: at[i] is for offer_wine_any_at, valid until the next
+ * change of the offer table. */
+void offer_wines_seek(struct shard *sh, unsigned n, const char *const ids[], const size_t lens[],
+		      struct offer_wine_at at[]);
+/* offer_wine_any from at, which offer_wines_seek found for this wine. */
+int offer_wine_any_at(struct shard *sh, const char *wine_id, size_t wine_len, const struct offer_wine_at *at,
+		      int (*fn)(const struct offer *o, void *arg), void *arg);
 
 /* ---- create / upsert without HTTP (POST /v1/offers, POST /v1/sync/push) -- */
 

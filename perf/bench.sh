@@ -905,6 +905,41 @@ fi
 # -c1/-c16/-c64 135/68/95 us, 2PC 0.25/0.36, scale p99 1.22/2.22 raw,
 # 1.23/1.66 without interrupted quotes, p50 1.71/1.90.
 
+# Measured 2026-12-01 (session 51), same defaults.  Where the big
+# catalogue's quote time goes: the same 5-line quote run twice, the second
+# timed, costs the same in both catalogues (PGO=0: big 14.5, small 13.7 us;
+# cold 29.6 and 15.1), so the gap is cache misses alone.  Warming parts
+# before a cold quote: the by-wine descents and leaves 2.9 us of it, the
+# offers' rows with their levels and lists ~5 us, wines and producers
+# 1.6-2 us.  Changes (bench_scale, PGO=0, alternating in one process):
+# an offer's only level is read without walking the by-offer index
+# (offer.one_level, kept by the changed hooks, prefetched two candidates
+# ahead: 5-line p50 big 29.9 -> 26.0, small 17.6 -> 14.6 us); a lookup's
+# second prefetch stage loads the row's whole struct, not its first line,
+# and a candidate's permission lists are prefetched with its level (big
+# 24.1 -> 23.2, small unchanged); every line's offers are found in one
+# batched descent (oidx_seek_ge_many: big 24.7 -> 23.3 and 23.7 -> 22.6,
+# small unchanged); decoding an offer no longer clears 3 KB of unused
+# list entries (8 % of the recovery builder's samples; no change in
+# wall time: the loop is the slower side).  Tried and dropped: prefetching
+# the WAL tail's slots and rows transactions ahead (WAL part unchanged,
+# 6 pairs), transparent huge pages on the hash arrays (recovery no
+# faster), glibc's hugetlb=1 again (big 5-line p50 -8 %, ratio 1.95 ->
+# 1.78, but recovery's system time 0.25-2.17 s: compaction), deeper
+# prefetch distances (8/4 rows/levels: no change), a synchronous
+# pre-seek of every line (slower).  make bench at 7fedf66 (nginx
+# 159,855): recovery 2,095,494 rows/s (0.96 s), quote 1 line 0.59x (p99
+# 1.322 ms, nginx's own 1.823 ms), 5 lines 0.31x, router/direct 0.62,
+# orders -c1/-c16/-c64 133/75/91 us, scale p99 1.59/2.14 raw, 1.59/1.86
+# without interrupted quotes, p50 2.05/2.01 (the small catalogue got
+# faster too).  At 4348bc2 (nginx 138,063: a slower stretch): recovery
+# 1,854,426 rows/s (1.08 s, CPU user 1.66 s against 1.37 s in the run
+# before, with the recovery code unchanged between them), quote 1 line
+# 0.65x (p99 1.177 ms), 5 lines 0.37x, router/direct 0.62, scale p99
+# 1.54/1.76 raw, 1.55/1.69 without interrupted quotes, p50 2.07/1.80.
+# The shard's CPU of a 1-line quote over HTTP is 60 % kernel (loopback
+# TCP: the sender runs the receiver's softirq and wakes wrk).
+
 # cpu_ticks PID : utime + stime of every thread of the process (/proc, clock ticks)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 

@@ -927,7 +927,10 @@ fi
 # faster), glibc's hugetlb=1 again (big 5-line p50 -8 %, ratio 1.95 ->
 # 1.78, but recovery's system time 0.25-2.17 s: compaction), deeper
 # prefetch distances (8/4 rows/levels: no change), a synchronous
-# pre-seek of every line (slower).  make bench at 7fedf66 (nginx
+# pre-seek of every line (slower), the builder hashing each row's id and
+# natural key for the loop (hidx hints: snapshot part, best of 8, 649 ms
+# before, 653 after), starting the lines' batched seek from the skus
+# before the wines are read (big p50 21.1 -> 21.1 us).  make bench at 7fedf66 (nginx
 # 159,855): recovery 2,095,494 rows/s (0.96 s), quote 1 line 0.59x (p99
 # 1.322 ms, nginx's own 1.823 ms), 5 lines 0.31x, router/direct 0.62,
 # orders -c1/-c16/-c64 133/75/91 us, scale p99 1.59/2.14 raw, 1.59/1.86

@@ -940,6 +940,11 @@ fi
 # before, with the recovery code unchanged between them), quote 1 line
 # 0.65x (p99 1.177 ms), 5 lines 0.37x, router/direct 0.62, scale p99
 # 1.54/1.76 raw, 1.55/1.69 without interrupted quotes, p50 2.07/1.80.
+# At 22c37a1 (nginx 170,383): recovery 2,248,149 rows/s (0.89 s), quote 1
+# line 0.48x (82,359 req/s, p99 1.394 ms: the shard ran 82k here against
+# 90-95k in the two runs before, nginx 170k against 138-160k), 5 lines
+# 0.30x, router/direct 0.59, orders -c1/-c16/-c64 127/78/88 us, scale p99
+# 1.48/1.71 raw, 1.51/1.71 without interrupted quotes, p50 2.01/1.76.
 # The shard's CPU of a 1-line quote over HTTP is 60 % kernel (loopback
 # TCP: the sender runs the receiver's softirq and wakes wrk).
 

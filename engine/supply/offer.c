@@ -1444,10 +1444,8 @@ int offer_wine_any_at(struct shard *sh, const char *wine_id, size_t wine_len, co
 	struct oidx_iter it = at->it, ahead, lv;
 	int ok = 1, more = 1, lmore = 1;
 	ahead = lv = it;
-	for (unsigned i = 0; more && i < OFFER_ROW_PREFETCH_AHEAD; i++) {
-		table_row_prefetch_body(&sh->tables[REC_T_OFFER], oidx_iter_val(&ahead));
-		more = oidx_next(&ahead);
-	}
+	for (unsigned i = 0; more && i < OFFER_ROW_PREFETCH_AHEAD; i++)
+		more = oidx_next(&ahead); /* (offer_wines_seek prefetched these rows) */
 	for (unsigned i = 0; lmore && i < OFFER_LEVEL_PREFETCH_AHEAD; i++) {
 		parts_prefetch(sh, oidx_iter_val(&lv));
 		lmore = oidx_next(&lv);

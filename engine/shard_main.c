@@ -43,6 +43,7 @@
 #include "engine/catalogue/media.h"
 #include "engine/storage/shard.h"
 #include "engine/replication/repl.h"
+#include "engine/stock/inventory.h"
 #include "engine/stock/txn_part.h"
 #include "engine/cluster/cluster_auth.h"
 #include "engine/cluster/shard_map.h"
@@ -205,6 +206,7 @@ static void on_tick(struct ev_loop *loop, void *arg)
 	webhooks_poll(sh); /* new events fanned out to endpoints, due deliveries sent */
 	retention_tick(sh); /* events, deliveries and released holds past --retention-days */
 	checks_tick(sh); /* the nightly consistency checks, at --checks-at */
+	inv_count_step(sh, INV_COUNT_STEP); /* after a restart: the offers' counts of their levels */
 	repl_pub_wake(sh, 0); /* long-polls whose wait is over */
 	uint64_t now = ev_now_ms(loop);
 	if (sh->cfg.snapshot_interval_s && now >= sh->snap_next_due_ms) {

@@ -1882,9 +1882,25 @@ WM_TEST(oidx, iterator_key_bytes_after_splits)
  * or above every key of the leaf, and leaves of different prefixes merged
  * and evened out. */
 
+/* The index's order of two byte strings: memcmp's, a proper prefix first. */
+static int byte_order(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl)
+{
+	int c = al && bl ? memcmp(a, b, al < bl ? al : bl) : 0;
+	c = c ? c : (al > bl) - (al < bl);
+	return (c > 0) - (c < 0);
+}
+
+/* oidx_iter_cmp's sign at `it` against q[0, l), as the copied key k orders. */
+static void expect_cmp(const struct oidx_iter *it, const uint8_t *k, uint32_t kl, const uint8_t *q, uint32_t l, uint32_t i)
+{
+	int c = oidx_iter_cmp(it, q, l);
+	cr_assert_eq((c > 0) - (c < 0), byte_order(k, kl, q, l), "key %u against %u bytes: %d", i, l, c);
+}
+
 /* t holds exactly want[0..n) (whole bytes, values i + 1): expect_exactly,
- * then oidx_iter_has_prefix agreeing with the copied key at every entry
- * and every length up to one past it. */
+ * then oidx_iter_has_prefix and oidx_iter_cmp agreeing with the copied key
+ * at every entry and every length up to one past it (the key's own bytes,
+ * one of them changed up and down, one byte more). */
 static void expect_keys(struct oidx *t, uint8_t (*want)[IDX_MAX_KEY], const uint32_t *lens, uint32_t n)
 {
 	struct rkey *keys = calloc(n ? n : 1, sizeof(*keys));
@@ -1908,9 +1924,16 @@ static void expect_keys(struct oidx *t, uint8_t (*want)[IDX_MAX_KEY], const uint
 			uint8_t q[IDX_MAX_KEY];
 			memcpy(q, k, l <= kl ? l : kl);
 			cr_assert(l > kl || oidx_iter_has_prefix(&it, q, l), "key %u: its own %u bytes", i, l);
+			if (l <= kl)
+				expect_cmp(&it, k, kl, q, l, i);
 			if (l > 0 && l <= kl) {
 				q[l - 1] ^= 0x01; /* one byte off: not a prefix */
 				cr_assert(!oidx_iter_has_prefix(&it, q, l), "key %u: %u bytes, one changed", i, l);
+				expect_cmp(&it, k, kl, q, l, i);
+				q[l - 1] = (uint8_t)(k[l - 1] + 1); /* above, then below (bytes wrap: both ways) */
+				expect_cmp(&it, k, kl, q, l, i);
+				q[l - 1] = (uint8_t)(k[l - 1] - 1);
+				expect_cmp(&it, k, kl, q, l, i);
 			}
 		}
 		if (kl < IDX_MAX_KEY) { /* longer than the key: never its prefix */
@@ -1918,6 +1941,7 @@ static void expect_keys(struct oidx *t, uint8_t (*want)[IDX_MAX_KEY], const uint
 			memcpy(longer, k, kl);
 			longer[kl] = 0;
 			cr_assert(!oidx_iter_has_prefix(&it, longer, kl + 1));
+			expect_cmp(&it, k, kl, longer, kl + 1, i);
 		}
 	}
 	cr_assert_eq(i, n);

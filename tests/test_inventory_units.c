@@ -334,7 +334,7 @@ static unsigned sellable_of(struct fixture *f, const char *id, int64_t *sum)
  * a walk (offer.h one_level), or NULL when not known. */
 static const struct row *one_level(struct fixture *f, const char *id) { return ofr(f, id)->one_level; }
 
-/* An offer's only level, once a walk has met it, is read without a walk,
+/* An offer's only level, once counted, is read without a walk,
  * and the row read is always the level's stored version: through an
  * in-place update, a new version in a new block (a new location: new
  * index keys), a second level (not known which is read: none cached) and
@@ -348,9 +348,9 @@ WM_TEST(inventory_level, an_offers_only_level_is_read_as_stored)
 	put_offer(f, "ofr_a", "10.00");
 	put_offer(f, "ofr_b", "11.00");
 	put_level_of(f, "inv_1", "ofr_a", 10);
-	cr_assert_null(one_level(f, "ofr_a"), "not known before a walk");
+	cr_assert_eq(one_level(f, "ofr_a"), &lvl(f, "inv_1")->row, "counted as it came: the offer had none");
 	cr_assert_eq(sellable_of(f, "ofr_a", &sum), 1);
-	cr_assert_eq(one_level(f, "ofr_a"), &lvl(f, "inv_1")->row, "the walk met the only level");
+	cr_assert_eq(one_level(f, "ofr_a"), &lvl(f, "inv_1")->row);
 
 	put_level_of(f, "inv_1", "ofr_a", 12); /* same keys: overwritten in place */
 	cr_assert_eq(one_level(f, "ofr_a"), &lvl(f, "inv_1")->row);
@@ -395,23 +395,24 @@ WM_TEST(inventory_level, an_offers_only_level_is_read_as_stored)
 	fixture_free(f);
 }
 
-/* The count a quote skips the walk by stays exact once known: through a
- * level's add, in-place update, move to another offer and delete, and a
- * new version of the offer; a restart forgets it (0), and the next walk
- * learns it again.  A count left behind (a level added and not counted)
- * would hide that level's stock from quotes. */
+/* The count a quote skips the walk by is known from an offer's creation
+ * and stays exact: through a level's add, in-place update, move to another
+ * offer and delete, and a new version of the offer.  A restart loads the
+ * offers uncounted (0: a quote walks), and inv_count_step counts them.  A
+ * count left behind (a level added and not counted) would hide that
+ * level's stock from quotes. */
 WM_TEST(inventory_level, an_offers_level_count_follows_every_add_move_and_delete)
 {
 	struct fixture *f = fixture_new("lvcount");
 	int64_t sum;
 	put_offer(f, "ofr_a", "10.00");
 	put_offer(f, "ofr_b", "11.00");
-	cr_assert_eq(ofr(f, "ofr_a")->n_levels_p1, 0, "not known before a walk");
-	put_level_of(f, "inv_1", "ofr_a", 10); /* nothing known yet: nothing counted */
-	cr_assert_eq(ofr(f, "ofr_a")->n_levels_p1, 0);
+	cr_assert_eq(ofr(f, "ofr_a")->n_levels_p1, 1, "a new offer is counted as it is stored: none");
+	put_level_of(f, "inv_1", "ofr_a", 10);
+	cr_assert_eq(ofr(f, "ofr_a")->n_levels_p1, 2);
 	cr_assert_eq(sellable_of(f, "ofr_a", &sum), 1);
 	cr_assert_eq(sum, 10);
-	cr_assert_eq(ofr(f, "ofr_a")->n_levels_p1, 2, "the walk cached one level");
+	cr_assert_eq(ofr(f, "ofr_a")->n_levels_p1, 2);
 	cr_assert_eq(sellable_of(f, "ofr_b", &sum), 0);
 	cr_assert_eq(ofr(f, "ofr_b")->n_levels_p1, 1, "known to have none");
 
@@ -444,17 +445,79 @@ WM_TEST(inventory_level, an_offers_level_count_follows_every_add_move_and_delete
 
 	shard_close(&f->sh);
 	fx_open(f);
-	cr_assert_eq(ofr(f, "ofr_a")->n_levels_p1, 0, "a restart forgets the counts");
+	cr_assert_eq(ofr(f, "ofr_a")->n_levels_p1, 0, "a restart loads the offers uncounted");
 	cr_assert_eq(ofr(f, "ofr_b")->n_levels_p1, 0);
-	cr_assert_eq(sellable_of(f, "ofr_b", &sum), 2);
+	cr_assert_eq(sellable_of(f, "ofr_b", &sum), 2, "a quote's walk, before the count");
 	cr_assert_eq(sum, 14);
-	cr_assert_eq(ofr(f, "ofr_b")->n_levels_p1, 3);
-	put_level_of(f, "inv_4", "ofr_a", 3); /* counted after a restart too, once a walk has run */
-	cr_assert_eq(sellable_of(f, "ofr_a", &sum), 1);
+	cr_assert_eq(ofr(f, "ofr_b")->n_levels_p1, 3, "and learns it");
+	put_level_of(f, "inv_4", "ofr_a", 3); /* an unknown count stays unknown */
+	cr_assert_eq(ofr(f, "ofr_a")->n_levels_p1, 0);
+	cr_assert_eq(inv_count_step(&f->sh, INV_COUNT_STEP), 0, "one step counts both");
 	cr_assert_eq(ofr(f, "ofr_a")->n_levels_p1, 2);
+	cr_assert_eq(one_level(f, "ofr_a"), &lvl(f, "inv_4")->row);
+	cr_assert_eq(ofr(f, "ofr_b")->n_levels_p1, 3);
+	cr_assert_null(one_level(f, "ofr_b"));
+	cr_assert_eq(inv_count_step(&f->sh, INV_COUNT_STEP), 0, "nothing left to count");
 	put_level_of(f, "inv_5", "ofr_a", 4);
 	cr_assert_eq(ofr(f, "ofr_a")->n_levels_p1, 3);
 	cr_assert_eq(sellable_of(f, "ofr_a", &sum), 2);
 	cr_assert_eq(sum, 7);
+	put_offer(f, "ofr_c", "9.00"); /* new after the restart: counted as it is stored */
+	cr_assert_eq(ofr(f, "ofr_c")->n_levels_p1, 1);
+	fixture_free(f);
+}
+
+/* The count after a restart goes a step at a time, each step on from where
+ * the last stopped, with writes between the steps: every offer ends with
+ * the count a walk finds (sellable_of checks it against the walk), an
+ * offer with more levels than a step's budget included, and the steps
+ * stop once all are counted.  A step that did not move on would never end
+ * (the tick calls it forever); one that skipped an offer would leave it
+ * to the walk, and one that counted wrong would hide stock. */
+WM_TEST(inventory_level, the_loaded_offers_are_counted_step_by_step)
+{
+	struct fixture *f = fixture_new("lvsteps");
+	static const struct {
+		const char *offer;
+		int levels;
+	} want[] = {{"ofr_a", 1}, {"ofr_b", 0}, {"ofr_c", 2}, {"ofr_d", 1}, {"ofr_e", 0}, {"ofr_f", 3}, {"ofr_g", 1}};
+	const unsigned n = sizeof(want) / sizeof(want[0]);
+	int lv = 0;
+	for (unsigned i = 0; i < n; i++) {
+		put_offer(f, want[i].offer, "10.00");
+		for (int k = 0; k < want[i].levels; k++) {
+			char id[16];
+			snprintf(id, sizeof(id), "inv_%02d", lv++);
+			put_level_of(f, id, want[i].offer, 5);
+		}
+	}
+	/* levels of offers this shard does not store, before the first and
+	 * between two: skipped */
+	put_level_full(f, "inv_80", "ofr_0", "loc_x", "sellable", 5);
+	put_level_full(f, "inv_81", "ofr_cc", "loc_x", "sellable", 5);
+	put_level_full(f, "inv_82", "ofr_cc", "loc_y", "sellable", 5);
+	shard_close(&f->sh);
+	fx_open(f);
+	for (unsigned i = 0; i < n; i++)
+		cr_assert_eq(ofr(f, want[i].offer)->n_levels_p1, 0, "%s: loaded uncounted", want[i].offer);
+	unsigned steps = 0;
+	while (inv_count_step(&f->sh, 2)) {
+		cr_assert_lt(++steps, 2 * n, "a step that does not move on");
+		if (steps == 1) { /* between two steps: a level added to ofr_f (not counted yet), one to ofr_b */
+			put_level_of(f, "inv_90", "ofr_f", 5);
+			put_level_of(f, "inv_91", "ofr_b", 5);
+		}
+	}
+	cr_assert_geq(steps, 3, "a budget of 2 takes several steps (%u)", steps);
+	cr_assert_eq(inv_count_step(&f->sh, 2), 0, "and then there is nothing left");
+	for (unsigned i = 0; i < n; i++) {
+		const struct offer *o = ofr(f, want[i].offer);
+		int64_t sum;
+		unsigned levels = (unsigned)want[i].levels + (!strcmp(want[i].offer, "ofr_f") || !strcmp(want[i].offer, "ofr_b"));
+		cr_assert_eq(o->n_levels_p1, levels + 1, "%s: %u levels, count %u", want[i].offer, levels, o->n_levels_p1);
+		cr_assert_eq(!!o->one_level, levels == 1, "%s", want[i].offer);
+		cr_assert_eq(sellable_of(f, want[i].offer, &sum), levels, "%s", want[i].offer);
+		cr_assert_eq(sum, 5 * (int64_t)levels);
+	}
 	fixture_free(f);
 }

@@ -58,6 +58,15 @@ static inline int64_t inv_atp(const struct inv_level *l) { return l->on_hand - l
 
 const struct inv_level *inv_level_get(struct shard *sh, const char *id, size_t len);
 
+/* After a load, the offers' counts of their levels (offer.h n_levels_p1,
+ * one_level) are worked out a step at a time from the tick (inventory.c
+ * inv_count_step says why): a step meets about `budget` offers and levels
+ * (INV_COUNT_STEP from the tick, ~1 ms), and counts one offer at least.
+ * 1 while offers remain, 0 once every loaded offer is counted (and on a
+ * shard without the tables). */
+#define INV_COUNT_STEP 32768
+int inv_count_step(struct shard *sh, unsigned budget);
+
 /*
  * Re-planning a cross-shard order (DESIGN.md 9, step 2): a participant that
  * voted no reported the true ATP of a level whose replica here was stale.

@@ -2092,6 +2092,22 @@ bool oidx_iter_has_prefix(const struct oidx_iter *it, const void *pfx, uint32_t 
 	return len <= pl || !memcmp(e + 1, q + pl, len - pl);
 }
 
+/* oidx_iter_cmp: the key under a valid iterator (the leaf's shared
+ * prefix, then the entry's suffix) against key[0, len), in place. */
+int oidx_iter_cmp(const struct oidx_iter *it, const void *key, uint32_t len)
+{
+	const struct oidx_leaf *l = as_leaf(it->leaf);
+	const uint8_t *e = leaf_ent(l, it->pos), *q = key;
+	uint32_t pl = l->plen, sl = e[0], kl = pl + sl;
+	uint32_t a = len < pl ? len : pl;
+	int c = a ? memcmp(l->pfx, q, a) : 0;
+	if (c || len <= pl)
+		return c ? c : kl > len; /* the prefix alone covers key: equal, or longer */
+	uint32_t b = len - pl < sl ? len - pl : sl;
+	c = b ? memcmp(e + 1, q + pl, b) : 0;
+	return c ? c : (kl > len) - (kl < len);
+}
+
 /* oidx_next: step to the following key.  1 if on an entry, 0 when walked
  * off the end (the iterator then stays off: further steps return 0). */
 int oidx_next(struct oidx_iter *it)

@@ -180,6 +180,9 @@ void *oidx_iter_val(const struct oidx_iter *it);
 const void *oidx_iter_key(struct oidx_iter *it, uint32_t *key_len);
 /* Does the current key start with pfx[0, len)?  No copy. */
 bool oidx_iter_has_prefix(const struct oidx_iter *it, const void *pfx, uint32_t len);
+/* The current key against key[0, len) in the index's order (bytes, a
+ * proper prefix first): <0, 0 or >0 as memcmp.  No copy. */
+int oidx_iter_cmp(const struct oidx_iter *it, const void *key, uint32_t len);
 /* Step; returns 1 if on an entry, 0 when walked off the end. */
 int oidx_next(struct oidx_iter *it);
 int oidx_prev(struct oidx_iter *it);

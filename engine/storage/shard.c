@@ -73,6 +73,14 @@ static void log_temp_removed(void *ctx, const char *path)
 	log_warn("msg=\"half-written snapshot removed\" file=%s", path);
 }
 
+/* Every table's table_ops.loaded, in table order: the load is over. */
+static void tables_loaded(struct shard *sh)
+{
+	for (int i = 0; i < REC_T_COUNT_; i++)
+		if (sh->tables[i].ops && sh->tables[i].ops->loaded)
+			sh->tables[i].ops->loaded(&sh->tables[i]);
+}
+
 int shard_load_with(struct shard *sh, const struct config *cfg, const struct shard_open_opts *o, char *err,
 		    size_t errlen)
 {
@@ -144,6 +152,7 @@ int shard_load_with(struct shard *sh, const struct config *cfg, const struct sha
 	if (rc == WAL_REPLAY_STOP && upto_lsn) {
 		log_info("msg=\"recovered up to the requested LSN\" lsn=%llu", (unsigned long long)sh->lsn);
 		sh->state_lsn = sh->lsn;
+		tables_loaded(sh);
 		return 0;
 	}
 	if (rc) {
@@ -163,6 +172,7 @@ int shard_load_with(struct shard *sh, const struct config *cfg, const struct sha
 		 (unsigned long long)sh->lsn, (unsigned long long)rep.txns_replayed, rep.segments,
 		 (unsigned long long)sh->wal_time.ms, (unsigned long long)sh->wal_time.loop_wait_ms,
 		 (unsigned long long)sh->wal_time.builder_wait_ms);
+	tables_loaded(sh);
 	return 0;
 }
 

@@ -108,6 +108,13 @@ struct table_ops {
 	 * exact.
 	 */
 	void (*changed)(struct table *t, const struct row *old, struct row *r, const struct row *at);
+	/* Recovery has installed every row of every table (the snapshot, then
+	 * the WAL tail; also a shard that started empty), and the loop is
+	 * about to serve: state derived from whole tables, built in one pass
+	 * rather than row by row while they load (may be NULL).  Called once
+	 * per load, on the loop, before the first request; the table's
+	 * ordered indexes are complete. */
+	void (*loaded)(struct table *t);
 	/* Set up / tear down the resource's per-table state in t->ext. */
 	int (*init)(struct table *t);
 	void (*fini)(struct table *t);

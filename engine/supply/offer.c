@@ -119,6 +119,7 @@ struct offer_vals {
 struct offer_ext {
 	struct hidx by_natural;
 	struct oidx by_orig, by_wine, open, by_named, by_country;
+	void (*count_levels)(struct table *offers, struct offer *o); /* offer_count_levels_with */
 };
 
 static struct offer_ext *ext(const struct table *t) { return t->ext; }
@@ -730,15 +731,18 @@ static int offer_decode_typed(struct table *t, struct row *r, const void *typed)
 }
 
 /* Test builds' check of the fast path: the same fields and lists (not
- * n_levels_p1, which is no value of the offer's). */
+ * n_levels_p1 and one_level before them, which are no values of the
+ * offer's). */
 static int offer_typed_same(const struct row *a, const struct row *b)
 {
+	_Static_assert(sizeof(struct offer) <= 216, "an offer row and its id fit a 256-byte malloc chunk");
 	const struct offer_row *x = (const struct offer_row *)a, *y = (const struct offer_row *)b;
-	size_t head = sizeof(struct row), count = offsetof(struct offer, n_levels_p1),
-	       after = count + sizeof(x->o.n_levels_p1), lists = offsetof(struct offer, countries);
+	size_t from = offsetof(struct offer, currency), lists = offsetof(struct offer, countries);
+	_Static_assert(offsetof(struct offer, n_levels_p1) < offsetof(struct offer, currency) &&
+			       offsetof(struct offer, one_level) < offsetof(struct offer, currency),
+		       "the offer's values follow what it keeps of its levels");
 	unsigned nc = x->o.n_allowed + x->o.n_blocked;
-	return !memcmp((const char *)x + head, (const char *)y + head, count - head) &&
-	       !memcmp((const char *)x + after, (const char *)y + after, lists - after) &&
+	return !memcmp((const char *)x + from, (const char *)y + from, lists - from) &&
 	       (!nc || !memcmp(x->o.countries, y->o.countries, nc * sizeof(*x->o.countries))) &&
 	       (!x->o.n_named || !memcmp(x->o.named, y->o.named, x->o.n_named * sizeof(*x->o.named)));
 }
@@ -747,15 +751,22 @@ static void offer_render(const struct row *r, struct jw *w);
 
 /* changed: a new version of an offer has the levels its predecessor had
  * (levels are filed under the offer's id, which both share): the count
- * and the only level's row. */
+ * and the only level's row.  A new offer's are counted by the inventory
+ * (offer_count_levels_with), once it keeps them. */
 static void offer_changed(struct table *t, const struct row *old, struct row *r, const struct row *at)
 {
-	(void)t;
 	(void)at;
 	if (old && r) {
 		((struct offer_row *)r)->o.n_levels_p1 = ((const struct offer_row *)old)->o.n_levels_p1;
 		((struct offer_row *)r)->o.one_level = ((const struct offer_row *)old)->o.one_level;
+	} else if (r && ext(t)->count_levels) {
+		ext(t)->count_levels(t, &((struct offer_row *)r)->o);
 	}
+}
+
+void offer_count_levels_with(struct table *offers, void (*count)(struct table *offers, struct offer *o))
+{
+	ext(offers)->count_levels = count;
 }
 
 const struct table_ops offer_table_ops = {

@@ -36,25 +36,44 @@ extern const char *const offer_source_names[];
 
 struct offer {
 	struct row row;
+	/* Not a value either, and kept with n_levels_p1: when the offer is
+	 * known to have exactly one level (n_levels_p1 == 2), that level's
+	 * stored row once a count or a walk has met it, else NULL.  A quote then reads
+	 * the level without walking the inventory's by-offer index, and can
+	 * prefetch it a few candidates ahead (offer_wine_any).  The inventory
+	 * table's changed hook repoints it when the level's row moves to
+	 * another block and clears it when the count moves; a new version of
+	 * the offer carries it (offer_changed).  (The row block has room for
+	 * it: 216 bytes and the id fit the same 256-byte malloc chunk as 208.)
+	 * Both sit right after the row's head, with the flags a quote checks
+	 * first, in the row's first cache line: a quote reads them first (to
+	 * prefetch the level), and the count of every offer at the end of a
+	 * load (inventory.c inv_loaded) writes one line of each row instead of
+	 * three. */
+	const struct row *one_level;
+	/* Not a value of the offer (not in its document, image or
+	 * typed_same): how many levels the inventory table files under it,
+	 * plus one, or 0 when not known.  Known for every offer once the
+	 * shard has loaded: the inventory table counts them all in one pass
+	 * at the end of recovery (inventory.c inv_loaded), and then each new
+	 * offer as it is stored (offer_count_levels_with); a new version
+	 * carries its predecessor's, and level adds and removes keep a known
+	 * one exact.  Unknown only past what a count can hold, or when a
+	 * removal finds it wrong (a bug: test builds stop); a quote's walk
+	 * then learns it again (inv_offer_sellable_of).  1 lets a quote skip
+	 * the walk of an offer without levels. */
+	uint16_t n_levels_p1;
 	/* wine_id, originator_id and condition, side by side (the ids
 	 * zero-padded to ID_MAX_LEN), are the offer's natural key as it is
 	 * indexed: the uniqueness index keys each offer by these bytes of its
 	 * own row (offer.c OFFER_NKEY_LEN) instead of a copy */
-	char wine_id[ID_MAX_LEN];
-	char originator_id[ID_MAX_LEN];
-	uint8_t condition;
 	char currency[4];
 	uint8_t status, incoterm, source;
 	uint8_t shareable, deflt;        /* network_shareable; enum permit_default */
 	uint8_t n_allowed, n_blocked, n_named;
-	/* Not a value of the offer (not in its document, image or
-	 * typed_same): how many levels the inventory table files under it,
-	 * plus one, or 0 when not known -- a new row's until a quote walks its
-	 * levels (inventory.c inv_offer_sellable_of, which then caches the
-	 * count); a new version carries its predecessor's, and level adds and
-	 * removes keep a known one exact.  1 lets a quote skip the walk of an
-	 * offer without levels. */
-	uint16_t n_levels_p1;
+	char wine_id[ID_MAX_LEN];
+	char originator_id[ID_MAX_LEN];
+	uint8_t condition;
 	int64_t price_minor;             /* seller_price in the currency's minor units */
 	int64_t qty, moq, case_size;     /* moq / case_size: 0 when absent */
 	int64_t valid_from_ms, valid_to_ms; /* INT64_MIN / INT64_MAX when absent */
@@ -64,19 +83,18 @@ struct offer {
 	int64_t created_ms, updated_ms;
 	char (*countries)[3];            /* n_allowed allowed, then n_blocked blocked (one allocation) */
 	char (*named)[PERMIT_ID_MAX];    /* n_named seller ids */
-	/* Not a value either, and kept with n_levels_p1: when the offer is
-	 * known to have exactly one level (n_levels_p1 == 2), that level's
-	 * stored row once a walk has met it, else NULL.  A quote then reads
-	 * the level without walking the inventory's by-offer index, and can
-	 * prefetch it a few candidates ahead (offer_wine_any).  The inventory
-	 * table's changed hook repoints it when the level's row moves to
-	 * another block and clears it when the count moves; a new version of
-	 * the offer carries it (offer_changed).  (The row block has room for
-	 * it: 216 bytes and the id fit the same 256-byte malloc chunk as 208.) */
-	const struct row *one_level;
 };
 
 const struct offer *offer_get(struct shard *sh, const char *id, size_t len);
+/*
+ * The count of a new offer's levels (n_levels_p1, one_level), by the
+ * inventory table, which keeps them (inventory.c): `count` is called from
+ * the offer table's changed hook for every offer stored without a
+ * predecessor, and sets them (or leaves them unknown).  The inventory sets
+ * it once the shard has loaded; NULL stops it.  (The offer table reads no
+ * inventory itself: stock sits above supply.)
+ */
+void offer_count_levels_with(struct table *offers, void (*count)(struct table *offers, struct offer *o));
 /*
  * Inventory hook (inventory.c): once an offer has stock levels, its
  * headline qty_available is the sum of their ATP.  Adds the offer's new

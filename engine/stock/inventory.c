@@ -215,6 +215,8 @@ struct inv_ext {
 	uint8_t counting;
 	uint8_t count_from_len;
 	char count_from[ID_MAX_LEN];
+	uint32_t count_steps; /* the pass so far, for its log line */
+	uint64_t count_offers;
 };
 
 static struct inv_ext *ext(const struct table *t) { return t->ext; }
@@ -526,6 +528,8 @@ static void inv_loaded(struct table *t)
 	ext(t)->counted = 1;
 	ext(t)->counting = table_count(offers) > 0;
 	ext(t)->count_from_len = 0;
+	ext(t)->count_steps = 0;
+	ext(t)->count_offers = 0;
 	offer_count_levels_with(offers, inv_count_new_offer);
 }
 
@@ -591,6 +595,11 @@ int inv_count_step(struct shard *sh, unsigned budget)
 	if (e->counting)
 		memcpy(e->count_from, next, kl);
 	idx_probes = probes;
+	e->count_steps++;
+	e->count_offers += counted;
+	if (!e->counting)
+		log_info("msg=\"offers' inventory levels counted\" offers=%llu steps=%u",
+			 (unsigned long long)e->count_offers, e->count_steps);
 	return e->counting;
 }
 

@@ -290,10 +290,14 @@ static int level_fill(struct inv_level *l, const struct lvl_vals *v)
 	l->created_ms = rfc3339_ms_exact(v->created_at);
 	l->updated_ms = rfc3339_ms_exact(v->updated_at);
 	l->condition = (uint8_t)v->condition;
-	l->on_hand = v->on_hand;
-	l->incoming = v->incoming;
-	l->reserved = v->reserved;
-	l->allocated = v->allocated;
+	const int64_t q[] = {v->on_hand, v->incoming, v->reserved, v->allocated};
+	for (unsigned i = 0; i < 4; i++)
+		if (q[i] < 0 || q[i] > INV_QTY_MAX) /* lvl_valid's bound, which the 32-bit fields rely on */
+			return -1;
+	l->on_hand = (int32_t)v->on_hand;
+	l->incoming = (int32_t)v->incoming;
+	l->reserved = (int32_t)v->reserved;
+	l->allocated = (int32_t)v->allocated;
 	return 0;
 }
 

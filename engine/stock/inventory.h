@@ -29,32 +29,41 @@ extern const char *const inv_condition_names[]; /* NULL-terminated */
 /* One inventory level: item (sku, offer, owner) x location x condition. */
 /* A sku of up to this many bytes is kept in the row itself; a longer one
  * (to INV_SKU_MAX) in a block of its own the row owns (inv_level_sku). */
-#define INV_SKU_INLINE 23
+#define INV_SKU_INLINE 22
 
+/* The row is 216 bytes, so that with its id (up to 24 bytes and a NUL)
+ * it fits a 256-byte malloc chunk (it took 288 at 240): the quantities
+ * are 32-bit (each is 0..INV_QTY_MAX), and the sku's bytes fill what the
+ * condition leaves. */
 struct inv_level {
 	struct row row;
-	char sku_in[INV_SKU_INLINE + 1]; /* the sku when it fits, else "" */
 	/* offer_id, location_id and condition, side by side (the ids zero-padded
 	 * to ID_MAX_LEN), are the level's natural key (inventory.c
 	 * INV_NKEY_LEN): unique, which a create checks among the offer's
 	 * levels */
 	char offer_id[ID_MAX_LEN], location_id[ID_MAX_LEN];
 	uint8_t condition;                       /* enum inv_condition */
+	char sku_in[INV_SKU_INLINE + 1]; /* the sku when it fits, else "" */
 	char owner_id[ID_MAX_LEN];
-	int64_t on_hand, incoming, reserved, allocated;
+	int32_t on_hand, incoming, reserved, allocated; /* 0..INV_QTY_MAX each */
 	/* created_at and updated_at, or RFC3339_NO_MS (engine/base/log.h) for a stamp that
 	 * fmt_rfc3339_ms would not write back as it is (the row then keeps its
 	 * document, and the stamps are read from it: table.h render) */
 	int64_t created_ms, updated_ms;
 	char *sku_out;                   /* a sku longer than INV_SKU_INLINE, else NULL */
 };
+_Static_assert(INV_QTY_MAX <= INT32_MAX, "a level's quantities fit its 32-bit fields");
+_Static_assert(sizeof(struct inv_level) <= 216, "a level row and its id fit a 256-byte malloc chunk");
 
 /* The level's sku (NUL-terminated).  Most skus are short: a 65-byte array
  * in every level cost ~40 bytes of padding a row. */
 static inline const char *inv_level_sku(const struct inv_level *l) { return l->sku_out ? l->sku_out : l->sku_in; }
 
 /* atp = on_hand - allocated - reserved; never negative for a stored level. */
-static inline int64_t inv_atp(const struct inv_level *l) { return l->on_hand - l->allocated - l->reserved; }
+static inline int64_t inv_atp(const struct inv_level *l)
+{
+	return (int64_t)l->on_hand - l->allocated - l->reserved;
+}
 
 const struct inv_level *inv_level_get(struct shard *sh, const char *id, size_t len);
 

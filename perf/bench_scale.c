@@ -105,7 +105,7 @@ static long offer_raw_bytes(const struct offer *o)
 	n += 2 * 8;                /* created_at, updated_at */
 	n += 2L * (o->n_allowed + o->n_blocked);
 	for (unsigned i = 0; i < o->n_named; i++)
-		n += (long)strlen(o->named[i]);
+		n += (long)strlen(offer_named(o)[i]);
 	return n;
 }
 

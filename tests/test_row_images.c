@@ -128,9 +128,9 @@ static char *dump(struct fixture *f, int tb)
 				   (long long)o->moq, (long long)o->case_size, (long long)o->valid_from_ms,
 				   (long long)o->valid_to_ms);
 			for (unsigned k = 0; k < o->n_allowed + o->n_blocked; k++)
-				buf_printf(&b, " %s%s", k < o->n_allowed ? "+" : "-", o->countries[k]);
+				buf_printf(&b, " %s%s", k < o->n_allowed ? "+" : "-", offer_countries(o)[k]);
 			for (unsigned k = 0; k < o->n_named; k++)
-				buf_printf(&b, " @%s", o->named[k]);
+				buf_printf(&b, " @%s", offer_named(o)[k]);
 		} else {
 			const struct inv_level *l = (const struct inv_level *)r;
 			buf_printf(&b, "%s %s %s %s %u %lld %lld %lld %lld %lld %lld", inv_level_sku(l), l->offer_id, l->owner_id,

@@ -202,10 +202,10 @@ static int offer_keys(struct table *t, struct row *r, int add)
 	if (offer_shared(o)) {
 		if (o->n_named) {
 			for (unsigned i = 0; i < o->n_named; i++)
-				KEY(by_named, o->named[i], strlen(o->named[i]), 1);
+				KEY(by_named, offer_named(o)[i], strlen(offer_named(o)[i]), 1);
 		} else if (o->n_allowed) {
 			for (unsigned i = 0; i < o->n_allowed; i++)
-				KEY(by_country, o->countries[i], 2, 0);
+				KEY(by_country, offer_countries(o)[i], 2, 0);
 		} else if (o->deflt == PERMIT_DEFAULT_ANY) {
 			KEY(open, "", 0, 0);
 		}
@@ -256,8 +256,8 @@ static int offer_keys_same(const struct row *a, const struct row *b)
 	if (!offer_shared(p))
 		return 1;
 	return p->n_named == q->n_named && p->n_allowed == q->n_allowed && p->deflt == q->deflt &&
-	       (!p->n_named || !memcmp(p->named, q->named, p->n_named * sizeof(*p->named))) &&
-	       (!p->n_allowed || !memcmp(p->countries, q->countries, p->n_allowed * sizeof(*p->countries)));
+	       (!p->n_named || !memcmp(offer_named(p), offer_named(q), (size_t)PERMIT_ID_MAX * p->n_named)) &&
+	       (!p->n_allowed || !memcmp(p->lists, q->lists, 3u * p->n_allowed));
 }
 
 /* ---- reading values (requests and stored documents) -------------------- */
@@ -505,10 +505,8 @@ static void stamps_of(const struct json_value *doc, struct offer_vals *v)
 static void offer_release(struct row *r)
 {
 	struct offer *o = (struct offer *)r;
-	free(o->countries);
-	free(o->named);
-	o->countries = NULL;
-	o->named = NULL;
+	free(o->lists);
+	o->lists = NULL;
 }
 
 /* The row of values v (decode, from_image).  0, or -1 (OOM; the lists
@@ -526,9 +524,12 @@ static int offer_fill(struct offer_row *or, const struct offer_vals *v)
 	o->shareable = (uint8_t)v->shareable;
 	o->deflt = v->pr.deflt;
 	o->price_minor = v->price_minor;
-	o->qty = v->qty;
-	o->moq = v->moq;
-	o->case_size = v->case_size;
+	if (v->qty < 0 || v->qty > OFFER_QTY_MAX || v->moq < 0 || v->moq > OFFER_MOQ_MAX || v->case_size < 0 ||
+	    v->case_size > OFFER_CASE_MAX) /* the bounds the 32-bit fields rely on */
+		return -1;
+	o->qty = (int32_t)v->qty;
+	o->moq = (int32_t)v->moq;
+	o->case_size = (int32_t)v->case_size;
 	o->valid_from_ms = v->from_ms;
 	o->valid_to_ms = v->to_ms;
 	o->created_ms = rfc3339_ms_exact(v->created_at);
@@ -536,25 +537,20 @@ static int offer_fill(struct offer_row *or, const struct offer_vals *v)
 	o->n_allowed = v->pr.n_allowed;
 	o->n_blocked = v->pr.n_blocked;
 	o->n_named = v->pr.n_named;
-	unsigned nc = o->n_allowed + o->n_blocked;
-	if (nc) {
-		o->countries = malloc(nc * sizeof(*o->countries));
-		if (!o->countries)
-			return -1;
-		memcpy(o->countries, v->pr.allowed, o->n_allowed * sizeof(*o->countries));
-		memcpy(o->countries + o->n_allowed, v->pr.blocked, o->n_blocked * sizeof(*o->countries));
-	}
-	if (o->n_named) {
-		o->named = malloc(o->n_named * sizeof(*o->named));
-		if (!o->named)
-			return -1;
-		/* zero-padded (rows compare their lists whole: offer_typed_same,
-		 * index_keys_same), whatever follows each id in v */
-		for (unsigned i = 0; i < o->n_named; i++) {
-			size_t n = strnlen(v->pr.named[i], sizeof(o->named[i]) - 1);
-			memcpy(o->named[i], v->pr.named[i], n);
-			memset(o->named[i] + n, 0, sizeof(o->named[i]) - n);
-		}
+	size_t nc = o->n_allowed + o->n_blocked, bytes = 3 * nc + (size_t)PERMIT_ID_MAX * o->n_named;
+	if (!bytes)
+		return 0;
+	if (!(o->lists = malloc(bytes)))
+		return -1;
+	memcpy(o->lists, v->pr.allowed, 3u * o->n_allowed);
+	memcpy(o->lists + 3u * o->n_allowed, v->pr.blocked, 3u * o->n_blocked);
+	/* zero-padded (rows compare their lists whole: offer_typed_same,
+	 * index_keys_same), whatever follows each id in v */
+	char *named = o->lists + 3 * nc;
+	for (unsigned i = 0; i < o->n_named; i++, named += PERMIT_ID_MAX) {
+		size_t n = strnlen(v->pr.named[i], PERMIT_ID_MAX - 1);
+		memcpy(named, v->pr.named[i], n);
+		memset(named + n, 0, PERMIT_ID_MAX - n);
 	}
 	return 0;
 }
@@ -600,9 +596,9 @@ static int offer_image(const struct row *r, struct buf *out)
 	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
 		img_i64(&w, num[i]);
 	for (unsigned i = 0; i < o->n_allowed + o->n_blocked; i++)
-		img_put(&w, o->countries[i], 2);
+		img_put(&w, offer_countries(o)[i], 2);
 	for (unsigned i = 0; i < o->n_named; i++)
-		img_str(&w, o->named[i]);
+		img_str(&w, offer_named(o)[i]);
 	return w.err ? -1 : 0;
 }
 
@@ -714,17 +710,12 @@ static int offer_decode_typed(struct table *t, struct row *r, const void *typed)
 	struct offer *o = &nr->o;
 	o->n_levels_p1 = 0; /* values only: offer_changed carries the count and the level */
 	o->one_level = NULL;
-	o->countries = NULL;
-	o->named = NULL;
-	unsigned nc = o->n_allowed + o->n_blocked;
-	if (nc && !(o->countries = malloc(nc * sizeof(*o->countries))))
+	o->lists = NULL;
+	size_t bytes = 3u * (o->n_allowed + o->n_blocked) + (size_t)PERMIT_ID_MAX * o->n_named;
+	if (bytes && !(o->lists = malloc(bytes)))
 		return -1;
-	if (nc)
-		memcpy(o->countries, cur->o.countries, nc * sizeof(*o->countries));
-	if (o->n_named && !(o->named = malloc(o->n_named * sizeof(*o->named))))
-		return -1;
-	if (o->n_named)
-		memcpy(o->named, cur->o.named, o->n_named * sizeof(*o->named));
+	if (bytes)
+		memcpy(o->lists, cur->o.lists, bytes);
 	o->qty = qty;
 	o->updated_ms = mv.updated_ms;
 	return 0;
@@ -735,16 +726,15 @@ static int offer_decode_typed(struct table *t, struct row *r, const void *typed)
  * offer's). */
 static int offer_typed_same(const struct row *a, const struct row *b)
 {
-	_Static_assert(sizeof(struct offer) <= 216, "an offer row and its id fit a 256-byte malloc chunk");
+	_Static_assert(sizeof(struct offer) <= 200, "an offer row and its id (up to 24 bytes and a NUL) fit a 240-byte malloc chunk");
 	const struct offer_row *x = (const struct offer_row *)a, *y = (const struct offer_row *)b;
-	size_t from = offsetof(struct offer, currency), lists = offsetof(struct offer, countries);
+	size_t from = offsetof(struct offer, currency), lists = offsetof(struct offer, lists);
 	_Static_assert(offsetof(struct offer, n_levels_p1) < offsetof(struct offer, currency) &&
 			       offsetof(struct offer, one_level) < offsetof(struct offer, currency),
 		       "the offer's values follow what it keeps of its levels");
-	unsigned nc = x->o.n_allowed + x->o.n_blocked;
+	size_t bytes = 3u * (x->o.n_allowed + x->o.n_blocked) + (size_t)PERMIT_ID_MAX * x->o.n_named;
 	return !memcmp((const char *)x + from, (const char *)y + from, lists - from) &&
-	       (!nc || !memcmp(x->o.countries, y->o.countries, nc * sizeof(*x->o.countries))) &&
-	       (!x->o.n_named || !memcmp(x->o.named, y->o.named, x->o.n_named * sizeof(*x->o.named)));
+	       (!bytes || !memcmp(x->o.lists, y->o.lists, bytes));
 }
 
 static void offer_render(const struct row *r, struct jw *w);
@@ -807,11 +797,11 @@ void offer_rules(const struct offer *o, struct permit_rules *out)
 	out->n_blocked = o->n_blocked;
 	out->n_named = o->n_named;
 	if (o->n_allowed)
-		memcpy(out->allowed, o->countries, o->n_allowed * sizeof(out->allowed[0]));
+		memcpy(out->allowed, offer_countries(o), o->n_allowed * sizeof(out->allowed[0]));
 	if (o->n_blocked)
-		memcpy(out->blocked, o->countries + o->n_allowed, o->n_blocked * sizeof(out->blocked[0]));
+		memcpy(out->blocked, offer_countries(o) + o->n_allowed, o->n_blocked * sizeof(out->blocked[0]));
 	if (o->n_named)
-		memcpy(out->named, o->named, o->n_named * sizeof(out->named[0]));
+		memcpy(out->named, offer_named(o), o->n_named * sizeof(out->named[0]));
 }
 
 int offer_sellable(const struct offer *o, int64_t now_ms)
@@ -1027,8 +1017,8 @@ static void offer_render(const struct row *r, struct jw *w)
 		.created_at = created, .updated_at = updated, .status = o->status, .condition = o->condition,
 		.incoterm = o->incoterm, .source = o->source, .shareable = o->shareable, .deflt = o->deflt,
 		.price_minor = o->price_minor, .qty = o->qty, .moq = o->moq, .case_size = o->case_size,
-		.from_ms = o->valid_from_ms, .to_ms = o->valid_to_ms, .allowed = (const char (*)[3])o->countries,
-		.blocked = o->n_blocked ? (const char (*)[3])(o->countries + o->n_allowed) : NULL, .named = (const char (*)[PERMIT_ID_MAX])o->named,
+		.from_ms = o->valid_from_ms, .to_ms = o->valid_to_ms, .allowed = offer_countries(o),
+		.blocked = o->n_blocked ? offer_countries(o) + o->n_allowed : NULL, .named = offer_named(o),
 		.n_allowed = o->n_allowed, .n_blocked = o->n_blocked, .n_named = o->n_named};
 	view_to(w, &view);
 }
@@ -1183,12 +1173,12 @@ static int destination_ok(const struct offer *o, const char *dest)
 	if (!dest || !dest[0])
 		return 1;
 	for (unsigned i = 0; i < o->n_blocked; i++)
-		if (!memcmp(o->countries[o->n_allowed + i], dest, 2))
+		if (!memcmp(offer_countries(o)[o->n_allowed + i], dest, 2))
 			return 0;
 	if (!o->n_allowed)
 		return 1;
 	for (unsigned i = 0; i < o->n_allowed; i++)
-		if (!memcmp(o->countries[i], dest, 2))
+		if (!memcmp(offer_countries(o)[i], dest, 2))
 			return 1;
 	return 0;
 }
@@ -1387,10 +1377,8 @@ static void parts_prefetch(struct shard *sh, const struct offer *o)
 {
 	if (o->one_level)
 		table_row_prefetch_body(&sh->tables[REC_T_INVENTORY], o->one_level);
-	if (o->countries)
-		__builtin_prefetch(o->countries);
-	if (o->named)
-		__builtin_prefetch(o->named);
+	if (o->lists)
+		__builtin_prefetch(o->lists);
 }
 
 /* The by-wine index's prefix of a wine's keys (the id and a NUL) into k;

@@ -44,7 +44,7 @@ struct offer {
 	 * table's changed hook repoints it when the level's row moves to
 	 * another block and clears it when the count moves; a new version of
 	 * the offer carries it (offer_changed).  (The row block has room for
-	 * it: 216 bytes and the id fit the same 256-byte malloc chunk as 208.)
+	 * it.)
 	 * Both sit right after the row's head, with the flags a quote checks
 	 * first, in the row's first cache line: a quote reads them first (to
 	 * prefetch the level), and the count of every offer at the end of a
@@ -74,16 +74,31 @@ struct offer {
 	char wine_id[ID_MAX_LEN];
 	char originator_id[ID_MAX_LEN];
 	uint8_t condition;
+	/* qty_available, min_order_qty, case_size (0 when absent): bounded by
+	 * OFFER_QTY_MAX, OFFER_MOQ_MAX and OFFER_CASE_MAX, so 32 bits each */
+	int32_t qty, moq, case_size;
 	int64_t price_minor;             /* seller_price in the currency's minor units */
-	int64_t qty, moq, case_size;     /* moq / case_size: 0 when absent */
 	int64_t valid_from_ms, valid_to_ms; /* INT64_MIN / INT64_MAX when absent */
 	/* created_at and updated_at, or RFC3339_NO_MS (engine/base/log.h) for a stamp that
 	 * fmt_rfc3339_ms would not write back as it is (the row then keeps
 	 * its document: table.h render) */
 	int64_t created_ms, updated_ms;
-	char (*countries)[3];            /* n_allowed allowed, then n_blocked blocked (one allocation) */
-	char (*named)[PERMIT_ID_MAX];    /* n_named seller ids */
+	/* The permission lists, one allocation (NULL when all are empty): the
+	 * n_allowed allowed and n_blocked blocked countries, 3 bytes each,
+	 * then the n_named seller ids, PERMIT_ID_MAX bytes each, zero-padded;
+	 * read them with offer_countries and offer_named */
+	char *lists;
 };
+
+_Static_assert(OFFER_QTY_MAX <= INT32_MAX && OFFER_MOQ_MAX <= INT32_MAX && OFFER_CASE_MAX <= INT32_MAX,
+	       "an offer's quantities fit its 32-bit fields");
+
+/* An offer's countries (allowed, then blocked) and named sellers (offer.lists). */
+static inline const char (*offer_countries(const struct offer *o))[3] { return (const char (*)[3])o->lists; }
+static inline const char (*offer_named(const struct offer *o))[PERMIT_ID_MAX]
+{
+	return (const char (*)[PERMIT_ID_MAX])(o->lists ? o->lists + 3u * (o->n_allowed + o->n_blocked) : NULL);
+}
 
 const struct offer *offer_get(struct shard *sh, const char *id, size_t len);
 /*

@@ -948,6 +948,47 @@ fi
 # The shard's CPU of a 1-line quote over HTTP is 60 % kernel (loopback
 # TCP: the sender runs the receiver's softirq and wakes wrk).
 
+# Measured 2026-12-01 (session 52), same defaults.  An offer's count of
+# its inventory levels (offer.h n_levels_p1, one_level: what lets a quote
+# skip the inventory's by-offer index) was a cache a quote's walk filled,
+# so an offer no quote had met yet cost every quote that met it a descent
+# of that index per candidate: in the big catalogue, where 20,000 quotes
+# meet few offers twice, nearly every candidate.  rdtsc around a 1-line
+# quote's phases (PGO=0, 5,000-quote blocks alternating): the candidates'
+# ranking and levels 6,400 cycles big against 2,950 small, 3,000 big once
+# every offer had been quoted.  Now the counts are kept from the end of a
+# load (table_ops.loaded), a new offer is counted as it is stored, and the
+# offers a restart loads uncounted are counted from the tick
+# (inv_count_step, 32,768 offers and levels a step; all at once at the
+# load's end was ~31 ms of a ~0.9 s recovery).  bench_scale, PGO=0, 5-line
+# p50/p99, two runs each: big 25.5/35.5 and 25.6/34.6 -> 18.9/22.2 and
+# 18.3/21.4 us, small 14.9/21.9 and 14.4/21.2 -> 14.4/16.5 and 14.3/16.3
+# (the small catalogue's tail was the cache refill after each block of
+# big quotes: its slowest quotes sat in the first 500 of each block).
+# Memory: a level row 240 -> 216 bytes (32-bit quantities, each
+# 0..INV_QTY_MAX; the sku inline up to 22 bytes), 256 with its id instead
+# of 288; an offer row 216 -> 200 (32-bit qty, moq, case_size; one block
+# for both permission lists), 240 with its id instead of 256.  bench_scale:
+# offer 435 -> 418 B, level 480 -> 448 B (both 3.0x -> 2.8x raw), the
+# extrapolated 1M wines x 10 offers + 5M levels 9.2 -> 8.9 GB.  Tried and
+# dropped: collapsing the heap into huge pages after the fill
+# (MADV_COLLAPSE, 901 MB in 2.1 s): 5-line p50 25.2 us with and without;
+# per-socket congestion control (the box's bbr against reno, two runs
+# each): no difference beyond the noise.
+# make bench at cb92694 (the counts alone; nginx 174,925, its p99 2.172
+# ms): scale p99 1.38/1.40 raw (6.3/4.6, 21.6/15.4 us), 1.39/1.39 without
+# interrupted quotes, p50 1.56/1.47; recovery 2,190,708 rows/s (0.92 s);
+# quote 1 line 0.56x (p99 1.109 ms), 5 lines 0.29x; router/direct 0.53;
+# orders -c1/-c16/-c64 115/65/88 us.  At adcb649 (with the smaller rows;
+# nginx 135,669, a slow stretch for it, its p99 1.997 ms): scale p99
+# 1.42/1.26 raw (6.1/4.3, 20.5/16.3 us), 1.43/1.26 without interrupted
+# quotes, p50 1.53/1.37; memory 418/448 B (2.8x/2.8x raw); recovery
+# 2,229,466 rows/s (0.90 s); quote 1 line 104,899 req/s = 0.77x (p99
+# 0.926 ms), 5 lines 0.37x; router/direct 0.48 (router 50,739 against a
+# direct 104,899: the router ran 51k in both runs, the direct 97k and
+# 105k); orders -c1/-c16/-c64 133/58/86 us; 2PC (b)/(a) 0.24/0.36
+# (0.28/0.40 at cb92694: no order path changed between the two).
+
 # cpu_ticks PID : utime + stime of every thread of the process (/proc, clock ticks)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 

@@ -1239,8 +1239,21 @@ else
 	run_wrk "GET /v1/partners/{id} (router)" -s perf/get_partner.lua "$rbase" -- "$root/estate.txt"
 	router_rows+=("GET /v1/partners/{id}: router $(cut -d'|' -f2 <<<"${rows[-1]}") req/s vs direct $direct_get_rps")
 	export WM_BENCH_KEY=$WM_BENCH_KEY_SAVED
+	# the hop's CPU per quote, router and shard (/proc, every thread), and
+	# with BENCH_PERF_DIR a profile of the router (perf/profile.sh)
+	rprof=""
+	if [ -n "${BENCH_PERF_DIR:-}" ]; then
+		PROFILE_DATA="$BENCH_PERF_DIR/router-quote.data" perf/profile.sh "$router_pid" 5 "$BENCH_PERF_DIR/router-quote.txt" &
+		rprof=$!
+	fi
+	rc0=$(cpu_ticks "$router_pid") sc0=$(cpu_ticks "$cluster_shard_pid")
 	run_wrk "POST /v1/orders/quote-calculate, 1 line (router)" -s perf/post_quote.lua "$rbase" -- "$wine"
+	[ -z "$rprof" ] || wait "$rprof" || true
+	rc1=$(cpu_ticks "$router_pid") sc1=$(cpu_ticks "$cluster_shard_pid")
 	router_rows+=("quote 1 line: router $(cut -d'|' -f2 <<<"${rows[-1]}") req/s vs direct ${direct_quote_rps:-?}")
+	awk -v r=$((rc1 - rc0)) -v s=$((sc1 - sc0)) -v hz="$(getconf CLK_TCK)" -v q="$last_requests" 'BEGIN {
+		if (q > 0) printf "router hop, quote 1 line: CPU %.1f us/quote in the router, %.1f us in the shard (/proc, all threads)\n",
+			r * 1e6 / hz / q, s * 1e6 / hz / q }'
 	saved_wrk=("${WRK[@]}")
 	WRK=(wrk -t"$ORD_THREADS" -c16 -d"$ORD_DURATION" --latency)
 	run_wrk "POST /v1/orders -c16 (router, fsync)" -s perf/post_order.lua "$rbase" -- "$wine"

@@ -377,6 +377,12 @@ static int conn_read(struct hc_conn *k)
 		if (n < 0)
 			return errno == EINTR ? 0 : (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
 		k->in.len += (size_t)n;
+		/* a short read drained the socket (a stream socket hands out
+		 * what it holds): stop there, as the server's conn_read does,
+		 * rather than ask again for the EAGAIN -- that was one recv in
+		 * three of the router's, one per forwarded request */
+		if ((size_t)n < want)
+			return 0;
 	}
 }
 

@@ -704,8 +704,13 @@ static int wal_install(struct shard *sh, struct load_item *it, char *why)
 static struct load_batch *batch_take(struct load_pipe *p)
 {
 	pthread_mutex_lock(&p->mu);
-	while (!p->count && !p->done) {
-		if (p->hint_taken != p->hint_gen) { /* a file's census hint: size the tables now */
+	for (;;) {
+		/* A file's census hint: size the tables now.  It comes with the
+		 * verifying pass, before any batch of that file is queued; it is
+		 * taken even when batches are already waiting (a builder that
+		 * verified a small file before the loop first got here), so the
+		 * tables are always sized from it before its first row. */
+		if (p->hint_taken != p->hint_gen) {
 			uint64_t rows[REC_T_COUNT_];
 			memcpy(rows, p->hint, sizeof(rows));
 			p->hint_taken = p->hint_gen;
@@ -714,6 +719,8 @@ static struct load_batch *batch_take(struct load_pipe *p)
 			pthread_mutex_lock(&p->mu);
 			continue;
 		}
+		if (p->count || p->done)
+			break;
 		/* time to spare (nothing queued): fault in the heap's fresh
 		 * pages ahead of the installs, a step at a time, as the builder
 		 * does while the ring is full; wait once there are none */

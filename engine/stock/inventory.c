@@ -103,15 +103,21 @@ static int doc_qty(const struct json_value *doc, const char *name, int64_t *out)
 	return x && x->type == JSON_NUMBER && !json_to_int64(x, out) && *out >= 0 && *out <= INV_QTY_MAX ? 0 : -1;
 }
 
+/* Every quantity 0..INV_QTY_MAX (what the row's 32-bit fields hold). */
+static int lvl_qtys_ok(const struct lvl_vals *v)
+{
+	const int64_t q[] = {v->on_hand, v->incoming, v->reserved, v->allocated};
+	for (unsigned i = 0; i < 4; i++)
+		if (q[i] < 0 || q[i] > INV_QTY_MAX)
+			return 0;
+	return 1;
+}
+
 /* A storable level: every id, a condition, quantities 0..INV_QTY_MAX and
  * atp >= 0. */
 static int lvl_valid(const struct lvl_vals *v)
 {
-	const int64_t *q[] = {&v->on_hand, &v->incoming, &v->reserved, &v->allocated};
-	for (unsigned i = 0; i < 4; i++)
-		if (*q[i] < 0 || *q[i] > INV_QTY_MAX)
-			return 0;
-	return v->id[0] && v->sku[0] && v->offer_id[0] && v->owner_id[0] && v->location_id[0] && v->condition >= 0 &&
+	return lvl_qtys_ok(v) && v->id[0] && v->sku[0] && v->offer_id[0] && v->owner_id[0] && v->location_id[0] && v->condition >= 0 &&
 	       vals_atp(v) >= 0;
 }
 
@@ -290,10 +296,8 @@ static int level_fill(struct inv_level *l, const struct lvl_vals *v)
 	l->created_ms = rfc3339_ms_exact(v->created_at);
 	l->updated_ms = rfc3339_ms_exact(v->updated_at);
 	l->condition = (uint8_t)v->condition;
-	const int64_t q[] = {v->on_hand, v->incoming, v->reserved, v->allocated};
-	for (unsigned i = 0; i < 4; i++)
-		if (q[i] < 0 || q[i] > INV_QTY_MAX) /* lvl_valid's bound, which the 32-bit fields rely on */
-			return -1;
+	if (!lvl_qtys_ok(v)) /* the bound the 32-bit fields rely on */
+		return -1;
 	l->on_hand = (int32_t)v->on_hand;
 	l->incoming = (int32_t)v->incoming;
 	l->reserved = (int32_t)v->reserved;
@@ -461,16 +465,13 @@ static void levels_moved(struct table *t, const char *offer_id, int by, const st
 		o->n_levels_p1 = (uint16_t)(o->n_levels_p1 + by);
 }
 
-/* How many levels by_offer files under offer_id (id_len bytes, below
+/* How many levels by_offer files under offer_id (shorter than
  * ID_MAX_LEN), and *first the first of them (NULL: none); UINT_MAX past
  * INV_LEVELS_PER_OFFER_MAX. */
-static unsigned levels_filed(const struct inv_ext *e, const char *offer_id, size_t id_len,
-			     const struct inv_level **first)
+static unsigned levels_filed(const struct inv_ext *e, const char *offer_id, const struct inv_level **first)
 {
-	uint8_t k[ID_MAX_LEN + 1];
-	memcpy(k, offer_id, id_len);
-	k[id_len] = 0;
-	uint32_t pl = (uint32_t)id_len + 1;
+	uint8_t k[IDX_MAX_KEY];
+	uint32_t pl = key_join(k, offer_id, NULL, "", 0);
 	*first = NULL;
 	struct oidx_iter it;
 	unsigned seen = 0;
@@ -485,7 +486,8 @@ static unsigned levels_filed(const struct inv_ext *e, const char *offer_id, size
 }
 
 /* An offer's count (offer.h n_levels_p1) and only level from what was
- * filed under it: levels (UINT_MAX: too many to count), the first. */
+ * filed under it: levels (past INV_LEVELS_PER_OFFER_MAX, UINT_MAX
+ * included: too many to count, unknown), the first. */
 static void levels_set(struct offer *o, unsigned levels, const struct inv_level *first)
 {
 	int known = levels <= INV_LEVELS_PER_OFFER_MAX;
@@ -503,7 +505,7 @@ static void inv_count_new_offer(struct table *offers, struct offer *o)
 	const struct inv_level *first = NULL;
 	unsigned levels = UINT_MAX;
 	if (!t->ordered_later && o->row.id_len < ID_MAX_LEN)
-		levels = levels_filed(ext(t), o->row.id, o->row.id_len, &first);
+		levels = levels_filed(ext(t), o->row.id, &first);
 	levels_set(o, levels, first);
 }
 
@@ -580,7 +582,7 @@ int inv_count_step(struct shard *sh, unsigned budget)
 		int c = lok ? oidx_iter_cmp(&oi, lid, ll) : -1;
 		if (c < 0) { /* the offer's levels are all counted */
 			/* a cache, not a value: the row is the table's */
-			levels_set(oidx_iter_val(&oi), levels <= INV_LEVELS_PER_OFFER_MAX ? levels : UINT_MAX, first);
+			levels_set(oidx_iter_val(&oi), levels, first);
 			levels = 0;
 			first = NULL;
 			counted++;

@@ -509,8 +509,16 @@ static void offer_release(struct row *r)
 	o->lists = NULL;
 }
 
-/* The row of values v (decode, from_image).  0, or -1 (OOM; the lists
- * allocated so far are the row's, for release). */
+/* qty, moq and case_size within their bounds (what the row's 32-bit
+ * fields hold). */
+static int offer_qtys_ok(const struct offer_vals *v)
+{
+	return v->qty >= 0 && v->qty <= OFFER_QTY_MAX && v->moq >= 0 && v->moq <= OFFER_MOQ_MAX && v->case_size >= 0 &&
+	       v->case_size <= OFFER_CASE_MAX;
+}
+
+/* The row of values v (decode, from_image).  0, or -1 (a quantity out of
+ * bounds; OOM: the lists allocated so far are the row's, for release). */
 static int offer_fill(struct offer_row *or, const struct offer_vals *v)
 {
 	struct offer *o = &or->o;
@@ -524,8 +532,7 @@ static int offer_fill(struct offer_row *or, const struct offer_vals *v)
 	o->shareable = (uint8_t)v->shareable;
 	o->deflt = v->pr.deflt;
 	o->price_minor = v->price_minor;
-	if (v->qty < 0 || v->qty > OFFER_QTY_MAX || v->moq < 0 || v->moq > OFFER_MOQ_MAX || v->case_size < 0 ||
-	    v->case_size > OFFER_CASE_MAX) /* the bounds the 32-bit fields rely on */
+	if (!offer_qtys_ok(v)) /* the bounds the 32-bit fields rely on */
 		return -1;
 	o->qty = (int32_t)v->qty;
 	o->moq = (int32_t)v->moq;
@@ -611,8 +618,7 @@ static int image_vals_ok(const struct offer_vals *v)
 	       v->incoterm < (int)(sizeof(offer_incoterm_names) / sizeof(offer_incoterm_names[0])) - 1 && v->source >= 0 && v->source < OFFER_N_SOURCE &&
 	       (v->shareable == 0 || v->shareable == 1) &&
 	       (v->pr.deflt == PERMIT_DEFAULT_ANY || v->pr.deflt == PERMIT_DEFAULT_NONE) && v->price_minor > 0 &&
-	       v->price_minor <= OFFER_PRICE_MAX_MINOR && v->qty >= 0 && v->qty <= OFFER_QTY_MAX && v->moq >= 0 &&
-	       v->moq <= OFFER_MOQ_MAX && v->case_size >= 0 && v->case_size <= OFFER_CASE_MAX;
+	       v->price_minor <= OFFER_PRICE_MAX_MINOR && offer_qtys_ok(v);
 }
 
 static int tail_stamps(const char *doc, size_t len, struct offer_vals *v);

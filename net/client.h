@@ -33,7 +33,10 @@ struct hc_config {
 	uint32_t max_conns;          /* connections to the peer; 1..256 */
 	uint32_t max_queue;          /* calls waiting for a connection; 0..65536 */
 	uint32_t max_response_bytes; /* body bytes accepted; larger responses fail */
+	uint32_t pipeline;           /* calls in flight on one connection, for those that ask
+				      * (hc_request.pipeline); 0 or 1: none; at most HC_PIPELINE_CAP */
 };
+#define HC_PIPELINE_CAP 64u
 
 struct hc_request {
 	const char *method;
@@ -42,6 +45,13 @@ struct hc_request {
 	const void *body;
 	size_t body_len;
 	uint32_t timeout_ms;         /* from hc_send to the last byte of the response; > 0 */
+	/* May share a connection with other such calls (the pool's pipeline
+	 * bound): its answer then waits for theirs, and it fails with them
+	 * when the connection does (a time-out of one fails those behind it
+	 * on the connection).  For quick calls whose failure the caller only
+	 * reports (reads, quotes); never an internal step whose retry
+	 * matters more than a syscall. */
+	int pipeline;
 };
 
 struct hc_response {
@@ -65,6 +75,7 @@ typedef void (*hc_done_fn)(void *arg, const struct hc_response *r, const char *e
 
 struct hc_stats {
 	uint64_t connects, calls, ok, failed, timeouts, refused_full;
+	uint64_t pipelined;      /* calls given a connection that already carried calls */
 	uint32_t open, busy, queued;
 	uint32_t spare;          /* finished calls kept for reuse (<= HC_CALL_SPARE) */
 };

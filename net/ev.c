@@ -35,6 +35,7 @@ struct ev_loop {
 	uint64_t last_tick_ms;
 	struct epoll_event *batch; /* events being dispatched; NULL outside ev_run's loop */
 	int batch_n;
+	struct ev_later *later;    /* armed one-shot calls (ev_later_arm), newest first */
 	unsigned n_after;
 	struct {
 		ev_tick_fn fn;
@@ -123,6 +124,39 @@ void ev_del_after_batch(struct ev_loop *loop, ev_tick_fn fn, void *arg)
 
 int ev_in_batch(const struct ev_loop *loop) { return loop->batch != NULL; }
 
+void ev_later_arm(struct ev_loop *loop, struct ev_later *l)
+{
+	if (l->armed)
+		return;
+	l->armed = 1;
+	l->next = loop->later;
+	loop->later = l;
+}
+
+void ev_later_cancel(struct ev_loop *loop, struct ev_later *l)
+{
+	if (!l->armed)
+		return;
+	for (struct ev_later **pp = &loop->later; *pp; pp = &(*pp)->next)
+		if (*pp == l) {
+			*pp = l->next;
+			break;
+		}
+	l->armed = 0;
+}
+
+/* Run the armed laters (ev_later_arm), each once; those they arm too. */
+static void run_laters(struct ev_loop *loop)
+{
+	while (loop->later) {
+		struct ev_later *l = loop->later;
+		loop->later = l->next;
+		l->armed = 0;
+		l->next = NULL;
+		l->fn(loop, l->arg);
+	}
+}
+
 void ev_set_prepare(struct ev_loop *loop, ev_tick_fn fn, void *arg)
 {
 	loop->prepare = fn;
@@ -159,6 +193,7 @@ int ev_run(struct ev_loop *loop)
 		}
 		loop->batch = NULL;
 		loop->batch_n = 0;
+		run_laters(loop);
 		for (unsigned i = 0; i < loop->n_after; i++)
 			loop->after[i].fn(loop, loop->after[i].arg);
 		if (loop->prepare)

@@ -60,6 +60,24 @@ int ev_add_after_batch(struct ev_loop *loop, ev_tick_fn fn, void *arg);
 void ev_del_after_batch(struct ev_loop *loop, ev_tick_fn fn, void *arg);
 /* Is the loop dispatching a batch of ready events right now? */
 int ev_in_batch(const struct ev_loop *loop);
+
+/* A one-shot call after the batch being dispatched, for work that a
+ * batch's handlers pile up and that is cheaper done once for all of them
+ * (an outbound HTTP pool writes every request the batch gave one
+ * connection in one syscall: client.c).  Owned by the caller, embedded
+ * in its state; `armed` is the loop's.  ev_later_arm during a batch: fn
+ * runs once right after it, before the after-batch callbacks (arming it
+ * again before then changes nothing; fn may arm laters of its own, which
+ * run in the same pass).  Armed outside a batch, it runs after the next
+ * one.  ev_later_cancel before the owner goes away. */
+struct ev_later {
+	ev_tick_fn fn;
+	void *arg;
+	struct ev_later *next;
+	int armed;
+};
+void ev_later_arm(struct ev_loop *loop, struct ev_later *l);
+void ev_later_cancel(struct ev_loop *loop, struct ev_later *l);
 /* Run until ev_stop().  Returns 0, or -1 on an epoll failure. */
 int ev_run(struct ev_loop *loop);
 void ev_stop(struct ev_loop *loop);

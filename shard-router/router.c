@@ -446,6 +446,20 @@ static void ryw_note(struct fwd *f, uint32_t shard, const struct hc_response *a)
 static void on_answer(void *arg, const struct hc_response *a, const char *err);
 static void fanout_answer(struct fwd *f, struct fwd_call *call, const struct hc_response *a);
 
+/* May the request share a connection to its shard with others (client.h:
+ * pipelining)?  Only the quick ones, that the shard answers as soon as it
+ * reads them: reads (GET, HEAD) and the quote (a read by POST) -- and only
+ * when no read-your-writes position goes with it (fwd_send), since a shard
+ * behind that position parks the request (up to PARK_WAIT_MS) and those
+ * behind it on the connection would wait as long.  Writes keep a
+ * connection each: their answers wait for an fsync. */
+static int fwd_quick(const struct fwd *f)
+{
+	if (!strcmp(f->method, "GET") || !strcmp(f->method, "HEAD"))
+		return 1;
+	return f->rule && !strcmp(f->method, "POST") && !strcmp(f->rule->pattern, "/v1/orders/quote-calculate");
+}
+
 /* Send the request to one shard (the call slot of that shard).  0, or -1
  * when the shard's pool and queue are full or the request cannot be
  * signed (the caller answers 503). */
@@ -467,7 +481,9 @@ static int fwd_send(struct fwd *f, uint32_t shard)
 	(void)(BUF_LIT(h, CK_HEADER_NAME ": ") || buf_puts(h, sig) || BUF_LIT(h, "\r\n"));
 	if (who)
 		(void)(BUF_LIT(h, WM_H_PRINCIPAL ": ") || buf_append(h, who, who_len) || BUF_LIT(h, "\r\n"));
+	size_t before_ryw = h->len;
 	ryw_header(f, shard, h);
+	int may_park = h->len != before_ryw;
 	if (f->kind == RC_FANOUT)
 		buf_puts(h, WM_H_FANOUT ": 1\r\n");
 	if (f->rule && !strcmp(f->method, "POST") && !strcmp(f->rule->pattern, "/v1/orders"))
@@ -475,7 +491,8 @@ static int fwd_send(struct fwd *f, uint32_t shard)
 	buf_append(h, f->hdrs.data, f->hdrs.len);
 	buf_append(h, "", 1); /* NUL for hc_request.headers */
 	struct hc_request rq = {.method = f->method, .path = target, .headers = h->data, .body = f->body,
-				.body_len = f->body_len, .timeout_ms = (uint32_t)r->cfg.forward_timeout_ms};
+				.body_len = f->body_len, .timeout_ms = (uint32_t)r->cfg.forward_timeout_ms,
+				.pipeline = !may_park && fwd_quick(f)};
 	f->calls[shard].f = f;
 	f->calls[shard].shard = shard;
 	f->calls[shard].asked = 1;
@@ -1129,7 +1146,8 @@ static int router_pools(struct router *r, const struct shard_map *old, char *err
 		if (r->pools[i] && old && i < old->n && !strcmp(old->shards[i].addr, r->map.shards[i].addr))
 			continue;
 		struct hc_config hc = {.addr = r->map.shards[i].addr, .max_conns = (uint32_t)r->cfg.shard_conns,
-				       .max_queue = ROUTER_QUEUE_PER_SHARD, .max_response_bytes = ROUTER_MAX_RESPONSE};
+				       .max_queue = ROUTER_QUEUE_PER_SHARD, .max_response_bytes = ROUTER_MAX_RESPONSE,
+				       .pipeline = ROUTER_SHARD_PIPELINE};
 		struct hc_pool *p = hc_pool_new(r->loop, &hc, err, errlen);
 		if (!p)
 			return -1;

@@ -20,6 +20,10 @@
 
 #define ROUTER_MAX_RESPONSE (32u << 20) /* bytes of one shard answer relayed */
 #define ROUTER_QUEUE_PER_SHARD 4096u   /* calls waiting for a connection to one shard */
+/* Quick forwarded requests in flight on one connection to a shard, at
+ * most (client.h: pipelining; router.c fwd_quick): one batch of the loop's
+ * ready events (EV_MAX_EVENTS) can then go in one write. */
+#define ROUTER_SHARD_PIPELINE 16u
 #define ROUTER_PROBE_MS 1000u          /* how often the home is asked whether it answers */
 #define ROUTER_READY_WINDOW_MS 3000u   /* /readyz: the home answered within this */
 #define ROUTER_MAX_RETIRED SMAP_MAX_SHARDS /* pools replaced by a map reload, freed at the next tick */

@@ -5,7 +5,10 @@
  * servers run on the same loop: no listener, a listener that never
  * accepts (deadline), one that closes at once, one that answers garbage,
  * an answer past max_response_bytes; the pool and queue bounds at and past
- * their edge.
+ * their edge.  Pipelining (hc_request.pipeline): answers matched to their
+ * calls in order, the calls of one batch on one connection, a call that
+ * does not ask for it alone on its connection, and what a peer or a
+ * deadline does to the calls that share a connection.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -68,23 +71,35 @@ static void run_until_done(void)
 	cr_assert_eq(R.pending, 0, "%d calls never finished", R.pending);
 }
 
-static void pool(const char *addr, uint32_t conns, uint32_t queue, uint32_t max_body)
+static void pool_piped(const char *addr, uint32_t conns, uint32_t queue, uint32_t max_body, uint32_t pipeline)
 {
 	char err[200];
 	R.loop = R.loop ? R.loop : ev_new();
-	struct hc_config cfg = {.addr = addr, .max_conns = conns, .max_queue = queue, .max_response_bytes = max_body};
+	struct hc_config cfg = {.addr = addr, .max_conns = conns, .max_queue = queue, .max_response_bytes = max_body,
+				.pipeline = pipeline};
 	R.pool = hc_pool_new(R.loop, &cfg, err, sizeof(err));
 	cr_assert_not_null(R.pool, "%s", err);
+}
+
+static void pool(const char *addr, uint32_t conns, uint32_t queue, uint32_t max_body)
+{
+	pool_piped(addr, conns, queue, max_body, 0);
+}
+
+static void call_piped(const char *method, const char *path, const char *headers, const char *body,
+		       uint32_t timeout_ms, int pipeline, struct outcome *o)
+{
+	memset(o, 0, sizeof(*o));
+	struct hc_request rq = {.method = method, .path = path, .headers = headers, .body = body,
+				.body_len = body ? strlen(body) : 0, .timeout_ms = timeout_ms, .pipeline = pipeline};
+	cr_assert_eq(hc_send(R.pool, &rq, on_done, o), 0, "hc_send refused %s %s", method, path);
+	R.pending++;
 }
 
 static void call(const char *method, const char *path, const char *headers, const char *body, uint32_t timeout_ms,
 		 struct outcome *o)
 {
-	memset(o, 0, sizeof(*o));
-	struct hc_request rq = {.method = method, .path = path, .headers = headers, .body = body,
-				.body_len = body ? strlen(body) : 0, .timeout_ms = timeout_ms};
-	cr_assert_eq(hc_send(R.pool, &rq, on_done, o), 0, "hc_send refused %s %s", method, path);
-	R.pending++;
+	call_piped(method, path, headers, body, timeout_ms, 0, o);
 }
 
 static void finish(void)
@@ -365,5 +380,261 @@ WM_TEST(http_client, bad_configuration_and_requests)
 	rq.timeout_ms = 0;
 	cr_assert_eq(hc_send(p, &rq, on_done, NULL), -1, "a deadline is required");
 	hc_pool_free(p);
+	ev_free(loop);
+}
+
+/* ---- pipelining ----------------------------------------------------------- */
+
+/* The first "id" of a JSON answer into out ("" when none). */
+static void first_id(const char *body, char *out, size_t size)
+{
+	const char *p = strstr(body, "\"id\":\"");
+	out[0] = 0;
+	if (!p)
+		return;
+	p += 6;
+	const char *e = strchr(p, '"');
+	if (e && (size_t)(e - p) < size) {
+		memcpy(out, p, (size_t)(e - p));
+		out[e - p] = 0;
+	}
+}
+
+/* Pipelined reads of three partners to a real shard, more than the two
+ * connections take at once, with one call that does not ask to share in
+ * the middle: every call gets its own answer, on at most two connections. */
+WM_TEST(http_client, pipelined_calls_to_a_real_shard_get_their_own_answers, .timeout = 60)
+{
+	struct wm_proc p;
+	wm_proc_init(&p);
+	cr_assert_eq(wm_start(&p, NULL, NULL), 0);
+	char addr[32];
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", p.port);
+	pool_piped(addr, 2, 64, 1 << 20, 4);
+	static const char hdrs[] = "Authorization: Bearer " WM_TEST_KEY "\r\nContent-Type: application/json\r\n";
+	char ids[3][64], path[3][96];
+	for (int i = 0; i < 3; i++) {
+		struct outcome made;
+		char body[128];
+		snprintf(body, sizeof(body), "{\"legal_name\":\"Piped %d\",\"country\":\"FR\",\"roles\":[\"seller\"]}", i);
+		call("POST", "/v1/partners", hdrs, body, 10000, &made);
+		run_until_done();
+		cr_assert_eq(made.status, 201, "%d %s %s", made.status, made.err, made.body);
+		first_id(made.body, ids[i], sizeof(ids[i]));
+		cr_assert(ids[i][0], "no id in %s", made.body);
+		snprintf(path[i], sizeof(path[i]), "/v1/partners/%s", ids[i]);
+	}
+	static struct outcome o[12], health;
+	for (int i = 0; i < 12; i++) {
+		call_piped("GET", path[(i * 7) % 3], hdrs, NULL, 10000, 1, &o[i]);
+		if (i == 9)
+			call("GET", "/healthz", NULL, NULL, 10000, &health);
+	}
+	struct hc_stats st;
+	hc_stats(R.pool, &st);
+	cr_assert_geq(st.pipelined, 6, "two connections of four calls each: %llu shared", (unsigned long long)st.pipelined);
+	cr_assert_gt(st.queued, 0, "the rest wait for room");
+	run_until_done();
+	for (int i = 0; i < 12; i++) {
+		cr_assert_eq(o[i].status, 200, "call %d: %d %s %s", i, o[i].status, o[i].err, o[i].body);
+		char got[64];
+		first_id(o[i].body, got, sizeof(got));
+		cr_assert_str_eq(got, ids[(i * 7) % 3], "call %d got another call's answer: %s", i, o[i].body);
+	}
+	cr_assert_eq(health.status, 200, "%d %s", health.status, health.err);
+	cr_assert(strstr(health.body, "\"status\":\"ok\""), "%s", health.body);
+	hc_stats(R.pool, &st);
+	cr_assert_leq(st.connects, 2, "%llu connects", (unsigned long long)st.connects);
+	cr_assert_eq(st.ok, 3 + 12 + 1);
+	cr_assert_eq(st.queued, 0);
+	finish();
+	wm_proc_cleanup(&p);
+}
+
+/* The calls one batch of ready events makes share one connection (written
+ * once the batch is handled), whatever room the pool has for more; a call
+ * that does not ask to share gets one of its own. */
+struct batch_start {
+	struct ev_handle h;
+	struct outcome piped[6], alone;
+};
+
+static void batch_calls(struct ev_loop *loop, struct ev_handle *h, uint32_t events)
+{
+	(void)events;
+	struct batch_start *b = h->arg;
+	char c;
+	cr_assert_eq(read(h->fd, &c, 1), 1);
+	ev_del(loop, h);
+	for (int i = 0; i < 6; i++)
+		call_piped("GET", "/healthz", NULL, NULL, 10000, 1, &b->piped[i]);
+	call("GET", "/healthz", NULL, NULL, 10000, &b->alone);
+	struct hc_stats st;
+	hc_stats(R.pool, &st);
+	cr_assert_eq(st.connects, 2, "one shared, one alone: %llu", (unsigned long long)st.connects);
+	cr_assert_eq(st.pipelined, 5);
+}
+
+WM_TEST(http_client, the_calls_of_one_batch_share_a_connection, .timeout = 60)
+{
+	struct wm_proc p;
+	wm_proc_init(&p);
+	cr_assert_eq(wm_start(&p, NULL, NULL), 0);
+	char addr[32];
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", p.port);
+	pool_piped(addr, 8, 64, 1 << 20, HC_PIPELINE_CAP);
+	int fds[2];
+	cr_assert_eq(pipe(fds), 0);
+	static struct batch_start b;
+	memset(&b, 0, sizeof(b));
+	b.h = (struct ev_handle){.fd = fds[0], .fn = batch_calls, .arg = &b};
+	cr_assert_eq(ev_add(R.loop, &b.h, EPOLLIN), 0);
+	cr_assert_eq(write(fds[1], "x", 1), 1);
+	/* the pipe is ready at the loop's first wait, before any tick */
+	run_until_done();
+	cr_assert(b.alone.done, "the batch made no calls");
+	for (int i = 0; i < 6; i++)
+		cr_assert_eq(b.piped[i].status, 200, "call %d: %d %s", i, b.piped[i].status, b.piped[i].err);
+	cr_assert_eq(b.alone.status, 200, "%d %s", b.alone.status, b.alone.err);
+	struct hc_stats st;
+	hc_stats(R.pool, &st);
+	cr_assert_eq(st.connects, 2);
+	close(fds[0]);
+	close(fds[1]);
+	finish();
+	wm_proc_cleanup(&p);
+}
+
+/* A scripted peer on the loop for pipelined calls: accepts one connection,
+ * reads requests (bodyless: each ends at its blank line) and, once
+ * `expect` of them are in, writes `reply` in one send (never when expect
+ * is 0) and keeps the connection open. */
+struct piped_peer {
+	struct ev_handle lh, ch;
+	char in[16384];
+	size_t len;
+	int expect, seen, replied;
+	const char *reply;
+};
+
+static void piped_peer_read(struct ev_loop *loop, struct ev_handle *h, uint32_t events)
+{
+	(void)loop;
+	(void)events;
+	struct piped_peer *s = h->arg;
+	ssize_t n = recv(h->fd, s->in + s->len, sizeof(s->in) - s->len - 1, MSG_DONTWAIT);
+	if (n <= 0)
+		return;
+	s->len += (size_t)n;
+	s->in[s->len] = 0;
+	s->seen = 0;
+	for (const char *q = strstr(s->in, "\r\n\r\n"); q; q = strstr(q + 4, "\r\n\r\n"))
+		s->seen++;
+	if (!s->replied && s->expect && s->seen >= s->expect) {
+		size_t rl = strlen(s->reply);
+		cr_assert_eq(send(h->fd, s->reply, rl, MSG_NOSIGNAL), (ssize_t)rl);
+		s->replied = 1;
+	}
+}
+
+static void piped_peer_accept(struct ev_loop *loop, struct ev_handle *h, uint32_t events)
+{
+	(void)events;
+	struct piped_peer *s = h->arg;
+	int c = accept4(h->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (c < 0)
+		return;
+	cr_assert_eq(s->ch.fd, -1, "one connection expected");
+	s->ch = (struct ev_handle){.fd = c, .fn = piped_peer_read, .arg = s};
+	cr_assert_eq(ev_add(loop, &s->ch, EPOLLIN), 0);
+}
+
+/* Calls to paths[0..n) (pipelined, on one connection) against a peer that
+ * answers `reply` once all n are in; deadline of the first call
+ * first_timeout_ms, of the others 10 s. */
+static void against_piped(const char *reply, int expect, const char *const *paths, int n, uint32_t first_timeout_ms,
+			  struct outcome *o, struct hc_stats *st)
+{
+	int port;
+	static struct piped_peer s;
+	memset(&s, 0, sizeof(s));
+	s.lh = (struct ev_handle){.fd = listener(&port, 8), .fn = piped_peer_accept, .arg = &s};
+	s.ch.fd = -1;
+	s.reply = reply;
+	s.expect = expect;
+	char addr[32];
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	pool_piped(addr, 1, 0, 1024, (uint32_t)n);
+	cr_assert_eq(ev_add(R.loop, &s.lh, EPOLLIN), 0);
+	for (int i = 0; i < n; i++)
+		call_piped("GET", paths[i], NULL, NULL, i ? 10000 : first_timeout_ms, 1, &o[i]);
+	run_until_done();
+	hc_stats(R.pool, st);
+	cr_assert_eq(s.seen, n, "the peer read %d requests of %d", s.seen, n);
+	ev_del(R.loop, &s.lh);
+	close(s.lh.fd);
+	if (s.ch.fd >= 0) {
+		ev_del(R.loop, &s.ch);
+		close(s.ch.fd);
+	}
+	finish();
+}
+
+#define ANSWER(body) "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n" body
+#define ANSWER_CLOSE(body) "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n" body
+
+WM_TEST(http_client, pipelined_answers_and_what_a_peer_does_to_them, .timeout = 60)
+{
+	static const char *const paths[] = {"/a", "/b", "/c", "/d"};
+	struct outcome o[4];
+	struct hc_stats st;
+	/* four answers in one write: each call gets its own, in order */
+	against_piped(ANSWER("/a") ANSWER("/b") ANSWER("/c") ANSWER("/d"), 4, paths, 4, 10000, o, &st);
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(o[i].status, 200, "call %d: %s", i, o[i].err);
+		cr_assert_str_eq(o[i].body, paths[i]);
+	}
+	cr_assert_eq(st.pipelined, 3);
+	cr_assert_eq(st.connects, 1);
+	/* "Connection: close" on the second answer: the two behind it fail */
+	against_piped(ANSWER("/a") ANSWER_CLOSE("/b"), 4, paths, 4, 10000, o, &st);
+	cr_assert_str_eq(o[0].body, "/a");
+	cr_assert_str_eq(o[1].body, "/b");
+	for (int i = 2; i < 4; i++) {
+		cr_assert_eq(o[i].status, -1, "call %d", i);
+		cr_assert_str_eq(o[i].err, "peer closed the connection before the response");
+	}
+	/* an answer more than was asked for: the last call fails */
+	against_piped(ANSWER("/a") ANSWER("/b") ANSWER("/x"), 2, paths, 2, 10000, o, &st);
+	cr_assert_str_eq(o[0].body, "/a");
+	cr_assert_eq(o[1].status, -1);
+	cr_assert_str_eq(o[1].err, "bytes after the response");
+	/* a malformed second answer: it and the one behind it fail */
+	against_piped(ANSWER("/a") "garbage\r\n\r\n", 3, paths, 3, 10000, o, &st);
+	cr_assert_str_eq(o[0].body, "/a");
+	cr_assert_str_eq(o[1].err, "malformed status line");
+	cr_assert_str_eq(o[2].err, "malformed status line");
+	/* the first call's deadline passes: it times out, the two behind it
+	 * go with their connection */
+	against_piped(NULL, 0, paths, 3, 200, o, &st);
+	cr_assert_str_eq(o[0].err, "timed out");
+	for (int i = 1; i < 3; i++)
+		cr_assert_str_eq(o[i].err, "its connection closed: a call ahead of it timed out", "call %d", i);
+	cr_assert_eq(st.timeouts, 1);
+	cr_assert_eq(st.failed, 3);
+}
+
+WM_TEST(http_client, the_pipeline_bound)
+{
+	char err[200];
+	struct ev_loop *loop = ev_new();
+	struct hc_config cfg = {.addr = "127.0.0.1:80", .max_conns = 1, .max_response_bytes = 1,
+				.pipeline = HC_PIPELINE_CAP};
+	struct hc_pool *p = hc_pool_new(loop, &cfg, err, sizeof(err));
+	cr_assert_not_null(p, "the edge: %s", err);
+	hc_pool_free(p);
+	cfg.pipeline = HC_PIPELINE_CAP + 1;
+	cr_assert_null(hc_pool_new(loop, &cfg, err, sizeof(err)), "past the bound");
+	cr_assert(strstr(err, "pipeline"), "%s", err);
 	ev_free(loop);
 }

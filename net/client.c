@@ -405,11 +405,8 @@ int hc_header(const struct hc_response *r, const char *name, char *out, size_t s
 	return head_value(r->head, r->head_len, name, out, size);
 }
 
-/* hc_parse_response of the first response in data[0..len), which may be
- * followed by the next ones (pipelined calls): 1 with *r and *used (its
- * bytes), 0 when more is needed, -1 with *err. */
-static int parse_first(const char *data, size_t len, uint32_t max_body, struct hc_response *r, int *close_after,
-		       const char **err, size_t *used)
+int hc_parse_next(const char *data, size_t len, uint32_t max_body, struct hc_response *r, int *close_after,
+		  const char **err, size_t *used)
 {
 	const char *end = memmem(data, len, "\r\n\r\n", 4);
 	if (!end) {
@@ -456,7 +453,7 @@ int hc_parse_response(const char *data, size_t len, uint32_t max_body, struct hc
 		      const char **err)
 {
 	size_t used = 0;
-	int rc = parse_first(data, len, max_body, r, close_after, err, &used);
+	int rc = hc_parse_next(data, len, max_body, r, close_after, err, &used);
 	if (rc == 1 && used < len)
 		return *err = "bytes after the response", -1;
 	return rc;
@@ -507,7 +504,7 @@ static int conn_read(struct hc_conn *k)
 	size_t cap = HC_MAX_HEAD + (size_t)k->pool->cfg.max_response_bytes + 1;
 	for (;;) {
 		if (k->in.len >= cap)
-			return 0; /* parse_first refuses it */
+			return 0; /* hc_parse_next refuses it */
 		size_t want = cap - k->in.len < HC_READ_CHUNK ? cap - k->in.len : HC_READ_CHUNK;
 		if (buf_reserve(&k->in, want))
 			return -1;
@@ -538,7 +535,7 @@ static int conn_answers(struct hc_conn *k)
 		int close_after = 0;
 		const char *err = NULL;
 		size_t used = 0;
-		int pr = parse_first(k->in.data + pos, k->in.len - pos, p->cfg.max_response_bytes, &r, &close_after, &err,
+		int pr = hc_parse_next(k->in.data + pos, k->in.len - pos, p->cfg.max_response_bytes, &r, &close_after, &err,
 				     &used);
 		if (pr == 1 && !k->head->next && pos + used < k->in.len)
 			pr = -1, err = "bytes after the response"; /* nothing asked for them */

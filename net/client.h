@@ -98,6 +98,11 @@ int hc_send(struct hc_pool *p, const struct hc_request *rq, hc_done_fn done, voi
 int hc_parse_response(const char *data, size_t len, uint32_t max_body, struct hc_response *r, int *close_after,
 		      const char **err);
 
+/* hc_parse_response of the first response in data[0..len), which may be
+ * followed by the next ones (the answers to pipelined calls): 1 with *r
+ * and *used (its bytes, <= len), 0 when more is needed, -1 with *err. */
+int hc_parse_next(const char *data, size_t len, uint32_t max_body, struct hc_response *r, int *close_after,
+		  const char **err, size_t *used);
 /* Deadlines: call from the loop's tick. */
 /* The value of header `name` (case-insensitive) of a response into out
  * (size bytes, NUL-terminated, cut to fit): how many times it appears. */

@@ -999,6 +999,18 @@ fi
 
 # cpu_ticks PID : utime + stime of every thread of the process (/proc, clock ticks)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# cluster_ticks PID... : cpu_ticks of each, space-separated (shards, then the router)
+cluster_ticks() { local p out=""; for p in "$@"; do out+="$(cpu_ticks "$p") "; done; echo "$out"; }
+# cpu_per_request "T0" "T1" N : CPU per request from two cluster_ticks readings and N
+# requests: "total us (router R, shards S0/S1/...)", the router being the last pid
+cpu_per_request() {
+	awk -v a="$1" -v b="$2" -v n="$3" -v hz="$(getconf CLK_TCK)" 'BEGIN {
+		k = split(a, x, " "); split(b, y, " "); if (n <= 0) { print "?"; exit }
+		tot = 0; sh = ""
+		for (i = 1; i <= k; i++) { us[i] = (y[i] - x[i]) * 1e6 / hz / n; tot += us[i] }
+		for (i = 1; i < k; i++) sh = sh (i > 1 ? "/" : "") sprintf("%.0f", us[i])
+		printf "%.0f us (router %.0f, shards %s)", tot, us[k], sh }'
+}
 
 echo
 ORD_CONNS=${BENCH_ORDERS_CONNS:-1 16 64}
@@ -1342,21 +1354,25 @@ else
 	for conns in 16 64; do
 		saved_wrk=("${WRK[@]}")
 		WRK=(wrk -t"$ORD_THREADS" -c"$conns" -d"$ORD_DURATION" --latency)
+		t0=$(cluster_ticks "${npids[@]}")
 		run_wrk "POST /v1/orders -c$conns (a: 2 lines, one shard, router)" -s perf/post_order.lua "$nbase" -- \
 			"$wine_local" "$wine_local2"
 		a_rps=$(cut -d'|' -f2 <<<"${rows[-1]}")
+		a_cpu=$(cpu_per_request "$t0" "$(cluster_ticks "${npids[@]}")" "$last_requests")
 		syncs0=$(curl -fsS -H "Authorization: Bearer $WM_BOOTSTRAP_KEY" "$nbase/metrics" |
 			sed -n 's/^wm_router_decision_log_syncs_total \([0-9]*\)/\1/p')
 		commits0=$(curl -fsS -H "Authorization: Bearer $WM_BOOTSTRAP_KEY" "$nbase/metrics" |
 			sed -n 's/^wm_router_txn_total{outcome="commit"} \([0-9]*\)/\1/p')
+		t0=$(cluster_ticks "${npids[@]}")
 		run_wrk "POST /v1/orders -c$conns (b: 2 lines, 2PC over two shards, router)" -s perf/post_order.lua "$nbase" -- \
 			"$wine_remote" "$wine_remote2"
 		b_rps=$(cut -d'|' -f2 <<<"${rows[-1]}")
+		b_cpu=$(cpu_per_request "$t0" "$(cluster_ticks "${npids[@]}")" "$last_requests")
 		WRK=("${saved_wrk[@]}")
 		m=$(curl -fsS -H "Authorization: Bearer $WM_BOOTSTRAP_KEY" "$nbase/metrics")
 		syncs1=$(sed -n 's/^wm_router_decision_log_syncs_total \([0-9]*\)/\1/p' <<<"$m")
 		commits1=$(sed -n 's/^wm_router_txn_total{outcome="commit"} \([0-9]*\)/\1/p' <<<"$m")
-		twopc_rows+=("-c$conns: (a) $a_rps orders/s, (b) $b_rps orders/s; decision-log fsyncs $((syncs1 - syncs0)) for $((commits1 - commits0)) commits")
+		twopc_rows+=("-c$conns: (a) $a_rps orders/s, (b) $b_rps orders/s; decision-log fsyncs $((syncs1 - syncs0)) for $((commits1 - commits0)) commits; CPU per order (a) $a_cpu, (b) $b_cpu")
 	done
 	for r in "${twopc_rows[@]}"; do
 		echo "$r" | awk '{ print } { for (i = 1; i <= NF; i++) { if ($i == "(a)") a = $(i + 1); if ($i == "(b)") b = $(i + 1) }

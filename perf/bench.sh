@@ -1372,7 +1372,7 @@ else
 		m=$(curl -fsS -H "Authorization: Bearer $WM_BOOTSTRAP_KEY" "$nbase/metrics")
 		syncs1=$(sed -n 's/^wm_router_decision_log_syncs_total \([0-9]*\)/\1/p' <<<"$m")
 		commits1=$(sed -n 's/^wm_router_txn_total{outcome="commit"} \([0-9]*\)/\1/p' <<<"$m")
-		twopc_rows+=("-c$conns: (a) $a_rps orders/s, (b) $b_rps orders/s; decision-log fsyncs $((syncs1 - syncs0)) for $((commits1 - commits0)) commits; CPU per order (a) $a_cpu, (b) $b_cpu")
+		twopc_rows+=("-c$conns: (a) $a_rps orders/s, (b) $b_rps orders/s; decision-log fsyncs $((syncs1 - syncs0)) for $((commits1 - commits0)) commits; CPU per order: one shard $a_cpu, 2PC $b_cpu")
 	done
 	for r in "${twopc_rows[@]}"; do
 		echo "$r" | awk '{ print } { for (i = 1; i <= NF; i++) { if ($i == "(a)") a = $(i + 1); if ($i == "(b)") b = $(i + 1) }

@@ -177,6 +177,18 @@ static void answer_relay(struct ctxn *t, const struct hc_response *a)
 	buf_free(&rs.body);
 }
 
+/* May the current phase's calls share a connection with others (client.h:
+ * pipelining)?  The steps a shard answers from its own tables as soon as
+ * their WAL transaction is durable: PREPARE, the commits, the rest.  Not the
+ * charge or an abort (a refund): those wait for the payment provider, and
+ * the calls behind them on a connection would wait as long.  A pipelined
+ * step that fails with a companion's connection is what any failed call
+ * is: an abort before the decision, a retry after it. */
+static int phase_pipelined(enum ctxn_phase ph)
+{
+	return ph == CP_PREPARE || ph == CP_COMMIT_DEST || ph == CP_COMMIT_PARTS || ph == CP_REST;
+}
+
 /* One internal call of the protocol; the principal goes with the calls
  * whose answer the client sees. */
 static int call(struct ctxn *t, uint32_t shard, const char *path, const char *body, int with_principal,
@@ -184,8 +196,8 @@ static int call(struct ctxn *t, uint32_t shard, const char *path, const char *bo
 {
 	size_t plen = 0;
 	const char *who = with_principal && t->f ? t->co->h.principal(t->f, &plen) : NULL;
-	if (t->co->h.call(t->co->h.router, shard, "POST", path, body, strlen(body), who, plen, COORD_CALL_TIMEOUT_MS, fn,
-			 arg))
+	if (t->co->h.call(t->co->h.router, shard, "POST", path, body, strlen(body), who, plen, COORD_CALL_TIMEOUT_MS,
+			  phase_pipelined(t->phase), fn, arg))
 		return -1;
 	t->pending++;
 	return 0;

@@ -55,10 +55,11 @@ struct coord_host {
 	const char *data_dir;          /* <data_dir>/decisions holds the log */
 	const char *wal_mode;          /* the log's durability: fsync, write, none */
 	uint64_t router_id;            /* transactions are "r<id>:<order id>" */
-	/* a signed POST to a shard (principal may be NULL): 0, or -1 (done is then not called) */
+	/* a signed POST to a shard (principal may be NULL; pipeline: it may
+	 * share a connection, client.h): 0, or -1 (done is then not called) */
 	int (*call)(void *router, uint32_t shard, const char *method, const char *path, const char *body,
-		    size_t body_len, const char *principal, size_t principal_len, uint32_t timeout_ms, hc_done_fn done,
-		    void *arg);
+		    size_t body_len, const char *principal, size_t principal_len, uint32_t timeout_ms, int pipeline,
+		    hc_done_fn done, void *arg);
 	void (*finish)(struct fwd *f, struct srv_response *rs);              /* answer a deferred request */
 	const char *(*principal)(const struct fwd *f, size_t *len);         /* its forwarded principal */
 	const char *(*request_body)(const struct fwd *f, size_t *len);      /* the client's request body */

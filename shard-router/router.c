@@ -539,30 +539,32 @@ static const char *router_fwd_body(const struct fwd *f, size_t *len)
 	return f->body ? f->body : "";
 }
 
-/* A signed internal call to shard `shard` (principal may be NULL): 0, or
- * -1 when the shard's pool is full or the router is stopping (done is not
- * called then). */
+/* A signed internal call to shard `shard` (principal may be NULL; pipeline:
+ * hc_request.pipeline): 0, or -1 when the shard's pool is full or the
+ * router is stopping (done is not called then). */
 static int router_call(struct router *r, uint32_t shard, const char *method, const char *path, const char *body,
-		size_t body_len, const char *principal, size_t principal_len, uint32_t timeout_ms, hc_done_fn done,
-		void *arg)
+		       size_t body_len, const char *principal, size_t principal_len, uint32_t timeout_ms, int pipeline,
+		       hc_done_fn done, void *arg)
 {
 	char sig[CK_HEADER_MAX];
 	if (r->closing || shard >= r->map.n || !r->pools[shard] ||
 	    ck_sign_principal(&r->key, method, strlen(method), path, strlen(path), (int64_t)time(NULL), body, body_len,
 			      principal, principal_len, sig))
 		return -1;
-	struct buf h;
-	buf_init(&h, 0);
-	buf_printf(&h, CK_HEADER_NAME ": %s\r\n", sig);
+	/* the router's scratch, as fwd_send's: hc_send copies the lines */
+	struct buf *h = &r->call_hdrs;
+	buf_reset(h);
+	(void)(BUF_LIT(h, CK_HEADER_NAME ": ") || buf_puts(h, sig) || BUF_LIT(h, "\r\n"));
 	if (principal)
-		buf_printf(&h, WM_H_PRINCIPAL ": %.*s\r\n", (int)principal_len, principal);
+		(void)(BUF_LIT(h, WM_H_PRINCIPAL ": ") || buf_append(h, principal, principal_len) || BUF_LIT(h, "\r\n"));
 	if (body_len)
-		buf_puts(&h, "Content-Type: application/json\r\n");
-	buf_append(&h, "", 1);
-	struct hc_request rq = {.method = method, .path = path, .headers = h.data, .body = body, .body_len = body_len,
-				.timeout_ms = timeout_ms};
-	int rc = h.overflow ? -1 : hc_send(r->pools[shard], &rq, done, arg);
-	buf_free(&h);
+		BUF_LIT(h, "Content-Type: application/json\r\n");
+	buf_append(h, "", 1);
+	struct hc_request rq = {.method = method, .path = path, .headers = h->data, .body = body, .body_len = body_len,
+				.timeout_ms = timeout_ms, .pipeline = pipeline};
+	int rc = h->overflow ? -1 : hc_send(r->pools[shard], &rq, done, arg);
+	if (h->cap > ROUTER_FWD_SPARE_BYTES)
+		buf_free(h);
 	return rc;
 }
 
@@ -1231,10 +1233,11 @@ void router_tick(struct router *r)
 }
 
 static int host_call(void *router, uint32_t shard, const char *method, const char *path, const char *body,
-		     size_t body_len, const char *principal, size_t principal_len, uint32_t timeout_ms, hc_done_fn done,
-		     void *arg)
+		     size_t body_len, const char *principal, size_t principal_len, uint32_t timeout_ms, int pipeline,
+		     hc_done_fn done, void *arg)
 {
-	return router_call(router, shard, method, path, body, body_len, principal, principal_len, timeout_ms, done, arg);
+	return router_call(router, shard, method, path, body, body_len, principal, principal_len, timeout_ms, pipeline,
+			   done, arg);
 }
 
 /* The coordinator of cross-shard orders (coordinator.h) on this router. */

@@ -250,6 +250,72 @@ WM_TEST(conn, ev_after_batch_callbacks_run_once_the_batch_is_handled)
 	ev_free(loop);
 }
 
+/* ev_later: armed by a handler (twice: once is kept), it runs once right
+ * after the batch and before the after-batch callbacks; one it arms runs
+ * in the same pass; a cancelled one does not run. */
+static struct ev_later lt_a, lt_b, lt_c;
+
+static void lt_run(struct ev_loop *loop, void *arg)
+{
+	char tag = *(const char *)arg;
+	cr_assert(!ev_in_batch(loop), "a later runs once the batch is over");
+	ab_note(tag);
+	if (tag == 'a')
+		ev_later_arm(loop, &lt_b); /* from a later: the same pass */
+}
+
+static void lt_handler(struct ev_loop *loop, struct ev_handle *h, uint32_t events)
+{
+	ab_handler(loop, h, events);
+	ev_later_arm(loop, &lt_a);
+	ev_later_arm(loop, &lt_a);
+	ev_later_arm(loop, &lt_c);
+	ev_later_cancel(loop, &lt_c);
+}
+
+static void lt_stop(struct ev_loop *loop, void *arg)
+{
+	(void)arg;
+	ab_note('1');
+	ev_stop(loop);
+}
+
+WM_TEST(conn, ev_later_runs_once_after_the_batch)
+{
+	struct ev_loop *loop = ev_new();
+	cr_assert_not_null(loop);
+	int sa[2], sb[2];
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sa), 0);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sb), 0);
+	struct ev_handle a = {.fd = sa[0], .fn = lt_handler}, b = {.fd = sb[0], .fn = lt_handler};
+	cr_assert_eq(ev_add(loop, &a, EPOLLIN), 0);
+	cr_assert_eq(ev_add(loop, &b, EPOLLIN), 0);
+	static const char ta = 'a', tb = 'b', tc = 'c';
+	lt_a = (struct ev_later){.fn = lt_run, .arg = (void *)&ta};
+	lt_b = (struct ev_later){.fn = lt_run, .arg = (void *)&tb};
+	lt_c = (struct ev_later){.fn = lt_run, .arg = (void *)&tc};
+	cr_assert_eq(ev_add_after_batch(loop, lt_stop, NULL), 0);
+	ab_n = 0;
+	cr_assert_eq(write(sa[1], "x", 1), 1);
+	cr_assert_eq(write(sb[1], "x", 1), 1);
+	cr_assert_eq(ev_run(loop), 0);
+	cr_assert_str_eq(ab_log, "hhab1", "two handlers, a (armed twice) and the b it armed, then the after-batch");
+	cr_assert_not(lt_a.armed || lt_b.armed || lt_c.armed);
+	/* a cancelled later whose loop goes on never runs */
+	ab_n = 0;
+	ab_log[0] = 0;
+	cr_assert_eq(write(sa[1], "y", 1), 1);
+	cr_assert_eq(ev_run(loop), 0);
+	cr_assert_str_eq(ab_log, "hab1");
+	ev_del(loop, &a);
+	ev_del(loop, &b);
+	for (int i = 0; i < 2; i++) {
+		close(sa[i]);
+		close(sb[i]);
+	}
+	ev_free(loop);
+}
+
 /* ---- half-close ------------------------------------------------------------ */
 
 WM_TEST(conn, half_close_after_write_gets_the_answer)

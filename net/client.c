@@ -155,15 +155,21 @@ static void call_finish(struct hc_pool *p, struct hc_call *c, const struct hc_re
 	call_free(p, c);
 }
 
+/* Append c to the list head..tail (the pool's queue, a connection's calls). */
+static void calls_append(struct hc_call **head, struct hc_call **tail, struct hc_call *c)
+{
+	c->next = NULL;
+	if (*tail)
+		(*tail)->next = c;
+	else
+		*head = c;
+	*tail = c;
+}
+
 /* The pool's queue: append, take the first. */
 static void queue_push(struct hc_pool *p, struct hc_call *c)
 {
-	c->next = NULL;
-	if (p->qtail)
-		p->qtail->next = c;
-	else
-		p->qhead = c;
-	p->qtail = c;
+	calls_append(&p->qhead, &p->qtail, c);
 	p->st.queued++;
 }
 
@@ -256,12 +262,7 @@ static void conn_interest(struct hc_conn *k)
 /* Append call c to k's calls (to be written after those already there). */
 static void conn_push(struct hc_conn *k, struct hc_call *c)
 {
-	c->next = NULL;
-	if (k->tail)
-		k->tail->next = c;
-	else
-		k->head = c;
-	k->tail = c;
+	calls_append(&k->head, &k->tail, c);
 	if (!k->wcall) {
 		k->wcall = c;
 		k->sent = 0;

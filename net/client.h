@@ -13,6 +13,12 @@
  * a call may be retried is the caller's decision (retried internal writes
  * must be idempotent).
  *
+ * A call may ask to be pipelined (hc_request.pipeline, on a pool with
+ * hc_config.pipeline > 1): it then shares a connection with other such
+ * calls, the calls a batch of the loop's events makes go out in one write,
+ * and answers are matched in order; it waits for those ahead of it and
+ * fails with them (client.c's top has the why and the price).
+ *
  * Responses must carry Content-Length (the project's servers always do);
  * chunked or unframed responses are refused as errors.  The response given
  * to the callback points into the connection's buffer and is valid only

@@ -214,6 +214,28 @@ static void ab_second(struct ev_loop *loop, void *arg)
 	ab_note(*(const char *)arg);
 }
 
+/* Two socket pairs, the first end of each registered with fn (EPOLLIN). */
+static void two_pairs(struct ev_loop *loop, ev_fn fn, int sa[2], int sb[2], struct ev_handle *a, struct ev_handle *b)
+{
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sa), 0);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sb), 0);
+	*a = (struct ev_handle){.fd = sa[0], .fn = fn};
+	*b = (struct ev_handle){.fd = sb[0], .fn = fn};
+	cr_assert_eq(ev_add(loop, a, EPOLLIN), 0);
+	cr_assert_eq(ev_add(loop, b, EPOLLIN), 0);
+}
+
+static void two_pairs_close(struct ev_loop *loop, int sa[2], int sb[2], struct ev_handle *a, struct ev_handle *b)
+{
+	ev_del(loop, a);
+	ev_del(loop, b);
+	for (int i = 0; i < 2; i++) {
+		close(sa[i]);
+		close(sb[i]);
+	}
+	ev_free(loop);
+}
+
 /* Both ready handles are handled, then the callbacks in the order added;
  * EV_MAX_AFTER_BATCH of them fit and one more is refused; a removed one
  * is not called again. */
@@ -222,11 +244,8 @@ WM_TEST(conn, ev_after_batch_callbacks_run_once_the_batch_is_handled)
 	struct ev_loop *loop = ev_new();
 	cr_assert_not_null(loop);
 	int sa[2], sb[2];
-	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sa), 0);
-	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sb), 0);
-	struct ev_handle a = {.fd = sa[0], .fn = ab_handler}, b = {.fd = sb[0], .fn = ab_handler};
-	cr_assert_eq(ev_add(loop, &a, EPOLLIN), 0);
-	cr_assert_eq(ev_add(loop, &b, EPOLLIN), 0);
+	struct ev_handle a, b;
+	two_pairs(loop, ab_handler, sa, sb, &a, &b);
 	static const char tags[EV_MAX_AFTER_BATCH] = "234";
 	cr_assert_eq(ev_add_after_batch(loop, ab_first, NULL), 0);
 	for (unsigned i = 0; i + 1 < EV_MAX_AFTER_BATCH; i++)
@@ -241,13 +260,7 @@ WM_TEST(conn, ev_after_batch_callbacks_run_once_the_batch_is_handled)
 	cr_assert_eq(write(sa[1], "y", 1), 1);
 	cr_assert_eq(ev_run(loop), 0);
 	cr_assert_str_eq(ab_log, "h124");
-	ev_del(loop, &a);
-	ev_del(loop, &b);
-	for (int i = 0; i < 2; i++) {
-		close(sa[i]);
-		close(sb[i]);
-	}
-	ev_free(loop);
+	two_pairs_close(loop, sa, sb, &a, &b);
 }
 
 /* ev_later: armed by a handler (twice: once is kept), it runs once right
@@ -285,11 +298,8 @@ WM_TEST(conn, ev_later_runs_once_after_the_batch)
 	struct ev_loop *loop = ev_new();
 	cr_assert_not_null(loop);
 	int sa[2], sb[2];
-	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sa), 0);
-	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sb), 0);
-	struct ev_handle a = {.fd = sa[0], .fn = lt_handler}, b = {.fd = sb[0], .fn = lt_handler};
-	cr_assert_eq(ev_add(loop, &a, EPOLLIN), 0);
-	cr_assert_eq(ev_add(loop, &b, EPOLLIN), 0);
+	struct ev_handle a, b;
+	two_pairs(loop, lt_handler, sa, sb, &a, &b);
 	static const char ta = 'a', tb = 'b', tc = 'c';
 	lt_a = (struct ev_later){.fn = lt_run, .arg = (void *)&ta};
 	lt_b = (struct ev_later){.fn = lt_run, .arg = (void *)&tb};
@@ -307,13 +317,7 @@ WM_TEST(conn, ev_later_runs_once_after_the_batch)
 	cr_assert_eq(write(sa[1], "y", 1), 1);
 	cr_assert_eq(ev_run(loop), 0);
 	cr_assert_str_eq(ab_log, "hab1");
-	ev_del(loop, &a);
-	ev_del(loop, &b);
-	for (int i = 0; i < 2; i++) {
-		close(sa[i]);
-		close(sb[i]);
-	}
-	ev_free(loop);
+	two_pairs_close(loop, sa, sb, &a, &b);
 }
 
 /* ---- half-close ------------------------------------------------------------ */

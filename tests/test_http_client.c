@@ -110,15 +110,19 @@ static void finish(void)
 	R.loop = NULL;
 }
 
-/* Start a shard and a pool for it: 2 connections, a queue of 64. */
-static void shard_pool(struct wm_proc *p)
+/* Start a shard and a pool for it: `conns` connections, a queue of 64,
+ * `pipeline` calls a connection (0: none). */
+static void shard_pool_piped(struct wm_proc *p, uint32_t conns, uint32_t pipeline)
 {
 	wm_proc_init(p);
 	cr_assert_eq(wm_start(p, NULL, NULL), 0);
 	char addr[32];
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", p->port);
-	pool(addr, 2, 64, 1 << 20);
+	pool_piped(addr, conns, 64, 1 << 20, pipeline);
 }
+
+/* Start a shard and a pool for it: 2 connections, a queue of 64. */
+static void shard_pool(struct wm_proc *p) { shard_pool_piped(p, 2, 0); }
 
 WM_TEST(http_client, calls_to_a_real_shard_reuse_connections, .timeout = 60)
 {
@@ -406,11 +410,7 @@ static void first_id(const char *body, char *out, size_t size)
 WM_TEST(http_client, pipelined_calls_to_a_real_shard_get_their_own_answers, .timeout = 60)
 {
 	struct wm_proc p;
-	wm_proc_init(&p);
-	cr_assert_eq(wm_start(&p, NULL, NULL), 0);
-	char addr[32];
-	snprintf(addr, sizeof(addr), "127.0.0.1:%d", p.port);
-	pool_piped(addr, 2, 64, 1 << 20, 4);
+	shard_pool_piped(&p, 2, 4);
 	static const char hdrs[] = "Authorization: Bearer " WM_TEST_KEY "\r\nContent-Type: application/json\r\n";
 	char ids[3][64], path[3][96];
 	for (int i = 0; i < 3; i++) {
@@ -478,11 +478,7 @@ static void batch_calls(struct ev_loop *loop, struct ev_handle *h, uint32_t even
 WM_TEST(http_client, the_calls_of_one_batch_share_a_connection, .timeout = 60)
 {
 	struct wm_proc p;
-	wm_proc_init(&p);
-	cr_assert_eq(wm_start(&p, NULL, NULL), 0);
-	char addr[32];
-	snprintf(addr, sizeof(addr), "127.0.0.1:%d", p.port);
-	pool_piped(addr, 8, 64, 1 << 20, HC_PIPELINE_CAP);
+	shard_pool_piped(&p, 8, HC_PIPELINE_CAP);
 	int fds[2];
 	cr_assert_eq(pipe(fds), 0);
 	static struct batch_start b;

@@ -997,6 +997,41 @@ fi
 # router CPU 13.2 us a quote under perf) -> 63,073 req/s (0.67 to
 # 93,822, 12.8 us).
 
+# Measured 2026-12-01 (session 53), same defaults.  The router hop was
+# four syscalls per forwarded request, two of them to the shard (strace
+# -c of wm-router under the 1-line quote's wrk: 102,603 sendto and
+# 102,675 recvfrom for ~51k requests), and its profile 76 % kernel.  The
+# HTTP client now pipelines the calls that ask for it (net/client.c:
+# hc_request.pipeline; the calls one batch of ready events gives a
+# connection go out in one sendmsg once the batch is handled, their
+# answers come back together): the router asks for it for GET/HEAD and
+# the quote when no read-your-writes position goes with them (9f86b7d),
+# and the coordinator for PREPARE, the commits and the rest (b25604a; not
+# the charge or an abort, which wait for the payment provider).  The
+# shard behind the router gains too: it reads a batch of requests in one
+# recv and answers them in one send.  make bench at 18e3473 (before) and
+# 4bf5b71 (after), nginx 146,254 and 149,413: quote through the router
+# 50,450 -> 72,883 req/s (0.48 -> 0.68 of direct 104,220 / 106,568), CPU
+# per quote router 15.7 -> 10.0 us, shard behind it 9.8 -> 5.1 us; GET a
+# partner through the router 45,492 -> 75,562 req/s (0.48 -> 0.84); 2PC
+# (b)/(a) 0.25 -> 0.28 at -c16 (1,738 -> 2,017 orders/s) and 0.41 -> 0.53
+# at -c64 (2,786 -> 4,204), CPU per 2PC order (router + three shards,
+# /proc, new in this section) 690 -> 627 us at -c16 and 490 -> 379 us at
+# -c64 (partial runs before b25604a: router 169 -> 144 / 122 -> 91 us).
+# Unchanged paths at 4bf5b71: quote 1 line 0.71x (p50 559 us, p90 593 us,
+# p99 1.222 ms), 5 lines 0.36x; orders -c1/-c16/-c64 119/64/83 us;
+# recovery 2,354,409 rows/s; scale p99 1.47/1.25 raw, 1.46/1.27 without
+# interrupted quotes; memory 418/448 B (2.8x/2.8x raw).
+# Why the direct 1-line quote's p99 is twice its p50 with p90 at 1.06x:
+# the shard's event-loop thread is preempted ~120 times a second under
+# that load (/proc/PID/task/*/status nonvoluntary_ctxt_switches, 608 in
+# 5 s, against 84 voluntary), and in a 3 s system-wide record of
+# sched:sched_switch 47 of its 72 preemptions were by ksoftirqd/0, the
+# kernel finishing loopback TCP work on the shard's CPU; wrk took 7.
+# Each one stalls all 64 connections' requests at once, ~1 % of them.
+# The fix is the host's (a core of its own for the shard, the softirqs
+# steered elsewhere), not the engine's.
+
 # cpu_ticks PID : utime + stime of every thread of the process (/proc, clock ticks)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 # cluster_ticks PID... : cpu_ticks of each, space-separated (shards, then the router)

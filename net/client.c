@@ -718,7 +718,9 @@ static struct hc_call *call_new(struct hc_pool *p, const struct hc_request *rq, 
 	c->done = done;
 	c->arg = arg;
 	c->deadline_ms = ev_now_ms(p->loop) + rq->timeout_ms;
-	c->pipeline = rq->pipeline && p->cfg.pipeline > 1;
+	/* never a HEAD: its answer announces a body it does not carry, so the
+	 * answers behind it could not be told apart */
+	c->pipeline = rq->pipeline && p->cfg.pipeline > 1 && strcmp(rq->method, "HEAD");
 	return c;
 }
 

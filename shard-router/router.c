@@ -448,14 +448,15 @@ static void fanout_answer(struct fwd *f, struct fwd_call *call, const struct hc_
 
 /* May the request share a connection to its shard with others (client.h:
  * pipelining)?  Only the quick ones, that the shard answers as soon as it
- * reads them: reads (GET, HEAD) and the quote (a read by POST) -- and only
+ * reads them: reads (GET; a HEAD goes on as one, fwd_new) and the quote (a
+ * read by POST) -- and only
  * when no read-your-writes position goes with it (fwd_send), since a shard
  * behind that position parks the request (up to PARK_WAIT_MS) and those
  * behind it on the connection would wait as long.  Writes keep a
  * connection each: their answers wait for an fsync. */
 static int fwd_quick(const struct fwd *f)
 {
-	if (!strcmp(f->method, "GET") || !strcmp(f->method, "HEAD"))
+	if (!strcmp(f->method, "GET"))
 		return 1;
 	return f->rule && !strcmp(f->method, "POST") && !strcmp(f->rule->pattern, "/v1/orders/quote-calculate");
 }

@@ -628,11 +628,28 @@ WM_TEST(http_client, the_pipeline_bound)
 {
 	char err[200];
 	struct ev_loop *loop = ev_new();
-	struct hc_config cfg = {.addr = "127.0.0.1:80", .max_conns = 1, .max_response_bytes = 1,
+	struct hc_config cfg = {.addr = "127.0.0.1:80", .max_conns = 1, .max_queue = 4, .max_response_bytes = 1,
 				.pipeline = HC_PIPELINE_CAP};
 	struct hc_pool *p = hc_pool_new(loop, &cfg, err, sizeof(err));
 	cr_assert_not_null(p, "the edge: %s", err);
+	/* a HEAD never shares, even when it asks: its answer announces a body
+	 * it does not carry (nothing listens there; the loop never runs) */
+	static struct outcome head, get;
+	memset(&head, 0, sizeof(head));
+	memset(&get, 0, sizeof(get));
+	struct hc_request rq = {.method = "HEAD", .path = "/h", .timeout_ms = 1000, .pipeline = 1};
+	cr_assert_eq(hc_send(p, &rq, on_done, &head), 0);
+	rq.method = "GET";
+	cr_assert_eq(hc_send(p, &rq, on_done, &get), 0);
+	struct hc_stats st;
+	hc_stats(p, &st);
+	cr_assert_eq(st.pipelined, 0, "the GET was put behind the HEAD");
+	cr_assert_eq(st.queued, 1, "the GET waits for the one connection");
+	R.pending = 2;
 	hc_pool_free(p);
+	cr_assert_eq(R.pending, 0);
+	cr_assert_str_eq(head.err, "pool closed");
+	cr_assert_str_eq(get.err, "pool closed");
 	cfg.pipeline = HC_PIPELINE_CAP + 1;
 	cr_assert_null(hc_pool_new(loop, &cfg, err, sizeof(err)), "past the bound");
 	cr_assert(strstr(err, "pipeline"), "%s", err);

@@ -1021,7 +1021,10 @@ fi
 # Unchanged paths at 4bf5b71: quote 1 line 0.71x (p50 559 us, p90 593 us,
 # p99 1.222 ms), 5 lines 0.36x; orders -c1/-c16/-c64 119/64/83 us;
 # recovery 2,354,409 rows/s; scale p99 1.47/1.25 raw, 1.46/1.27 without
-# interrupted quotes; memory 418/448 B (2.8x/2.8x raw).
+# interrupted quotes; memory 418/448 B (2.8x/2.8x raw).  A second run at
+# 1704151 (nginx 168,624): quote through the router 68,998 req/s, 0.69 of
+# direct 100,103 (router 10.5 us, shard 5.2 us a quote); 2PC (b)/(a)
+# 0.30/0.51; quote 1 line 0.59x, p99 1.147 ms; recovery 2,368,665 rows/s.
 # Why the direct 1-line quote's p99 is twice its p50 with p90 at 1.06x:
 # the shard's event-loop thread is preempted ~120 times a second under
 # that load (/proc/PID/task/*/status nonvoluntary_ctxt_switches, 608 in

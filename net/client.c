@@ -756,19 +756,18 @@ static struct hc_conn *conn_for(struct hc_pool *p, int pipeline, uint32_t *n_ope
 
 int hc_send(struct hc_pool *p, const struct hc_request *rq, hc_done_fn done, void *arg)
 {
-	uint32_t n = 0;
-	struct hc_conn *share, *idle = conn_for(p, rq->pipeline && p->cfg.pipeline > 1, &n, &share);
-	if (share && share->write_later) {
-		n = 0; /* not counted: not needed */
-	} else if (!idle && !share && n >= p->cfg.max_conns && p->st.queued >= p->cfg.max_queue) {
-		p->st.refused_full++;
-		return -1;
-	}
 	struct hc_call *c = call_new(p, rq, done, arg);
 	if (!c)
 		return -1;
+	uint32_t n = 0;
+	struct hc_conn *share, *idle = conn_for(p, c->pipeline, &n, &share); /* c->pipeline: call_new's verdict */
+	if (!idle && !share && n >= p->cfg.max_conns && p->st.queued >= p->cfg.max_queue) {
+		call_free(p, c);
+		p->st.refused_full++;
+		return -1;
+	}
 	p->st.calls++;
-	if (share && share->write_later) {
+	if (share && share->write_later) { /* the batch's connection: written once the batch is done */
 		conn_push(share, c);
 		return 0;
 	}

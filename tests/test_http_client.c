@@ -650,6 +650,20 @@ WM_TEST(http_client, the_pipeline_bound)
 	cr_assert_eq(R.pending, 0);
 	cr_assert_str_eq(head.err, "pool closed");
 	cr_assert_str_eq(get.err, "pool closed");
+	/* nor behind a GET that shares its connection */
+	p = hc_pool_new(loop, &cfg, err, sizeof(err));
+	cr_assert_not_null(p, "%s", err);
+	memset(&head, 0, sizeof(head));
+	memset(&get, 0, sizeof(get));
+	cr_assert_eq(hc_send(p, &rq, on_done, &get), 0);
+	rq.method = "HEAD";
+	cr_assert_eq(hc_send(p, &rq, on_done, &head), 0);
+	hc_stats(p, &st);
+	cr_assert_eq(st.pipelined, 0, "the HEAD was put behind the GET");
+	cr_assert_eq(st.queued, 1, "the HEAD waits for the one connection");
+	R.pending = 2;
+	hc_pool_free(p);
+	cr_assert_eq(R.pending, 0);
 	cfg.pipeline = HC_PIPELINE_CAP + 1;
 	cr_assert_null(hc_pool_new(loop, &cfg, err, sizeof(err)), "past the bound");
 	cr_assert(strstr(err, "pipeline"), "%s", err);

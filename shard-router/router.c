@@ -446,6 +446,20 @@ static void ryw_note(struct fwd *f, uint32_t shard, const struct hc_response *a)
 static void on_answer(void *arg, const struct hc_response *a, const char *err);
 static void fanout_answer(struct fwd *f, struct fwd_call *call, const struct hc_response *a);
 
+/* The signature line (and the principal's, when there is one) of a call to
+ * a shard, in the router's scratch buffer, which the caller appends to and
+ * hands to hc_send: hc_send copies the lines into its call and never calls
+ * back from inside (client.h). */
+static struct buf *signed_headers(struct router *r, const char *sig, const char *who, size_t who_len)
+{
+	struct buf *h = &r->call_hdrs;
+	buf_reset(h);
+	(void)(BUF_LIT(h, CK_HEADER_NAME ": ") || buf_puts(h, sig) || BUF_LIT(h, "\r\n"));
+	if (who)
+		(void)(BUF_LIT(h, WM_H_PRINCIPAL ": ") || buf_append(h, who, who_len) || BUF_LIT(h, "\r\n"));
+	return h;
+}
+
 /* May the request share a connection to its shard with others (client.h:
  * pipelining)?  Only the quick ones, that the shard answers as soon as it
  * reads them: reads (GET; a HEAD goes on as one, fwd_new) and the quote (a
@@ -475,13 +489,7 @@ static int fwd_send(struct fwd *f, uint32_t shard)
 	    ck_sign_principal(&r->key, f->method, strlen(f->method), target, strlen(target), (int64_t)time(NULL),
 			      f->body, f->body_len, who, who_len, sig))
 		return -1;
-	/* the router's scratch: hc_send copies the lines into its call and
-	 * never calls back from inside (client.h) */
-	struct buf *h = &r->call_hdrs;
-	buf_reset(h);
-	(void)(BUF_LIT(h, CK_HEADER_NAME ": ") || buf_puts(h, sig) || BUF_LIT(h, "\r\n"));
-	if (who)
-		(void)(BUF_LIT(h, WM_H_PRINCIPAL ": ") || buf_append(h, who, who_len) || BUF_LIT(h, "\r\n"));
+	struct buf *h = signed_headers(r, sig, who, who_len);
 	size_t before_ryw = h->len;
 	ryw_header(f, shard, h);
 	int may_park = h->len != before_ryw;
@@ -552,12 +560,7 @@ static int router_call(struct router *r, uint32_t shard, const char *method, con
 	    ck_sign_principal(&r->key, method, strlen(method), path, strlen(path), (int64_t)time(NULL), body, body_len,
 			      principal, principal_len, sig))
 		return -1;
-	/* the router's scratch, as fwd_send's: hc_send copies the lines */
-	struct buf *h = &r->call_hdrs;
-	buf_reset(h);
-	(void)(BUF_LIT(h, CK_HEADER_NAME ": ") || buf_puts(h, sig) || BUF_LIT(h, "\r\n"));
-	if (principal)
-		(void)(BUF_LIT(h, WM_H_PRINCIPAL ": ") || buf_append(h, principal, principal_len) || BUF_LIT(h, "\r\n"));
+	struct buf *h = signed_headers(r, sig, principal, principal_len);
 	if (body_len)
 		BUF_LIT(h, "Content-Type: application/json\r\n");
 	buf_append(h, "", 1);

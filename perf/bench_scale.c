@@ -124,6 +124,7 @@ static long level_raw_bytes(const struct inv_level *l)
 struct layout {
 	long rows;
 	double raw, doc, stored_doc, id, row_struct, row_block, primary_hash, primary_tree, secondary;
+	double slot_bytes; /* of the hash by id */
 };
 
 /* Row r's document (stored or rendered: table.h row_doc); dies without one. */
@@ -183,7 +184,8 @@ static void layout_of(const struct table *t, long (*raw)(const struct row *), st
 	L->id /= (double)L->rows;
 	L->row_struct = (double)t->ops->row_size;
 	L->row_block = usable / (double)L->rows;
-	L->primary_hash = (double)t->by_id.cap * sizeof(struct hidx_slot) / (double)L->rows;
+	L->slot_bytes = (double)hidx_slot_bytes(&t->by_id);
+	L->primary_hash = (double)t->by_id.cap * L->slot_bytes / (double)L->rows;
 	long n = L->rows < LAYOUT_SAMPLE ? L->rows : LAYOUT_SAMPLE;
 	struct table_ops bare = *t->ops;
 	bare.index_add = NULL;
@@ -197,13 +199,13 @@ static void layout_of(const struct table *t, long (*raw)(const struct row *), st
 	double scratch_hash = 0;
 	{ /* the scratch table's hash by id at n rows, to take it out of `without` */
 		struct hidx h;
-		hidx_init(&h);
+		hidx_init_in_value(&h, t->ops->row_size); /* as table_init makes it */
 		for (int ok = oidx_seek_ge(&t->by_order, NULL, 0, &it); ok && (long)h.count < n; ok = oidx_next(&it)) {
 			const struct row *r = oidx_iter_val(&it);
 			if (hidx_put(&h, r->id, r->id_len, (void *)r))
 				bw_die("hidx_put", "scratch");
 		}
-		scratch_hash = (double)h.cap * sizeof(struct hidx_slot);
+		scratch_hash = (double)(h.cap * hidx_slot_bytes(&h));
 		hidx_free(&h);
 	}
 	L->primary_tree = ((double)without - rows_n - scratch_hash) / (double)n;
@@ -224,7 +226,7 @@ static void print_layout(const char *what, const struct layout *L, double rss_pe
 	       "rest (allocator, growth slack) %.0f B\n",
 	       L->row_block, L->row_struct, L->id, L->stored_doc, L->row_block - L->row_struct - L->id - L->stored_doc,
 	       L->primary_hash,
-	       100.0 * (double)sizeof(struct hidx_slot) / (L->primary_hash > 0 ? L->primary_hash : 1), L->primary_tree,
+	       100.0 * L->slot_bytes / (L->primary_hash > 0 ? L->primary_hash : 1), L->primary_tree,
 	       L->secondary, rss_per_row - known);
 }
 

@@ -17,6 +17,7 @@
 #include "engine/storage/index.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -479,6 +480,122 @@ WM_TEST(hidx, a_slot_keeps_the_key_address_in_its_tag)
 	cr_assert_null(hidx_get(&h, "c999999", 7));
 	cr_assert_eq(hidx_del(&h, NULL, 0), tag(5));
 	cr_assert_eq(hidx_count(&h), N);
+	hidx_free(&h);
+}
+
+/* ---- hidx in_value: values that hold their keys ------------------------- */
+
+/* A value that keeps its key 8 bytes in (a table's row keeps its id after
+ * its typed struct, an offer its natural key mid-row). */
+struct kept {
+	uint64_t head;
+	char key[12];
+	uint32_t n;
+};
+
+/* The index in_value walks to the entries of `want` (NULL: absent) exactly
+ * once each, and gives every present key's value. */
+static void expect_in_value(const struct hidx *h, struct kept *const *want, size_t n)
+{
+	size_t present = 0, seen = 0, pos = 0;
+	for (size_t i = 0; i < n; i++) {
+		present += want[i] != NULL;
+		if (want[i])
+			cr_assert_eq(hidx_get(h, want[i]->key, (uint32_t)strlen(want[i]->key)), want[i], "key %zu", i);
+	}
+	cr_assert_eq(hidx_count(h), present);
+	const char *k;
+	uint32_t kl;
+	for (struct kept *v; (v = hidx_next(h, &pos, &k, &kl)); seen++) {
+		cr_assert_eq(k, v->key, "a walk gives the key inside its value");
+		cr_assert_eq(kl, strlen(v->key));
+		cr_assert_eq(want[v->n], v, "walked to key %u", v->n);
+	}
+	cr_assert_eq(seen, present);
+}
+
+/* An index in_value: 8 bytes a slot, values derived from the keys' addresses
+ * through incremental rehashes, replaced values (another block, the same
+ * key), deletes; a key not at its value's offset, or NULL, is refused and
+ * changes nothing; hidx_free keeps the kind. */
+WM_TEST(hidx, in_value_keeps_a_tag_word_a_slot_and_derives_each_value)
+{
+	enum { N = 20000 }; /* past HIDX_MOVE_AT_ONCE: growth leaves keys in the previous array */
+	static struct kept a[N], b[N];
+	static struct kept *want[N];
+	struct hidx h;
+	hidx_init_in_value(&h, offsetof(struct kept, key));
+	cr_assert_eq(hidx_slot_bytes(&h), 8);
+	for (uint32_t i = 0; i < N; i++) {
+		a[i].n = b[i].n = i;
+		snprintf(a[i].key, sizeof(a[i].key), "k-%u", i);
+		memcpy(b[i].key, a[i].key, sizeof(a[i].key));
+		cr_assert_eq(hidx_put(&h, a[i].key, (uint32_t)strlen(a[i].key), &a[i]), 0);
+		want[i] = &a[i];
+		if (i % 997 == 0) /* mid-growth: some keys still in the previous array */
+			expect_in_value(&h, want, i + 1);
+	}
+	cr_assert_eq(h.cap * hidx_slot_bytes(&h), h.cap * 8);
+	/* the same bytes at another address find the entry */
+	char probe[12];
+	memcpy(probe, a[123].key, sizeof(probe));
+	cr_assert_eq(hidx_get(&h, probe, (uint32_t)strlen(probe)), &a[123]);
+	cr_assert_eq(hidx_peek(&h, probe, (uint32_t)strlen(probe)) == NULL ||
+			     hidx_peek(&h, probe, (uint32_t)strlen(probe)) == &a[123] ||
+			     ((const struct kept *)hidx_peek(&h, probe, (uint32_t)strlen(probe)))->n < N,
+		     1, "a peek is NULL or a value of the index");
+	/* refused, nothing changed: the key outside its value, NULL, a key
+	 * of another value */
+	uint32_t l0 = (uint32_t)strlen(a[0].key);
+	cr_assert_eq(hidx_put(&h, probe, l0, &a[0]), -1);
+	cr_assert_eq(hidx_set(&h, a[1].key, (uint32_t)strlen(a[1].key), &a[0]), -1);
+	void *prev = &b[0];
+	cr_assert_eq(hidx_swap(&h, NULL, 0, &a[0], &prev), -1);
+	cr_assert_null(prev);
+	cr_assert_eq(hidx_put(&h, a[0].key + 1, l0 - 1, &a[0]), -1, "the key one byte off its place");
+	cr_assert_eq(hidx_get(&h, a[0].key, l0), &a[0]);
+	/* replace every odd value by its twin in b: prev is the one it had */
+	for (uint32_t i = 1; i < N; i += 2) {
+		cr_assert_eq(hidx_swap(&h, b[i].key, (uint32_t)strlen(b[i].key), &b[i], &prev), 0);
+		cr_assert_eq(prev, &a[i], "key %u", i);
+		want[i] = &b[i];
+	}
+	cr_assert_eq(hidx_put(&h, b[2].key, (uint32_t)strlen(b[2].key), &b[2]), 1, "present: nothing changed");
+	/* delete every third */
+	for (uint32_t i = 0; i < N; i += 3) {
+		cr_assert_eq(hidx_del(&h, a[i].key, (uint32_t)strlen(a[i].key)), want[i], "key %u", i);
+		want[i] = NULL;
+	}
+	expect_in_value(&h, want, N);
+	hidx_free(&h);
+	cr_assert_eq(hidx_count(&h), 0);
+	cr_assert_eq(hidx_slot_bytes(&h), 8, "hidx_free keeps the kind");
+	cr_assert_eq(hidx_put(&h, a[0].key, l0, &a[1]), -1, "and the offset");
+	cr_assert_eq(hidx_put(&h, a[0].key, l0, &a[0]), 0);
+	cr_assert_eq(hidx_get(&h, a[0].key, l0), &a[0]);
+	hidx_free(&h);
+}
+
+/* hidx_reserve in_value: sized in 8-byte slots, a load after it never
+ * rehashes, and the values come back. */
+WM_TEST(hidx, in_value_reserve_then_load)
+{
+	enum { N = 3000 };
+	static struct kept a[N];
+	static struct kept *want[N];
+	struct hidx h;
+	hidx_init_in_value(&h, offsetof(struct kept, key));
+	cr_assert_eq(hidx_reserve(&h, N), 0);
+	size_t cap = h.cap;
+	cr_assert_eq(h.touched, cap * 8, "a reserved array is touched whole");
+	for (uint32_t i = 0; i < N; i++) {
+		a[i].n = i;
+		snprintf(a[i].key, sizeof(a[i].key), "r%u", i);
+		cr_assert_eq(hidx_put(&h, a[i].key, (uint32_t)strlen(a[i].key), &a[i]), 0);
+		want[i] = &a[i];
+	}
+	cr_assert_eq(h.cap, cap, "no rehash");
+	expect_in_value(&h, want, N);
 	hidx_free(&h);
 }
 

@@ -25,6 +25,12 @@
  *                     -34 B each).  The home slot comes from the hash's bits
  *                     8 and up, so a rehash, which needs it for every entry
  *                     it moves, hashes the key's bytes again.
+ * An index whose values hold their keys at a fixed offset (made with
+ * hidx_init_in_value: a table's rows by id, offers by natural key) keeps
+ * the tag word alone, 8 bytes a slot: the value is the key's address less
+ * that offset.  Nothing else differs, so one body of code serves both,
+ * naming a slot by the address of its tag word (hidx_at); 1M offers: by
+ * id and by natural key, ~-16 B each.
  * Invariants (checked by assert where cheap):
  *   - cap is 0 (no array yet) or a power of two >= HIDX_MIN_CAP;
  *   - count - moving + tombstones == number of non-empty slots of the
@@ -306,7 +312,7 @@ void hidx_bulk_load(bool on) { hidx_bulk_thread = on; }
  * of them for pages >= what is left). */
 static void hidx_touch_more(struct hidx *h, size_t pages)
 {
-	size_t bytes = h->cap * sizeof(struct hidx_slot);
+	size_t bytes = h->cap << h->slot_shift;
 	if (h->touched >= bytes)
 		return;
 	size_t room = bytes - h->touched;
@@ -351,17 +357,44 @@ static inline bool hidx_addr_ok(const char *key)
 	return !key || ((uintptr_t)key >> HIDX_ADDR_BITS) == 0;
 }
 
-static inline const char *hidx_slot_key(const struct hidx_slot *s) { return (const char *)(uintptr_t)(s->tag >> 16); }
+static inline const char *hidx_tag_key(uint64_t tag) { return (const char *)(uintptr_t)(tag >> 16); }
 
-static inline uint32_t hidx_slot_len(const struct hidx_slot *s) { return (uint32_t)(s->tag & 0xff); }
+static inline uint32_t hidx_tag_len(uint64_t tag) { return (uint32_t)(tag & 0xff); }
+
+/*
+ * Slots.  A slot is named by the address of its tag word (every layout
+ * starts with it); slot i of an array is i << slot_shift bytes in.  The
+ * 16-byte layout keeps the value in the word after the tag (struct
+ * hidx_slot); an index in_value derives it from the key's address.
+ */
+static inline uint64_t *hidx_at(const struct hidx *h, void *arr, size_t i)
+{
+	return (uint64_t *)((char *)arr + (i << h->slot_shift));
+}
+
+/* The value of live slot s. */
+static inline void *hidx_val(const struct hidx *h, const uint64_t *s)
+{
+	if (h->in_value)
+		return (void *)(uintptr_t)((uintptr_t)hidx_tag_key(*s) - h->key_at);
+	return *(void *const *)(s + 1);
+}
+
+/* Make s live with tag and val (val is the key's value: in_value, the
+ * tag's address already says it). */
+static inline void hidx_fill(const struct hidx *h, uint64_t *s, uint64_t tag, void *val)
+{
+	*s = tag;
+	if (!h->in_value)
+		*(void **)(s + 1) = val;
+}
 
 /* The hash word of the key in live slot s, hashed again from its bytes. */
-static uint64_t hidx_slot_hash(const struct hidx_slot *s) { return hidx_hash(hidx_slot_key(s), hidx_slot_len(s)); }
+static uint64_t hidx_slot_hash(const uint64_t *s) { return hidx_hash(hidx_tag_key(*s), hidx_tag_len(*s)); }
 
-static bool hidx_key_eq(const struct hidx_slot *s, uint64_t check, const char *key, uint32_t key_len)
+static bool hidx_key_eq(uint64_t tag, uint64_t check, const char *key, uint32_t key_len)
 {
-	return s->tag >= 2 && (s->tag & 0xffff) == check &&
-	       (key_len == 0 || memcmp(hidx_slot_key(s), key, key_len) == 0);
+	return tag >= 2 && (tag & 0xffff) == check && (key_len == 0 || memcmp(hidx_tag_key(tag), key, key_len) == 0);
 }
 
 /* Arguments usable at all: length in bounds, bytes present when needed. */
@@ -373,7 +406,7 @@ static bool hidx_key_ok(const char *key, uint32_t key_len)
 void hidx_prefetch(const struct hidx *h, const char *key, uint32_t key_len)
 {
 	if (h->cap && hidx_key_ok(key, key_len))
-		__builtin_prefetch(&h->slots[hidx_home(hidx_hash(key, key_len), h->cap - 1)], 1, 1);
+		__builtin_prefetch(hidx_at(h, h->slots, hidx_home(hidx_hash(key, key_len), h->cap - 1)), 1, 1);
 }
 
 /* hidx_peek: the value of key's home slot when the slot's check (hash
@@ -385,27 +418,46 @@ const void *hidx_peek(const struct hidx *h, const char *key, uint32_t key_len)
 	if (!h->cap || !hidx_key_ok(key, key_len))
 		return NULL;
 	uint64_t hash = hidx_hash(key, key_len);
-	const struct hidx_slot *s = &h->slots[hidx_home(hash, h->cap - 1)];
-	return s->tag >= 2 && (s->tag & 0xffff) == hidx_check(hash) ? s->val : NULL;
+	const uint64_t *s = hidx_at(h, h->slots, hidx_home(hash, h->cap - 1));
+	return *s >= 2 && (*s & 0xffff) == hidx_check(hash) ? hidx_val(h, s) : NULL;
 }
 
 /* hidx_init: an empty index that owns no memory yet.  Never fails. */
 void hidx_init(struct hidx *h)
 {
 	memset(h, 0, sizeof(*h));
+	h->slot_shift = 4;
+}
+
+_Static_assert(sizeof(struct hidx_slot) == 16 && offsetof(struct hidx_slot, tag) == 0 &&
+		       offsetof(struct hidx_slot, val) == sizeof(uint64_t),
+	       "a 16-byte slot is its tag word, then its value");
+
+/* hidx_init_in_value: see index.h.  Never fails. */
+void hidx_init_in_value(struct hidx *h, size_t key_at)
+{
+	memset(h, 0, sizeof(*h));
+	h->slot_shift = 3;
+	h->in_value = true;
+	h->key_at = key_at;
 }
 
 /* hidx_free: releases the slot arrays (not the keys or values, which belong
- * to the caller) and leaves an empty, reusable index. */
+ * to the caller) and leaves an empty, reusable index of the same kind. */
 void hidx_free(struct hidx *h)
 {
 	free(h->slots);
 	free(h->old);
-	hidx_init(h);
+	bool in_value = h->in_value;
+	size_t key_at = h->key_at;
+	if (in_value)
+		hidx_init_in_value(h, key_at);
+	else
+		hidx_init(h);
 }
 
-/* Index of the live slot holding key in slots[0..cap), or SIZE_MAX. */
-static size_t hidx_probe(const struct hidx_slot *slots, size_t cap, uint64_t hash, const char *key,
+/* Index of the live slot holding key in arr[0..cap), or SIZE_MAX. */
+static size_t hidx_probe(const struct hidx *h, void *arr, size_t cap, uint64_t hash, const char *key,
 			 uint32_t key_len)
 {
 	if (cap == 0)
@@ -413,42 +465,42 @@ static size_t hidx_probe(const struct hidx_slot *slots, size_t cap, uint64_t has
 	size_t mask = cap - 1;
 	uint64_t check = hidx_check(hash);
 	for (size_t i = hidx_home(hash, mask);; i = (i + 1) & mask) {
-		const struct hidx_slot *s = &slots[i];
-		if (s->tag == HIDX_EMPTY)
+		uint64_t tag = *hidx_at(h, arr, i);
+		if (tag == HIDX_EMPTY)
 			return SIZE_MAX;
-		if (hidx_key_eq(s, check, key, key_len))
+		if (hidx_key_eq(tag, check, key, key_len))
 			return i;
 	}
 }
 
 /* The live slot holding key, in the current array or (while a rehash is
  * moving entries) the previous one; *in_old says which.  NULL if absent. */
-static struct hidx_slot *hidx_find(const struct hidx *h, uint64_t hash, const char *key, uint32_t key_len,
-				   int *in_old)
+static uint64_t *hidx_find(const struct hidx *h, uint64_t hash, const char *key, uint32_t key_len, int *in_old)
 {
-	size_t at = hidx_probe(h->slots, h->cap, hash, key, key_len);
+	size_t at = hidx_probe(h, h->slots, h->cap, hash, key, key_len);
 	*in_old = 0;
 	if (at != SIZE_MAX)
-		return &h->slots[at];
-	at = h->old ? hidx_probe(h->old, h->old_cap, hash, key, key_len) : SIZE_MAX;
+		return hidx_at(h, h->slots, at);
+	at = h->old ? hidx_probe(h, h->old, h->old_cap, hash, key, key_len) : SIZE_MAX;
 	*in_old = at != SIZE_MAX;
-	return at == SIZE_MAX ? NULL : &h->old[at];
+	return at == SIZE_MAX ? NULL : hidx_at(h, h->old, at);
 }
 
-/* Put a live entry (hash: its key's hash word) whose key is in neither
- * array into the current array: the first empty slot or tombstone of its
- * probe chain. */
-static void hidx_place(struct hidx *h, const struct hidx_slot *e, uint64_t hash)
+/* Put a live entry (tag, val; hash: its key's hash word) whose key is in
+ * neither array into the current array: the first empty slot or tombstone
+ * of its probe chain. */
+static void hidx_place(struct hidx *h, uint64_t tag, void *val, uint64_t hash)
 {
 	size_t mask = h->cap - 1;
 	size_t i = hidx_home(hash, mask);
-	while (h->slots[i].tag >= 2)
+	while (*hidx_at(h, h->slots, i) >= 2)
 		i = (i + 1) & mask;
-	if (h->slots[i].tag == HIDX_TOMB) {
+	uint64_t *s = hidx_at(h, h->slots, i);
+	if (*s == HIDX_TOMB) {
 		assert(h->tombstones > 0);
 		h->tombstones--;
 	}
-	h->slots[i] = *e;
+	hidx_fill(h, s, tag, val);
 }
 
 /* Move the live entries of up to n slots of the previous array into the
@@ -458,12 +510,12 @@ static void hidx_move(struct hidx *h, size_t n)
 	if (h->old)
 		hidx_touch_more(h, n == SIZE_MAX ? SIZE_MAX : HIDX_TOUCH_STEP);
 	for (; h->old && n > 0 && h->move_pos < h->old_cap; n--, h->move_pos++) {
-		struct hidx_slot *e = &h->old[h->move_pos];
-		if (e->tag >= 2) {
-			hidx_place(h, e, hidx_slot_hash(e));
+		uint64_t *e = hidx_at(h, h->old, h->move_pos);
+		if (*e >= 2) {
+			hidx_place(h, *e, hidx_val(h, e), hidx_slot_hash(e));
 			/* gone from here: a tombstone keeps the chains of the keys
 			 * still to move intact */
-			*e = (struct hidx_slot){ .tag = HIDX_TOMB };
+			*e = HIDX_TOMB;
 			h->moving--;
 		}
 	}
@@ -489,11 +541,11 @@ static void hidx_move(struct hidx *h, size_t n)
 static int hidx_rehash(struct hidx *h, size_t new_cap, bool bulk)
 {
 	assert(new_cap >= HIDX_MIN_CAP && (new_cap & (new_cap - 1)) == 0 && new_cap > h->count);
-	struct hidx_slot *ns = calloc(new_cap, sizeof(*ns));
+	void *ns = calloc(new_cap, hidx_slot_bytes(h));
 	if (!ns)
 		return -1;
 	bulk = bulk || hidx_bulk_thread;
-	size_t bytes = new_cap * sizeof(*ns), now = bulk || bytes <= HIDX_TOUCH_AT_ONCE ? bytes : 0;
+	size_t bytes = new_cap << h->slot_shift, now = bulk || bytes <= HIDX_TOUCH_AT_ONCE ? bytes : 0;
 	touch_pages(ns, 0, now);
 	hidx_move(h, SIZE_MAX);
 	assert(!h->old);
@@ -520,7 +572,7 @@ static int hidx_reserve_one(struct hidx *h)
 		return 0;
 	size_t nc = h->cap < HIDX_MIN_CAP ? HIDX_MIN_CAP : h->cap;
 	while ((h->count + 1) * 2 > nc) {
-		if (nc > SIZE_MAX / 2 / sizeof(struct hidx_slot))
+		if (nc > SIZE_MAX / 2 / hidx_slot_bytes(h))
 			return -1;
 		nc *= 2;
 	}
@@ -536,7 +588,7 @@ static int hidx_reserve_one(struct hidx *h)
  * OOM or a size past the address space, the entries unchanged. */
 int hidx_reserve(struct hidx *h, size_t n)
 {
-	if (n > SIZE_MAX / 2 / sizeof(struct hidx_slot) / HIDX_LOAD_DEN)
+	if (n > SIZE_MAX / 2 / hidx_slot_bytes(h) / HIDX_LOAD_DEN)
 		return -1;
 	hidx_move(h, SIZE_MAX); /* finish a rehash still moving */
 	if (n < h->count)
@@ -555,6 +607,15 @@ int hidx_reserve(struct hidx *h, size_t n)
 	return 0;
 }
 
+/* Can an entry key -> val go into h at all?  An index in_value takes only
+ * a key that sits key_at bytes into its value. */
+static bool hidx_entry_ok(const struct hidx *h, const char *key, uint32_t key_len, const void *val)
+{
+	if (!hidx_key_ok(key, key_len) || !hidx_addr_ok(key))
+		return false;
+	return !h->in_value || (key && (uintptr_t)key - (uintptr_t)val == h->key_at && (uintptr_t)key >= h->key_at);
+}
+
 /* Shared body of put, set, swap and swap_unless.  replace: overwrite an
  * existing entry, unless keep (may be NULL) says to keep it (then 1);
  * prev (may be NULL): the value it had, NULL if the key was absent. */
@@ -563,29 +624,29 @@ static int hidx_insert(struct hidx *h, const char *key, uint32_t key_len, void *
 {
 	if (prev)
 		*prev = NULL;
-	if (!hidx_key_ok(key, key_len) || !hidx_addr_ok(key))
+	if (!hidx_entry_ok(h, key, key_len, val))
 		return -1;
 	hidx_move(h, HIDX_MOVE_STEP);
 	uint64_t hash = hidx_hash(key, key_len);
 	int in_old;
-	struct hidx_slot *at = hidx_find(h, hash, key, key_len, &in_old);
+	uint64_t *at = hidx_find(h, hash, key, key_len, &in_old);
 	if (at) {
-		if (keep && keep(at->val, arg)) {
+		void *had = hidx_val(h, at);
+		if (keep && keep(had, arg)) {
 			if (prev)
-				*prev = at->val;
+				*prev = had;
 			return 1;
 		}
 		if (!replace)
 			return 1;
 		if (prev)
-			*prev = at->val;
-		at->tag = hidx_tag(key, hash);
-		at->val = val;
+			*prev = had;
+		hidx_fill(h, at, hidx_tag(key, hash), val);
 		return 0;
 	}
 	if (hidx_reserve_one(h) != 0)
 		return -1;
-	hidx_place(h, &(struct hidx_slot){ .tag = hidx_tag(key, hash), .val = val }, hash);
+	hidx_place(h, hidx_tag(key, hash), val, hash);
 	h->count++;
 	assert((h->count + h->tombstones) * HIDX_LOAD_DEN <= h->cap * HIDX_LOAD_NUM);
 	return 0;
@@ -626,8 +687,8 @@ void *hidx_get_untracked(const struct hidx *h, const char *key, uint32_t key_len
 	if (!hidx_key_ok(key, key_len))
 		return NULL;
 	int in_old;
-	const struct hidx_slot *at = hidx_find(h, hidx_hash(key, key_len), key, key_len, &in_old);
-	return at ? at->val : NULL;
+	const uint64_t *at = hidx_find(h, hidx_hash(key, key_len), key, key_len, &in_old);
+	return at ? hidx_val(h, at) : NULL;
 }
 
 void *hidx_get(const struct hidx *h, const char *key, uint32_t key_len)
@@ -641,17 +702,17 @@ void *hidx_get(const struct hidx *h, const char *key, uint32_t key_len)
 static void hidx_unlink(struct hidx *h, size_t at)
 {
 	size_t mask = h->cap - 1;
-	if (h->slots[(at + 1) & mask].tag == HIDX_EMPTY) {
+	if (*hidx_at(h, h->slots, (at + 1) & mask) == HIDX_EMPTY) {
 		/* End of a chain: this slot and the tombstones before it are
 		 * no longer needed by any probe. */
 		size_t i = at;
-		h->slots[i] = (struct hidx_slot){ 0 };
-		for (i = (i - 1) & mask; h->slots[i].tag == HIDX_TOMB; i = (i - 1) & mask) {
-			h->slots[i] = (struct hidx_slot){ 0 };
+		*hidx_at(h, h->slots, i) = HIDX_EMPTY;
+		for (i = (i - 1) & mask; *hidx_at(h, h->slots, i) == HIDX_TOMB; i = (i - 1) & mask) {
+			*hidx_at(h, h->slots, i) = HIDX_EMPTY;
 			h->tombstones--;
 		}
 	} else {
-		h->slots[at] = (struct hidx_slot){ .tag = HIDX_TOMB };
+		*hidx_at(h, h->slots, at) = HIDX_TOMB;
 		h->tombstones++;
 	}
 }
@@ -663,10 +724,10 @@ void *hidx_del(struct hidx *h, const char *key, uint32_t key_len)
 		return NULL;
 	hidx_move(h, HIDX_MOVE_STEP);
 	int in_old;
-	struct hidx_slot *at = hidx_find(h, hidx_hash(key, key_len), key, key_len, &in_old);
+	uint64_t *at = hidx_find(h, hidx_hash(key, key_len), key, key_len, &in_old);
 	if (!at)
 		return NULL;
-	void *val = at->val;
+	void *val = hidx_val(h, at);
 	h->count--;
 #ifdef WM_TESTING
 	idx_test_deletions++;
@@ -674,11 +735,11 @@ void *hidx_del(struct hidx *h, const char *key, uint32_t key_len)
 	if (in_old) {
 		/* the previous array is only read and drained: a tombstone keeps
 		 * its chains intact until it is freed */
-		*at = (struct hidx_slot){ .tag = HIDX_TOMB };
+		*at = HIDX_TOMB;
 		h->moving--;
 		hidx_move(h, 0); /* frees it if that was its last entry */
 	} else {
-		hidx_unlink(h, (size_t)(at - h->slots));
+		hidx_unlink(h, (size_t)((char *)at - (char *)h->slots) >> h->slot_shift);
 	}
 	return val;
 }
@@ -693,14 +754,14 @@ void *hidx_next(const struct hidx *h, size_t *pos, const char **key, uint32_t *k
 {
 	idx_probes++;
 	for (size_t i = *pos; i < h->cap + h->old_cap; i++) {
-		const struct hidx_slot *s = i < h->cap ? &h->slots[i] : &h->old[i - h->cap];
-		if (s->tag >= 2) {
+		const uint64_t *s = i < h->cap ? hidx_at(h, h->slots, i) : hidx_at(h, h->old, i - h->cap);
+		if (*s >= 2) {
 			*pos = i + 1;
 			if (key)
-				*key = hidx_slot_key(s);
+				*key = hidx_tag_key(*s);
 			if (key_len)
-				*key_len = hidx_slot_len(s);
-			return s->val;
+				*key_len = hidx_tag_len(*s);
+			return hidx_val(h, s);
 		}
 	}
 	*pos = h->cap + h->old_cap;

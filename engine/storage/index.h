@@ -41,7 +41,10 @@ extern uint64_t idx_probes;
 /* ---- hash index ------------------------------------------------------- */
 
 /* A slot is 16 bytes: the key's address rides in the tag word with a byte
- * of its hash and its length (index.c's top). */
+ * of its hash and its length (index.c's top).  An index made with
+ * hidx_init_in_value keeps the tag word alone (8 bytes a slot): each value
+ * holds its key at a fixed offset, so the value is the key's address less
+ * that offset. */
 struct hidx_slot {
 	uint64_t tag;        /* 0 empty, 1 tombstone; live: key address << 16 | hash's top byte << 8 | length */
 	void *val;
@@ -53,15 +56,21 @@ struct hidx_slot {
 #define HIDX_TOUCH_AT_ONCE ((size_t)256 << 10)
 
 struct hidx {
-	struct hidx_slot *slots;
+	void *slots;         /* cap slots of hidx_slot_bytes() each */
 	size_t cap;          /* power of two */
 	size_t count;        /* live entries, in both arrays */
 	size_t tombstones;   /* in slots */
 	/* incremental rehash (index.c): the previous array while its entries move */
-	struct hidx_slot *old;
+	void *old;
 	size_t old_cap, moving, move_pos;
 	size_t touched;      /* bytes of slots written once so far (index.c touch_pages) */
+	size_t key_at;       /* in_value: where a value keeps its key */
+	uint8_t slot_shift;  /* log2 of a slot's bytes: 4, or 3 when in_value */
+	bool in_value;       /* hidx_init_in_value */
 };
+
+/* The bytes one slot of h takes (16, or 8 for an index in_value). */
+static inline size_t hidx_slot_bytes(const struct hidx *h) { return (size_t)1 << h->slot_shift; }
 
 /* While on, the arrays this thread grows are made as hidx_reserve makes
  * them: touched at once whatever their size.
@@ -72,6 +81,14 @@ struct hidx {
 void hidx_bulk_load(bool on);
 
 void hidx_init(struct hidx *h);
+/* An index whose every value holds its key key_at bytes in (a table's
+ * rows by id: the id right after the typed struct; offers by natural
+ * key: a slice of the row).  A slot keeps only the key's address, and the
+ * value is that address less key_at: 8 bytes a slot instead of 16.  Every
+ * insert must then pass key == (const char *)val + key_at, else it is
+ * refused (-1) and nothing changes; key may not be NULL. */
+void hidx_init_in_value(struct hidx *h, size_t key_at);
+/* Release the arrays; the index is empty again and keeps its kind. */
 void hidx_free(struct hidx *h);
 /* Insert; returns 0, 1 if the key already exists (nothing changed), -1 on
  * OOM, key too long, or key bytes at an address past 2^48 (a slot keeps

@@ -27,7 +27,7 @@ int table_init(struct table *t, const struct table_ops *ops, const struct config
 	memset(t, 0, sizeof(*t));
 	t->ops = ops;
 	t->cfg = cfg;
-	hidx_init(&t->by_id);
+	hidx_init_in_value(&t->by_id, ops->row_size); /* a row's id follows its typed struct */
 	oidx_init(&t->by_order);
 	return ops->init ? ops->init(t) : 0;
 }

@@ -144,7 +144,7 @@ static int offer_init(struct table *t)
 	struct offer_ext *e = calloc(1, sizeof(*e));
 	if (!e)
 		return -1;
-	hidx_init(&e->by_natural);
+	hidx_init_in_value(&e->by_natural, offsetof(struct offer_row, o) + offsetof(struct offer, wine_id));
 	oidx_init(&e->by_orig);
 	oidx_init(&e->by_wine);
 	oidx_init(&e->open);

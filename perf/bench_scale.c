@@ -125,6 +125,7 @@ struct layout {
 	long rows;
 	double raw, doc, stored_doc, id, row_struct, row_block, primary_hash, primary_tree, secondary;
 	double slot_bytes; /* of the hash by id */
+	double pool;       /* the table's id pool (engine/storage/idpool.h) a row */
 };
 
 /* Row r's document (stored or rendered: table.h row_doc); dies without one. */
@@ -138,8 +139,9 @@ static const char *doc_of(const struct row *r, size_t *len)
 }
 
 /* Install rows[0..n) of `t` (in id order) into a scratch table with `ops`;
- * returns malloc's in-use bytes it took (the table is freed again). */
-static long scratch_fill(const struct table *t, const struct table_ops *ops, long n)
+ * returns malloc's in-use bytes it took (the table is freed again), and
+ * in *pool what its id pool took of them. */
+static long scratch_fill(const struct table *t, const struct table_ops *ops, long n, long *pool)
 {
 	struct table s;
 	if (table_init(&s, ops, t->cfg))
@@ -156,6 +158,7 @@ static long scratch_fill(const struct table *t, const struct table_ops *ops, lon
 			bw_die(r->id, why);
 	}
 	long used = heap_in_use() - h0;
+	*pool = (long)idpool_bytes(&s.ids);
 	table_fini(&s);
 	return used;
 }
@@ -190,8 +193,10 @@ static void layout_of(const struct table *t, long (*raw)(const struct row *), st
 	struct table_ops bare = *t->ops;
 	bare.index_add = NULL;
 	bare.index_del = NULL;
-	long without = scratch_fill(t, &bare, n), with = scratch_fill(t, t->ops, n);
-	/* without = row blocks (+ decode's own allocations) + both primary indexes */
+	long pool_without, pool_with;
+	long without = scratch_fill(t, &bare, n, &pool_without), with = scratch_fill(t, t->ops, n, &pool_with);
+	/* without = row blocks (+ decode's own allocations) + both primary
+	 * indexes + the id pool (the whole table's is reported apart) */
 	double rows_n = 0;
 	long k = 0;
 	for (int ok = oidx_seek_ge(&t->by_order, NULL, 0, &it); ok && k < n; ok = oidx_next(&it), k++)
@@ -208,7 +213,8 @@ static void layout_of(const struct table *t, long (*raw)(const struct row *), st
 		scratch_hash = (double)(h.cap * hidx_slot_bytes(&h));
 		hidx_free(&h);
 	}
-	L->primary_tree = ((double)without - rows_n - scratch_hash) / (double)n;
+	L->primary_tree = ((double)without - rows_n - scratch_hash - (double)pool_without) / (double)n;
+	L->pool = (double)idpool_bytes((struct idpool *)&t->ids) / (double)L->rows;
 	L->secondary = (double)(with - without) / (double)n;
 }
 
@@ -217,17 +223,17 @@ static long raw_level(const struct row *r) { return level_raw_bytes((const struc
 
 static void print_layout(const char *what, const struct layout *L, double rss_per_row, double heap_per_row)
 {
-	double known = L->row_block + L->primary_hash + L->primary_tree + L->secondary;
+	double known = L->row_block + L->primary_hash + L->primary_tree + L->secondary + L->pool;
 	printf("%s: %ld rows; RSS %.0f B/row (malloc in use %.0f B/row); raw field bytes %.0f B -> %.1fx raw "
 	       "(goal <= 2x); canonical document %.0f B (%.1fx raw)\n",
 	       what, L->rows, rss_per_row, heap_per_row, L->raw, rss_per_row / L->raw, L->doc, L->doc / L->raw);
 	printf("  row block %.0f B (typed struct %.0f + id %.0f + stored document %.0f + malloc rounding/header %.0f) | "
-	       "hash by id %.0f B (capacity %.0f%% used) | B+tree by id %.0f B | secondary indexes %.0f B | "
+	       "hash by id %.0f B (capacity %.0f%% used) | B+tree by id %.0f B | secondary indexes %.0f B | id pool %.1f B | "
 	       "rest (allocator, growth slack) %.0f B\n",
 	       L->row_block, L->row_struct, L->id, L->stored_doc, L->row_block - L->row_struct - L->id - L->stored_doc,
 	       L->primary_hash,
 	       100.0 * L->slot_bytes / (L->primary_hash > 0 ? L->primary_hash : 1), L->primary_tree,
-	       L->secondary, rss_per_row - known);
+	       L->secondary, L->pool, rss_per_row - known);
 }
 
 /* ---- fill ----------------------------------------------------------------- */

@@ -244,8 +244,9 @@ static int extid_decode(struct table *t, struct row *r, const struct json_value 
 	return 0;
 }
 
-static void extid_release(struct row *r)
+static void extid_release(struct table *t, struct row *r)
 {
+	(void)t;
 	free(((struct extid *)r)->value);
 }
 

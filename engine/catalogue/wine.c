@@ -334,8 +334,9 @@ static int wine_decode(struct table *t, struct row *r, const struct json_value *
 	return 0;
 }
 
-static void wine_release(struct row *r)
+static void wine_release(struct table *t, struct row *r)
 {
+	(void)t;
 	free(((struct wine *)r)->keys);
 }
 

@@ -323,8 +323,9 @@ static int order_typed_same(const struct row *a, const struct row *b)
 	       (!x->o.n_legs || !memcmp(x->o.legs, y->o.legs, x->o.n_legs * sizeof(*x->o.legs)));
 }
 
-static void order_release(struct row *r)
+static void order_release(struct table *t, struct row *r)
 {
+	(void)t;
 	struct order *o = (struct order *)r;
 	free(o->legs);
 	o->legs = NULL;

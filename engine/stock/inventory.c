@@ -306,8 +306,9 @@ static int level_fill(struct inv_level *l, const struct lvl_vals *v)
 }
 
 /* release: what the typed row owns besides its block (table.h) */
-static void inv_release(struct row *r)
+static void inv_release(struct table *t, struct row *r)
 {
+	(void)t;
 	struct inv_level *l = (struct inv_level *)r;
 	free(l->sku_out);
 	l->sku_out = NULL;
@@ -1476,7 +1477,7 @@ static void inventory_create(struct api_ctx *c)
 		} else if (o->status == OS_WITHDRAWN)
 			api_field_error(c, "offer_id", "withdrawn", "a withdrawn offer takes no inventory");
 		else {
-			memcpy(v.owner_id, o->originator_id, sizeof(v.owner_id));
+			snprintf(v.owner_id, sizeof(v.owner_id), "%s", o->originator_id);
 			if (ro == FLD_SET && strcmp(owner, o->originator_id))
 				api_field_error(c, "owner_entity_id", "offer_owner", "the stock's owner is the offer's originator");
 		}

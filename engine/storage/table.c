@@ -29,13 +29,19 @@ int table_init(struct table *t, const struct table_ops *ops, const struct config
 	t->cfg = cfg;
 	hidx_init_in_value(&t->by_id, ops->row_size); /* a row's id follows its typed struct */
 	oidx_init(&t->by_order);
-	return ops->init ? ops->init(t) : 0;
+	if (idpool_init(&t->ids))
+		return -1;
+	if (ops->init && ops->init(t)) {
+		idpool_fini(&t->ids);
+		return -1;
+	}
+	return 0;
 }
 
 static void row_free(struct table *t, struct row *r)
 {
 	if (t->ops->release)
-		t->ops->release(r);
+		t->ops->release(t, r);
 	free(r);
 }
 
@@ -51,6 +57,7 @@ void table_fini(struct table *t)
 		row_free(t, r);
 	if (t->ops->fini)
 		t->ops->fini(t);
+	idpool_fini(&t->ids); /* after the rows: their releases gave back what they held */
 	hidx_free(&t->by_id);
 	oidx_free(&t->by_order);
 	t->ops = NULL;
@@ -202,7 +209,7 @@ static struct row *row_keep_doc(struct table *t, struct row *r, const char *doc,
 		w->id = p;
 		row_put_doc(w, doc, doc_len);
 	} else if (t->ops->release)
-		t->ops->release(r);
+		t->ops->release(t, r);
 	free(r);
 	return w;
 }
@@ -224,7 +231,7 @@ static int row_decode(struct table *t, struct row *r, const char *doc, size_t do
 	if (rc) {
 		snprintf(why, 128, "%s document %.*s does not decode", t->ops->name, (int)r->id_len, r->id);
 		if (t->ops->release)
-			t->ops->release(r);
+			t->ops->release(t, r);
 		return -1;
 	}
 	return 0;
@@ -365,7 +372,7 @@ static int row_from_image(struct table *t, struct row *r, const uint8_t *img, si
 	if (!t->ops->from_image || t->ops->from_image(t, r, img, img_len)) {
 		snprintf(why, 128, "%s image of %.*s refused", t->ops->name, (int)r->id_len, r->id);
 		if (t->ops->release)
-			t->ops->release(r);
+			t->ops->release(t, r);
 		return -1;
 	}
 #if defined(WM_TESTING) && !defined(WM_FUZZ)
@@ -510,7 +517,7 @@ void table_row_prefetch_body(const struct table *t, const struct row *r)
 void table_row_release(struct table *t, struct row *r)
 {
 	if (t->ops->release)
-		t->ops->release(r);
+		t->ops->release(t, r);
 }
 
 /* An index that cannot take a row leaves the table's indexes disagreeing
@@ -568,7 +575,7 @@ static void install_over(struct table *t, struct row *old, struct row *r)
 	del_left(t, old, r);
 #endif
 	if (t->ops->release)
-		t->ops->release(old);
+		t->ops->release(t, old);
 	memcpy(old, r, sz);
 	old->id = (char *)old + t->ops->row_size;
 	if (old->doc)

@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "engine/storage/idpool.h"
 #include "engine/storage/index.h"
 #include "net/json.h"
 
@@ -56,7 +57,7 @@ struct table_ops {
 	/* Fill the typed fields from the parsed document.  0 or -1 (bad doc). */
 	int (*decode)(struct table *t, struct row *r, const struct json_value *doc);
 	/* Free anything decode() allocated (may be NULL). */
-	void (*release)(struct row *r);
+	void (*release)(struct table *t, struct row *r);
 	/* Maintain secondary indexes (may be NULL). */
 	int (*index_add)(struct table *t, struct row *r);
 	void (*index_del)(struct table *t, struct row *r);
@@ -215,6 +216,11 @@ struct table {
 	struct hidx by_id;
 	struct oidx by_order;
 	void *ext;            /* resource-owned secondary indexes */
+	/* The ids of other rows this table's rows name, kept once (idpool.h):
+	 * an offer's wine and originator, a level's location and owner.  A
+	 * row's decode takes its references, its release gives them back;
+	 * empty for the tables that keep none. */
+	struct idpool ids;
 	const struct config *cfg; /* the shard's configuration (bounds such as audit_keep) */
 	uint64_t chg_lsn;     /* LSN of the last put or delete */
 	uint64_t del_lsn;     /* LSN of the last delete */

@@ -69,6 +69,7 @@
 #include "engine/edge/key.h"
 #include "engine/base/log.h"
 #include "engine/catalogue/partner.h"
+#include "engine/storage/idpool.h"
 #include "engine/storage/image.h"
 #include "engine/storage/resources.h"
 #include "engine/catalogue/wine.h"
@@ -131,13 +132,14 @@ struct offer_row {
 
 /* The natural key (wine, originator, condition) is a slice of the row
  * itself (offer.h): the uniqueness index points at it, and a row keeps no
- * copy (it kept an 85-byte one). */
-#define OFFER_NKEY_LEN ID_PAIR_KEY_LEN
-_Static_assert(offsetof(struct offer, originator_id) == offsetof(struct offer, wine_id) + ID_MAX_LEN &&
-		       offsetof(struct offer, condition) == offsetof(struct offer, originator_id) + ID_MAX_LEN,
+ * copy (it kept an 85-byte one).  The ids in it are pooled addresses,
+ * equal exactly when the ids are. */
+#define OFFER_NKEY_LEN (2 * sizeof(const char *) + 1)
+_Static_assert(offsetof(struct offer, originator_id) == offsetof(struct offer, wine_id) + sizeof(const char *) &&
+		       offsetof(struct offer, condition) == offsetof(struct offer, originator_id) + sizeof(const char *),
 	       "an offer's natural key is three adjacent fields");
 
-static const char *offer_nkey(const struct offer *o) { return o->wine_id; }
+static const char *offer_nkey(const struct offer *o) { return (const char *)&o->wine_id; }
 
 static int offer_init(struct table *t)
 {
@@ -502,11 +504,14 @@ static void stamps_of(const struct json_value *doc, struct offer_vals *v)
 		memcpy(v->updated_at, x->u.str, x->len + 1);
 }
 
-static void offer_release(struct row *r)
+static void offer_release(struct table *t, struct row *r)
 {
 	struct offer *o = (struct offer *)r;
 	free(o->lists);
 	o->lists = NULL;
+	idpool_drop(&t->ids, o->wine_id);
+	idpool_drop(&t->ids, o->originator_id);
+	o->wine_id = o->originator_id = NULL;
 }
 
 /* qty, moq and case_size within their bounds (what the row's 32-bit
@@ -517,13 +522,15 @@ static int offer_qtys_ok(const struct offer_vals *v)
 	       v->case_size <= OFFER_CASE_MAX;
 }
 
-/* The row of values v (decode, from_image).  0, or -1 (a quantity out of
- * bounds; OOM: the lists allocated so far are the row's, for release). */
-static int offer_fill(struct offer_row *or, const struct offer_vals *v)
+/* The row of values v (decode, from_image), its ids from the pool of t.
+ * 0, or -1 (a quantity out of bounds; OOM: the ids and lists taken so far
+ * are the row's, for release). */
+static int offer_fill(struct table *t, struct offer_row *or, const struct offer_vals *v)
 {
 	struct offer *o = &or->o;
-	memcpy(o->wine_id, v->wine_id, sizeof(o->wine_id));
-	memcpy(o->originator_id, v->originator_id, sizeof(o->originator_id));
+	if (!(o->wine_id = idpool_ref(&t->ids, v->wine_id, strlen(v->wine_id))) ||
+	    !(o->originator_id = idpool_ref(&t->ids, v->originator_id, strlen(v->originator_id))))
+		return -1;
 	memcpy(o->currency, v->currency, 4);
 	o->status = (uint8_t)v->status;
 	o->condition = (uint8_t)v->condition;
@@ -564,7 +571,6 @@ static int offer_fill(struct offer_row *or, const struct offer_vals *v)
 
 static int offer_decode(struct table *t, struct row *r, const struct json_value *doc)
 {
-	(void)t;
 	struct offer_vals *v = malloc(sizeof(*v));
 	if (!v)
 		return -1;
@@ -573,7 +579,7 @@ static int offer_decode(struct table *t, struct row *r, const struct json_value 
 	stamps_of(doc, v);
 	int rc = -1;
 	if (v->wine_id[0] && v->originator_id[0] && v->incoterm >= 0 && !price_scale(NULL, v) && v->price)
-		rc = offer_fill((struct offer_row *)r, v);
+		rc = offer_fill(t, (struct offer_row *)r, v);
 	free(v);
 	return rc;
 }
@@ -637,7 +643,6 @@ static void image_countries(struct img_r *rd, char (*cc)[3], unsigned n)
 
 static int offer_from_image(struct table *t, struct row *r, const uint8_t *img, size_t len)
 {
-	(void)t;
 	struct offer_vals *v = malloc(sizeof(*v));
 	if (!v)
 		return -1;
@@ -684,7 +689,7 @@ static int offer_from_image(struct table *t, struct row *r, const uint8_t *img, 
 		goto out;
 	if (version == OFFER_IMAGE_V1 && r->doc && tail_stamps(r->doc, r->doc_len, v))
 		stamps_parsed(r->doc, r->doc_len, v); /* a V1 image's stamps are its document's */
-	if (!(rc = offer_fill((struct offer_row *)r, v)) && version >= OFFER_IMAGE_V2) {
+	if (!(rc = offer_fill(t, (struct offer_row *)r, v)) && version >= OFFER_IMAGE_V2) {
 		((struct offer_row *)r)->o.created_ms = stamps[0];
 		((struct offer_row *)r)->o.updated_ms = stamps[1];
 	}
@@ -717,6 +722,16 @@ static int offer_decode_typed(struct table *t, struct row *r, const void *typed)
 	o->n_levels_p1 = 0; /* values only: offer_changed carries the count and the level */
 	o->one_level = NULL;
 	o->lists = NULL;
+	/* the ids are cur's pooled copies: one reference more each (what
+	 * this row does not hold, its release must not give back) */
+	if (idpool_dup(&t->ids, o->wine_id)) {
+		o->wine_id = o->originator_id = NULL;
+		return -1;
+	}
+	if (idpool_dup(&t->ids, o->originator_id)) {
+		o->originator_id = NULL;
+		return -1;
+	}
 	size_t bytes = 3u * (o->n_allowed + o->n_blocked) + (size_t)PERMIT_ID_MAX * o->n_named;
 	if (bytes && !(o->lists = malloc(bytes)))
 		return -1;
@@ -732,7 +747,7 @@ static int offer_decode_typed(struct table *t, struct row *r, const void *typed)
  * offer's). */
 static int offer_typed_same(const struct row *a, const struct row *b)
 {
-	_Static_assert(sizeof(struct offer) <= 200, "an offer row and its id (up to 24 bytes and a NUL) fit a 240-byte malloc chunk");
+	_Static_assert(sizeof(struct offer) <= 136, "an offer row and its id (up to 24 bytes and a NUL) fit a 176-byte malloc chunk");
 	const struct offer_row *x = (const struct offer_row *)a, *y = (const struct offer_row *)b;
 	size_t from = offsetof(struct offer, currency), lists = offsetof(struct offer, lists);
 	_Static_assert(offsetof(struct offer, n_levels_p1) < offsetof(struct offer, currency) &&
@@ -968,8 +983,8 @@ static void offer_load(const struct offer *o, struct offer_vals *v)
 	vals_defaults(v);
 	memcpy(v->id, o->row.id, o->row.id_len);
 	v->id[o->row.id_len] = 0;
-	memcpy(v->wine_id, o->wine_id, sizeof(v->wine_id));
-	memcpy(v->originator_id, o->originator_id, sizeof(v->originator_id));
+	snprintf(v->wine_id, sizeof(v->wine_id), "%s", o->wine_id);
+	snprintf(v->originator_id, sizeof(v->originator_id), "%s", o->originator_id);
 	memcpy(v->currency, o->currency, 4);
 	v->status = o->status;
 	v->condition = o->condition;
@@ -1137,10 +1152,13 @@ int offer_stage_qty(struct shard *sh, const struct offer *o, int64_t qty)
 
 static const struct offer *offer_by_natural(struct shard *sh, const struct offer_vals *v)
 {
-	char k[OFFER_NKEY_LEN];
-	return id_pair_key(k, v->wine_id, v->originator_id, (uint8_t)v->condition)
-		       ? NULL
-		       : hidx_get(&ext(&sh->tables[REC_T_OFFER])->by_natural, k, OFFER_NKEY_LEN);
+	struct table *t = &sh->tables[REC_T_OFFER];
+	struct offer_ext *e = ext(t);
+	struct offer key = {.wine_id = idpool_find(&t->ids, v->wine_id, strlen(v->wine_id)),
+			    .originator_id = idpool_find(&t->ids, v->originator_id, strlen(v->originator_id)),
+			    .condition = (uint8_t)v->condition};
+	/* an id no offer names: no offer has this natural key */
+	return key.wine_id && key.originator_id ? hidx_get(&e->by_natural, offer_nkey(&key), OFFER_NKEY_LEN) : NULL;
 }
 
 /* ---- the read-path filter ----------------------------------------------- */

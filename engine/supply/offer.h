@@ -63,16 +63,19 @@ struct offer {
 	 * then learns it again (inv_offer_sellable_of).  1 lets a quote skip
 	 * the walk of an offer without levels. */
 	uint16_t n_levels_p1;
-	/* wine_id, originator_id and condition, side by side (the ids
-	 * zero-padded to ID_MAX_LEN), are the offer's natural key as it is
-	 * indexed: the uniqueness index keys each offer by these bytes of its
-	 * own row (offer.c OFFER_NKEY_LEN) instead of a copy */
 	char currency[4];
 	uint8_t status, incoterm, source;
 	uint8_t shareable, deflt;        /* network_shareable; enum permit_default */
 	uint8_t n_allowed, n_blocked, n_named;
-	char wine_id[ID_MAX_LEN];
-	char originator_id[ID_MAX_LEN];
+	/* wine_id, originator_id and condition, side by side, are the offer's
+	 * natural key as it is indexed.  The two ids are the copies the
+	 * offer table's pool keeps once for every row that names them
+	 * (engine/storage/idpool.h; a row holds a reference to each): read
+	 * them as strings; equal ids are the same address, so the uniqueness
+	 * index keys each offer by these 17 bytes of its own row (offer.c
+	 * OFFER_NKEY_LEN).  They were two 40-byte fields. */
+	const char *wine_id;
+	const char *originator_id;
 	uint8_t condition;
 	/* qty_available, min_order_qty, case_size (0 when absent): bounded by
 	 * OFFER_QTY_MAX, OFFER_MOQ_MAX and OFFER_CASE_MAX, so 32 bits each */

@@ -5,7 +5,8 @@
  * a NUL inside, references per copy) at and past their edges; two threads
  * taking and giving back references at once.  And the pool in use: the
  * offer table keeps each wine and originator id once, through replaced
- * versions, deletes and a restart.
+ * versions, deletes and a restart, and the inventory table each location
+ * and owner id.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 
 #include "engine/storage/idpool.h"
 #include "engine/storage/shard.h"
+#include "engine/stock/inventory.h"
 #include "engine/supply/offer.h"
 #include "tests/shard_fixture.h"
 #include "tests/wm_test.h"
@@ -233,5 +235,73 @@ WM_TEST(idpool, the_offer_table_keeps_each_id_once)
 	}
 	del_offer(f, "ofr_6");
 	cr_assert_eq(idpool_count(pool), 0, "no offer left: no id kept");
+	fixture_free(f);
+}
+
+/* ---- the inventory table's pool ------------------------------------------- */
+
+static void put_level(struct fixture *f, int i, const char *owner, const char *loc, long on_hand)
+{
+	char d[1024], id[16];
+	int il = snprintf(id, sizeof(id), "inv_%06d", i);
+	int dl = snprintf(d, sizeof(d),
+			  "{\"id\":\"%s\",\"sku\":\"SKU-%06d\",\"offer_id\":\"ofr_%06d\",\"owner_entity_id\":\"%s\","
+			  "\"location_id\":\"%s\",\"condition\":\"sellable\",\"on_hand\":%ld,\"incoming\":0,"
+			  "\"reserved\":0,\"allocated\":0,\"atp\":%ld,\"created_at\":\"2026-11-29T10:00:00.000Z\","
+			  "\"updated_at\":\"2026-11-29T10:00:00.000Z\"}",
+			  id, i, i, owner, loc, on_hand, on_hand);
+	txn_begin(&f->sh);
+	cr_assert_eq(txn_put(&f->sh, REC_T_INVENTORY, id, (size_t)il, d, (size_t)dl), 0, "%s", id);
+	cr_assert_neq(txn_commit(&f->sh), 0);
+}
+
+static const struct inv_level *level(struct fixture *f, int i)
+{
+	char id[16];
+	int il = snprintf(id, sizeof(id), "inv_%06d", i);
+	const struct inv_level *l = inv_level_get(&f->sh, id, (size_t)il);
+	cr_assert_not_null(l, "%s", id);
+	return l;
+}
+
+/* Eight levels at two locations of two owners: four ids kept, each once;
+ * a new version of a level keeps them, a restart builds them again, and
+ * the deletes free each with its last level. */
+WM_TEST(idpool, the_inventory_table_keeps_each_location_and_owner_once)
+{
+	struct fixture *f = fixture_new("idpool-inv");
+	struct idpool *pool = &f->sh.tables[REC_T_INVENTORY].ids;
+	for (int i = 0; i < 8; i++)
+		put_level(f, i, i % 2 ? "ptn_o1" : "ptn_o2", i < 4 ? "loc_FR_a" : "loc_DE_b", 10 + i);
+	for (int pass = 0; pass < 2; pass++) {
+		cr_assert_eq(idpool_count(pool), 4, "pass %d", pass);
+		cr_assert_eq(level(f, 0)->location_id, level(f, 3)->location_id, "one copy of loc_FR_a");
+		cr_assert_eq(level(f, 1)->owner_id, level(f, 7)->owner_id, "one copy of ptn_o1");
+		cr_assert_str_eq(level(f, 6)->location_id, "loc_DE_b");
+		cr_assert_str_eq(level(f, 6)->owner_id, "ptn_o2");
+		if (pass == 0) {
+			put_level(f, 2, "ptn_o2", "loc_FR_a", 99); /* a new version, the same ids */
+			cr_assert_eq(level(f, 2)->on_hand, 99);
+			shard_close(&f->sh);
+			fx_open(f);
+			pool = &f->sh.tables[REC_T_INVENTORY].ids;
+		}
+	}
+	char id[16];
+	for (int i = 4; i < 8; i++) {
+		int il = snprintf(id, sizeof(id), "inv_%06d", i);
+		txn_begin(&f->sh);
+		cr_assert_eq(txn_del(&f->sh, REC_T_INVENTORY, id, (size_t)il), 0);
+		cr_assert_neq(txn_commit(&f->sh), 0);
+	}
+	cr_assert_eq(idpool_count(pool), 3, "loc_DE_b freed with its last level");
+	cr_assert_null(idpool_find(pool, "loc_DE_b", 8));
+	for (int i = 0; i < 4; i++) {
+		int il = snprintf(id, sizeof(id), "inv_%06d", i);
+		txn_begin(&f->sh);
+		cr_assert_eq(txn_del(&f->sh, REC_T_INVENTORY, id, (size_t)il), 0);
+		cr_assert_neq(txn_commit(&f->sh), 0);
+	}
+	cr_assert_eq(idpool_count(pool), 0);
 	fixture_free(f);
 }

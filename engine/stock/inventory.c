@@ -156,8 +156,8 @@ static void lvl_from_row(const struct inv_level *l, struct lvl_vals *v)
 	memcpy(v->id, l->row.id, l->row.id_len);
 	snprintf(v->sku, sizeof(v->sku), "%s", inv_level_sku(l));
 	memcpy(v->offer_id, l->offer_id, sizeof(v->offer_id));
-	memcpy(v->owner_id, l->owner_id, sizeof(v->owner_id));
-	memcpy(v->location_id, l->location_id, sizeof(v->location_id));
+	snprintf(v->owner_id, sizeof(v->owner_id), "%s", l->owner_id);
+	snprintf(v->location_id, sizeof(v->location_id), "%s", l->location_id);
 	if (l->row.doc)
 		stamps_of_doc(l, v);
 	else {
@@ -268,15 +268,25 @@ _Static_assert(3 * ID_MAX_LEN <= IDX_MAX_KEY, "composite level keys fit an index
 /* The natural key (offer, location, condition) is a slice of the row
  * itself (inventory.h): two versions of a level compare it at once
  * (inv_keys_same). */
-#define INV_NKEY_LEN ID_PAIR_KEY_LEN
+#define INV_NKEY_LEN (ID_MAX_LEN + sizeof(const char *) + 1)
 _Static_assert(offsetof(struct inv_level, location_id) == offsetof(struct inv_level, offer_id) + ID_MAX_LEN &&
-		       offsetof(struct inv_level, condition) == offsetof(struct inv_level, location_id) + ID_MAX_LEN,
+		       offsetof(struct inv_level, condition) == offsetof(struct inv_level, location_id) + sizeof(const char *),
 	       "a level's natural key is three adjacent fields");
 
 static const char *level_nkey(const struct inv_level *l) { return l->offer_id; }
 
-/* The level row from its values (decoded or the writer's own).  0 or -1. */
-static int level_fill(struct inv_level *l, const struct lvl_vals *v)
+/* The pooled copy of the id in field f (f_size bytes, NUL-terminated
+ * within them) with a reference for a row of t, or NULL (no NUL: the
+ * value is no id; OOM). */
+static const char *pooled_id(struct table *t, const char *f, size_t f_size)
+{
+	size_t n = strnlen(f, f_size);
+	return n < f_size ? idpool_ref(&t->ids, f, n) : NULL;
+}
+
+/* The level row from its values (decoded or the writer's own).  0 or -1
+ * (what it took so far is the row's, for release). */
+static int level_fill(struct table *t, struct inv_level *l, const struct lvl_vals *v)
 {
 	size_t sl = strnlen(v->sku, sizeof(v->sku));
 	if (sl > INV_SKU_MAX)
@@ -290,8 +300,8 @@ static int level_fill(struct inv_level *l, const struct lvl_vals *v)
 	}
 	if (v->condition < 0 || v->condition >= INV_N_CONDITION ||
 	    typed_str(l->offer_id, sizeof(l->offer_id), v->offer_id) ||
-	    typed_str(l->owner_id, sizeof(l->owner_id), v->owner_id) ||
-	    typed_str(l->location_id, sizeof(l->location_id), v->location_id))
+	    !(l->owner_id = pooled_id(t, v->owner_id, sizeof(v->owner_id))) ||
+	    !(l->location_id = pooled_id(t, v->location_id, sizeof(v->location_id))))
 		return -1;
 	l->created_ms = rfc3339_ms_exact(v->created_at);
 	l->updated_ms = rfc3339_ms_exact(v->updated_at);
@@ -308,10 +318,12 @@ static int level_fill(struct inv_level *l, const struct lvl_vals *v)
 /* release: what the typed row owns besides its block (table.h) */
 static void inv_release(struct table *t, struct row *r)
 {
-	(void)t;
 	struct inv_level *l = (struct inv_level *)r;
 	free(l->sku_out);
 	l->sku_out = NULL;
+	idpool_drop(&t->ids, l->owner_id);
+	idpool_drop(&t->ids, l->location_id);
+	l->owner_id = l->location_id = NULL;
 }
 
 _Static_assert(offsetof(struct inv_level, sku_out) + sizeof(char *) == sizeof(struct inv_level),
@@ -330,18 +342,16 @@ static int inv_typed_same(const struct row *a, const struct row *b)
 
 static int inv_decode(struct table *t, struct row *r, const struct json_value *doc)
 {
-	(void)t;
 	struct lvl_vals v;
-	return lvl_load(doc, &v) ? -1 : level_fill((struct inv_level *)r, &v);
+	return lvl_load(doc, &v) ? -1 : level_fill(t, (struct inv_level *)r, &v);
 }
 
 /* The typed fast path (table.h): the level from the values stage_level
  * wrote its document from. */
 static int inv_decode_typed(struct table *t, struct row *r, const void *typed)
 {
-	(void)t;
 	const struct lvl_vals *v = typed;
-	return lvl_valid(v) ? level_fill((struct inv_level *)r, v) : -1;
+	return lvl_valid(v) ? level_fill(t, (struct inv_level *)r, v) : -1;
 }
 
 /* ---- snapshot images (engine/storage/image.h) ---------------------------- */
@@ -375,7 +385,6 @@ static int inv_image(const struct row *r, struct buf *out)
  * (lvl_valid, level_fill); the document's "id" is the row's id. */
 static int inv_from_image(struct table *t, struct row *r, const uint8_t *img, size_t len)
 {
-	(void)t;
 	struct lvl_vals v;
 	memset(&v, 0, sizeof(v));
 	struct img_r rd = {img, img + len, 0};
@@ -402,7 +411,7 @@ static int inv_from_image(struct table *t, struct row *r, const uint8_t *img, si
 	struct inv_level *l = (struct inv_level *)r;
 	if (version < INV_IMAGE_V3 && r->doc)
 		stamps_of_doc(l, &v); /* an older image's stamps are its document's */
-	if (img_done(&rd) || !lvl_valid(&v) || level_fill(l, &v))
+	if (img_done(&rd) || !lvl_valid(&v) || level_fill(t, l, &v))
 		return -1;
 	if (version == INV_IMAGE_V3) {
 		l->created_ms = stamps[0];

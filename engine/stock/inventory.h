@@ -31,20 +31,27 @@ extern const char *const inv_condition_names[]; /* NULL-terminated */
  * (to INV_SKU_MAX) in a block of its own the row owns (inv_level_sku). */
 #define INV_SKU_INLINE 22
 
-/* The row is 216 bytes, so that with its id (up to 24 bytes and a NUL)
- * it fits a 256-byte malloc chunk (it took 288 at 240): the quantities
- * are 32-bit (each is 0..INV_QTY_MAX), and the sku's bytes fill what the
- * condition leaves. */
+/* The row is 152 bytes, so that with its id (up to 24 bytes and a NUL)
+ * it fits a 192-byte malloc chunk (it took 256 with the location and the
+ * owner as 40-byte fields, 288 at 240): the quantities are 32-bit (each
+ * is 0..INV_QTY_MAX), and the sku's bytes fill what the condition
+ * leaves. */
 struct inv_level {
 	struct row row;
-	/* offer_id, location_id and condition, side by side (the ids zero-padded
-	 * to ID_MAX_LEN), are the level's natural key (inventory.c
+	/* offer_id (zero-padded to ID_MAX_LEN), location_id and condition,
+	 * side by side, are the level's natural key (inventory.c
 	 * INV_NKEY_LEN): unique, which a create checks among the offer's
-	 * levels */
-	char offer_id[ID_MAX_LEN], location_id[ID_MAX_LEN];
+	 * levels.  location_id and owner_id are the inventory table's pooled
+	 * copies (engine/storage/idpool.h: a few thousand locations and
+	 * partners for millions of levels; a row holds a reference to each):
+	 * read them as strings; equal ids are the same address.  The offer's
+	 * id stays in the row: an offer has a level or two, so pooling it
+	 * would save nothing. */
+	char offer_id[ID_MAX_LEN];
+	const char *location_id;
 	uint8_t condition;                       /* enum inv_condition */
 	char sku_in[INV_SKU_INLINE + 1]; /* the sku when it fits, else "" */
-	char owner_id[ID_MAX_LEN];
+	const char *owner_id;
 	int32_t on_hand, incoming, reserved, allocated; /* 0..INV_QTY_MAX each */
 	/* created_at and updated_at, or RFC3339_NO_MS (engine/base/log.h) for a stamp that
 	 * fmt_rfc3339_ms would not write back as it is (the row then keeps its
@@ -53,7 +60,7 @@ struct inv_level {
 	char *sku_out;                   /* a sku longer than INV_SKU_INLINE, else NULL */
 };
 _Static_assert(INV_QTY_MAX <= INT32_MAX, "a level's quantities fit its 32-bit fields");
-_Static_assert(sizeof(struct inv_level) <= 216, "a level row and its id fit a 256-byte malloc chunk");
+_Static_assert(sizeof(struct inv_level) <= 152, "a level row and its id fit a 192-byte malloc chunk");
 
 /* The level's sku (NUL-terminated).  Most skus are short: a 65-byte array
  * in every level cost ~40 bytes of padding a row. */

@@ -490,14 +490,14 @@ static void level_sku(int port, const char *key, const char *path, char *out, si
 
 WM_TEST(inventory, skus_of_every_length_survive_moves_and_restarts)
 {
-	/* a level keeps a sku of up to 23 bytes in its row and a longer one
-	 * (to 64) in a block of its own: 1, 23, 24 and 64 bytes, each through
-	 * a stock move (the row rewritten in place), a PATCH, a restart from
-	 * the WAL and one from a snapshot */
+	/* a level keeps a sku of up to 14 bytes in its row and a longer one
+	 * (to 64) in a block of its own: 1, 14, 15, 23 and 64 bytes, each
+	 * through a stock move (the row rewritten in place), a PATCH, a
+	 * restart from the WAL and one from a snapshot */
 	struct inv_world x;
 	inv_world(&x);
 	int port = x.p.port;
-	static const int lens[] = {1, 23, 24, 64};
+	static const int lens[] = {1, 14, 15, 23, 64};
 	enum { N = sizeof(lens) / sizeof(lens[0]) };
 	char loc[N][64], skus[N][80], paths[N][128], body[512], got[80];
 	for (int i = 0; i < N; i++) {

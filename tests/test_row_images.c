@@ -125,8 +125,8 @@ static char *dump(struct fixture *f, int tb)
 			buf_printf(&b, "%s %s %s %u %u %u %u %u %u %lld %lld %lld %lld %lld %lld", o->wine_id,
 				   o->originator_id, o->currency, o->status, o->condition, o->incoterm, o->source,
 				   o->shareable, o->deflt, (long long)o->price_minor, (long long)o->qty,
-				   (long long)o->moq, (long long)o->case_size, (long long)o->valid_from_ms,
-				   (long long)o->valid_to_ms);
+				   (long long)o->moq, (long long)o->case_size, (long long)offer_window(o).from_ms,
+				   (long long)offer_window(o).to_ms);
 			for (unsigned k = 0; k < o->n_allowed + o->n_blocked; k++)
 				buf_printf(&b, " %s%s", k < o->n_allowed ? "+" : "-", offer_countries(o)[k]);
 			for (unsigned k = 0; k < o->n_named; k++)

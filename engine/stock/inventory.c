@@ -291,12 +291,17 @@ static int level_fill(struct table *t, struct inv_level *l, const struct lvl_val
 	size_t sl = strnlen(v->sku, sizeof(v->sku));
 	if (sl > INV_SKU_MAX)
 		return -1;
+	if (sl && (unsigned char)v->sku[0] == (unsigned char)INV_SKU_OUT)
+		return -1; /* not text (the marker of a sku kept apart) */
 	if (sl <= INV_SKU_INLINE) {
-		memcpy(l->sku_in, v->sku, sl + 1);
-	} else if (!(l->sku_out = malloc(sl + 1))) { /* released with the row (inv_release) */
-		return -1;
+		memcpy(l->sku, v->sku, sl + 1);
 	} else {
-		memcpy(l->sku_out, v->sku, sl + 1);
+		char *out = malloc(sl + 1); /* released with the row (inv_release) */
+		if (!out)
+			return -1;
+		memcpy(out, v->sku, sl + 1);
+		l->sku[0] = INV_SKU_OUT;
+		memcpy(l->sku + 1, &out, sizeof(out));
 	}
 	if (v->condition < 0 || v->condition >= INV_N_CONDITION ||
 	    typed_str(l->offer_id, sizeof(l->offer_id), v->offer_id) ||
@@ -319,15 +324,14 @@ static int level_fill(struct table *t, struct inv_level *l, const struct lvl_val
 static void inv_release(struct table *t, struct row *r)
 {
 	struct inv_level *l = (struct inv_level *)r;
-	free(l->sku_out);
-	l->sku_out = NULL;
+	free(inv_level_sku_out(l));
+	memset(l->sku, 0, sizeof(l->sku));
 	idpool_drop(&t->ids, l->owner_id);
 	idpool_drop(&t->ids, l->location_id);
 	l->owner_id = l->location_id = NULL;
 }
 
-_Static_assert(offsetof(struct inv_level, sku_out) + sizeof(char *) == sizeof(struct inv_level),
-	       "sku_out is a level's last member (inv_typed_same compares what comes before it)");
+
 
 /* typed_same (test builds' check of a typed put, table.h): the struct as
  * bytes but for the long sku's block, whose address differs; that sku by
@@ -335,9 +339,10 @@ _Static_assert(offsetof(struct inv_level, sku_out) + sizeof(char *) == sizeof(st
 static int inv_typed_same(const struct row *a, const struct row *b)
 {
 	const struct inv_level *x = (const struct inv_level *)a, *y = (const struct inv_level *)b;
-	size_t head = sizeof(struct row), upto = offsetof(struct inv_level, sku_out);
-	return !memcmp((const char *)x + head, (const char *)y + head, upto - head) &&
-	       !x->sku_out == !y->sku_out && !strcmp(inv_level_sku(x), inv_level_sku(y));
+	size_t head = sizeof(struct row), sku = offsetof(struct inv_level, sku), after = sku + sizeof(x->sku);
+	return !memcmp((const char *)x + head, (const char *)y + head, sku - head) &&
+	       !memcmp((const char *)x + after, (const char *)y + after, sizeof(*x) - after) &&
+	       (x->sku[0] == INV_SKU_OUT) == (y->sku[0] == INV_SKU_OUT) && !strcmp(inv_level_sku(x), inv_level_sku(y));
 }
 
 static int inv_decode(struct table *t, struct row *r, const struct json_value *doc)

@@ -27,15 +27,19 @@ enum inv_condition { IC_SELLABLE, IC_DAMAGED, IC_QUARANTINE, INV_N_CONDITION };
 extern const char *const inv_condition_names[]; /* NULL-terminated */
 
 /* One inventory level: item (sku, offer, owner) x location x condition. */
-/* A sku of up to this many bytes is kept in the row itself; a longer one
- * (to INV_SKU_MAX) in a block of its own the row owns (inv_level_sku). */
-#define INV_SKU_INLINE 22
+/* A sku of up to this many bytes is kept in the row itself (a GTIN-14
+ * fits); a longer one (to INV_SKU_MAX) in a block of its own the row
+ * owns, its address in the row's sku field after a first byte
+ * INV_SKU_OUT, which no sku has (a sku is UTF-8 text, where 0xff never
+ * occurs).  Read it with inv_level_sku. */
+#define INV_SKU_INLINE 14
+#define INV_SKU_OUT '\xff'
 
-/* The row is 152 bytes, so that with its id (up to 24 bytes and a NUL)
- * it fits a 192-byte malloc chunk (it took 256 with the location and the
- * owner as 40-byte fields, 288 at 240): the quantities are 32-bit (each
- * is 0..INV_QTY_MAX), and the sku's bytes fill what the condition
- * leaves. */
+/* The row is 136 bytes, so that with its id (up to 24 bytes and a NUL)
+ * it fits a 176-byte malloc chunk (it took 256 with the location and the
+ * owner as 40-byte fields and 23 bytes of sku apart from its pointer,
+ * 288 at 240): the quantities are 32-bit (each is 0..INV_QTY_MAX), and
+ * the sku's bytes fill what the condition leaves before the owner. */
 struct inv_level {
 	struct row row;
 	/* offer_id (zero-padded to ID_MAX_LEN), location_id and condition,
@@ -50,21 +54,36 @@ struct inv_level {
 	char offer_id[ID_MAX_LEN];
 	const char *location_id;
 	uint8_t condition;                       /* enum inv_condition */
-	char sku_in[INV_SKU_INLINE + 1]; /* the sku when it fits, else "" */
+	/* the sku when it fits (NUL-terminated), else INV_SKU_OUT and the
+	 * address of its block (unaligned: memcpy) */
+	char sku[INV_SKU_INLINE + 1];
 	const char *owner_id;
 	int32_t on_hand, incoming, reserved, allocated; /* 0..INV_QTY_MAX each */
 	/* created_at and updated_at, or RFC3339_NO_MS (engine/base/log.h) for a stamp that
 	 * fmt_rfc3339_ms would not write back as it is (the row then keeps its
 	 * document, and the stamps are read from it: table.h render) */
 	int64_t created_ms, updated_ms;
-	char *sku_out;                   /* a sku longer than INV_SKU_INLINE, else NULL */
 };
 _Static_assert(INV_QTY_MAX <= INT32_MAX, "a level's quantities fit its 32-bit fields");
-_Static_assert(sizeof(struct inv_level) <= 152, "a level row and its id fit a 192-byte malloc chunk");
+_Static_assert(sizeof(struct inv_level) <= 136, "a level row and its id fit a 176-byte malloc chunk");
+_Static_assert(INV_SKU_INLINE >= 1 + sizeof(char *), "the sku field holds a block's address");
+
+/* The block of a sku kept apart from the row, or NULL. */
+static inline char *inv_level_sku_out(const struct inv_level *l)
+{
+	char *p = NULL;
+	if (l->sku[0] == INV_SKU_OUT)
+		memcpy(&p, l->sku + 1, sizeof(p));
+	return p;
+}
 
 /* The level's sku (NUL-terminated).  Most skus are short: a 65-byte array
  * in every level cost ~40 bytes of padding a row. */
-static inline const char *inv_level_sku(const struct inv_level *l) { return l->sku_out ? l->sku_out : l->sku_in; }
+static inline const char *inv_level_sku(const struct inv_level *l)
+{
+	const char *out = inv_level_sku_out(l);
+	return out ? out : l->sku;
+}
 
 /* atp = on_hand - allocated - reserved; never negative for a stored level. */
 static inline int64_t inv_atp(const struct inv_level *l)

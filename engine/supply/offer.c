@@ -259,7 +259,7 @@ static int offer_keys_same(const struct row *a, const struct row *b)
 		return 1;
 	return p->n_named == q->n_named && p->n_allowed == q->n_allowed && p->deflt == q->deflt &&
 	       (!p->n_named || !memcmp(offer_named(p), offer_named(q), (size_t)PERMIT_ID_MAX * p->n_named)) &&
-	       (!p->n_allowed || !memcmp(p->lists, q->lists, 3u * p->n_allowed));
+	       (!p->n_allowed || !memcmp(offer_countries(p), offer_countries(q), 3u * p->n_allowed));
 }
 
 /* ---- reading values (requests and stored documents) -------------------- */
@@ -544,23 +544,25 @@ static int offer_fill(struct table *t, struct offer_row *or, const struct offer_
 	o->qty = (int32_t)v->qty;
 	o->moq = (int32_t)v->moq;
 	o->case_size = (int32_t)v->case_size;
-	o->valid_from_ms = v->from_ms;
-	o->valid_to_ms = v->to_ms;
+	o->windowed = v->from_ms != INT64_MIN || v->to_ms != INT64_MAX;
 	o->created_ms = rfc3339_ms_exact(v->created_at);
 	o->updated_ms = rfc3339_ms_exact(v->updated_at);
 	o->n_allowed = v->pr.n_allowed;
 	o->n_blocked = v->pr.n_blocked;
 	o->n_named = v->pr.n_named;
-	size_t nc = o->n_allowed + o->n_blocked, bytes = 3 * nc + (size_t)PERMIT_ID_MAX * o->n_named;
+	size_t nc = o->n_allowed + o->n_blocked, bytes = offer_lists_bytes(o);
 	if (!bytes)
 		return 0;
 	if (!(o->lists = malloc(bytes)))
 		return -1;
-	memcpy(o->lists, v->pr.allowed, 3u * o->n_allowed);
-	memcpy(o->lists + 3u * o->n_allowed, v->pr.blocked, 3u * o->n_blocked);
+	if (o->windowed)
+		memcpy(o->lists, &(struct offer_window){v->from_ms, v->to_ms}, sizeof(struct offer_window));
+	char *cc = (char *)offer_countries(o);
+	memcpy(cc, v->pr.allowed, 3u * o->n_allowed);
+	memcpy(cc + 3u * o->n_allowed, v->pr.blocked, 3u * o->n_blocked);
 	/* zero-padded (rows compare their lists whole: offer_typed_same,
 	 * index_keys_same), whatever follows each id in v */
-	char *named = o->lists + 3 * nc;
+	char *named = cc + 3 * nc;
 	for (unsigned i = 0; i < o->n_named; i++, named += PERMIT_ID_MAX) {
 		size_t n = strnlen(v->pr.named[i], PERMIT_ID_MAX - 1);
 		memcpy(named, v->pr.named[i], n);
@@ -605,7 +607,7 @@ static int offer_image(const struct row *r, struct buf *out)
 	for (size_t i = 0; i < sizeof(small) / sizeof(small[0]); i++)
 		img_u8(&w, small[i]);
 	const int64_t num[] = {o->price_minor,   o->qty,         o->moq,        o->case_size,
-			       o->valid_from_ms, o->valid_to_ms, o->created_ms, o->updated_ms};
+			       offer_window(o).from_ms, offer_window(o).to_ms, o->created_ms, o->updated_ms};
 	for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++)
 		img_i64(&w, num[i]);
 	for (unsigned i = 0; i < o->n_allowed + o->n_blocked; i++)
@@ -732,7 +734,7 @@ static int offer_decode_typed(struct table *t, struct row *r, const void *typed)
 		o->originator_id = NULL;
 		return -1;
 	}
-	size_t bytes = 3u * (o->n_allowed + o->n_blocked) + (size_t)PERMIT_ID_MAX * o->n_named;
+	size_t bytes = offer_lists_bytes(o);
 	if (bytes && !(o->lists = malloc(bytes)))
 		return -1;
 	if (bytes)
@@ -747,13 +749,13 @@ static int offer_decode_typed(struct table *t, struct row *r, const void *typed)
  * offer's). */
 static int offer_typed_same(const struct row *a, const struct row *b)
 {
-	_Static_assert(sizeof(struct offer) <= 136, "an offer row and its id (up to 24 bytes and a NUL) fit a 176-byte malloc chunk");
+	_Static_assert(sizeof(struct offer) <= 120, "an offer row and its id (up to 24 bytes and a NUL) fit a 160-byte malloc chunk");
 	const struct offer_row *x = (const struct offer_row *)a, *y = (const struct offer_row *)b;
 	size_t from = offsetof(struct offer, currency), lists = offsetof(struct offer, lists);
 	_Static_assert(offsetof(struct offer, n_levels_p1) < offsetof(struct offer, currency) &&
 			       offsetof(struct offer, one_level) < offsetof(struct offer, currency),
 		       "the offer's values follow what it keeps of its levels");
-	size_t bytes = 3u * (x->o.n_allowed + x->o.n_blocked) + (size_t)PERMIT_ID_MAX * x->o.n_named;
+	size_t bytes = offer_lists_bytes(&x->o);
 	return !memcmp((const char *)x + from, (const char *)y + from, lists - from) &&
 	       (!bytes || !memcmp(x->o.lists, y->o.lists, bytes));
 }
@@ -827,7 +829,10 @@ void offer_rules(const struct offer *o, struct permit_rules *out)
 
 int offer_sellable(const struct offer *o, int64_t now_ms)
 {
-	return o->status == OS_ACTIVE && now_ms >= o->valid_from_ms && now_ms < o->valid_to_ms;
+	if (o->status != OS_ACTIVE)
+		return 0;
+	struct offer_window w = offer_window(o); /* (no read of lists unless windowed) */
+	return now_ms >= w.from_ms && now_ms < w.to_ms;
 }
 
 /* ---- the document -------------------------------------------------------- */
@@ -995,8 +1000,8 @@ static void offer_load(const struct offer *o, struct offer_vals *v)
 	v->qty = o->qty;
 	v->moq = o->moq;
 	v->case_size = o->case_size;
-	v->from_ms = o->valid_from_ms;
-	v->to_ms = o->valid_to_ms;
+	v->from_ms = offer_window(o).from_ms;
+	v->to_ms = offer_window(o).to_ms;
 	offer_rules(o, &v->pr);
 	/* writers set their own updated_at; an upsert compares it.  A row
 	 * without its document holds both stamps (table.h render). */
@@ -1038,7 +1043,7 @@ static void offer_render(const struct row *r, struct jw *w)
 		.created_at = created, .updated_at = updated, .status = o->status, .condition = o->condition,
 		.incoterm = o->incoterm, .source = o->source, .shareable = o->shareable, .deflt = o->deflt,
 		.price_minor = o->price_minor, .qty = o->qty, .moq = o->moq, .case_size = o->case_size,
-		.from_ms = o->valid_from_ms, .to_ms = o->valid_to_ms, .allowed = offer_countries(o),
+		.from_ms = offer_window(o).from_ms, .to_ms = offer_window(o).to_ms, .allowed = offer_countries(o),
 		.blocked = o->n_blocked ? offer_countries(o) + o->n_allowed : NULL, .named = offer_named(o),
 		.n_allowed = o->n_allowed, .n_blocked = o->n_blocked, .n_named = o->n_named};
 	view_to(w, &view);

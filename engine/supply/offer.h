@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "engine/edge/api.h"
 #include "engine/storage/id.h"
@@ -67,6 +68,7 @@ struct offer {
 	uint8_t status, incoterm, source;
 	uint8_t shareable, deflt;        /* network_shareable; enum permit_default */
 	uint8_t n_allowed, n_blocked, n_named;
+	uint8_t windowed;                /* valid_from or valid_to set: the window heads `lists` */
 	/* wine_id, originator_id and condition, side by side, are the offer's
 	 * natural key as it is indexed.  The two ids are the copies the
 	 * offer table's pool keeps once for every row that names them
@@ -81,26 +83,52 @@ struct offer {
 	 * OFFER_QTY_MAX, OFFER_MOQ_MAX and OFFER_CASE_MAX, so 32 bits each */
 	int32_t qty, moq, case_size;
 	int64_t price_minor;             /* seller_price in the currency's minor units */
-	int64_t valid_from_ms, valid_to_ms; /* INT64_MIN / INT64_MAX when absent */
 	/* created_at and updated_at, or RFC3339_NO_MS (engine/base/log.h) for a stamp that
 	 * fmt_rfc3339_ms would not write back as it is (the row then keeps
 	 * its document: table.h render) */
 	int64_t created_ms, updated_ms;
-	/* The permission lists, one allocation (NULL when all are empty): the
-	 * n_allowed allowed and n_blocked blocked countries, 3 bytes each,
-	 * then the n_named seller ids, PERMIT_ID_MAX bytes each, zero-padded;
-	 * read them with offer_countries and offer_named */
+	/* What few offers have, one allocation (NULL when none has any): the
+	 * validity window when `windowed` (struct offer_window: most offers
+	 * are valid from their creation on, and two int64 in every row cost
+	 * 16 bytes an offer), then the permission lists: the n_allowed
+	 * allowed and n_blocked blocked countries, 3 bytes each, then the
+	 * n_named seller ids, PERMIT_ID_MAX bytes each, zero-padded.  Read
+	 * them with offer_valid_from/to, offer_countries and offer_named. */
 	char *lists;
+};
+
+/* valid_from and valid_to in ms, each INT64_MIN / INT64_MAX when absent. */
+struct offer_window {
+	int64_t from_ms, to_ms;
 };
 
 _Static_assert(OFFER_QTY_MAX <= INT32_MAX && OFFER_MOQ_MAX <= INT32_MAX && OFFER_CASE_MAX <= INT32_MAX,
 	       "an offer's quantities fit its 32-bit fields");
 
-/* An offer's countries (allowed, then blocked) and named sellers (offer.lists). */
-static inline const char (*offer_countries(const struct offer *o))[3] { return (const char (*)[3])o->lists; }
+/* An offer's validity window (offer.lists when windowed). */
+static inline struct offer_window offer_window(const struct offer *o)
+{
+	struct offer_window w = {INT64_MIN, INT64_MAX};
+	if (o->windowed)
+		memcpy(&w, o->lists, sizeof(w));
+	return w;
+}
+
+/* An offer's countries (allowed, then blocked) and named sellers (offer.lists, after the window). */
+static inline const char (*offer_countries(const struct offer *o))[3]
+{
+	return (const char (*)[3])(o->lists ? o->lists + (o->windowed ? sizeof(struct offer_window) : 0) : NULL);
+}
 static inline const char (*offer_named(const struct offer *o))[PERMIT_ID_MAX]
 {
-	return (const char (*)[PERMIT_ID_MAX])(o->lists ? o->lists + 3u * (o->n_allowed + o->n_blocked) : NULL);
+	return (const char (*)[PERMIT_ID_MAX])(o->lists ? (const char *)offer_countries(o) + 3u * (o->n_allowed + o->n_blocked)
+							: NULL);
+}
+/* The bytes of offer.lists (0 when it is NULL). */
+static inline size_t offer_lists_bytes(const struct offer *o)
+{
+	return (o->windowed ? sizeof(struct offer_window) : 0) + 3u * (o->n_allowed + o->n_blocked) +
+	       (size_t)PERMIT_ID_MAX * o->n_named;
 }
 
 const struct offer *offer_get(struct shard *sh, const char *id, size_t len);

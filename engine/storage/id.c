@@ -197,15 +197,3 @@ size_t id_time_floor(const char *prefix, uint64_t ms, char *out)
 	out[pl + 11] = 0;
 	return pl + 11;
 }
-
-int id_pair_key(char *out, const char *a, const char *b, uint8_t tail)
-{
-	size_t al = strnlen(a, ID_MAX_LEN), bl = strnlen(b, ID_MAX_LEN);
-	if (al >= ID_MAX_LEN || bl >= ID_MAX_LEN)
-		return -1;
-	memset(out, 0, ID_PAIR_KEY_LEN);
-	memcpy(out, a, al);
-	memcpy(out + ID_MAX_LEN, b, bl);
-	out[2 * ID_MAX_LEN] = (char)tail;
-	return 0;
-}

@@ -58,11 +58,5 @@ int id_time_ms(const char *id, size_t len, uint64_t *ms);
  * key that sorts before every id of prefix made at ms or later and after
  * every one made earlier (country-less ids).  The length, or 0. */
 size_t id_time_floor(const char *prefix, uint64_t ms, char *out);
-/* The bytes of a fixed-width pair key as rows lay it out (offers, inventory
- * levels: two id fields of ID_MAX_LEN, zero-padded, then one byte), for
- * values not (yet) in a row: out[ID_PAIR_KEY_LEN].  0, or -1 when an id does
- * not fit its field (no row can hold it). */
-#define ID_PAIR_KEY_LEN (2 * ID_MAX_LEN + 1)
-int id_pair_key(char *out, const char *a, const char *b, uint8_t tail);
 
 #endif

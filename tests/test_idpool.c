@@ -86,6 +86,25 @@ WM_TEST(idpool, bounds_at_and_past_their_edges)
 	cr_assert_null(idpool_find(&p, "ptn_x", 5));
 	idpool_drop(&p, at);
 	cr_assert_eq(idpool_count(&p), 0);
+	/* two at once: both or neither (the second past the bound: the
+	 * first is not taken either) */
+	const char *pa = "x", *pb = "y";
+	cr_assert_eq(idpool_ref2(&p, "wine_a", 6, big, IDPOOL_MAX_LEN + 1, &pa, &pb), -1);
+	cr_assert_null(pa);
+	cr_assert_null(pb);
+	cr_assert_eq(idpool_count(&p), 0, "nothing kept");
+	const char *w = idpool_ref(&p, "wine_a", 6);
+	idpool_test_set_refs(&p, w, IDPOOL_REFS_MAX);
+	cr_assert_eq(idpool_ref2(&p, "ptn_b", 5, "wine_a", 6, &pa, &pb), -1, "the second at its bound");
+	cr_assert_null(idpool_find(&p, "ptn_b", 5), "the first given back");
+	idpool_test_set_refs(&p, w, 1);
+	cr_assert_eq(idpool_ref2(&p, "ptn_b", 5, "wine_a", 6, &pa, &pb), 0);
+	cr_assert_str_eq(pa, "ptn_b");
+	cr_assert_eq(pb, w);
+	idpool_drop2(&p, pa, pb);
+	idpool_drop2(&p, NULL, w);
+	idpool_drop2(&p, NULL, NULL);
+	cr_assert_eq(idpool_count(&p), 0);
 	idpool_fini(&p);
 }
 

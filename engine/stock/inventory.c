@@ -275,15 +275,6 @@ _Static_assert(offsetof(struct inv_level, location_id) == offsetof(struct inv_le
 
 static const char *level_nkey(const struct inv_level *l) { return l->offer_id; }
 
-/* The pooled copy of the id in field f (f_size bytes, NUL-terminated
- * within them) with a reference for a row of t, or NULL (no NUL: the
- * value is no id; OOM). */
-static const char *pooled_id(struct table *t, const char *f, size_t f_size)
-{
-	size_t n = strnlen(f, f_size);
-	return n < f_size ? idpool_ref(&t->ids, f, n) : NULL;
-}
-
 /* The level row from its values (decoded or the writer's own).  0 or -1
  * (what it took so far is the row's, for release). */
 static int level_fill(struct table *t, struct inv_level *l, const struct lvl_vals *v)
@@ -304,9 +295,11 @@ static int level_fill(struct table *t, struct inv_level *l, const struct lvl_val
 		memcpy(l->sku + 1, &out, sizeof(out));
 	}
 	if (v->condition < 0 || v->condition >= INV_N_CONDITION ||
-	    typed_str(l->offer_id, sizeof(l->offer_id), v->offer_id) ||
-	    !(l->owner_id = pooled_id(t, v->owner_id, sizeof(v->owner_id))) ||
-	    !(l->location_id = pooled_id(t, v->location_id, sizeof(v->location_id))))
+	    typed_str(l->offer_id, sizeof(l->offer_id), v->offer_id))
+		return -1;
+	size_t ol = strnlen(v->owner_id, sizeof(v->owner_id)), ll = strnlen(v->location_id, sizeof(v->location_id));
+	if (ol == sizeof(v->owner_id) || ll == sizeof(v->location_id) || /* no NUL: no id */
+	    idpool_ref2(&t->ids, v->owner_id, ol, v->location_id, ll, &l->owner_id, &l->location_id))
 		return -1;
 	l->created_ms = rfc3339_ms_exact(v->created_at);
 	l->updated_ms = rfc3339_ms_exact(v->updated_at);
@@ -326,8 +319,7 @@ static void inv_release(struct table *t, struct row *r)
 	struct inv_level *l = (struct inv_level *)r;
 	free(inv_level_sku_out(l));
 	memset(l->sku, 0, sizeof(l->sku));
-	idpool_drop(&t->ids, l->owner_id);
-	idpool_drop(&t->ids, l->location_id);
+	idpool_drop2(&t->ids, l->owner_id, l->location_id);
 	l->owner_id = l->location_id = NULL;
 }
 

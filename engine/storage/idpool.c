@@ -40,7 +40,17 @@ int idpool_init(struct idpool *p)
 {
 	memset(p, 0, sizeof(*p));
 	hidx_init_in_value(&p->by_text, offsetof(struct pooled, text));
-	return pthread_mutex_init(&p->mu, NULL) ? -1 : 0;
+	/* adaptive: a holder keeps the mutex for a probe and a count, so a
+	 * caller that finds it taken spins a little before it sleeps (WAL
+	 * replay: the builder takes references while the loop gives back
+	 * the replaced versions'; sleeping on every such meeting cost a
+	 * futex wake each) */
+	pthread_mutexattr_t a;
+	if (pthread_mutexattr_init(&a))
+		return -1;
+	int rc = pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP) || pthread_mutex_init(&p->mu, &a) ? -1 : 0;
+	pthread_mutexattr_destroy(&a);
+	return rc;
 }
 
 void idpool_fini(struct idpool *p)
@@ -99,22 +109,71 @@ static struct pooled *pooled_find(struct idpool *p, const char *s, size_t len)
 	return e;
 }
 
+/* Can s[0, len) be pooled?  (The empty text may come as NULL.) */
+static int text_ok(const char *s, size_t len)
+{
+	return len <= IDPOOL_MAX_LEN && (!len || (s && !memchr(s, 0, len)));
+}
+
+/* One reference more to the copy of s[0, len), made when there is none;
+ * NULL at IDPOOL_REFS_MAX or on OOM.  Under the mutex. */
+static struct pooled *ref_locked(struct idpool *p, const char *s, size_t len)
+{
+	if (!len)
+		s = "";
+	struct pooled *e = pooled_find(p, s, len);
+	if (e)
+		return e->refs < IDPOOL_REFS_MAX ? (e->refs++, e) : NULL;
+	if ((e = pooled_new(p, s, len)))
+		memo_front(p, e, IDPOOL_MEMO);
+	return e;
+}
+
+/* Give back one reference to e (NULL: nothing); free it with its last.
+ * Under the mutex. */
+static void unref_locked(struct idpool *p, struct pooled *e)
+{
+	if (!e)
+		return;
+	assert(e->refs > 0);
+	if (--e->refs)
+		return;
+	for (unsigned i = 0; i < IDPOOL_MEMO; i++)
+		if (p->memo[i] == e)
+			p->memo[i] = NULL;
+	void *was = hidx_del(&p->by_text, e->text, e->len);
+	assert(was == e);
+	(void)was;
+	p->bytes -= malloc_usable_size(e);
+	free(e);
+}
+
 const char *idpool_ref(struct idpool *p, const char *s, size_t len)
 {
-	if (len > IDPOOL_MAX_LEN || (len && !s) || (len && memchr(s, 0, len)))
+	if (!text_ok(s, len))
 		return NULL;
-	if (!len)
-		s = ""; /* the empty text may come as NULL */
 	pthread_mutex_lock(&p->mu);
-	struct pooled *e = pooled_find(p, s, len);
-	if (e && e->refs < IDPOOL_REFS_MAX)
-		e->refs++;
-	else if (!e && (e = pooled_new(p, s, len)))
-		memo_front(p, e, IDPOOL_MEMO);
-	else
-		e = NULL; /* at its bound */
+	struct pooled *e = ref_locked(p, s, len);
 	pthread_mutex_unlock(&p->mu);
 	return e ? e->text : NULL;
+}
+
+int idpool_ref2(struct idpool *p, const char *a, size_t al, const char *b, size_t bl, const char **pa,
+		const char **pb)
+{
+	*pa = *pb = NULL;
+	if (!text_ok(a, al) || !text_ok(b, bl))
+		return -1;
+	pthread_mutex_lock(&p->mu);
+	struct pooled *x = ref_locked(p, a, al), *y = x ? ref_locked(p, b, bl) : NULL;
+	if (x && !y)
+		unref_locked(p, x);
+	pthread_mutex_unlock(&p->mu);
+	if (!x || !y)
+		return -1;
+	*pa = x->text;
+	*pb = y->text;
+	return 0;
 }
 
 int idpool_dup(struct idpool *p, const char *pooled)
@@ -128,21 +187,16 @@ int idpool_dup(struct idpool *p, const char *pooled)
 
 void idpool_drop(struct idpool *p, const char *pooled)
 {
-	if (!pooled)
+	idpool_drop2(p, pooled, NULL);
+}
+
+void idpool_drop2(struct idpool *p, const char *a, const char *b)
+{
+	if (!a && !b)
 		return;
-	struct pooled *e = pooled_of(pooled);
 	pthread_mutex_lock(&p->mu);
-	assert(e->refs > 0);
-	if (--e->refs == 0) {
-		for (unsigned i = 0; i < IDPOOL_MEMO; i++)
-			if (p->memo[i] == e)
-				p->memo[i] = NULL;
-		void *was = hidx_del(&p->by_text, e->text, e->len);
-		assert(was == e);
-		(void)was;
-		p->bytes -= malloc_usable_size(e);
-		free(e);
-	}
+	unref_locked(p, a ? pooled_of(a) : NULL);
+	unref_locked(p, b ? pooled_of(b) : NULL);
 	pthread_mutex_unlock(&p->mu);
 }
 

@@ -57,12 +57,19 @@ void idpool_fini(struct idpool *p);
  * when the pool has none).  NULL when len > IDPOOL_MAX_LEN, s holds a NUL
  * before len, the copy carries IDPOOL_REFS_MAX already, or on OOM. */
 const char *idpool_ref(struct idpool *p, const char *s, size_t len);
+/* idpool_ref of two texts under one lock (a row's two pooled fields):
+ * 0 with both copies in *pa and *pb, or -1 with neither taken (both
+ * NULL). */
+int idpool_ref2(struct idpool *p, const char *a, size_t al, const char *b, size_t bl, const char **pa,
+		const char **pb);
 /* One reference more to a pooled copy (a row made from another one's
  * fields).  0, or -1 at IDPOOL_REFS_MAX (nothing changed). */
 int idpool_dup(struct idpool *p, const char *pooled);
 /* Give back one reference (NULL: nothing); the copy is freed with its
  * last. */
 void idpool_drop(struct idpool *p, const char *pooled);
+/* idpool_drop of two copies (either may be NULL) under one lock. */
+void idpool_drop2(struct idpool *p, const char *a, const char *b);
 /* The pooled copy of s[0, len) without taking a reference, or NULL when
  * the pool has none (then no row refers to that id). */
 const char *idpool_find(struct idpool *p, const char *s, size_t len);

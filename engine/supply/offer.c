@@ -509,8 +509,7 @@ static void offer_release(struct table *t, struct row *r)
 	struct offer *o = (struct offer *)r;
 	free(o->lists);
 	o->lists = NULL;
-	idpool_drop(&t->ids, o->wine_id);
-	idpool_drop(&t->ids, o->originator_id);
+	idpool_drop2(&t->ids, o->wine_id, o->originator_id);
 	o->wine_id = o->originator_id = NULL;
 }
 
@@ -528,8 +527,8 @@ static int offer_qtys_ok(const struct offer_vals *v)
 static int offer_fill(struct table *t, struct offer_row *or, const struct offer_vals *v)
 {
 	struct offer *o = &or->o;
-	if (!(o->wine_id = idpool_ref(&t->ids, v->wine_id, strlen(v->wine_id))) ||
-	    !(o->originator_id = idpool_ref(&t->ids, v->originator_id, strlen(v->originator_id))))
+	if (idpool_ref2(&t->ids, v->wine_id, strlen(v->wine_id), v->originator_id, strlen(v->originator_id), &o->wine_id,
+			&o->originator_id))
 		return -1;
 	memcpy(o->currency, v->currency, 4);
 	o->status = (uint8_t)v->status;

@@ -1035,6 +1035,52 @@ fi
 # The fix is the host's (a core of its own for the shard, the softirqs
 # steered elsewhere), not the engine's.
 
+# Measured 2026-12-01 (session 54), same defaults: memory per row, the
+# goal of target 3 (<= 2x the raw field bytes).  bench_scale fill, PGO=0,
+# one step at a time: offer 418 -> 385 -> 328 -> 312 B (2.8x -> 2.1x raw),
+# level 448 -> 431 -> 367 -> 351 B (2.8x -> 2.2x):
+#  - a hash index whose values hold their keys keeps the tag word alone,
+#    8 bytes a slot instead of 16 (index.h hidx_init_in_value: every
+#    table's rows by id, offers by natural key): hash by id 34 -> 17 B a
+#    row, the offers' natural-key index 10 B less;
+#  - the ids rows name, kept once per table (engine/storage/idpool.c): an
+#    offer's wine and originator, a level's location and owner are the
+#    pooled copy's address (8 bytes instead of a 40-byte field each):
+#    offer row block 240 -> 176 B (the pool: 6 B an offer), level 256 ->
+#    192 B (the pool: < 0.1 B);
+#  - an offer's validity window (two int64, absent for most offers) heads
+#    its lists block when set: row block 176 -> 160 B; a level keeps a sku
+#    of up to 14 bytes inline (a GTIN-14 fits), a longer one's address in
+#    the same field: row block 192 -> 176 B.
+# The extrapolated 1M wines x 10 offers + 5M levels 8.9 -> 7.3 GB (RSS
+# after recovery of the defaults 944 -> 788 MB).  Recovery: the pool costs
+# the loop and the builder ~3.5 % (bench_scale load of one directory with
+# a 100,000-transaction tail, PGO=0, five alternating runs each, medians:
+# ee5502e 2.07M rows/s, the 8-byte slots alone 2.06M, everything 2.00M;
+# callgrind of a 171k-row load: +4.2 % instructions, half of it the pool's
+# probes and its mutex).  Before the pool's mutex got a cache line of its
+# own it shared one with struct table, which the loop writes on every
+# install: 1.93 -> 1.35M rows/s; and WAL replay, where the builder takes
+# references while the loop gives back the replaced versions', slept on
+# the mutex (a futex wake each meeting) until it was made adaptive.
+# Quotes unchanged (perf/ab.sh, release builds of ee5502e and 6841bbd,
+# medians of 4 rounds: 1 line 102,172 -> 108,010 req/s, 9.8 -> 9.2 us a
+# quote; 5 lines 53,355 -> 53,738; orders -c16 90 -> 87 us an order).
+# make bench at 64ce24b / be079b9 (nginx 171,081 / 165,525): memory
+# 312/351 B (2.1x/2.2x raw); recovery 2,002,763 / 2,085,737 rows/s
+# (snapshot 689 / 682 ms, WAL tail 314 / 281 ms: the adaptive mutex is in
+# be079b9 only); quote 1 line 0.52x / 0.59x (p99 1.404 / 1.118 ms), 5
+# lines 0.29x / 0.31x; router/direct quote 0.86 / 0.80; orders
+# -c1/-c16/-c64 126/64/86 and 131/68/84 us; 2PC (b)/(a) 0.28/0.49 and
+# 0.29/0.48; scale p99 1.28/1.34 and 1.38/1.41.
+# What is left to 2x (offer 294 B, level 316 B): the B+tree entries (by id
+# 30 B an offer, 21 a level; secondary 90 B an offer, 137 a level) keep
+# the row id, and a level's by_location the offer id too, as text; the
+# offers' natural-key hash (17 B) could go only if a create searched the
+# wine's offers instead, which no bound limits.  An order-preserving
+# binary id in index keys is the next step (lists merge across shards in
+# string id order, so the encoding must keep it exactly).
+
 # cpu_ticks PID : utime + stime of every thread of the process (/proc, clock ticks)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 # cluster_ticks PID... : cpu_ticks of each, space-separated (shards, then the router)

@@ -323,8 +323,6 @@ static void inv_release(struct table *t, struct row *r)
 	l->owner_id = l->location_id = NULL;
 }
 
-
-
 /* typed_same (test builds' check of a typed put, table.h): the struct as
  * bytes but for the long sku's block, whose address differs; that sku by
  * its bytes */

@@ -613,7 +613,7 @@ static bool hidx_entry_ok(const struct hidx *h, const char *key, uint32_t key_le
 {
 	if (!hidx_key_ok(key, key_len) || !hidx_addr_ok(key))
 		return false;
-	return !h->in_value || (key && (uintptr_t)key - (uintptr_t)val == h->key_at && (uintptr_t)key >= h->key_at);
+	return !h->in_value || (key && (uintptr_t)key - (uintptr_t)val == h->key_at);
 }
 
 /* Shared body of put, set, swap and swap_unless.  replace: overwrite an

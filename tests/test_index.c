@@ -2436,3 +2436,255 @@ WM_TEST(hidx, every_key_length_is_its_own_key)
 		cr_assert_eq(hidx_get(&h, k, n), n % 2 ? tag(n + 1) : NULL, "length %u", n);
 	hidx_free(&h);
 }
+
+/* ---- tail-keyed trees (oidx_init_tail) ----------------------------------
+ * Every key ends with its value's id, which the leaves leave out.  The
+ * model test below runs the randomized operations of model_randomized on
+ * such a tree: heads from the 4-letter alphabet (0x00 and 0xff among
+ * them, lengths 0..6), ids of 1..4 bytes from another 4 (no NUL), so the
+ * same bytes arise from different cuts, heads are prefixes of heads and
+ * ids of ids; plus ascending appended keys. */
+
+struct tval {
+	const char *id; /* what the tree reads: the value's first member */
+	char buf[8];
+};
+
+/* A value whose id is t[0, tl). */
+static struct tval *tval_new(const uint8_t *t, uint32_t tl)
+{
+	struct tval *v = malloc(sizeof(*v));
+	cr_assert_not_null(v);
+	cr_assert_lt(tl, sizeof(v->buf));
+	memcpy(v->buf, t, tl);
+	v->buf[tl] = 0;
+	v->id = v->buf;
+	return v;
+}
+
+static const uint8_t tail_alphabet[4] = { 0x01, 'a', 'b', 0xff };
+
+/* A random head + id into k (the id also into *tail); the key's length,
+ * *hl the head's. */
+static uint32_t random_tail_key(uint8_t *k, uint32_t *hl, const uint8_t **tail)
+{
+	uint32_t h = (uint32_t)(rng() % 7), tl = 1 + (uint32_t)(rng() % 4);
+	for (uint32_t i = 0; i < h; i++)
+		k[i] = alphabet[rng() % 4];
+	for (uint32_t i = 0; i < tl; i++)
+		k[h + i] = tail_alphabet[rng() % 4];
+	*hl = h;
+	*tail = k + h;
+	return h + tl;
+}
+
+/* The key under a valid iterator against q[0, ql) through every reader:
+ * oidx_iter_cmp and oidx_iter_has_prefix as bytes_cmp and memcmp say. */
+static void check_iter_readers(struct oidx_iter *it, const uint8_t *q, uint32_t ql)
+{
+	uint32_t kl;
+	uint8_t k[IDX_MAX_KEY];
+	const void *kk = oidx_iter_key(it, &kl);
+	memcpy(k, kk, kl);
+	int want = bytes_cmp(k, kl, q, ql);
+	int got = oidx_iter_cmp(it, q, ql);
+	cr_assert_eq((got > 0) - (got < 0), (want > 0) - (want < 0), "iter_cmp");
+	for (uint32_t l = 0; l <= ql; l++)
+		cr_assert_eq(oidx_iter_has_prefix(it, q, l), l <= kl && !memcmp(k, q, l), "iter_has_prefix %u", l);
+	for (uint32_t l = 0; l <= kl; l++) /* its own prefixes, into the id */
+		cr_assert(oidx_iter_has_prefix(it, k, l));
+}
+
+WM_TEST(oidx, tail_keyed_model_randomized)
+{
+	enum { OPS = 60000, PHASE1 = 30000, PHASE2 = 45000 };
+	rng_state = 0x7a11u;
+	struct oidx t;
+	struct model m = { 0 };
+	oidx_init_tail(&t);
+	struct tval **vals = NULL;
+	size_t nvals = 0, capvals = 0;
+	uint32_t appends = 0, max_height = 0, refused = 0;
+	for (int op = 0; op < OPS; op++) {
+		unsigned ins_pct = op < PHASE1 ? 70 : op < PHASE2 ? 50 : 25;
+		uint8_t k[24];
+		uint32_t len, hl;
+		const uint8_t *tail;
+		int found;
+		if ((unsigned)(rng() % 100) < ins_pct) {
+			if (rng() % 5 == 0) { /* ascending: above every random key */
+				hl = append_key(k, appends++);
+				k[hl] = 'z';
+				tail = k + hl;
+				len = hl + 1;
+			} else {
+				len = random_tail_key(k, &hl, &tail);
+			}
+			struct tval *v = tval_new(tail, len - hl);
+			if (nvals == capvals) {
+				capvals = capvals ? 2 * capvals : 1024;
+				vals = realloc(vals, capvals * sizeof(vals[0]));
+				cr_assert_not_null(vals);
+			}
+			vals[nvals++] = v;
+			size_t at = model_lower(&m, k, len, &found);
+			/* an id the key does not end with is refused */
+			struct tval *odd = tval_new((const uint8_t *)"\x02\x02", 2); /* no key ends so */
+			vals[nvals - 1] = odd;
+			cr_assert_eq(oidx_set(&t, k, len, odd), -1);
+			cr_assert_eq(oidx_put(&t, k, len, odd), -1);
+			vals[nvals - 1] = v;
+			free(odd);
+			if (rng() % 4 == 0) {
+				/* found under another cut: the stored id's length differs */
+				bool other_cut = found && strlen(((struct tval *)m.e[at]->val)->id) != len - hl;
+				cr_assert_eq(oidx_set(&t, k, len, v), other_cut ? -1 : 0, "set at op %d", op);
+				if (other_cut)
+					refused++;
+				else if (found)
+					m.e[at]->val = (uintptr_t)v;
+				else
+					model_insert(&m, at, k, len, (uintptr_t)v);
+			} else {
+				cr_assert_eq(oidx_put(&t, k, len, v), found ? 1 : 0);
+				if (!found)
+					model_insert(&m, at, k, len, (uintptr_t)v);
+			}
+		} else {
+			if (m.n > 0 && rng() % 4 != 0) {
+				struct mentry *e = m.e[rng() % m.n];
+				len = e->len;
+				memcpy(k, e->k, len);
+			} else {
+				len = random_key(k);
+			}
+			size_t at = model_lower(&m, k, len, &found);
+			void *got = oidx_del(&t, k, len);
+			if (found) {
+				cr_assert_eq(got, tag(m.e[at]->val), "del value at op %d", op);
+				model_remove(&m, at);
+			} else {
+				cr_assert_null(got);
+			}
+		}
+		cr_assert_eq(oidx_count(&t), m.n, "count at op %d", op);
+		size_t at = model_lower(&m, k, len, &found);
+		cr_assert_eq(oidx_get(&t, k, len), found ? tag(m.e[at]->val) : NULL);
+		check_seeks(&t, &m, k, len);
+		uint8_t q[24];
+		uint32_t ql = random_key(q);
+		if (rng() % 2) /* a probe that goes on into ids */
+			for (uint32_t i = rng() % 4; i-- > 0;)
+				q[ql++] = tail_alphabet[rng() % 4];
+		at = model_lower(&m, q, ql, &found);
+		cr_assert_eq(oidx_get(&t, q, ql), found ? tag(m.e[at]->val) : NULL);
+		check_seeks(&t, &m, q, ql);
+		struct oidx_iter it;
+		if (oidx_seek_ge(&t, q, ql, &it))
+			check_iter_readers(&it, q, ql);
+		if (t.height > max_height)
+			max_height = t.height;
+		if (op % 2500 == 0 || op == OPS - 1) {
+			cr_assert_eq(oidx_check(&t), 0, "oidx_check failed at op %d", op);
+			check_walks(&t, &m);
+		}
+	}
+	cr_assert_geq(max_height, 3, "the model test should reach a 3-level tree");
+	cr_assert_gt(refused, 0, "some sets should meet the same key cut elsewhere");
+	while (m.n > 0) {
+		size_t at = rng() % m.n;
+		cr_assert_eq(oidx_del(&t, m.e[at]->k, m.e[at]->len), tag(m.e[at]->val));
+		model_remove(&m, at);
+		if (m.n % 1000 == 0)
+			cr_assert_eq(oidx_check(&t), 0);
+	}
+	cr_assert_eq(oidx_count(&t), 0);
+	cr_assert_null(t.root);
+	/* emptied, and freed: still tail-keyed */
+	struct tval *v = tval_new((const uint8_t *)"id", 2);
+	cr_assert_eq(oidx_put(&t, "hid", 3, v), 0);
+	cr_assert_eq(oidx_put(&t, "hix", 3, v), -1);
+	oidx_free(&t);
+	cr_assert_eq(oidx_put(&t, "hix", 3, v), -1);
+	cr_assert_eq(oidx_put(&t, "id", 2, v), 0);
+	cr_assert_eq(oidx_check(&t), 0);
+	oidx_free(&t);
+	free(v);
+	for (size_t i = 0; i < nvals; i++)
+		free(vals[i]);
+	free(vals);
+	model_free(&m);
+}
+
+/* What a tail-keyed put refuses, and its bounds: a key of IDX_MAX_KEY
+ * bytes (head and id) is kept whole, one more refused; no value, an empty
+ * id, an id longer than the key. */
+WM_TEST(oidx, tail_keyed_refusals_and_bounds)
+{
+	static uint8_t big[IDX_MAX_KEY + 1];
+	memset(big, 'h', sizeof(big));
+	struct oidx t;
+	oidx_init_tail(&t);
+	struct tval *id = tval_new((const uint8_t *)"abc", 3), *empty = tval_new((const uint8_t *)"", 0);
+	cr_assert_eq(oidx_put(&t, "abc", 3, NULL), -1);
+	cr_assert_eq(oidx_put(&t, "abc", 3, empty), -1);
+	cr_assert_eq(oidx_put(&t, "bc", 2, id), -1);
+	cr_assert_eq(oidx_put(&t, "abd", 3, id), -1);
+	cr_assert_eq(oidx_count(&t), 0);
+	memcpy(big + IDX_MAX_KEY - 3, "abc", 3);
+	cr_assert_eq(oidx_put(&t, big, IDX_MAX_KEY, id), 0);
+	memcpy(big + IDX_MAX_KEY - 2, "abc", 3);
+	cr_assert_eq(oidx_put(&t, big, IDX_MAX_KEY + 1, id), -1);
+	cr_assert_eq(oidx_put(&t, "abc", 3, id), 0); /* a head of 0 bytes */
+	cr_assert_eq(oidx_count(&t), 2);
+	struct oidx_iter it;
+	uint32_t kl;
+	cr_assert_eq(oidx_seek_le(&t, NULL, 0, &it), 1);
+	const uint8_t *k = oidx_iter_key(&it, &kl);
+	cr_assert_eq(kl, IDX_MAX_KEY);
+	cr_assert_eq(memcmp(k + IDX_MAX_KEY - 3, "abc", 3), 0);
+	cr_assert_eq(k[0], 'h');
+	cr_assert_eq(oidx_check(&t), 0);
+	oidx_free(&t);
+	free(id);
+	free(empty);
+}
+
+/* A table's secondary index: heads "<owner>\0" (no head a proper prefix
+ * of another), ids ascending under each.  A seek by a head and a walk of
+ * its entries never read an id: with every id taken away (NULL), they
+ * still find each head's entries, in order. */
+WM_TEST(oidx, tail_keyed_seek_by_head_reads_no_id)
+{
+	enum { OWNERS = 40, PER = 300 };
+	struct oidx t;
+	oidx_init_tail(&t);
+	static struct tval v[OWNERS * PER];
+	for (int i = 0; i < OWNERS * PER; i++) {
+		int o = i % OWNERS;
+		snprintf(v[i].buf, sizeof(v[i].buf), "i%06u", (unsigned)i % 1000000u);
+		v[i].id = v[i].buf;
+		char key[32];
+		int hl = snprintf(key, sizeof(key), "own%02d", o) + 1; /* with its NUL */
+		memcpy(key + hl, v[i].buf, 7);
+		cr_assert_eq(oidx_put(&t, key, (uint32_t)hl + 7, &v[i]), 0);
+	}
+	cr_assert_eq(oidx_check(&t), 0);
+	cr_assert_gt(t.height, 1);
+	for (int i = 0; i < OWNERS * PER; i++)
+		v[i].id = NULL; /* a read of any id now crashes */
+	for (int o = 0; o < OWNERS; o++) {
+		char head[16];
+		uint32_t hl = (uint32_t)snprintf(head, sizeof(head), "own%02d", o) + 1;
+		struct oidx_iter it;
+		int n = 0;
+		for (int ok = oidx_seek_ge(&t, head, hl, &it); ok && oidx_iter_has_prefix(&it, head, hl);
+		     ok = oidx_next(&it), n++)
+			cr_assert_eq(oidx_iter_val(&it), &v[o + n * OWNERS], "owner %d entry %d", o, n);
+		cr_assert_eq(n, PER);
+	}
+	for (int i = 0; i < OWNERS * PER; i++)
+		v[i].id = v[i].buf;
+	cr_assert_eq(oidx_check(&t), 0);
+	oidx_free(&t);
+}

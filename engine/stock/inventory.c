@@ -232,9 +232,10 @@ static int inv_init(struct table *t)
 	struct inv_ext *e = calloc(1, sizeof(*e));
 	if (!e)
 		return -1;
-	oidx_init(&e->by_offer);
-	oidx_init(&e->by_location);
-	oidx_init(&e->by_owner);
+	/* every key ends with the level's id: its row keeps it */
+	oidx_init_tail(&e->by_offer);
+	oidx_init_tail(&e->by_location);
+	oidx_init_tail(&e->by_owner);
 	t->ext = e;
 	return 0;
 }

@@ -107,6 +107,23 @@
  * search compares the key with the prefix once, then only suffixes; a
  * key read through an iterator is copied out whole (oidx_iter_key).
  *
+ * Tail-keyed trees (oidx_init_tail).  A table's secondary index files a
+ * row under head | row id, and the row keeps its id already.  In such a
+ * tree a leaf is marked OIDX_LEAF_TAIL and stores each key's head only;
+ * the rest is the id its value starts with (a const char *, struct row's
+ * id).  Everything that decides space -- an entry's bytes, its charge,
+ * vfill (the head counted whole), a leaf's prefix (never longer than a
+ * head: run_prefix, leaf_insert_split) -- goes by the head; everything
+ * that decides order -- the binary searches (ent_cmp_key), separators
+ * (built from runs of whole keys), oidx_check -- by the whole key.  A
+ * comparison reads the id only when the key searched is equal to an
+ * entry's head and goes on, so a seek by a head reads none.  Runs hold
+ * whole keys, at most IDX_MAX_KEY each (OIDX_RUN_BYTES), with each one's
+ * head length (hlen[]).  Measured (perf/bench_scale, 1M offers and 500k
+ * levels, 2026-12-01): the offers' secondary indexes 107 -> 69 B an
+ * offer, the levels' 137 -> 70 B; an offer 312 -> 275 B, a level 351 ->
+ * 285 B.
+ *
  * Size: 2040 bytes, with glibc's 8-byte chunk header exactly one 2048-byte
  * chunk (no rounding): a 96-byte header (links, counters, the prefix),
  * d[] = 1944 bytes.  That holds 7 maximum-size (255-byte) entries, ~80
@@ -809,8 +826,10 @@ void *hidx_next(const struct hidx *h, size_t *pos, const char **key, uint32_t *k
 
 struct oidx_node {
 	uint32_t n;       /* leaf: entries; inner: separators (children = n+1) */
-	uint32_t is_leaf;
+	uint32_t is_leaf; /* 0 inner; OIDX_LEAF, or OIDX_LEAF_TAIL in a tail-keyed tree */
 };
+#define OIDX_LEAF 1u
+#define OIDX_LEAF_TAIL 2u /* oidx_init_tail: an entry keeps its key's head, its value the rest */
 
 struct oidx_leaf {
 	struct oidx_node h;
@@ -984,13 +1003,65 @@ static inline void *ent_val(const uint8_t *e)
  * and heap entries, not holes), so whatever is charged also fits. */
 static inline uint32_t leaf_fill(const struct oidx_leaf *l) { return l->fill; }
 
-/* Entry i's whole key (prefix + suffix) into out[IDX_MAX_KEY]; its length. */
+/* Does l belong to a tail-keyed tree (oidx_init_tail)? */
+static inline bool leaf_tailed(const struct oidx_leaf *l) { return l->h.is_leaf == OIDX_LEAF_TAIL; }
+
+/* The id a tail-keyed tree's value starts with (index.h oidx_init_tail). */
+static inline const char *val_tail(const void *val)
+{
+	const char *id;
+	memcpy(&id, val, sizeof(id));
+	return id;
+}
+
+/* A tail (NUL-terminated, no NUL inside) against q[0, ql), as key_cmp:
+ * bytes, then the shorter first. */
+static int tail_cmp(const char *tail, const uint8_t *q, uint32_t ql)
+{
+	for (uint32_t i = 0; i < ql; i++) {
+		uint8_t c = (uint8_t)tail[i];
+		if (!c)
+			return -1; /* the tail ended first */
+		if (c != q[i])
+			return c < q[i] ? -1 : 1;
+	}
+	return tail[ql] != 0;
+}
+
+/* Entry e of l after the leaf's prefix (its stored bytes, then in a
+ * tail-keyed leaf its value's id) against sk[0, sl), as key_cmp.  A
+ * tail-keyed entry reads its value only when sk goes on past its head:
+ * a key that ends within the head, or with it, sorts first (the tail is
+ * never empty). */
+static int ent_cmp_key(const struct oidx_leaf *l, const uint8_t *e, const uint8_t *sk, uint32_t sl)
+{
+	if (!leaf_tailed(l))
+		return kb_cmp_key(e, sk, sl);
+	uint32_t hl = e[0];
+	if (sl <= hl) {
+		int c = sl ? memcmp(e + 1, sk, sl) : 0;
+		return c ? c : 1;
+	}
+	int c = hl ? memcmp(e + 1, sk, hl) : 0;
+	return c ? c : tail_cmp(val_tail(ent_val(e)), sk + hl, sl - hl);
+}
+
+/* Entry i's whole key (prefix + suffix, + the value's id in a tail-keyed
+ * leaf) into out[IDX_MAX_KEY]; its length. */
 static uint32_t leaf_key(const struct oidx_leaf *l, uint32_t i, uint8_t *out)
 {
 	const uint8_t *e = leaf_ent(l, i);
+	uint32_t n = l->plen + (uint32_t)e[0];
 	memcpy(out, l->pfx, l->plen);
 	memcpy(out + l->plen, e + 1, e[0]);
-	return l->plen + (uint32_t)e[0];
+	if (leaf_tailed(l)) {
+		const char *tail = val_tail(ent_val(e));
+		size_t tl = strlen(tail);
+		assert(tl >= 1 && n + tl <= IDX_MAX_KEY); /* checked by oidx_insert */
+		memcpy(out + n, tail, tl);
+		n += (uint32_t)tl;
+	}
+	return n;
 }
 
 /* Replace the value of entry i in place (the key and its place stay). */
@@ -1040,12 +1111,14 @@ static uint8_t *leaf_open(struct oidx_leaf *l, uint32_t p, uint32_t sz)
 	return l->d + l->top;
 }
 
-/* Insert key -> val at position p; key starts with the leaf's prefix and
+/* Insert key -> val at position p, storing key[0, hlen) after the leaf's
+ * prefix: the whole key (hlen = its length), or in a tail-keyed leaf the
+ * head before val's id.  key starts with the prefix (hlen >= plen) and
  * fits (leaf_open).  Notes p as the leaf's last insert. */
-static void leaf_insert(struct oidx_leaf *l, uint32_t p, const uint8_t *key, uint32_t key_len, void *val)
+static void leaf_insert(struct oidx_leaf *l, uint32_t p, const uint8_t *key, uint32_t hlen, void *val)
 {
-	uint32_t pl = l->plen, sl = key_len - pl;
-	assert(key_len >= pl && (!pl || !memcmp(key, l->pfx, pl)));
+	uint32_t pl = l->plen, sl = hlen - pl;
+	assert(hlen >= pl && (!pl || !memcmp(key, l->pfx, pl)));
 	l->last = (uint16_t)p;
 	uint8_t *e = leaf_open(l, p, OIDX_ENT_BYTES(sl));
 	e[0] = (uint8_t)sl;
@@ -1179,25 +1252,33 @@ static uint32_t split_point(const uint16_t *cost, uint32_t m, uint32_t total)
  * keys share (they are sorted, so every key between shares it), so entries
  * moved between leaves of different prefixes are re-cut on the way. */
 #define OIDX_RUN_MAX (2u * OIDX_LEAF_NMAX + 1u)
-/* the whole keys of two leaves (each entry's stored bytes plus the
- * prefix) and one more key */
-#define OIDX_RUN_BYTES (2u * (OIDX_LEAF_DATA + OIDX_LEAF_NMAX * OIDX_LEAF_PFX) + IDX_MAX_KEY)
+/* the whole keys of two leaves and one more key: each at most IDX_MAX_KEY
+ * (in a tail-keyed tree a leaf's keys whole are far more than the bytes
+ * it stores) */
+#define OIDX_RUN_BYTES (OIDX_RUN_MAX * IDX_MAX_KEY)
 _Static_assert(OIDX_RUN_BYTES <= UINT16_MAX, "run offsets are 16-bit");
 
+/* hlen[i]: the bytes of key i a leaf stores (with its prefix): len[i], or
+ * in a tail-keyed tree the head before the value's id; charges, prefixes
+ * and leaf_build go by it. */
 struct oidx_run {
 	uint32_t n, bytes;
+	bool tailed;
 	uint16_t off[OIDX_RUN_MAX];
 	uint8_t len[OIDX_RUN_MAX];
+	uint8_t hlen[OIDX_RUN_MAX];
 	void *val[OIDX_RUN_MAX];
 	uint8_t b[OIDX_RUN_BYTES];
 };
 
-/* Append key -> val to the run (room is the caller's bound). */
-static void run_add(struct oidx_run *r, const uint8_t *key, uint32_t key_len, void *val)
+/* Append key -> val to the run, its first hlen bytes stored (room is the
+ * caller's bound). */
+static void run_add(struct oidx_run *r, const uint8_t *key, uint32_t key_len, uint32_t hlen, void *val)
 {
-	assert(r->n < OIDX_RUN_MAX && r->bytes + key_len <= OIDX_RUN_BYTES);
+	assert(r->n < OIDX_RUN_MAX && r->bytes + key_len <= OIDX_RUN_BYTES && hlen <= key_len);
 	r->off[r->n] = (uint16_t)r->bytes;
 	r->len[r->n] = (uint8_t)key_len;
+	r->hlen[r->n] = (uint8_t)hlen;
 	r->val[r->n] = val;
 	if (key_len)
 		memcpy(r->b + r->bytes, key, key_len);
@@ -1213,6 +1294,7 @@ static void run_add_leaf(struct oidx_run *r, const struct oidx_leaf *l, uint32_t
 		r->off[r->n] = (uint16_t)r->bytes;
 		uint32_t kl = leaf_key(l, i, r->b + r->bytes);
 		r->len[r->n] = (uint8_t)kl;
+		r->hlen[r->n] = (uint8_t)(l->plen + leaf_ent(l, i)[0]);
 		r->val[r->n] = ent_val(leaf_ent(l, i));
 		r->bytes += kl;
 		r->n++;
@@ -1224,16 +1306,24 @@ static inline const uint8_t *run_key(const struct oidx_run *r, uint32_t i) { ret
 /* Entry i's charge in a leaf whose prefix is pl bytes long. */
 static inline uint32_t run_charge(const struct oidx_run *r, uint32_t i, uint32_t pl)
 {
-	assert(r->len[i] >= pl);
-	return OIDX_CHARGE(OIDX_ENT_COST(r->len[i] - pl));
+	assert(r->hlen[i] >= pl);
+	return OIDX_CHARGE(OIDX_ENT_COST(r->hlen[i] - pl));
 }
 
 /* The prefix entries [from, to) of the run share (to > from), as a leaf
- * of them would keep it: at most OIDX_LEAF_PFX bytes. */
+ * of them would keep it: at most OIDX_LEAF_PFX bytes, and in a tail-keyed
+ * tree no longer than any of their heads (a leaf's prefix is stored
+ * bytes).  Otherwise every key between the first and the last is at
+ * least as long as what those two share (they are sorted). */
 static uint32_t run_prefix(const struct oidx_run *r, uint32_t from, uint32_t to)
 {
 	assert(to > from);
-	return common_prefix(run_key(r, from), r->len[from], run_key(r, to - 1), r->len[to - 1], OIDX_LEAF_PFX);
+	uint32_t p = common_prefix(run_key(r, from), r->len[from], run_key(r, to - 1), r->len[to - 1], OIDX_LEAF_PFX);
+	if (r->tailed)
+		for (uint32_t i = from; i < to && p; i++)
+			if (r->hlen[i] < p)
+				p = r->hlen[i];
+	return p;
 }
 
 /* Make l (links kept) hold exactly entries [from, to) of the run, under
@@ -1249,7 +1339,7 @@ static void leaf_build(struct oidx_leaf *l, const struct oidx_run *r, uint32_t f
 	memcpy(l->pfx, run_key(r, from), pl);
 	for (uint32_t i = from; i < to; i++) {
 		assert(leaf_fill(l) + run_charge(r, i, pl) <= OIDX_LEAF_DATA);
-		leaf_insert(l, i - from, run_key(r, i), r->len[i], r->val[i]);
+		leaf_insert(l, i - from, run_key(r, i), r->hlen[i], r->val[i]);
 	}
 	l->last = UINT16_MAX; /* no insert of its own yet (the caller may name one) */
 }
@@ -1302,8 +1392,7 @@ static int leaf_cmp_key(const struct oidx_leaf *l, uint32_t i, const void *key, 
 		if (c)
 			return c;
 	}
-	const uint8_t *e = leaf_ent(l, i);
-	return key_cmp(e + 1, e[0], pl ? (const uint8_t *)key + pl : key, key_len - pl);
+	return ent_cmp_key(l, leaf_ent(l, i), pl ? (const uint8_t *)key + pl : key, key_len - pl);
 }
 
 /* Where key stands against the leaf's prefix: -1 below every key of the
@@ -1333,12 +1422,12 @@ static uint32_t leaf_lower(const struct oidx_leaf *l, const void *key, uint32_t 
 	uint32_t lo = 0, hi = l->h.n;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		if (kb_cmp_key(leaf_ent(l, mid), sk, sl) < 0)
+		if (ent_cmp_key(l, leaf_ent(l, mid), sk, sl) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	*found = lo < l->h.n && kb_cmp_key(leaf_ent(l, lo), sk, sl) == 0;
+	*found = lo < l->h.n && ent_cmp_key(l, leaf_ent(l, lo), sk, sl) == 0;
 	return lo;
 }
 
@@ -1353,7 +1442,7 @@ static uint32_t leaf_upper(const struct oidx_leaf *l, const void *key, uint32_t 
 	uint32_t lo = 0, hi = l->h.n;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		if (kb_cmp_key(leaf_ent(l, mid), sk, sl) <= 0)
+		if (ent_cmp_key(l, leaf_ent(l, mid), sk, sl) <= 0)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -1442,13 +1531,13 @@ static uint32_t inner_child(const struct oidx_inner *in, const void *key, uint32
 	return lo;
 }
 
-/* An empty, unlinked leaf, or NULL on OOM. */
-static struct oidx_leaf *leaf_new(void)
+/* An empty, unlinked leaf of t, or NULL on OOM. */
+static struct oidx_leaf *leaf_new(const struct oidx *t)
 {
 	struct oidx_leaf *l = malloc(sizeof(*l));
 	if (l) {
 		l->h.n = 0;
-		l->h.is_leaf = 1;
+		l->h.is_leaf = t->tail ? OIDX_LEAF_TAIL : OIDX_LEAF;
 		l->prev = l->next = NULL;
 		l->top = OIDX_LEAF_DATA;
 		l->used = 0;
@@ -1517,12 +1606,26 @@ static bool oidx_key_ok(const void *key, uint32_t key_len)
 	return key_len <= IDX_MAX_KEY && (key != NULL || key_len == 0);
 }
 
-/* oidx_init: an empty tree owning no memory.  Never fails. */
-void oidx_init(struct oidx *t)
+/* The tree empty, of its kind. */
+static void oidx_empty(struct oidx *t)
 {
 	t->root = NULL;
 	t->count = 0;
 	t->height = 0;
+}
+
+/* oidx_init: an empty tree owning no memory.  Never fails. */
+void oidx_init(struct oidx *t)
+{
+	oidx_empty(t);
+	t->tail = 0;
+}
+
+/* oidx_init_tail: oidx_init, tail-keyed (index.h). */
+void oidx_init_tail(struct oidx *t)
+{
+	oidx_empty(t);
+	t->tail = 1;
 }
 
 /* Free the subtree under n: its nodes and separator copies. */
@@ -1544,7 +1647,7 @@ void oidx_free(struct oidx *t)
 {
 	if (t->root)
 		node_free(t->root);
-	oidx_init(t);
+	oidx_empty(t);
 }
 
 /* The leaf where key belongs, from the root (t->root non-NULL), with the
@@ -1568,26 +1671,28 @@ static struct oidx_leaf *descend_path(const struct oidx *t, const void *key, uin
 }
 
 /* Insert key -> val into t: key is valid and absent, belongs at position p
- * of `leaf`, which was reached through path/pidx (depth inner nodes).
+ * of `leaf`, which was reached through path/pidx (depth inner nodes); a
+ * leaf stores its first hlen bytes (leaf_insert).
  * Into the leaf if it fits, else split the leaf (and the full ancestors,
  * maybe growing a new root) as the top describes.  Allocates everything
  * first: 0, or -1 on OOM with the tree unchanged. */
 static int leaf_insert_split(struct oidx *t, struct oidx_leaf *leaf, uint32_t p, const void *key,
-			     uint32_t key_len, void *val, struct oidx_inner **path, uint32_t *pidx,
+			     uint32_t key_len, uint32_t hlen, void *val, struct oidx_inner **path, uint32_t *pidx,
 			     uint32_t depth)
 {
 	uint32_t n = leaf->h.n, pl = leaf->plen;
 	/* the prefix the leaf and key share: the leaf's own unless key is
-	 * below or above all of its keys and parts from it earlier */
-	uint32_t np = common_prefix(leaf->pfx, pl, key, key_len, pl);
-	uint32_t cost = OIDX_CHARGE(OIDX_ENT_COST(key_len - np)), fill = leaf_fill(leaf);
+	 * below or above all of its keys and parts from it earlier (or, in
+	 * a tail-keyed tree, its head is shorter) */
+	uint32_t np = common_prefix(leaf->pfx, pl, key, hlen, pl);
+	uint32_t cost = OIDX_CHARGE(OIDX_ENT_COST(hlen - np)), fill = leaf_fill(leaf);
 	if (np < pl) /* the leaf's entries re-cut under the shorter prefix */
 		for (uint32_t i = 0; i < n; i++)
 			fill += ent_charge(ent_bytes(leaf_ent(leaf, i)) + pl - np) - ent_charge(ent_bytes(leaf_ent(leaf, i)));
 	if (fill + cost <= OIDX_LEAF_DATA) {
 		if (np < pl)
 			leaf_recut(leaf, np);
-		leaf_insert(leaf, p, key, key_len, val);
+		leaf_insert(leaf, p, key, hlen, val);
 		t->count++;
 		return 0;
 	}
@@ -1606,11 +1711,12 @@ static int leaf_insert_split(struct oidx *t, struct oidx_leaf *leaf, uint32_t p,
 	if (!r)
 		return -1;
 	r->n = r->bytes = 0;
+	r->tailed = t->tail;
 	/* (an append needs the leaf's last key only: the run is entries
 	 * n - 1 and n of the sequence, the cut between them) */
 	uint32_t base = append ? n - 1 : 0;
 	run_add_leaf(r, leaf, base, p);
-	run_add(r, key, key_len, val);
+	run_add(r, key, key_len, hlen, val);
 	run_add_leaf(r, leaf, p, n);
 
 	/* Append split: past the end of the last leaf, the full leaf stays full
@@ -1657,7 +1763,7 @@ static int leaf_insert_split(struct oidx *t, struct oidx_leaf *leaf, uint32_t p,
 			uint32_t vsum[OIDX_LEAF_NMAX + 2];
 			vsum[0] = 0;
 			for (uint32_t i = 0; i <= n; i++)
-				vsum[i + 1] = vsum[i] + key_vcharge(r->len[i]);
+				vsum[i + 1] = vsum[i] + key_vcharge(r->hlen[i]);
 			k = cut_near(r, vsum, p + 1, known);
 		}
 		assert(k >= 1 && k <= n);
@@ -1668,7 +1774,7 @@ static int leaf_insert_split(struct oidx *t, struct oidx_leaf *leaf, uint32_t p,
 	}
 
 	/* Allocate everything before touching the tree. */
-	struct oidx_leaf *nleaf = leaf_new();
+	struct oidx_leaf *nleaf = leaf_new(t);
 	uint8_t *sep = sep_new(run_key(r, k - 1 - base), r->len[k - 1 - base], run_key(r, k - base), r->len[k - base]);
 	struct oidx_inner *spare[OIDX_MAX_HEIGHT + 1];
 	uint32_t nspare = nsplit + (new_root ? 1 : 0);
@@ -1768,16 +1874,25 @@ static int oidx_insert(struct oidx *t, const void *key, uint32_t key_len, void *
 {
 	if (!oidx_key_ok(key, key_len))
 		return -1;
+	uint32_t hlen = key_len;
+	if (t->tail) { /* key must end with val's id, which the leaf then leaves out */
+		const char *tail = val ? val_tail(val) : NULL;
+		size_t tl = tail ? strlen(tail) : 0;
+		if (!tl || tl > key_len || memcmp((const uint8_t *)key + key_len - tl, tail, tl))
+			return -1;
+		hlen = key_len - (uint32_t)tl;
+	}
 	if (!t->root) {
-		struct oidx_leaf *l = leaf_new();
+		struct oidx_leaf *l = leaf_new(t);
 		if (!l)
 			return -1;
 		/* a leaf of one key keeps all of it as its prefix (up to
-		 * OIDX_LEAF_PFX): the next insert re-cuts it if need be */
-		l->plen = (uint8_t)(key_len < OIDX_LEAF_PFX ? key_len : OIDX_LEAF_PFX);
+		 * OIDX_LEAF_PFX, and its head only in a tail-keyed tree): the
+		 * next insert re-cuts it if need be */
+		l->plen = (uint8_t)(hlen < OIDX_LEAF_PFX ? hlen : OIDX_LEAF_PFX);
 		if (l->plen)
 			memcpy(l->pfx, key, l->plen);
-		leaf_insert(l, 0, key, key_len, val);
+		leaf_insert(l, 0, key, hlen, val);
 		t->root = &l->h;
 		t->height = 1;
 		t->count = 1;
@@ -1815,10 +1930,14 @@ static int oidx_insert(struct oidx *t, const void *key, uint32_t key_len, void *
 	if (found) {
 		if (!replace)
 			return 1;
+		/* a tail-keyed entry stays whole only with an id as long as
+		 * its own: the same key, cut elsewhere, is refused */
+		if (t->tail && leaf->plen + (uint32_t)leaf_ent(leaf, p)[0] != hlen)
+			return -1;
 		leaf_set_val(leaf, p, val);
 		return 0;
 	}
-	return leaf_insert_split(t, leaf, p, key, key_len, val, path, pidx, depth);
+	return leaf_insert_split(t, leaf, p, key, key_len, hlen, val, path, pidx, depth);
 }
 
 /* oidx_put: insert a copy of key -> val.  0 inserted, 1 already present
@@ -1862,6 +1981,7 @@ static bool leaf_rebalance(struct oidx_inner *parent, uint32_t ci)
 	if (!r)
 		return false; /* OOM: leave the node under-full; still correct */
 	r->n = r->bytes = 0;
+	r->tailed = leaf_tailed(L);
 	uint32_t nl = L->h.n;
 	run_add_leaf(r, L, 0, nl);
 	run_add_leaf(r, R, 0, R->h.n);
@@ -1896,10 +2016,10 @@ static bool leaf_rebalance(struct oidx_inner *parent, uint32_t ci)
 		target = OIDX_LEAF_DATA - OIDX_ENT_MAX;
 	if (under_left) {
 		for (got = L->vfill; got < target; k++)
-			got += key_vcharge(r->len[k]);
+			got += key_vcharge(r->hlen[k]);
 	} else {
 		for (got = R->vfill; got < target; k--)
-			got += key_vcharge(r->len[k - 1]);
+			got += key_vcharge(r->hlen[k - 1]);
 	}
 	assert(k >= 1 && k < m);
 	uint8_t *sep = k == nl ? NULL : sep_new(run_key(r, k - 1), r->len[k - 1], run_key(r, k), r->len[k]);
@@ -1985,7 +2105,7 @@ void *oidx_del(struct oidx *t, const void *key, uint32_t key_len)
 		if (leaf->h.n == 0) {
 			assert(t->count == 0);
 			free(leaf);
-			oidx_init(t);
+			oidx_empty(t);
 		}
 		return val;
 	}
@@ -2144,13 +2264,24 @@ bool oidx_iter_has_prefix(const struct oidx_iter *it, const void *pfx, uint32_t 
 {
 	const struct oidx_leaf *l = as_leaf(it->leaf);
 	const uint8_t *e = leaf_ent(l, it->pos), *q = pfx;
-	uint32_t pl = l->plen;
-	if (len > pl + (uint32_t)e[0])
+	uint32_t pl = l->plen, hl = pl + (uint32_t)e[0];
+	if (len > hl && !leaf_tailed(l))
 		return false;
 	uint32_t a = len < pl ? len : pl;
 	if (a && memcmp(l->pfx, q, a))
 		return false;
-	return len <= pl || !memcmp(e + 1, q + pl, len - pl);
+	if (len <= pl)
+		return true;
+	if (len <= hl)
+		return !memcmp(e + 1, q + pl, len - pl);
+	/* past the head (a tail-keyed leaf): the value's id goes on */
+	if (e[0] && memcmp(e + 1, q + pl, e[0]))
+		return false;
+	const char *tail = val_tail(ent_val(e));
+	for (uint32_t i = hl; i < len; i++, tail++)
+		if (!*tail || (uint8_t)*tail != q[i])
+			return false;
+	return true;
 }
 
 /* oidx_iter_cmp: the key under a valid iterator (the leaf's shared
@@ -2159,14 +2290,12 @@ int oidx_iter_cmp(const struct oidx_iter *it, const void *key, uint32_t len)
 {
 	const struct oidx_leaf *l = as_leaf(it->leaf);
 	const uint8_t *e = leaf_ent(l, it->pos), *q = key;
-	uint32_t pl = l->plen, sl = e[0], kl = pl + sl;
+	uint32_t pl = l->plen;
 	uint32_t a = len < pl ? len : pl;
 	int c = a ? memcmp(l->pfx, q, a) : 0;
-	if (c || len <= pl)
-		return c ? c : kl > len; /* the prefix alone covers key: equal, or longer */
-	uint32_t b = len - pl < sl ? len - pl : sl;
-	c = b ? memcmp(e + 1, q + pl, b) : 0;
-	return c ? c : (kl > len) - (kl < len);
+	if (c || len < pl)
+		return c ? c : 1; /* the prefix alone covers key, and goes on */
+	return ent_cmp_key(l, e, pl ? q + pl : q, len - pl);
 }
 
 /* oidx_next: step to the following key.  1 if on an entry, 0 when walked
@@ -2265,6 +2394,12 @@ static void check_node(struct check_state *st, struct oidx_node *n, uint32_t dep
 		struct oidx_leaf *l = as_leaf(n);
 		CHECK(depth == st->t->height - 1, "leaf above the bottom level");
 		CHECK(l->h.n >= 1 && l->h.n <= OIDX_LEAF_NMAX, "leaf entry count out of range");
+		CHECK(l->h.is_leaf == (st->t->tail ? OIDX_LEAF_TAIL : OIDX_LEAF), "leaf of the other kind");
+		for (uint32_t i = 0; leaf_tailed(l) && i < l->h.n; i++) {
+			const uint8_t *e = leaf_ent(l, i);
+			size_t tl = strlen(val_tail(ent_val(e)));
+			CHECK(tl >= 1 && l->plen + e[0] + tl <= IDX_MAX_KEY, "tail-keyed entry's id empty or too long");
+		}
 		check_leaf_layout(st, l);
 		if (st->err)
 			return;

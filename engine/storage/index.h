@@ -144,6 +144,7 @@ struct oidx {
 	struct oidx_node *root;
 	size_t count;
 	uint32_t height;
+	uint32_t tail; /* oidx_init_tail: a key's last part is its value's id, kept there only */
 };
 
 /* A position in the tree; invalid once the tree is modified.  key[] is
@@ -162,6 +163,26 @@ extern unsigned long idx_test_deletions;
 #endif
 
 void oidx_init(struct oidx *t);
+/*
+ * oidx_init for a tree whose every key ends with its value's id, as a
+ * table's secondary index files rows (head | row id): each value starts
+ * with a `const char *` to that id, NUL-terminated, non-empty, never
+ * changed while the value is in the tree (struct row's id).  A leaf keeps
+ * each key's head only and reads the rest from the value: the id is not
+ * stored twice (issue 15's memory per row: a secondary entry of an offer
+ * or a level was ~40 bytes, most of it the row id).  The order, the keys
+ * the iterators give and every call are as for oidx_init; put and set
+ * refuse (-1) a key that does not end with the value's id, and set the
+ * value of a key stored with an id of another length (the same bytes cut
+ * elsewhere).  A search reads a value's id only where the key searched
+ * goes on past that entry's head, equal up to there: a seek by a head
+ * alone, where no head is a proper prefix of another (a table's heads end
+ * with a NUL or are of one length), reads none.  So a value in the tree
+ * must stay readable while the tree holds it (a table takes a row's
+ * entries out before it frees the row).
+ */
+void oidx_init_tail(struct oidx *t);
+/* Free every node; the tree is then empty, of the same kind. */
 void oidx_free(struct oidx *t);
 /* Insert (key copied); 0, 1 if present (nothing changed), -1 OOM/too long. */
 int oidx_put(struct oidx *t, const void *key, uint32_t key_len, void *val);

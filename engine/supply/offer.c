@@ -147,11 +147,12 @@ static int offer_init(struct table *t)
 	if (!e)
 		return -1;
 	hidx_init_in_value(&e->by_natural, offsetof(struct offer_row, o) + offsetof(struct offer, wine_id));
-	oidx_init(&e->by_orig);
-	oidx_init(&e->by_wine);
-	oidx_init(&e->open);
-	oidx_init(&e->by_named);
-	oidx_init(&e->by_country);
+	/* every candidate key ends with the offer's id: its row keeps it */
+	oidx_init_tail(&e->by_orig);
+	oidx_init_tail(&e->by_wine);
+	oidx_init_tail(&e->open);
+	oidx_init_tail(&e->by_named);
+	oidx_init_tail(&e->by_country);
 	t->ext = e;
 	return 0;
 }

@@ -1033,9 +1033,10 @@ static int tail_cmp(const char *tail, const uint8_t *q, uint32_t ql)
  * tail-keyed entry reads its value only when sk goes on past its head:
  * a key that ends within the head, or with it, sorts first (the tail is
  * never empty). */
-static int ent_cmp_key(const struct oidx_leaf *l, const uint8_t *e, const uint8_t *sk, uint32_t sl)
+static inline __attribute__((always_inline)) int ent_cmp_as(bool tailed, const uint8_t *e, const uint8_t *sk,
+							  uint32_t sl)
 {
-	if (!leaf_tailed(l))
+	if (!tailed)
 		return kb_cmp_key(e, sk, sl);
 	uint32_t hl = e[0];
 	if (sl <= hl) {
@@ -1044,6 +1045,11 @@ static int ent_cmp_key(const struct oidx_leaf *l, const uint8_t *e, const uint8_
 	}
 	int c = hl ? memcmp(e + 1, sk, hl) : 0;
 	return c ? c : tail_cmp(val_tail(ent_val(e)), sk + hl, sl - hl);
+}
+
+static int ent_cmp_key(const struct oidx_leaf *l, const uint8_t *e, const uint8_t *sk, uint32_t sl)
+{
+	return ent_cmp_as(leaf_tailed(l), e, sk, sl);
 }
 
 /* Entry i's whole key (prefix + suffix, + the value's id in a tail-keyed
@@ -1410,6 +1416,27 @@ static int leaf_side(const struct oidx_leaf *l, const void *key, uint32_t key_le
 	return c > 0;
 }
 
+/* The binary search of leaf_lower (!upper: the first entry >= the key
+ * whose suffix after the leaf's prefix is sk[0, sl), *found if equal) and
+ * leaf_upper (the first entry > it), for leaves of one kind: inlined
+ * with `tailed` a constant, a plain leaf's loop is what it was before
+ * tail-keyed leaves. */
+static inline __attribute__((always_inline)) uint32_t leaf_search(const struct oidx_leaf *l, const uint8_t *sk,
+								   uint32_t sl, bool tailed, bool upper, bool *found)
+{
+	uint32_t lo = 0, hi = l->h.n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		int c = ent_cmp_as(tailed, leaf_ent(l, mid), sk, sl);
+		if (upper ? c <= 0 : c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = !upper && lo < l->h.n && ent_cmp_as(tailed, leaf_ent(l, lo), sk, sl) == 0;
+	return lo;
+}
+
 /* First index in the leaf whose key is >= key; *found if equal. */
 static uint32_t leaf_lower(const struct oidx_leaf *l, const void *key, uint32_t key_len, bool *found)
 {
@@ -1419,16 +1446,7 @@ static uint32_t leaf_lower(const struct oidx_leaf *l, const void *key, uint32_t 
 		return side < 0 ? 0 : l->h.n;
 	uint32_t pl = l->plen, sl = key_len - pl;
 	const uint8_t *sk = pl ? (const uint8_t *)key + pl : key;
-	uint32_t lo = 0, hi = l->h.n;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (ent_cmp_key(l, leaf_ent(l, mid), sk, sl) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	*found = lo < l->h.n && ent_cmp_key(l, leaf_ent(l, lo), sk, sl) == 0;
-	return lo;
+	return leaf_tailed(l) ? leaf_search(l, sk, sl, true, false, found) : leaf_search(l, sk, sl, false, false, found);
 }
 
 /* First index in the leaf whose key is > key. */
@@ -1439,15 +1457,8 @@ static uint32_t leaf_upper(const struct oidx_leaf *l, const void *key, uint32_t 
 		return side < 0 ? 0 : l->h.n;
 	uint32_t pl = l->plen, sl = key_len - pl;
 	const uint8_t *sk = pl ? (const uint8_t *)key + pl : key;
-	uint32_t lo = 0, hi = l->h.n;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (ent_cmp_key(l, leaf_ent(l, mid), sk, sl) <= 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	bool found;
+	return leaf_tailed(l) ? leaf_search(l, sk, sl, true, true, &found) : leaf_search(l, sk, sl, false, true, &found);
 }
 
 /* Bytes [p, p + 8) of a key of len bytes as a big-endian word, zeros

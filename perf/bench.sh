@@ -1080,6 +1080,24 @@ fi
 # wine's offers instead, which no bound limits.  An order-preserving
 # binary id in index keys is the next step (lists merge across shards in
 # string id order, so the encoding must keep it exactly).
+#
+# Measured 2026-12-01 (session 55): the goal met without a new encoding.
+# A secondary index files a row under head | row id, and the row keeps
+# its id already: a tail-keyed B+tree (index.h oidx_init_tail) stores the
+# head only and reads the id from the row when a comparison gets past
+# the head (a seek by a head never does).  The offers' five candidate
+# indexes and the levels' three use it.  bench_scale fill, PGO=0:
+# secondary indexes 107 -> 69 B an offer, 137 -> 70 B a level; an offer
+# 312 -> 275 B (2.1x -> 1.9x raw), a level 351 -> 285 B (2.2x -> 1.8x);
+# the extrapolated 1M wines x 10 offers + 5M levels 7.3 -> 6.6 GB.
+# Recovery of one directory (bench_scale load, alternating 8cf1208 and
+# this, 4 pairs): 2.12/2.26/1.61/1.53M rows/s before, 2.18/2.26/1.66/1.61M
+# after (the builder files fewer bytes; the box slowed down in the later
+# pairs).  perf/ir_per_request.sh (instructions a request, every
+# thread): 1-line quote 82,090 -> 82,687, 5 lines 330,979 -> 330,942,
+# orders 364,987 -> 367,745 (two runs of the old build: 364,987 and
+# 366,043).  perf/ab.sh quote1 (6 rounds of 4 s): user time a quote the
+# same (5.0-5.7 us both), the medians' difference in system time.
 
 # cpu_ticks PID : utime + stime of every thread of the process (/proc, clock ticks)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

@@ -204,7 +204,10 @@ static void lvl_write(struct jw *w, const struct lvl_vals *v)
 /* No index by natural key (offer, location, condition): the one place that
  * asks, a create's duplicate check, walks the offer's levels in by_offer,
  * which it walks anyway to count them (at most INV_LEVELS_PER_OFFER_MAX).
- * A hash of them cost 34 B a level and an insert per level in recovery. */
+ * A hash of them cost 34 B a level and an insert per level in recovery.
+ * The three ordered indexes are tail-keyed (index.h oidx_init_tail): each
+ * key ends with the level's id, which the row keeps and the leaves do
+ * not. */
 struct inv_ext {
 	struct oidx by_offer;     /* offer NUL id */
 	struct oidx by_location;  /* location NUL offer NUL id (grouped per offer: the snapshot) */

@@ -47,6 +47,9 @@ struct row {
 	uint16_t id_len;      /* (widest members first: 32 bytes, not 40) */
 	uint8_t table;        /* its table's enum rec_table (row_doc) */
 };
+/* A row starts with its id's address: a tail-keyed index (index.h
+ * oidx_init_tail) reads a row's id through it. */
+_Static_assert(offsetof(struct row, id) == 0, "a row is a tail-keyed index's value");
 
 struct table;
 

@@ -30,7 +30,9 @@
  * caller's country, ?destination).  Publishable keys: see channel_admits().
  *
  * NO PAGE SCANS THE TABLE.  Besides the uniqueness hash, four ordered
- * candidate indexes live in t->ext, each key ending with the offer id:
+ * candidate indexes live in t->ext, each key ending with the offer id
+ * (tail-keyed, index.h oidx_init_tail: an entry keeps what comes before
+ * the id, the row keeps the id):
  *    by_orig     originator\0id   every offer (the owner's view)
  *    open        id               active+shareable, no named sellers, no
  *                                 allowed list, default any

@@ -118,7 +118,7 @@
  * (built from runs of whole keys), oidx_check -- by the whole key.  A
  * comparison reads the id only when the key searched is equal to an
  * entry's head and goes on, so a seek by a head reads none.  Runs hold
- * whole keys, at most IDX_MAX_KEY each (OIDX_RUN_BYTES), with each one's
+ * whole keys, at most IDX_MAX_KEY each (OIDX_RUN_BYTES_TAIL), with each one's
  * head length (hlen[]).  Measured (perf/bench_scale, 1M offers and 500k
  * levels, 2026-12-01): the offers' secondary indexes 107 -> 69 B an
  * offer, the levels' 137 -> 70 B; an offer 312 -> 275 B, a level 351 ->
@@ -1258,30 +1258,46 @@ static uint32_t split_point(const uint16_t *cost, uint32_t m, uint32_t total)
  * keys share (they are sorted, so every key between shares it), so entries
  * moved between leaves of different prefixes are re-cut on the way. */
 #define OIDX_RUN_MAX (2u * OIDX_LEAF_NMAX + 1u)
-/* the whole keys of two leaves and one more key: each at most IDX_MAX_KEY
- * (in a tail-keyed tree a leaf's keys whole are far more than the bytes
- * it stores) */
-#define OIDX_RUN_BYTES (OIDX_RUN_MAX * IDX_MAX_KEY)
-_Static_assert(OIDX_RUN_BYTES <= UINT16_MAX, "run offsets are 16-bit");
+/* Room for the whole keys of two leaves and one more key: each entry's
+ * stored bytes plus the prefix; in a tail-keyed tree, whose leaves' keys
+ * whole are far more than the bytes they store, IDX_MAX_KEY a key.  A run
+ * is malloc'd with the room its tree needs (oidx_run_new). */
+#define OIDX_RUN_BYTES_PLAIN (2u * (OIDX_LEAF_DATA + OIDX_LEAF_NMAX * OIDX_LEAF_PFX) + IDX_MAX_KEY)
+#define OIDX_RUN_BYTES_TAIL (OIDX_RUN_MAX * IDX_MAX_KEY)
+_Static_assert(OIDX_RUN_BYTES_TAIL <= UINT16_MAX && OIDX_RUN_BYTES_PLAIN <= OIDX_RUN_BYTES_TAIL,
+	       "run offsets are 16-bit");
 
 /* hlen[i]: the bytes of key i a leaf stores (with its prefix): len[i], or
  * in a tail-keyed tree the head before the value's id; charges, prefixes
  * and leaf_build go by it. */
 struct oidx_run {
-	uint32_t n, bytes;
+	uint32_t n, bytes, cap; /* cap: b[]'s room */
 	bool tailed;
 	uint16_t off[OIDX_RUN_MAX];
 	uint8_t len[OIDX_RUN_MAX];
 	uint8_t hlen[OIDX_RUN_MAX];
 	void *val[OIDX_RUN_MAX];
-	uint8_t b[OIDX_RUN_BYTES];
+	uint8_t b[];
 };
+
+/* An empty run for a tree of the kind `tailed` says, or NULL on OOM. */
+static struct oidx_run *oidx_run_new(bool tailed)
+{
+	uint32_t cap = tailed ? OIDX_RUN_BYTES_TAIL : OIDX_RUN_BYTES_PLAIN;
+	struct oidx_run *r = malloc(sizeof(*r) + cap);
+	if (r) {
+		r->n = r->bytes = 0;
+		r->cap = cap;
+		r->tailed = tailed;
+	}
+	return r;
+}
 
 /* Append key -> val to the run, its first hlen bytes stored (room is the
  * caller's bound). */
 static void run_add(struct oidx_run *r, const uint8_t *key, uint32_t key_len, uint32_t hlen, void *val)
 {
-	assert(r->n < OIDX_RUN_MAX && r->bytes + key_len <= OIDX_RUN_BYTES && hlen <= key_len);
+	assert(r->n < OIDX_RUN_MAX && r->bytes + key_len <= r->cap && hlen <= key_len);
 	r->off[r->n] = (uint16_t)r->bytes;
 	r->len[r->n] = (uint8_t)key_len;
 	r->hlen[r->n] = (uint8_t)hlen;
@@ -1296,7 +1312,7 @@ static void run_add(struct oidx_run *r, const uint8_t *key, uint32_t key_len, ui
 static void run_add_leaf(struct oidx_run *r, const struct oidx_leaf *l, uint32_t from, uint32_t to)
 {
 	for (uint32_t i = from; i < to; i++) {
-		assert(r->n < OIDX_RUN_MAX && r->bytes + IDX_MAX_KEY <= OIDX_RUN_BYTES);
+		assert(r->n < OIDX_RUN_MAX && r->bytes + IDX_MAX_KEY <= r->cap);
 		r->off[r->n] = (uint16_t)r->bytes;
 		uint32_t kl = leaf_key(l, i, r->b + r->bytes);
 		r->len[r->n] = (uint8_t)kl;
@@ -1718,11 +1734,9 @@ static int leaf_insert_split(struct oidx *t, struct oidx_leaf *leaf, uint32_t p,
 	 * prefix they all share (np): each side of the cut is then rebuilt
 	 * under its own prefix, at least as long, so charged at most that. */
 	bool append = leaf->next == NULL && p == n;
-	struct oidx_run *r = malloc(sizeof(*r));
+	struct oidx_run *r = oidx_run_new(t->tail);
 	if (!r)
 		return -1;
-	r->n = r->bytes = 0;
-	r->tailed = t->tail;
 	/* (an append needs the leaf's last key only: the run is entries
 	 * n - 1 and n of the sequence, the cut between them) */
 	uint32_t base = append ? n - 1 : 0;
@@ -1988,11 +2002,9 @@ static bool leaf_rebalance(struct oidx_inner *parent, uint32_t ci)
 	struct oidx_leaf *L = as_leaf(parent->kids[si]);
 	struct oidx_leaf *R = as_leaf(parent->kids[si + 1]);
 	bool under_left = ci == si; /* the under-full one is L (else R) */
-	struct oidx_run *r = malloc(sizeof(*r));
+	struct oidx_run *r = oidx_run_new(leaf_tailed(L));
 	if (!r)
 		return false; /* OOM: leave the node under-full; still correct */
-	r->n = r->bytes = 0;
-	r->tailed = leaf_tailed(L);
 	uint32_t nl = L->h.n;
 	run_add_leaf(r, L, 0, nl);
 	run_add_leaf(r, R, 0, R->h.n);

@@ -757,6 +757,57 @@ static void check_walks(const struct oidx *t, const struct model *m)
 	cr_assert_eq(i, 0, "backward walk length");
 }
 
+/* A model test's delete: usually of a key the model holds, sometimes of a
+ * random one; the answer checked against the model, which follows.  The
+ * key deleted is left in k; its length returned. */
+static uint32_t model_delete_op(struct oidx *t, struct model *m, uint8_t *k, int op)
+{
+	uint32_t len;
+	int found;
+	if (m->n > 0 && rng() % 4 != 0) {
+		struct mentry *e = m->e[rng() % m->n];
+		len = e->len;
+		memcpy(k, e->k, len);
+	} else {
+		len = random_key(k);
+	}
+	size_t at = model_lower(m, k, len, &found);
+	void *got = oidx_del(t, k, len);
+	if (found) {
+		cr_assert_eq(got, tag(m->e[at]->val), "del value at op %d", op);
+		model_remove(m, at);
+	} else {
+		cr_assert_null(got);
+	}
+	return len;
+}
+
+/* get of k and the seeks around it, as the model answers them. */
+static void model_probe(const struct oidx *t, const struct model *m, const uint8_t *k, uint32_t len)
+{
+	int found;
+	size_t at = model_lower(m, k, len, &found);
+	cr_assert_eq(oidx_get(t, k, len), found ? tag(m->e[at]->val) : NULL);
+	check_seeks(t, m, k, len);
+}
+
+/* Delete what is left, in random order, checking the tree as it shrinks;
+ * then it is empty. */
+static void model_drain(struct oidx *t, struct model *m)
+{
+	while (m->n > 0) {
+		size_t at = rng() % m->n;
+		cr_assert_eq(oidx_del(t, m->e[at]->k, m->e[at]->len), tag(m->e[at]->val));
+		model_remove(m, at);
+		if (m->n % 1000 == 0)
+			cr_assert_eq(oidx_check(t), 0);
+	}
+	cr_assert_eq(oidx_count(t), 0);
+	cr_assert_null(t->root);
+	cr_assert_eq(t->height, 0);
+	cr_assert_eq(oidx_check(t), 0);
+}
+
 WM_TEST(oidx, model_randomized)
 {
 	enum { OPS = 80000, PHASE1 = 40000, PHASE2 = 60000 };
@@ -790,33 +841,14 @@ WM_TEST(oidx, model_randomized)
 					model_insert(&m, at, k, len, v);
 			}
 		} else {
-			/* delete: usually an existing key, sometimes a random one */
-			if (m.n > 0 && rng() % 4 != 0) {
-				struct mentry *e = m.e[rng() % m.n];
-				len = e->len;
-				memcpy(k, e->k, len);
-			} else {
-				len = random_key(k);
-			}
-			size_t at = model_lower(&m, k, len, &found);
-			void *got = oidx_del(&t, k, len);
-			if (found) {
-				cr_assert_eq(got, tag(m.e[at]->val), "del value at op %d", op);
-				model_remove(&m, at);
-			} else {
-				cr_assert_null(got);
-			}
+			len = model_delete_op(&t, &m, k, op);
 		}
 		cr_assert_eq(oidx_count(&t), m.n, "count at op %d", op);
 		/* get of the op key and a random probe; seeks around both */
-		size_t at = model_lower(&m, k, len, &found);
-		cr_assert_eq(oidx_get(&t, k, len), found ? tag(m.e[at]->val) : NULL);
-		check_seeks(&t, &m, k, len);
+		model_probe(&t, &m, k, len);
 		uint8_t q[24];
 		uint32_t ql = random_key(q);
-		at = model_lower(&m, q, ql, &found);
-		cr_assert_eq(oidx_get(&t, q, ql), found ? tag(m.e[at]->val) : NULL);
-		check_seeks(&t, &m, q, ql);
+		model_probe(&t, &m, q, ql);
 		if (t.height > max_height)
 			max_height = t.height;
 		if (op % 2500 == 0 || op == OPS - 1) {
@@ -825,18 +857,7 @@ WM_TEST(oidx, model_randomized)
 		}
 	}
 	cr_assert_geq(max_height, 3, "the model test should reach a 3-level tree");
-	/* Drain everything that is left, in random order. */
-	while (m.n > 0) {
-		size_t at = rng() % m.n;
-		cr_assert_eq(oidx_del(&t, m.e[at]->k, m.e[at]->len), tag(m.e[at]->val));
-		model_remove(&m, at);
-		if (m.n % 1000 == 0)
-			cr_assert_eq(oidx_check(&t), 0);
-	}
-	cr_assert_eq(oidx_count(&t), 0);
-	cr_assert_null(t.root);
-	cr_assert_eq(t.height, 0);
-	cr_assert_eq(oidx_check(&t), 0);
+	model_drain(&t, &m);
 	oidx_free(&t);
 	model_free(&m);
 }
@@ -2551,34 +2572,16 @@ WM_TEST(oidx, tail_keyed_model_randomized)
 					model_insert(&m, at, k, len, (uintptr_t)v);
 			}
 		} else {
-			if (m.n > 0 && rng() % 4 != 0) {
-				struct mentry *e = m.e[rng() % m.n];
-				len = e->len;
-				memcpy(k, e->k, len);
-			} else {
-				len = random_key(k);
-			}
-			size_t at = model_lower(&m, k, len, &found);
-			void *got = oidx_del(&t, k, len);
-			if (found) {
-				cr_assert_eq(got, tag(m.e[at]->val), "del value at op %d", op);
-				model_remove(&m, at);
-			} else {
-				cr_assert_null(got);
-			}
+			len = model_delete_op(&t, &m, k, op);
 		}
 		cr_assert_eq(oidx_count(&t), m.n, "count at op %d", op);
-		size_t at = model_lower(&m, k, len, &found);
-		cr_assert_eq(oidx_get(&t, k, len), found ? tag(m.e[at]->val) : NULL);
-		check_seeks(&t, &m, k, len);
+		model_probe(&t, &m, k, len);
 		uint8_t q[24];
 		uint32_t ql = random_key(q);
 		if (rng() % 2) /* a probe that goes on into ids */
 			for (uint32_t i = rng() % 4; i-- > 0;)
 				q[ql++] = tail_alphabet[rng() % 4];
-		at = model_lower(&m, q, ql, &found);
-		cr_assert_eq(oidx_get(&t, q, ql), found ? tag(m.e[at]->val) : NULL);
-		check_seeks(&t, &m, q, ql);
+		model_probe(&t, &m, q, ql);
 		struct oidx_iter it;
 		if (oidx_seek_ge(&t, q, ql, &it))
 			check_iter_readers(&it, q, ql);
@@ -2591,15 +2594,7 @@ WM_TEST(oidx, tail_keyed_model_randomized)
 	}
 	cr_assert_geq(max_height, 3, "the model test should reach a 3-level tree");
 	cr_assert_gt(refused, 0, "some sets should meet the same key cut elsewhere");
-	while (m.n > 0) {
-		size_t at = rng() % m.n;
-		cr_assert_eq(oidx_del(&t, m.e[at]->k, m.e[at]->len), tag(m.e[at]->val));
-		model_remove(&m, at);
-		if (m.n % 1000 == 0)
-			cr_assert_eq(oidx_check(&t), 0);
-	}
-	cr_assert_eq(oidx_count(&t), 0);
-	cr_assert_null(t.root);
+	model_drain(&t, &m);
 	/* emptied, and freed: still tail-keyed */
 	struct tval *v = tval_new((const uint8_t *)"id", 2);
 	cr_assert_eq(oidx_put(&t, "hid", 3, v), 0);

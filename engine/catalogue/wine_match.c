@@ -89,10 +89,11 @@ int wine_indexes_init(struct table *t)
 	hidx_init(&e->by_l16);
 	hidx_init(&e->by_medusa);
 	oidx_init(&e->by_nk);
-	oidx_init(&e->by_l11);
-	oidx_init(&e->by_producer);
-	oidx_init(&e->by_status);
-	oidx_init(&e->by_country);
+	/* the suffixed keys (text NUL id, list_keys): tail-keyed (index.h oidx_init_tail) */
+	oidx_init_tail(&e->by_l11);
+	oidx_init_tail(&e->by_producer);
+	oidx_init_tail(&e->by_status);
+	oidx_init_tail(&e->by_country);
 	t->ext = e;
 	return 0;
 }

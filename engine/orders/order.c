@@ -147,7 +147,7 @@ static int order_init(struct table *t)
 	if (!e)
 		return -1;
 	hidx_init(&e->by_idem);
-	oidx_init(&e->by_party);
+	oidx_init_tail(&e->by_party); /* party NUL id: tail-keyed (index.h oidx_init_tail) */
 	t->ext = e;
 	return 0;
 }

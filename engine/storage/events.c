@@ -158,8 +158,9 @@ static int event_init(struct table *t)
 	struct event_ext *x = malloc(sizeof(*x));
 	if (!x)
 		return -1;
-	oidx_init(&x->by_type);
-	oidx_init(&x->by_entity);
+	/* type NUL id, entity NUL id: tail-keyed (index.h oidx_init_tail) */
+	oidx_init_tail(&x->by_type);
+	oidx_init_tail(&x->by_entity);
 	t->ext = x;
 	return 0;
 }

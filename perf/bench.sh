@@ -1090,14 +1090,28 @@ fi
 # secondary indexes 107 -> 69 B an offer, 137 -> 70 B a level; an offer
 # 312 -> 275 B (2.1x -> 1.9x raw), a level 351 -> 285 B (2.2x -> 1.8x);
 # the extrapolated 1M wines x 10 offers + 5M levels 7.3 -> 6.6 GB.
-# Recovery of one directory (bench_scale load, alternating 8cf1208 and
-# this, 4 pairs): 2.12/2.26/1.61/1.53M rows/s before, 2.18/2.26/1.66/1.61M
-# after (the builder files fewer bytes; the box slowed down in the later
-# pairs).  perf/ir_per_request.sh (instructions a request, every
-# thread): 1-line quote 82,090 -> 82,687, 5 lines 330,979 -> 330,942,
-# orders 364,987 -> 367,745 (two runs of the old build: 364,987 and
-# 366,043).  perf/ab.sh quote1 (6 rounds of 4 s): user time a quote the
-# same (5.0-5.7 us both), the medians' difference in system time.
+# Events (type, entity), wines (producer, status, country, l11) and
+# orders (party) file rows under text NUL id as well: tail-keyed too, the
+# wine phase 2388 -> 2304 B a wine (6.6 -> 6.5 GB extrapolated).
+# Recovery: in a tail-keyed leaf of equal heads (an originator's offers)
+# every step of an insert's binary search read a row's id; an insert now
+# checks first whether its key goes right after the leaf's last insert
+# (rows arrive in id order under each head).  callgrind of bench_scale
+# load (20,000 wines, 20,000-transaction tail), instructions against
+# 8cf1208: +5.0 % tail-keyed, +1.2 % with the check, +1.5 % with the
+# other tables, +0.3 % once an id is compared 8 bytes at a time (its
+# length first: a byte loop was most of those compares; the offers'
+# ordered build 591M -> 536M instructions, 8cf1208's 536M).  Wall clock
+# on this box moved 1.3-2.0M rows/s for the same binary within minutes;
+# alternating loads of 8cf1208 and 413029c (5 pairs, 100,000-transaction
+# tail): medians 1.91M and 1.95M rows/s.
+# perf/ir_per_request.sh (instructions a request, every thread), 8cf1208
+# -> now: 1-line quote 82,090 -> 82,629, 5 lines 330,979 -> 330,747,
+# orders 364,987 -> 368,126 (two runs of 8cf1208: 364,987 and 366,043).
+# perf/ab.sh quote1 (6 rounds of 4 s): user time a quote the same (5.0-5.7
+# us both).  EV_MAX_EVENTS 8 instead of 16 (net/ev.h) was tried for the
+# 1-line p99 at -c64: more system time a quote (6.5-7.5 us against
+# 5.4-6.9) and no better p99 (medians 1,310 against 1,246 us): kept 16.
 
 # cpu_ticks PID : utime + stime of every thread of the process (/proc, clock ticks)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

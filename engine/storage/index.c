@@ -117,7 +117,9 @@
  * that decides order -- the binary searches (ent_cmp_key), separators
  * (built from runs of whole keys), oidx_check -- by the whole key.  A
  * comparison reads the id only when the key searched is equal to an
- * entry's head and goes on, so a seek by a head reads none.  Runs hold
+ * entry's head and goes on, so a seek by a head reads none; an insert
+ * under a head whose keys arrive in id order reads two (leaf_after_last)
+ * instead of one per step of a binary search.  Runs hold
  * whole keys, at most IDX_MAX_KEY each (OIDX_RUN_BYTES_TAIL), with each one's
  * head length (hlen[]).  Measured (perf/bench_scale, 1M offers and 500k
  * levels, 2026-12-01): the offers' secondary indexes 107 -> 69 B an
@@ -1015,17 +1017,12 @@ static inline const char *val_tail(const void *val)
 }
 
 /* A tail (NUL-terminated, no NUL inside) against q[0, ql), as key_cmp:
- * bytes, then the shorter first. */
+ * bytes, then the shorter first.  (Its length first, then key_cmp's 8
+ * bytes at a time: ids share their first dozen bytes, and a byte loop
+ * was most of a tail-keyed insert's compares.) */
 static int tail_cmp(const char *tail, const uint8_t *q, uint32_t ql)
 {
-	for (uint32_t i = 0; i < ql; i++) {
-		uint8_t c = (uint8_t)tail[i];
-		if (!c)
-			return -1; /* the tail ended first */
-		if (c != q[i])
-			return c < q[i] ? -1 : 1;
-	}
-	return tail[ql] != 0;
+	return key_cmp(tail, (uint32_t)strlen(tail), q, ql);
 }
 
 /* Entry e of l after the leaf's prefix (its stored bytes, then in a
